@@ -1,0 +1,125 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/common/check.h"
+
+namespace dtlab::core {
+
+// A spec that fails validation. path() is the JSON path of the offending field
+// ("optimizer.momentum", "model.hidden[1]"); what() reads "path: reason".
+class SpecError : public Error {
+ public:
+  SpecError(std::string path, const std::string& reason)
+      : Error(path + ": " + reason), path_(std::move(path)) {}
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+enum class DatasetKind { kGaussianBlobs, kTwoSpirals, kCheckerboard, kTeacher, kLinearRegression, kShapes };
+
+// The synthetic dataset. Every field has a default; fields that a kind does not use
+// are ignored by it (and rejected by the parser when given for another kind).
+struct DatasetConfig {
+  DatasetKind kind = DatasetKind::kGaussianBlobs;
+  int64_t trainSize = 20000;
+  int64_t testSize = 2000;
+  int64_t classes = 10;      // blobs, teacher, spirals (=2 arms by default), checkerboard (2)
+  int64_t features = 32;     // blobs, teacher, linear_regression; 2 for spirals/checkerboard; 784 for shapes
+  float separation = 4.0f;   // blobs: distance scale of class centres
+  float noise = 1.0f;        // blobs: within-class std; spirals/checkerboard: jitter; shapes: pixel noise std
+  int64_t teacherWidth = 64;  // teacher: hidden width of the random teacher MLP
+  int64_t teacherDepth = 2;   // teacher: hidden layers of the teacher
+  float labelNoise = 0.0f;    // teacher: probability a label is replaced by a random class
+  int64_t gridSize = 4;       // checkerboard: cells per side
+  float turns = 1.5f;         // spirals: turns of each arm
+  uint64_t seed = 0;          // filled from the spec seed unless the dataset gives its own
+
+  // Bytes the train + test features take when materialised; checked against a cap.
+  int64_t bytes() const { return (trainSize + testSize) * (features + 1) * 4; }
+};
+
+enum class Activation { kReLU, kGELU, kTanh };
+enum class InitScheme { kHe, kXavier };
+enum class LossKind { kCrossEntropy, kMse };
+
+// An MLP: input width and output width come from the dataset.
+struct ModelConfig {
+  std::vector<int64_t> hidden = {128, 128};
+  Activation activation = Activation::kReLU;
+  InitScheme init = InitScheme::kHe;
+  LossKind loss = LossKind::kCrossEntropy;  // regression datasets need kMse
+};
+
+enum class OptimizerKind { kSgd, kAdam, kAdamW, kAdadelta };
+enum class ScheduleKind { kConstant, kStep, kCosine };
+
+struct ScheduleConfig {
+  ScheduleKind kind = ScheduleKind::kConstant;
+  int64_t warmupSteps = 0;  // linear warm-up from 0 to the base rate, before any kind
+  int64_t stepSize = 1000;  // step: multiply by gamma every stepSize steps
+  float gamma = 0.1f;
+  float minLr = 0.0f;       // cosine: floor reached at the last step
+};
+
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::kSgd;
+  float lr = 0.05f;
+  float momentum = 0.9f;   // sgd
+  bool nesterov = false;   // sgd
+  float weightDecay = 0.0f;  // sgd/adam: L2 added to the gradient; adamw: decoupled
+  float beta1 = 0.9f;      // adam, adamw
+  float beta2 = 0.999f;    // adam, adamw
+  float eps = 1e-8f;       // adam, adamw (adadelta uses 1e-6 when not given)
+  float rho = 0.9f;        // adadelta
+  ScheduleConfig schedule;
+  // Linear scaling rule (Goyal et al. 2017): lr *= globalBatch / baseBatch when set.
+  std::optional<int64_t> scaleLrBaseBatch;
+};
+
+struct TrainingConfig {
+  int64_t batchSize = 128;      // global batch
+  int64_t epochs = 5;           // 0: no epoch limit
+  int64_t maxSteps = 0;         // 0: no step limit
+  double maxSeconds = 0.0;      // 0: no time limit
+  std::optional<double> targetAccuracy;  // stop when test accuracy reaches it
+  int64_t evalInterval = 200;   // steps between evaluations (and at the end)
+  int threads = 0;              // 0: all cores
+};
+
+struct ExperimentSpec {
+  std::string name = "experiment";
+  uint64_t seed = 1;
+  DatasetConfig dataset;
+  ModelConfig model;
+  OptimizerConfig optimizer;
+  TrainingConfig training;
+};
+
+// Largest dataset a spec may ask for (train + test features and labels, as float32).
+inline constexpr int64_t kMaxDatasetBytes = int64_t{4} << 30;
+
+// Parses and validates. Throws SpecError naming the field for an unknown field, a
+// wrong type, a value out of range, or a combination that cannot work.
+ExperimentSpec parseExperimentSpec(const nlohmann::json& json);
+ExperimentSpec parseExperimentSpecText(const std::string& text);  // also reports JSON syntax errors
+ExperimentSpec loadExperimentSpec(const std::string& path);       // names the file in errors
+// Complete JSON with every default filled in; parseExperimentSpec(toJson(s)) == s.
+nlohmann::json toJson(const ExperimentSpec& spec);
+
+// The names used in JSON ("gaussian_blobs", "relu", "sgd", "cosine", ...).
+const char* toString(DatasetKind kind);
+const char* toString(Activation activation);
+const char* toString(InitScheme init);
+const char* toString(LossKind loss);
+const char* toString(OptimizerKind kind);
+const char* toString(ScheduleKind kind);
+
+}  // namespace dtlab::core
