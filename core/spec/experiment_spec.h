@@ -16,11 +16,23 @@ namespace dtlab::core {
 class SpecError : public Error {
  public:
   SpecError(std::string path, const std::string& reason)
-      : Error(path + ": " + reason), path_(std::move(path)) {}
+      : Error(path + ": " + reason), path_(std::move(path)), reason_(reason) {}
   const std::string& path() const { return path_; }
+  // The message without the path, for editors that show it beside the offending field.
+  const std::string& reason() const { return reason_; }
+  // The same error with `context` (e.g. the spec's file name) in front of what(); path() and
+  // reason() are unchanged so callers can still locate the field.
+  SpecError withContext(const std::string& context) const {
+    return SpecError(WithMessage{}, context + ": " + what(), path_, reason_);
+  }
 
  private:
+  struct WithMessage {};
+  SpecError(WithMessage, const std::string& message, std::string path, std::string reason)
+      : Error(message), path_(std::move(path)), reason_(std::move(reason)) {}
+
   std::string path_;
+  std::string reason_;
 };
 
 enum class DatasetKind { kGaussianBlobs, kTwoSpirals, kCheckerboard, kTeacher, kLinearRegression, kShapes };
@@ -44,6 +56,8 @@ struct DatasetConfig {
 
   // Bytes the train + test features take when materialised; checked against a cap.
   int64_t bytes() const { return (trainSize + testSize) * (features + 1) * 4; }
+
+  bool operator==(const DatasetConfig&) const = default;
 };
 
 enum class Activation { kReLU, kGELU, kTanh };
@@ -56,6 +70,8 @@ struct ModelConfig {
   Activation activation = Activation::kReLU;
   InitScheme init = InitScheme::kHe;
   LossKind loss = LossKind::kCrossEntropy;  // regression datasets need kMse
+
+  bool operator==(const ModelConfig&) const = default;
 };
 
 enum class OptimizerKind { kSgd, kAdam, kAdamW, kAdadelta };
@@ -67,6 +83,8 @@ struct ScheduleConfig {
   int64_t stepSize = 1000;  // step: multiply by gamma every stepSize steps
   float gamma = 0.1f;
   float minLr = 0.0f;       // cosine: floor reached at the last step
+
+  bool operator==(const ScheduleConfig&) const = default;
 };
 
 struct OptimizerConfig {
@@ -82,6 +100,8 @@ struct OptimizerConfig {
   ScheduleConfig schedule;
   // Linear scaling rule (Goyal et al. 2017): lr *= globalBatch / baseBatch when set.
   std::optional<int64_t> scaleLrBaseBatch;
+
+  bool operator==(const OptimizerConfig&) const = default;
 };
 
 struct TrainingConfig {
@@ -91,7 +111,9 @@ struct TrainingConfig {
   double maxSeconds = 0.0;      // 0: no time limit
   std::optional<double> targetAccuracy;  // stop when test accuracy reaches it
   int64_t evalInterval = 200;   // steps between evaluations (and at the end)
-  int threads = 0;              // 0: all cores
+  int threads = 0;              // 0: automatic (1 for small models, else all cores)
+
+  bool operator==(const TrainingConfig&) const = default;
 };
 
 struct ExperimentSpec {
@@ -101,6 +123,8 @@ struct ExperimentSpec {
   ModelConfig model;
   OptimizerConfig optimizer;
   TrainingConfig training;
+
+  bool operator==(const ExperimentSpec&) const = default;
 };
 
 // Largest dataset a spec may ask for (train + test features and labels, as float32).

@@ -1,6 +1,7 @@
 #include "core/tensor/tensor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <new>
 #include <utility>
@@ -9,6 +10,12 @@
 
 namespace dtlab::core {
 
+namespace {
+std::atomic<int64_t> allocCount{0};
+}
+
+int64_t alignedAllocCount() { return allocCount.load(std::memory_order_relaxed); }
+
 float* alignedAllocFloats(int64_t n) {
   DTLAB_ENFORCE(n >= 0, "negative tensor size ", n);
   if (n == 0) return nullptr;
@@ -16,6 +23,7 @@ float* alignedAllocFloats(int64_t n) {
   const std::size_t rounded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
   void* p = std::aligned_alloc(kTensorAlignment, rounded);
   if (p == nullptr) throw std::bad_alloc();
+  allocCount.fetch_add(1, std::memory_order_relaxed);
   return static_cast<float*>(p);
 }
 

@@ -63,6 +63,9 @@ class Tensor {
 
 // Allocates n floats aligned to kTensorAlignment (rounded up to whole cache lines).
 float* alignedAllocFloats(int64_t n);
+// How many buffers alignedAllocFloats has handed out in this process: tests use it to
+// check that a training step allocates nothing after the first.
+int64_t alignedAllocCount();
 void alignedFree(float* p) noexcept;
 
 }  // namespace dtlab::core

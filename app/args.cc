@@ -1,0 +1,68 @@
+#include "app/args.h"
+
+#include <charconv>
+
+namespace dtlab::app {
+
+Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& valueFlags,
+           const std::set<std::string>& switches) {
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    const std::string& arg = argv[i];
+    if (arg.rfind("--", 0) != 0 || arg == "--") {
+      positionals_.push_back(arg);
+      continue;
+    }
+    std::string name = arg;
+    std::string value;
+    bool inlineValue = false;
+    if (const auto eq = arg.find('='); eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      inlineValue = true;
+    }
+    if (switches.count(name) != 0) {
+      if (inlineValue) throw UsageError(name + ": takes no value");
+      switches_.insert(name);
+    } else if (valueFlags.count(name) != 0) {
+      if (!inlineValue) {
+        if (i + 1 >= argv.size()) throw UsageError(name + ": missing value");
+        value = argv[++i];
+      }
+      values_.emplace(name, value);
+    } else {
+      throw UsageError("unknown option " + name);
+    }
+  }
+}
+
+bool Args::has(const std::string& flag) const {
+  return switches_.count(flag) != 0 || values_.count(flag) != 0;
+}
+
+std::string Args::value(const std::string& flag, const std::string& fallback) const {
+  const auto range = values_.equal_range(flag);
+  if (range.first == range.second) return fallback;
+  return std::prev(range.second)->second;  // the last one wins
+}
+
+std::vector<std::string> Args::values(const std::string& flag) const {
+  std::vector<std::string> out;
+  const auto range = values_.equal_range(flag);
+  for (auto it = range.first; it != range.second; ++it) out.push_back(it->second);
+  return out;
+}
+
+int64_t Args::integer(const std::string& flag, int64_t fallback, int64_t min, int64_t max) const {
+  if (!has(flag)) return fallback;
+  const std::string text = value(flag, "");
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size())
+    throw UsageError(flag + ": expected an integer, got '" + text + "'");
+  if (v < min || v > max)
+    throw UsageError(flag + ": must be in [" + std::to_string(min) + ", " + std::to_string(max) +
+                     "], got " + text);
+  return v;
+}
+
+}  // namespace dtlab::app

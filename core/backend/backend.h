@@ -1,0 +1,89 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/spec/experiment_spec.h"
+
+namespace dtlab::core {
+
+class Optimizer;
+
+// Result of a fused loss kernel over one batch.
+struct LossResult {
+  double lossSum = 0.0;  // sum over rows of the per-sample loss (divide by rows for the mean)
+  int64_t correct = 0;   // classification: rows whose argmax equals the label
+};
+
+// The kernels a training step needs, on memory the backend owns.
+//
+// The model, the training loop, the strategies and the collectives only ever call
+// this interface, so adding a backend (CUDA) changes none of them. Pointers passed
+// to a backend's kernels point into memory allocated by that same backend
+// (host memory for the CPU backend, device memory for CUDA); data crosses the
+// boundary only through upload()/download().
+//
+// Matrices are row-major float32. Every kernel is synchronous from the caller's
+// point of view (a GPU backend synchronises its stream where a host needs results).
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // Worker threads the backend uses for one kernel (1 for a GPU backend).
+  virtual int threads() const = 0;
+
+  virtual float* allocate(int64_t count) = 0;
+  virtual void release(float* p) noexcept = 0;
+  virtual void upload(float* dst, const float* host, int64_t count) = 0;
+  virtual void download(float* host, const float* src, int64_t count) = 0;
+  virtual void fill(float* dst, int64_t count, float value) = 0;
+
+  // c[m x n] = alpha * op(a) * op(b) + beta * c. op(a) is m x k, op(b) is k x n;
+  // lda/ldb/ldc are the row strides of the matrices as stored.
+  virtual void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha,
+                    const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                    int64_t ldc) = 0;
+
+  // out[r][c] = act(z[r][c] + bias[c]), and zOut[r][c] = z[r][c] + bias[c] when zOut is
+  // not null (GELU's backward needs the pre-activation). out and zOut may equal z.
+  virtual void biasActivation(const float* z, const float* bias, int64_t rows, int64_t cols,
+                              std::optional<Activation> act, float* out, float* zOut) = 0;
+  // dz = dOut * act'(.), from the activation output `out` (ReLU, tanh) or the
+  // pre-activation `z` (GELU); dz may equal dOut. Accumulates nothing: writes
+  // dBias[c] = sum over rows of dz[r][c] when dBias is not null.
+  virtual void activationBackward(const float* dOut, const float* z, const float* out,
+                                  int64_t rows, int64_t cols, std::optional<Activation> act,
+                                  float* dz, float* dBias) = 0;
+
+  // Softmax cross-entropy with integer labels stored as floats. Writes
+  // dLogits = (softmax - onehot) * gradScale when dLogits is not null.
+  virtual LossResult softmaxCrossEntropy(const float* logits, const float* labels, int64_t rows,
+                                         int64_t classes, float gradScale, float* dLogits) = 0;
+  // Squared error 0.5*(pred - target)^2 summed over outputs (so d/dpred = pred - target,
+  // times gradScale); lossSum is the sum over rows of sum over outputs of (pred-target)^2,
+  // the quantity whose mean PyTorch's MSELoss reports when outputs == 1.
+  virtual LossResult meanSquaredError(const float* pred, const float* target, int64_t rows,
+                                      int64_t outputs, float gradScale, float* dPred) = 0;
+
+  // The backend's optimizer kernels for this configuration.
+  virtual std::unique_ptr<Optimizer> makeOptimizer(const OptimizerConfig& config) = 0;
+  // Applies optimizer to params[begin, end), splitting the range across the backend's threads.
+  virtual void optimizerUpdate(Optimizer& optimizer, float* params, const float* grads,
+                               int64_t begin, int64_t end, int64_t step, float lr) = 0;
+};
+
+// Backends in order of preference, each with its own availability test (STYLE.md:
+// Horovod's OperationManager). The CPU backend is always last and always enabled.
+struct BackendInfo {
+  std::string name;       // "cpu", "cuda"
+  bool enabled = false;   // compiled in and a device present
+  std::string why;        // when not enabled: what is missing
+};
+std::vector<BackendInfo> availableBackends();
+// "cpu" or "cuda[:N]"; threads applies to the CPU backend (0: all cores).
+std::unique_ptr<Backend> makeBackend(const std::string& device, int threads);
+
+}  // namespace dtlab::core

@@ -1,0 +1,245 @@
+#include "core/backend/cpu_backend.h"
+
+#include <dnnl.h>
+#include <omp.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numbers>
+
+#include "core/common/check.h"
+#include "core/optim/optimizer.h"
+#include "core/tensor/tensor.h"
+
+namespace dtlab::core {
+namespace {
+
+// Below this many elements a kernel runs on the calling thread: waking the pool
+// costs more than the loop (small models are overhead-bound, see bench core).
+constexpr int64_t kParallelThreshold = 1 << 15;
+
+inline float reluGrad(float out) { return out > 0.0f ? 1.0f : 0.0f; }
+
+constexpr float kInvSqrt2 = 0.70710678118654752f;
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+
+// Exact (erf) GELU, PyTorch's default form.
+inline float gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2)); }
+inline float geluGrad(float x) {
+  return 0.5f * (1.0f + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(-0.5f * x * x);
+}
+
+template <typename Act>
+void biasActRows(const float* z, const float* __restrict bias, int64_t rows, int64_t cols,
+                 float* out, float* zOut, int threads, Act act) {
+#pragma omp parallel for num_threads(threads) if (rows * cols >= kParallelThreshold) schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* zr = z + r * cols;
+    float* outr = out + r * cols;
+    if (zOut != nullptr) {
+      float* zo = zOut + r * cols;
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c) {
+        const float v = zr[c] + bias[c];
+        zo[c] = v;
+        outr[c] = act(v);
+      }
+    } else {
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c) outr[c] = act(zr[c] + bias[c]);
+    }
+  }
+}
+
+// dz = dOut * grad(x) and dBias = column sums of dz. Threads split the columns so
+// that each owns its bias entries: no reduction buffers, no allocation.
+template <typename Grad>
+void actBackwardCols(const float* dOut, const float* x, int64_t rows, int64_t cols, float* dz,
+                     float* dBias, int threads, Grad grad) {
+  const int64_t blocks = (rows * cols >= kParallelThreshold && cols >= 32 * threads) ? threads : 1;
+#pragma omp parallel for num_threads(threads) if (blocks > 1) schedule(static)
+  for (int64_t b = 0; b < blocks; ++b) {
+    // Blocks are rounded to 16 floats so threads never share a cache line of dz.
+    const int64_t per = (cols + blocks - 1) / blocks;
+    const int64_t c0 = std::min(cols, (b * per + 15) / 16 * 16);
+    const int64_t c1 = b + 1 == blocks ? cols : std::min(cols, ((b + 1) * per + 15) / 16 * 16);
+    if (dBias != nullptr) std::fill(dBias + c0, dBias + c1, 0.0f);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* __restrict dor = dOut + r * cols;
+      const float* __restrict xr = x != nullptr ? x + r * cols : nullptr;
+      float* dzr = dz + r * cols;
+      if (dBias != nullptr) {
+        float* __restrict db = dBias;
+#pragma omp simd
+        for (int64_t c = c0; c < c1; ++c) {
+          const float g = dor[c] * grad(xr, c);
+          dzr[c] = g;
+          db[c] += g;
+        }
+      } else {
+#pragma omp simd
+        for (int64_t c = c0; c < c1; ++c) dzr[c] = dor[c] * grad(xr, c);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int availableCores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return 1;
+}
+
+CpuBackend::CpuBackend(int threads) : threads_(threads > 0 ? threads : availableCores()) {
+  // oneDNN's GEMM sizes its parallel regions from the OpenMP default.
+  omp_set_num_threads(threads_);
+}
+
+float* CpuBackend::allocate(int64_t count) {
+  float* p = alignedAllocFloats(count);
+  if (p != nullptr) std::memset(p, 0, static_cast<std::size_t>(count) * sizeof(float));
+  return p;
+}
+
+void CpuBackend::release(float* p) noexcept { alignedFree(p); }
+
+void CpuBackend::upload(float* dst, const float* host, int64_t count) {
+  if (count > 0) std::memcpy(dst, host, static_cast<std::size_t>(count) * sizeof(float));
+}
+
+void CpuBackend::download(float* host, const float* src, int64_t count) {
+  if (count > 0) std::memcpy(host, src, static_cast<std::size_t>(count) * sizeof(float));
+}
+
+void CpuBackend::fill(float* dst, int64_t count, float value) { std::fill_n(dst, count, value); }
+
+void CpuBackend::gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha,
+                      const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                      int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t col = 0; col < n; ++col) c[r * ldc + col] = beta == 0.0f ? 0.0f : beta * c[r * ldc + col];
+    return;
+  }
+  const dnnl_status_t status = dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, alpha, a,
+                                          lda, b, ldb, beta, c, ldc);
+  DTLAB_ENFORCE(status == dnnl_success, "dnnl_sgemm failed with status ", static_cast<int>(status),
+                " for ", m, "x", n, "x", k);
+}
+
+void CpuBackend::biasActivation(const float* z, const float* bias, int64_t rows, int64_t cols,
+                                std::optional<Activation> act, float* out, float* zOut) {
+  if (!act) {
+    biasActRows(z, bias, rows, cols, out, zOut, threads_, [](float v) { return v; });
+    return;
+  }
+  switch (*act) {
+    case Activation::kReLU:
+      biasActRows(z, bias, rows, cols, out, zOut, threads_, [](float v) { return v > 0.0f ? v : 0.0f; });
+      break;
+    case Activation::kTanh:
+      biasActRows(z, bias, rows, cols, out, zOut, threads_, [](float v) { return std::tanh(v); });
+      break;
+    case Activation::kGELU:
+      biasActRows(z, bias, rows, cols, out, zOut, threads_, [](float v) { return gelu(v); });
+      break;
+  }
+}
+
+void CpuBackend::activationBackward(const float* dOut, const float* z, const float* out,
+                                    int64_t rows, int64_t cols, std::optional<Activation> act,
+                                    float* dz, float* dBias) {
+  if (!act) {
+    actBackwardCols(dOut, nullptr, rows, cols, dz, dBias, threads_,
+                    [](const float*, int64_t) { return 1.0f; });
+    return;
+  }
+  switch (*act) {
+    case Activation::kReLU:
+      actBackwardCols(dOut, out, rows, cols, dz, dBias, threads_,
+                      [](const float* o, int64_t c) { return reluGrad(o[c]); });
+      break;
+    case Activation::kTanh:
+      actBackwardCols(dOut, out, rows, cols, dz, dBias, threads_,
+                      [](const float* o, int64_t c) { return 1.0f - o[c] * o[c]; });
+      break;
+    case Activation::kGELU:
+      DTLAB_ENFORCE(z != nullptr, "GELU backward needs the pre-activation");
+      actBackwardCols(dOut, z, rows, cols, dz, dBias, threads_,
+                      [](const float* x, int64_t c) { return geluGrad(x[c]); });
+      break;
+  }
+}
+
+LossResult CpuBackend::softmaxCrossEntropy(const float* logits, const float* labels, int64_t rows,
+                                           int64_t classes, float gradScale, float* dLogits) {
+  double lossSum = 0.0;
+  int64_t correct = 0;
+#pragma omp parallel for num_threads(threads_) if (rows * classes >= kParallelThreshold) \
+    reduction(+ : lossSum, correct) schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* z = logits + r * classes;
+    const auto label = static_cast<int64_t>(labels[r]);
+    float maxValue = z[0];
+    int64_t argmax = 0;
+    for (int64_t c = 1; c < classes; ++c) {
+      if (z[c] > maxValue) {
+        maxValue = z[c];
+        argmax = c;
+      }
+    }
+    float sum = 0.0f;
+    for (int64_t c = 0; c < classes; ++c) sum += std::exp(z[c] - maxValue);
+    lossSum += std::log(sum) - (z[label] - maxValue);
+    correct += argmax == label ? 1 : 0;
+    if (dLogits != nullptr) {
+      float* d = dLogits + r * classes;
+      const float inv = gradScale / sum;
+      for (int64_t c = 0; c < classes; ++c) d[c] = std::exp(z[c] - maxValue) * inv;
+      d[label] -= gradScale;
+    }
+  }
+  return {lossSum, correct};
+}
+
+LossResult CpuBackend::meanSquaredError(const float* pred, const float* target, int64_t rows,
+                                        int64_t outputs, float gradScale, float* dPred) {
+  double lossSum = 0.0;
+  const int64_t n = rows * outputs;
+#pragma omp parallel for num_threads(threads_) if (n >= kParallelThreshold) reduction(+ : lossSum) \
+    schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const float diff = pred[i] - target[i];
+    lossSum += static_cast<double>(diff) * diff;
+    if (dPred != nullptr) dPred[i] = gradScale * diff;
+  }
+  return {lossSum, 0};
+}
+
+std::unique_ptr<Optimizer> CpuBackend::makeOptimizer(const OptimizerConfig& config) {
+  return dtlab::core::makeOptimizer(config);
+}
+
+void CpuBackend::optimizerUpdate(Optimizer& optimizer, float* params, const float* grads,
+                                 int64_t begin, int64_t end, int64_t step, float lr) {
+  const int64_t n = end - begin;
+  const int blocks = n >= kParallelThreshold ? threads_ : 1;
+  if (blocks == 1) {
+    optimizer.update(params, grads, begin, end, step, lr);
+    return;
+  }
+#pragma omp parallel for num_threads(threads_) schedule(static)
+  for (int b = 0; b < blocks; ++b) {
+    const int64_t per = (n + blocks - 1) / blocks;
+    const int64_t lo = begin + std::min(n, (b * per + 15) / 16 * 16);
+    const int64_t hi = b + 1 == blocks ? end : begin + std::min(n, ((b + 1) * per + 15) / 16 * 16);
+    if (lo < hi) optimizer.update(params, grads, lo, hi, step, lr);
+  }
+}
+
+}  // namespace dtlab::core

@@ -1,0 +1,51 @@
+#pragma once
+
+#include "core/backend/backend.h"
+
+namespace dtlab::core {
+
+// Host kernels: GEMM from oneDNN (dnnl_sgemm), everything else fused loops of our
+// own, threaded with OpenMP so the GEMM library and our loops share one pool of
+// threads instead of oversubscribing the cores.
+//
+// Why oneDNN: measured here on the training step's shapes (256x1024x1024 NN, TN, NT)
+// it ran at about 190-210 GFLOP/s on two threads against OpenBLAS's 150 and BLIS's
+// 85-180, and within 10% of OpenBLAS on the 64x64x64 shapes of small models. See
+// README.md ("Kernels") for the table.
+class CpuBackend final : public Backend {
+ public:
+  // threads <= 0: every core the process may use.
+  explicit CpuBackend(int threads);
+
+  std::string name() const override { return "cpu"; }
+  int threads() const override { return threads_; }
+
+  float* allocate(int64_t count) override;
+  void release(float* p) noexcept override;
+  void upload(float* dst, const float* host, int64_t count) override;
+  void download(float* host, const float* src, int64_t count) override;
+  void fill(float* dst, int64_t count, float value) override;
+
+  void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) override;
+  void biasActivation(const float* z, const float* bias, int64_t rows, int64_t cols,
+                      std::optional<Activation> act, float* out, float* zOut) override;
+  void activationBackward(const float* dOut, const float* z, const float* out, int64_t rows,
+                          int64_t cols, std::optional<Activation> act, float* dz,
+                          float* dBias) override;
+  LossResult softmaxCrossEntropy(const float* logits, const float* labels, int64_t rows,
+                                 int64_t classes, float gradScale, float* dLogits) override;
+  LossResult meanSquaredError(const float* pred, const float* target, int64_t rows,
+                              int64_t outputs, float gradScale, float* dPred) override;
+  std::unique_ptr<Optimizer> makeOptimizer(const OptimizerConfig& config) override;
+  void optimizerUpdate(Optimizer& optimizer, float* params, const float* grads, int64_t begin,
+                       int64_t end, int64_t step, float lr) override;
+
+ private:
+  int threads_;
+};
+
+// Cores this process may run on (sched_getaffinity), at least 1.
+int availableCores();
+
+}  // namespace dtlab::core

@@ -1,0 +1,85 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "core/spec/experiment_spec.h"
+#include "core/tensor/tensor.h"
+
+namespace dtlab::core {
+
+enum class Split { kTrain, kTest };
+enum class TaskKind { kClassification, kRegression };
+
+// A synthetic dataset that is never stored: samples are computed on demand.
+//
+// Generation is counter-based. Sample i of a split is a pure function of (seed, split,
+// i), so each worker generates exactly the rows it owns, in any order and in any
+// chunking, and gets the same bytes whatever the number of workers. Train and test are
+// disjoint streams drawn from the same distribution. Parameters shared by all samples
+// (blob centres, the teacher network, regression weights) are derived from the seed
+// once, in the constructor.
+//
+// Class balance: blobs, spirals, checkerboard and shapes assign class i % classes to
+// sample i, so every split and every contiguous range is balanced to within one
+// sample. The teacher labels by the argmax of a random network whose output biases are
+// tuned on probe inputs, so its classes are balanced only approximately (a few percent).
+//
+// Implementations are immutable after construction; every method is safe to call from
+// several threads at once.
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  Dataset(const Dataset&) = delete;
+  Dataset& operator=(const Dataset&) = delete;
+
+  int64_t features() const { return features_; }
+  // Number of classes, or 1 for regression.
+  int64_t outputs() const { return outputs_; }
+  TaskKind task() const { return task_; }
+  int64_t size(Split split) const { return split == Split::kTrain ? trainSize_ : testSize_; }
+  uint64_t seed() const { return seed_; }
+
+  // Writes samples [begin, begin+count) of `split`: x is count x features row-major, y
+  // has count entries (the class index as a float, or the regression target).
+  virtual void generate(Split split, int64_t begin, int64_t count, float* x, float* y) const = 0;
+  // Writes the listed samples, row k holding sample indices[k]. The default calls
+  // generate() once per index; generators with per-call setup override it.
+  virtual void generateIndices(Split split, std::span<const int64_t> indices, float* x,
+                               float* y) const;
+  // generateIndices() into tensors: x becomes n x features, y n x 1.
+  void gather(Split split, std::span<const int64_t> indices, Tensor& x, Tensor& y) const;
+
+  // Class of one sample without materialising the split (classification only).
+  virtual int64_t label(Split split, int64_t index) const;
+  // Classes of samples [begin, begin+count) into out; what partitioners use.
+  virtual void labels(Split split, int64_t begin, int64_t count, int64_t* out) const;
+
+ protected:
+  Dataset(int64_t features, int64_t outputs, TaskKind task, int64_t trainSize, int64_t testSize,
+          uint64_t seed);
+
+  // Throws unless [begin, begin+count) lies inside the split.
+  void checkRange(Split split, int64_t begin, int64_t count) const;
+  void checkIndices(Split split, std::span<const int64_t> indices) const;
+  void checkClassification() const;
+
+ private:
+  int64_t features_;
+  int64_t outputs_;
+  TaskKind task_;
+  int64_t trainSize_;
+  int64_t testSize_;
+  uint64_t seed_;
+};
+
+// Builds the dataset the config describes. Throws dtlab::Error naming the field when
+// the config cannot work. Fields a kind does not use are ignored, including features
+// for the kinds whose width is fixed (spirals and checkerboard: 2, shapes: 784) and
+// classes for checkerboard (2), shapes (10) and linear regression.
+std::unique_ptr<Dataset> makeDataset(const DatasetConfig& config);
+
+const char* toString(Split split);
+
+}  // namespace dtlab::core

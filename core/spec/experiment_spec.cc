@@ -1,0 +1,938 @@
+#include "core/spec/experiment_spec.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <limits>
+#include <set>
+#include <span>
+#include <sstream>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace dtlab::core {
+namespace {
+
+using detail::concat;
+using nlohmann::json;
+
+// ---------------------------------------------------------------------------------------------
+// Limits that are not in the header because only the parser needs them.
+
+constexpr int64_t kMaxWidth = 65536;  // hidden widths, features, classes, teacher width
+constexpr int64_t kMaxHiddenLayers = 16;
+constexpr int64_t kMaxTeacherDepth = 16;
+constexpr int64_t kMaxGridSize = 1024;
+constexpr int64_t kMaxSpiralArms = 8;
+constexpr int64_t kMaxThreads = 256;
+constexpr size_t kMaxNameBytes = 256;
+// Weights of the random teacher network and of the trained MLP: 1 GiB of float32 each. The
+// teacher's cap repeats the one its generator enforces (core/data/teacher.cc), so a spec that
+// validates also builds; the MLP's keeps weights plus optimizer state within a node's memory.
+constexpr double kMaxTeacherParameters = double{1 << 28};
+constexpr double kMaxModelParameters = double{1 << 28};
+constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The fields each JSON object accepts, in the order toJson() writes them. To add a field, list
+// it here and read it in the matching parse function; ObjectReader enforces that the two agree.
+constexpr std::string_view kSpecFields[] = {"name",  "seed",      "dataset",
+                                            "model", "optimizer", "training"};
+constexpr std::string_view kDatasetFields[] = {
+    "kind",          "train_size",    "test_size",   "classes",   "features", "separation", "noise",
+    "teacher_width", "teacher_depth", "label_noise", "grid_size", "turns",    "seed"};
+constexpr std::string_view kModelFields[] = {"hidden", "activation", "init", "loss"};
+constexpr std::string_view kOptimizerFields[] = {
+    "kind",  "lr",  "momentum", "nesterov", "weight_decay",       "beta1",
+    "beta2", "eps", "rho",      "schedule", "scale_lr_base_batch"};
+constexpr std::string_view kScheduleFields[] = {"kind", "warmup_steps", "step_size", "gamma",
+                                                "min_lr"};
+constexpr std::string_view kTrainingFields[] = {"batch_size",  "epochs",          "max_steps",
+                                                "max_seconds", "target_accuracy", "eval_interval",
+                                                "threads"};
+
+// ---------------------------------------------------------------------------------------------
+// Enum names.
+
+template <typename E>
+struct NamedValue {
+  E value;
+  const char* name;
+};
+
+constexpr NamedValue<DatasetKind> kDatasetKindNames[] = {
+    {DatasetKind::kGaussianBlobs, "gaussian_blobs"},
+    {DatasetKind::kTwoSpirals, "two_spirals"},
+    {DatasetKind::kCheckerboard, "checkerboard"},
+    {DatasetKind::kTeacher, "teacher"},
+    {DatasetKind::kLinearRegression, "linear_regression"},
+    {DatasetKind::kShapes, "shapes"}};
+constexpr NamedValue<Activation> kActivationNames[] = {
+    {Activation::kReLU, "relu"}, {Activation::kGELU, "gelu"}, {Activation::kTanh, "tanh"}};
+constexpr NamedValue<InitScheme> kInitNames[] = {{InitScheme::kHe, "he"},
+                                                 {InitScheme::kXavier, "xavier"}};
+constexpr NamedValue<LossKind> kLossNames[] = {{LossKind::kCrossEntropy, "cross_entropy"},
+                                               {LossKind::kMse, "mse"}};
+constexpr NamedValue<OptimizerKind> kOptimizerNames[] = {{OptimizerKind::kSgd, "sgd"},
+                                                         {OptimizerKind::kAdam, "adam"},
+                                                         {OptimizerKind::kAdamW, "adamw"},
+                                                         {OptimizerKind::kAdadelta, "adadelta"}};
+constexpr NamedValue<ScheduleKind> kScheduleNames[] = {{ScheduleKind::kConstant, "constant"},
+                                                       {ScheduleKind::kStep, "step"},
+                                                       {ScheduleKind::kCosine, "cosine"}};
+
+template <typename E, size_t N>
+const char* nameOf(const NamedValue<E> (&names)[N], E value) {
+  for (const auto& named : names)
+    if (named.value == value) return named.name;
+  // Only reachable with a value cast from an out-of-range integer.
+  return "invalid";
+}
+
+// What the kinds of dataset imply for the fields the parser fills in.
+struct DatasetKindTraits {
+  DatasetKind kind;
+  bool classification;
+  int64_t defaultClasses;
+  int64_t minClasses;  // minClasses == maxClasses: fixed by the kind
+  int64_t maxClasses;
+  int64_t defaultFeatures;
+  bool featuresFixed;
+};
+
+constexpr DatasetKindTraits kDatasetKindTraits[] = {
+    {DatasetKind::kGaussianBlobs, true, 10, 2, kMaxWidth, 32, false},
+    {DatasetKind::kTwoSpirals, true, 2, 2, kMaxSpiralArms, 2, true},
+    {DatasetKind::kCheckerboard, true, 2, 2, 2, 2, true},
+    {DatasetKind::kTeacher, true, 10, 2, kMaxWidth, 32, false},
+    {DatasetKind::kLinearRegression, false, 1, 1, 1, 32, false},
+    {DatasetKind::kShapes, true, 10, 10, 10, 784, true},
+};
+
+const DatasetKindTraits& traitsOf(DatasetKind kind) {
+  for (const auto& traits : kDatasetKindTraits)
+    if (traits.kind == kind) return traits;
+  DTLAB_ENFORCE(false, "no traits for dataset kind ", static_cast<int>(kind));
+  return kDatasetKindTraits[0];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Formatting for messages.
+
+std::string formatNumber(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  char buffer[64];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, result.ptr);
+}
+
+std::string formatFloat(float value) {
+  if (!std::isfinite(value)) return formatNumber(value);
+  char buffer[64];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, result.ptr);
+}
+
+// A short description of a received value. Containers are named, never dumped: dumping recurses,
+// and a hostile document may be nested deeply enough to overflow the stack.
+std::string describe(const json& value) {
+  constexpr size_t kMaxShown = 48;
+  switch (value.type()) {
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return value.get<bool>() ? "true" : "false";
+    case json::value_t::number_float: {
+      const double number = value.get<double>();
+      return std::isfinite(number) ? value.dump() : formatNumber(number);
+    }
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+      return value.dump();
+    case json::value_t::string: {
+      const auto& text = value.get_ref<const std::string&>();
+      const json shown = text.size() > kMaxShown ? text.substr(0, kMaxShown) + "..." : text;
+      return shown.dump(-1, ' ', false, json::error_handler_t::replace);
+    }
+    case json::value_t::array:
+      return value.empty() ? "an empty array" : "an array";
+    case json::value_t::object:
+      return value.empty() ? "an empty object" : "an object";
+    case json::value_t::binary:
+      return "binary data";
+    case json::value_t::discarded:
+      break;
+  }
+  return "an unknown value";
+}
+
+// Keys are user text and land in paths; keep them readable.
+std::string displayKey(std::string_view key) {
+  constexpr size_t kMaxShown = 48;
+  if (key.size() <= kMaxShown) return std::string(key);
+  return std::string(key.substr(0, kMaxShown)) + "...";
+}
+
+std::string joinPath(const std::string& parent, std::string_view key) {
+  return parent.empty() ? displayKey(key) : parent + "." + displayKey(key);
+}
+
+// ---------------------------------------------------------------------------------------------
+// "Did you mean" suggestions.
+
+// Optimal string alignment distance (Levenshtein plus adjacent transpositions), ignoring case,
+// so "clases", "optimiser", "trainSize" and "lebal_noise" all find their field.
+size_t editDistance(std::string_view a, std::string_view b) {
+  const auto lower = [](char c) {
+    return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  };
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t cost = lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && lower(a[i - 1]) == lower(b[j - 2]) &&
+          lower(a[i - 2]) == lower(b[j - 1]))
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// The closest candidate when it is close enough to be a plausible typo, else empty.
+template <typename Names>
+std::string closest(std::string_view word, const Names& candidates) {
+  constexpr size_t kMaxCompared = 64;  // longer words are not typos of a field name
+  if (word.size() > kMaxCompared) return {};
+  std::string best;
+  size_t bestDistance = std::numeric_limits<size_t>::max();
+  for (std::string_view candidate : candidates) {
+    const size_t distance = editDistance(word, candidate);
+    const size_t allowed = std::max<size_t>(1, std::min<size_t>(3, candidate.size() / 3));
+    if (distance <= allowed && distance < bestDistance) {
+      best = std::string(candidate);
+      bestDistance = distance;
+    }
+  }
+  if (!best.empty()) return best;
+  // Shortened names ("warmup", "batch", "label") are too far by edits but obvious as prefixes.
+  constexpr size_t kMinPrefix = 3;
+  const auto lowerCase = [](std::string_view text) {
+    std::string out(text);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  const std::string lowerWord = lowerCase(word);
+  if (lowerWord.size() < kMinPrefix) return {};
+  for (std::string_view candidate : candidates)
+    if (lowerCase(candidate).starts_with(lowerWord)) return std::string(candidate);
+  return {};
+}
+
+std::string joinNames(std::span<const std::string_view> names) {
+  std::string out;
+  for (std::string_view name : names) {
+    if (!out.empty()) out += ", ";
+    out += name;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conversions of one JSON value. Each throws SpecError naming `path`.
+
+// Integral values in [min, max]. 3.0 is accepted as 3 (JSON writers may not distinguish).
+int64_t toInteger(const json& value, const std::string& path, int64_t min, int64_t max) {
+  const auto below = [&](const std::string& got) -> SpecError {
+    if (min == 1) return SpecError(path, "must be a positive integer, got " + got);
+    if (min == 0) return SpecError(path, "must be a non-negative integer, got " + got);
+    return SpecError(path, concat("must be at least ", min, ", got ", got));
+  };
+  const auto above = [&](const std::string& got) {
+    return SpecError(path, concat("must be at most ", max, ", got ", got));
+  };
+  if (value.is_number_unsigned()) {
+    const uint64_t v = value.get<uint64_t>();
+    // nlohmann stores every non-negative literal, 0 included, as unsigned.
+    if (min > 0 && v < static_cast<uint64_t>(min)) throw below(describe(value));
+    if (v > static_cast<uint64_t>(max)) throw above(describe(value));
+    return static_cast<int64_t>(v);
+  }
+  if (value.is_number_integer()) {
+    const int64_t v = value.get<int64_t>();
+    if (v < min) throw below(describe(value));
+    if (v > max) throw above(describe(value));
+    return v;
+  }
+  if (value.is_number_float()) {
+    const double v = value.get<double>();
+    if (!std::isfinite(v) || v != std::floor(v))
+      throw SpecError(path, "must be an integer, got " + describe(value));
+    // Compare as doubles first: the cast is undefined outside int64's range.
+    if (v < static_cast<double>(min)) throw below(describe(value));
+    if (v >= 9223372036854775808.0 || v > static_cast<double>(max)) throw above(describe(value));
+    const auto integer = static_cast<int64_t>(v);
+    if (integer < min) throw below(describe(value));
+    if (integer > max) throw above(describe(value));
+    return integer;
+  }
+  throw SpecError(path, "must be an integer, got " + describe(value));
+}
+
+uint64_t toUnsigned(const json& value, const std::string& path) {
+  if (value.is_number_unsigned()) return value.get<uint64_t>();
+  if (value.is_number_integer()) {
+    const int64_t v = value.get<int64_t>();
+    if (v < 0) throw SpecError(path, "must be a non-negative integer, got " + describe(value));
+    return static_cast<uint64_t>(v);
+  }
+  if (value.is_number_float()) {
+    const double v = value.get<double>();
+    if (!std::isfinite(v) || v != std::floor(v))
+      throw SpecError(path, "must be a non-negative integer, got " + describe(value));
+    if (v < 0) throw SpecError(path, "must be a non-negative integer, got " + describe(value));
+    if (v >= 18446744073709551616.0)
+      throw SpecError(path, "must be at most 18446744073709551615, got " + describe(value));
+    return static_cast<uint64_t>(v);
+  }
+  throw SpecError(path, "must be a non-negative integer, got " + describe(value));
+}
+
+// A set of allowed real values, described in messages as "> 0" or "in [0, 1)".
+struct Interval {
+  double lo;
+  double hi;
+  bool loClosed;
+  bool hiClosed;
+
+  bool contains(double v) const {
+    return (loClosed ? v >= lo : v > lo) && (hiClosed ? v <= hi : v < hi);
+  }
+  std::string text() const {
+    if (hi == kInf) return concat(loClosed ? ">= " : "> ", formatNumber(lo));
+    return concat("in ", loClosed ? "[" : "(", formatNumber(lo), ", ", formatNumber(hi),
+                  hiClosed ? "]" : ")");
+  }
+};
+
+constexpr Interval kPositive{0, kInf, false, false};
+constexpr Interval kNonNegative{0, kInf, true, false};
+constexpr Interval kDecayRate{0, 1, true, false};   // momentum, betas, rho: 1 never forgets
+constexpr Interval kProbability{0, 1, true, true};  // label noise
+constexpr Interval kFraction{0, 1, false, true};    // target accuracy, step gamma
+constexpr Interval kTurns{0, 100, false, true};     // beyond this the arms are just noise
+
+double toReal(const json& value, const std::string& path, const Interval& allowed) {
+  if (!value.is_number()) throw SpecError(path, "must be a number, got " + describe(value));
+  const double v = value.get<double>();
+  if (!std::isfinite(v)) throw SpecError(path, "must be a finite number, got " + describe(value));
+  if (!allowed.contains(v))
+    throw SpecError(path, concat("must be ", allowed.text(), ", got ", describe(value)));
+  return v;
+}
+
+// Checks the value as stored (a float), so 0.99999999 for a momentum, which is 1 as a float, is
+// rejected rather than silently becoming 1.
+float toReal32(const json& value, const std::string& path, const Interval& allowed) {
+  if (!value.is_number()) throw SpecError(path, "must be a number, got " + describe(value));
+  const double v = value.get<double>();
+  if (!std::isfinite(v)) throw SpecError(path, "must be a finite number, got " + describe(value));
+  if (std::fabs(v) > std::numeric_limits<float>::max())
+    throw SpecError(path, "is too large for a 32-bit float, got " + describe(value));
+  const auto f = static_cast<float>(v);
+  if (!allowed.contains(f)) {
+    std::string reason = concat("must be ", allowed.text(), ", got ", describe(value));
+    if (static_cast<double>(f) != v) reason += concat(" (", formatFloat(f), " as a 32-bit float)");
+    throw SpecError(path, reason);
+  }
+  return f;
+}
+
+template <typename E, size_t N>
+E toChoice(const json& value, const std::string& path, const NamedValue<E> (&names)[N]) {
+  std::vector<std::string_view> allowed;
+  for (const auto& named : names) allowed.push_back(named.name);
+  if (value.is_string()) {
+    const auto& text = value.get_ref<const std::string&>();
+    for (const auto& named : names)
+      if (text == named.name) return named.value;
+    std::string reason = concat("must be one of ", joinNames(allowed), "; got ", describe(value));
+    if (const std::string suggestion = closest(text, allowed); !suggestion.empty())
+      reason += " (did you mean '" + suggestion + "'?)";
+    throw SpecError(path, reason);
+  }
+  throw SpecError(path, concat("must be one of ", joinNames(allowed), "; got ", describe(value)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// ObjectReader: typed access to the fields of one JSON object.
+
+class ObjectReader {
+ public:
+  // Rejects a non-object and any key not in `fields` up front, so a misspelt field is reported
+  // before the checks that its absence would otherwise trip.
+  ObjectReader(const json& object, std::string path, std::span<const std::string_view> fields)
+      : object_(object), path_(std::move(path)), fields_(fields), read_(fields.size(), false) {
+    if (!object.is_object())
+      throw SpecError(path_.empty() ? "(json)" : path_,
+                      "must be a JSON object, got " + describe(object));
+    for (const auto& item : object.items()) {
+      const std::string& key = item.key();
+      if (std::find(fields_.begin(), fields_.end(), key) != fields_.end()) continue;
+      const std::string suggestion = closest(key, fields_);
+      throw SpecError(joinPath(path_, key),
+                      suggestion.empty() ? "unknown field; known fields: " + joinNames(fields_)
+                                         : "unknown field (did you mean '" + suggestion + "'?)");
+    }
+  }
+
+  const std::string& path() const { return path_; }
+  std::string pathOf(std::string_view key) const { return joinPath(path_, key); }
+
+  // The value of `key`, or nullptr when the field is absent.
+  const json* find(std::string_view key) {
+    const auto known = std::find(fields_.begin(), fields_.end(), key);
+    DTLAB_ENFORCE(known != fields_.end(), "field '", key, "' of '", path_,
+                  "' is read but missing from its list of fields");
+    read_[static_cast<size_t>(known - fields_.begin())] = true;
+    const auto it = object_.find(std::string(key));
+    return it == object_.end() ? nullptr : &*it;
+  }
+  bool has(std::string_view key) { return find(key) != nullptr; }
+  // Nullable fields: null and absence both mean "not set".
+  bool isSet(std::string_view key) {
+    const json* value = find(key);
+    return value != nullptr && !value->is_null();
+  }
+  std::string describeField(std::string_view key) {
+    const json* value = find(key);
+    return value ? describe(*value) : "nothing";
+  }
+
+  std::optional<int64_t> integer(std::string_view key, int64_t min, int64_t max) {
+    const json* value = find(key);
+    if (!value) return std::nullopt;
+    return toInteger(*value, pathOf(key), min, max);
+  }
+  std::optional<uint64_t> unsignedInteger(std::string_view key) {
+    const json* value = find(key);
+    if (!value) return std::nullopt;
+    return toUnsigned(*value, pathOf(key));
+  }
+  std::optional<double> real(std::string_view key, const Interval& allowed) {
+    const json* value = find(key);
+    if (!value) return std::nullopt;
+    return toReal(*value, pathOf(key), allowed);
+  }
+  std::optional<float> real32(std::string_view key, const Interval& allowed) {
+    const json* value = find(key);
+    if (!value) return std::nullopt;
+    return toReal32(*value, pathOf(key), allowed);
+  }
+  std::optional<bool> boolean(std::string_view key) {
+    const json* value = find(key);
+    if (!value) return std::nullopt;
+    if (!value->is_boolean())
+      throw SpecError(pathOf(key), "must be true or false, got " + describe(*value));
+    return value->get<bool>();
+  }
+  std::optional<std::string> text(std::string_view key) {
+    const json* value = find(key);
+    if (!value) return std::nullopt;
+    if (!value->is_string())
+      throw SpecError(pathOf(key), "must be a string, got " + describe(*value));
+    return value->get<std::string>();
+  }
+  template <typename E, size_t N>
+  std::optional<E> choice(std::string_view key, const NamedValue<E> (&names)[N]) {
+    const json* value = find(key);
+    if (!value) return std::nullopt;
+    return toChoice(*value, pathOf(key), names);
+  }
+  // An absent object reads as {} so that its defaults apply.
+  ObjectReader child(std::string_view key, std::span<const std::string_view> fields) {
+    const json* value = find(key);
+    static const json kEmpty = json::object();
+    return ObjectReader(value ? *value : kEmpty, pathOf(key), fields);
+  }
+
+  // Called after parsing: a listed field that no code reads would be accepted and then ignored.
+  void finish() const {
+    for (size_t i = 0; i < fields_.size(); ++i)
+      DTLAB_ENFORCE(read_[i], "field '", fields_[i], "' of '", path_,
+                    "' is listed but never read by the parser");
+  }
+
+ private:
+  const json& object_;
+  std::string path_;
+  std::span<const std::string_view> fields_;
+  std::vector<bool> read_;
+};
+
+// A field that the chosen kind does not use may still be written with its default (toJson()
+// writes every field), but any other value would be ignored without a word, so it is rejected.
+template <typename T>
+void rejectIfChanged(ObjectReader& reader, std::string_view key, T value, T defaultValue, bool used,
+                     const std::string& usedBy, const char* kindName) {
+  if (used || !reader.has(key) || value == defaultValue) return;
+  throw SpecError(reader.pathOf(key), concat("only used by ", usedBy, ", not by ", kindName,
+                                             "; remove it (got ", reader.describeField(key), ")"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sections.
+
+DatasetConfig parseDataset(ObjectReader& r, uint64_t specSeed) {
+  DatasetConfig d;
+  const DatasetConfig defaults;
+  if (auto v = r.choice("kind", kDatasetKindNames)) d.kind = *v;
+  const DatasetKindTraits& traits = traitsOf(d.kind);
+  const char* kindName = toString(d.kind);
+
+  if (auto v = r.integer("train_size", 1, kMaxInt)) d.trainSize = *v;
+  if (auto v = r.integer("test_size", 1, kMaxInt)) d.testSize = *v;
+
+  d.classes = traits.defaultClasses;
+  if (auto v = r.integer("classes", 1, kMaxWidth)) {
+    if (traits.minClasses == traits.maxClasses && *v != traits.minClasses)
+      throw SpecError(r.pathOf("classes"), concat("is fixed at ", traits.minClasses, " for ",
+                                                  kindName, "; remove it (got ", *v, ")"));
+    if (*v < traits.minClasses || *v > traits.maxClasses)
+      throw SpecError(r.pathOf("classes"),
+                      concat("must be between ", traits.minClasses, " and ", traits.maxClasses,
+                             " for ", kindName, ", got ", *v));
+    d.classes = *v;
+  }
+
+  d.features = traits.defaultFeatures;
+  if (auto v = r.integer("features", 1, kMaxWidth)) {
+    if (traits.featuresFixed && *v != traits.defaultFeatures)
+      throw SpecError(r.pathOf("features"), concat("is fixed at ", traits.defaultFeatures, " for ",
+                                                   kindName, "; remove it (got ", *v, ")"));
+    d.features = *v;
+  }
+
+  if (auto v = r.real32("separation", kNonNegative)) d.separation = *v;
+  if (auto v = r.real32("noise", kNonNegative)) d.noise = *v;
+  if (auto v = r.integer("teacher_width", 1, kMaxWidth)) d.teacherWidth = *v;
+  if (auto v = r.integer("teacher_depth", 0, kMaxTeacherDepth)) d.teacherDepth = *v;
+  if (auto v = r.real32("label_noise", kProbability)) d.labelNoise = *v;
+  if (auto v = r.integer("grid_size", 2, kMaxGridSize)) d.gridSize = *v;
+  if (auto v = r.real32("turns", kTurns)) d.turns = *v;
+  d.seed = specSeed;
+  if (auto v = r.unsignedInteger("seed")) d.seed = *v;
+
+  const DatasetKind k = d.kind;
+  const bool blobs = k == DatasetKind::kGaussianBlobs;
+  const bool teacher = k == DatasetKind::kTeacher;
+  rejectIfChanged(r, "separation", d.separation, defaults.separation, blobs, "gaussian_blobs",
+                  kindName);
+  rejectIfChanged(r, "noise", d.noise, defaults.noise, !teacher,
+                  "every kind except teacher (which has label_noise)", kindName);
+  rejectIfChanged(r, "teacher_width", d.teacherWidth, defaults.teacherWidth, teacher, "teacher",
+                  kindName);
+  rejectIfChanged(r, "teacher_depth", d.teacherDepth, defaults.teacherDepth, teacher, "teacher",
+                  kindName);
+  rejectIfChanged(r, "label_noise", d.labelNoise, defaults.labelNoise, teacher, "teacher",
+                  kindName);
+  rejectIfChanged(r, "grid_size", d.gridSize, defaults.gridSize, k == DatasetKind::kCheckerboard,
+                  "checkerboard", kindName);
+  rejectIfChanged(r, "turns", d.turns, defaults.turns, k == DatasetKind::kTwoSpirals, "two_spirals",
+                  kindName);
+
+  if (teacher) {
+    const double width = static_cast<double>(d.teacherWidth);
+    const double features = static_cast<double>(d.features);
+    const double classes = static_cast<double>(d.classes);
+    const double parameters = d.teacherDepth == 0
+                                  ? features * classes
+                                  : features * width +
+                                        static_cast<double>(d.teacherDepth - 1) * width * width +
+                                        width * classes;
+    if (parameters > kMaxTeacherParameters)
+      throw SpecError(r.pathOf("teacher_width"),
+                      concat("the teacher network would have ", formatNumber(parameters),
+                             " weights, above the limit of ", formatNumber(kMaxTeacherParameters),
+                             "; reduce teacher_width or teacher_depth"));
+  }
+
+  // In doubles: the product of two unchecked sizes can overflow int64.
+  const double bytes = (static_cast<double>(d.trainSize) + static_cast<double>(d.testSize)) *
+                       (static_cast<double>(d.features) + 1.0) * 4.0;
+  if (bytes > static_cast<double>(kMaxDatasetBytes)) {
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    std::ostringstream reason;
+    reason << std::fixed << std::setprecision(1) << "the dataset would take " << bytes / kGiB
+           << " GiB ((train_size + test_size) x (features + 1) x 4 bytes), above the cap of "
+           << static_cast<double>(kMaxDatasetBytes) / kGiB << " GiB";
+    throw SpecError(r.pathOf("train_size"), reason.str());
+  }
+  r.finish();
+  return d;
+}
+
+ModelConfig parseModel(ObjectReader& r, const DatasetConfig& data) {
+  ModelConfig m;
+  if (const json* hidden = r.find("hidden")) {
+    const std::string path = r.pathOf("hidden");
+    if (!hidden->is_array())
+      throw SpecError(
+          path, "must be an array of hidden layer widths (may be empty), got " + describe(*hidden));
+    if (static_cast<int64_t>(hidden->size()) > kMaxHiddenLayers)
+      throw SpecError(
+          path, concat("must have at most ", kMaxHiddenLayers, " layers, got ", hidden->size()));
+    m.hidden.clear();
+    for (size_t i = 0; i < hidden->size(); ++i)
+      m.hidden.push_back(toInteger((*hidden)[i], concat(path, "[", i, "]"), 1, kMaxWidth));
+  }
+  {
+    double parameters = 0.0;
+    double inputs = static_cast<double>(data.features);
+    for (int64_t width : m.hidden) {
+      parameters += (inputs + 1.0) * static_cast<double>(width);
+      inputs = static_cast<double>(width);
+    }
+    parameters += (inputs + 1.0) * static_cast<double>(data.classes);
+    if (parameters > kMaxModelParameters)
+      throw SpecError(r.pathOf("hidden"),
+                      concat("the model would have ", formatNumber(parameters),
+                             " parameters, above the limit of ", formatNumber(kMaxModelParameters),
+                             "; use fewer or narrower layers"));
+  }
+  if (auto v = r.choice("activation", kActivationNames)) m.activation = *v;
+  if (auto v = r.choice("init", kInitNames)) m.init = *v;
+  const bool classification = traitsOf(data.kind).classification;
+  m.loss = classification ? LossKind::kCrossEntropy : LossKind::kMse;
+  if (auto v = r.choice("loss", kLossNames)) m.loss = *v;
+  if (m.loss == LossKind::kCrossEntropy && !classification)
+    throw SpecError(r.pathOf("loss"),
+                    concat("cross_entropy needs a classification dataset, and ",
+                           toString(data.kind), " is a regression dataset; use mse"));
+  r.finish();
+  return m;
+}
+
+ScheduleConfig parseSchedule(ObjectReader& r, float lr) {
+  ScheduleConfig s;
+  const ScheduleConfig defaults;
+  if (auto v = r.choice("kind", kScheduleNames)) s.kind = *v;
+  const char* kindName = toString(s.kind);
+  if (auto v = r.integer("warmup_steps", 0, kMaxInt)) s.warmupSteps = *v;
+  if (auto v = r.integer("step_size", 1, kMaxInt)) s.stepSize = *v;
+  if (auto v = r.real32("gamma", kFraction)) s.gamma = *v;
+  if (auto v = r.real32("min_lr", kNonNegative)) s.minLr = *v;
+  const bool step = s.kind == ScheduleKind::kStep;
+  const bool cosine = s.kind == ScheduleKind::kCosine;
+  // Cosine reads step_size as its length when the run has no step or epoch limit to span.
+  rejectIfChanged(r, "step_size", s.stepSize, defaults.stepSize, step || cosine,
+                  "the step and cosine schedules", kindName);
+  rejectIfChanged(r, "gamma", s.gamma, defaults.gamma, step, "the step schedule", kindName);
+  rejectIfChanged(r, "min_lr", s.minLr, defaults.minLr, cosine, "the cosine schedule", kindName);
+  if (cosine && s.minLr > lr)
+    throw SpecError(r.pathOf("min_lr"), concat("must not exceed optimizer.lr (", formatFloat(lr),
+                                               "), got ", formatFloat(s.minLr)));
+  r.finish();
+  return s;
+}
+
+OptimizerConfig parseOptimizer(ObjectReader& r) {
+  OptimizerConfig o;
+  const OptimizerConfig defaults;
+  if (auto v = r.choice("kind", kOptimizerNames)) o.kind = *v;
+  const char* kindName = toString(o.kind);
+  const bool sgd = o.kind == OptimizerKind::kSgd;
+  const bool adamFamily = o.kind == OptimizerKind::kAdam || o.kind == OptimizerKind::kAdamW;
+  const bool adadelta = o.kind == OptimizerKind::kAdadelta;
+  // Adadelta's rate multiplies an already unit-scaled step; PyTorch's defaults are lr 1, eps 1e-6.
+  if (adadelta) {
+    o.lr = 1.0f;
+    o.eps = 1e-6f;
+  }
+  if (auto v = r.real32("lr", kPositive)) o.lr = *v;
+  if (auto v = r.real32("momentum", kDecayRate)) o.momentum = *v;
+  if (auto v = r.boolean("nesterov")) o.nesterov = *v;
+  if (auto v = r.real32("weight_decay", kNonNegative)) o.weightDecay = *v;
+  if (auto v = r.real32("beta1", kDecayRate)) o.beta1 = *v;
+  if (auto v = r.real32("beta2", kDecayRate)) o.beta2 = *v;
+  if (auto v = r.real32("eps", kPositive)) o.eps = *v;
+  if (auto v = r.real32("rho", kDecayRate)) o.rho = *v;
+  if (r.isSet("scale_lr_base_batch"))
+    o.scaleLrBaseBatch = r.integer("scale_lr_base_batch", 1, kMaxInt);
+
+  rejectIfChanged(r, "momentum", o.momentum, defaults.momentum, sgd, "sgd", kindName);
+  rejectIfChanged(r, "nesterov", o.nesterov, defaults.nesterov, sgd, "sgd", kindName);
+  rejectIfChanged(r, "beta1", o.beta1, defaults.beta1, adamFamily, "adam and adamw", kindName);
+  rejectIfChanged(r, "beta2", o.beta2, defaults.beta2, adamFamily, "adam and adamw", kindName);
+  rejectIfChanged(r, "eps", o.eps, defaults.eps, !sgd, "adam, adamw and adadelta", kindName);
+  rejectIfChanged(r, "rho", o.rho, defaults.rho, adadelta, "adadelta", kindName);
+  if (sgd && o.nesterov && o.momentum == 0.0f)
+    throw SpecError(r.pathOf("nesterov"), "needs momentum > 0, and optimizer.momentum is 0");
+
+  ObjectReader schedule = r.child("schedule", kScheduleFields);
+  o.schedule = parseSchedule(schedule, o.lr);
+  r.finish();
+  return o;
+}
+
+TrainingConfig parseTraining(ObjectReader& r, const DatasetConfig& data) {
+  TrainingConfig t;
+  if (auto v = r.integer("batch_size", 1, kMaxInt)) t.batchSize = *v;
+  if (auto v = r.integer("epochs", 0, kMaxInt)) t.epochs = *v;
+  if (auto v = r.integer("max_steps", 0, kMaxInt)) t.maxSteps = *v;
+  if (auto v = r.real("max_seconds", kNonNegative)) t.maxSeconds = *v;
+  if (r.isSet("target_accuracy")) t.targetAccuracy = r.real("target_accuracy", kFraction);
+  if (auto v = r.integer("eval_interval", 1, kMaxInt)) t.evalInterval = *v;
+  if (auto v = r.integer("threads", 0, kMaxThreads)) t.threads = static_cast<int>(*v);
+  if (t.batchSize > data.trainSize)
+    throw SpecError(r.pathOf("batch_size"), concat("must not exceed dataset.train_size (",
+                                                   data.trainSize, "), got ", t.batchSize));
+  if (t.epochs == 0 && t.maxSteps == 0 && t.maxSeconds == 0.0)
+    throw SpecError(r.path(),
+                    "no stopping condition: epochs, max_steps and max_seconds are all 0; set at "
+                    "least one (target_accuracy alone may never be reached)");
+  r.finish();
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing.
+
+// The shortest decimal that reads back as the same float, so that written specs say 0.05 and
+// not 0.05000000074505806. Falls back to the exact double in the rare case where reading the
+// short form as a double and then narrowing it rounds differently.
+json floatJson(float value) {
+  if (!std::isfinite(value)) return static_cast<double>(value);
+  const std::string text = formatFloat(value);
+  double shortest = 0.0;
+  const auto result = std::from_chars(text.data(), text.data() + text.size(), shortest);
+  if (result.ec == std::errc() && static_cast<float>(shortest) == value) return shortest;
+  return static_cast<double>(value);
+}
+
+// Rejects repeated keys, which nlohmann would resolve silently to the last one: a spec with
+// "lr" twice almost always means an edit went into the wrong copy. Tracks the path of the
+// current value so the error can name it.
+class DuplicateKeyDetector {
+ public:
+  bool onEvent(json::parse_event_t event, const json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+        beginValue();
+        frames_.push_back(Frame{true, {}, {}, -1});
+        break;
+      case json::parse_event_t::array_start:
+        beginValue();
+        frames_.push_back(Frame{false, {}, {}, -1});
+        break;
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        if (!frames_.empty()) frames_.pop_back();
+        break;
+      case json::parse_event_t::key: {
+        if (frames_.empty() || !frames_.back().isObject || !parsed.is_string()) break;
+        Frame& frame = frames_.back();
+        frame.key = parsed.get<std::string>();
+        if (!frame.keys.insert(frame.key).second)
+          throw SpecError(path(), "duplicate key; each field may appear only once");
+        break;
+      }
+      case json::parse_event_t::value:
+        beginValue();
+        break;
+    }
+    return true;
+  }
+
+ private:
+  struct Frame {
+    bool isObject;
+    std::set<std::string> keys;
+    std::string key;
+    int64_t index;
+  };
+
+  void beginValue() {
+    if (!frames_.empty() && !frames_.back().isObject) ++frames_.back().index;
+  }
+
+  std::string path() const {
+    std::string out;
+    for (const Frame& frame : frames_) {
+      if (frame.isObject)
+        out = joinPath(out, frame.key);
+      else
+        out += concat("[", frame.index, "]");
+    }
+    return out;
+  }
+
+  std::vector<Frame> frames_;
+};
+
+// nlohmann prefixes messages with "[json.exception.parse_error.101] "; users need the rest.
+std::string withoutExceptionId(const char* what) {
+  std::string_view message(what);
+  if (!message.empty() && message.front() == '[') {
+    const size_t end = message.find("] ");
+    if (end != std::string_view::npos) message.remove_prefix(end + 2);
+  }
+  return std::string(message);
+}
+
+}  // namespace
+
+const char* toString(DatasetKind kind) {
+  return nameOf(kDatasetKindNames, kind);
+}
+const char* toString(Activation activation) {
+  return nameOf(kActivationNames, activation);
+}
+const char* toString(InitScheme init) {
+  return nameOf(kInitNames, init);
+}
+const char* toString(LossKind loss) {
+  return nameOf(kLossNames, loss);
+}
+const char* toString(OptimizerKind kind) {
+  return nameOf(kOptimizerNames, kind);
+}
+const char* toString(ScheduleKind kind) {
+  return nameOf(kScheduleNames, kind);
+}
+
+ExperimentSpec parseExperimentSpec(const json& document) {
+  try {
+    ExperimentSpec spec;
+    ObjectReader r(document, "", kSpecFields);
+    if (auto v = r.text("name")) {
+      if (v->empty() || v->size() > kMaxNameBytes)
+        throw SpecError(r.pathOf("name"),
+                        concat("must be a non-empty string of at most ", kMaxNameBytes,
+                               " bytes, got ", r.describeField("name")));
+      // Text input is checked by the JSON parser; a document built in code is not, and an
+      // invalid name would only fail later, when the spec is written out.
+      try {
+        static_cast<void>(json(*v).dump());
+      } catch (const json::type_error&) {
+        throw SpecError(r.pathOf("name"), "must be valid UTF-8");
+      }
+      spec.name = *v;
+    }
+    if (auto v = r.unsignedInteger("seed")) spec.seed = *v;
+    ObjectReader dataset = r.child("dataset", kDatasetFields);
+    spec.dataset = parseDataset(dataset, spec.seed);
+    ObjectReader model = r.child("model", kModelFields);
+    spec.model = parseModel(model, spec.dataset);
+    ObjectReader optimizer = r.child("optimizer", kOptimizerFields);
+    spec.optimizer = parseOptimizer(optimizer);
+    ObjectReader training = r.child("training", kTrainingFields);
+    spec.training = parseTraining(training, spec.dataset);
+    r.finish();
+    return spec;
+  } catch (const json::exception& e) {
+    // Every access above is type-checked first; this keeps the "only SpecError" promise should
+    // one be missed. The tests fail on this message.
+    throw SpecError("(json)", std::string("internal error reading the spec: ") + e.what());
+  }
+}
+
+ExperimentSpec parseExperimentSpecText(const std::string& text) {
+  json document;
+  try {
+    DuplicateKeyDetector duplicates;
+    document = json::parse(text, [&duplicates](int, json::parse_event_t event, json& parsed) {
+      return duplicates.onEvent(event, parsed);
+    });
+  } catch (const json::parse_error& e) {
+    throw SpecError("(json)", "invalid JSON: " + withoutExceptionId(e.what()));
+  } catch (const json::exception& e) {
+    // out_of_range 406: a number too large for a double ("1e400").
+    throw SpecError("(json)", "invalid JSON: " + withoutExceptionId(e.what()));
+  }
+  return parseExperimentSpec(document);
+}
+
+ExperimentSpec loadExperimentSpec(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error("cannot read spec file '" + path + "': it is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot open spec file '" + path + "': " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw Error("cannot read spec file '" + path + "'");
+  try {
+    return parseExperimentSpecText(text.str());
+  } catch (const SpecError& e) {
+    throw e.withContext(path);
+  }
+}
+
+json toJson(const ExperimentSpec& spec) {
+  const DatasetConfig& d = spec.dataset;
+  const ModelConfig& m = spec.model;
+  const OptimizerConfig& o = spec.optimizer;
+  const ScheduleConfig& s = o.schedule;
+  const TrainingConfig& t = spec.training;
+  return json{
+      {"name", spec.name},
+      {"seed", spec.seed},
+      {"dataset",
+       {{"kind", toString(d.kind)},
+        {"train_size", d.trainSize},
+        {"test_size", d.testSize},
+        {"classes", d.classes},
+        {"features", d.features},
+        {"separation", floatJson(d.separation)},
+        {"noise", floatJson(d.noise)},
+        {"teacher_width", d.teacherWidth},
+        {"teacher_depth", d.teacherDepth},
+        {"label_noise", floatJson(d.labelNoise)},
+        {"grid_size", d.gridSize},
+        {"turns", floatJson(d.turns)},
+        {"seed", d.seed}}},
+      {"model",
+       {{"hidden", m.hidden},
+        {"activation", toString(m.activation)},
+        {"init", toString(m.init)},
+        {"loss", toString(m.loss)}}},
+      {"optimizer",
+       {{"kind", toString(o.kind)},
+        {"lr", floatJson(o.lr)},
+        {"momentum", floatJson(o.momentum)},
+        {"nesterov", o.nesterov},
+        {"weight_decay", floatJson(o.weightDecay)},
+        {"beta1", floatJson(o.beta1)},
+        {"beta2", floatJson(o.beta2)},
+        {"eps", floatJson(o.eps)},
+        {"rho", floatJson(o.rho)},
+        {"schedule",
+         {{"kind", toString(s.kind)},
+          {"warmup_steps", s.warmupSteps},
+          {"step_size", s.stepSize},
+          {"gamma", floatJson(s.gamma)},
+          {"min_lr", floatJson(s.minLr)}}},
+        {"scale_lr_base_batch", o.scaleLrBaseBatch ? json(*o.scaleLrBaseBatch) : json(nullptr)}}},
+      {"training",
+       {{"batch_size", t.batchSize},
+        {"epochs", t.epochs},
+        {"max_steps", t.maxSteps},
+        {"max_seconds", t.maxSeconds},
+        {"target_accuracy", t.targetAccuracy ? json(*t.targetAccuracy) : json(nullptr)},
+        {"eval_interval", t.evalInterval},
+        {"threads", t.threads}}},
+  };
+}
+
+}  // namespace dtlab::core

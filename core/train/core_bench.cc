@@ -1,0 +1,103 @@
+#include "core/train/core_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include "core/backend/cpu_backend.h"
+#include "core/common/check.h"
+#include "core/data/dataset.h"
+#include "core/spec/experiment_spec.h"
+#include "core/train/worker.h"
+
+namespace dtlab::core {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Runs fn in repetitions of enough calls to last about `seconds` each; returns the
+// seconds per call of every repetition.
+template <typename Fn>
+std::vector<double> timeRepetitions(Fn&& fn, int warmup, int repetitions, double seconds) {
+  for (int i = 0; i < warmup; ++i) fn();
+  const Clock::time_point t0 = Clock::now();
+  fn();
+  const double once = std::chrono::duration<double>(Clock::now() - t0).count();
+  const int64_t calls = std::max<int64_t>(1, static_cast<int64_t>(seconds / std::max(once, 1e-7)));
+  std::vector<double> perCall;
+  for (int r = 0; r < repetitions; ++r) {
+    const Clock::time_point start = Clock::now();
+    for (int64_t i = 0; i < calls; ++i) fn();
+    perCall.push_back(std::chrono::duration<double>(Clock::now() - start).count() /
+                      static_cast<double>(calls));
+  }
+  return perCall;
+}
+
+}  // namespace
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const std::size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+CoreBenchResult benchCoreStep(const CoreBenchConfig& config) {
+  DTLAB_ENFORCE(config.batch > 0 && config.inputs > 0 && config.hidden > 0 && config.layers >= 0 &&
+                    config.classes >= 2,
+                "bad benchmark shape");
+  ExperimentSpec spec;
+  spec.dataset.kind = DatasetKind::kGaussianBlobs;
+  spec.dataset.features = config.inputs;
+  spec.dataset.classes = config.classes;
+  spec.dataset.trainSize = config.batch * 8;
+  spec.dataset.testSize = config.classes;
+  spec.dataset.seed = 1;
+  spec.model.hidden.assign(static_cast<std::size_t>(config.layers), config.hidden);
+  spec.optimizer.kind = OptimizerKind::kSgd;
+  spec.optimizer.lr = 0.01f;
+  spec.optimizer.momentum = 0.9f;
+
+  CpuBackend backend(config.threads);
+  std::unique_ptr<Dataset> dataset = makeDataset(spec.dataset);
+  std::vector<int64_t> all(static_cast<std::size_t>(spec.dataset.trainSize));
+  std::iota(all.begin(), all.end(), int64_t{0});
+  Worker worker(spec, backend, *dataset, std::move(all), config.batch, config.batch, 0);
+  const float gradScale = 1.0f / static_cast<float>(config.batch);
+  int64_t step = 0;
+  auto trainStep = [&]() {
+    worker.loadBatch();
+    worker.computeGradients(gradScale);
+    worker.applyUpdate(++step);
+  };
+  const std::vector<double> perStep = timeRepetitions(trainStep, config.warmupSteps,
+                                                      config.repetitions, config.secondsPerRepetition);
+  CoreBenchResult result;
+  result.threads = backend.threads();
+  for (double s : perStep) result.repetitionSamplesPerS.push_back(static_cast<double>(config.batch) / s);
+  const double stepS = median(perStep);
+  result.stepMs = stepS * 1000.0;
+  result.samplesPerS = static_cast<double>(config.batch) / stepS;
+  result.gflops = worker.model().trainingFlops(config.batch) / stepS * 1e-9;
+  return result;
+}
+
+double benchGemmGflops(int threads, int64_t m, int64_t n, int64_t k, double seconds) {
+  CpuBackend backend(threads);
+  float* a = backend.allocate(m * k);
+  float* b = backend.allocate(k * n);
+  float* c = backend.allocate(m * n);
+  backend.fill(a, m * k, 0.5f);
+  backend.fill(b, k * n, 0.25f);
+  const std::vector<double> perCall = timeRepetitions(
+      [&] { backend.gemm(false, false, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n); }, 3, 7,
+      seconds / 7.0);
+  backend.release(a);
+  backend.release(b);
+  backend.release(c);
+  return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) /
+         median(perCall) * 1e-9;
+}
+
+}  // namespace dtlab::core

@@ -1,0 +1,38 @@
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace dtlab::core {
+
+// `dtlab-cli bench core`: full single-process training steps of an MLP
+// in -> hidden x layers -> classes with cross-entropy and SGD with momentum.
+struct CoreBenchConfig {
+  int threads = 1;
+  int64_t batch = 256;
+  int64_t inputs = 256;
+  int64_t hidden = 1024;
+  int64_t layers = 2;
+  int64_t classes = 10;
+  int warmupSteps = 10;
+  int repetitions = 7;
+  double secondsPerRepetition = 0.3;
+};
+
+struct CoreBenchResult {
+  int threads = 1;
+  double samplesPerS = 0.0;  // median over repetitions
+  double stepMs = 0.0;       // median
+  double gflops = 0.0;       // training flops of a step / median step time
+  std::vector<double> repetitionSamplesPerS;
+};
+
+// Times loadBatch + forward + loss + backward + update, as a training run does them.
+CoreBenchResult benchCoreStep(const CoreBenchConfig& config);
+
+// Median GFLOP/s of the CPU backend's GEMM on C[m x n] = A[m x k] B[k x n].
+double benchGemmGflops(int threads, int64_t m, int64_t n, int64_t k, double seconds = 0.5);
+
+double median(std::vector<double> values);
+
+}  // namespace dtlab::core

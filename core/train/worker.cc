@@ -1,0 +1,127 @@
+#include "core/train/worker.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "core/common/check.h"
+#include "core/common/random.h"
+
+namespace dtlab::core {
+namespace {
+constexpr uint64_t kShuffleStream = 0x5f0f;
+}
+
+void materialize(const Dataset& dataset, Split split, Tensor& x, Tensor& y) {
+  const int64_t n = dataset.size(split);
+  x.resize(n, dataset.features());
+  y.resize(n, 1);
+  dataset.generate(split, 0, n, x.data(), y.data());
+}
+
+Worker::Worker(const ExperimentSpec& spec, Backend& backend, const Dataset& dataset,
+               std::vector<int64_t> shard, int64_t localBatch, int64_t globalBatch,
+               int64_t totalSteps)
+    : spec_(spec),
+      backend_(backend),
+      task_(dataset.task()),
+      model_(backend, dataset.features(), mlpLayers(spec.model, dataset.outputs())),
+      optimizer_(backend.makeOptimizer(spec.optimizer)),
+      schedule_(spec.optimizer, globalBatch, totalSteps),
+      shard_(std::move(shard)),
+      localBatch_(localBatch) {
+  DTLAB_ENFORCE(localBatch_ > 0, "local batch must be positive, got ", localBatch_);
+  DTLAB_ENFORCE(shardSize() >= localBatch_, "shard of ", shardSize(),
+                " samples is smaller than the local batch ", localBatch_);
+  model_.initialize(spec.model.init, deriveSeed(spec.seed, 0x1417));
+  optimizer_->init(model_.parameterCount());
+  dataset.gather(Split::kTrain, shard_, shardX_, shardY_);
+  order_.resize(shard_.size());
+  std::iota(order_.begin(), order_.end(), int64_t{0});
+  cursor_ = static_cast<int64_t>(order_.size());  // shuffle on the first batch
+  epoch_ = -1;
+  stageX_.resize(localBatch_, model_.inputs());
+  stageY_.resize(localBatch_, 1);
+  batchX_ = backend_.allocate(localBatch_ * model_.inputs());
+  batchY_ = backend_.allocate(localBatch_);
+  evalX_ = backend_.allocate(evalChunk_ * model_.inputs());
+  evalY_ = backend_.allocate(evalChunk_);
+  model_.reserve(std::max(localBatch_, evalChunk_));
+}
+
+Worker::~Worker() {
+  backend_.release(batchX_);
+  backend_.release(batchY_);
+  backend_.release(evalX_);
+  backend_.release(evalY_);
+}
+
+void Worker::loadBatch() {
+  if (cursor_ + localBatch_ > static_cast<int64_t>(order_.size())) {
+    ++epoch_;
+    Rng rng(deriveSeed(spec_.seed, kShuffleStream, static_cast<uint64_t>(epoch_)));
+    for (std::size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[rng.below(i)]);
+    cursor_ = 0;
+  }
+  const int64_t features = model_.inputs();
+  for (int64_t i = 0; i < localBatch_; ++i) {
+    const int64_t pos = order_[cursor_ + i];
+    std::copy_n(shardX_.row(pos), features, stageX_.row(i));
+    stageY_.data()[i] = shardY_.data()[pos];
+  }
+  cursor_ += localBatch_;
+  backend_.upload(batchX_, stageX_.data(), localBatch_ * features);
+  backend_.upload(batchY_, stageY_.data(), localBatch_);
+}
+
+LossResult Worker::loss(const float* output, const float* labels, int64_t rows, float gradScale,
+                        float* dOutput) {
+  if (spec_.model.loss == LossKind::kCrossEntropy)
+    return backend_.softmaxCrossEntropy(output, labels, rows, model_.outputs(), gradScale, dOutput);
+  // MSE's mean runs over rows and outputs (PyTorch's MSELoss), so is its gradient: 2/n.
+  return backend_.meanSquaredError(output, labels, rows, model_.outputs(),
+                                   2.0f * gradScale / static_cast<float>(model_.outputs()), dOutput);
+}
+
+double Worker::computeGradients(float gradScale) {
+  const float* out = model_.forward(batchX_, localBatch_);
+  float* dOut = model_.outputGradBuffer();
+  const LossResult result = loss(out, batchY_, localBatch_, gradScale, dOut);
+  model_.backward(batchX_, dOut, localBatch_);
+  double mean = result.lossSum / static_cast<double>(localBatch_);
+  if (spec_.model.loss == LossKind::kMse) mean /= static_cast<double>(model_.outputs());
+  return mean;
+}
+
+void Worker::applyUpdate(int64_t step) { applyUpdate(step, 0, model_.parameterCount()); }
+
+void Worker::applyUpdate(int64_t step, int64_t begin, int64_t end) {
+  backend_.optimizerUpdate(*optimizer_, model_.params(), model_.grads(), begin, end, step,
+                           schedule_.at(step));
+}
+
+Evaluation Worker::evaluate(const Tensor& x, const Tensor& y) {
+  const int64_t n = x.rows();
+  DTLAB_ENFORCE(n > 0, "evaluation set is empty");
+  double lossSum = 0.0;
+  int64_t correct = 0;
+  for (int64_t begin = 0; begin < n; begin += evalChunk_) {
+    const int64_t rows = std::min(evalChunk_, n - begin);
+    backend_.upload(evalX_, x.row(begin), rows * x.cols());
+    backend_.upload(evalY_, y.data() + begin, rows);
+    const float* out = model_.forward(evalX_, rows);
+    const LossResult r = loss(out, evalY_, rows, 0.0f, nullptr);
+    lossSum += r.lossSum;
+    correct += r.correct;
+  }
+  Evaluation e;
+  e.loss = lossSum / static_cast<double>(n);
+  if (spec_.model.loss == LossKind::kMse) e.loss /= static_cast<double>(model_.outputs());
+  e.accuracy = task_ == TaskKind::kClassification
+                   ? static_cast<double>(correct) / static_cast<double>(n)
+                   : std::numeric_limits<double>::quiet_NaN();
+  return e;
+}
+
+}  // namespace dtlab::core

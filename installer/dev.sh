@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# DTLab developer entry point: deps | build | test | run | bench.
+#   installer/dev.sh test   installs what is missing, builds, runs every test
+#   installer/dev.sh run    installs what is missing, builds, runs the main job
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build_dir="${DTLAB_BUILD_DIR:-$root/build}"
+jobs="${DTLAB_JOBS:-$(nproc)}"
+
+# Debian 12 packages the build and the tests need.
+packages=(
+  build-essential cmake ninja-build pkg-config
+  nlohmann-json3-dev   # experiment specs, summaries
+  libdnnl-dev          # oneDNN: the CPU backend's GEMM (threads with OpenMP)
+  qt6-base-dev         # Qt Test for the test suites (core/ itself never links Qt)
+)
+# Only for side-by-side reference numbers in `dtlab-cli bench`; never a dependency.
+bench_packages=(python3-torch)
+
+log() { printf '[dev.sh] %s\n' "$*" >&2; }
+
+missing_packages() {
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$' || echo "$p"
+  done
+}
+
+install_packages() {
+  local missing
+  missing=$(missing_packages "$@")
+  [ -z "$missing" ] && return 0
+  log "installing: $(echo $missing)"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  # A fresh machine has no package lists yet; refresh once, then install.
+  $sudo apt-get update -qq
+  # shellcheck disable=SC2086
+  $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+}
+
+deps() {
+  install_packages "${packages[@]}"
+  if [ "${1:-}" = "--bench" ]; then install_packages "${bench_packages[@]}"; fi
+}
+
+build() {
+  local werror=OFF
+  [ "${CI:-}" = "true" ] && werror=ON
+  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${DTLAB_BUILD_TYPE:-Release}" \
+    -DDTLAB_WERROR="$werror" >/dev/null
+  cmake --build "$build_dir" -j "$jobs"
+}
+
+run_tests() {
+  cd "$build_dir"
+  ctest --output-on-failure -j "${DTLAB_TEST_JOBS:-1}" "$@"
+}
+
+cmd="${1:-help}"
+[ $# -gt 0 ] && shift
+case "$cmd" in
+  deps) deps "$@" ;;
+  build) deps; build ;;
+  test) deps; build; run_tests "$@" ;;
+  run)
+    deps
+    build
+    # The main job: train the default example spec headless and print its summary.
+    "$build_dir/app/dtlab-cli" train "$root/resources/specs/default.json" "$@"
+    ;;
+  bench)
+    deps --bench
+    build
+    "$build_dir/app/dtlab-cli" bench "${@:-core}"
+    ;;
+  *)
+    echo "usage: installer/dev.sh deps [--bench] | build | test [ctest args] | run | bench [what]" >&2
+    [ "$cmd" = "help" ] && exit 0
+    exit 2
+    ;;
+esac

@@ -1,0 +1,796 @@
+#include <QtTest/QtTest>
+
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/common/check.h"
+#include "core/spec/experiment_spec.h"
+
+using dtlab::core::Activation;
+using dtlab::core::DatasetKind;
+using dtlab::core::ExperimentSpec;
+using dtlab::core::InitScheme;
+using dtlab::core::LossKind;
+using dtlab::core::OptimizerKind;
+using dtlab::core::ScheduleKind;
+using dtlab::core::SpecError;
+using nlohmann::json;
+
+namespace {
+
+const std::string kDefaultSpecPath = DTLAB_SOURCE_DIR "/resources/specs/default.json";
+
+// The SpecError that parsing `text` throws, or nullopt when it parses.
+std::optional<SpecError> specErrorOf(const std::string& text) {
+  try {
+    dtlab::core::parseExperimentSpecText(text);
+  } catch (const SpecError& e) {
+    return e;
+  }
+  return std::nullopt;
+}
+
+void invalidRow(const char* name, const char* spec, const char* path, const char* phrase) {
+  QTest::newRow(name) << QByteArray(spec) << QString(path) << QString(phrase);
+}
+
+// Specs that exercise every kind, every enum value and awkward numbers, all valid.
+std::vector<ExperimentSpec> variedSpecs() {
+  std::vector<ExperimentSpec> specs;
+  ExperimentSpec base;
+  base.dataset.seed = base.seed;
+  specs.push_back(base);
+
+  ExperimentSpec spirals = base;
+  spirals.name = "spirals \xC3\xA9\xE2\x9C\x93";  // UTF-8 survives the trip
+  spirals.seed = std::numeric_limits<uint64_t>::max();
+  spirals.dataset.kind = DatasetKind::kTwoSpirals;
+  spirals.dataset.classes = 3;
+  spirals.dataset.features = 2;
+  spirals.dataset.turns = 2.25f;
+  spirals.dataset.noise = 0.2f;
+  spirals.dataset.seed = 0;
+  spirals.model.loss = LossKind::kMse;
+  spirals.model.activation = Activation::kGELU;
+  spirals.optimizer.nesterov = true;
+  spirals.optimizer.lr = std::nextafter(0.1f, 1.0f);
+  specs.push_back(spirals);
+
+  ExperimentSpec checkerboard = base;
+  checkerboard.dataset.kind = DatasetKind::kCheckerboard;
+  checkerboard.dataset.classes = 2;
+  checkerboard.dataset.features = 2;
+  checkerboard.dataset.gridSize = 6;
+  checkerboard.optimizer.schedule.kind = ScheduleKind::kStep;
+  checkerboard.optimizer.schedule.stepSize = 300;
+  checkerboard.optimizer.schedule.gamma = 0.5f;
+  checkerboard.optimizer.schedule.warmupSteps = 10;
+  specs.push_back(checkerboard);
+
+  ExperimentSpec teacher = base;
+  teacher.dataset.kind = DatasetKind::kTeacher;
+  teacher.dataset.classes = 5;
+  teacher.dataset.features = 20;
+  teacher.dataset.teacherWidth = 32;
+  teacher.dataset.teacherDepth = 0;
+  teacher.dataset.labelNoise = 0.1f;
+  teacher.model.hidden = {};
+  teacher.model.activation = Activation::kTanh;
+  teacher.model.init = InitScheme::kXavier;
+  teacher.training.targetAccuracy = 0.9;
+  teacher.training.threads = 256;
+  specs.push_back(teacher);
+
+  ExperimentSpec regression = base;
+  regression.dataset.kind = DatasetKind::kLinearRegression;
+  regression.dataset.classes = 1;
+  regression.dataset.features = 8;
+  regression.dataset.noise = 0.05f;
+  regression.model.loss = LossKind::kMse;
+  regression.model.hidden = {4096};
+  regression.optimizer.kind = OptimizerKind::kAdam;
+  regression.optimizer.lr = 1e-3f;
+  regression.optimizer.weightDecay = 1e-4f;
+  regression.optimizer.beta1 = 0.8f;
+  regression.optimizer.beta2 = 0.95f;
+  regression.optimizer.eps = 1e-7f;
+  regression.optimizer.scaleLrBaseBatch = 256;
+  regression.training.epochs = 0;
+  regression.training.maxSeconds = 12.345;
+  specs.push_back(regression);
+
+  ExperimentSpec shapes = base;
+  shapes.dataset.kind = DatasetKind::kShapes;
+  shapes.dataset.classes = 10;
+  shapes.dataset.features = 784;
+  shapes.dataset.trainSize = 60000;
+  shapes.dataset.testSize = 10000;
+  shapes.dataset.noise = 0.3f;
+  shapes.model.hidden = {256, 128, 64};
+  shapes.optimizer.kind = OptimizerKind::kAdamW;
+  shapes.optimizer.lr = 3e-4f;
+  shapes.optimizer.weightDecay = 0.01f;
+  shapes.optimizer.schedule.kind = ScheduleKind::kCosine;
+  shapes.optimizer.schedule.minLr = 1e-6f;
+  shapes.training.batchSize = 60000;
+  shapes.training.maxSteps = 1;
+  specs.push_back(shapes);
+
+  ExperimentSpec adadelta = base;
+  adadelta.optimizer.kind = OptimizerKind::kAdadelta;
+  adadelta.optimizer.lr = 1.0f;
+  adadelta.optimizer.eps = 1e-6f;
+  adadelta.optimizer.rho = 0.95f;
+  adadelta.optimizer.schedule.kind = ScheduleKind::kCosine;
+  adadelta.optimizer.schedule.minLr = 0.001f;
+  adadelta.optimizer.schedule.stepSize = 5000;  // cosine length for a time-limited run
+  adadelta.training.maxSeconds = 1e-3;
+  adadelta.training.targetAccuracy = 1.0 / 3.0;
+  specs.push_back(adadelta);
+  return specs;
+}
+
+// Values that mutations put into a spec: every JSON type, edges of every range, every enum
+// name, and things JSON text cannot express but a programmatic document can (NaN, infinity).
+std::vector<json> mutationValues() {
+  std::vector<json> values = {nullptr,
+                              true,
+                              false,
+                              0,
+                              1,
+                              -1,
+                              2,
+                              3,
+                              7,
+                              8,
+                              9,
+                              10,
+                              16,
+                              17,
+                              100,
+                              128,
+                              256,
+                              257,
+                              784,
+                              20000,
+                              65536,
+                              65537,
+                              1000000000,
+                              std::numeric_limits<int64_t>::max(),
+                              std::numeric_limits<int64_t>::min(),
+                              std::numeric_limits<uint64_t>::max(),
+                              3.0,
+                              3.5,
+                              -0.0,
+                              0.5,
+                              0.9,
+                              0.999,
+                              0.99999999,
+                              1.0,
+                              1.5,
+                              1e-8,
+                              1e-45,
+                              1e-300,
+                              1e300,
+                              -1e300,
+                              4e18,
+                              1e19,
+                              2e19,
+                              std::nan(""),
+                              std::numeric_limits<double>::infinity(),
+                              "",
+                              "x",
+                              "1",
+                              "relu",
+                              "gelu",
+                              "tanh",
+                              "he",
+                              "xavier",
+                              "mse",
+                              "cross_entropy",
+                              "sgd",
+                              "adam",
+                              "adamw",
+                              "adadelta",
+                              "constant",
+                              "step",
+                              "cosine",
+                              "gaussian_blobs",
+                              "two_spirals",
+                              "checkerboard",
+                              "teacher",
+                              "linear_regression",
+                              "shapes",
+                              "\xff\xfe invalid utf-8",
+                              std::string(5000, 'a'),
+                              json::array(),
+                              json::array({1, 2}),
+                              json::array({128, -3}),
+                              json::array({json::array()}),
+                              json::object(),
+                              json{{"kind", "adam"}},
+                              json{{"kind", "two_spirals"}},
+                              json{{"x", 1}}};
+  json deepArray = json::array();
+  json deepObject = json::object();
+  for (int i = 0; i < 300; ++i) {
+    deepArray = json::array({std::move(deepArray)});
+    deepObject = json{{"kind", std::move(deepObject)}};
+  }
+  values.push_back(std::move(deepArray));
+  values.push_back(std::move(deepObject));
+  return values;
+}
+
+const std::vector<std::string> kMutationKeys = {
+    "kind",     "seed",       "classes",     "clases",    "features",        "lr",
+    "momentum", "nesterov",   "eps",         "rho",       "schedule",        "hidden",
+    "loss",     "batch_size", "epochs",      "max_steps", "target_accuracy", "threads",
+    "turns",    "grid_size",  "label_noise", "",          "cluster",         "\xff"};
+
+void collectPointers(const json& node, const json::json_pointer& here,
+                     std::vector<json::json_pointer>& out) {
+  out.push_back(here);
+  if (node.is_object()) {
+    for (const auto& item : node.items()) collectPointers(item.value(), here / item.key(), out);
+  } else if (node.is_array()) {
+    for (size_t i = 0; i < node.size(); ++i) collectPointers(node[i], here / i, out);
+  }
+}
+
+// Applies one random edit to `document`: replace a value, remove a field, or add one.
+void mutate(json& document, const std::vector<json>& values, std::mt19937_64& rng) {
+  std::vector<json::json_pointer> pointers;
+  collectPointers(document, json::json_pointer(), pointers);
+  const json::json_pointer& target = pointers[rng() % pointers.size()];
+  json& node = document[target];
+  switch (rng() % 4) {
+    case 0:
+    case 1:
+      node = values[rng() % values.size()];
+      break;
+    case 2:
+      if (node.is_object() && !node.empty()) {
+        auto it = node.begin();
+        std::advance(it, static_cast<long>(rng() % node.size()));
+        node.erase(it);
+      } else if (node.is_array() && !node.empty()) {
+        node.erase(rng() % node.size());
+      }
+      break;
+    default:
+      if (node.is_object())
+        node[kMutationKeys[rng() % kMutationKeys.size()]] = values[rng() % values.size()];
+      else if (node.is_array())
+        node.push_back(values[rng() % values.size()]);
+      break;
+  }
+}
+
+}  // namespace
+
+class TestSpec : public QObject {
+  Q_OBJECT
+ private slots:
+  void defaultSpecLoads() {
+    const ExperimentSpec spec = dtlab::core::loadExperimentSpec(kDefaultSpecPath);
+    QCOMPARE(spec.dataset.kind, DatasetKind::kGaussianBlobs);
+    QCOMPARE(spec.dataset.classes, 10);
+    QCOMPARE(spec.dataset.features, 32);
+    QCOMPARE(spec.dataset.trainSize, 20000);
+    QCOMPARE(spec.dataset.testSize, 2000);
+    QCOMPARE(spec.dataset.seed, spec.seed);
+    QCOMPARE(spec.model.hidden, (std::vector<int64_t>{128, 128}));
+    QCOMPARE(spec.model.activation, Activation::kReLU);
+    QCOMPARE(spec.model.loss, LossKind::kCrossEntropy);
+    QCOMPARE(spec.optimizer.kind, OptimizerKind::kSgd);
+    QCOMPARE(spec.optimizer.lr, 0.05f);
+    QCOMPARE(spec.optimizer.momentum, 0.9f);
+    QCOMPARE(spec.optimizer.schedule.kind, ScheduleKind::kCosine);
+    QVERIFY(spec.optimizer.schedule.warmupSteps > 0);
+    // "Short": well under the ~470 steps of three epochs.
+    QVERIFY(spec.optimizer.schedule.warmupSteps <= 100);
+    QCOMPARE(spec.training.batchSize, 128);
+    QCOMPARE(spec.training.epochs, 3);
+    QCOMPARE(spec.training.targetAccuracy, std::optional<double>(0.97));
+    QCOMPARE(spec.training.evalInterval, 100);
+  }
+
+  void emptySpecTakesHeaderDefaults() {
+    const ExperimentSpec spec = dtlab::core::parseExperimentSpecText("{}");
+    ExperimentSpec expected;
+    expected.dataset.seed = expected.seed;  // the dataset inherits the spec seed
+    QVERIFY(spec == expected);
+    QVERIFY(!spec.training.targetAccuracy.has_value());
+    QVERIFY(!spec.optimizer.scaleLrBaseBatch.has_value());
+  }
+
+  void kindDependentDefaults_data() {
+    QTest::addColumn<QByteArray>("spec");
+    QTest::addColumn<qint64>("classes");
+    QTest::addColumn<qint64>("features");
+    QTest::addColumn<int>("loss");
+    const int ce = static_cast<int>(LossKind::kCrossEntropy);
+    const int mse = static_cast<int>(LossKind::kMse);
+    QTest::newRow("blobs") << QByteArray(R"({"dataset": {"kind": "gaussian_blobs"}})") << 10LL
+                           << 32LL << ce;
+    QTest::newRow("spirals") << QByteArray(R"({"dataset": {"kind": "two_spirals"}})") << 2LL << 2LL
+                             << ce;
+    QTest::newRow("spirals 5 arms")
+        << QByteArray(R"({"dataset": {"kind": "two_spirals", "classes": 5}})") << 5LL << 2LL << ce;
+    QTest::newRow("checkerboard") << QByteArray(R"({"dataset": {"kind": "checkerboard"}})") << 2LL
+                                  << 2LL << ce;
+    QTest::newRow("teacher") << QByteArray(R"({"dataset": {"kind": "teacher", "features": 7}})")
+                             << 10LL << 7LL << ce;
+    QTest::newRow("regression") << QByteArray(R"({"dataset": {"kind": "linear_regression"}})")
+                                << 1LL << 32LL << mse;
+    QTest::newRow("shapes") << QByteArray(R"({"dataset": {"kind": "shapes"}})") << 10LL << 784LL
+                            << ce;
+    // A fixed value may be restated: toJson() writes it, and it must read back.
+    QTest::newRow("shapes restated")
+        << QByteArray(R"({"dataset": {"kind": "shapes", "classes": 10, "features": 784}})") << 10LL
+        << 784LL << ce;
+    QTest::newRow("mse on classification")
+        << QByteArray(R"({"dataset": {"kind": "checkerboard"}, "model": {"loss": "mse"}})") << 2LL
+        << 2LL << mse;
+  }
+
+  void kindDependentDefaults() {
+    QFETCH(QByteArray, spec);
+    QFETCH(qint64, classes);
+    QFETCH(qint64, features);
+    QFETCH(int, loss);
+    const ExperimentSpec parsed = dtlab::core::parseExperimentSpecText(spec.toStdString());
+    QCOMPARE(parsed.dataset.classes, classes);
+    QCOMPARE(parsed.dataset.features, features);
+    QCOMPARE(static_cast<int>(parsed.model.loss), loss);
+  }
+
+  void adadeltaDefaults() {
+    const ExperimentSpec plain =
+        dtlab::core::parseExperimentSpecText(R"({"optimizer": {"kind": "adadelta"}})");
+    QCOMPARE(plain.optimizer.lr, 1.0f);
+    QCOMPARE(plain.optimizer.eps, 1e-6f);
+    const ExperimentSpec given = dtlab::core::parseExperimentSpecText(
+        R"({"optimizer": {"kind": "adadelta", "lr": 0.5, "eps": 1e-5}})");
+    QCOMPARE(given.optimizer.lr, 0.5f);
+    QCOMPARE(given.optimizer.eps, 1e-5f);
+    const ExperimentSpec adam =
+        dtlab::core::parseExperimentSpecText(R"({"optimizer": {"kind": "adam"}})");
+    QCOMPARE(adam.optimizer.lr, 0.05f);
+    QCOMPARE(adam.optimizer.eps, 1e-8f);
+  }
+
+  void datasetSeedFollowsSpecSeed() {
+    using dtlab::core::parseExperimentSpecText;
+    QCOMPARE(parseExperimentSpecText(R"({"seed": 42})").dataset.seed, 42u);
+    QCOMPARE(parseExperimentSpecText(R"({"seed": 42, "dataset": {"seed": 7}})").dataset.seed, 7u);
+    QCOMPARE(parseExperimentSpecText(R"({"seed": 18446744073709551615})").seed,
+             std::numeric_limits<uint64_t>::max());
+  }
+
+  void acceptsLenientButExactNumbers() {
+    using dtlab::core::parseExperimentSpecText;
+    const ExperimentSpec spec = parseExperimentSpecText(
+        R"({"dataset": {"train_size": 5000.0}, "training": {"batch_size": 1e2,
+            "target_accuracy": null}, "optimizer": {"scale_lr_base_batch": null},
+            "model": {"hidden": []}})");
+    QCOMPARE(spec.dataset.trainSize, 5000);
+    QCOMPARE(spec.training.batchSize, 100);
+    QVERIFY(!spec.training.targetAccuracy.has_value());
+    QVERIFY(!spec.optimizer.scaleLrBaseBatch.has_value());
+    QVERIFY(spec.model.hidden.empty());
+    QCOMPARE(parseExperimentSpecText(R"({"training": {"epochs": 0, "max_steps": 10}})")
+                 .training.maxSteps,
+             10);
+  }
+
+  void rejectsInvalidSpec_data() {
+    QTest::addColumn<QByteArray>("spec");
+    QTest::addColumn<QString>("path");
+    QTest::addColumn<QString>("phrase");
+    // Document shape.
+    invalidRow("root array", "[1, 2]", "(json)", "must be a JSON object, got an array");
+    invalidRow("root number", "3", "(json)", "must be a JSON object");
+    invalidRow("dataset null", R"({"dataset": null})", "dataset",
+               "must be a JSON object, got null");
+    invalidRow("model string", R"({"model": "mlp"})", "model", R"(got "mlp")");
+    invalidRow("schedule array", R"({"optimizer": {"schedule": []}})", "optimizer.schedule",
+               "got an empty array");
+    invalidRow("nested junk kind", R"({"dataset": {"kind": [[[]]]}})", "dataset.kind",
+               "got an array");
+    invalidRow("null number", R"({"optimizer": {"lr": null}})", "optimizer.lr",
+               "must be a number, got null");
+    // Unknown fields.
+    invalidRow("typo classes", R"({"dataset": {"clases": 3}})", "dataset.clases",
+               "unknown field (did you mean 'classes'?)");
+    invalidRow("typo top", R"({"optimiser": {}})", "optimiser",
+               "unknown field (did you mean 'optimizer'?)");
+    invalidRow("camel case", R"({"training": {"batchSize": 64}})", "training.batchSize",
+               "did you mean 'batch_size'?");
+    invalidRow("prefix", R"({"optimizer": {"schedule": {"warmup": 10}}})",
+               "optimizer.schedule.warmup", "did you mean 'warmup_steps'?");
+    invalidRow("unknown far", R"({"zzz": 1})", "zzz",
+               "unknown field; known fields: name, seed, dataset");
+    invalidRow("future cluster", R"({"cluster": {}})", "cluster", "unknown field");
+    // Types.
+    invalidRow("string for int", R"({"dataset": {"train_size": "big"}})", "dataset.train_size",
+               R"(must be an integer, got "big")");
+    invalidRow("fraction for int", R"({"dataset": {"train_size": 3.5}})", "dataset.train_size",
+               "must be an integer, got 3.5");
+    invalidRow("bool for int", R"({"training": {"epochs": true}})", "training.epochs",
+               "must be an integer, got true");
+    invalidRow("string for float", R"({"optimizer": {"lr": "0.1"}})", "optimizer.lr",
+               R"(must be a number, got "0.1")");
+    invalidRow("int for bool", R"({"optimizer": {"nesterov": 1}})", "optimizer.nesterov",
+               "must be true or false, got 1");
+    invalidRow("number for name", R"({"name": 5})", "name", "must be a string, got 5");
+    invalidRow("empty name", R"({"name": ""})", "name", "non-empty");
+    invalidRow("negative seed", R"({"seed": -1})", "seed",
+               "must be a non-negative integer, got -1");
+    invalidRow("fraction seed", R"({"seed": 1.5})", "seed", "non-negative integer, got 1.5");
+    invalidRow("negative dataset seed", R"({"dataset": {"seed": -7}})", "dataset.seed", "got -7");
+    invalidRow("huge float for int", R"({"dataset": {"train_size": 1e30}})", "dataset.train_size",
+               "must be at most 9223372036854775807, got 1e+30");
+    invalidRow("huge unsigned for int", R"({"training": {"epochs": 18446744073709551615}})",
+               "training.epochs", "must be at most");
+    invalidRow("float overflow", R"({"optimizer": {"lr": 1e300}})", "optimizer.lr",
+               "too large for a 32-bit float");
+    // Enums.
+    invalidRow("dataset kind", R"({"dataset": {"kind": "blobs"}})", "dataset.kind",
+               "must be one of gaussian_blobs, two_spirals, checkerboard, teacher, "
+               "linear_regression, shapes; got \"blobs\"");
+    invalidRow("optimizer kind", R"({"optimizer": {"kind": "sdg"}})", "optimizer.kind",
+               "got \"sdg\" (did you mean 'sgd'?)");
+    invalidRow("optimizer kind number", R"({"optimizer": {"kind": 3}})", "optimizer.kind",
+               "must be one of sgd, adam, adamw, adadelta; got 3");
+    invalidRow("activation", R"({"model": {"activation": "sigmoid"}})", "model.activation",
+               "relu, gelu, tanh");
+    invalidRow("activation case", R"({"model": {"activation": "ReLU"}})", "model.activation",
+               "did you mean 'relu'?");
+    invalidRow("init", R"({"model": {"init": "glorot"}})", "model.init", "he, xavier");
+    invalidRow("loss", R"({"model": {"loss": "l2"}})", "model.loss", "cross_entropy, mse");
+    invalidRow("schedule kind", R"({"optimizer": {"schedule": {"kind": "linear"}}})",
+               "optimizer.schedule.kind", "constant, step, cosine");
+    // Dataset sizes and ranges.
+    invalidRow("zero train", R"({"dataset": {"train_size": 0}})", "dataset.train_size",
+               "must be a positive integer, got 0");
+    invalidRow("negative test", R"({"dataset": {"test_size": -5}})", "dataset.test_size",
+               "must be a positive integer, got -5");
+    invalidRow("zero classes", R"({"dataset": {"classes": 0}})", "dataset.classes",
+               "positive integer");
+    invalidRow("one class", R"({"dataset": {"classes": 1}})", "dataset.classes",
+               "must be between 2 and 65536 for gaussian_blobs, got 1");
+    invalidRow("zero features", R"({"dataset": {"features": 0}})", "dataset.features",
+               "positive integer");
+    invalidRow("wide features", R"({"dataset": {"features": 70000}})", "dataset.features",
+               "at most 65536");
+    invalidRow("spiral arms", R"({"dataset": {"kind": "two_spirals", "classes": 9}})",
+               "dataset.classes", "between 2 and 8");
+    invalidRow("spiral features", R"({"dataset": {"kind": "two_spirals", "features": 3}})",
+               "dataset.features", "fixed at 2 for two_spirals");
+    invalidRow("checkerboard classes", R"({"dataset": {"kind": "checkerboard", "classes": 3}})",
+               "dataset.classes", "fixed at 2 for checkerboard");
+    invalidRow("checkerboard features", R"({"dataset": {"kind": "checkerboard", "features": 4}})",
+               "dataset.features", "fixed at 2");
+    invalidRow("shapes features", R"({"dataset": {"kind": "shapes", "features": 100}})",
+               "dataset.features", "fixed at 784 for shapes");
+    invalidRow("shapes classes", R"({"dataset": {"kind": "shapes", "classes": 5}})",
+               "dataset.classes", "fixed at 10");
+    invalidRow("regression classes", R"({"dataset": {"kind": "linear_regression", "classes": 2}})",
+               "dataset.classes", "fixed at 1 for linear_regression");
+    invalidRow("regression cross entropy",
+               R"({"dataset": {"kind": "linear_regression"}, "model": {"loss": "cross_entropy"}})",
+               "model.loss", "cross_entropy needs a classification dataset");
+    invalidRow("negative separation", R"({"dataset": {"separation": -1}})", "dataset.separation",
+               "must be >= 0, got -1");
+    invalidRow("negative noise", R"({"dataset": {"noise": -0.5}})", "dataset.noise", ">= 0");
+    invalidRow("label noise range", R"({"dataset": {"kind": "teacher", "label_noise": 1.5}})",
+               "dataset.label_noise", "must be in [0, 1], got 1.5");
+    invalidRow("teacher width", R"({"dataset": {"kind": "teacher", "teacher_width": 0}})",
+               "dataset.teacher_width", "positive integer");
+    invalidRow("huge teacher",
+               R"({"dataset": {"kind": "teacher", "teacher_width": 65536, "teacher_depth": 3}})",
+               "dataset.teacher_width", "above the limit of 268435456");
+    invalidRow("turns zero", R"({"dataset": {"kind": "two_spirals", "turns": 0}})", "dataset.turns",
+               "must be in (0, 100]");
+    invalidRow("grid one", R"({"dataset": {"kind": "checkerboard", "grid_size": 1}})",
+               "dataset.grid_size", "at least 2");
+    invalidRow("turns on blobs", R"({"dataset": {"turns": 2}})", "dataset.turns",
+               "only used by two_spirals, not by gaussian_blobs");
+    invalidRow("grid on blobs", R"({"dataset": {"grid_size": 8}})", "dataset.grid_size",
+               "only used by checkerboard");
+    invalidRow("label noise on blobs", R"({"dataset": {"label_noise": 0.1}})",
+               "dataset.label_noise", "only used by teacher");
+    invalidRow("separation on teacher", R"({"dataset": {"kind": "teacher", "separation": 2}})",
+               "dataset.separation", "only used by gaussian_blobs");
+    invalidRow("memory cap", R"({"dataset": {"train_size": 40000000}})", "dataset.train_size",
+               "4.9 GiB ((train_size + test_size) x (features + 1) x 4 bytes), above the cap of "
+               "4.0 GiB");
+    invalidRow("memory cap overflow",
+               R"({"dataset": {"train_size": 9223372036854775807, "features": 65536}})",
+               "dataset.train_size", "above the cap");
+    // Model.
+    invalidRow("negative width", R"({"model": {"hidden": [128, -3]}})", "model.hidden[1]",
+               "must be a positive integer, got -3");
+    invalidRow("fractional width", R"({"model": {"hidden": [3.5]}})", "model.hidden[0]",
+               "must be an integer, got 3.5");
+    invalidRow("wide layer", R"({"model": {"hidden": [65537]}})", "model.hidden[0]",
+               "must be at most 65536, got 65537");
+    invalidRow("deep model", R"({"model": {"hidden": [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}})",
+               "model.hidden", "at most 16 layers, got 17");
+    invalidRow("huge model", R"({"model": {"hidden": [65536, 65536]}})", "model.hidden",
+               "the model would have 4297850890 parameters, above the limit of 268435456");
+    invalidRow("hidden not array", R"({"model": {"hidden": 128}})", "model.hidden",
+               "must be an array");
+    // Optimizer.
+    invalidRow("negative lr", R"({"optimizer": {"lr": -1}})", "optimizer.lr",
+               "must be > 0, got -1");
+    invalidRow("zero lr", R"({"optimizer": {"lr": 0}})", "optimizer.lr", "must be > 0, got 0");
+    invalidRow("tiny lr", R"({"optimizer": {"lr": 1e-50}})", "optimizer.lr",
+               "(0 as a 32-bit float)");
+    invalidRow("momentum one", R"({"optimizer": {"momentum": 1.0}})", "optimizer.momentum",
+               "must be in [0, 1), got 1.0");
+    invalidRow("momentum rounds to one", R"({"optimizer": {"momentum": 0.99999999}})",
+               "optimizer.momentum", "(1 as a 32-bit float)");
+    invalidRow("negative momentum", R"({"optimizer": {"momentum": -0.1}})", "optimizer.momentum",
+               "[0, 1)");
+    invalidRow("beta1", R"({"optimizer": {"kind": "adam", "beta1": 1}})", "optimizer.beta1",
+               "must be in [0, 1), got 1");
+    invalidRow("beta2", R"({"optimizer": {"kind": "adamw", "beta2": -0.5}})", "optimizer.beta2",
+               "[0, 1)");
+    invalidRow("rho", R"({"optimizer": {"kind": "adadelta", "rho": 1}})", "optimizer.rho",
+               "[0, 1)");
+    invalidRow("eps zero", R"({"optimizer": {"kind": "adam", "eps": 0}})", "optimizer.eps",
+               "must be > 0");
+    invalidRow("negative weight decay", R"({"optimizer": {"weight_decay": -0.1}})",
+               "optimizer.weight_decay", ">= 0");
+    invalidRow("nesterov without momentum", R"({"optimizer": {"momentum": 0, "nesterov": true}})",
+               "optimizer.nesterov", "needs momentum > 0");
+    invalidRow("momentum on adam", R"({"optimizer": {"kind": "adam", "momentum": 0.5}})",
+               "optimizer.momentum", "only used by sgd, not by adam");
+    invalidRow("rho on sgd", R"({"optimizer": {"rho": 0.5}})", "optimizer.rho",
+               "only used by adadelta");
+    invalidRow("betas on sgd", R"({"optimizer": {"beta2": 0.98}})", "optimizer.beta2",
+               "only used by adam and adamw");
+    invalidRow("scale base zero", R"({"optimizer": {"scale_lr_base_batch": 0}})",
+               "optimizer.scale_lr_base_batch", "positive integer");
+    invalidRow("scale base fraction", R"({"optimizer": {"scale_lr_base_batch": 2.5}})",
+               "optimizer.scale_lr_base_batch", "must be an integer");
+    invalidRow("gamma zero", R"({"optimizer": {"schedule": {"kind": "step", "gamma": 0}}})",
+               "optimizer.schedule.gamma", "must be in (0, 1], got 0");
+    invalidRow("step size zero", R"({"optimizer": {"schedule": {"kind": "step", "step_size": 0}}})",
+               "optimizer.schedule.step_size", "positive integer");
+    invalidRow("negative warmup", R"({"optimizer": {"schedule": {"warmup_steps": -1}}})",
+               "optimizer.schedule.warmup_steps", "non-negative integer, got -1");
+    invalidRow("min lr above lr",
+               R"({"optimizer": {"lr": 0.05, "schedule": {"kind": "cosine", "min_lr": 0.1}}})",
+               "optimizer.schedule.min_lr", "must not exceed optimizer.lr (0.05), got 0.1");
+    invalidRow("step size on constant", R"({"optimizer": {"schedule": {"step_size": 50}}})",
+               "optimizer.schedule.step_size", "only used by the step and cosine schedules");
+    invalidRow("gamma on cosine",
+               R"({"optimizer": {"schedule": {"kind": "cosine", "gamma": 0.5}}})",
+               "optimizer.schedule.gamma", "only used by the step schedule, not by cosine");
+    invalidRow("min lr on constant", R"({"optimizer": {"schedule": {"min_lr": 0.01}}})",
+               "optimizer.schedule.min_lr", "only used by the cosine schedule");
+    // Training.
+    invalidRow("zero batch", R"({"training": {"batch_size": 0}})", "training.batch_size",
+               "must be a positive integer, got 0");
+    invalidRow("batch above train",
+               R"({"dataset": {"train_size": 1000}, "training": {"batch_size": 1001}})",
+               "training.batch_size", "must not exceed dataset.train_size (1000), got 1001");
+    invalidRow("negative epochs", R"({"training": {"epochs": -1}})", "training.epochs",
+               "non-negative integer");
+    invalidRow("negative steps", R"({"training": {"max_steps": -1}})", "training.max_steps",
+               "non-negative integer");
+    invalidRow("negative seconds", R"({"training": {"max_seconds": -1}})", "training.max_seconds",
+               "must be >= 0, got -1");
+    invalidRow("target zero", R"({"training": {"target_accuracy": 0}})", "training.target_accuracy",
+               "must be in (0, 1], got 0");
+    invalidRow("target above one", R"({"training": {"target_accuracy": 1.5}})",
+               "training.target_accuracy", "(0, 1]");
+    invalidRow("zero eval interval", R"({"training": {"eval_interval": 0}})",
+               "training.eval_interval", "positive integer");
+    invalidRow("negative threads", R"({"training": {"threads": -1}})", "training.threads",
+               "non-negative integer, got -1");
+    invalidRow("many threads", R"({"training": {"threads": 257}})", "training.threads",
+               "must be at most 256, got 257");
+    invalidRow("no stopping condition",
+               R"({"training": {"epochs": 0, "max_steps": 0, "max_seconds": 0,
+                                "target_accuracy": 0.9}})",
+               "training", "no stopping condition");
+    // Syntax.
+    invalidRow("trailing comma", "{\"seed\": 1,\n}", "(json)", "line 2, column 1");
+    invalidRow("empty text", "", "(json)", "invalid JSON");
+    invalidRow("number overflow", R"({"seed": 1e400})", "(json)", "number overflow");
+    invalidRow("bad utf8", "{\"name\": \"\xff\"}", "(json)", "invalid JSON");
+    invalidRow("duplicate key", R"({"optimizer": {"lr": 0.1, "lr": 0.2}})", "optimizer.lr",
+               "duplicate key");
+    invalidRow("duplicate key in array", R"({"model": {"hidden": [1, {"a": 1, "a": 2}]}})",
+               "model.hidden[1].a", "duplicate key");
+  }
+
+  void rejectsInvalidSpec() {
+    QFETCH(QByteArray, spec);
+    QFETCH(QString, path);
+    QFETCH(QString, phrase);
+    const std::optional<SpecError> error = specErrorOf(spec.toStdString());
+    QVERIFY2(error.has_value(), "the spec was accepted");
+    QCOMPARE(QString::fromStdString(error->path()), path);
+    const QString message = QString::fromStdString(error->what());
+    QVERIFY2(message.contains(phrase), qPrintable(message));
+    QCOMPARE(message, QString::fromStdString(error->path() + ": " + error->reason()));
+  }
+
+  void deeplyNestedInputIsRejected() {
+    const int depth = 100000;
+    const std::string deep = std::string(depth, '[') + std::string(depth, ']');
+    std::optional<SpecError> error = specErrorOf(deep);
+    QVERIFY(error.has_value());
+    QCOMPARE(error->path(), std::string("(json)"));
+    error = specErrorOf(R"({"dataset": )" + deep + "}");
+    QVERIFY(error.has_value());
+    QCOMPARE(error->path(), std::string("dataset"));
+    error = specErrorOf(std::string(depth, '['));  // unterminated
+    QVERIFY(error.has_value());
+    QCOMPARE(error->path(), std::string("(json)"));
+  }
+
+  void loadNamesTheFile() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::string missing = dir.filePath("missing.json").toStdString();
+    try {
+      dtlab::core::loadExperimentSpec(missing);
+      QFAIL("loaded a missing file");
+    } catch (const SpecError&) {
+      QFAIL("a missing file is not a spec error");
+    } catch (const dtlab::Error& e) {
+      QVERIFY2(std::string(e.what()).find(missing) != std::string::npos, e.what());
+    }
+    QVERIFY_THROWS_EXCEPTION(dtlab::Error,
+                             dtlab::core::loadExperimentSpec(dir.path().toStdString()));
+
+    const std::string bad = dir.filePath("spec.json").toStdString();
+    std::ofstream(bad) << R"({"optimizer": {"lr": -1}})";
+    try {
+      dtlab::core::loadExperimentSpec(bad);
+      QFAIL("loaded an invalid spec");
+    } catch (const SpecError& e) {
+      QCOMPARE(std::string(e.what()), bad + ": optimizer.lr: must be > 0, got -1");
+      QCOMPARE(e.path(), std::string("optimizer.lr"));
+      QCOMPARE(e.reason(), std::string("must be > 0, got -1"));
+    }
+    std::ofstream(bad) << "{\n  \"seed\": 1\n  \"name\": \"x\"\n}";
+    try {
+      dtlab::core::loadExperimentSpec(bad);
+      QFAIL("loaded malformed JSON");
+    } catch (const SpecError& e) {
+      const std::string message = e.what();
+      QVERIFY2(message.starts_with(bad + ": (json): invalid JSON"), e.what());
+      QVERIFY2(message.find("line 3") != std::string::npos, e.what());
+    }
+  }
+
+  void roundTrip() {
+    for (const ExperimentSpec& spec : variedSpecs()) {
+      const json document = dtlab::core::toJson(spec);
+      const ExperimentSpec fromJson = dtlab::core::parseExperimentSpec(document);
+      QVERIFY2(fromJson == spec, document.dump(2).c_str());
+      const ExperimentSpec fromText = dtlab::core::parseExperimentSpecText(document.dump(2));
+      QVERIFY2(fromText == spec, document.dump(2).c_str());
+      QVERIFY(dtlab::core::toJson(fromText) == document);
+    }
+    const ExperimentSpec defaults = dtlab::core::loadExperimentSpec(kDefaultSpecPath);
+    QVERIFY(dtlab::core::parseExperimentSpec(dtlab::core::toJson(defaults)) == defaults);
+  }
+
+  void toJsonIsCompleteAndReadable() {
+    const json document = dtlab::core::toJson(ExperimentSpec{});
+    QCOMPARE(document.size(), 6u);
+    QCOMPARE(document["dataset"].size(), 13u);
+    QCOMPARE(document["model"].size(), 4u);
+    QCOMPARE(document["optimizer"].size(), 11u);
+    QCOMPARE(document["optimizer"]["schedule"].size(), 5u);
+    QCOMPARE(document["training"].size(), 7u);
+    QVERIFY(document["training"]["target_accuracy"].is_null());
+    // Floats are written in their shortest form, not as the widened double.
+    QCOMPARE(document["optimizer"]["lr"].dump(), std::string("0.05"));
+    QCOMPARE(document["optimizer"]["beta2"].dump(), std::string("0.999"));
+  }
+
+  void enumNames() {
+    QCOMPARE(std::string(dtlab::core::toString(DatasetKind::kLinearRegression)),
+             std::string("linear_regression"));
+    QCOMPARE(std::string(dtlab::core::toString(Activation::kGELU)), std::string("gelu"));
+    QCOMPARE(std::string(dtlab::core::toString(InitScheme::kXavier)), std::string("xavier"));
+    QCOMPARE(std::string(dtlab::core::toString(LossKind::kCrossEntropy)),
+             std::string("cross_entropy"));
+    QCOMPARE(std::string(dtlab::core::toString(OptimizerKind::kAdamW)), std::string("adamw"));
+    QCOMPARE(std::string(dtlab::core::toString(ScheduleKind::kStep)), std::string("step"));
+  }
+
+  // Random edits of valid specs, as documents and as text: the parser either accepts (and then
+  // the result must round-trip) or throws SpecError; any other exception or a crash fails.
+  void fuzzedSpecsThrowOnlySpecErrors() {
+    std::mt19937_64 rng(20240611);
+    const std::vector<json> values = mutationValues();
+    std::vector<json> seeds;
+    for (const ExperimentSpec& spec : variedSpecs()) seeds.push_back(dtlab::core::toJson(spec));
+    std::ifstream defaultFile(kDefaultSpecPath);
+    seeds.push_back(json::parse(defaultFile));
+    seeds.push_back(json::object());
+
+    int accepted = 0;
+    int rejected = 0;
+    const auto check = [&](const auto& parse, const std::string& input) -> bool {
+      try {
+        const ExperimentSpec spec = parse();
+        ++accepted;
+        if (!(dtlab::core::parseExperimentSpec(dtlab::core::toJson(spec)) == spec)) {
+          qWarning("accepted spec does not round-trip: %s", input.c_str());
+          return false;
+        }
+      } catch (const SpecError& e) {
+        ++rejected;
+        const std::string message = e.what();
+        if (message != e.path() + ": " + e.reason() ||
+            message.find("internal error") != std::string::npos || e.reason().empty()) {
+          qWarning("malformed SpecError '%s' for %s", e.what(), input.c_str());
+          return false;
+        }
+      } catch (const std::exception& e) {
+        qWarning("%s escaped for %s", e.what(), input.c_str());
+        return false;
+      }
+      return true;
+    };
+    const auto shown = [](const json& document) {
+      std::string text = document.dump(-1, ' ', false, json::error_handler_t::replace);
+      return text.size() > 2000 ? text.substr(0, 2000) + "..." : text;
+    };
+
+    for (int i = 0; i < 4000; ++i) {
+      json document = seeds[rng() % seeds.size()];
+      const int edits = 1 + static_cast<int>(rng() % 3);
+      for (int e = 0; e < edits; ++e) mutate(document, values, rng);
+      QVERIFY(check([&] { return dtlab::core::parseExperimentSpec(document); }, shown(document)));
+    }
+
+    const std::string alphabet = "{}[]\":,0123456789.-+eE truefalsnul\\\n\xff";
+    for (int i = 0; i < 3000; ++i) {
+      std::string text = seeds[rng() % seeds.size()].dump(static_cast<int>(rng() % 3) - 1);
+      const int edits = 1 + static_cast<int>(rng() % 3);
+      for (int e = 0; e < edits && !text.empty(); ++e) {
+        const size_t at = rng() % text.size();
+        switch (rng() % 3) {
+          case 0:
+            text.erase(at, 1 + rng() % 4);
+            break;
+          case 1:
+            text.insert(at, 1, alphabet[rng() % alphabet.size()]);
+            break;
+          default:
+            text.insert(at, text.substr(rng() % text.size(), 1 + rng() % 16));
+            break;
+        }
+      }
+      QVERIFY(check([&] { return dtlab::core::parseExperimentSpecText(text); }, text));
+    }
+    qInfo("fuzz: %d accepted, %d rejected", accepted, rejected);
+    // Both outcomes must occur, or the mutations test nothing.
+    QVERIFY(accepted > 200);
+    QVERIFY(rejected > 2000);
+  }
+};
+
+QTEST_APPLESS_MAIN(TestSpec)
+#include "test_spec.moc"
