@@ -1,6 +1,6 @@
 #include "core/backend/cpu_backend.h"
 
-#include <dnnl.h>
+#include <dnnl.hpp>
 #include <omp.h>
 #include <sched.h>
 
@@ -94,9 +94,45 @@ int availableCores() {
   return 1;
 }
 
-CpuBackend::CpuBackend(int threads) : threads_(threads > 0 ? threads : availableCores()) {
-  // oneDNN's GEMM sizes its parallel regions from the OpenMP default.
+// Matmul primitives for C = A * B^T, one per shape, created on first use.
+struct CpuBackend::MatmulCache {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::mutex mutex;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, dnnl::matmul> primitives;
+};
+
+CpuBackend::CpuBackend(int threads)
+    : threads_(threads > 0 ? threads : availableCores()), matmuls_(std::make_unique<MatmulCache>()) {
+  // oneDNN sizes its parallel regions from the OpenMP default.
   omp_set_num_threads(threads_);
+}
+
+CpuBackend::~CpuBackend() = default;
+
+bool CpuBackend::matmulTransposedB(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                                   float* c) {
+  using dnnl::memory;
+  const memory::desc aDesc({m, k}, memory::data_type::f32, memory::format_tag::ab);
+  const memory::desc bDesc({k, n}, memory::data_type::f32, memory::format_tag::ba);
+  const memory::desc cDesc({m, n}, memory::data_type::f32, memory::format_tag::ab);
+  try {
+    std::lock_guard lock(matmuls_->mutex);
+    auto [it, inserted] = matmuls_->primitives.try_emplace({m, n, k});
+    if (inserted) {
+      it->second = dnnl::matmul(
+          dnnl::matmul::primitive_desc(dnnl::matmul::desc(aDesc, bDesc, cDesc), matmuls_->engine));
+    }
+    memory aMem(aDesc, matmuls_->engine, const_cast<float*>(a));
+    memory bMem(bDesc, matmuls_->engine, const_cast<float*>(b));
+    memory cMem(cDesc, matmuls_->engine, c);
+    it->second.execute(matmuls_->stream,
+                       {{DNNL_ARG_SRC, aMem}, {DNNL_ARG_WEIGHTS, bMem}, {DNNL_ARG_DST, cMem}});
+    matmuls_->stream.wait();
+    return true;
+  } catch (const dnnl::error&) {
+    return false;  // no primitive for this shape here: dnnl_sgemm takes it
+  }
 }
 
 float* CpuBackend::allocate(int64_t count) {
@@ -124,6 +160,12 @@ void CpuBackend::gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   if (k == 0) {
     for (int64_t r = 0; r < m; ++r)
       for (int64_t col = 0; col < n; ++col) c[r * ldc + col] = beta == 0.0f ? 0.0f : beta * c[r * ldc + col];
+    return;
+  }
+  // Large A * B^T products with plain strides: the matmul primitive (see the class comment).
+  constexpr int64_t kMatmulMinMacs = int64_t{1} << 22;
+  if (!transA && transB && alpha == 1.0f && beta == 0.0f && lda == k && ldb == k && ldc == n &&
+      m * n * k >= kMatmulMinMacs && matmulTransposedB(m, n, k, a, b, c)) {
     return;
   }
   const dnnl_status_t status = dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m, n, k, alpha, a,

@@ -1,5 +1,10 @@
 #pragma once
 
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
 #include "core/backend/backend.h"
 
 namespace dtlab::core {
@@ -7,6 +12,11 @@ namespace dtlab::core {
 // Host kernels: GEMM from oneDNN (dnnl_sgemm), everything else fused loops of our
 // own, threaded with OpenMP so the GEMM library and our loops share one pool of
 // threads instead of oversubscribing the cores.
+//
+// A C = A * B^T product (the input gradient of a dense layer) is the one shape where
+// dnnl_sgemm is slow (135 GFLOP/s against 190-210 for the others on two threads,
+// measured here); oneDNN's matmul primitive with B in "ba" layout runs it at about
+// 220, so large products of that shape go through a cached primitive instead.
 //
 // Why oneDNN: measured here on the training step's shapes (256x1024x1024 NN, TN, NT)
 // it ran at about 190-210 GFLOP/s on two threads against OpenBLAS's 150 and BLIS's
@@ -42,7 +52,14 @@ class CpuBackend final : public Backend {
                        int64_t end, int64_t step, float lr) override;
 
  private:
+  struct MatmulCache;
+  bool matmulTransposedB(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c);
+
   int threads_;
+  std::unique_ptr<MatmulCache> matmuls_;
+
+ public:
+  ~CpuBackend() override;
 };
 
 // Cores this process may run on (sched_getaffinity), at least 1.
