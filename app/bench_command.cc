@@ -39,7 +39,8 @@ nlohmann::json runJsonCommand(const std::string& command) {
   char buffer[4096];
   while (std::fgets(buffer, sizeof(buffer), pipe) != nullptr) output += buffer;
   const int status = pclose(pipe);
-  if (status != 0) throw std::runtime_error("reference failed (exit " + std::to_string(status) + "): " + command);
+  if (status != 0)
+    throw std::runtime_error("reference failed (exit " + std::to_string(status) + "): " + command);
   const auto end = output.find_last_not_of("\n");
   const auto begin = output.find_last_of('\n', end);
   return nlohmann::json::parse(output.substr(begin == std::string::npos ? 0 : begin + 1));
@@ -104,9 +105,9 @@ int benchCore(const std::vector<std::string>& argv) {
       int refThreads = 0;
       for (int threads : threadCounts) {
         const std::string command =
-            *python + " " + (resourcesDir() / "bench" / "torch_mlp.py").string() +
-            " --threads " + std::to_string(threads) + " --batch " + std::to_string(config.batch) +
-            " --in " + std::to_string(config.inputs) + " --hidden " + std::to_string(config.hidden) +
+            *python + " " + (resourcesDir() / "bench" / "torch_mlp.py").string() + " --threads " +
+            std::to_string(threads) + " --batch " + std::to_string(config.batch) + " --in " +
+            std::to_string(config.inputs) + " --hidden " + std::to_string(config.hidden) +
             " --layers " + std::to_string(config.layers) + " --classes " +
             std::to_string(config.classes) + " --reps " + std::to_string(config.repetitions);
         const nlohmann::json r = runJsonCommand(command);

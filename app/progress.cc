@@ -7,9 +7,14 @@
 namespace dtlab::app {
 
 ProgressPrinter::ProgressPrinter(std::string label, int64_t totalSteps, bool quiet)
-    : label_(std::move(label)), totalSteps_(totalSteps), quiet_(quiet), tty_(isatty(STDERR_FILENO) != 0) {}
+    : label_(std::move(label)),
+      totalSteps_(totalSteps),
+      quiet_(quiet),
+      tty_(isatty(STDERR_FILENO) != 0) {}
 
-ProgressPrinter::~ProgressPrinter() { endBar(); }
+ProgressPrinter::~ProgressPrinter() {
+  endBar();
+}
 
 void ProgressPrinter::endBar() {
   if (barShown_) std::fputc('\n', stderr);
@@ -18,7 +23,8 @@ void ProgressPrinter::endBar() {
 
 void ProgressPrinter::onStep(const core::StepMetrics& m) {
   last_ = m;
-  smoothedRate_ = smoothedRate_ == 0.0 ? m.samplesPerS : 0.98 * smoothedRate_ + 0.02 * m.samplesPerS;
+  smoothedRate_ =
+      smoothedRate_ == 0.0 ? m.samplesPerS : 0.98 * smoothedRate_ + 0.02 * m.samplesPerS;
   draw(false);
 }
 
@@ -61,7 +67,8 @@ void ProgressPrinter::draw(bool force) {
   constexpr int kWidth = 30;
   std::string bar;
   if (totalSteps_ > 0) {
-    const double frac = std::min(1.0, static_cast<double>(last_.step) / static_cast<double>(totalSteps_));
+    const double frac =
+        std::min(1.0, static_cast<double>(last_.step) / static_cast<double>(totalSteps_));
     const int filled = static_cast<int>(frac * kWidth);
     // Appended piecewise: GCC 12 warns falsely (-Wrestrict) on chained string operator+.
     bar.append(1, '[').append(filled, '#').append(kWidth - filled, '.').append("] ");

@@ -54,9 +54,9 @@ class Backend {
   // dz = dOut * act'(.), from the activation output `out` (ReLU, tanh) or the
   // pre-activation `z` (GELU); dz may equal dOut. Accumulates nothing: writes
   // dBias[c] = sum over rows of dz[r][c] when dBias is not null.
-  virtual void activationBackward(const float* dOut, const float* z, const float* out,
-                                  int64_t rows, int64_t cols, std::optional<Activation> act,
-                                  float* dz, float* dBias) = 0;
+  virtual void activationBackward(const float* dOut, const float* z, const float* out, int64_t rows,
+                                  int64_t cols, std::optional<Activation> act, float* dz,
+                                  float* dBias) = 0;
 
   // Softmax cross-entropy with integer labels stored as floats. Writes
   // dLogits = (softmax - onehot) * gradScale when dLogits is not null.
@@ -78,9 +78,9 @@ class Backend {
 // Backends in order of preference, each with its own availability test (STYLE.md:
 // Horovod's OperationManager). The CPU backend is always last and always enabled.
 struct BackendInfo {
-  std::string name;       // "cpu", "cuda"
-  bool enabled = false;   // compiled in and a device present
-  std::string why;        // when not enabled: what is missing
+  std::string name;      // "cpu", "cuda"
+  bool enabled = false;  // compiled in and a device present
+  std::string why;       // when not enabled: what is missing
 };
 std::vector<BackendInfo> availableBackends();
 // "cpu" or "cuda[:N]"; threads applies to the CPU backend (0: all cores).

@@ -1,13 +1,14 @@
 #include "core/backend/cpu_backend.h"
 
-#include <dnnl.hpp>
 #include <omp.h>
 #include <sched.h>
+#include <dnnl.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <numbers>
+#include <unordered_map>
 
 #include "core/common/check.h"
 #include "core/optim/optimizer.h"
@@ -20,13 +21,17 @@ namespace {
 // costs more than the loop (small models are overhead-bound, see bench core).
 constexpr int64_t kParallelThreshold = 1 << 15;
 
-inline float reluGrad(float out) { return out > 0.0f ? 1.0f : 0.0f; }
+inline float reluGrad(float out) {
+  return out > 0.0f ? 1.0f : 0.0f;
+}
 
 constexpr float kInvSqrt2 = 0.70710678118654752f;
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;
 
 // Exact (erf) GELU, PyTorch's default form.
-inline float gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2)); }
+inline float gelu(float x) {
+  return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2));
+}
 inline float geluGrad(float x) {
   return 0.5f * (1.0f + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(-0.5f * x * x);
 }
@@ -34,7 +39,8 @@ inline float geluGrad(float x) {
 template <typename Act>
 void biasActRows(const float* z, const float* __restrict bias, int64_t rows, int64_t cols,
                  float* out, float* zOut, int threads, Act act) {
-#pragma omp parallel for num_threads(threads) if (rows * cols >= kParallelThreshold) schedule(static)
+#pragma omp parallel for num_threads(threads) if (rows * cols >= kParallelThreshold) \
+    schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
     const float* zr = z + r * cols;
     float* outr = out + r * cols;
@@ -94,16 +100,23 @@ int availableCores() {
   return 1;
 }
 
-// Matmul primitives for C = A * B^T, one per shape, created on first use.
+// Matmul primitives for C = A * B^T, one per shape, created on first use with their
+// memory objects and argument map, so a call only swaps data handles and allocates nothing.
 struct CpuBackend::MatmulCache {
+  struct Entry {
+    dnnl::matmul primitive;
+    dnnl::memory a, b, c;
+    std::unordered_map<int, dnnl::memory> args;
+  };
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::mutex mutex;
-  std::map<std::tuple<int64_t, int64_t, int64_t>, dnnl::matmul> primitives;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, Entry> entries;
 };
 
 CpuBackend::CpuBackend(int threads)
-    : threads_(threads > 0 ? threads : availableCores()), matmuls_(std::make_unique<MatmulCache>()) {
+    : threads_(threads > 0 ? threads : availableCores()),
+      matmuls_(std::make_unique<MatmulCache>()) {
   // oneDNN sizes its parallel regions from the OpenMP default.
   omp_set_num_threads(threads_);
 }
@@ -113,21 +126,25 @@ CpuBackend::~CpuBackend() = default;
 bool CpuBackend::matmulTransposedB(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
                                    float* c) {
   using dnnl::memory;
-  const memory::desc aDesc({m, k}, memory::data_type::f32, memory::format_tag::ab);
-  const memory::desc bDesc({k, n}, memory::data_type::f32, memory::format_tag::ba);
-  const memory::desc cDesc({m, n}, memory::data_type::f32, memory::format_tag::ab);
   try {
     std::lock_guard lock(matmuls_->mutex);
-    auto [it, inserted] = matmuls_->primitives.try_emplace({m, n, k});
+    auto [it, inserted] = matmuls_->entries.try_emplace({m, n, k});
+    MatmulCache::Entry& e = it->second;
     if (inserted) {
-      it->second = dnnl::matmul(
+      const memory::desc aDesc({m, k}, memory::data_type::f32, memory::format_tag::ab);
+      const memory::desc bDesc({k, n}, memory::data_type::f32, memory::format_tag::ba);
+      const memory::desc cDesc({m, n}, memory::data_type::f32, memory::format_tag::ab);
+      e.primitive = dnnl::matmul(
           dnnl::matmul::primitive_desc(dnnl::matmul::desc(aDesc, bDesc, cDesc), matmuls_->engine));
+      e.a = memory(aDesc, matmuls_->engine, nullptr);
+      e.b = memory(bDesc, matmuls_->engine, nullptr);
+      e.c = memory(cDesc, matmuls_->engine, nullptr);
+      e.args = {{DNNL_ARG_SRC, e.a}, {DNNL_ARG_WEIGHTS, e.b}, {DNNL_ARG_DST, e.c}};
     }
-    memory aMem(aDesc, matmuls_->engine, const_cast<float*>(a));
-    memory bMem(bDesc, matmuls_->engine, const_cast<float*>(b));
-    memory cMem(cDesc, matmuls_->engine, c);
-    it->second.execute(matmuls_->stream,
-                       {{DNNL_ARG_SRC, aMem}, {DNNL_ARG_WEIGHTS, bMem}, {DNNL_ARG_DST, cMem}});
+    e.a.set_data_handle(const_cast<float*>(a));
+    e.b.set_data_handle(const_cast<float*>(b));
+    e.c.set_data_handle(c);
+    e.primitive.execute(matmuls_->stream, e.args);
     matmuls_->stream.wait();
     return true;
   } catch (const dnnl::error&) {
@@ -141,7 +158,9 @@ float* CpuBackend::allocate(int64_t count) {
   return p;
 }
 
-void CpuBackend::release(float* p) noexcept { alignedFree(p); }
+void CpuBackend::release(float* p) noexcept {
+  alignedFree(p);
+}
 
 void CpuBackend::upload(float* dst, const float* host, int64_t count) {
   if (count > 0) std::memcpy(dst, host, static_cast<std::size_t>(count) * sizeof(float));
@@ -151,15 +170,18 @@ void CpuBackend::download(float* host, const float* src, int64_t count) {
   if (count > 0) std::memcpy(host, src, static_cast<std::size_t>(count) * sizeof(float));
 }
 
-void CpuBackend::fill(float* dst, int64_t count, float value) { std::fill_n(dst, count, value); }
+void CpuBackend::fill(float* dst, int64_t count, float value) {
+  std::fill_n(dst, count, value);
+}
 
 void CpuBackend::gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha,
-                      const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                      int64_t ldc) {
+                      const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                      float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     for (int64_t r = 0; r < m; ++r)
-      for (int64_t col = 0; col < n; ++col) c[r * ldc + col] = beta == 0.0f ? 0.0f : beta * c[r * ldc + col];
+      for (int64_t col = 0; col < n; ++col)
+        c[r * ldc + col] = beta == 0.0f ? 0.0f : beta * c[r * ldc + col];
     return;
   }
   // Large A * B^T products with plain strides: the matmul primitive (see the class comment).
@@ -182,7 +204,8 @@ void CpuBackend::biasActivation(const float* z, const float* bias, int64_t rows,
   }
   switch (*act) {
     case Activation::kReLU:
-      biasActRows(z, bias, rows, cols, out, zOut, threads_, [](float v) { return v > 0.0f ? v : 0.0f; });
+      biasActRows(z, bias, rows, cols, out, zOut, threads_,
+                  [](float v) { return v > 0.0f ? v : 0.0f; });
       break;
     case Activation::kTanh:
       biasActRows(z, bias, rows, cols, out, zOut, threads_, [](float v) { return std::tanh(v); });

@@ -45,8 +45,8 @@ class CpuBackend final : public Backend {
                           float* dBias) override;
   LossResult softmaxCrossEntropy(const float* logits, const float* labels, int64_t rows,
                                  int64_t classes, float gradScale, float* dLogits) override;
-  LossResult meanSquaredError(const float* pred, const float* target, int64_t rows,
-                              int64_t outputs, float gradScale, float* dPred) override;
+  LossResult meanSquaredError(const float* pred, const float* target, int64_t rows, int64_t outputs,
+                              float gradScale, float* dPred) override;
   std::unique_ptr<Optimizer> makeOptimizer(const OptimizerConfig& config) override;
   void optimizerUpdate(Optimizer& optimizer, float* params, const float* grads, int64_t begin,
                        int64_t end, int64_t step, float lr) override;

@@ -2,8 +2,7 @@
 
 namespace dtlab::detail {
 
-void throwEnforce(const char* file, int line, const char* condition,
-                  const std::string& context) {
+void throwEnforce(const char* file, int line, const char* condition, const std::string& context) {
   std::ostringstream out;
   out << file << ":" << line << ": check failed: " << condition;
   if (!context.empty()) out << " (" << context << ")";

@@ -33,20 +33,20 @@ std::string concat(const Args&... args) {
 
 // DTLAB_ENFORCE(cond, "context", value, ...): throws EnforceError naming file, line, the
 // condition and the streamed context when cond is false.
-#define DTLAB_ENFORCE(cond, ...)                                                           \
-  do {                                                                                     \
-    if (!(cond)) [[unlikely]]                                                              \
-      ::dtlab::detail::throwEnforce(__FILE__, __LINE__, #cond,                             \
+#define DTLAB_ENFORCE(cond, ...)                                                             \
+  do {                                                                                       \
+    if (!(cond)) [[unlikely]]                                                                \
+      ::dtlab::detail::throwEnforce(__FILE__, __LINE__, #cond,                               \
                                     ::dtlab::detail::concat("" __VA_OPT__(, ) __VA_ARGS__)); \
   } while (0)
 
 // DTLAB_ENFORCE_EQ(a, b, "context"): as DTLAB_ENFORCE, and prints both values.
-#define DTLAB_ENFORCE_EQ(a, b, ...)                                                     \
-  do {                                                                                  \
-    const auto& dtlab_a_ = (a);                                                         \
-    const auto& dtlab_b_ = (b);                                                         \
-    if (!(dtlab_a_ == dtlab_b_)) [[unlikely]]                                           \
-      ::dtlab::detail::throwEnforce(                                                    \
-          __FILE__, __LINE__, #a " == " #b,                                             \
+#define DTLAB_ENFORCE_EQ(a, b, ...)                                                              \
+  do {                                                                                           \
+    const auto& dtlab_a_ = (a);                                                                  \
+    const auto& dtlab_b_ = (b);                                                                  \
+    if (!(dtlab_a_ == dtlab_b_)) [[unlikely]]                                                    \
+      ::dtlab::detail::throwEnforce(                                                             \
+          __FILE__, __LINE__, #a " == " #b,                                                      \
           ::dtlab::detail::concat(dtlab_a_, " vs ", dtlab_b_ __VA_OPT__(, ": ", ) __VA_ARGS__)); \
   } while (0)

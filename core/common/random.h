@@ -17,10 +17,13 @@ constexpr uint64_t mix64(uint64_t x) {
 // Derives an independent 64-bit key from a seed and a path of integers, e.g.
 // deriveSeed(seed, kStreamTrain, sampleIndex). Counter-based: the key of sample i
 // never depends on any other sample, so any shard can be generated alone.
-constexpr uint64_t deriveSeed(uint64_t seed) { return mix64(seed); }
+constexpr uint64_t deriveSeed(uint64_t seed) {
+  return mix64(seed);
+}
 template <typename... Rest>
 constexpr uint64_t deriveSeed(uint64_t seed, uint64_t first, Rest... rest) {
-  return deriveSeed(mix64(seed ^ mix64(first + 0x632BE59BD9B4E019ull)), static_cast<uint64_t>(rest)...);
+  return deriveSeed(mix64(seed ^ mix64(first + 0x632BE59BD9B4E019ull)),
+                    static_cast<uint64_t>(rest)...);
 }
 
 // xoshiro256** seeded through splitmix64. Small, fast, and the same on every platform

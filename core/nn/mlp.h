@@ -14,7 +14,7 @@ namespace dtlab::core {
 struct LayerSpec {
   enum class Kind { kDense, kActivation };
   Kind kind = Kind::kDense;
-  int64_t units = 0;                      // dense: output width
+  int64_t units = 0;                          // dense: output width
   Activation activation = Activation::kReLU;  // activation: which
 
   static LayerSpec dense(int64_t units) { return {Kind::kDense, units, Activation::kReLU}; }
@@ -89,12 +89,12 @@ class Mlp {
 
  private:
   struct Stage {
-    int dense = -1;                   // index into dense_, or -1 for a lone activation
+    int dense = -1;  // index into dense_, or -1 for a lone activation
     std::optional<Activation> act;
     int64_t in = 0;
     int64_t out = 0;
-    float* z = nullptr;    // pre-activation, kept only where backward needs it (GELU)
-    float* a = nullptr;    // stage output
+    float* z = nullptr;  // pre-activation, kept only where backward needs it (GELU)
+    float* a = nullptr;  // stage output
   };
 
   void releaseActivations();

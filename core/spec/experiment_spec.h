@@ -35,7 +35,14 @@ class SpecError : public Error {
   std::string reason_;
 };
 
-enum class DatasetKind { kGaussianBlobs, kTwoSpirals, kCheckerboard, kTeacher, kLinearRegression, kShapes };
+enum class DatasetKind {
+  kGaussianBlobs,
+  kTwoSpirals,
+  kCheckerboard,
+  kTeacher,
+  kLinearRegression,
+  kShapes
+};
 
 // The synthetic dataset. Every field has a default; fields that a kind does not use
 // are ignored by it (and rejected by the parser when given for another kind).
@@ -43,10 +50,12 @@ struct DatasetConfig {
   DatasetKind kind = DatasetKind::kGaussianBlobs;
   int64_t trainSize = 20000;
   int64_t testSize = 2000;
-  int64_t classes = 10;      // blobs, teacher, spirals (=2 arms by default), checkerboard (2)
-  int64_t features = 32;     // blobs, teacher, linear_regression; 2 for spirals/checkerboard; 784 for shapes
-  float separation = 4.0f;   // blobs: distance scale of class centres
-  float noise = 1.0f;        // blobs: within-class std; spirals/checkerboard: jitter; shapes: pixel noise std
+  int64_t classes = 10;  // blobs, teacher, spirals (=2 arms by default), checkerboard (2)
+  int64_t features =
+      32;  // blobs, teacher, linear_regression; 2 for spirals/checkerboard; 784 for shapes
+  float separation = 4.0f;  // blobs: distance scale of class centres
+  float noise =
+      1.0f;  // blobs: within-class std; spirals/checkerboard: jitter; shapes: pixel noise std
   int64_t teacherWidth = 64;  // teacher: hidden width of the random teacher MLP
   int64_t teacherDepth = 2;   // teacher: hidden layers of the teacher
   float labelNoise = 0.0f;    // teacher: probability a label is replaced by a random class
@@ -82,7 +91,7 @@ struct ScheduleConfig {
   int64_t warmupSteps = 0;  // linear warm-up from 0 to the base rate, before any kind
   int64_t stepSize = 1000;  // step: multiply by gamma every stepSize steps
   float gamma = 0.1f;
-  float minLr = 0.0f;       // cosine: floor reached at the last step
+  float minLr = 0.0f;  // cosine: floor reached at the last step
 
   bool operator==(const ScheduleConfig&) const = default;
 };
@@ -90,13 +99,13 @@ struct ScheduleConfig {
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::kSgd;
   float lr = 0.05f;
-  float momentum = 0.9f;   // sgd
-  bool nesterov = false;   // sgd
+  float momentum = 0.9f;     // sgd
+  bool nesterov = false;     // sgd
   float weightDecay = 0.0f;  // sgd/adam: L2 added to the gradient; adamw: decoupled
-  float beta1 = 0.9f;      // adam, adamw
-  float beta2 = 0.999f;    // adam, adamw
-  float eps = 1e-8f;       // adam, adamw (adadelta uses 1e-6 when not given)
-  float rho = 0.9f;        // adadelta
+  float beta1 = 0.9f;        // adam, adamw
+  float beta2 = 0.999f;      // adam, adamw
+  float eps = 1e-8f;         // adam, adamw (adadelta uses 1e-6 when not given)
+  float rho = 0.9f;          // adadelta
   ScheduleConfig schedule;
   // Linear scaling rule (Goyal et al. 2017): lr *= globalBatch / baseBatch when set.
   std::optional<int64_t> scaleLrBaseBatch;
@@ -105,13 +114,13 @@ struct OptimizerConfig {
 };
 
 struct TrainingConfig {
-  int64_t batchSize = 128;      // global batch
-  int64_t epochs = 5;           // 0: no epoch limit
-  int64_t maxSteps = 0;         // 0: no step limit
-  double maxSeconds = 0.0;      // 0: no time limit
+  int64_t batchSize = 128;               // global batch
+  int64_t epochs = 5;                    // 0: no epoch limit
+  int64_t maxSteps = 0;                  // 0: no step limit
+  double maxSeconds = 0.0;               // 0: no time limit
   std::optional<double> targetAccuracy;  // stop when test accuracy reaches it
-  int64_t evalInterval = 200;   // steps between evaluations (and at the end)
-  int threads = 0;              // 0: automatic (1 for small models, else all cores)
+  int64_t evalInterval = 200;            // steps between evaluations (and at the end)
+  int threads = 0;                       // 0: automatic (1 for small models, else all cores)
 
   bool operator==(const TrainingConfig&) const = default;
 };

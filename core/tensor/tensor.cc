@@ -14,7 +14,9 @@ namespace {
 std::atomic<int64_t> allocCount{0};
 }
 
-int64_t alignedAllocCount() { return allocCount.load(std::memory_order_relaxed); }
+int64_t alignedAllocCount() {
+  return allocCount.load(std::memory_order_relaxed);
+}
 
 float* alignedAllocFloats(int64_t n) {
   DTLAB_ENFORCE(n >= 0, "negative tensor size ", n);
@@ -27,9 +29,13 @@ float* alignedAllocFloats(int64_t n) {
   return static_cast<float*>(p);
 }
 
-void alignedFree(float* p) noexcept { std::free(p); }
+void alignedFree(float* p) noexcept {
+  std::free(p);
+}
 
-void Tensor::AlignedFree::operator()(float* p) const noexcept { alignedFree(p); }
+void Tensor::AlignedFree::operator()(float* p) const noexcept {
+  alignedFree(p);
+}
 
 Tensor::Tensor(int64_t rows, int64_t cols) {
   resize(rows, cols);
@@ -74,6 +80,8 @@ void Tensor::resize(int64_t rows, int64_t cols) {
   cols_ = cols;
 }
 
-void Tensor::fill(float value) { std::fill_n(data(), size(), value); }
+void Tensor::fill(float value) {
+  std::fill_n(data(), size(), value);
+}
 
 }  // namespace dtlab::core

@@ -71,11 +71,12 @@ CoreBenchResult benchCoreStep(const CoreBenchConfig& config) {
     worker.computeGradients(gradScale);
     worker.applyUpdate(++step);
   };
-  const std::vector<double> perStep = timeRepetitions(trainStep, config.warmupSteps,
-                                                      config.repetitions, config.secondsPerRepetition);
+  const std::vector<double> perStep = timeRepetitions(
+      trainStep, config.warmupSteps, config.repetitions, config.secondsPerRepetition);
   CoreBenchResult result;
   result.threads = backend.threads();
-  for (double s : perStep) result.repetitionSamplesPerS.push_back(static_cast<double>(config.batch) / s);
+  for (double s : perStep)
+    result.repetitionSamplesPerS.push_back(static_cast<double>(config.batch) / s);
   const double stepS = median(perStep);
   result.stepMs = stepS * 1000.0;
   result.samplesPerS = static_cast<double>(config.batch) / stepS;
@@ -90,9 +91,9 @@ double benchGemmGflops(int threads, int64_t m, int64_t n, int64_t k, double seco
   float* c = backend.allocate(m * n);
   backend.fill(a, m * k, 0.5f);
   backend.fill(b, k * n, 0.25f);
-  const std::vector<double> perCall = timeRepetitions(
-      [&] { backend.gemm(false, false, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n); }, 3, 7,
-      seconds / 7.0);
+  const std::vector<double> perCall =
+      timeRepetitions([&] { backend.gemm(false, false, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n); }, 3,
+                      7, seconds / 7.0);
   backend.release(a);
   backend.release(b);
   backend.release(c);

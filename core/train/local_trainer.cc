@@ -30,14 +30,15 @@ int autoThreads(const ExperimentSpec& spec, const Dataset& dataset) {
     width = h;
   }
   macs += width * dataset.outputs();
-  const double stepFlops = 6.0 * static_cast<double>(macs) * static_cast<double>(spec.training.batchSize);
+  const double stepFlops =
+      6.0 * static_cast<double>(macs) * static_cast<double>(spec.training.batchSize);
   return stepFlops < 2e8 ? 1 : 0;
 }
 
 int64_t plannedSteps(const ExperimentSpec& spec, int64_t stepsPerEpoch) {
   int64_t steps = spec.training.epochs > 0 ? spec.training.epochs * stepsPerEpoch : 0;
-  if (spec.training.maxSteps > 0) steps = steps > 0 ? std::min(steps, spec.training.maxSteps)
-                                                    : spec.training.maxSteps;
+  if (spec.training.maxSteps > 0)
+    steps = steps > 0 ? std::min(steps, spec.training.maxSteps) : spec.training.maxSteps;
   return steps;
 }
 
@@ -98,8 +99,8 @@ RunSummary trainLocal(const ExperimentSpec& spec, const LocalTrainOptions& optio
         break;
       }
       if (totalSteps > 0 && step >= totalSteps) {
-        summary.stopReason = spec.training.maxSteps > 0 && step >= spec.training.maxSteps
-                                 ? "max_steps" : "epochs";
+        summary.stopReason =
+            spec.training.maxSteps > 0 && step >= spec.training.maxSteps ? "max_steps" : "epochs";
         break;
       }
       if (spec.training.maxSeconds > 0 &&
@@ -125,9 +126,9 @@ RunSummary trainLocal(const ExperimentSpec& spec, const LocalTrainOptions& optio
       computeMsTotal += m.computeMs;
       stepMsTotal += m.stepMs;
       if (sink != nullptr) sink->onStep(m);
-      if (!std::isfinite(loss)) throw Error("loss diverged to " + std::to_string(loss) +
-                                            " at step " + std::to_string(step) +
-                                            " (lower optimizer.lr?)");
+      if (!std::isfinite(loss))
+        throw Error("loss diverged to " + std::to_string(loss) + " at step " +
+                    std::to_string(step) + " (lower optimizer.lr?)");
       if (spec.training.evalInterval > 0 && step % spec.training.evalInterval == 0 && evaluate()) {
         summary.stopReason = "target_accuracy";
         break;
@@ -149,8 +150,8 @@ RunSummary trainLocal(const ExperimentSpec& spec, const LocalTrainOptions& optio
     summary.error = e.what();
   }
   summary.wallS = msSince(start, Clock::now()) / 1000.0;
-  summary.samplesPerS = stepMsTotal > 0.0
-                            ? static_cast<double>(summary.samples) * 1000.0 / stepMsTotal : 0.0;
+  summary.samplesPerS =
+      stepMsTotal > 0.0 ? static_cast<double>(summary.samples) * 1000.0 / stepMsTotal : 0.0;
   summary.meanUtilization = stepMsTotal > 0.0 ? computeMsTotal / stepMsTotal : 0.0;
   summary.meanWaitFraction = 0.0;
   event(summary.steps, "finish", summary.status + " (" + summary.stopReason + ")");

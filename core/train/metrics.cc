@@ -13,7 +13,9 @@ nlohmann::json optionalNumber(const std::optional<double>& v) {
 }  // namespace
 
 nlohmann::json toJson(const RunEvent& event) {
-  return {{"step", event.step}, {"wall_ms", event.wallMs}, {"kind", event.kind},
+  return {{"step", event.step},
+          {"wall_ms", event.wallMs},
+          {"kind", event.kind},
           {"detail", event.detail}};
 }
 

@@ -59,9 +59,9 @@ struct RunEvent {
 struct RunSummary {
   std::string name;
   std::string strategy;
-  std::string status;       // completed, cancelled, failed
-  std::string stopReason;   // target_accuracy, epochs, max_steps, max_seconds, cancelled, error
-  std::string error;        // when failed
+  std::string status;      // completed, cancelled, failed
+  std::string stopReason;  // target_accuracy, epochs, max_steps, max_seconds, cancelled, error
+  std::string error;       // when failed
   double wallS = 0.0;
   int64_t steps = 0;
   int64_t samples = 0;

@@ -81,7 +81,8 @@ LossResult Worker::loss(const float* output, const float* labels, int64_t rows, 
     return backend_.softmaxCrossEntropy(output, labels, rows, model_.outputs(), gradScale, dOutput);
   // MSE's mean runs over rows and outputs (PyTorch's MSELoss), so is its gradient: 2/n.
   return backend_.meanSquaredError(output, labels, rows, model_.outputs(),
-                                   2.0f * gradScale / static_cast<float>(model_.outputs()), dOutput);
+                                   2.0f * gradScale / static_cast<float>(model_.outputs()),
+                                   dOutput);
 }
 
 double Worker::computeGradients(float gradScale) {
@@ -94,7 +95,9 @@ double Worker::computeGradients(float gradScale) {
   return mean;
 }
 
-void Worker::applyUpdate(int64_t step) { applyUpdate(step, 0, model_.parameterCount()); }
+void Worker::applyUpdate(int64_t step) {
+  applyUpdate(step, 0, model_.parameterCount());
+}
 
 void Worker::applyUpdate(int64_t step, int64_t begin, int64_t end) {
   backend_.optimizerUpdate(*optimizer_, model_.params(), model_.grads(), begin, end, step,

@@ -79,7 +79,8 @@ void checkGradients(const std::vector<LayerSpec>& layers, LossKind loss, int64_t
     const double error = std::abs(numeric - analytic[i]) / std::max(1.0, std::abs(numeric));
     maxError = std::max(maxError, error);
     if (error > 2e-2) {
-      QFAIL(qPrintable(QString("parameter %1: analytic %2, numeric %3").arg(i).arg(analytic[i]).arg(numeric)));
+      QFAIL(qPrintable(
+          QString("parameter %1: analytic %2, numeric %3").arg(i).arg(analytic[i]).arg(numeric)));
     }
   }
   mlp.setParams(params);
@@ -153,7 +154,8 @@ class TestNn : public QObject {
 
   void initialisationScales() {
     CpuBackend backend(1);
-    Mlp mlp(backend, 512, {LayerSpec::dense(256), LayerSpec::act(Activation::kReLU), LayerSpec::dense(10)});
+    Mlp mlp(backend, 512,
+            {LayerSpec::dense(256), LayerSpec::act(Activation::kReLU), LayerSpec::dense(10)});
     QCOMPARE(mlp.parameterCount(), int64_t{512 * 256 + 256 + 256 * 10 + 10});
     mlp.initialize(InitScheme::kHe, 5);
     std::vector<float> p = mlp.paramsToHost();
@@ -169,7 +171,8 @@ class TestNn : public QObject {
     for (int64_t i = 0; i < 512 * 256; ++i) maxAbs = std::max(maxAbs, std::abs(p[i]));
     QVERIFY(maxAbs <= bound && maxAbs > 0.95f * bound);
     // Same seed, same weights; another seed, other weights.
-    Mlp again(backend, 512, {LayerSpec::dense(256), LayerSpec::act(Activation::kReLU), LayerSpec::dense(10)});
+    Mlp again(backend, 512,
+              {LayerSpec::dense(256), LayerSpec::act(Activation::kReLU), LayerSpec::dense(10)});
     again.initialize(InitScheme::kXavier, 5);
     QCOMPARE(paramChecksum(again.paramsToHost()), paramChecksum(p));
     again.initialize(InitScheme::kXavier, 6);
@@ -183,7 +186,8 @@ class TestNn : public QObject {
     std::vector<std::string> sums;
     for (int threads : {1, 2}) {
       CpuBackend backend(threads);
-      Mlp mlp(backend, inputs, {LayerSpec::dense(hidden), LayerSpec::act(Activation::kGELU), LayerSpec::dense(10)});
+      Mlp mlp(backend, inputs,
+              {LayerSpec::dense(hidden), LayerSpec::act(Activation::kGELU), LayerSpec::dense(10)});
       mlp.initialize(InitScheme::kHe, 9);
       const Problem p = makeProblem(rows, inputs, 10, false, 3);
       lossAndGrad(backend, mlp, p, LossKind::kCrossEntropy, true);
@@ -191,7 +195,8 @@ class TestNn : public QObject {
       // Only the bias gradients and activations are ours; GEMM results may differ by
       // the library's blocking, so compare the first layer's bias gradient bitwise.
       const ParamRange& first = mlp.denseLayers()[0];
-      sums.push_back(paramChecksum(std::vector<float>(g.begin() + first.bias, g.begin() + first.end())));
+      sums.push_back(
+          paramChecksum(std::vector<float>(g.begin() + first.bias, g.begin() + first.end())));
     }
     QCOMPARE(sums[0], sums[1]);
   }
