@@ -14,6 +14,8 @@ packages=(
   nlohmann-json3-dev   # experiment specs, summaries
   libdnnl-dev          # oneDNN: the CPU backend's GEMM (threads with OpenMP)
   qt6-base-dev         # Qt Test for the test suites (core/ itself never links Qt)
+  libgloo-dev          # CPU collectives over TCP (core/comm)
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc  # node protocol
 )
 # Only for side-by-side reference numbers in `dtlab-cli bench`; never a dependency.
 bench_packages=(python3-torch)

@@ -43,8 +43,11 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // The fields each JSON object accepts, in the order toJson() writes them. To add a field, list
 // it here and read it in the matching parse function; ObjectReader enforces that the two agree.
-constexpr std::string_view kSpecFields[] = {"name",  "seed",      "dataset",
-                                            "model", "optimizer", "training"};
+constexpr std::string_view kSpecFields[] = {"name",     "seed",     "dataset", "model",
+                                            "optimizer", "training", "cluster", "variants"};
+constexpr std::string_view kClusterFields[] = {"local_nodes", "nodes", "threads_per_node", "device"};
+constexpr std::string_view kNodeFields[] = {"speed", "bandwidth_mbps", "latency_ms"};
+constexpr std::string_view kVariantFields[] = {"name", "strategy", "partition", "bucket_kb"};
 constexpr std::string_view kDatasetFields[] = {
     "kind",          "train_size",    "test_size",   "classes",   "features", "separation", "noise",
     "teacher_width", "teacher_depth", "label_noise", "grid_size", "turns",    "seed"};
@@ -87,6 +90,10 @@ constexpr NamedValue<OptimizerKind> kOptimizerNames[] = {{OptimizerKind::kSgd, "
 constexpr NamedValue<ScheduleKind> kScheduleNames[] = {{ScheduleKind::kConstant, "constant"},
                                                        {ScheduleKind::kStep, "step"},
                                                        {ScheduleKind::kCosine, "cosine"}};
+
+constexpr NamedValue<StrategyKind> kStrategyNames[] = {
+    {StrategyKind::kSyncAllReduce, "sync_allreduce"}};
+constexpr NamedValue<PartitionScheme> kPartitionNames[] = {{PartitionScheme::kEqual, "equal"}};
 
 template <typename E, size_t N>
 const char* nameOf(const NamedValue<E> (&names)[N], E value) {
@@ -705,6 +712,68 @@ TrainingConfig parseTraining(ObjectReader& r, const DatasetConfig& data) {
   return t;
 }
 
+constexpr int64_t kMaxNodes = 256;
+
+ClusterConfig parseCluster(ObjectReader& r) {
+  ClusterConfig c;
+  if (auto v = r.integer("local_nodes", 1, kMaxNodes)) c.localNodes = *v;
+  if (auto v = r.integer("threads_per_node", 1, kMaxThreads)) c.threadsPerNode = static_cast<int>(*v);
+  if (auto v = r.text("device")) {
+    if (*v != "cpu")
+      throw SpecError(r.pathOf("device"), "must be \"cpu\" (CUDA nodes come later), got " +
+                                              r.describeField("device"));
+    c.device = *v;
+  }
+  if (const json* nodes = r.find("nodes")) {
+    const std::string path = r.pathOf("nodes");
+    if (!nodes->is_array())
+      throw SpecError(path, "must be a list of node objects, got " + describe(*nodes));
+    if (!nodes->empty() && nodes->size() != 1 && static_cast<int64_t>(nodes->size()) != c.localNodes)
+      throw SpecError(path, concat("must have one entry (for every node) or local_nodes (",
+                                   c.localNodes, ") entries, got ", nodes->size()));
+    for (size_t i = 0; i < nodes->size(); ++i) {
+      ObjectReader n((*nodes)[i], concat(path, "[", i, "]"), kNodeFields);
+      NodeConfig node;
+      if (auto v = n.real("speed", Interval{0.0, 1000.0, false, true})) node.speed = *v;
+      if (auto v = n.real("bandwidth_mbps", kNonNegative)) node.bandwidthMbps = *v;
+      if (auto v = n.real("latency_ms", Interval{0.0, 10000.0, true, true})) node.latencyMs = *v;
+      n.finish();
+      c.nodes.push_back(node);
+    }
+  }
+  r.finish();
+  return c;
+}
+
+std::vector<VariantConfig> parseVariants(const json* list, const std::string& path) {
+  std::vector<VariantConfig> variants;
+  if (list == nullptr) return {VariantConfig{"sync_allreduce"}};
+  if (!list->is_array() || list->empty())
+    throw SpecError(path, "must be a non-empty list of strategy variants, got " + describe(*list));
+  if (list->size() > 64) throw SpecError(path, concat("at most 64 variants, got ", list->size()));
+  for (size_t i = 0; i < list->size(); ++i) {
+    ObjectReader r((*list)[i], concat(path, "[", i, "]"), kVariantFields);
+    VariantConfig v;
+    if (auto s = r.choice("strategy", kStrategyNames)) v.strategy = *s;
+    if (auto p = r.choice("partition", kPartitionNames)) v.partition = *p;
+    if (auto b = r.integer("bucket_kb", 1, int64_t{1} << 21)) v.bucketKb = *b;
+    v.name = toString(v.strategy);
+    if (auto name = r.text("name")) {
+      if (name->empty() || name->size() > kMaxNameBytes)
+        throw SpecError(r.pathOf("name"), concat("must be a non-empty string of at most ",
+                                                 kMaxNameBytes, " bytes"));
+      v.name = *name;
+    }
+    for (const VariantConfig& earlier : variants)
+      if (earlier.name == v.name)
+        throw SpecError(r.pathOf("name"), "duplicate variant name '" + v.name +
+                                              "'; give each variant its own name");
+    r.finish();
+    variants.push_back(v);
+  }
+  return variants;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Writing.
 
@@ -810,6 +879,12 @@ const char* toString(OptimizerKind kind) {
 const char* toString(ScheduleKind kind) {
   return nameOf(kScheduleNames, kind);
 }
+const char* toString(StrategyKind kind) {
+  return nameOf(kStrategyNames, kind);
+}
+const char* toString(PartitionScheme scheme) {
+  return nameOf(kPartitionNames, scheme);
+}
 
 ExperimentSpec parseExperimentSpec(const json& document) {
   try {
@@ -838,6 +913,9 @@ ExperimentSpec parseExperimentSpec(const json& document) {
     spec.optimizer = parseOptimizer(optimizer);
     ObjectReader training = r.child("training", kTrainingFields);
     spec.training = parseTraining(training, spec.dataset);
+    ObjectReader cluster = r.child("cluster", kClusterFields);
+    spec.cluster = parseCluster(cluster);
+    spec.variants = parseVariants(r.find("variants"), r.pathOf("variants"));
     r.finish();
     return spec;
   } catch (const json::exception& e) {
@@ -885,6 +963,16 @@ json toJson(const ExperimentSpec& spec) {
   const OptimizerConfig& o = spec.optimizer;
   const ScheduleConfig& s = o.schedule;
   const TrainingConfig& t = spec.training;
+  json nodes = json::array();
+  for (const NodeConfig& n : spec.cluster.nodes)
+    nodes.push_back(
+        {{"speed", n.speed}, {"bandwidth_mbps", n.bandwidthMbps}, {"latency_ms", n.latencyMs}});
+  json variants = json::array();
+  for (const VariantConfig& v : spec.variants)
+    variants.push_back({{"name", v.name},
+                        {"strategy", toString(v.strategy)},
+                        {"partition", toString(v.partition)},
+                        {"bucket_kb", v.bucketKb}});
   return json{
       {"name", spec.name},
       {"seed", spec.seed},
@@ -932,6 +1020,12 @@ json toJson(const ExperimentSpec& spec) {
         {"target_accuracy", t.targetAccuracy ? json(*t.targetAccuracy) : json(nullptr)},
         {"eval_interval", t.evalInterval},
         {"threads", t.threads}}},
+      {"cluster",
+       {{"local_nodes", spec.cluster.localNodes},
+        {"nodes", nodes},
+        {"threads_per_node", spec.cluster.threadsPerNode},
+        {"device", spec.cluster.device}}},
+      {"variants", variants},
   };
 }
 

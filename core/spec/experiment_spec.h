@@ -125,6 +125,45 @@ struct TrainingConfig {
   bool operator==(const TrainingConfig&) const = default;
 };
 
+// Compute and link emulation of one node (DESIGN.md: heterogeneity is simulated per node
+// where the hardware is uniform). Defaults leave the real machine as it is.
+struct NodeConfig {
+  double speed = 1.0;          // compute is stretched to 1/speed of its real time
+  double bandwidthMbps = 0.0;  // 0: unlimited
+  double latencyMs = 0.0;
+
+  bool operator==(const NodeConfig&) const = default;
+};
+
+// The cluster a run uses when none is given on the command line: `localNodes` daemons
+// started on loopback. `nodes` is empty (all defaults), one entry (applies to every node)
+// or one entry per node.
+struct ClusterConfig {
+  int64_t localNodes = 1;
+  std::vector<NodeConfig> nodes;
+  int threadsPerNode = 1;
+  std::string device = "cpu";
+
+  NodeConfig node(int64_t index) const {
+    if (nodes.empty()) return {};
+    return nodes.size() == 1 ? nodes.front() : nodes.at(static_cast<std::size_t>(index));
+  }
+  bool operator==(const ClusterConfig&) const = default;
+};
+
+enum class StrategyKind { kSyncAllReduce };
+enum class PartitionScheme { kEqual };
+
+// One strategy variant: every variant of a spec runs on the same data and initial weights.
+struct VariantConfig {
+  std::string name;  // defaults to the strategy's name
+  StrategyKind strategy = StrategyKind::kSyncAllReduce;
+  PartitionScheme partition = PartitionScheme::kEqual;
+  int64_t bucketKb = 1024;  // gradient bucket size for all-reduce overlapped with backward
+
+  bool operator==(const VariantConfig&) const = default;
+};
+
 struct ExperimentSpec {
   std::string name = "experiment";
   uint64_t seed = 1;
@@ -132,6 +171,8 @@ struct ExperimentSpec {
   ModelConfig model;
   OptimizerConfig optimizer;
   TrainingConfig training;
+  ClusterConfig cluster;
+  std::vector<VariantConfig> variants = {VariantConfig{"sync_allreduce"}};
 
   bool operator==(const ExperimentSpec&) const = default;
 };
@@ -154,5 +195,7 @@ const char* toString(InitScheme init);
 const char* toString(LossKind loss);
 const char* toString(OptimizerKind kind);
 const char* toString(ScheduleKind kind);
+const char* toString(StrategyKind kind);
+const char* toString(PartitionScheme scheme);
 
 }  // namespace dtlab::core

@@ -420,7 +420,19 @@ class TestSpec : public QObject {
                "optimizer.schedule.warmup", "did you mean 'warmup_steps'?");
     invalidRow("unknown far", R"({"zzz": 1})", "zzz",
                "unknown field; known fields: name, seed, dataset");
-    invalidRow("future cluster", R"({"cluster": {}})", "cluster", "unknown field");
+    invalidRow("cluster typo", R"({"cluster": {"local_node": 2}})", "cluster.local_node",
+               "did you mean 'local_nodes'");
+    invalidRow("zero nodes", R"({"cluster": {"local_nodes": 0}})", "cluster.local_nodes",
+               "positive");
+    invalidRow("node speed", R"({"cluster": {"nodes": [{"speed": 0}]}})", "cluster.nodes[0].speed",
+               "(0, 1000]");
+    invalidRow("node count", R"({"cluster": {"local_nodes": 2, "nodes": [{}, {}, {}]}})",
+               "cluster.nodes", "local_nodes (2)");
+    invalidRow("gpu device", R"({"cluster": {"device": "cuda:0"}})", "cluster.device", "cpu");
+    invalidRow("unknown strategy", R"({"variants": [{"strategy": "gossip"}]})",
+               "variants[0].strategy", "sync_allreduce");
+    invalidRow("empty variants", R"({"variants": []})", "variants", "non-empty");
+    invalidRow("duplicate variant", R"({"variants": [{}, {}]})", "variants[1].name", "duplicate");
     // Types.
     invalidRow("string for int", R"({"dataset": {"train_size": "big"}})", "dataset.train_size",
                R"(must be an integer, got "big")");
@@ -695,7 +707,10 @@ class TestSpec : public QObject {
 
   void toJsonIsCompleteAndReadable() {
     const json document = dtlab::core::toJson(ExperimentSpec{});
-    QCOMPARE(document.size(), 6u);
+    QCOMPARE(document.size(), 8u);
+    QCOMPARE(document["cluster"].size(), 4u);
+    QCOMPARE(document["variants"].size(), 1u);
+    QCOMPARE(document["variants"][0]["strategy"], json("sync_allreduce"));
     QCOMPARE(document["dataset"].size(), 13u);
     QCOMPARE(document["model"].size(), 4u);
     QCOMPARE(document["optimizer"].size(), 11u);
