@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,8 @@
 #include "app/args.h"
 #include "app/bench_command.h"
 #include "app/progress.h"
+#include "app/project_command.h"
+#include "app/run_command.h"
 #include "core/common/config.h"
 #include "core/spec/experiment_spec.h"
 #include "core/train/local_trainer.h"
@@ -22,21 +25,45 @@ using dtlab::app::UsageError;
 constexpr const char* kUsage = R"(usage: dtlab-cli <command> [options]
 
 commands:
-  train SPEC.json [--threads N] [--device cpu] [--quiet]
+  train SPEC.json [--threads N] [--device cpu] [--quiet] [--project P.dtlab]
       Train the spec's model in this process. Progress goes to stderr; the last
-      line of stdout is {"runs":[summary]}.
+      line of stdout is {"runs":[summary]}. --project records the run, its metric
+      series, events and summary in the project file (created when missing).
+  run SPEC.json [--local-nodes N | --node HOST:PORT ...] [--token T] [--project P.dtlab]
+      [--quiet]
+      Run every strategy variant of the spec in turn on a cluster of dtlab-node
+      daemons: N local ones on loopback (default: the spec's cluster.local_nodes) or
+      the given nodes. The last line of stdout is {"runs":[...]}, one summary per
+      variant with a parameter checksum per replica. --project records every variant
+      as a run (series per worker, events, summary) in the project file.
   bench core [--threads N] [--batch B] [--in D] [--hidden H] [--layers L]
              [--classes C] [--reps R] [--reference torch|none] [--json]
       Median samples/s of full training steps (forward, backward, SGD momentum).
       Without --threads, every thread count from 1 to the cores is measured and the
       best reported. --reference torch (the default when PyTorch is installed) times
       the same step in PyTorch side by side and prints the ratio.
+  bench store [--points N] [--query-points N] [--buckets B] [--reps R]
+              [--reference rows|none] [--dir D] [--json]
+      Ingest rate of the project store (points/s through its appender into a real
+      file) and the latency of a downsampled query over a 1M-point series, beside
+      one row per point (--reference rows, the default).
+  project new P.dtlab [--name NAME]
+  project list P.dtlab [--json]
+  project show P.dtlab [RUN] [--json]
+  project export-csv P.dtlab [RUN [--key K ...]] [-o FILE]
+  project delete-run P.dtlab RUN [--force]
+      Create a project file; list its runs; show the project or one run (metrics,
+      series, events, summary); export runs (no RUN) or a run's points as CSV;
+      delete a run with its data (--force: one still marked running).
+  export-trace P.dtlab RUN [-o trace.json] [--from-step A] [--to-step B]
+      The run's per-worker compute / communication / wait spans as Chrome
+      trace-event JSON, for https://ui.perfetto.dev or chrome://tracing.
   version
   help
 )";
 
 int train(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--threads", "--device"}, {"--quiet"});
+  const Args args(argv, {"--threads", "--device", "--project"}, {"--quiet"});
   if (args.positionals().size() != 1) throw UsageError("train: expected one SPEC.json");
   const dtlab::core::ExperimentSpec spec = dtlab::core::loadExperimentSpec(args.positionals()[0]);
   dtlab::core::LocalTrainOptions options;
@@ -45,14 +72,20 @@ int train(const std::vector<std::string>& argv) {
   const int64_t stepsPerEpoch = spec.dataset.trainSize / spec.training.batchSize;
   dtlab::app::ProgressPrinter progress(spec.name, dtlab::core::plannedSteps(spec, stepsPerEpoch),
                                        args.has("--quiet"));
-  const dtlab::core::RunSummary summary = dtlab::core::trainLocal(spec, options, &progress);
+  std::unique_ptr<dtlab::app::TrainRecording> recording;
+  if (args.has("--project"))
+    recording =
+        std::make_unique<dtlab::app::TrainRecording>(args.value("--project", ""), spec, &progress);
+  const dtlab::core::RunSummary summary =
+      dtlab::core::trainLocal(spec, options, recording ? recording->sink() : &progress);
+  const bool recorded = !recording || recording->finish(summary);
   nlohmann::json runs = nlohmann::json::array({dtlab::core::toJson(summary)});
   std::cout << nlohmann::json{{"runs", runs}}.dump() << std::endl;
   if (summary.status == "failed") {
     std::cerr << "dtlab-cli train: run failed: " << summary.error << "\n";
     return 1;
   }
-  return 0;
+  return recorded ? 0 : 1;
 }
 
 }  // namespace
@@ -67,7 +100,10 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   try {
     if (command == "train") return train(args);
+    if (command == "run") return dtlab::app::runCommand(args);
     if (command == "bench") return dtlab::app::benchCommand(args);
+    if (command == "project") return dtlab::app::projectCommand(args);
+    if (command == "export-trace") return dtlab::app::exportTraceCommand(args);
     if (command == "version" || command == "--version") {
       std::cout << "dtlab-cli " << DTLAB_VERSION << "\n";
       return 0;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "core/train/metrics.h"
 
@@ -30,8 +31,9 @@ class ProgressPrinter : public core::MetricSink {
   bool tty_;
   bool barShown_ = false;
   std::chrono::steady_clock::time_point lastDraw_{};
-  core::StepMetrics last_{};
-  double smoothedRate_ = 0.0;
+  core::StepMetrics last_{};   // of worker 0
+  std::vector<double> rates_;  // smoothed samples/s per worker
+  double smoothedRate_ = 0.0;  // their sum: the run's throughput
   double lastAccuracy_ = -1.0;
 };
 

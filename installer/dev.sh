@@ -14,6 +14,7 @@ packages=(
   nlohmann-json3-dev   # experiment specs, summaries
   libdnnl-dev          # oneDNN: the CPU backend's GEMM (threads with OpenMP)
   qt6-base-dev         # Qt Test for the test suites (core/ itself never links Qt)
+  libsqlite3-dev       # project files (core/store)
   libgloo-dev          # CPU collectives over TCP (core/comm)
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc  # node protocol
 )

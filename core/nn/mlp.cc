@@ -46,7 +46,7 @@ Mlp::Mlp(Backend& backend, int64_t inputs, const std::vector<LayerSpec>& layers)
   }
   outputs_ = width;
   params_ = backend_.allocate(paramCount_);
-  grads_ = backend_.allocate(paramCount_);
+  grads_ = backend_.allocate(paramCount_ + kControlSlots);
   zeroBias_ = backend_.allocate(maxWidth_);
 }
 
@@ -151,7 +151,7 @@ const float* Mlp::forward(const float* x, int64_t rows) {
   return stages_.back().a;
 }
 
-void Mlp::backward(const float* x, float* dOutput, int64_t rows) {
+void Mlp::backward(const float* x, float* dOutput, int64_t rows, GradientListener* listener) {
   DTLAB_ENFORCE(rows <= capacityRows_, "backward before forward");
   float* dA = dOutput;  // gradient w.r.t. the current stage's output
   for (int i = static_cast<int>(stages_.size()) - 1; i >= 0; --i) {
@@ -164,6 +164,7 @@ void Mlp::backward(const float* x, float* dOutput, int64_t rows) {
       backend_.activationBackward(dA, s.z, s.a, rows, s.out, s.act, dA, grads_ + r.bias);
       backend_.gemm(true, false, s.in, s.out, rows, 1.0f, input, s.in, dA, s.out, 0.0f,
                     grads_ + r.weight, s.out);
+      if (listener != nullptr) listener->onGradientsReady(r.weight, r.end());
       if (i == 0) break;
       backend_.gemm(false, true, rows, s.in, s.out, 1.0f, dA, s.out, params_ + r.weight, s.out,
                     0.0f, dInput, s.in);

@@ -33,6 +33,14 @@ struct ParamRange {
   int64_t end() const { return bias + out; }
 };
 
+// Told by Mlp::backward each time a dense layer's gradients are final, so that a
+// strategy can start reducing them while backward goes on (last layer first).
+class GradientListener {
+ public:
+  virtual ~GradientListener() = default;
+  virtual void onGradientsReady(int64_t begin, int64_t end) = 0;
+};
+
 // A multi-layer perceptron executed on a Backend.
 //
 // All parameters live in one flat buffer and all gradients in another, laid out
@@ -68,6 +76,11 @@ class Mlp {
   const float* params() const { return params_; }
   float* grads() { return grads_; }
   const float* grads() const { return grads_; }
+  // A few floats right after the gradients, in the same buffer: a strategy puts the
+  // values its ranks must agree on (stop votes) there, so they travel with the
+  // gradient all-reduce instead of costing a collective of their own.
+  static constexpr int64_t kControlSlots = 16;
+  float* control() { return grads_ + paramCount_; }
 
   // He (normal, std sqrt(2/fan_in)) or Xavier (uniform, bound sqrt(6/(fan_in+fan_out)))
   // weights, zero biases; deterministic from the seed, layer by layer.
@@ -83,7 +96,7 @@ class Mlp {
   // Gradients of the parameters (overwritten, not accumulated) given the gradient
   // of the loss with respect to the last forward's output. `dOutput` may be
   // overwritten. x must be the input of the last forward.
-  void backward(const float* x, float* dOutput, int64_t rows);
+  void backward(const float* x, float* dOutput, int64_t rows, GradientListener* listener = nullptr);
   // Scratch of rows x outputs in backend memory for the loss gradient.
   float* outputGradBuffer() { return dOutput_; }
 

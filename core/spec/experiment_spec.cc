@@ -43,9 +43,10 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // The fields each JSON object accepts, in the order toJson() writes them. To add a field, list
 // it here and read it in the matching parse function; ObjectReader enforces that the two agree.
-constexpr std::string_view kSpecFields[] = {"name",     "seed",     "dataset", "model",
+constexpr std::string_view kSpecFields[] = {"name",      "seed",     "dataset", "model",
                                             "optimizer", "training", "cluster", "variants"};
-constexpr std::string_view kClusterFields[] = {"local_nodes", "nodes", "threads_per_node", "device"};
+constexpr std::string_view kClusterFields[] = {"local_nodes", "nodes", "threads_per_node",
+                                               "device"};
 constexpr std::string_view kNodeFields[] = {"speed", "bandwidth_mbps", "latency_ms"};
 constexpr std::string_view kVariantFields[] = {"name", "strategy", "partition", "bucket_kb"};
 constexpr std::string_view kDatasetFields[] = {
@@ -717,18 +718,20 @@ constexpr int64_t kMaxNodes = 256;
 ClusterConfig parseCluster(ObjectReader& r) {
   ClusterConfig c;
   if (auto v = r.integer("local_nodes", 1, kMaxNodes)) c.localNodes = *v;
-  if (auto v = r.integer("threads_per_node", 1, kMaxThreads)) c.threadsPerNode = static_cast<int>(*v);
+  if (auto v = r.integer("threads_per_node", 1, kMaxThreads))
+    c.threadsPerNode = static_cast<int>(*v);
   if (auto v = r.text("device")) {
     if (*v != "cpu")
-      throw SpecError(r.pathOf("device"), "must be \"cpu\" (CUDA nodes come later), got " +
-                                              r.describeField("device"));
+      throw SpecError(r.pathOf("device"),
+                      "must be \"cpu\" (CUDA nodes come later), got " + r.describeField("device"));
     c.device = *v;
   }
   if (const json* nodes = r.find("nodes")) {
     const std::string path = r.pathOf("nodes");
     if (!nodes->is_array())
       throw SpecError(path, "must be a list of node objects, got " + describe(*nodes));
-    if (!nodes->empty() && nodes->size() != 1 && static_cast<int64_t>(nodes->size()) != c.localNodes)
+    if (!nodes->empty() && nodes->size() != 1 &&
+        static_cast<int64_t>(nodes->size()) != c.localNodes)
       throw SpecError(path, concat("must have one entry (for every node) or local_nodes (",
                                    c.localNodes, ") entries, got ", nodes->size()));
     for (size_t i = 0; i < nodes->size(); ++i) {
@@ -760,14 +763,14 @@ std::vector<VariantConfig> parseVariants(const json* list, const std::string& pa
     v.name = toString(v.strategy);
     if (auto name = r.text("name")) {
       if (name->empty() || name->size() > kMaxNameBytes)
-        throw SpecError(r.pathOf("name"), concat("must be a non-empty string of at most ",
-                                                 kMaxNameBytes, " bytes"));
+        throw SpecError(r.pathOf("name"),
+                        concat("must be a non-empty string of at most ", kMaxNameBytes, " bytes"));
       v.name = *name;
     }
     for (const VariantConfig& earlier : variants)
       if (earlier.name == v.name)
-        throw SpecError(r.pathOf("name"), "duplicate variant name '" + v.name +
-                                              "'; give each variant its own name");
+        throw SpecError(r.pathOf("name"),
+                        "duplicate variant name '" + v.name + "'; give each variant its own name");
     r.finish();
     variants.push_back(v);
   }

@@ -63,7 +63,7 @@ CoreBenchResult benchCoreStep(const CoreBenchConfig& config) {
   std::unique_ptr<Dataset> dataset = makeDataset(spec.dataset);
   std::vector<int64_t> all(static_cast<std::size_t>(spec.dataset.trainSize));
   std::iota(all.begin(), all.end(), int64_t{0});
-  Worker worker(spec, backend, *dataset, std::move(all), config.batch, config.batch, 0);
+  Worker worker(spec, backend, *dataset, std::move(all), BatchSlice::whole(config.batch), 0);
   const float gradScale = 1.0f / static_cast<float>(config.batch);
   int64_t step = 0;
   auto trainStep = [&]() {

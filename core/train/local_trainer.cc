@@ -66,7 +66,7 @@ RunSummary trainLocal(const ExperimentSpec& spec, const LocalTrainOptions& optio
     const int64_t batch = spec.training.batchSize;
     const int64_t stepsPerEpoch = static_cast<int64_t>(all.size()) / batch;
     const int64_t totalSteps = plannedSteps(spec, stepsPerEpoch);
-    Worker worker(spec, *backend, *dataset, std::move(all), batch, batch, totalSteps);
+    Worker worker(spec, *backend, *dataset, std::move(all), BatchSlice::whole(batch), totalSteps);
     Tensor testX, testY;
     materialize(*dataset, Split::kTest, testX, testY);
     event(0, "start",

@@ -20,20 +20,31 @@ void materialize(const Dataset& dataset, Split split, Tensor& x, Tensor& y) {
   dataset.generate(split, 0, n, x.data(), y.data());
 }
 
+BatchSlice BatchSlice::equal(int64_t global, int rank, int world) {
+  DTLAB_ENFORCE(world > 0 && rank >= 0 && rank < world, "bad rank ", rank, " of ", world);
+  const int64_t base = global / world;
+  const int64_t extra = global % world;  // the first `extra` ranks take one more
+  const int64_t begin = rank * base + std::min<int64_t>(rank, extra);
+  return {global, begin, base + (rank < extra ? 1 : 0)};
+}
+
 Worker::Worker(const ExperimentSpec& spec, Backend& backend, const Dataset& dataset,
-               std::vector<int64_t> shard, int64_t localBatch, int64_t globalBatch,
-               int64_t totalSteps)
+               std::vector<int64_t> shard, BatchSlice slice, int64_t totalSteps)
     : spec_(spec),
       backend_(backend),
       task_(dataset.task()),
       model_(backend, dataset.features(), mlpLayers(spec.model, dataset.outputs())),
       optimizer_(backend.makeOptimizer(spec.optimizer)),
-      schedule_(spec.optimizer, globalBatch, totalSteps),
+      schedule_(spec.optimizer, slice.global, totalSteps),
       shard_(std::move(shard)),
-      localBatch_(localBatch) {
-  DTLAB_ENFORCE(localBatch_ > 0, "local batch must be positive, got ", localBatch_);
-  DTLAB_ENFORCE(shardSize() >= localBatch_, "shard of ", shardSize(),
-                " samples is smaller than the local batch ", localBatch_);
+      slice_(slice),
+      localBatch_(slice.count) {
+  DTLAB_ENFORCE(localBatch_ > 0, "local batch must be positive, got ", localBatch_,
+                " (global batch ", slice.global, " split too finely?)");
+  DTLAB_ENFORCE(slice.begin >= 0 && slice.begin + slice.count <= slice.global,
+                "batch slice outside the global batch");
+  DTLAB_ENFORCE(shardSize() >= slice.global, "training set of ", shardSize(),
+                " samples is smaller than the global batch ", slice.global);
   model_.initialize(spec.model.init, deriveSeed(spec.seed, 0x1417));
   optimizer_->init(model_.parameterCount());
   dataset.gather(Split::kTrain, shard_, shardX_, shardY_);
@@ -58,7 +69,7 @@ Worker::~Worker() {
 }
 
 void Worker::loadBatch() {
-  if (cursor_ + localBatch_ > static_cast<int64_t>(order_.size())) {
+  if (cursor_ + slice_.global > static_cast<int64_t>(order_.size())) {
     ++epoch_;
     Rng rng(deriveSeed(spec_.seed, kShuffleStream, static_cast<uint64_t>(epoch_)));
     for (std::size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[rng.below(i)]);
@@ -66,11 +77,11 @@ void Worker::loadBatch() {
   }
   const int64_t features = model_.inputs();
   for (int64_t i = 0; i < localBatch_; ++i) {
-    const int64_t pos = order_[cursor_ + i];
+    const int64_t pos = order_[cursor_ + slice_.begin + i];
     std::copy_n(shardX_.row(pos), features, stageX_.row(i));
     stageY_.data()[i] = shardY_.data()[pos];
   }
-  cursor_ += localBatch_;
+  cursor_ += slice_.global;
   backend_.upload(batchX_, stageX_.data(), localBatch_ * features);
   backend_.upload(batchY_, stageY_.data(), localBatch_);
 }
@@ -85,11 +96,11 @@ LossResult Worker::loss(const float* output, const float* labels, int64_t rows, 
                                    dOutput);
 }
 
-double Worker::computeGradients(float gradScale) {
+double Worker::computeGradients(float gradScale, GradientListener* listener) {
   const float* out = model_.forward(batchX_, localBatch_);
   float* dOut = model_.outputGradBuffer();
   const LossResult result = loss(out, batchY_, localBatch_, gradScale, dOut);
-  model_.backward(batchX_, dOut, localBatch_);
+  model_.backward(batchX_, dOut, localBatch_, listener);
   double mean = result.lossSum / static_cast<double>(localBatch_);
   if (spec_.model.loss == LossKind::kMse) mean /= static_cast<double>(model_.outputs());
   return mean;

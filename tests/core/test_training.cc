@@ -222,7 +222,7 @@ class TestTraining : public QObject {
         auto dataset = makeDataset(spec.dataset);
         std::vector<int64_t> all(4096);
         std::iota(all.begin(), all.end(), int64_t{0});
-        Worker worker(spec, backend, *dataset, all, 256, 256, 0);
+        Worker worker(spec, backend, *dataset, all, BatchSlice::whole(256), 0);
         worker.loadBatch();
         worker.computeGradients(1.0f / 256);
         worker.applyUpdate(1);

@@ -1,0 +1,165 @@
+// dtlab-node: the node daemon. Hosts one worker job at a time (NodeService) and the
+// Rendezvous service; see remote/node/node_server.h. Stops cleanly on SIGTERM/SIGINT.
+#include <signal.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/args.h"
+#include "core/common/config.h"
+#include "remote/common/auth.h"
+#include "remote/common/log.h"
+#include "remote/node/node_server.h"
+
+namespace {
+
+using dtlab::app::Args;
+using dtlab::app::UsageError;
+
+constexpr const char* kUsage = R"(usage: dtlab-node [options]
+
+Runs DTLab jobs sent by a coordinator (dtlab-cli run, the GUI) and hosts the rendezvous
+its collective groups start from. Prints "dtlab-node listening on HOST:PORT" once ready.
+
+options:
+  --listen HOST:PORT      address to serve on (default 127.0.0.1:0; port 0 picks a free one)
+  --devices cpu|cpu:N     worker slots (default cpu = 1)
+  --speed F               emulated compute speed, > 0 (default 1: real speed)
+  --bandwidth-mbps F      emulated link bandwidth in Mbit/s, 0 = unlimited (default 0)
+  --latency-ms F          emulated link latency per message, >= 0 (default 0)
+  --token T               require "authorization: Bearer T" on every call; mandatory
+                          when --listen is not a loopback address
+  --threads N             CPU threads of the worker (default 1)
+  --name NAME             how the node names itself (default HOSTNAME:PORT)
+  --log-level L           error, warn, info or debug (default info)
+  --version, --help
+)";
+
+double number(const Args& args, const std::string& flag, double fallback) {
+  if (!args.has(flag)) return fallback;
+  const std::string text = args.value(flag, "");
+  double v = 0.0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v))
+    throw UsageError(flag + ": expected a number, got '" + text + "'");
+  return v;
+}
+
+int parseSlots(const std::string& devices) {
+  if (devices == "cpu") return 1;
+  if (devices.rfind("cpu:", 0) == 0) {
+    const std::string n = devices.substr(4);
+    int slots = 0;
+    const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), slots);
+    if (ec == std::errc() && end == n.data() + n.size() && slots >= 1 && slots <= 1024)
+      return slots;
+    throw UsageError("--devices: cpu:N needs N in [1, 1024], got '" + devices + "'");
+  }
+  if (devices.rfind("cuda", 0) == 0)
+    throw UsageError("--devices: this build has no CUDA support (use cpu or cpu:N)");
+  throw UsageError("--devices: expected cpu or cpu:N, got '" + devices + "'");
+}
+
+dtlab::remote::NodeOptions parseOptions(const Args& args) {
+  if (!args.positionals().empty()) throw UsageError("unexpected argument " + args.positionals()[0]);
+  dtlab::remote::NodeOptions options;
+  options.listen = args.value("--listen", options.listen);
+  dtlab::remote::HostPort listen;
+  try {
+    listen = dtlab::remote::parseHostPort(options.listen, "--listen");
+  } catch (const dtlab::Error& e) {
+    throw UsageError(e.what());
+  }
+  options.slots = parseSlots(args.value("--devices", "cpu"));
+  options.speed = number(args, "--speed", 1.0);
+  if (!(options.speed > 0.0))
+    throw UsageError("--speed: must be > 0, got " + args.value("--speed", ""));
+  options.bandwidthMbps = number(args, "--bandwidth-mbps", 0.0);
+  if (options.bandwidthMbps < 0.0)
+    throw UsageError("--bandwidth-mbps: must be >= 0 (0 = unlimited), got " +
+                     args.value("--bandwidth-mbps", ""));
+  options.latencyMs = number(args, "--latency-ms", 0.0);
+  if (options.latencyMs < 0.0)
+    throw UsageError("--latency-ms: must be >= 0, got " + args.value("--latency-ms", ""));
+  options.token = args.value("--token", "");
+  if (args.has("--token") && options.token.empty()) throw UsageError("--token: must not be empty");
+  if (options.token.empty() && !dtlab::remote::isLoopbackHost(listen.host))
+    throw UsageError("--listen " + options.listen +
+                     " is not a loopback address: give a --token so that only your coordinator "
+                     "can start jobs on this node");
+  options.threads = static_cast<int>(args.integer("--threads", 1, 1, 256));
+  options.name = args.value("--name", "");
+  if (args.has("--name") && options.name.empty()) throw UsageError("--name: must not be empty");
+  try {
+    dtlab::remote::setLogLevel(dtlab::remote::parseLogLevel(args.value("--log-level", "info")));
+  } catch (const dtlab::Error& e) {
+    throw UsageError(std::string("--log-level: ") + e.what());
+  }
+  return options;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> argvList(argv + 1, argv + argc);
+  dtlab::remote::NodeOptions options;
+  try {
+    const Args args(argvList,
+                    {"--listen", "--devices", "--speed", "--bandwidth-mbps", "--latency-ms",
+                     "--token", "--threads", "--name", "--log-level"},
+                    {"--help", "--version"});
+    if (args.has("--help")) {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (args.has("--version")) {
+      std::cout << "dtlab-node " << DTLAB_VERSION << "\n";
+      return 0;
+    }
+    options = parseOptions(args);
+  } catch (const UsageError& e) {
+    std::cerr << "dtlab-node: " << e.what() << "\n(dtlab-node --help lists the options)\n";
+    return 2;
+  }
+
+  // Signals are taken by sigwait() below, never by a handler: block them before any thread
+  // exists so that every thread (gRPC's, the jobs') inherits the mask.
+  sigset_t stopSignals;
+  sigemptyset(&stopSignals);
+  sigaddset(&stopSignals, SIGTERM);
+  sigaddset(&stopSignals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a launcher that closed our stdout must not kill us
+
+  dtlab::remote::setLogSource("dtlab-node[" +
+                              (options.name.empty() ? std::string("node") : options.name) + "]");
+  std::unique_ptr<dtlab::remote::NodeServer> server;
+  try {
+    server = std::make_unique<dtlab::remote::NodeServer>(options);
+  } catch (const std::exception& e) {
+    std::cerr << "dtlab-node: " << e.what() << "\n";
+    return 1;
+  }
+  if (options.name.empty()) dtlab::remote::setLogSource("dtlab-node[" + server->name() + "]");
+  std::cout << "dtlab-node listening on " << server->address() << std::endl;
+
+  int signalNumber = 0;
+  while (sigwait(&stopSignals, &signalNumber) != 0) {
+  }
+  dtlab::remote::logAt(dtlab::remote::LogLevel::kInfo, "received ",
+                       signalNumber == SIGTERM ? "SIGTERM" : "SIGINT");
+  if (!server->shutdown()) {
+    // The job thread is stuck (e.g. waiting for peers); its destructor would wait for it.
+    std::fflush(nullptr);
+    std::_Exit(0);
+  }
+  server.reset();
+  return 0;
+}

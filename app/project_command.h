@@ -1,0 +1,44 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/spec/experiment_spec.h"
+#include "core/train/metrics.h"
+
+namespace dtlab::core {
+class ProjectStore;
+class RunRecording;
+class FanOutSink;
+}  // namespace dtlab::core
+
+namespace dtlab::app {
+
+// `dtlab-cli project new|list|show|export-csv|delete-run ...`; returns the exit code.
+int projectCommand(const std::vector<std::string>& argv);
+// `dtlab-cli export-trace P.dtlab RUN [-o trace.json] [--from-step A] [--to-step B]`.
+int exportTraceCommand(const std::vector<std::string>& argv);
+// `dtlab-cli bench store [...]` (dispatched from bench_command.cc).
+int benchStore(const std::vector<std::string>& argv);
+
+// `dtlab-cli train SPEC --project P.dtlab`: records the run in P (created when missing)
+// while the progress printer keeps printing; sink() forwards to both.
+class TrainRecording {
+ public:
+  // strategy: "single" for `train`, the variant's strategy for `run`.
+  TrainRecording(const std::string& projectPath, const core::ExperimentSpec& spec,
+                 core::MetricSink* progress, const std::string& strategy = "single");
+  ~TrainRecording();
+  core::MetricSink* sink();
+  // Commits the last points and the summary. A store failure is printed to stderr and
+  // returns false; the summary is still the caller's to print.
+  bool finish(const core::RunSummary& summary);
+
+ private:
+  std::unique_ptr<core::ProjectStore> store_;
+  std::unique_ptr<core::RunRecording> recording_;
+  std::unique_ptr<core::FanOutSink> sink_;
+};
+
+}  // namespace dtlab::app

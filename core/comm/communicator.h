@@ -1,0 +1,41 @@
+#pragma once
+
+#include <cstdint>
+
+namespace dtlab::core {
+
+// A group of `size()` ranks that run collectives together. Every rank must call the same
+// collectives in the same order with the same counts (and the same root); a mismatch is a
+// programming error that ends in a timeout, not in a diagnosis.
+//
+// Buffers are host memory (the CPU backend's float32 tensors). Thread safety: one thread
+// calls a communicator at a time; callers that use it from several threads (e.g. the
+// gradient bucket thread and the training thread) serialise the calls themselves.
+//
+// Failures come back as dtlab::Error naming the collective, the count and the rank. After a
+// failure the group is unusable (peers may have given up half way): rebuild it.
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // In place: data[i] = sum over ranks of data[i].
+  virtual void allReduceSum(float* data, int64_t count) = 0;
+  // Sum, then scale by 1/size() locally (no extra communication).
+  void allReduceAverage(float* data, int64_t count);
+  // In place: every rank ends with root's data.
+  virtual void broadcast(float* data, int64_t count, int root) = 0;
+  // out[r * count + i] = rank r's in[i]; out holds size() * count floats and must not
+  // overlap in.
+  virtual void allGather(const float* in, int64_t count, float* out) = 0;
+  // Returns once every rank has entered it.
+  virtual void barrier() = 0;
+
+  // Payload bytes this rank has sent since creation (transport headers excluded), for the
+  // comm metrics.
+  virtual int64_t bytesSent() const = 0;
+};
+
+}  // namespace dtlab::core

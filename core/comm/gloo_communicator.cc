@@ -1,0 +1,788 @@
+#include "core/comm/gloo_communicator.h"
+
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/allreduce_halving_doubling.h>
+#include <gloo/allreduce_ring.h>
+#include <gloo/allreduce_ring_chunked.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/buffer.h>
+#include <gloo/transport/tcp/device.h>
+#include <gloo/types.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <climits>
+#include <cstring>
+#include <exception>
+#include <vector>
+
+#include "core/common/check.h"
+
+namespace dtlab::core {
+
+namespace {
+
+constexpr std::array<std::pair<AllReduceAlgorithm, std::string_view>, 6> kAlgorithmNames = {{
+    {AllReduceAlgorithm::kAuto, "auto"},
+    {AllReduceAlgorithm::kOwn, "own"},
+    {AllReduceAlgorithm::kRing, "ring"},
+    {AllReduceAlgorithm::kRingChunked, "ring_chunked"},
+    {AllReduceAlgorithm::kHalvingDoubling, "halving_doubling"},
+    {AllReduceAlgorithm::kGlooAllreduce, "gloo_allreduce"},
+}};
+
+// Slots of our own algorithm's bound buffers. Gloo's classic algorithms count their slots up
+// from 0 (Context::nextSlot) and its newer collectives use unbound buffers, which live in a
+// separate table, so slots this high cannot collide with either.
+//
+// The slot also encodes the direction on the pair. Gloo's tcp::Buffer destructor
+// unregisters by slot whatever buffer is registered there, so a send buffer destroyed on
+// the slot we receive on would take our registered receive area with it.
+enum class OwnSlot {
+  kReduceScatter = 0,
+  kAllGather = 1,
+  kExchangeEven = 2,
+  kExchangeOdd = 3,
+  kWarmUp = 4
+};
+int ownSlot(OwnSlot kind, int from, int to) {
+  constexpr int kOwnSlotBase = 0x40000000;
+  return kOwnSlotBase + 2 * static_cast<int>(kind) + (from < to ? 0 : 1);
+}
+OwnSlot exchangeSlot(int parity) {
+  return parity == 0 ? OwnSlot::kExchangeEven : OwnSlot::kExchangeOdd;
+}
+
+// Up to this many bytes sent per rank ((n-1) copies of the buffer), the own all-reduce
+// exchanges whole buffers in one hop (every rank sends everything to every peer and sums
+// locally) instead of reduce-scatter + all-gather in two hops: small messages are bound by
+// latency, not bytes. Measured busbw (GB/s), two-hop vs one-hop: 2 ranks, 128 KiB 0.85 vs
+// 1.39, 256 KiB 1.34 vs 2.01, 512 KiB 2.02 vs 1.88; 4 ranks, 128 KiB 0.58 vs 0.46.
+constexpr int64_t kExchangeMaxBytes = 256 * 1024;
+
+// Segment of the pipelined own all-reduce: the unit of one send, one receive and one
+// reduction. Small enough that reducing segment k overlaps receiving segment k+1 and that
+// the all-gather of the first segments starts early; large enough that the per-message cost
+// stays small. Measured busbw (GB/s), 2 ranks, at 1 / 4 / 16 / 64 MiB: 64 KiB segments
+// 0.74 / 0.73 / 0.81 / 0.93, 256 KiB 1.87 / 1.76 / 1.24 / 1.29, 1 MiB 1.97 / 1.21 / 1.02 / 1.45.
+constexpr int64_t kOwnSegmentFloats = 64 * 1024;
+
+// Socket send buffer every pair gets at construction (see warmUpSocketBuffers).
+constexpr int64_t kSocketBufferBytes = int64_t{1} << 20;
+
+// Longest the destructor waits for the peers to reach theirs (see ~GlooCommunicator).
+constexpr std::chrono::milliseconds kShutdownTimeout{10000};
+
+// Gloo's classic algorithms are cached per (count, algorithm). See runClassic().
+constexpr size_t kMaxClassicInstances = 16;
+// Caller buffers whose send buffers the own algorithm keeps (gradient buckets, benchmarks).
+constexpr size_t kMaxSendBufferSets = 64;
+
+std::string formatSeconds(std::chrono::milliseconds ms) {
+  std::ostringstream out;
+  if (ms.count() % 1000 == 0) {
+    out << ms.count() / 1000 << " s";
+  } else {
+    out << static_cast<double>(ms.count()) / 1000.0 << " s";
+  }
+  return out.str();
+}
+
+// Sum of n sources element by element, in rank order, into out (which may be one of the
+// sources at the same offset). Rank order makes the result independent of which rank
+// reduces which chunk.
+void sumInRankOrder(float* out, const float* const* sources, int n, int64_t count) {
+  if (n == 2) {
+    const float* a = sources[0];
+    const float* b = sources[1];
+    for (int64_t i = 0; i < count; ++i) out[i] = a[i] + b[i];
+    return;
+  }
+  constexpr int64_t kBlock = 1024;
+  alignas(64) float acc[kBlock];
+  for (int64_t begin = 0; begin < count; begin += kBlock) {
+    const int64_t m = std::min(kBlock, count - begin);
+    const float* a = sources[0] + begin;
+    const float* b = sources[1] + begin;
+    for (int64_t i = 0; i < m; ++i) acc[i] = a[i] + b[i];
+    for (int r = 2; r < n; ++r) {
+      const float* s = sources[r] + begin;
+      for (int64_t i = 0; i < m; ++i) acc[i] += s[i];
+    }
+    std::memcpy(out + begin, acc, static_cast<size_t>(m) * sizeof(float));
+  }
+}
+
+}  // namespace
+
+std::string_view allReduceAlgorithmName(AllReduceAlgorithm algorithm) {
+  for (const auto& [value, name] : kAlgorithmNames) {
+    if (value == algorithm) return name;
+  }
+  return "unknown";
+}
+
+AllReduceAlgorithm parseAllReduceAlgorithm(std::string_view name) {
+  std::string valid;
+  for (const auto& [value, known] : kAlgorithmNames) {
+    if (known == name) return value;
+    valid += valid.empty() ? "" : ", ";
+    valid += known;
+  }
+  throw Error(detail::concat("unknown all-reduce algorithm '", name, "' (valid: ", valid, ")"));
+}
+
+struct GlooCommunicator::Impl {
+  int rank = 0;
+  int size = 1;
+  GlooOptions options;
+  std::shared_ptr<gloo::transport::Device> device;
+  std::shared_ptr<gloo::rendezvous::Context> context;
+  std::atomic<int64_t> bytesSent{0};
+  // First failure; every later call refuses to run (the group is out of step).
+  std::string brokenBy;
+
+  // Own algorithm, on Gloo's bound buffers (see setUpOwn). Receive areas that stay
+  // registered: one reduce-scatter region per peer (grows with the largest chunk seen), and
+  // two exchange regions per peer (one per call parity, registered once).
+  using BufferPtr = std::unique_ptr<gloo::transport::Buffer>;
+  std::vector<float> reduceScatterScratch;
+  int64_t reduceScatterRegionFloats = 0;
+  std::vector<BufferPtr> reduceScatterRecv;  // by rank
+  std::vector<float> exchangeScratch;
+  int64_t exchangeRegionFloats = 0;
+  std::array<std::vector<BufferPtr>, 2> exchangeRecv;  // by parity, by rank
+  uint64_t exchangeCalls = 0;
+  // The all-gather lands in the caller's buffer: registered over the buffer of the latest
+  // call, replaced when a call brings another (see runOwn for why that is safe).
+  float* gatherRecvData = nullptr;
+  size_t gatherRecvBytes = 0;
+  std::vector<BufferPtr> gatherRecv;  // by rank
+  // Send buffers over callers' buffers, cached by address: they are never registered (only
+  // receive buffers are), so unlike Gloo's classic algorithms no rank has to agree with
+  // another about them. Creating and destroying them per call costs the pair's lock, which
+  // Gloo's I/O thread spins on.
+  struct SendBuffers {
+    float* data = nullptr;
+    size_t bytes = 0;
+    std::vector<BufferPtr> reduceScatter, gather;    // by rank
+    std::array<std::vector<BufferPtr>, 2> exchange;  // by parity, by rank
+  };
+  std::vector<SendBuffers> sendCache;
+  size_t nextSendVictim = 0;
+  std::vector<const float*> sources;  // by rank
+
+  // Gloo's classic algorithms take slots from Context::nextSlot() when constructed, so every
+  // rank must construct the same instances in the same order. Keying a cache by the
+  // caller's pointer would break that (a reused address hits on one rank and misses on
+  // another, and the slots diverge into a hang). So instances are keyed by what all ranks
+  // agree on, (algorithm, count), run on a staging buffer they own, and are evicted least
+  // recently used, which is also the same on every rank.
+  struct ClassicInstance {
+    AllReduceAlgorithm algorithm;
+    int64_t count = 0;
+    uint64_t lastUse = 0;
+    std::vector<float> staging;
+    std::unique_ptr<gloo::Algorithm> instance;
+  };
+  std::vector<ClassicInstance> classic;
+  uint64_t useClock = 0;
+
+  // Scratch regions are laid out by peer, skipping our own rank.
+  size_t peerIndex(int p) const { return static_cast<size_t>(p < rank ? p : p - 1); }
+  float* reduceScatterRegion(int p) {
+    return reduceScatterScratch.data() +
+           peerIndex(p) * static_cast<size_t>(reduceScatterRegionFloats);
+  }
+  float* exchangeRegion(int parity, int p) {
+    return exchangeScratch.data() +
+           (static_cast<size_t>(parity) * static_cast<size_t>(size - 1) + peerIndex(p)) *
+               static_cast<size_t>(exchangeRegionFloats);
+  }
+  void warmUpSocketBuffers();
+  void setUpOwn();
+  void growReduceScatterScratch(int64_t regionFloats);
+  SendBuffers& sendBuffersFor(float* data, size_t bytes);
+  void runOwn(float* data, int64_t count);
+  void runExchange(float* data, int64_t count);
+  void runClassic(AllReduceAlgorithm algorithm, float* data, int64_t count);
+  void runGlooAllreduce(float* data, int64_t count);
+  void join(gloo::rendezvous::Store& store);
+
+  template <typename Describe, typename Body>
+  void guarded(const Describe& describe, const Body& body);
+};
+
+template <typename Describe, typename Body>
+void GlooCommunicator::Impl::guarded(const Describe& describe, const Body& body) {
+  if (!brokenBy.empty()) {
+    throw Error(detail::concat(describe(), " on rank ", rank,
+                               " refused: the group is unusable after an earlier failure (",
+                               brokenBy, ")"));
+  }
+  try {
+    body();
+  } catch (const std::exception& e) {
+    const std::string message =
+        detail::concat(describe(), " on rank ", rank, " of ", size, " failed: ", e.what());
+    brokenBy = message;
+    // Peers may be half way through this collective. Closing every connection stops Gloo's
+    // I/O thread from writing into buffers registered for it (some over the caller's
+    // memory) and lets the peers fail now instead of at their timeout.
+    try {
+      context->closeConnections();
+    } catch (const std::exception&) {
+      // Already failing; the first error is the one worth reporting.
+    }
+    throw Error(message);
+  }
+}
+
+void GlooCommunicator::Impl::join(gloo::rendezvous::Store& store) {
+  // Gloo's connectFullMesh waits for the peers' addresses itself, but its timeout error
+  // names a store key, not a rank. A join key per rank first lets us say who is missing.
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + options.connectTimeout;
+  try {
+    store.set(detail::concat("join/", rank), std::vector<char>{'1'});
+  } catch (const std::exception& e) {
+    throw Error(detail::concat("rendezvous of rank ", rank, " of ", size, " (key prefix '",
+                               options.keyPrefix, "') could not write to the store: ", e.what(),
+                               " (is the prefix already used by another group?)"));
+  }
+  std::vector<int> missing;
+  std::string storeError;
+  for (int r = 0; r < size; ++r) {
+    if (r == rank) continue;
+    // Once one rank is missing, only probe the rest so the error can list them all.
+    const auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    // Gloo's stores read a zero timeout as "wait forever".
+    const auto wait = missing.empty() ? std::max(remaining, std::chrono::milliseconds(1))
+                                      : std::chrono::milliseconds(1);
+    try {
+      store.wait({detail::concat("join/", r)}, wait);
+    } catch (const std::exception& e) {
+      if (missing.empty() && std::chrono::steady_clock::now() < deadline) storeError = e.what();
+      missing.push_back(r);
+    }
+  }
+  if (missing.empty()) return;
+  std::ostringstream out;
+  out << "rendezvous timed out after " << formatSeconds(options.connectTimeout)
+      << " waiting for rank " << missing.front() << " (rank " << rank << " of " << size
+      << ", key prefix '" << options.keyPrefix << "'";
+  if (missing.size() > 1) {
+    out << ", missing ranks:";
+    for (int r : missing) out << ' ' << r;
+  }
+  out << ")";
+  if (!storeError.empty()) out << ": store error: " << storeError;
+  throw Error(out.str());
+}
+
+// The own all-reduce runs on Gloo's bound buffers (a registered receive area per pair and
+// slot; the sender names the offset in it) rather than its unbound buffers. Measured on
+// loopback, unbound sends stall for milliseconds on messages of a few hundred KB: every send
+// waits for a ready notification from the receiver, and Gloo sizes the socket send buffer
+// only on the bound path, so unbound writes sit in a 16 KB default buffer waiting for
+// delayed ACKs. Bound sends go out at once. The price is that the receiver must never be
+// overwritten before it is done: the protocol below is arranged so that causality
+// guarantees it, with no extra messages (the reasons are given where the buffers are used).
+// Gloo sizes a pair's socket send buffer to the largest bound message sent so far (and
+// setting it turns the kernel's autotuning off). Left to the first messages, a buffer sized
+// for a small message makes the next slightly larger one wait for a delayed ACK: measured,
+// a 128 KiB all-reduce after smaller ones took 40 ms instead of 0.2 ms. One large message
+// per pair up front sizes every buffer for all the messages our algorithms send.
+void GlooCommunicator::Impl::warmUpSocketBuffers() {
+  const size_t bytes = static_cast<size_t>(kSocketBufferBytes);
+  std::vector<char> outgoing(bytes);
+  std::vector<char> incoming(bytes * static_cast<size_t>(size));
+  std::vector<BufferPtr> sends, receives;
+  for (int p = 0; p < size; ++p) {
+    if (p == rank) continue;
+    auto& pair = context->getPair(p);
+    receives.push_back(pair->createRecvBuffer(ownSlot(OwnSlot::kWarmUp, p, rank),
+                                              incoming.data() + bytes * static_cast<size_t>(p),
+                                              bytes));
+    sends.push_back(
+        pair->createSendBuffer(ownSlot(OwnSlot::kWarmUp, rank, p), outgoing.data(), bytes));
+  }
+  // Every rank registers before anyone sends into it.
+  gloo::BarrierOptions opts(context);
+  opts.setTimeout(options.opTimeout);
+  gloo::barrier(opts);
+  for (auto& send : sends) send->send();
+  for (auto& receive : receives) receive->waitRecv();
+  for (auto& send : sends) send->waitSend();
+}
+
+void GlooCommunicator::Impl::setUpOwn() {
+  const auto n = static_cast<size_t>(size);
+  warmUpSocketBuffers();
+  reduceScatterRecv.resize(n);
+  gatherRecv.resize(n);
+  sendCache.reserve(kMaxSendBufferSets);
+  sources.resize(n);
+  // Exchange areas are registered once, here, so that a peer's first exchange can never
+  // arrive before its area exists.
+  exchangeRegionFloats =
+      std::max<int64_t>(1, kExchangeMaxBytes / static_cast<int64_t>(sizeof(float)) / (size - 1));
+  exchangeScratch.assign(2 * (n - 1) * static_cast<size_t>(exchangeRegionFloats), 0.0f);
+  for (int parity = 0; parity < 2; ++parity) {
+    exchangeRecv[parity].resize(n);
+    for (int p = 0; p < size; ++p) {
+      if (p == rank) continue;
+      exchangeRecv[parity][p] = context->getPair(p)->createRecvBuffer(
+          ownSlot(exchangeSlot(parity), p, rank), exchangeRegion(parity, p),
+          static_cast<size_t>(exchangeRegionFloats) * sizeof(float));
+    }
+  }
+}
+
+void GlooCommunicator::Impl::growReduceScatterScratch(int64_t regionFloats) {
+  for (auto& buffer : reduceScatterRecv) buffer.reset();
+  reduceScatterRegionFloats = regionFloats;
+  reduceScatterScratch.assign(static_cast<size_t>(size - 1) * static_cast<size_t>(regionFloats),
+                              0.0f);
+  for (int p = 0; p < size; ++p) {
+    if (p == rank) continue;
+    reduceScatterRecv[p] = context->getPair(p)->createRecvBuffer(
+        ownSlot(OwnSlot::kReduceScatter, p, rank), reduceScatterRegion(p),
+        static_cast<size_t>(regionFloats) * sizeof(float));
+  }
+  // Every rank grows in the same call (the sizes are the same everywhere). A peer that is
+  // ahead must not send into our old, smaller area: nobody sends before everybody has the
+  // new one. Growth happens only when a larger buffer than ever before is reduced.
+  gloo::BarrierOptions opts(context);
+  opts.setTimeout(options.opTimeout);
+  gloo::barrier(opts);
+}
+
+GlooCommunicator::Impl::SendBuffers& GlooCommunicator::Impl::sendBuffersFor(float* data,
+                                                                            size_t bytes) {
+  for (auto& cached : sendCache) {
+    if (cached.data == data && cached.bytes == bytes) return cached;
+  }
+  SendBuffers created;
+  created.data = data;
+  created.bytes = bytes;
+  const auto n = static_cast<size_t>(size);
+  created.reduceScatter.resize(n);
+  created.gather.resize(n);
+  created.exchange[0].resize(n);
+  created.exchange[1].resize(n);
+  for (int p = 0; p < size; ++p) {
+    if (p == rank) continue;
+    auto& pair = context->getPair(p);
+    created.reduceScatter[p] =
+        pair->createSendBuffer(ownSlot(OwnSlot::kReduceScatter, rank, p), data, bytes);
+    created.gather[p] = pair->createSendBuffer(ownSlot(OwnSlot::kAllGather, rank, p), data, bytes);
+    for (int parity = 0; parity < 2; ++parity) {
+      created.exchange[parity][p] =
+          pair->createSendBuffer(ownSlot(exchangeSlot(parity), rank, p), data, bytes);
+    }
+  }
+  if (sendCache.size() < kMaxSendBufferSets) {
+    sendCache.push_back(std::move(created));
+    return sendCache.back();
+  }
+  SendBuffers& victim = sendCache[nextSendVictim];
+  nextSendVictim = (nextSendVictim + 1) % kMaxSendBufferSets;
+  victim = std::move(created);
+  return victim;
+}
+
+// One hop: every rank sends its whole buffer into every peer's exchange area and sums the n
+// buffers locally in rank order (so every rank computes bit-identical sums). The area
+// alternates with the call parity: a peer can be at most one exchange ahead of us (its next
+// one needs our next data, which we send only after we finished reading this one), so it
+// only ever writes the area we are not reading.
+void GlooCommunicator::Impl::runExchange(float* data, int64_t count) {
+  const size_t bytes = static_cast<size_t>(count) * sizeof(float);
+  const int parity = static_cast<int>(exchangeCalls++ & 1);
+  auto& send = sendBuffersFor(data, bytes).exchange[parity];
+  for (int k = 1; k < size; ++k) send[(rank + k) % size]->send(0, bytes, 0);
+  for (int p = 0; p < size; ++p) {
+    if (p == rank) {
+      sources[p] = data;
+      continue;
+    }
+    exchangeRecv[parity][p]->waitRecv();
+    sources[p] = exchangeRegion(parity, p);
+  }
+  // The sends read `data`; only once they are done may the sum overwrite it.
+  for (int p = 0; p < size; ++p) {
+    if (p != rank) send[p]->waitSend();
+  }
+  sumInRankOrder(data, sources.data(), size, count);
+  bytesSent.fetch_add(static_cast<int64_t>(bytes) * (size - 1), std::memory_order_relaxed);
+}
+
+// Direct reduce-scatter + all-gather, pipelined in segments. Chunk j of the buffer belongs to
+// rank j. Every rank sends chunk j straight into rank j's reduce-scatter area for it (not
+// around a ring); rank j sums the n contributions segment by segment, in rank order, and
+// sends each finished segment straight into every peer's buffer. Bytes on the wire per rank
+// are 2(n-1)/n of the buffer, as for a ring, but the data takes 2 hops instead of 2(n-1).
+//
+// Why nothing is overwritten early:
+// - Our reduce-scatter area is reused by the next call, but a peer cannot start sending the
+//   next call's data before it has finished this call, which needs our last all-gather
+//   segment, which we send after the last reduction that reads the area.
+// - The caller's buffer receives the all-gather while our reduce-scatter sends read from
+//   it. Segment s of chunk j arrives only after rank j has our segment s of the same bytes,
+//   so the kernel has copied them out of our buffer already.
+// - The all-gather registration over the caller's buffer outlives the call, but no data
+//   arrives for it between calls: a call returns only once all its all-gather data is in,
+//   and a peer's data for the next call needs our reduce-scatter data for it, which we send
+//   after pointing the registration at that call's buffer.
+void GlooCommunicator::Impl::runOwn(float* data, int64_t count) {
+  const int n = size;
+  const size_t bytes = static_cast<size_t>(count) * sizeof(float);
+  if (static_cast<int64_t>(bytes) * (n - 1) <= kExchangeMaxBytes) {
+    runExchange(data, count);
+    return;
+  }
+  auto chunkBegin = [&](int j) { return static_cast<int64_t>(j) * count / n; };
+  auto chunkLength = [&](int j) { return chunkBegin(j + 1) - chunkBegin(j); };
+  auto segments = [](int64_t length) {
+    return (length + kOwnSegmentFloats - 1) / kOwnSegmentFloats;
+  };
+  auto segmentLength = [](int64_t length, int64_t s) {
+    return std::min(kOwnSegmentFloats, length - s * kOwnSegmentFloats);
+  };
+  auto byteCount = [](int64_t floats) { return static_cast<size_t>(floats) * sizeof(float); };
+
+  const int64_t largestChunk = (count + n - 1) / n;
+  if (largestChunk > reduceScatterRegionFloats) growReduceScatterScratch(largestChunk);
+
+  if (gatherRecvData != data || gatherRecvBytes != bytes) {
+    for (int p = 0; p < n; ++p) {
+      if (p == rank) continue;
+      gatherRecv[p].reset();  // unregisters the slot before the new buffer claims it
+      gatherRecv[p] =
+          context->getPair(p)->createRecvBuffer(ownSlot(OwnSlot::kAllGather, p, rank), data, bytes);
+    }
+    gatherRecvData = data;
+    gatherRecvBytes = bytes;
+  }
+  SendBuffers& send = sendBuffersFor(data, bytes);
+  auto& reduceScatterSend = send.reduceScatter;
+  auto& gatherSend = send.gather;
+
+  // Reduce-scatter sends, segment-major so every peer can start reducing early, starting at
+  // the next rank so the ranks do not all send to rank 0 first.
+  int64_t sentFloats = 0;
+  int64_t maxSegments = 0;
+  for (int p = 0; p < n; ++p) maxSegments = std::max(maxSegments, segments(chunkLength(p)));
+  for (int64_t s = 0; s < maxSegments; ++s) {
+    for (int k = 1; k < n; ++k) {
+      const int p = (rank + k) % n;
+      const int64_t length = chunkLength(p);
+      if (s >= segments(length)) continue;
+      const int64_t segment = segmentLength(length, s);
+      reduceScatterSend[p]->send(byteCount(chunkBegin(p) + s * kOwnSegmentFloats),
+                                 byteCount(segment), byteCount(s * kOwnSegmentFloats));
+      sentFloats += segment;
+    }
+  }
+
+  // Reduce our chunk as the contributions arrive (per peer in order) and send each finished
+  // segment to every peer, at the same offset in its buffer.
+  const int64_t myBegin = chunkBegin(rank);
+  const int64_t myLength = chunkLength(rank);
+  const int64_t mySegments = segments(myLength);
+  for (int64_t s = 0; s < mySegments; ++s) {
+    const int64_t offset = myBegin + s * kOwnSegmentFloats;
+    const int64_t segment = segmentLength(myLength, s);
+    for (int p = 0; p < n; ++p) {
+      if (p == rank) {
+        sources[p] = data + offset;
+        continue;
+      }
+      reduceScatterRecv[p]->waitRecv();
+      sources[p] = reduceScatterRegion(p) + s * kOwnSegmentFloats;
+    }
+    sumInRankOrder(data + offset, sources.data(), n, segment);
+    for (int k = 1; k < n; ++k) {
+      const int p = (rank + k) % n;
+      gatherSend[p]->send(byteCount(offset), byteCount(segment), byteCount(offset));
+      sentFloats += segment;
+    }
+  }
+
+  // Everything must complete before returning: the caller may free or reuse its buffer, and
+  // a completion left over would be counted by the next call.
+  for (int p = 0; p < n; ++p) {
+    if (p == rank) continue;
+    for (int64_t s = segments(chunkLength(p)); s > 0; --s) gatherRecv[p]->waitRecv();
+    for (int64_t s = segments(chunkLength(p)); s > 0; --s) reduceScatterSend[p]->waitSend();
+    for (int64_t s = mySegments; s > 0; --s) gatherSend[p]->waitSend();
+  }
+  bytesSent.fetch_add(sentFloats * static_cast<int64_t>(sizeof(float)), std::memory_order_relaxed);
+}
+
+void GlooCommunicator::Impl::runClassic(AllReduceAlgorithm algorithm, float* data, int64_t count) {
+  DTLAB_ENFORCE(count <= INT_MAX / static_cast<int64_t>(sizeof(float)),
+                "Gloo's classic algorithms address at most 2 GiB: ", count, " floats");
+  ClassicInstance* entry = nullptr;
+  for (auto& candidate : classic) {
+    if (candidate.algorithm == algorithm && candidate.count == count) entry = &candidate;
+  }
+  if (entry == nullptr) {
+    if (classic.size() >= kMaxClassicInstances) {
+      auto oldest = std::min_element(
+          classic.begin(), classic.end(),
+          [](const ClassicInstance& a, const ClassicInstance& b) { return a.lastUse < b.lastUse; });
+      classic.erase(oldest);
+    }
+    ClassicInstance created;
+    created.algorithm = algorithm;
+    created.count = count;
+    created.staging.assign(static_cast<size_t>(count), 0.0f);
+    const std::vector<float*> ptrs{created.staging.data()};
+    const int elements = static_cast<int>(count);
+    std::shared_ptr<gloo::Context> base = context;
+    switch (algorithm) {
+      case AllReduceAlgorithm::kRing:
+        created.instance = std::make_unique<gloo::AllreduceRing<float>>(base, ptrs, elements);
+        break;
+      case AllReduceAlgorithm::kRingChunked:
+        created.instance =
+            std::make_unique<gloo::AllreduceRingChunked<float>>(base, ptrs, elements);
+        break;
+      case AllReduceAlgorithm::kHalvingDoubling:
+        created.instance =
+            std::make_unique<gloo::AllreduceHalvingDoubling<float>>(base, ptrs, elements);
+        break;
+      default:
+        DTLAB_ENFORCE(false, "not a classic Gloo algorithm: ", allReduceAlgorithmName(algorithm));
+    }
+    classic.push_back(std::move(created));
+    entry = &classic.back();
+  }
+  entry->lastUse = ++useClock;
+  std::memcpy(entry->staging.data(), data, static_cast<size_t>(count) * sizeof(float));
+  entry->instance->run();
+  std::memcpy(data, entry->staging.data(), static_cast<size_t>(count) * sizeof(float));
+  // The ring variants send 2(n-1)/n of the buffer per rank; halving-doubling the same for
+  // power-of-two groups. Good enough for the metric; the exact figure is Gloo's business.
+  const int64_t bytes = count * static_cast<int64_t>(sizeof(float));
+  bytesSent.fetch_add(2 * (size - 1) * bytes / size, std::memory_order_relaxed);
+}
+
+void GlooCommunicator::Impl::runGlooAllreduce(float* data, int64_t count) {
+  gloo::AllreduceOptions opts(context);
+  opts.setOutput(data, static_cast<size_t>(count));
+  opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+  opts.setReduceFunction(
+      static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+  opts.setTimeout(options.opTimeout);
+  gloo::allreduce(opts);
+  const int64_t bytes = count * static_cast<int64_t>(sizeof(float));
+  bytesSent.fetch_add(2 * (size - 1) * bytes / size, std::memory_order_relaxed);
+}
+
+GlooCommunicator::GlooCommunicator(gloo::rendezvous::Store& store, int rank, int size,
+                                   const GlooOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  DTLAB_ENFORCE(size >= 1, "group size must be positive: ", size);
+  DTLAB_ENFORCE(rank >= 0 && rank < size, "rank ", rank, " outside a group of ", size);
+  DTLAB_ENFORCE(options.connectTimeout.count() > 0 && options.opTimeout.count() > 0,
+                "timeouts must be positive");
+  Impl& impl = *impl_;
+  impl.rank = rank;
+  impl.size = size;
+  impl.options = options;
+  if (size == 1) return;  // nothing to connect; every collective is local
+
+  gloo::rendezvous::PrefixStore prefixed(options.keyPrefix, store);
+  impl.join(prefixed);
+  try {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = options.interfaceAddress;
+    impl.device = gloo::transport::tcp::CreateDevice(attr);
+  } catch (const std::exception& e) {
+    throw Error(detail::concat("cannot bind the collective transport to '",
+                               options.interfaceAddress, "' on rank ", rank, ": ", e.what()));
+  }
+  try {
+    impl.context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    // Pairs take this as their timeout when created, and Gloo's classic algorithms wait with
+    // it; our own calls pass opTimeout explicitly too.
+    impl.context->setTimeout(options.opTimeout);
+    impl.context->connectFullMesh(prefixed, impl.device);
+    impl.setUpOwn();
+  } catch (const std::exception& e) {
+    throw Error(detail::concat("connecting rank ", rank, " of ", size, " to its peers at '",
+                               options.interfaceAddress, "' failed: ", e.what()));
+  }
+}
+
+GlooCommunicator::~GlooCommunicator() {
+  Impl& impl = *impl_;
+  if (impl.size == 1 || impl.context == nullptr || !impl.brokenBy.empty()) return;
+  // A peer may still be collecting the last collective's data from us, and Gloo fails even
+  // a wait whose data has already arrived once the pair has seen the other side close. So
+  // nobody closes before everybody is done: a barrier, bounded so that a peer that is gone
+  // or slow to shut down costs at most kShutdownTimeout. Its failure changes nothing.
+  try {
+    gloo::BarrierOptions opts(impl.context);
+    opts.setTimeout(std::min(impl.options.opTimeout, kShutdownTimeout));
+    gloo::barrier(opts);
+  } catch (const std::exception&) {
+    // Shutting down anyway.
+  }
+}
+
+int GlooCommunicator::rank() const {
+  return impl_->rank;
+}
+int GlooCommunicator::size() const {
+  return impl_->size;
+}
+int64_t GlooCommunicator::bytesSent() const {
+  return impl_->bytesSent.load(std::memory_order_relaxed);
+}
+
+// Auto selection, from busbw (GB/s, median per call, benchAllReduce) between processes on
+// loopback on the 2-core development machine, shared with other work (load 2-6), so +-20%.
+// own: ours through this class; gloo_allreduce: gloo::allreduce through this class (it
+// shares the warmed-up sockets); ring / chunked / h-d: Gloo's classic algorithms used
+// directly, constructed once on the caller's buffer, no staging.
+//
+//   ranks  bytes    own    gloo_allreduce  ring   chunked  h-d    own / best direct Gloo
+//   2      4 KiB    0.087  0.016           0.042  0.016    0.020  2.1x
+//   2      64 KiB   0.96   0.23            0.48   0.21     0.28   2.0x
+//   2      256 KiB  1.44   0.61            0.88   0.60     0.78   1.6x
+//   2      1 MiB    1.54   1.34            0.83   1.08     1.23   1.25x
+//   2      4 MiB    1.09   1.14            0.72   0.77     0.87   1.25x
+//   2      16 MiB   1.11   1.11            0.76   0.99     0.91   1.12x
+//   2      64 MiB   1.34   1.26            0.88   1.05     1.02   1.27x
+//   3      4 KiB    0.043  0.001           0.020  0.004    0.023
+//   3      1 MiB    0.65   0.34            0.33   0.42     0.63
+//   3      4 MiB    0.55   0.65            0.35   0.58     0.73
+//   3      16 MiB   0.71   0.87            0.32   0.58     0.56
+//   4      256 KiB  0.61   0.06            0.15   0.10     0.30
+//   4      1 MiB    0.54   0.28            0.19   0.20     0.54
+//   4      4 MiB    0.50   0.76            0.18   0.36     0.46
+//   4      16 MiB   0.51   0.57            0.28   0.54     0.50
+//
+// So: ours everywhere for 2 ranks and below 4 MiB; from 4 MiB with 3 or more ranks Gloo's
+// segmented ring, whose neighbour-only traffic contends less than our all-to-all when the
+// ranks share few cores (halving-doubling is close, but through this class it would pay the
+// staging copies). Larger worlds were not measured (2 cores); they follow the 3-4 rank rule.
+AllReduceAlgorithm GlooCommunicator::algorithmFor(int64_t count) const {
+  if (impl_->options.allReduceAlgorithm != AllReduceAlgorithm::kAuto) {
+    return impl_->options.allReduceAlgorithm;
+  }
+  constexpr int64_t kRingFromBytes = int64_t{4} << 20;
+  if (impl_->size >= 3 && count * static_cast<int64_t>(sizeof(float)) >= kRingFromBytes) {
+    return AllReduceAlgorithm::kGlooAllreduce;
+  }
+  return AllReduceAlgorithm::kOwn;
+}
+
+void GlooCommunicator::allReduceSum(float* data, int64_t count) {
+  DTLAB_ENFORCE(count >= 0, "negative element count: ", count);
+  DTLAB_ENFORCE(count == 0 || data != nullptr, "null buffer for ", count, " floats");
+  Impl& impl = *impl_;
+  if (impl.size == 1 || count == 0) return;
+  const AllReduceAlgorithm algorithm = algorithmFor(count);
+  impl.guarded(
+      [&] {
+        return detail::concat("all-reduce (", allReduceAlgorithmName(algorithm), ") of ", count,
+                              " floats");
+      },
+      [&] {
+        switch (algorithm) {
+          case AllReduceAlgorithm::kOwn:
+          case AllReduceAlgorithm::kAuto:
+            impl.runOwn(data, count);
+            break;
+          case AllReduceAlgorithm::kGlooAllreduce:
+            impl.runGlooAllreduce(data, count);
+            break;
+          default:
+            impl.runClassic(algorithm, data, count);
+        }
+      });
+}
+
+void GlooCommunicator::broadcast(float* data, int64_t count, int root) {
+  DTLAB_ENFORCE(count >= 0, "negative element count: ", count);
+  DTLAB_ENFORCE(root >= 0 && root < impl_->size, "broadcast root ", root, " outside a group of ",
+                impl_->size);
+  DTLAB_ENFORCE(count == 0 || data != nullptr, "null buffer for ", count, " floats");
+  Impl& impl = *impl_;
+  if (impl.size == 1 || count == 0) return;
+  impl.guarded([&] { return detail::concat("broadcast of ", count, " floats from rank ", root); },
+               [&] {
+                 gloo::BroadcastOptions opts(impl.context);
+                 opts.setOutput(data, static_cast<size_t>(count));
+                 opts.setRoot(root);
+                 opts.setTimeout(impl.options.opTimeout);
+                 gloo::broadcast(opts);
+               });
+  // Gloo broadcasts along a binomial tree (gloo/broadcast.cc): count this rank's sends.
+  const int n = impl.size;
+  const int virtualRank = (impl.rank - root + n) % n;
+  int children = 0;
+  int dim = 0;
+  while ((1 << dim) < n) ++dim;
+  int mask = (1 << dim) - 1;
+  for (int i = 0; i < dim; ++i) {
+    mask ^= 1 << i;
+    if ((virtualRank & mask) != 0) continue;
+    const int virtualPeer = virtualRank ^ (1 << i);
+    if (virtualPeer >= n) continue;
+    if ((virtualRank & (1 << i)) == 0) ++children;
+  }
+  impl.bytesSent.fetch_add(children * count * static_cast<int64_t>(sizeof(float)),
+                           std::memory_order_relaxed);
+}
+
+void GlooCommunicator::allGather(const float* in, int64_t count, float* out) {
+  DTLAB_ENFORCE(count >= 0, "negative element count: ", count);
+  DTLAB_ENFORCE(count == 0 || (in != nullptr && out != nullptr), "null buffer for ", count,
+                " floats");
+  Impl& impl = *impl_;
+  const int64_t total = count * impl.size;
+  DTLAB_ENFORCE(count == 0 || in + count <= out || out + total <= in,
+                "all-gather input and output overlap");
+  if (count == 0) return;
+  if (impl.size == 1) {
+    std::memcpy(out, in, static_cast<size_t>(count) * sizeof(float));
+    return;
+  }
+  impl.guarded([&] { return detail::concat("all-gather of ", count, " floats per rank"); },
+               [&] {
+                 gloo::AllgatherOptions opts(impl.context);
+                 opts.setInput(const_cast<float*>(in), static_cast<size_t>(count));
+                 opts.setOutput(out, static_cast<size_t>(total));
+                 opts.setTimeout(impl.options.opTimeout);
+                 gloo::allgather(opts);
+               });
+  impl.bytesSent.fetch_add((impl.size - 1) * count * static_cast<int64_t>(sizeof(float)),
+                           std::memory_order_relaxed);
+}
+
+void GlooCommunicator::barrier() {
+  Impl& impl = *impl_;
+  if (impl.size == 1) return;
+  impl.guarded([] { return std::string("barrier"); },
+               [&] {
+                 gloo::BarrierOptions opts(impl.context);
+                 opts.setTimeout(impl.options.opTimeout);
+                 gloo::barrier(opts);
+               });
+}
+
+}  // namespace dtlab::core

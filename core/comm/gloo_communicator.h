@@ -1,0 +1,85 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/comm/communicator.h"
+
+namespace gloo::rendezvous {
+class Store;
+}
+
+namespace dtlab::core {
+
+// How GlooCommunicator runs an all-reduce. kAuto picks by world size and message size from
+// the measurements recorded next to GlooCommunicator::algorithmFor (gloo_communicator.cc).
+// The others force one implementation, for benchmarks and tests.
+enum class AllReduceAlgorithm {
+  kAuto,
+  // Ours: direct reduce-scatter + all-gather over Gloo's unbound buffers, pipelined in
+  // segments with every receive posted up front. Runs on the caller's buffer in place.
+  kOwn,
+  // Gloo's classic algorithms (gloo::AllreduceRing, AllreduceRingChunked,
+  // AllreduceHalvingDoubling). They register buffers per instance; see the .cc for how
+  // instances are cached.
+  kRing,
+  kRingChunked,
+  kHalvingDoubling,
+  // Gloo's newer gloo::allreduce() (segmented ring over unbound buffers).
+  kGlooAllreduce,
+};
+
+// "auto", "own", "ring", "ring_chunked", "halving_doubling", "gloo_allreduce".
+std::string_view allReduceAlgorithmName(AllReduceAlgorithm algorithm);
+// Inverse of allReduceAlgorithmName; throws dtlab::Error listing the valid names.
+AllReduceAlgorithm parseAllReduceAlgorithm(std::string_view name);
+
+struct GlooOptions {
+  // Local address the TCP transport binds and advertises to peers.
+  std::string interfaceAddress = "127.0.0.1";
+  // Every key this group writes to the store starts with "<keyPrefix>/", so several jobs or
+  // groups can share one store. Ranks of one group must use the same prefix, and a prefix
+  // must not be reused by a later group on the same store (stale addresses would be read).
+  std::string keyPrefix = "dtlab";
+  // How long the constructor waits for every rank to reach the rendezvous.
+  std::chrono::milliseconds connectTimeout{30000};
+  // How long one collective waits for a peer before failing.
+  std::chrono::milliseconds opTimeout{120000};
+  AllReduceAlgorithm allReduceAlgorithm = AllReduceAlgorithm::kAuto;
+};
+
+// Communicator over Gloo's TCP transport. The constructor is itself collective: every rank
+// of the group constructs its GlooCommunicator with the same store (or stores that see the
+// same keys), size and options, and it returns once the full mesh of TCP connections is up.
+// A rank that does not show up within connectTimeout gives dtlab::Error naming it.
+// Destruction is collective too: the destructor waits (at most 10 s, less if opTimeout is
+// shorter) for every rank to reach its own, so that no rank closes its connections while a
+// peer is still finishing the last collective.
+class GlooCommunicator final : public Communicator {
+ public:
+  GlooCommunicator(gloo::rendezvous::Store& store, int rank, int size,
+                   const GlooOptions& options = {});
+  ~GlooCommunicator() override;
+  GlooCommunicator(const GlooCommunicator&) = delete;
+  GlooCommunicator& operator=(const GlooCommunicator&) = delete;
+
+  int rank() const override;
+  int size() const override;
+  void allReduceSum(float* data, int64_t count) override;
+  void broadcast(float* data, int64_t count, int root) override;
+  void allGather(const float* in, int64_t count, float* out) override;
+  void barrier() override;
+  int64_t bytesSent() const override;
+
+  // The algorithm an all-reduce of `count` floats runs with (kAuto resolved).
+  AllReduceAlgorithm algorithmFor(int64_t count) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dtlab::core

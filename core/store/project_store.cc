@@ -1,0 +1,488 @@
+#include "core/store/project_store.h"
+
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "core/common/config.h"
+#include "core/store/schema.h"
+
+namespace dtlab::core {
+namespace {
+
+const char* tableOf(EntityKind kind) {
+  switch (kind) {
+    case EntityKind::kDataset:
+      return "datasets";
+    case EntityKind::kTopology:
+      return "topologies";
+    case EntityKind::kExperiment:
+      return "experiments";
+  }
+  return "experiments";
+}
+
+// Builds "SELECT ... FROM <table> ..." for the entity tables; the table name comes from
+// tableOf(), never from input.
+std::string entitySql(EntityKind kind, const std::string& pattern) {
+  std::string sql = pattern;
+  const auto at = sql.find("%T");
+  sql.replace(at, 2, tableOf(kind));
+  return sql;
+}
+
+nlohmann::json parseStoredJson(const std::string& text, const std::string& what) {
+  if (text.empty()) return nullptr;
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw StoreError(what + ": stored JSON does not parse: " + e.what());
+  }
+}
+
+Entity readEntity(const sqlite::Statement& s, EntityKind kind) {
+  Entity e;
+  e.id = s.columnInt(0);
+  e.name = s.columnText(1);
+  e.config = parseStoredJson(s.columnText(2), std::string(toString(kind)) + " " + e.name);
+  e.createdMs = s.columnInt(3);
+  e.updatedMs = s.columnInt(4);
+  return e;
+}
+
+constexpr const char* kRunColumns =
+    "id, experiment_id, name, strategy, seed, status, started_ms, ended_ms, program_version, "
+    "error, spec";
+
+RunRecord readRun(const sqlite::Statement& s) {
+  RunRecord r;
+  r.id = s.columnInt(0);
+  r.experimentId = s.columnOptionalInt(1);
+  r.name = s.columnText(2);
+  r.strategy = s.columnText(3);
+  r.seed = std::bit_cast<uint64_t>(s.columnInt(4));
+  r.status = s.columnText(5);
+  r.startedMs = s.columnInt(6);
+  r.endedMs = s.columnOptionalInt(7);
+  r.programVersion = s.columnText(8);
+  r.error = s.columnText(9);
+  r.spec = parseStoredJson(s.columnText(10), "run " + std::to_string(r.id));
+  return r;
+}
+
+// Turns SQLite's UNIQUE constraint failure into a message about names.
+[[noreturn]] void rethrowEntityError(const StoreError& e, EntityKind kind,
+                                     const std::string& name) {
+  if (std::string(e.what()).find("UNIQUE constraint failed") != std::string::npos)
+    throw StoreError(std::string("a ") + toString(kind) + " named '" + name +
+                     "' already exists in the project");
+  throw e;
+}
+
+}  // namespace
+
+const char* toString(EntityKind kind) {
+  switch (kind) {
+    case EntityKind::kDataset:
+      return "dataset";
+    case EntityKind::kTopology:
+      return "topology";
+    case EntityKind::kExperiment:
+      return "experiment";
+  }
+  return "entity";
+}
+
+ProjectStore::ProjectStore(std::string path, std::unique_ptr<sqlite::Db> db)
+    : path_(std::move(path)), db_(std::move(db)) {}
+
+ProjectStore::~ProjectStore() = default;
+
+std::unique_ptr<ProjectStore> ProjectStore::create(const std::string& path,
+                                                   const std::string& name) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(path, ec)))
+    throw StoreError(path + ": already exists; not overwritten (open it, or choose a new name)");
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec))
+    throw StoreError(path + ": cannot create: no directory " + parent.string());
+  const std::string temp = path + ".creating-" + std::to_string(::getpid());
+  fs::remove(temp, ec);
+  try {
+    {
+      sqlite::Db db(temp, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+      db.exec("PRAGMA journal_mode = WAL");
+      migrateToLatest(db);
+      sqlite::Statement meta(db, "INSERT OR REPLACE INTO project_meta(key, value) VALUES (?, ?)");
+      meta.bind(1, "name").bind(2, name.empty() ? fs::path(path).stem().string() : name).run();
+    }  // closing the last connection checkpoints and removes the -wal file
+    // link() fails when the name exists: nothing created meanwhile is overwritten.
+    if (::link(temp.c_str(), path.c_str()) != 0) {
+      const int error = errno;
+      throw StoreError(path + ": cannot create: " + std::strerror(error));
+    }
+    fs::remove(temp, ec);
+  } catch (...) {
+    fs::remove(temp, ec);
+    fs::remove(temp + "-wal", ec);
+    fs::remove(temp + "-shm", ec);
+    throw;
+  }
+  return open(path);
+}
+
+std::unique_ptr<ProjectStore> ProjectStore::open(const std::string& path, bool readOnly) {
+  OpenDatabaseOptions options;
+  options.readOnly = readOnly;
+  return std::unique_ptr<ProjectStore>(new ProjectStore(path, openProjectDatabase(path, options)));
+}
+
+std::unique_ptr<ProjectStore> ProjectStore::openOrCreate(const std::string& path, bool* created) {
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(std::filesystem::symlink_status(path, ec));
+  if (created != nullptr) *created = !exists;
+  return exists ? open(path) : create(path);
+}
+
+int ProjectStore::schemaVersion() {
+  std::lock_guard lock(mutex_);
+  return static_cast<int>(db_->queryInt("PRAGMA user_version"));
+}
+
+std::map<std::string, std::string> ProjectStore::metadata() {
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(*db_, "SELECT key, value FROM project_meta ORDER BY key");
+  std::map<std::string, std::string> out;
+  while (s.step()) out[s.columnText(0)] = s.columnText(1);
+  return out;
+}
+
+void ProjectStore::setMetadata(const std::string& key, const std::string& value) {
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(*db_, "INSERT OR REPLACE INTO project_meta(key, value) VALUES (?, ?)");
+  s.bind(1, key).bind(2, value).run();
+}
+
+int64_t ProjectStore::createEntity(EntityKind kind, const std::string& name,
+                                   const nlohmann::json& config) {
+  if (name.empty()) throw StoreError(std::string(toString(kind)) + ": the name is empty");
+  std::lock_guard lock(mutex_);
+  const int64_t now = epochMsNow();
+  sqlite::Statement s(*db_, entitySql(kind,
+                                      "INSERT INTO %T(name, config, created_ms, updated_ms) "
+                                      "VALUES (?, ?, ?, ?)")
+                                .c_str());
+  try {
+    s.bind(1, name).bind(2, config.dump()).bind(3, now).bind(4, now).run();
+  } catch (const StoreError& e) {
+    rethrowEntityError(e, kind, name);
+  }
+  return db_->lastInsertId();
+}
+
+int64_t ProjectStore::putEntity(EntityKind kind, const std::string& name,
+                                const nlohmann::json& config) {
+  if (name.empty()) throw StoreError(std::string(toString(kind)) + ": the name is empty");
+  std::lock_guard lock(mutex_);
+  const int64_t now = epochMsNow();
+  sqlite::Transaction transaction(*db_);
+  sqlite::Statement find(*db_, entitySql(kind, "SELECT id, config FROM %T WHERE name = ?").c_str());
+  find.bind(1, name);
+  int64_t id = 0;
+  if (find.step()) {
+    id = find.columnInt(0);
+    const std::string text = config.dump();
+    if (find.columnText(1) != text) {
+      sqlite::Statement update(
+          *db_, entitySql(kind, "UPDATE %T SET config = ?, updated_ms = ? WHERE id = ?").c_str());
+      update.bind(1, text).bind(2, now).bind(3, id).run();
+    }
+  } else {
+    sqlite::Statement insert(*db_, entitySql(kind,
+                                             "INSERT INTO %T(name, config, created_ms, updated_ms) "
+                                             "VALUES (?, ?, ?, ?)")
+                                       .c_str());
+    insert.bind(1, name).bind(2, config.dump()).bind(3, now).bind(4, now).run();
+    id = db_->lastInsertId();
+  }
+  transaction.commit();
+  return id;
+}
+
+std::optional<Entity> ProjectStore::entity(EntityKind kind, int64_t id) {
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(
+      *db_, entitySql(kind, "SELECT id, name, config, created_ms, updated_ms FROM %T WHERE id = ?")
+                .c_str());
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  return readEntity(s, kind);
+}
+
+std::optional<Entity> ProjectStore::entityByName(EntityKind kind, const std::string& name) {
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(
+      *db_,
+      entitySql(kind, "SELECT id, name, config, created_ms, updated_ms FROM %T WHERE name = ?")
+          .c_str());
+  s.bind(1, name);
+  if (!s.step()) return std::nullopt;
+  return readEntity(s, kind);
+}
+
+std::vector<Entity> ProjectStore::entities(EntityKind kind) {
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(
+      *db_, entitySql(kind, "SELECT id, name, config, created_ms, updated_ms FROM %T ORDER BY id")
+                .c_str());
+  std::vector<Entity> out;
+  while (s.step()) out.push_back(readEntity(s, kind));
+  return out;
+}
+
+void ProjectStore::updateEntity(EntityKind kind, int64_t id, const std::string& name,
+                                const nlohmann::json& config) {
+  if (name.empty()) throw StoreError(std::string(toString(kind)) + ": the name is empty");
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(
+      *db_,
+      entitySql(kind, "UPDATE %T SET name = ?, config = ?, updated_ms = ? WHERE id = ?").c_str());
+  try {
+    s.bind(1, name).bind(2, config.dump()).bind(3, epochMsNow()).bind(4, id).run();
+  } catch (const StoreError& e) {
+    rethrowEntityError(e, kind, name);
+  }
+  if (db_->changes() == 0)
+    throw StoreError(std::string("no ") + toString(kind) + " " + std::to_string(id) + " in " +
+                     path_);
+}
+
+void ProjectStore::deleteEntity(EntityKind kind, int64_t id) {
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(*db_, entitySql(kind, "DELETE FROM %T WHERE id = ?").c_str());
+  s.bind(1, id).run();
+  if (db_->changes() == 0)
+    throw StoreError(std::string("no ") + toString(kind) + " " + std::to_string(id) + " in " +
+                     path_);
+}
+
+int64_t ProjectStore::beginRun(const RunStart& start) {
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(*db_,
+                      "INSERT INTO runs(experiment_id, name, strategy, seed, status, started_ms, "
+                      "program_version, spec) VALUES (?, ?, ?, ?, 'running', ?, ?, ?)");
+  s.bind(1, start.experimentId).bind(2, start.name).bind(3, start.strategy);
+  s.bind(4, std::bit_cast<int64_t>(start.seed)).bind(5, epochMsNow());
+  s.bind(6, "DTLab " DTLAB_VERSION);
+  if (start.spec.is_null()) {
+    s.bindNull(7);
+  } else {
+    s.bind(7, start.spec.dump());
+  }
+  try {
+    s.run();
+  } catch (const StoreError& e) {
+    if (std::string(e.what()).find("FOREIGN KEY") != std::string::npos)
+      throw StoreError("no experiment " + std::to_string(start.experimentId.value_or(0)) + " in " +
+                       path_);
+    throw;
+  }
+  return db_->lastInsertId();
+}
+
+void ProjectStore::finishRun(int64_t runId, const RunSummary& summary) {
+  requireRun(runId);
+  std::lock_guard lock(mutex_);
+  sqlite::Transaction transaction(*db_);
+  sqlite::Statement update(*db_,
+                           "UPDATE runs SET status = ?, ended_ms = ?, error = ? WHERE id = ?");
+  update.bind(1, summary.status.empty() ? std::string("completed") : summary.status);
+  update.bind(2, epochMsNow()).bind(3, summary.error).bind(4, runId).run();
+  sqlite::Statement put(*db_,
+                        "INSERT OR REPLACE INTO run_summaries(run_id, summary) VALUES (?, ?)");
+  put.bind(1, runId).bind(2, toJson(summary).dump()).run();
+  transaction.commit();
+}
+
+void ProjectStore::setRunStatus(int64_t runId, const std::string& status,
+                                const std::string& error) {
+  requireRun(runId);
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(*db_,
+                      "UPDATE runs SET status = ?, error = ?, ended_ms = CASE WHEN ? = 'running' "
+                      "THEN NULL ELSE ? END WHERE id = ?");
+  s.bind(1, status).bind(2, error).bind(3, status).bind(4, epochMsNow()).bind(5, runId).run();
+}
+
+std::optional<RunRecord> ProjectStore::run(int64_t runId) {
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(*db_,
+                      (std::string("SELECT ") + kRunColumns + " FROM runs WHERE id = ?").c_str());
+  s.bind(1, runId);
+  if (!s.step()) return std::nullopt;
+  return readRun(s);
+}
+
+RunRecord ProjectStore::requireRun(int64_t runId) {
+  if (std::optional<RunRecord> r = run(runId)) return *r;
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(*db_, "SELECT id FROM runs ORDER BY id");
+  std::vector<int64_t> ids;
+  while (s.step()) ids.push_back(s.columnInt(0));
+  std::string has = "it has no runs";
+  if (!ids.empty()) {
+    has = "its runs are ";
+    for (std::size_t i = 0; i < ids.size() && i < 12; ++i)
+      has += (i > 0 ? ", " : "") + std::to_string(ids[i]);
+    if (ids.size() > 12) has += ", ... " + std::to_string(ids.back());
+  }
+  throw StoreError("no run " + std::to_string(runId) + " in " + path_ + " (" + has + ")");
+}
+
+std::vector<RunRecord> ProjectStore::runs() {
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(*db_,
+                      (std::string("SELECT ") + kRunColumns + " FROM runs ORDER BY id").c_str());
+  std::vector<RunRecord> out;
+  while (s.step()) out.push_back(readRun(s));
+  return out;
+}
+
+void ProjectStore::deleteRun(int64_t runId, bool force) {
+  const RunRecord r = requireRun(runId);
+  if (r.status == "running" && !force)
+    throw StoreError("run " + std::to_string(runId) + " ('" + r.name +
+                     "') is still marked running; if the process recording it is gone, "
+                     "delete it with force (dtlab-cli: --force)");
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(*db_, "DELETE FROM runs WHERE id = ?");
+  s.bind(1, runId).run();  // series, chunks, events, metrics and summary cascade
+}
+
+std::optional<nlohmann::json> ProjectStore::runSummary(int64_t runId) {
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(*db_, "SELECT summary FROM run_summaries WHERE run_id = ?");
+  s.bind(1, runId);
+  if (!s.step()) return std::nullopt;
+  return parseStoredJson(s.columnText(0), "summary of run " + std::to_string(runId));
+}
+
+std::vector<RunMetric> ProjectStore::runMetrics(int64_t runId) {
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(*db_,
+                      "SELECT key, count, last_step, last_wall_ms, last_value, min_value, "
+                      "max_value FROM run_metrics WHERE run_id = ? ORDER BY key");
+  s.bind(1, runId);
+  std::vector<RunMetric> out;
+  while (s.step()) {
+    RunMetric m;
+    m.key = s.columnText(0);
+    m.count = s.columnInt(1);
+    m.lastStep = s.columnInt(2);
+    m.lastWallMs = s.columnDouble(3);
+    m.lastValue = s.columnDouble(4);
+    m.minValue = s.columnDouble(5);
+    m.maxValue = s.columnDouble(6);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+void ProjectStore::addEvent(int64_t runId, const RunEvent& event) {
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(*db_,
+                      "INSERT INTO events(run_id, step, wall_ms, kind, detail) "
+                      "VALUES (?, ?, ?, ?, ?)");
+  s.bind(1, runId).bind(2, event.step).bind(3, event.wallMs).bind(4, event.kind);
+  s.bind(5, event.detail);
+  try {
+    s.run();
+  } catch (const StoreError& e) {
+    if (std::string(e.what()).find("FOREIGN KEY") != std::string::npos)
+      throw StoreError("no run " + std::to_string(runId) + " in " + path_);
+    throw;
+  }
+}
+
+std::vector<RunEvent> ProjectStore::events(int64_t runId) {
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(*db_,
+                      "SELECT step, wall_ms, kind, detail FROM events WHERE run_id = ? "
+                      "ORDER BY id");
+  s.bind(1, runId);
+  std::vector<RunEvent> out;
+  while (s.step())
+    out.push_back({s.columnInt(0), s.columnDouble(1), s.columnText(2), s.columnText(3)});
+  return out;
+}
+
+std::vector<SeriesInfo> ProjectStore::series(int64_t runId) {
+  std::lock_guard lock(mutex_);
+  // Aggregates chunk rows, not points: a few rows per 4,096 points.
+  sqlite::Statement s(*db_,
+                      "SELECT s.id, s.run_id, s.node, s.worker, s.key, coalesce(sum(c.count), 0), "
+                      "coalesce(min(c.min_step), 0), coalesce(max(c.max_step), 0) "
+                      "FROM series s LEFT JOIN chunks c ON c.series_id = s.id "
+                      "WHERE s.run_id = ? GROUP BY s.id ORDER BY s.key, s.node, s.worker");
+  s.bind(1, runId);
+  std::vector<SeriesInfo> out;
+  while (s.step()) {
+    SeriesInfo info;
+    info.id = s.columnInt(0);
+    info.runId = s.columnInt(1);
+    info.node = static_cast<int>(s.columnInt(2));
+    info.worker = static_cast<int>(s.columnInt(3));
+    info.key = s.columnText(4);
+    info.count = s.columnInt(5);
+    info.minStep = s.columnInt(6);
+    info.maxStep = s.columnInt(7);
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+std::optional<int64_t> ProjectStore::findSeries(int64_t runId, int node, int worker,
+                                                const std::string& key) {
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(*db_,
+                      "SELECT id FROM series WHERE run_id = ? AND key = ? AND node = ? AND "
+                      "worker = ?");
+  s.bind(1, runId).bind(2, key).bind(3, node).bind(4, worker);
+  if (!s.step()) return std::nullopt;
+  return s.columnInt(0);
+}
+
+SeriesData ProjectStore::querySeries(const SeriesQuery& query) {
+  std::lock_guard lock(mutex_);
+  // One read transaction, so the chunk list and the blobs come from the same snapshot
+  // while the appender commits beside us.
+  db_->exec("BEGIN");
+  try {
+    SeriesData data = dtlab::core::querySeries(*db_, query);
+    db_->exec("COMMIT");
+    return data;
+  } catch (...) {
+    sqlite3_exec(db_->handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+std::vector<SeriesPoint> ProjectStore::readSeries(int64_t seriesId, std::optional<int64_t> fromStep,
+                                                  std::optional<int64_t> toStep) {
+  std::lock_guard lock(mutex_);
+  db_->exec("BEGIN");
+  try {
+    std::vector<SeriesPoint> points = readSeriesPoints(*db_, seriesId, fromStep, toStep);
+    db_->exec("COMMIT");
+    return points;
+  } catch (...) {
+    sqlite3_exec(db_->handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+}  // namespace dtlab::core

@@ -1,0 +1,401 @@
+#include "core/store/schema.h"
+
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <vector>
+
+#include "core/common/config.h"
+#include "core/store/chunk_codec.h"
+#include "core/store/sqlite_db.h"
+
+namespace dtlab::core {
+namespace {
+
+// Version 1: the first layout, one row per point. Kept verbatim: it is what a v1 file
+// holds, and a new file is built by running every step from 0.
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE project_meta (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE datasets (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  config TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL
+);
+CREATE TABLE topologies (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  config TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL
+);
+CREATE TABLE experiments (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  config TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL
+);
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY,
+  experiment_id INTEGER REFERENCES experiments(id) ON DELETE SET NULL,
+  name TEXT NOT NULL,
+  strategy TEXT NOT NULL,
+  seed INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  started_ms INTEGER NOT NULL,
+  ended_ms INTEGER,
+  program_version TEXT NOT NULL,
+  spec TEXT,
+  error TEXT
+);
+CREATE INDEX runs_by_experiment ON runs(experiment_id);
+CREATE TABLE series (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  node INTEGER NOT NULL,
+  worker INTEGER NOT NULL,
+  key TEXT NOT NULL,
+  UNIQUE (run_id, key, node, worker)
+);
+CREATE TABLE points (
+  series_id INTEGER NOT NULL REFERENCES series(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  wall_ms REAL NOT NULL,
+  value REAL,
+  PRIMARY KEY (series_id, step)
+) WITHOUT ROWID;
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  wall_ms REAL NOT NULL,
+  kind TEXT NOT NULL,
+  detail TEXT NOT NULL
+);
+CREATE INDEX events_by_run ON events(run_id, step);
+CREATE TABLE run_summaries (
+  run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  summary TEXT NOT NULL
+);
+)sql";
+
+// Version 2 additions. In `chunks` the blob is the last column: SQLite spills a record's
+// tail to overflow pages, so the planning columns stay on the B-tree page and a query that
+// only needs them never reads the blob. The (series_id, min_step) index serves range
+// queries, series deletion (the foreign key cascade) and ordered reads.
+constexpr const char* kSchemaV2Additions = R"sql(
+CREATE TABLE chunks (
+  id INTEGER PRIMARY KEY,
+  series_id INTEGER NOT NULL REFERENCES series(id) ON DELETE CASCADE,
+  count INTEGER NOT NULL,
+  min_step INTEGER NOT NULL,
+  max_step INTEGER NOT NULL,
+  min_wall_ms REAL NOT NULL,
+  max_wall_ms REAL NOT NULL,
+  min_value REAL,
+  min_value_step INTEGER,
+  min_value_wall_ms REAL,
+  max_value REAL,
+  max_value_step INTEGER,
+  max_value_wall_ms REAL,
+  data BLOB NOT NULL
+);
+CREATE INDEX chunks_by_series ON chunks(series_id, min_step);
+CREATE TABLE run_metrics (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  key TEXT NOT NULL,
+  count INTEGER NOT NULL,
+  last_step INTEGER NOT NULL,
+  last_wall_ms REAL NOT NULL,
+  last_value REAL,
+  min_value REAL,
+  max_value REAL,
+  PRIMARY KEY (run_id, key)
+) WITHOUT ROWID;
+)sql";
+
+void createV1(sqlite::Db& db) {
+  db.exec(kSchemaV1);
+  db.exec(("PRAGMA application_id = " + std::to_string(kProjectApplicationId)).c_str());
+  sqlite::Statement meta(db, "INSERT INTO project_meta(key, value) VALUES (?, ?)");
+  meta.bind(1, "created_ms").bind(2, std::to_string(epochMsNow())).run();
+  meta.bind(1, "created_with").bind(2, "DTLab " DTLAB_VERSION).run();
+}
+
+// Per (run, key) aggregate accumulated while converting, written to run_metrics.
+struct MetricAggregate {
+  int64_t count = 0;
+  int64_t lastStep = 0;
+  double lastWallMs = 0.0;
+  double lastValue = std::nan("");
+  double minValue = std::nan("");
+  double maxValue = std::nan("");
+};
+
+void insertChunk(sqlite::Statement& insert, int64_t seriesId, std::span<const SeriesPoint> points,
+                 std::vector<unsigned char>& blob) {
+  const ChunkStats s = chunkStats(points);
+  encodeChunk(points, blob);
+  insert.bind(1, seriesId).bind(2, s.count).bind(3, s.minStep).bind(4, s.maxStep);
+  insert.bind(5, s.minWallMs).bind(6, s.maxWallMs);
+  if (s.hasValue) {
+    insert.bind(7, s.minPoint.value).bind(8, s.minPoint.step).bind(9, s.minPoint.wallMs);
+    insert.bind(10, s.maxPoint.value).bind(11, s.maxPoint.step).bind(12, s.maxPoint.wallMs);
+  }
+  insert.bindBlob(13, blob);
+  insert.run();
+}
+
+// v1 -> v2: repack every series' points into chunks (in step order, which v1's primary
+// key guarantees), compute run_metrics from them, and drop the old table.
+void packPointsIntoChunks(sqlite::Db& db) {
+  db.exec(kSchemaV2Additions);
+  sqlite::Statement seriesList(db, "SELECT id, run_id, key FROM series ORDER BY id");
+  sqlite::Statement points(
+      db, "SELECT step, wall_ms, value FROM points WHERE series_id = ? ORDER BY step");
+  sqlite::Statement insert(db,
+                           "INSERT INTO chunks(series_id, count, min_step, max_step, "
+                           "min_wall_ms, max_wall_ms, min_value, min_value_step, "
+                           "min_value_wall_ms, max_value, max_value_step, max_value_wall_ms, "
+                           "data) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  std::map<std::pair<int64_t, std::string>, MetricAggregate> metrics;
+  std::vector<SeriesPoint> buffer;
+  std::vector<unsigned char> blob;
+  while (seriesList.step()) {
+    const int64_t seriesId = seriesList.columnInt(0);
+    MetricAggregate& m = metrics[{seriesList.columnInt(1), seriesList.columnText(2)}];
+    points.bind(1, seriesId);
+    buffer.clear();
+    while (points.step()) {
+      const SeriesPoint p{points.columnInt(0), points.columnDouble(1), points.columnDouble(2)};
+      const double stored = static_cast<float>(p.value);
+      if (m.count == 0 || p.step >= m.lastStep) {
+        m.lastStep = p.step;
+        m.lastWallMs = p.wallMs;
+        m.lastValue = stored;
+      }
+      ++m.count;
+      if (!std::isnan(stored)) {
+        m.minValue = std::isnan(m.minValue) ? stored : std::min(m.minValue, stored);
+        m.maxValue = std::isnan(m.maxValue) ? stored : std::max(m.maxValue, stored);
+      }
+      buffer.push_back(p);
+      if (buffer.size() == kChunkCapacity) {
+        insertChunk(insert, seriesId, buffer, blob);
+        buffer.clear();
+      }
+    }
+    points.reset();
+    if (!buffer.empty()) insertChunk(insert, seriesId, buffer, blob);
+  }
+  sqlite::Statement metric(db,
+                           "INSERT INTO run_metrics(run_id, key, count, last_step, last_wall_ms, "
+                           "last_value, min_value, max_value) VALUES (?,?,?,?,?,?,?,?)");
+  for (const auto& [key, m] : metrics) {
+    if (m.count == 0) continue;
+    metric.bind(1, key.first).bind(2, key.second).bind(3, m.count).bind(4, m.lastStep);
+    metric.bind(5, m.lastWallMs).bind(6, m.lastValue).bind(7, m.minValue).bind(8, m.maxValue);
+    metric.run();
+  }
+  db.exec("DROP TABLE points");
+}
+
+constexpr std::array<Migration, 2> kMigrations = {{
+    {0, "create the project tables", &createV1},
+    {1, "pack points into chunks; add run_metrics", &packPointsIntoChunks},
+}};
+static_assert(kMigrations.size() == kSchemaVersion, "one migration step per version");
+
+// A file refused on purpose, as opposed to an SQLite error met while checking it.
+class RefusedFile : public StoreError {
+ public:
+  using StoreError::StoreError;
+};
+
+// An SQLite URI for a file path: "file:" and the path with '%', '?' and '#' escaped.
+std::string fileUri(const std::string& path) {
+  std::string uri = "file:";
+  for (char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      static const char* hex = "0123456789ABCDEF";
+      uri += '%';
+      uri += hex[(static_cast<unsigned char>(c) >> 4) & 15];
+      uri += hex[static_cast<unsigned char>(c) & 15];
+    } else {
+      uri += c;
+    }
+  }
+  return uri;
+}
+
+uint32_t bigEndian32(const unsigned char* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+}
+
+}  // namespace
+
+const Migration* migrationSteps(int* count) {
+  *count = static_cast<int>(kMigrations.size());
+  return kMigrations.data();
+}
+
+int64_t epochMsNow() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+FileHeader checkProjectFileHeader(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) throw StoreError(path + ": no such project file");
+  if (!fs::is_regular_file(status)) throw StoreError(path + ": not a regular file");
+  const auto size = static_cast<int64_t>(fs::file_size(path, ec));
+  if (ec) throw StoreError(path + ": cannot read its size: " + ec.message());
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw StoreError(path + ": cannot be read (permissions?)");
+  const std::string refused = "; the file was not opened and not modified";
+  if (size == 0) throw StoreError(path + ": empty file, not a DTLab project" + refused);
+  std::array<unsigned char, 100> h{};
+  in.read(reinterpret_cast<char*>(h.data()), h.size());
+  if (in.gcount() < 16 || std::memcmp(h.data(), "SQLite format 3\0", 16) != 0)
+    throw StoreError(path + ": not a DTLab project (not an SQLite database)" + refused);
+  if (in.gcount() < static_cast<std::streamsize>(h.size()))
+    throw StoreError(path + ": damaged project file (truncated inside its header)" + refused);
+
+  FileHeader header;
+  const int rawPageSize = (h[16] << 8) | h[17];
+  header.pageSize = rawPageSize == 1 ? 65536 : rawPageSize;
+  if (header.pageSize < 512 || (header.pageSize & (header.pageSize - 1)) != 0)
+    throw StoreError(path + ": damaged project file (invalid page size " +
+                     std::to_string(rawPageSize) + ")" + refused);
+  header.userVersion = static_cast<int>(bigEndian32(&h[60]));
+  header.applicationId = static_cast<int32_t>(bigEndian32(&h[68]));
+  // The header's page count is valid when its change counter equals version-valid-for.
+  if (bigEndian32(&h[24]) == bigEndian32(&h[92])) header.pages = bigEndian32(&h[28]);
+
+  // A hot WAL file may legitimately hold pages the main file does not have yet (a
+  // checkpoint interrupted by a crash); SQLite reconciles the two, and the integrity check
+  // after opening catches real damage. Without one, a file shorter than its header says
+  // lost its tail.
+  const bool hotWal = fs::exists(path + "-wal", ec) && fs::file_size(path + "-wal", ec) > 0;
+  if (!hotWal) {
+    const int64_t expected = header.pages * header.pageSize;
+    if (header.pages > 0 ? size < expected : size % header.pageSize != 0)
+      throw StoreError(path + ": damaged project file (truncated: " + std::to_string(size) +
+                       " bytes, its header says " +
+                       std::to_string(header.pages > 0 ? expected : size) + ")" + refused);
+  }
+  if (header.applicationId != kProjectApplicationId)
+    throw StoreError(path + ": an SQLite database but not a DTLab project" + refused);
+  if (header.userVersion > kSchemaVersion)
+    throw StoreError(path + ": written by a newer DTLab (project schema version " +
+                     std::to_string(header.userVersion) + "; this build reads versions up to " +
+                     std::to_string(kSchemaVersion) + "). Update DTLab to open it" + refused);
+  if (header.userVersion < 1)
+    throw StoreError(path + ": damaged project file (no schema version)" + refused);
+  return header;
+}
+
+std::unique_ptr<sqlite::Db> openProjectDatabase(const std::string& path,
+                                                const OpenDatabaseOptions& options) {
+  checkProjectFileHeader(path);
+  const std::string refused = "; the file was not modified";
+  // Everything up to the migration only reads. The header was checked above, but a WAL
+  // file beside it may carry a newer header, so the same questions are asked again
+  // through SQLite. Returns the schema version.
+  auto checks = [&](sqlite::Db& db) {
+    try {
+      if (db.queryInt("PRAGMA application_id") != kProjectApplicationId)
+        throw RefusedFile(path + ": an SQLite database but not a DTLab project" + refused);
+      const int version = static_cast<int>(db.queryInt("PRAGMA user_version"));
+      if (version > kSchemaVersion)
+        throw RefusedFile(path + ": written by a newer DTLab (project schema version " +
+                          std::to_string(version) + "; this build reads versions up to " +
+                          std::to_string(kSchemaVersion) + "). Update DTLab to open it" + refused);
+      if (options.verify) {
+        sqlite::Statement check(db, "PRAGMA quick_check(1)");
+        const std::string result = check.step() ? check.columnText(0) : "no result";
+        if (result != "ok")
+          throw RefusedFile(path + ": damaged project file (integrity check: " + result + ")" +
+                            refused);
+      }
+      return version;
+    } catch (const RefusedFile&) {
+      throw;
+    } catch (const StoreError& e) {
+      // An SQLite error while only reading: SQLITE_NOTADB, SQLITE_CORRUPT and the like.
+      throw RefusedFile(path + ": damaged project file (" + e.what() + ")" + refused);
+    }
+  };
+  // A read-only connection to a WAL database creates -wal and -shm files beside it and,
+  // unlike a read-write one, cannot remove them when it closes. With no WAL content the
+  // main file is the whole database, so the checks read it as immutable, which creates
+  // nothing; the real connection is opened only for a file that passed.
+  std::error_code ec;
+  const bool hotWal = std::filesystem::exists(path + "-wal", ec) &&
+                      std::filesystem::file_size(path + "-wal", ec) > 0;
+  const bool checkImmutable = options.readOnly && !hotWal;
+  if (checkImmutable) {
+    sqlite::Db snapshot(fileUri(path) + "?immutable=1", SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
+                        path);
+    checks(snapshot);
+  }
+  auto db = std::make_unique<sqlite::Db>(
+      path, options.readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE);
+  const int version =
+      checkImmutable ? static_cast<int>(db->queryInt("PRAGMA user_version")) : checks(*db);
+  if (version < kSchemaVersion && options.readOnly)
+    throw StoreError(path + ": project schema version " + std::to_string(version) +
+                     " must be upgraded to " + std::to_string(kSchemaVersion) +
+                     "; open it once read-write (e.g. dtlab-cli project show)");
+  if (!options.readOnly) {
+    // WAL: readers never block the writer nor see "database is locked" from it, and a
+    // killed writer loses at most its uncommitted transaction. synchronous=NORMAL keeps
+    // every commit across a process crash; only a power loss can drop the last commits,
+    // and never corrupts.
+    const std::string mode = db->queryText("PRAGMA journal_mode = WAL");
+    if (mode != "wal")
+      throw StoreError(path + ": cannot switch to WAL journal mode (got '" + mode +
+                       "'); is the file on a network file system?");
+    db->exec("PRAGMA synchronous = NORMAL");
+    // A checkpoint rewinds the WAL but leaves the file as large as the largest commit;
+    // this bounds what a burst of big commits leaves on disk.
+    db->exec("PRAGMA journal_size_limit = 67108864");
+    migrateToLatest(*db);
+  }
+  // Chart queries read blob pages repeatedly; a bigger page cache than SQLite's 2 MB
+  // default keeps a zoomed series in memory.
+  db->exec("PRAGMA cache_size = -32768");
+  return db;
+}
+
+void migrateToLatest(sqlite::Db& db) {
+  for (;;) {
+    const int version = static_cast<int>(db.queryInt("PRAGMA user_version"));
+    if (version >= kSchemaVersion) return;
+    const Migration& step = kMigrations[static_cast<std::size_t>(version)];
+    try {
+      sqlite::Transaction transaction(db);
+      step.apply(db);
+      db.exec(("PRAGMA user_version = " + std::to_string(version + 1)).c_str());
+      transaction.commit();
+    } catch (const StoreError& e) {
+      throw StoreError(std::string("migration from schema version ") + std::to_string(version) +
+                       " (" + step.description + ") failed, the file stays at version " +
+                       std::to_string(version) + ": " + e.what());
+    }
+  }
+}
+
+}  // namespace dtlab::core

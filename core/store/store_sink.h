@@ -1,0 +1,93 @@
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/spec/experiment_spec.h"
+#include "core/store/point_appender.h"
+#include "core/store/project_store.h"
+#include "core/train/metrics.h"
+
+namespace dtlab::core {
+
+// Records one run's metrics through a PointAppender: each StepMetrics becomes one point in
+// each of the nine per-worker series (DESIGN.md "Metrics": loss, samples_per_s, step_ms,
+// compute_ms, comm_ms, wait_ms, utilization, batch_share, staleness) of worker
+// m.worker on `node`; each EvalMetrics a point of the run-level test_loss and
+// test_accuracy series (node and worker kNoNode/kNoWorker; no accuracy point for
+// regression, where it is NaN); each RunEvent an event row. Nothing here does I/O, so
+// it is safe on the training thread.
+class StoreSink : public MetricSink {
+ public:
+  StoreSink(PointAppender& appender, int64_t runId, int node = 0);
+
+  void onStep(const StepMetrics& m) override;
+  void onEval(const EvalMetrics& m) override;
+  void onEvent(const RunEvent& e) override;
+
+  int64_t runId() const { return runId_; }
+
+  // The step metric keys in the order onStep writes them.
+  static const std::array<const char*, 9>& stepKeys();
+
+ private:
+  const std::array<SeriesHandle, 9>& handlesOf(int worker);
+
+  PointAppender& appender_;
+  int64_t runId_;
+  int node_;
+  std::mutex mutex_;  // workers may report from several threads
+  std::vector<std::array<SeriesHandle, 9>> workerHandles_;
+  std::vector<bool> workerKnown_;
+  SeriesHandle testLoss_;
+  SeriesHandle testAccuracy_;
+};
+
+// Records a whole local run in a project: stores the spec as the experiment of that name
+// (creating or updating it), begins a run with the exact spec, records metrics as they
+// happen through its own appender, and on finish() commits the last points and stores
+// the summary. A recording dropped without finish() marks the run failed.
+class RunRecording {
+ public:
+  RunRecording(ProjectStore& store, const ExperimentSpec& spec, const std::string& strategy,
+               AppenderOptions options = {});
+  ~RunRecording();
+  RunRecording(const RunRecording&) = delete;
+  RunRecording& operator=(const RunRecording&) = delete;
+
+  MetricSink& sink() { return *sink_; }
+  int64_t runId() const { return runId_; }
+  // Flushes the points, then stores the summary and the final status. Throws StoreError.
+  void finish(const RunSummary& summary);
+
+ private:
+  ProjectStore& store_;
+  int64_t runId_ = 0;
+  std::unique_ptr<PointAppender> appender_;
+  std::unique_ptr<StoreSink> sink_;
+  bool finished_ = false;
+};
+
+// Forwards every callback to each sink in order (e.g. the progress printer and a store).
+class FanOutSink : public MetricSink {
+ public:
+  explicit FanOutSink(std::vector<MetricSink*> sinks) : sinks_(std::move(sinks)) {}
+  void onStep(const StepMetrics& m) override {
+    for (MetricSink* s : sinks_) s->onStep(m);
+  }
+  void onEval(const EvalMetrics& m) override {
+    for (MetricSink* s : sinks_) s->onEval(m);
+  }
+  void onEvent(const RunEvent& e) override {
+    for (MetricSink* s : sinks_) s->onEvent(e);
+  }
+
+ private:
+  std::vector<MetricSink*> sinks_;
+};
+
+}  // namespace dtlab::core

@@ -1,0 +1,155 @@
+#include "remote/cluster/local_cluster.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "core/common/check.h"
+
+namespace dtlab::remote {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Reads the child's first stdout line ("dtlab-node listening on ADDR") within the timeout.
+std::string readListenLine(int fd, Clock::time_point deadline, pid_t pid) {
+  std::string line;
+  char c = 0;
+  while (true) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0)
+      throw Error("dtlab-node (pid " + std::to_string(pid) + ") did not report its port in time");
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;
+    const ssize_t n = ::read(fd, &c, 1);
+    if (n == 0)
+      throw Error("dtlab-node (pid " + std::to_string(pid) + ") exited before listening" +
+                  (line.empty() ? "" : ": " + line));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw Error(std::string("reading dtlab-node output: ") + std::strerror(errno));
+    }
+    if (c == '\n') return line;
+    if (line.size() < 4096) line += c;
+  }
+}
+
+}  // namespace
+
+std::string defaultNodeBinary() {
+  if (const char* env = std::getenv("DTLAB_NODE_BINARY")) return env;
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::filesystem::path beside = self.parent_path() / "dtlab-node";
+  if (!ec && std::filesystem::exists(beside)) return beside.string();
+  // A test binary in build/tests/: the daemon lives in build/app/.
+  const std::filesystem::path sibling = self.parent_path().parent_path() / "app" / "dtlab-node";
+  if (!ec && std::filesystem::exists(sibling)) return sibling.string();
+  return "dtlab-node";
+}
+
+LocalCluster::LocalCluster(std::string nodeBinary, const std::vector<LocalNodeOptions>& nodes,
+                           std::string token, std::chrono::milliseconds startTimeout) {
+  const Clock::time_point deadline = Clock::now() + startTimeout;
+  const pid_t parent = ::getpid();
+  try {
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const LocalNodeOptions& o = nodes[i];
+      std::vector<std::string> args = {
+          nodeBinary, "--listen", "127.0.0.1:0", "--name", "node" + std::to_string(i), "--speed",
+          std::to_string(o.speed), "--bandwidth-mbps", std::to_string(o.bandwidthMbps),
+          "--latency-ms", std::to_string(o.latencyMs), "--threads", std::to_string(o.threads),
+          // The launcher's own stderr is the user's terminal:
+          // only problems, not every start and stop.
+          "--log-level", "warn"};
+      if (!token.empty()) {
+        args.push_back("--token");
+        args.push_back(token);
+      }
+      int pipeFds[2];
+      if (::pipe2(pipeFds, O_CLOEXEC) != 0)
+        throw Error(std::string("pipe: ") + std::strerror(errno));
+      const pid_t pid = ::fork();
+      if (pid < 0) throw Error(std::string("fork: ") + std::strerror(errno));
+      if (pid == 0) {
+        // Child: die with the launcher, whatever kills it.
+        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (::getppid() != parent) ::_exit(1);  // the parent died before prctl took effect
+        ::dup2(pipeFds[1], STDOUT_FILENO);
+        std::vector<char*> argv;
+        for (std::string& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        ::execv(argv[0], argv.data());
+        const std::string message = "cannot start " + args[0] + ": " + std::strerror(errno) + "\n";
+        ssize_t ignored = ::write(STDOUT_FILENO, message.data(), message.size());
+        (void)ignored;
+        ::_exit(127);
+      }
+      ::close(pipeFds[1]);
+      // The read end stays open for the daemon's lifetime: closing it would turn any
+      // later stdout write of the daemon into SIGPIPE. (It writes one line; logs go to stderr.)
+      nodes_.push_back({pid, {}, false, pipeFds[0]});
+      const std::string line = readListenLine(pipeFds[0], deadline, pid);
+      const std::string prefix = "dtlab-node listening on ";
+      if (line.rfind(prefix, 0) != 0)
+        throw Error("dtlab-node " + std::to_string(i) + " said: " + line);
+      nodes_.back().address = line.substr(prefix.size());
+    }
+  } catch (...) {
+    stop(std::chrono::seconds(2));
+    throw;
+  }
+}
+
+LocalCluster::~LocalCluster() {
+  stop();
+}
+
+std::vector<std::string> LocalCluster::addresses() const {
+  std::vector<std::string> out;
+  for (const Node& n : nodes_) out.push_back(n.address);
+  return out;
+}
+
+void LocalCluster::signal(int i, int sig) {
+  const Node& n = nodes_.at(static_cast<std::size_t>(i));
+  if (!n.reaped) ::kill(n.pid, sig);
+}
+
+void LocalCluster::stop(std::chrono::milliseconds grace) {
+  for (Node& n : nodes_)
+    if (!n.reaped) ::kill(n.pid, SIGTERM);
+  const Clock::time_point deadline = Clock::now() + grace;
+  for (Node& n : nodes_) {
+    while (!n.reaped) {
+      int status = 0;
+      const pid_t r = ::waitpid(n.pid, &status, WNOHANG);
+      if (r == n.pid || (r < 0 && errno == ECHILD)) {
+        n.reaped = true;
+        break;
+      }
+      if (Clock::now() >= deadline) {
+        ::kill(n.pid, SIGKILL);
+        ::waitpid(n.pid, &status, 0);
+        n.reaped = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (n.stdoutFd >= 0) ::close(n.stdoutFd);
+    n.stdoutFd = -1;
+  }
+}
+
+}  // namespace dtlab::remote

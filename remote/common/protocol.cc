@@ -1,0 +1,69 @@
+#include "remote/common/protocol.h"
+
+#include <string>
+
+namespace dtlab::remote {
+
+grpc::Status checkProtocolVersion(uint32_t clientVersion) {
+  if (clientVersion == kProtocolVersion) return grpc::Status::OK;
+  return {grpc::StatusCode::FAILED_PRECONDITION,
+          "protocol version mismatch: the client speaks version " + std::to_string(clientVersion) +
+              ", this node speaks version " + std::to_string(kProtocolVersion) +
+              " (use a dtlab of the same version on both sides)"};
+}
+
+grpc::Status checkFieldSize(std::string_view field, std::size_t size, std::size_t limit) {
+  if (size <= limit) return grpc::Status::OK;
+  return {grpc::StatusCode::INVALID_ARGUMENT, std::string(field) + ": " + std::to_string(size) +
+                                                  " bytes exceeds the limit of " +
+                                                  std::to_string(limit) + " bytes"};
+}
+
+const char* statusCodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    default:
+      return "UNKNOWN_STATUS_CODE";
+  }
+}
+
+std::string describeStatus(const grpc::Status& status) {
+  std::string out = statusCodeName(status.error_code());
+  if (!status.error_message().empty()) out += ": " + status.error_message();
+  return out;
+}
+
+}  // namespace dtlab::remote

@@ -1,0 +1,47 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include <grpcpp/support/status.h>
+
+namespace dtlab::remote {
+
+// The wire protocol version (remote/proto/dtlab.proto). Every request carries it; a node
+// refuses any other value with FAILED_PRECONDITION naming both versions. Bump it when a
+// change would make an old peer misread a message, not for added optional fields.
+inline constexpr uint32_t kProtocolVersion = 1;
+
+// Size limits. gRPC enforces the message cap before our handlers run; the per-field caps
+// give a message naming the field instead of a generic RESOURCE_EXHAUSTED.
+inline constexpr int kMaxRequestBytes = 4 << 20;         // server max receive message size
+inline constexpr int kMaxClientReceiveBytes = 16 << 20;  // what clients accept from a node
+inline constexpr std::size_t kMaxSpecJsonBytes = 1 << 20;
+inline constexpr std::size_t kMaxJobIdBytes = 128;
+inline constexpr std::size_t kMaxNameBytes = 256;
+inline constexpr std::size_t kMaxAddressBytes = 256;
+inline constexpr std::size_t kMaxRendezvousKeyBytes = 1 << 10;
+inline constexpr std::size_t kMaxRendezvousValueBytes = 1 << 20;
+inline constexpr std::size_t kMaxRendezvousWaitKeys = 4096;
+// Points (steps + evals + events + node samples) in one WatchJob message.
+inline constexpr int kMaxPointsPerUpdate = 4096;
+inline constexpr int kMaxWorldSize = 4096;
+
+// The longest a rendezvous Get/Wait blocks on the server; clients wanting longer ask again.
+inline constexpr std::chrono::milliseconds kMaxRendezvousWait{60000};
+inline constexpr std::chrono::milliseconds kDefaultHeartbeat{1000};
+
+// OK when `clientVersion` is ours; FAILED_PRECONDITION naming both versions otherwise.
+grpc::Status checkProtocolVersion(uint32_t clientVersion);
+
+// OK when size <= limit; INVALID_ARGUMENT "<field>: N bytes exceeds the limit of M bytes".
+grpc::Status checkFieldSize(std::string_view field, std::size_t size, std::size_t limit);
+
+// "DEADLINE_EXCEEDED", "UNAVAILABLE", ...: for messages shown to users.
+const char* statusCodeName(grpc::StatusCode code);
+// "UNAVAILABLE: failed to connect to all addresses".
+std::string describeStatus(const grpc::Status& status);
+
+}  // namespace dtlab::remote

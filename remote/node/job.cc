@@ -1,0 +1,164 @@
+#include "remote/node/job.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "core/comm/emulated_link_communicator.h"
+#include "core/comm/gloo_communicator.h"
+#include "remote/common/log.h"
+#include "remote/rendezvous_store.h"
+
+namespace dtlab::remote {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::chrono::milliseconds kSampleInterval{500};
+
+double msSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+double processCpuSeconds() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0.0;
+  const auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+int64_t residentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  if (!(statm >> size >> resident)) return 0;
+  return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+core::WorkerResult failedResult(const std::string& message) {
+  core::WorkerResult result;
+  result.status = "failed";
+  result.stopReason = "error";
+  result.error = message;
+  return result;
+}
+
+}  // namespace
+
+Job::Job(JobSettings settings) : settings_(std::move(settings)), started_(Clock::now()) {
+  sampler_ = std::thread([this] { sampleLoop(); });
+  thread_ = std::thread([this] { run(); });
+}
+
+Job::~Job() {
+  cancel_.store(true);
+  if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    samplerStop_ = true;
+  }
+  changed_.notify_all();
+  if (sampler_.joinable()) sampler_.join();
+}
+
+bool Job::cancel() {
+  cancel_.store(true);
+  return running();
+}
+
+bool Job::waitEnded(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return changed_.wait_for(lock, timeout, [this] { return ended_; });
+}
+
+void Job::run() {
+  const auto& work = settings_.work;
+  logAt(LogLevel::kInfo, "job ", settings_.jobId, ": starting rank ", work.rank, " of ", work.world,
+        " (variant ", work.variant, ")");
+  core::WorkerResult result;
+  try {
+    result = runWithCommunicator();
+  } catch (const std::exception& e) {
+    result = failedResult(e.what());
+  } catch (...) {
+    result = failedResult("unknown error in the job thread");
+  }
+  if (result.status == "failed" && cancel_.load()) {
+    // A group torn down by a cancel fails its collectives; the user asked for it.
+    logAt(LogLevel::kDebug, "job ", settings_.jobId, ": failure after cancel: ", result.error);
+    result.status = "cancelled";
+    result.stopReason = "cancelled";
+    result.error.clear();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    samplerStop_ = true;
+  }
+  changed_.notify_all();
+  if (sampler_.joinable()) sampler_.join();
+  logAt(result.status == "failed" ? LogLevel::kWarn : LogLevel::kInfo, "job ", settings_.jobId,
+        ": ", result.status, result.error.empty() ? "" : ": " + result.error, " after ",
+        result.steps, " steps");
+  buffer_.finish(result);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ended_ = true;
+  }
+  changed_.notify_all();
+}
+
+core::WorkerResult Job::runWithCommunicator() {
+  const auto& work = settings_.work;
+  std::unique_ptr<RendezvousStore> store;
+  std::unique_ptr<core::Communicator> comm;
+  if (work.world > 1) {
+    try {
+      RendezvousStoreOptions storeOptions;
+      storeOptions.address = settings_.rendezvousAddress;
+      storeOptions.token = settings_.token;
+      storeOptions.keyPrefix = settings_.jobId;
+      storeOptions.timeout = settings_.connectTimeout;
+      storeOptions.cancel = &cancel_;
+      store = std::make_unique<RendezvousStore>(storeOptions);
+      core::GlooOptions glooOptions;
+      glooOptions.interfaceAddress = settings_.collectiveAddress;
+      glooOptions.keyPrefix = "gloo";
+      glooOptions.connectTimeout = settings_.connectTimeout;
+      comm = std::make_unique<core::GlooCommunicator>(*store, work.rank, work.world, glooOptions);
+      if (settings_.bandwidthMbps > 0.0 || settings_.latencyMs > 0.0)
+        comm = std::make_unique<core::EmulatedLinkCommunicator>(
+            std::move(comm), settings_.bandwidthMbps, settings_.latencyMs);
+    } catch (const std::exception& e) {
+      return failedResult("node " + settings_.nodeName + " (rank " + std::to_string(work.rank) +
+                          ") could not join the collective group via the rendezvous at " +
+                          settings_.rendezvousAddress + ": " + e.what());
+    }
+  }
+  // comm (and with it the Gloo connections) goes before the result is published.
+  return core::runWorker(work, comm.get(), &buffer_, &cancel_);
+}
+
+void Job::sampleLoop() {
+  const int cores = std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+  auto lastWall = Clock::now();
+  double lastCpu = processCpuSeconds();
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!changed_.wait_for(lock, kSampleInterval, [this] { return samplerStop_; })) {
+    const auto now = Clock::now();
+    const double cpu = processCpuSeconds();
+    const double wallS = std::chrono::duration<double>(now - lastWall).count();
+    proto::NodeSample sample;
+    sample.set_wall_ms(msSince(started_));
+    // Share of the whole machine (all cores) this process used since the last sample.
+    sample.set_cpu_util(wallS > 0 ? std::clamp((cpu - lastCpu) / (wallS * cores), 0.0, 1.0) : 0.0);
+    sample.set_gpu_util(0.0);
+    sample.set_mem_bytes(residentBytes());
+    buffer_.addNodeSample(sample);
+    lastWall = now;
+    lastCpu = cpu;
+  }
+}
+
+}  // namespace dtlab::remote

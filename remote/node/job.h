@@ -1,0 +1,80 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "core/train/strategy.h"
+#include "remote/node/job_buffer.h"
+
+namespace dtlab::remote {
+
+// Everything a node needs to run its rank of one job (decided and validated by StartJob).
+struct JobSettings {
+  std::string jobId;
+  std::string nodeName;           // for messages
+  core::WorkerJob work;           // spec, variant, rank, world, speed, threads
+  std::string rendezvousAddress;  // host:port of the daemon hosting the job's Rendezvous
+  std::string token;              // sent to that daemon
+  std::string collectiveAddress;  // local address Gloo binds
+  double bandwidthMbps = 0.0;     // link emulation; 0 = unlimited
+  double latencyMs = 0.0;
+  std::chrono::milliseconds heartbeat{1000};
+  std::chrono::milliseconds connectTimeout{30000};
+};
+
+// One job on this node: a thread that builds the collective group and calls runWorker, and
+// a sampler thread that records the process's CPU and memory use every 500 ms.
+//
+// The job thread's steps:
+//   1. world > 1: a RendezvousStore (keys "<job id>/...") on rendezvousAddress, a
+//      GlooCommunicator over it (waits up to connectTimeout for every rank), wrapped in an
+//      EmulatedLinkCommunicator when bandwidth or latency are emulated,
+//   2. core::runWorker(work, comm, buffer, cancel flag),
+//   3. stop the sampler, destroy the communicator (closes the TCP mesh),
+//   4. buffer().finish(result) -- only now is the node free for the next job, so a
+//      coordinator that saw the final WatchJob message can start the next one at once.
+// Errors anywhere become a "failed" result with the message; nothing escapes the thread.
+class Job {
+ public:
+  explicit Job(JobSettings settings);
+  ~Job();  // cancels and waits for the threads
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
+
+  const std::string& id() const { return settings_.jobId; }
+  const JobSettings& settings() const { return settings_; }
+  JobBuffer& buffer() { return buffer_; }
+  bool running() const { return !buffer_.finished(); }
+
+  // Asks the job to stop at the next step boundary; returns whether it was still running.
+  bool cancel();
+  bool cancelRequested() const { return cancel_.load(); }
+  // Waits until the job thread has ended; false when it is still running after `timeout`
+  // (e.g. stuck connecting to peers that never come).
+  bool waitEnded(std::chrono::milliseconds timeout);
+
+ private:
+  void run();
+  void sampleLoop();
+  core::WorkerResult runWithCommunicator();
+
+  const JobSettings settings_;
+  JobBuffer buffer_;
+  std::atomic<bool> cancel_{false};
+  const std::chrono::steady_clock::time_point started_;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool samplerStop_ = false;
+  bool ended_ = false;
+
+  std::thread sampler_;
+  std::thread thread_;
+};
+
+}  // namespace dtlab::remote

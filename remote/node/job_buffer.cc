@@ -1,0 +1,126 @@
+#include "remote/node/job_buffer.h"
+
+#include <algorithm>
+
+namespace dtlab::remote {
+
+namespace {
+
+void toProto(const core::StepMetrics& m, proto::StepPoint& out) {
+  out.set_worker(m.worker);
+  out.set_step(m.step);
+  out.set_wall_ms(m.wallMs);
+  out.set_loss(m.loss);
+  out.set_samples_per_s(m.samplesPerS);
+  out.set_step_ms(m.stepMs);
+  out.set_compute_ms(m.computeMs);
+  out.set_comm_ms(m.commMs);
+  out.set_wait_ms(m.waitMs);
+  out.set_utilization(m.utilization);
+  out.set_batch_share(m.batchShare);
+  out.set_staleness(m.staleness);
+}
+
+void toProto(const core::EvalMetrics& m, proto::EvalPoint& out) {
+  out.set_step(m.step);
+  out.set_wall_ms(m.wallMs);
+  out.set_test_loss(m.testLoss);
+  out.set_test_accuracy(m.testAccuracy);
+}
+
+void toProto(const core::RunEvent& e, proto::Event& out) {
+  out.set_step(e.step);
+  out.set_wall_ms(e.wallMs);
+  out.set_kind(e.kind);
+  out.set_detail(e.detail);
+}
+
+}  // namespace
+
+void toProto(const core::WorkerResult& r, proto::JobResult& out) {
+  out.set_status(r.status);
+  out.set_stop_reason(r.stopReason);
+  out.set_error(r.error);
+  out.set_steps(r.steps);
+  out.set_samples(r.samples);
+  out.set_wall_s(r.wallS);
+  out.set_compute_ms_total(r.computeMsTotal);
+  out.set_step_ms_total(r.stepMsTotal);
+  out.set_wait_ms_total(r.waitMsTotal);
+  out.set_param_checksum(r.paramChecksum);
+  out.set_has_test_accuracy(r.finalTestAccuracy.has_value());
+  out.set_final_test_accuracy(r.finalTestAccuracy.value_or(0.0));
+  out.set_final_test_loss(r.finalTestLoss.value_or(0.0));
+  out.set_has_time_to_target(r.timeToTargetS.has_value());
+  out.set_time_to_target_s(r.timeToTargetS.value_or(0.0));
+}
+
+void JobBuffer::onStep(const core::StepMetrics& metrics) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  steps_.push(metrics);
+}
+
+void JobBuffer::onEval(const core::EvalMetrics& metrics) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  evals_.push(metrics);
+}
+
+void JobBuffer::onEvent(const core::RunEvent& event) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  events_.push_back(event);
+}
+
+void JobBuffer::addNodeSample(const proto::NodeSample& sample) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  samples_.push(sample);
+}
+
+bool JobBuffer::finish(const core::WorkerResult& result) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (result_) return false;
+  result_ = result;
+  return true;
+}
+
+bool JobBuffer::finished() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return result_.has_value();
+}
+
+std::optional<core::WorkerResult> JobBuffer::result() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return result_;
+}
+
+uint64_t JobBuffer::stepsDropped() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return steps_.base;
+}
+
+bool JobBuffer::fill(Cursor& cursor, int maxPoints, proto::JobUpdate& update) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t budget = static_cast<uint64_t>(std::max(maxPoints, 1));
+  bool any = false;
+  // Events and evals first: they are rare and matter most to a watcher that is behind.
+  for (; budget > 0 && cursor.events < events_.size(); ++cursor.events, --budget, any = true)
+    toProto(events_[cursor.events], *update.add_events());
+  cursor.evals = std::max(cursor.evals, evals_.base);
+  for (; budget > 0 && cursor.evals < evals_.end(); ++cursor.evals, --budget, any = true)
+    toProto(evals_.items[cursor.evals - evals_.base], *update.add_evals());
+  cursor.steps = std::max(cursor.steps, steps_.base);
+  for (; budget > 0 && cursor.steps < steps_.end(); ++cursor.steps, --budget, any = true)
+    toProto(steps_.items[cursor.steps - steps_.base], *update.add_steps());
+  cursor.samples = std::max(cursor.samples, samples_.base);
+  for (; budget > 0 && cursor.samples < samples_.end(); ++cursor.samples, --budget, any = true)
+    *update.add_node_samples() = samples_.items[cursor.samples - samples_.base];
+  const bool drained = cursor.events == events_.size() && cursor.evals == evals_.end() &&
+                       cursor.steps == steps_.end() && cursor.samples == samples_.end();
+  if (result_ && drained) {
+    update.set_finished(true);
+    toProto(*result_, *update.mutable_result());
+    any = true;
+  }
+  return any;
+}
+
+}  // namespace dtlab::remote

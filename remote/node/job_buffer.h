@@ -1,0 +1,79 @@
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "core/train/metrics.h"
+#include "core/train/strategy.h"
+#include "remote/proto/dtlab.pb.h"
+
+namespace dtlab::remote {
+
+// What one job produced so far, kept for WatchJob. The training thread appends (as the
+// job's MetricSink) and the node's sampler adds NodeSamples; watchers read from their own
+// cursor, so several watchers (or a reconnecting coordinator) each get the whole stream
+// that is still retained.
+//
+// Bounded: step points, evals and node samples beyond kMaxRetained each drop their oldest
+// (a watcher that fell that far behind skips them); events and the result are never
+// dropped, they are few and they are what a run's story is told from. Thread-safe.
+class JobBuffer final : public core::MetricSink {
+ public:
+  static constexpr std::size_t kMaxRetained = 100000;
+
+  // Where one watcher is in each series (absolute indices since the job started).
+  struct Cursor {
+    uint64_t steps = 0;
+    uint64_t evals = 0;
+    uint64_t events = 0;
+    uint64_t samples = 0;
+  };
+
+  void onStep(const core::StepMetrics& metrics) override;
+  void onEval(const core::EvalMetrics& metrics) override;
+  void onEvent(const core::RunEvent& event) override;
+  void addNodeSample(const proto::NodeSample& sample);
+
+  // Records the end of the job; the first call wins and returns true.
+  bool finish(const core::WorkerResult& result);
+  bool finished() const;
+  std::optional<core::WorkerResult> result() const;
+
+  // Moves up to maxPoints points after `cursor` into `update` and advances it. When the job
+  // has finished and nothing is left after the cursor, marks the update final (finished and
+  // result). Returns whether the update carries anything (points or the final mark).
+  bool fill(Cursor& cursor, int maxPoints, proto::JobUpdate& update) const;
+
+  uint64_t stepsDropped() const;
+
+ private:
+  // A series that keeps its newest kMaxRetained entries, indexed from the job's start.
+  template <typename T>
+  struct Retained {
+    std::deque<T> items;
+    uint64_t base = 0;  // absolute index of items.front()
+    void push(const T& item) {
+      items.push_back(item);
+      if (items.size() > kMaxRetained) {
+        items.pop_front();
+        ++base;
+      }
+    }
+    uint64_t end() const { return base + items.size(); }
+  };
+
+  mutable std::mutex mutex_;
+  Retained<core::StepMetrics> steps_;
+  Retained<core::EvalMetrics> evals_;
+  Retained<proto::NodeSample> samples_;
+  std::vector<core::RunEvent> events_;
+  std::optional<core::WorkerResult> result_;
+};
+
+// WorkerResult as the wire's JobResult.
+void toProto(const core::WorkerResult& result, proto::JobResult& out);
+
+}  // namespace dtlab::remote

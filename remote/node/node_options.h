@@ -1,0 +1,22 @@
+#pragma once
+
+#include <chrono>
+#include <string>
+
+namespace dtlab::remote {
+
+// How a dtlab-node was started (app/node_main.cc parses these from flags).
+struct NodeOptions {
+  std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free one
+  int slots = 1;                       // --devices cpu:N
+  double speed = 1.0;                  // emulated compute speed (1 = real)
+  double bandwidthMbps = 0.0;          // emulated link, 0 = unlimited
+  double latencyMs = 0.0;
+  std::string token;  // required unless listening on loopback
+  int threads = 1;    // CPU threads of the worker's backend
+  std::string name;   // empty: "<hostname>:<port>"
+  // How long a rank waits for its peers when building the collective group.
+  std::chrono::milliseconds connectTimeout{30000};
+};
+
+}  // namespace dtlab::remote

@@ -1,0 +1,100 @@
+#include "remote/node/node_server.h"
+
+#include <unistd.h>
+
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server_builder.h>
+
+#include "core/common/check.h"
+#include "remote/common/auth.h"
+#include "remote/common/log.h"
+#include "remote/common/protocol.h"
+
+namespace dtlab::remote {
+
+namespace {
+
+constexpr std::chrono::milliseconds kStreamDrain{2000};
+constexpr std::chrono::milliseconds kServerShutdownDeadline{3000};
+
+std::string bracketed(const std::string& host) {
+  return host.find(':') != std::string::npos ? "[" + host + "]" : host;
+}
+
+std::string localHostName() {
+  char buffer[256] = {};
+  if (gethostname(buffer, sizeof buffer - 1) != 0) return "node";
+  return buffer;
+}
+
+}  // namespace
+
+NodeServer::NodeServer(NodeOptions options) : options_(std::move(options)) {
+  const HostPort listen = parseHostPort(options_.listen, "--listen");
+  host_ = listen.host;
+  if (options_.token.empty() && !isLoopbackHost(host_))
+    throw Error("--listen " + options_.listen +
+                " is not a loopback address: a --token is required so that only your "
+                "coordinator can start jobs on this node");
+  DTLAB_ENFORCE(options_.slots >= 1 && options_.threads >= 1 && options_.speed > 0.0,
+                "invalid node options");
+
+  grpc::ServerBuilder builder;
+  builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
+  // gRPC sets SO_REUSEPORT by default: a second daemon on the same port would silently
+  // share it instead of failing.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddListeningPort(bracketed(host_) + ":" + std::to_string(listen.port),
+                           grpc::InsecureServerCredentials(), &port_);
+  rendezvousService_ = std::make_unique<RendezvousService>(table_, options_.token);
+  builder.RegisterService(rendezvousService_.get());
+  nodeService_ = std::make_unique<NodeService>(options_, host_, table_, hub_);
+  builder.RegisterService(nodeService_.get());
+  // The default name needs the bound port; until it is set (microseconds) it is the host.
+  name_ = options_.name.empty() ? localHostName() : options_.name;
+  nodeService_->setName(name_);
+  server_ = builder.BuildAndStart();
+  if (!server_ || port_ == 0)
+    throw Error("cannot listen on " + options_.listen +
+                " (address in use, not an address of this machine, or not permitted)");
+  if (options_.name.empty()) {
+    name_ = localHostName() + ":" + std::to_string(port_);
+    nodeService_->setName(name_);
+  }
+  logAt(LogLevel::kInfo, "listening on ", address(),
+        options_.token.empty() ? "" : " (token required)");
+}
+
+NodeServer::~NodeServer() {
+  shutdown();
+}
+
+std::string NodeServer::address() const {
+  return bracketed(host_) + ":" + std::to_string(port_);
+}
+
+bool NodeServer::shutdown(std::chrono::milliseconds jobGrace) {
+  if (stopped_) return jobEnded_;
+  stopped_ = true;
+  logAt(LogLevel::kInfo, "shutting down");
+  if (std::shared_ptr<Job> job = nodeService_->beginShutdown()) {
+    jobEnded_ = job->waitEnded(jobGrace);
+    if (!jobEnded_) {
+      core::WorkerResult result;
+      result.status = "cancelled";
+      result.stopReason = "cancelled";
+      result.error = "node " + name_ + " shut down while the job was still starting";
+      job->buffer().finish(result);
+      logAt(LogLevel::kWarn, "job ", job->id(), " did not stop within ", jobGrace.count(), " ms");
+    }
+  }
+  hub_.waitAllDone(kStreamDrain);
+  table_.shutdown();
+  server_->Shutdown(std::chrono::system_clock::now() + kServerShutdownDeadline);
+  server_->Wait();
+  hub_.stop();
+  logAt(LogLevel::kInfo, "stopped");
+  return jobEnded_;
+}
+
+}  // namespace dtlab::remote

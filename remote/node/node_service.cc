@@ -1,0 +1,309 @@
+#include "remote/node/node_service.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "core/common/config.h"
+#include "core/spec/experiment_spec.h"
+#include "remote/common/auth.h"
+#include "remote/common/log.h"
+#include "remote/common/protocol.h"
+
+namespace dtlab::remote {
+
+namespace {
+
+constexpr uint64_t kMinHeartbeatMs = 10;
+constexpr uint64_t kMaxHeartbeatMs = 60000;
+
+grpc::ServerUnaryReactor* finishNow(grpc::CallbackServerContext* context,
+                                    const grpc::Status& status) {
+  auto* reactor = context->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
+}
+
+// A WatchJob refused before it started streaming.
+class RefusedWatch final : public grpc::ServerWriteReactor<proto::JobUpdate> {
+ public:
+  explicit RefusedWatch(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+grpc::Status invalid(const std::string& message) {
+  return {grpc::StatusCode::INVALID_ARGUMENT, message};
+}
+
+std::string hostName() {
+  char buffer[256] = {};
+  if (gethostname(buffer, sizeof buffer - 1) != 0) return "unknown";
+  return buffer;
+}
+
+int coreCount() {
+  return std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
+std::string cpuModel() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+  }
+  return "cpu";
+}
+
+// Job ids become rendezvous key prefixes and appear in logs: keep them printable.
+grpc::Status checkJobId(const std::string& id) {
+  if (id.empty()) return invalid("job_id: must not be empty");
+  if (grpc::Status s = checkFieldSize("job_id", id.size(), kMaxJobIdBytes); !s.ok()) return s;
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '_' || c == '.' || c == ':';
+    if (!ok) return invalid("job_id: only letters, digits and - _ . : are allowed");
+  }
+  return grpc::Status::OK;
+}
+
+bool isWildcardHost(const std::string& host) {
+  return host.empty() || host == "0.0.0.0" || host == "::";
+}
+
+int64_t unixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+NodeService::NodeService(const NodeOptions& options, std::string listenHost,
+                         RendezvousTable& rendezvous, WatchHub& hub)
+    : options_(options), listenHost_(std::move(listenHost)), rendezvous_(rendezvous), hub_(hub) {}
+
+NodeService::~NodeService() = default;
+
+void NodeService::setName(std::string name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  name_ = std::move(name);
+}
+
+std::string NodeService::name() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return name_;
+}
+
+grpc::ServerUnaryReactor* NodeService::GetInfo(grpc::CallbackServerContext* context,
+                                               const proto::GetInfoRequest* request,
+                                               proto::NodeInfo* response) {
+  grpc::Status status = checkBearerToken(*context, options_.token);
+  if (status.ok()) status = checkProtocolVersion(request->protocol_version());
+  if (status.ok()) fillInfo(*response);
+  return finishNow(context, status);
+}
+
+void NodeService::fillInfo(proto::NodeInfo& info) {
+  static const std::string host = hostName();
+  static const std::string model = cpuModel();
+  const int cores = coreCount();
+  info.set_protocol_version(kProtocolVersion);
+  info.set_program_version(DTLAB_VERSION);
+  info.set_hostname(host);
+  proto::DeviceInfo* cpu = info.add_devices();
+  cpu->set_name("cpu");
+  cpu->set_kind("cpu");
+  cpu->set_slots(options_.slots);
+  cpu->set_detail(model + ", " + std::to_string(cores) + " cores, " +
+                  std::to_string(options_.threads) + " worker threads");
+  info.set_speed(options_.speed);
+  info.set_bandwidth_mbps(options_.bandwidthMbps);
+  info.set_latency_ms(options_.latencyMs);
+  double load[1] = {0.0};
+  info.set_load(getloadavg(load, 1) == 1 ? load[0] / cores : 0.0);
+  info.add_capabilities("gloo");
+  info.add_capabilities("sync_allreduce");
+  info.set_cores(cores);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (current_ && current_->running()) {
+    info.set_busy(true);
+    info.set_job_id(current_->id());
+  }
+}
+
+grpc::ServerUnaryReactor* NodeService::StartJob(grpc::CallbackServerContext* context,
+                                                const proto::StartJobRequest* request,
+                                                proto::StartJobResponse* response) {
+  grpc::Status status = checkBearerToken(*context, options_.token);
+  if (status.ok()) status = checkProtocolVersion(request->protocol_version());
+  if (status.ok()) {
+    try {
+      status = startJob(*request);
+    } catch (const std::exception& e) {
+      status = {grpc::StatusCode::INTERNAL, std::string("starting the job failed: ") + e.what()};
+    }
+  }
+  if (status.ok()) {
+    response->set_job_id(request->job_id());
+  } else {
+    logAt(LogLevel::kInfo, "StartJob refused: ", describeStatus(status));
+  }
+  return finishNow(context, status);
+}
+
+grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
+  // Cheap checks first: a malformed request must not cost a spec parse.
+  if (grpc::Status s = checkJobId(request.job_id()); !s.ok()) return s;
+  if (grpc::Status s = checkFieldSize("spec_json", request.spec_json().size(), kMaxSpecJsonBytes);
+      !s.ok())
+    return s;
+  for (const auto& [field, value] : {std::pair<const char*, const std::string*>{
+                                         "rendezvous_address", &request.rendezvous_address()},
+                                     {"collective_address", &request.collective_address()},
+                                     {"node_name", &request.node_name()}}) {
+    if (grpc::Status s = checkFieldSize(field, value->size(), kMaxAddressBytes); !s.ok()) return s;
+  }
+  const int world = request.world_size();
+  if (world < 1 || world > kMaxWorldSize)
+    return invalid("world_size: must be in [1, " + std::to_string(kMaxWorldSize) + "], got " +
+                   std::to_string(world));
+  if (request.rank() < 0 || request.rank() >= world)
+    return invalid("rank: must be in [0, world_size) = [0, " + std::to_string(world) + "), got " +
+                   std::to_string(request.rank()));
+  uint64_t heartbeatMs =
+      request.heartbeat_ms() == 0 ? kDefaultHeartbeat.count() : request.heartbeat_ms();
+  if (heartbeatMs < kMinHeartbeatMs || heartbeatMs > kMaxHeartbeatMs)
+    return invalid("heartbeat_ms: must be 0 (default 1000) or in [" +
+                   std::to_string(kMinHeartbeatMs) + ", " + std::to_string(kMaxHeartbeatMs) +
+                   "], got " + std::to_string(request.heartbeat_ms()));
+  if (world > 1) {
+    if (request.rendezvous_address().empty())
+      return invalid("rendezvous_address: required when world_size > 1");
+    try {
+      parseHostPort(request.rendezvous_address(), "rendezvous_address");
+    } catch (const std::exception& e) {
+      return invalid(e.what());
+    }
+  }
+
+  core::ExperimentSpec spec;
+  try {
+    spec = core::parseExperimentSpecText(request.spec_json());
+  } catch (const core::SpecError& e) {
+    return invalid(e.what());  // "optimizer.lr: must be > 0, got -1": names the field path
+  } catch (const std::exception& e) {
+    return invalid(std::string("spec_json: ") + e.what());
+  }
+  const int variants = static_cast<int>(spec.variants.size());
+  if (request.variant() < 0 || request.variant() >= variants)
+    return invalid("variant: must be in [0, " + std::to_string(variants) + ") (the spec has " +
+                   std::to_string(variants) + " variants), got " +
+                   std::to_string(request.variant()));
+
+  const std::string nodeName = name();
+  JobSettings settings;
+  settings.jobId = request.job_id();
+  settings.nodeName = request.node_name().empty() ? nodeName : request.node_name();
+  settings.work.spec = std::move(spec);
+  settings.work.variant = request.variant();
+  settings.work.rank = request.rank();
+  settings.work.world = world;
+  settings.work.node.speed = options_.speed;
+  settings.work.node.bandwidthMbps = options_.bandwidthMbps;
+  settings.work.node.latencyMs = options_.latencyMs;
+  settings.work.threads = options_.threads;
+  settings.work.device = "cpu";
+  settings.rendezvousAddress = request.rendezvous_address();
+  settings.token = options_.token;
+  settings.collectiveAddress = !request.collective_address().empty() ? request.collective_address()
+                               : !isWildcardHost(listenHost_)        ? listenHost_
+                                                                     : hostName();
+  settings.bandwidthMbps = options_.bandwidthMbps;
+  settings.latencyMs = options_.latencyMs;
+  settings.heartbeat = std::chrono::milliseconds(heartbeatMs);
+  settings.connectTimeout = options_.connectTimeout;
+
+  std::shared_ptr<Job> previous;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (shuttingDown_)
+      return {grpc::StatusCode::UNAVAILABLE, "node " + name_ + " is shutting down"};
+    if (current_ && current_->running())
+      return {grpc::StatusCode::FAILED_PRECONDITION,
+              "node " + name_ + " is busy with job " + current_->id()};
+    if (current_ && current_->id() == request.job_id())
+      return {grpc::StatusCode::ALREADY_EXISTS, "job_id: job " + request.job_id() +
+                                                    " already ran on node " + name_ +
+                                                    " (job ids must be unique per run)"};
+    // Earlier jobs' rendezvous keys go; this job's keys may already be here (ranks that
+    // started before this one).
+    rendezvous_.clearExceptPrefix(request.job_id() + "/");
+    previous = std::move(current_);
+    current_ = std::make_shared<Job>(std::move(settings));
+  }
+  logAt(LogLevel::kInfo, "job ", request.job_id(), " accepted: rank ", request.rank(), " of ",
+        world, ", variant ", request.variant());
+  // The previous job has published its result, so its thread is ending; join it outside
+  // the lock (a watcher may still hold it, then the last owner joins).
+  previous.reset();
+  return grpc::Status::OK;
+}
+
+grpc::ServerWriteReactor<proto::JobUpdate>* NodeService::WatchJob(
+    grpc::CallbackServerContext* context, const proto::WatchJobRequest* request) {
+  grpc::Status status = checkBearerToken(*context, options_.token);
+  if (status.ok()) status = checkProtocolVersion(request->protocol_version());
+  if (status.ok()) status = checkFieldSize("job_id", request->job_id().size(), kMaxJobIdBytes);
+  if (!status.ok()) return new RefusedWatch(status);
+  std::shared_ptr<Job> job;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (current_ && current_->id() == request->job_id()) job = current_;
+  }
+  if (!job)
+    return new RefusedWatch({grpc::StatusCode::NOT_FOUND,
+                             "node " + name() + " has no job '" + request->job_id() + "'"});
+  logAt(LogLevel::kDebug, "job ", job->id(), ": watcher attached");
+  return hub_.watch(std::move(job));
+}
+
+grpc::ServerUnaryReactor* NodeService::CancelJob(grpc::CallbackServerContext* context,
+                                                 const proto::CancelJobRequest* request,
+                                                 proto::CancelJobResponse* response) {
+  grpc::Status status = checkBearerToken(*context, options_.token);
+  if (status.ok()) status = checkProtocolVersion(request->protocol_version());
+  if (status.ok()) status = checkFieldSize("job_id", request->job_id().size(), kMaxJobIdBytes);
+  if (status.ok()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (current_ && current_->id() == request->job_id()) {
+      const bool wasRunning = current_->cancel();
+      response->set_was_running(wasRunning);
+      if (wasRunning) logAt(LogLevel::kInfo, "job ", current_->id(), ": cancel requested");
+    }
+  }
+  return finishNow(context, status);
+}
+
+grpc::ServerUnaryReactor* NodeService::Ping(grpc::CallbackServerContext* context,
+                                            const proto::PingRequest* request,
+                                            proto::PingResponse* response) {
+  grpc::Status status = checkBearerToken(*context, options_.token);
+  if (status.ok()) status = checkProtocolVersion(request->protocol_version());
+  if (status.ok()) response->set_unix_ms(unixMs());
+  return finishNow(context, status);
+}
+
+std::shared_ptr<Job> NodeService::beginShutdown() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  shuttingDown_ = true;
+  if (current_ && current_->cancel())
+    logAt(LogLevel::kInfo, "job ", current_->id(), ": cancelled by the node's shutdown");
+  return current_;
+}
+
+}  // namespace dtlab::remote

@@ -1,0 +1,85 @@
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "remote/node/job.h"
+#include "remote/node/node_options.h"
+#include "remote/node/rendezvous_table.h"
+#include "remote/node/watch_hub.h"
+#include "remote/proto/dtlab.grpc.pb.h"
+
+namespace dtlab::remote {
+
+// The NodeService of one dtlab-node: runs at most one job at a time and streams its
+// metrics.
+//
+// Every call is checked, in order: bearer token (UNAUTHENTICATED), protocol_version
+// (FAILED_PRECONDITION naming both versions), then field sizes and ranges (INVALID_ARGUMENT
+// naming the field). Then:
+//   GetInfo   what the coordinator needs to plan: versions, devices, emulated speed and
+//             link, load, busy/job id, capabilities {"gloo", "sync_allreduce"}, cores.
+//   StartJob  parses the spec (a SpecError's message, which names the field path, becomes
+//             INVALID_ARGUMENT), checks variant/rank/world_size/addresses, and refuses with
+//             FAILED_PRECONDITION "node <name> is busy with job <id>" while a job runs
+//             (FAILED_PRECONDITION rather than RESOURCE_EXHAUSTED: retrying does not help
+//             until the caller cancels or waits for that job). A job id that already ran
+//             here is ALREADY_EXISTS (ids are unique per run, and its rendezvous keys would
+//             be stale). On success it clears other jobs' rendezvous keys and starts the
+//             Job thread; the reply does not wait for the collective group.
+//   WatchJob  NOT_FOUND unless job_id is the current or last job; otherwise a stream (see
+//             WatchHub) ending with one update that has finished = true and the result. The
+//             last job's result stays watchable until the next StartJob.
+//   CancelJob sets the job's cancel flag (it stops at the next step boundary with status
+//             cancelled); was_running says whether it was still running. An unknown or
+//             finished job id is not an error (was_running = false), so a coordinator can
+//             cancel everywhere without tracking who already stopped.
+//   Ping      the node's wall clock in unix ms.
+class NodeService final : public proto::NodeService::CallbackService {
+ public:
+  // listenHost: the host the node listens on (the default collective address).
+  NodeService(const NodeOptions& options, std::string listenHost, RendezvousTable& rendezvous,
+              WatchHub& hub);
+  ~NodeService() override;
+
+  grpc::ServerUnaryReactor* GetInfo(grpc::CallbackServerContext* context,
+                                    const proto::GetInfoRequest* request,
+                                    proto::NodeInfo* response) override;
+  grpc::ServerUnaryReactor* StartJob(grpc::CallbackServerContext* context,
+                                     const proto::StartJobRequest* request,
+                                     proto::StartJobResponse* response) override;
+  grpc::ServerWriteReactor<proto::JobUpdate>* WatchJob(
+      grpc::CallbackServerContext* context, const proto::WatchJobRequest* request) override;
+  grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
+                                      const proto::CancelJobRequest* request,
+                                      proto::CancelJobResponse* response) override;
+  grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* context,
+                                 const proto::PingRequest* request,
+                                 proto::PingResponse* response) override;
+
+  // Shutdown, step 1: refuse new jobs and cancel the running one. Returns the job (null if
+  // none) so the caller can wait for it.
+  std::shared_ptr<Job> beginShutdown();
+
+  // How the node names itself in messages; set once the port is known.
+  void setName(std::string name);
+  std::string name() const;
+
+ private:
+  grpc::Status startJob(const proto::StartJobRequest& request);
+  void fillInfo(proto::NodeInfo& info);
+
+  const NodeOptions options_;
+  const std::string listenHost_;
+  RendezvousTable& rendezvous_;
+  WatchHub& hub_;
+
+  mutable std::mutex mutex_;
+  std::string name_;
+  std::shared_ptr<Job> current_;  // running, or the last one (its result stays readable)
+  bool shuttingDown_ = false;
+};
+
+}  // namespace dtlab::remote

@@ -1,0 +1,529 @@
+// Collectives in one process: ranks are threads, each with its own GlooCommunicator over a
+// shared in-memory store, checked against closed-form results (values chosen to sum
+// exactly in float), plus the link emulation, gradient buckets and failure reporting.
+#include <gloo/rendezvous/hash_store.h>
+
+#include <QtTest/QtTest>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <functional>
+#include <mutex>
+#include <new>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/comm/comm_bench.h"
+#include "core/comm/emulated_link_communicator.h"
+#include "core/comm/gloo_communicator.h"
+#include "core/comm/gradient_buckets.h"
+#include "core/common/check.h"
+
+using namespace dtlab::core;
+
+namespace {
+// Allocations of the calling thread only: the gradient-bucket test asserts that the training
+// thread's per-step calls allocate nothing while the communication thread (and Gloo inside
+// it) may.
+thread_local int64_t threadNewCount = 0;
+}  // namespace
+
+void* operator new(std::size_t size) {
+  ++threadNewCount;
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Failures inside rank threads, reported by the main thread (QTest macros are not
+// thread-safe).
+class Failures {
+ public:
+  void add(const std::string& message) {
+    std::lock_guard lock(mutex_);
+    if (messages_.size() < 20) messages_.push_back(message);
+  }
+  bool empty() const { return messages_.empty(); }
+  std::string text() const {
+    std::string all;
+    for (const auto& m : messages_) all += m + "\n";
+    return all;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::string> messages_;
+};
+
+// Runs body(rank, comm) on `size` threads, each with a GlooCommunicator of the group
+// `prefix` on `store`. Exceptions and failed checks become Failures.
+void runGroup(gloo::rendezvous::Store& store, int size, const GlooOptions& options,
+              Failures& failures, const std::function<void(int, GlooCommunicator&)>& body) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        GlooCommunicator comm(store, r, size, options);
+        body(r, comm);
+      } catch (const std::exception& e) {
+        failures.add("rank " + std::to_string(r) + ": " + e.what());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+#define RANK_CHECK(cond, ...)                                                            \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
+      failures.add(dtlab::detail::concat("rank ", rank, ": ", #cond, " ", __VA_ARGS__)); \
+      return;                                                                            \
+    }                                                                                    \
+  } while (0)
+
+GlooOptions optionsFor(const std::string& prefix,
+                       AllReduceAlgorithm algorithm = AllReduceAlgorithm::kAuto) {
+  GlooOptions options;
+  options.keyPrefix = prefix;
+  options.allReduceAlgorithm = algorithm;
+  options.connectTimeout = std::chrono::seconds(20);
+  options.opTimeout = std::chrono::seconds(20);
+  return options;
+}
+
+// Counts exercising: nothing, one element (fewer elements than ranks), tiny odd counts, an
+// odd count past the one-hop exchange, and one that spans several pipeline segments with a
+// ragged tail (heavy, so only for small worlds).
+std::vector<int64_t> countsFor(int size) {
+  std::vector<int64_t> counts{0, 1, 2, 7, 1023, 20001};
+  counts.push_back(size <= 4 ? (int64_t{1} << 20) + 3 : 600001);
+  return counts;
+}
+
+// rank r contributes (r + 1) * (i % 5 + 1): the sum is n(n+1)/2 * (i % 5 + 1), small
+// integers, exact in float.
+float contribution(int rank, int64_t i) {
+  return static_cast<float>((rank + 1) * (i % 5 + 1));
+}
+float expectedSum(int size, int64_t i) {
+  return static_cast<float>(size * (size + 1) / 2 * (i % 5 + 1));
+}
+
+}  // namespace
+
+class TestComm : public QObject {
+  Q_OBJECT
+ private slots:
+  void algorithmNamesRoundTrip() {
+    for (auto a : {AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kOwn, AllReduceAlgorithm::kRing,
+                   AllReduceAlgorithm::kRingChunked, AllReduceAlgorithm::kHalvingDoubling,
+                   AllReduceAlgorithm::kGlooAllreduce}) {
+      QCOMPARE(parseAllReduceAlgorithm(allReduceAlgorithmName(a)), a);
+    }
+    try {
+      parseAllReduceAlgorithm("rign");
+      QFAIL("an unknown algorithm name was accepted");
+    } catch (const dtlab::Error& e) {
+      QVERIFY2(std::string(e.what()).find("halving_doubling") != std::string::npos, e.what());
+    }
+  }
+
+  void allReduceEveryWorldAlgorithmAndCount() {
+    const std::vector<AllReduceAlgorithm> algorithms{AllReduceAlgorithm::kAuto,
+                                                     AllReduceAlgorithm::kOwn,
+                                                     AllReduceAlgorithm::kRing,
+                                                     AllReduceAlgorithm::kRingChunked,
+                                                     AllReduceAlgorithm::kHalvingDoubling,
+                                                     AllReduceAlgorithm::kGlooAllreduce};
+    gloo::rendezvous::HashStore store;  // one store for every group: prefixes keep them apart
+    for (int size = 1; size <= 8; ++size) {
+      for (AllReduceAlgorithm algorithm : algorithms) {
+        Failures failures;
+        const std::string prefix =
+            dtlab::detail::concat("allreduce-", size, "-", allReduceAlgorithmName(algorithm));
+        runGroup(store, size, optionsFor(prefix, algorithm), failures,
+                 [&](int rank, GlooCommunicator& comm) {
+                   RANK_CHECK(comm.rank() == rank && comm.size() == size, "");
+                   if (algorithm == AllReduceAlgorithm::kAuto) {
+                     // The rule recorded with the measurements next to algorithmFor.
+                     const bool ring = size >= 3;
+                     RANK_CHECK(
+                         comm.algorithmFor(1 << 20) ==
+                             (ring ? AllReduceAlgorithm::kGlooAllreduce : AllReduceAlgorithm::kOwn),
+                         "");
+                     RANK_CHECK(comm.algorithmFor(1000) == AllReduceAlgorithm::kOwn, "");
+                   } else {
+                     RANK_CHECK(comm.algorithmFor(1000) == algorithm, "");
+                   }
+                   for (int64_t count : countsFor(size)) {
+                     std::vector<float> data(static_cast<size_t>(count));
+                     for (bool average : {false, true}) {
+                       for (int64_t i = 0; i < count; ++i) data[i] = contribution(rank, i);
+                       if (average) {
+                         comm.allReduceAverage(data.data(), count);
+                       } else {
+                         comm.allReduceSum(data.data(), count);
+                       }
+                       for (int64_t i = 0; i < count; ++i) {
+                         const float sum = expectedSum(size, i);
+                         const float want = average ? sum / static_cast<float>(size) : sum;
+                         RANK_CHECK(data[i] == want, "count ", count, " average ", average,
+                                    " element ", i, ": ", data[i], " != ", want);
+                       }
+                     }
+                   }
+                 });
+        QVERIFY2(failures.empty(),
+                 qPrintable(QString::fromStdString(prefix + ":\n" + failures.text())));
+      }
+    }
+  }
+
+  void repeatedAllReduceOnTheSameBuffersStaysCorrect() {
+    // The per-buffer caches must not mix up buffers of equal size, nor a freed buffer with a
+    // new one at the same address.
+    gloo::rendezvous::HashStore store;
+    for (AllReduceAlgorithm algorithm : {AllReduceAlgorithm::kOwn, AllReduceAlgorithm::kRing,
+                                         AllReduceAlgorithm::kHalvingDoubling}) {
+      Failures failures;
+      runGroup(store, 3,
+               optionsFor(std::string("repeat-") + std::string(allReduceAlgorithmName(algorithm)),
+                          algorithm),
+               failures, [&](int rank, GlooCommunicator& comm) {
+                 std::vector<float> a(30000), b(30000);
+                 for (int step = 0; step < 4; ++step) {
+                   for (size_t i = 0; i < a.size(); ++i) {
+                     a[i] = static_cast<float>(rank + step);
+                     b[i] = static_cast<float>(2 * rank + 1);
+                   }
+                   comm.allReduceSum(a.data(), static_cast<int64_t>(a.size()));
+                   comm.allReduceSum(b.data(), static_cast<int64_t>(b.size()));
+                   RANK_CHECK(a.front() == 3.0f + 3.0f * step && a.back() == a.front(), a.front());
+                   RANK_CHECK(b.front() == 9.0f && b.back() == 9.0f, b.front());
+                   // A fresh buffer each step (often at a recycled address).
+                   std::vector<float> c(30000, static_cast<float>(rank));
+                   comm.allReduceSum(c.data(), static_cast<int64_t>(c.size()));
+                   RANK_CHECK(c.front() == 3.0f && c.back() == 3.0f, c.front());
+                 }
+               });
+      QVERIFY2(failures.empty(), qPrintable(QString::fromStdString(failures.text())));
+    }
+  }
+
+  void bytesSentFollowsTheAlgorithm() {
+    // Own algorithm: reduce-scatter sends what is not ours, all-gather sends ours to every
+    // peer, so the group as a whole sends 2(n-1) buffers; the one-hop exchange sends n-1
+    // buffers per rank.
+    gloo::rendezvous::HashStore store;
+    const int size = 3;
+    for (int64_t count : {int64_t{100001}, int64_t{1000}}) {
+      std::atomic<int64_t> total{0};
+      Failures failures;
+      runGroup(store, size,
+               optionsFor(dtlab::detail::concat("bytes-", count), AllReduceAlgorithm::kOwn),
+               failures, [&](int, GlooCommunicator& comm) {
+                 std::vector<float> data(static_cast<size_t>(count), 1.0f);
+                 comm.allReduceSum(data.data(), count);
+                 total += comm.bytesSent();
+               });
+      QVERIFY2(failures.empty(), qPrintable(QString::fromStdString(failures.text())));
+      const int64_t bytes = count * 4;
+      const int64_t expected = count >= 100000 ? 2 * (size - 1) * bytes : size * (size - 1) * bytes;
+      QCOMPARE(total.load(), expected);
+    }
+  }
+
+  void broadcastFromEveryRoot() {
+    gloo::rendezvous::HashStore store;
+    for (int size = 1; size <= 8; ++size) {
+      Failures failures;
+      runGroup(store, size, optionsFor(dtlab::detail::concat("bcast-", size)), failures,
+               [&](int rank, GlooCommunicator& comm) {
+                 std::vector<int64_t> counts{0, 1, 1023};
+                 if (size <= 4) counts.push_back(int64_t{1} << 18);
+                 for (int64_t count : counts) {
+                   std::vector<float> data(static_cast<size_t>(count));
+                   for (int root = 0; root < size; ++root) {
+                     for (int64_t i = 0; i < count; ++i) {
+                       data[i] = rank == root ? static_cast<float>(root * 1000 + i % 997) : -1.0f;
+                     }
+                     comm.broadcast(data.data(), count, root);
+                     for (int64_t i = 0; i < count; ++i) {
+                       RANK_CHECK(data[i] == static_cast<float>(root * 1000 + i % 997), "root ",
+                                  root, " count ", count, " element ", i, ": ", data[i]);
+                     }
+                   }
+                 }
+               });
+      QVERIFY2(failures.empty(), qPrintable(QString::fromStdString(failures.text())));
+    }
+  }
+
+  void allGatherIsRankMajor() {
+    gloo::rendezvous::HashStore store;
+    for (int size = 1; size <= 8; ++size) {
+      Failures failures;
+      runGroup(store, size, optionsFor(dtlab::detail::concat("gather-", size)), failures,
+               [&](int rank, GlooCommunicator& comm) {
+                 for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{1023}, int64_t{40000}}) {
+                   std::vector<float> in(static_cast<size_t>(count));
+                   std::vector<float> out(static_cast<size_t>(count * size), -1.0f);
+                   for (int64_t i = 0; i < count; ++i)
+                     in[i] = static_cast<float>(rank * 100000 + i);
+                   comm.allGather(in.data(), count, out.data());
+                   for (int r = 0; r < size; ++r) {
+                     for (int64_t i = 0; i < count; ++i) {
+                       RANK_CHECK(out[r * count + i] == static_cast<float>(r * 100000 + i),
+                                  "count ", count, " block ", r, " element ", i);
+                     }
+                   }
+                 }
+               });
+      QVERIFY2(failures.empty(), qPrintable(QString::fromStdString(failures.text())));
+    }
+  }
+
+  void barrierHoldsEveryoneUntilAllArrive() {
+    gloo::rendezvous::HashStore store;
+    for (int size : {2, 5, 8}) {
+      std::atomic<int> arrived{0};
+      Failures failures;
+      runGroup(store, size, optionsFor(dtlab::detail::concat("barrier-", size)), failures,
+               [&](int rank, GlooCommunicator& comm) {
+                 for (int round = 1; round <= 3; ++round) {
+                   // Late arrivals: the last rank comes ~20 ms after the first.
+                   std::this_thread::sleep_for(std::chrono::milliseconds(3 * rank));
+                   arrived.fetch_add(1);
+                   comm.barrier();
+                   RANK_CHECK(arrived.load() >= round * size, "left round ", round,
+                              " before everyone arrived: ", arrived.load());
+                   comm.barrier();  // nobody starts the next round before all checked
+                 }
+               });
+      QVERIFY2(failures.empty(), qPrintable(QString::fromStdString(failures.text())));
+    }
+  }
+
+  void missingRankTimesOutWithItsName() {
+    gloo::rendezvous::HashStore store;
+    GlooOptions options = optionsFor("lonely");
+    options.connectTimeout = std::chrono::milliseconds(300);
+    const auto start = Clock::now();
+    try {
+      GlooCommunicator comm(store, 0, 3, options);
+      QFAIL("a rendezvous without its peers succeeded");
+    } catch (const dtlab::Error& e) {
+      const std::string message = e.what();
+      QVERIFY2(
+          message.find("rendezvous timed out after 0.3 s waiting for rank 1") != std::string::npos,
+          e.what());
+      QVERIFY2(message.find("missing ranks: 1 2") != std::string::npos, e.what());
+    }
+    QVERIFY(secondsSince(start) < 10.0);
+  }
+
+  void peerFailureBecomesErrorAndPoisonsTheGroup() {
+    gloo::rendezvous::HashStore store;
+    GlooOptions options = optionsFor("failing", AllReduceAlgorithm::kOwn);
+    options.opTimeout = std::chrono::milliseconds(500);
+    std::string first;
+    std::string second;
+    std::thread peer([&] {
+      GlooCommunicator comm(store, 1, 2, options);
+      comm.barrier();
+      // Leaves without joining the all-reduce.
+    });
+    {
+      GlooCommunicator comm(store, 0, 2, options);
+      comm.barrier();
+      peer.join();
+      std::vector<float> data(1000, 1.0f);
+      try {
+        comm.allReduceSum(data.data(), 1000);
+      } catch (const dtlab::Error& e) {
+        first = e.what();
+      }
+      try {
+        comm.barrier();
+      } catch (const dtlab::Error& e) {
+        second = e.what();
+      }
+    }
+    QVERIFY2(
+        first.find("all-reduce (own) of 1000 floats on rank 0 of 2 failed") != std::string::npos,
+        first.c_str());
+    QVERIFY2(second.find("unusable after an earlier failure") != std::string::npos, second.c_str());
+  }
+
+  void emulatedLinkModel() {
+    using C = EmulatedLinkCommunicator::Collective;
+    // 2(n-1) steps and 2(n-1)/n of the bytes: n = 4, 1 MB, 8 Mbit/s = 1 MB/s, 1 ms.
+    QCOMPARE(EmulatedLinkCommunicator::modelledSeconds(C::kAllReduce, 4, 1000000, 8.0, 1.0),
+             6 * 0.001 + 1.5);
+    QCOMPARE(EmulatedLinkCommunicator::modelledSeconds(C::kBarrier, 5, 0, 8.0, 10.0), 0.03);
+    QCOMPARE(EmulatedLinkCommunicator::modelledSeconds(C::kBroadcast, 4, 1000000, 8.0, 0.0), 2.0);
+    QCOMPARE(EmulatedLinkCommunicator::modelledSeconds(C::kAllGather, 3, 1000000, 8.0, 0.0), 2.0);
+    QCOMPARE(EmulatedLinkCommunicator::modelledSeconds(C::kAllReduce, 1, 1000000, 8.0, 5.0), 0.0);
+    QCOMPARE(EmulatedLinkCommunicator::modelledSeconds(C::kAllReduce, 4, 1000000, 0.0, 0.0), 0.0);
+  }
+
+  void emulatedLinkSlowsCollectivesDown() {
+    gloo::rendezvous::HashStore store;
+    const int size = 4;
+    std::vector<double> barrierSeconds(size), plainBarrierSeconds(size), reduceSeconds(size);
+    std::vector<LinkTimeSplit> splits(size);
+    Failures failures;
+    std::vector<std::thread> threads;
+    for (int r = 0; r < size; ++r) {
+      threads.emplace_back([&, r] {
+        try {
+          const int rank = r;
+          auto inner = std::make_unique<GlooCommunicator>(store, r, size, optionsFor("link"));
+          GlooCommunicator* plain = inner.get();
+          EmulatedLinkCommunicator slow(std::move(inner), 80.0, 20.0);  // 10 MB/s, 20 ms
+          slow.barrier();
+          auto start = Clock::now();
+          plain->barrier();
+          plainBarrierSeconds[r] = secondsSince(start);
+          start = Clock::now();
+          slow.barrier();  // ceil(log2 4) = 2 steps
+          barrierSeconds[r] = secondsSince(start);
+          std::vector<float> data(250000, static_cast<float>(r));  // 1 MB
+          start = Clock::now();
+          slow.allReduceSum(data.data(), 250000);
+          reduceSeconds[r] = secondsSince(start);
+          RANK_CHECK(data.front() == 6.0f && data.back() == 6.0f, data.front());
+          splits[r] = slow.timeSplit();
+        } catch (const std::exception& e) {
+          failures.add(e.what());
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    QVERIFY2(failures.empty(), qPrintable(QString::fromStdString(failures.text())));
+    for (int r = 0; r < size; ++r) {
+      QVERIFY2(barrierSeconds[r] >= 0.040, qPrintable(QString::number(barrierSeconds[r])));
+      // 6 steps * 20 ms + 1.5 MB at 10 MB/s.
+      QVERIFY2(reduceSeconds[r] >= 0.120 + 0.15, qPrintable(QString::number(reduceSeconds[r])));
+      QCOMPARE(splits[r].collectives, int64_t{3});
+      QVERIFY(splits[r].waitedSeconds > 0.0);
+      QVERIFY(std::abs(splits[r].modelledSeconds - (0.04 + 0.04 + 0.27)) < 1e-6);
+      QVERIFY(splits[r].realSeconds + splits[r].waitedSeconds >= splits[r].modelledSeconds);
+    }
+    // The unemulated barrier is the reference the emulated one is slower than; only the
+    // lower bounds above are asserted, the machine may be loaded.
+    qInfo("barrier: plain %.2f ms, emulated %.2f ms", plainBarrierSeconds[0] * 1e3,
+          barrierSeconds[0] * 1e3);
+  }
+
+  void gradientBucketsFollowBackwardOrder() {
+    // Five layers laid out first to last; backward yields the last first.
+    gloo::rendezvous::HashStore store;
+    GlooCommunicator comm(store, 0, 1, optionsFor("buckets-shape"));
+    std::vector<float> grads(71040);
+    const std::vector<GradientRange> layers{
+        {51040, 71040}, {51033, 51040}, {1033, 51033}, {1000, 1033}, {0, 1000}};
+    GradientBucketsOptions options;
+    options.bucketBytes = 40000;  // 10000 floats
+    GradientBuckets buckets(comm, grads.data(), 71040, layers, options);
+    const std::vector<GradientRange> expected{{51040, 71040}, {1033, 51040}, {0, 1033}};
+    QCOMPARE(buckets.buckets(), expected);
+
+    QVERIFY_THROWS_EXCEPTION(dtlab::EnforceError, buckets.waitAll());  // nothing marked
+    buckets.markReady(0, 71040);
+    buckets.waitAll();
+    buckets.markReady(0, 1000);
+    QVERIFY_THROWS_EXCEPTION(dtlab::EnforceError, buckets.markReady(500, 1033));
+    QVERIFY_THROWS_EXCEPTION(dtlab::EnforceError,
+                             GradientBuckets(comm, grads.data(), 100, {{0, 40}, {50, 100}}));
+  }
+
+  void gradientBucketsEqualOneBigAllReduce() {
+    const int size = 3;
+    const int64_t count = 71040;
+    const std::vector<GradientRange> layers{
+        {51040, 71040}, {51033, 51040}, {1033, 51033}, {1000, 1033}, {0, 1000}};
+    gloo::rendezvous::HashStore store;
+    Failures failures;
+    std::vector<int64_t> trainingThreadAllocations(size, -1);
+    runGroup(store, size, optionsFor("buckets", AllReduceAlgorithm::kAuto), failures,
+             [&](int rank, GlooCommunicator& comm) {
+               std::vector<float> grads(count), reference(count);
+               GradientBucketsOptions options;
+               options.bucketBytes = 40000;
+               GradientBuckets buckets(comm, grads.data(), count, layers, options);
+               // Backward: last layer first, the big layer in two pieces (weights, bias);
+               // rank 1 reports its layers in a different order, which must not matter.
+               std::vector<GradientRange> marks{{51040, 71040}, {51033, 51040}, {41033, 51033},
+                                                {1033, 41033},  {1000, 1033},   {0, 1000}};
+               if (rank == 1) std::reverse(marks.begin(), marks.end());
+               for (int step = 0; step < 4; ++step) {
+                 for (int64_t i = 0; i < count; ++i) {
+                   grads[i] = static_cast<float>((rank + 1) * ((i + step) % 13));
+                 }
+                 const int64_t before = threadNewCount;
+                 for (const auto& m : marks) {
+                   // Backward work between the marks, for the overlap to be real.
+                   std::this_thread::sleep_for(std::chrono::microseconds(200));
+                   buckets.markReady(m.begin, m.end);
+                 }
+                 buckets.waitAll();
+                 if (step > 0) trainingThreadAllocations[rank] = threadNewCount - before;
+                 for (int64_t i = 0; i < count; ++i) {
+                   reference[i] = static_cast<float>((rank + 1) * ((i + step) % 13));
+                 }
+                 // Buckets run on their own thread; the communicator is free again after
+                 // waitAll().
+                 comm.allReduceAverage(reference.data(), count);
+                 for (int64_t i = 0; i < count; ++i) {
+                   RANK_CHECK(grads[i] == reference[i], "step ", step, " element ", i, ": ",
+                              grads[i], " != ", reference[i]);
+                 }
+                 const float want = static_cast<float>(6 * (step % 13)) / 3.0f;
+                 RANK_CHECK(grads[0] == want, grads[0], " != ", want);
+               }
+               RANK_CHECK(buckets.lastCommSeconds() > 0.0, "");
+             });
+    QVERIFY2(failures.empty(), qPrintable(QString::fromStdString(failures.text())));
+    for (int r = 0; r < size; ++r) QCOMPARE(trainingThreadAllocations[r], int64_t{0});
+  }
+
+  void benchReportsBandwidthAndChecksResults() {
+    gloo::rendezvous::HashStore store;
+    const int size = 2;
+    std::vector<AllReduceBenchResult> results(size);
+    Failures failures;
+    runGroup(store, size, optionsFor("bench"), failures, [&](int rank, GlooCommunicator& comm) {
+      results[rank] = benchAllReduce(comm, 1 << 20, 2, 5);
+    });
+    QVERIFY2(failures.empty(), qPrintable(QString::fromStdString(failures.text())));
+    for (const auto& r : results) {
+      QCOMPARE(r.wrong, int64_t{0});
+      QCOMPARE(r.bytes, int64_t{1} << 20);
+      QCOMPARE(r.callsPerIteration, 8);
+      QVERIFY(r.medianSeconds > 0.0 && r.minSeconds <= r.medianSeconds);
+      QVERIFY(r.minSeconds <= r.meanSeconds);
+      QVERIFY(std::abs(r.algbwGBps - r.bytes / r.medianSeconds / 1e9) < 1e-9);
+      QVERIFY(std::abs(r.busbwGBps - r.algbwGBps) < 1e-9);  // 2(n-1)/n = 1 for n = 2
+    }
+  }
+};
+
+QTEST_APPLESS_MAIN(TestComm)
+#include "test_comm.moc"

@@ -1,0 +1,161 @@
+// Synchronous data parallel in one process: ranks as threads, real Gloo collectives
+// over an in-process store. Replicas must stay identical, and N ranks must follow the
+// single-replica trajectory with the same global batch.
+#include <QtTest/QtTest>
+
+#include <gloo/rendezvous/hash_store.h>
+
+#include <atomic>
+#include <cmath>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "core/comm/gloo_communicator.h"
+#include "core/train/strategy.h"
+
+using namespace dtlab::core;
+
+namespace {
+
+ExperimentSpec smallSpec() {
+  ExperimentSpec spec;
+  spec.seed = 11;
+  spec.dataset.kind = DatasetKind::kGaussianBlobs;
+  spec.dataset.trainSize = 4096;
+  spec.dataset.testSize = 512;
+  spec.dataset.features = 16;
+  spec.dataset.classes = 4;
+  spec.dataset.seed = 11;
+  spec.model.hidden = {32, 32};
+  spec.optimizer.lr = 0.05f;
+  spec.training.batchSize = 64;
+  spec.training.epochs = 0;
+  spec.training.maxSteps = 10;
+  spec.training.evalInterval = 5;
+  return spec;
+}
+
+// Runs `world` ranks of the job as threads; returns every rank's result.
+std::vector<WorkerResult> runRanks(const ExperimentSpec& spec, int world,
+                                   const std::atomic<bool>* cancel = nullptr,
+                                   const std::vector<double>& speeds = {}) {
+  gloo::rendezvous::HashStore store;
+  std::vector<WorkerResult> results(static_cast<std::size_t>(world));
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < world; ++rank) {
+    threads.emplace_back([&, rank] {
+      WorkerJob job;
+      job.spec = spec;
+      job.rank = rank;
+      job.world = world;
+      job.keepParams = true;
+      if (!speeds.empty()) job.node.speed = speeds[static_cast<std::size_t>(rank)];
+      std::unique_ptr<GlooCommunicator> comm;
+      if (world > 1) comm = std::make_unique<GlooCommunicator>(store, rank, world);
+      results[static_cast<std::size_t>(rank)] = runWorker(job, comm.get(), nullptr, cancel);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return results;
+}
+
+}  // namespace
+
+class TestSync : public QObject {
+  Q_OBJECT
+ private slots:
+  void replicasStayIdentical_data() {
+    QTest::addColumn<int>("world");
+    QTest::newRow("1") << 1;
+    QTest::newRow("2") << 2;
+    QTest::newRow("3 (uneven slices)") << 3;
+    QTest::newRow("4") << 4;
+  }
+  void replicasStayIdentical() {
+    QFETCH(int, world);
+    const std::vector<WorkerResult> results = runRanks(smallSpec(), world);
+    for (const WorkerResult& r : results) {
+      QVERIFY2(r.status == "completed", r.error.c_str());
+      QCOMPARE(r.steps, int64_t{10});
+      QCOMPARE(r.paramChecksum, results[0].paramChecksum);
+    }
+    int64_t samples = 0;
+    for (const WorkerResult& r : results) samples += r.samples;
+    QCOMPARE(samples, int64_t{10 * 64});  // the slices cover each global batch exactly
+  }
+
+  void multiRankEqualsSingleReplica() {
+    // Synchronous SGD equivalence: 4 ranks with slices of a global batch of 64 take the
+    // same steps as one replica with batch 64; only summation order differs.
+    const ExperimentSpec spec = smallSpec();
+    const std::vector<float> single = runRanks(spec, 1)[0].params;
+    const std::vector<float> four = runRanks(spec, 4)[0].params;
+    QCOMPARE(four.size(), single.size());
+    double diff = 0.0, norm = 0.0;
+    for (std::size_t i = 0; i < single.size(); ++i) {
+      diff += (four[i] - single[i]) * double(four[i] - single[i]);
+      norm += single[i] * double(single[i]);
+    }
+    const double relative = std::sqrt(diff / norm);
+    QVERIFY2(relative < 1e-4, qPrintable(QString::number(relative)));
+    QVERIFY(relative > 0.0 || four == single);
+  }
+
+  void ranksStopTogetherOnTarget() {
+    ExperimentSpec spec = smallSpec();
+    spec.training.maxSteps = 2000;
+    spec.training.evalInterval = 10;
+    spec.training.targetAccuracy = 0.8;
+    const std::vector<WorkerResult> results = runRanks(spec, 3);
+    for (const WorkerResult& r : results) {
+      QCOMPARE(r.stopReason, std::string("target_accuracy"));
+      QCOMPARE(r.steps, results[0].steps);
+      QVERIFY(r.steps < 2000);
+      QVERIFY(r.timeToTargetS.has_value());
+    }
+  }
+
+  void cancelStopsEveryRank() {
+    ExperimentSpec spec = smallSpec();
+    spec.training.maxSteps = 1000000;
+    std::atomic<bool> cancel{true};
+    const std::vector<WorkerResult> results = runRanks(spec, 2, &cancel);
+    for (const WorkerResult& r : results) {
+      QCOMPARE(r.status, std::string("cancelled"));
+      QCOMPARE(r.steps, int64_t{1});  // the vote travels with the first step's gradients
+    }
+  }
+
+  void slowNodeMakesItsPeerWait() {
+    // Rank 1 computes at a quarter of real speed: rank 0 spends its steps waiting for
+    // rank 1's gradients, rank 1 hardly waits at all.
+    ExperimentSpec spec = smallSpec();
+    spec.model.hidden = {256, 256};
+    spec.training.maxSteps = 20;
+    const std::vector<WorkerResult> r = runRanks(spec, 2, nullptr, {1.0, 0.25});
+    QVERIFY2(r[0].status == "completed", r[0].error.c_str());
+    QCOMPARE(r[0].paramChecksum, r[1].paramChecksum);
+    const double fastWait = r[0].waitMsTotal / r[0].stepMsTotal;
+    const double slowWait = r[1].waitMsTotal / r[1].stepMsTotal;
+    QVERIFY2(fastWait > 0.3 && fastWait > 3.0 * slowWait,
+             qPrintable(QString("wait fraction fast %1, slow %2").arg(fastWait).arg(slowWait)));
+  }
+
+  void badJobsFailClearly() {
+    WorkerJob job;
+    job.spec = smallSpec();
+    job.variant = 3;
+    WorkerResult r = runWorker(job, nullptr, nullptr, nullptr);
+    QCOMPARE(r.status, std::string("failed"));
+    QVERIFY(r.error.find("variant 3") != std::string::npos);
+    job.variant = 0;
+    job.world = 2;
+    r = runWorker(job, nullptr, nullptr, nullptr);
+    QCOMPARE(r.status, std::string("failed"));
+    QVERIFY(r.error.find("communicator") != std::string::npos);
+  }
+};
+
+QTEST_APPLESS_MAIN(TestSync)
+#include "test_sync.moc"

@@ -1,0 +1,644 @@
+// Daemon tests: real dtlab-node processes on loopback, driven through the gRPC protocol.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "core/comm/gloo_communicator.h"
+#include "core/common/check.h"
+#include "core/common/config.h"
+#include "remote/common/client.h"
+#include "remote/common/protocol.h"
+#include "remote/proto/dtlab.grpc.pb.h"
+#include "remote/rendezvous_store.h"
+
+// After the protocol headers: Qt's `slots` macro would otherwise rename DeviceInfo::slots().
+#include <QtCore/QProcess>
+#include <QtTest/QtTest>
+#undef slots
+
+namespace proto = dtlab::remote::proto;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const QString kNodeBinary = QStringLiteral(DTLAB_BINARY_DIR "/app/dtlab-node");
+
+// A dtlab-node child process; stopped (SIGTERM, then SIGKILL) when it goes out of scope.
+class NodeProcess {
+ public:
+  explicit NodeProcess(QStringList args) {
+    args << "--log-level"
+         << "warn";
+    process_.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+    process_.start(kNodeBinary, args);
+    if (!process_.waitForStarted(10000)) return;
+    const auto deadline = Clock::now() + 15s;
+    QByteArray out;
+    while (Clock::now() < deadline) {
+      process_.waitForReadyRead(200);
+      out += process_.readAllStandardOutput();
+      const int at = out.indexOf("dtlab-node listening on ");
+      const int end = at < 0 ? -1 : out.indexOf('\n', at);
+      if (end > at) {
+        address_ = out.mid(at + 24, end - at - 24).trimmed().toStdString();
+        return;
+      }
+      if (process_.state() == QProcess::NotRunning) return;
+    }
+  }
+  ~NodeProcess() {
+    if (process_.state() == QProcess::NotRunning) return;
+    process_.terminate();
+    if (!process_.waitForFinished(10000)) {
+      process_.kill();
+      process_.waitForFinished(5000);
+    }
+  }
+  NodeProcess(const NodeProcess&) = delete;
+  NodeProcess& operator=(const NodeProcess&) = delete;
+
+  bool ready() const { return !address_.empty(); }
+  const std::string& address() const { return address_; }
+  QProcess& process() { return process_; }
+
+ private:
+  QProcess process_;
+  std::string address_;
+};
+
+std::unique_ptr<proto::NodeService::Stub> nodeStub(const std::string& address) {
+  return proto::NodeService::NewStub(dtlab::remote::makeNodeChannel(address));
+}
+
+std::unique_ptr<proto::Rendezvous::Stub> rendezvousStub(const std::string& address) {
+  return proto::Rendezvous::NewStub(dtlab::remote::makeNodeChannel(address));
+}
+
+void prepare(grpc::ClientContext& context, const std::string& token = {},
+             std::chrono::milliseconds timeout = 10s) {
+  dtlab::remote::prepareClientContext(context, token, timeout);
+}
+
+// Tiny and quick: 50 steps of a small MLP on 2000 blobs.
+std::string tinySpec(int64_t maxSteps = 50) {
+  return R"({"name": "tiny", "seed": 7,
+    "dataset": {"kind": "gaussian_blobs", "train_size": 2000, "test_size": 200, "classes": 4,
+                "features": 8},
+    "model": {"hidden": [16]},
+    "training": {"batch_size": 32, "epochs": 0, "max_steps": )" +
+         std::to_string(maxSteps) + R"(, "eval_interval": 25, "threads": 1}})";
+}
+
+// Runs until cancelled: a million steps.
+std::string longSpec() {
+  return tinySpec(1000000);
+}
+
+proto::StartJobRequest startRequest(const std::string& jobId, const std::string& spec, int rank = 0,
+                                    int world = 1) {
+  proto::StartJobRequest request;
+  request.set_protocol_version(dtlab::remote::kProtocolVersion);
+  request.set_job_id(jobId);
+  request.set_spec_json(spec);
+  request.set_variant(0);
+  request.set_rank(rank);
+  request.set_world_size(world);
+  request.set_node_name("node-under-test");
+  request.set_collective_address("127.0.0.1");
+  return request;
+}
+
+grpc::Status startJob(proto::NodeService::Stub& stub, const proto::StartJobRequest& request,
+                      const std::string& token = {}) {
+  grpc::ClientContext context;
+  prepare(context, token);
+  proto::StartJobResponse response;
+  return stub.StartJob(&context, request, &response);
+}
+
+struct WatchOutcome {
+  grpc::Status status;
+  bool finished = false;
+  proto::JobResult result;
+  int64_t stepPoints = 0;
+  int64_t evalPoints = 0;
+  int64_t lastStep = -1;
+  bool stepsIncreasing = true;
+  int messages = 0;
+  int maxPointsInOneMessage = 0;
+};
+
+// Reads the WatchJob stream to its end (bounded by `timeout`); stepsSeen counts step points
+// as they arrive, for tests that act once the job is running.
+WatchOutcome watchToEnd(proto::NodeService::Stub& stub, const std::string& jobId,
+                        const std::string& token = {}, std::chrono::milliseconds timeout = 60s,
+                        std::atomic<int64_t>* stepsSeen = nullptr) {
+  WatchOutcome outcome;
+  grpc::ClientContext context;
+  prepare(context, token, timeout);
+  proto::WatchJobRequest request;
+  request.set_protocol_version(dtlab::remote::kProtocolVersion);
+  request.set_job_id(jobId);
+  auto reader = stub.WatchJob(&context, request);
+  proto::JobUpdate update;
+  while (reader->Read(&update)) {
+    ++outcome.messages;
+    const int points = update.steps_size() + update.evals_size() + update.events_size() +
+                       update.node_samples_size();
+    outcome.maxPointsInOneMessage = std::max(outcome.maxPointsInOneMessage, points);
+    for (const auto& step : update.steps()) {
+      if (step.step() <= outcome.lastStep) outcome.stepsIncreasing = false;
+      outcome.lastStep = step.step();
+      ++outcome.stepPoints;
+    }
+    outcome.evalPoints += update.evals_size();
+    if (stepsSeen != nullptr) stepsSeen->store(outcome.stepPoints);
+    if (update.finished()) {
+      outcome.finished = true;
+      outcome.result = update.result();
+    }
+  }
+  outcome.status = reader->Finish();
+  return outcome;
+}
+
+bool waitUntil(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+  const auto end = Clock::now() + timeout;
+  while (!condition()) {
+    if (Clock::now() > end) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
+proto::NodeInfo getInfo(proto::NodeService::Stub& stub, grpc::Status* status,
+                        const std::string& token = {}, uint32_t version = 1) {
+  grpc::ClientContext context;
+  prepare(context, token);
+  proto::GetInfoRequest request;
+  request.set_protocol_version(version);
+  proto::NodeInfo info;
+  *status = stub.GetInfo(&context, request, &info);
+  return info;
+}
+
+}  // namespace
+
+class TestNode : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void getInfoDescribesTheNode() {
+    NodeProcess node({"--name", "alpha", "--devices", "cpu:2", "--speed", "2.5", "--bandwidth-mbps",
+                      "100", "--latency-ms", "1.5", "--threads", "1"});
+    QVERIFY(node.ready());
+    QVERIFY(QString::fromStdString(node.address()).startsWith("127.0.0.1:"));
+    auto stub = nodeStub(node.address());
+    grpc::Status status;
+    const proto::NodeInfo info = getInfo(*stub, &status);
+    QVERIFY2(status.ok(), status.error_message().c_str());
+    QCOMPARE(info.protocol_version(), dtlab::remote::kProtocolVersion);
+    QCOMPARE(info.program_version(), std::string(DTLAB_VERSION));
+    QVERIFY(!info.hostname().empty());
+    QCOMPARE(info.devices_size(), 1);
+    QCOMPARE(info.devices(0).kind(), std::string("cpu"));
+    QCOMPARE(info.devices(0).slots(), 2);
+    QCOMPARE(info.speed(), 2.5);
+    QCOMPARE(info.bandwidth_mbps(), 100.0);
+    QCOMPARE(info.latency_ms(), 1.5);
+    QVERIFY(!info.busy());
+    QVERIFY(info.cores() >= 1);
+    QVERIFY(info.load() >= 0.0);
+    const std::vector<std::string> caps(info.capabilities().begin(), info.capabilities().end());
+    QVERIFY(std::find(caps.begin(), caps.end(), "gloo") != caps.end());
+    QVERIFY(std::find(caps.begin(), caps.end(), "sync_allreduce") != caps.end());
+
+    // Ping answers with the wall clock.
+    grpc::ClientContext context;
+    prepare(context);
+    proto::PingRequest ping;
+    ping.set_protocol_version(dtlab::remote::kProtocolVersion);
+    proto::PingResponse pong;
+    QVERIFY(stub->Ping(&context, ping, &pong).ok());
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    QVERIFY(std::abs(pong.unix_ms() - now) < 5000);
+
+    // Another protocol version is refused, naming both.
+    getInfo(*stub, &status, {}, 7);
+    QCOMPARE(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    QVERIFY(status.error_message().find('7') != std::string::npos);
+    QVERIFY(status.error_message().find('1') != std::string::npos);
+  }
+
+  void tokenIsCheckedOnEveryService() {
+    NodeProcess node({"--token", "s3cret-token"});
+    QVERIFY(node.ready());
+    auto stub = nodeStub(node.address());
+    grpc::Status status;
+    getInfo(*stub, &status);
+    QCOMPARE(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    getInfo(*stub, &status, "wrong-guess");
+    QCOMPARE(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    QVERIFY(status.error_message().find("s3cret") == std::string::npos);
+    QVERIFY(status.error_message().find("wrong-guess") == std::string::npos);
+    getInfo(*stub, &status, "s3cret-token");
+    QVERIFY2(status.ok(), status.error_message().c_str());
+
+    // StartJob and the rendezvous service are guarded too.
+    QCOMPARE(startJob(*stub, startRequest("j1", tinySpec())).error_code(),
+             grpc::StatusCode::UNAUTHENTICATED);
+    auto rendezvous = rendezvousStub(node.address());
+    grpc::ClientContext context;
+    prepare(context, "not-it");
+    proto::SetRequest set;
+    set.set_protocol_version(dtlab::remote::kProtocolVersion);
+    set.set_key("k");
+    set.set_value("v");
+    proto::SetResponse setResponse;
+    QCOMPARE(rendezvous->Set(&context, set, &setResponse).error_code(),
+             grpc::StatusCode::UNAUTHENTICATED);
+  }
+
+  void badFlagsRefuseToStart() {
+    const auto run = [](const QStringList& args, int* exitCode, QString* err) {
+      QProcess process;
+      process.start(kNodeBinary, args);
+      if (!process.waitForFinished(10000)) {
+        process.kill();
+        process.waitForFinished();
+        return false;
+      }
+      *exitCode = process.exitCode();
+      *err = QString::fromUtf8(process.readAllStandardError());
+      return process.exitStatus() == QProcess::NormalExit;
+    };
+    int code = 0;
+    QString err;
+    QVERIFY(run({"--listen", "0.0.0.0:0"}, &code, &err));
+    QCOMPARE(code, 2);
+    QVERIFY2(err.contains("--token"), qPrintable(err));
+    QVERIFY(run({"--speed", "0"}, &code, &err));
+    QCOMPARE(code, 2);
+    QVERIFY2(err.contains("--speed"), qPrintable(err));
+    QVERIFY(run({"--latency-ms", "abc"}, &code, &err));
+    QCOMPARE(code, 2);
+    QVERIFY2(err.contains("--latency-ms"), qPrintable(err));
+    QVERIFY(run({"--devices", "cpu:0"}, &code, &err));
+    QCOMPARE(code, 2);
+    QVERIFY2(err.contains("--devices"), qPrintable(err));
+  }
+
+  void invalidJobsAreRefusedNamingTheField() {
+    NodeProcess node({});
+    QVERIFY(node.ready());
+    auto stub = nodeStub(node.address());
+    grpc::Status status = startJob(*stub, startRequest("bad-1", R"({"optimizer": {"lr": -1}})"));
+    QCOMPARE(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    QVERIFY2(status.error_message().find("optimizer.lr") != std::string::npos,
+             status.error_message().c_str());
+    status = startJob(*stub, startRequest("bad-2", "{not json"));
+    QCOMPARE(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    status = startJob(*stub, startRequest("bad-3", tinySpec(), 2, 2));
+    QCOMPARE(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    QVERIFY2(status.error_message().find("rank") != std::string::npos,
+             status.error_message().c_str());
+    status = startJob(*stub, startRequest("bad-4", tinySpec(), 0, 2));  // no rendezvous
+    QCOMPARE(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    QVERIFY(status.error_message().find("rendezvous_address") != std::string::npos);
+    auto request = startRequest("bad-5", tinySpec());
+    request.set_variant(3);
+    status = startJob(*stub, request);
+    QCOMPARE(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    QVERIFY(status.error_message().find("variant") != std::string::npos);
+    status = startJob(*stub, startRequest("bad-6", std::string((1 << 20) + 1, ' ')));
+    QCOMPARE(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    QVERIFY(status.error_message().find("spec_json") != std::string::npos);
+    status = startJob(*stub, startRequest("bad id/with slash", tinySpec()));
+    QCOMPARE(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    QVERIFY(status.error_message().find("job_id") != std::string::npos);
+
+    // Nothing was started by any of them, and an unknown job cannot be watched.
+    QVERIFY(!getInfo(*stub, &status).busy());
+    const WatchOutcome none = watchToEnd(*stub, "bad-1", {}, 5s);
+    QCOMPARE(none.status.error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+
+  void runsAOneRankJobToTheEnd() {
+    NodeProcess node({"--name", "solo"});
+    QVERIFY(node.ready());
+    auto stub = nodeStub(node.address());
+    auto request = startRequest("run-1", tinySpec(50));
+    request.set_heartbeat_ms(100);
+    grpc::Status status = startJob(*stub, request);
+    QVERIFY2(status.ok(), status.error_message().c_str());
+
+    const WatchOutcome outcome = watchToEnd(*stub, "run-1");
+    QVERIFY2(outcome.status.ok(), outcome.status.error_message().c_str());
+    QVERIFY(outcome.finished);
+    QCOMPARE(outcome.result.status(), std::string("completed"));
+    QCOMPARE(outcome.result.steps(), int64_t{50});
+    QVERIFY(!outcome.result.param_checksum().empty());
+    QVERIFY(outcome.result.has_test_accuracy());
+    QCOMPARE(outcome.stepPoints, int64_t{50});
+    QVERIFY(outcome.stepsIncreasing);
+    QVERIFY(outcome.evalPoints >= 1);
+    QVERIFY(outcome.maxPointsInOneMessage <= dtlab::remote::kMaxPointsPerUpdate);
+
+    // The node is idle again; the result stays readable until the next job.
+    QVERIFY(!getInfo(*stub, &status).busy());
+    const WatchOutcome again = watchToEnd(*stub, "run-1", {}, 10s);
+    QVERIFY(again.finished);
+    QCOMPARE(again.result.param_checksum(), outcome.result.param_checksum());
+    QCOMPARE(startJob(*stub, request).error_code(), grpc::StatusCode::ALREADY_EXISTS);
+    QVERIFY(startJob(*stub, startRequest("run-2", tinySpec(10))).ok());
+    QCOMPARE(watchToEnd(*stub, "run-1", {}, 5s).status.error_code(), grpc::StatusCode::NOT_FOUND);
+    const WatchOutcome second = watchToEnd(*stub, "run-2");
+    QCOMPARE(second.result.status(), std::string("completed"));
+    QCOMPARE(second.result.steps(), int64_t{10});
+  }
+
+  void cancelStopsARunningJobAndABusyNodeRefuses() {
+    NodeProcess node({"--name", "busy-node"});
+    QVERIFY(node.ready());
+    auto stub = nodeStub(node.address());
+    QVERIFY(startJob(*stub, startRequest("long-1", longSpec())).ok());
+    std::atomic<int64_t> steps{0};
+    WatchOutcome outcome;
+    std::thread watcher([&] { outcome = watchToEnd(*stub, "long-1", {}, 60s, &steps); });
+    const bool running = waitUntil([&] { return steps.load() > 0; }, 30s);
+
+    grpc::Status status;
+    const proto::NodeInfo info = getInfo(*stub, &status);
+    const grpc::Status refused = startJob(*stub, startRequest("long-2", tinySpec()));
+
+    grpc::ClientContext context;
+    prepare(context);
+    proto::CancelJobRequest cancel;
+    cancel.set_protocol_version(dtlab::remote::kProtocolVersion);
+    cancel.set_job_id("long-1");
+    proto::CancelJobResponse cancelled;
+    const grpc::Status cancelStatus = stub->CancelJob(&context, cancel, &cancelled);
+    watcher.join();
+
+    QVERIFY(running);
+    QVERIFY(info.busy());
+    QCOMPARE(info.job_id(), std::string("long-1"));
+    QCOMPARE(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    QVERIFY2(refused.error_message().find("busy-node is busy with job long-1") != std::string::npos,
+             refused.error_message().c_str());
+    QVERIFY(cancelStatus.ok());
+    QVERIFY(cancelled.was_running());
+    QVERIFY2(outcome.status.ok(), outcome.status.error_message().c_str());
+    QVERIFY(outcome.finished);
+    QCOMPARE(outcome.result.status(), std::string("cancelled"));
+    QVERIFY(outcome.result.steps() < 1000000);
+
+    // Cancelling again is harmless, and the node takes the next job.
+    grpc::ClientContext again;
+    prepare(again);
+    QVERIFY(stub->CancelJob(&again, cancel, &cancelled).ok());
+    QVERIFY(!cancelled.was_running());
+    QVERIFY(startJob(*stub, startRequest("long-2", tinySpec(5))).ok());
+    QCOMPARE(watchToEnd(*stub, "long-2").result.status(), std::string("completed"));
+  }
+
+  void sigtermStopsTheNodeCleanly() {
+    NodeProcess node({});
+    QVERIFY(node.ready());
+    auto stub = nodeStub(node.address());
+    QVERIFY(startJob(*stub, startRequest("term-1", longSpec())).ok());
+    std::atomic<int64_t> steps{0};
+    WatchOutcome outcome;
+    std::thread watcher([&] { outcome = watchToEnd(*stub, "term-1", {}, 60s, &steps); });
+    const bool running = waitUntil([&] { return steps.load() > 0; }, 30s);
+    node.process().terminate();
+    const bool exited = node.process().waitForFinished(20000);
+    watcher.join();
+    QVERIFY(running);
+    QVERIFY(exited);
+    QCOMPARE(node.process().exitStatus(), QProcess::NormalExit);
+    QCOMPARE(node.process().exitCode(), 0);
+    QVERIFY(outcome.finished);
+    QCOMPARE(outcome.result.status(), std::string("cancelled"));
+  }
+
+  void rendezvousSetGetWait() {
+    NodeProcess node({});
+    QVERIFY(node.ready());
+    auto stub = rendezvousStub(node.address());
+    const auto set = [&](const std::string& key, const std::string& value) {
+      grpc::ClientContext context;
+      prepare(context);
+      proto::SetRequest request;
+      request.set_protocol_version(dtlab::remote::kProtocolVersion);
+      request.set_key(key);
+      request.set_value(value);
+      proto::SetResponse response;
+      return stub->Set(&context, request, &response);
+    };
+    const auto get = [&](const std::string& key, uint64_t timeoutMs, std::string* value) {
+      grpc::ClientContext context;
+      prepare(context);
+      proto::GetRequest request;
+      request.set_protocol_version(dtlab::remote::kProtocolVersion);
+      request.set_key(key);
+      request.set_timeout_ms(timeoutMs);
+      proto::GetResponse response;
+      const grpc::Status status = stub->Get(&context, request, &response);
+      *value = response.value();
+      return status;
+    };
+    QVERIFY(set("job/a", std::string("\0bytes", 6)).ok());
+    std::string value;
+    QVERIFY(get("job/a", 0, &value).ok());
+    QCOMPARE(value, std::string("\0bytes", 6));
+
+    // A missing key times out after the requested wait, naming the key.
+    auto start = Clock::now();
+    grpc::Status status = get("job/missing", 300, &value);
+    auto waited = Clock::now() - start;
+    QCOMPARE(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+    QVERIFY2(status.error_message().find("job/missing") != std::string::npos,
+             status.error_message().c_str());
+    QVERIFY(waited >= 250ms && waited < 5s);
+
+    // Get and Wait return as soon as another client sets the keys.
+    grpc::Status getStatus, waitStatus;
+    std::thread getter([&] { getStatus = get("job/late", 20000, &value); });
+    std::thread waiter([&] {
+      grpc::ClientContext context;
+      prepare(context, {}, 30s);
+      proto::WaitRequest request;
+      request.set_protocol_version(dtlab::remote::kProtocolVersion);
+      request.add_keys("job/late");
+      request.add_keys("job/a");
+      request.set_timeout_ms(20000);
+      proto::WaitResponse response;
+      waitStatus = stub->Wait(&context, request, &response);
+    });
+    std::this_thread::sleep_for(200ms);
+    start = Clock::now();
+    QVERIFY(set("job/late", "here").ok());
+    getter.join();
+    waiter.join();
+    QVERIFY(Clock::now() - start < 5s);
+    QVERIFY2(getStatus.ok(), getStatus.error_message().c_str());
+    QCOMPARE(value, std::string("here"));
+    QVERIFY2(waitStatus.ok(), waitStatus.error_message().c_str());
+
+    // Limits and version.
+    status = set(std::string(2000, 'k'), "v");
+    QCOMPARE(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    QVERIFY(status.error_message().find("key") != std::string::npos);
+    status = set("job/big", std::string((1 << 20) + 1, 'v'));
+    QCOMPARE(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    QVERIFY(status.error_message().find("value") != std::string::npos);
+    grpc::ClientContext context;
+    prepare(context);
+    proto::GetRequest oldClient;
+    oldClient.set_key("job/a");
+    proto::GetResponse response;
+    QCOMPARE(stub->Get(&context, oldClient, &response).error_code(),
+             grpc::StatusCode::FAILED_PRECONDITION);
+  }
+
+  void glooStoreOverRendezvousBuildsAGroup() {
+    NodeProcess node({"--token", "tok"});
+    QVERIFY(node.ready());
+    constexpr int kWorld = 2;
+    constexpr int64_t kCount = 1001;
+    std::vector<std::vector<float>> data(kWorld, std::vector<float>(kCount));
+    std::vector<std::string> errors(kWorld);
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < kWorld; ++r) {
+      ranks.emplace_back([&, r] {
+        try {
+          dtlab::remote::RendezvousStoreOptions options;
+          options.address = node.address();
+          options.token = "tok";
+          options.keyPrefix = "gloo-test-job";
+          options.timeout = 20s;
+          dtlab::remote::RendezvousStore store(options);
+          dtlab::core::GlooOptions gloo;
+          gloo.connectTimeout = 20s;
+          dtlab::core::GlooCommunicator comm(store, r, kWorld, gloo);
+          for (int64_t i = 0; i < kCount; ++i) data[r][i] = float(r + 1) * float(i);
+          comm.allReduceSum(data[r].data(), kCount);
+        } catch (const std::exception& e) {
+          errors[r] = e.what();
+        }
+      });
+    }
+    for (auto& t : ranks) t.join();
+    for (int r = 0; r < kWorld; ++r) {
+      QVERIFY2(errors[r].empty(), errors[r].c_str());
+      for (int64_t i = 0; i < kCount; ++i) QCOMPARE(data[r][i], 3.0f * float(i));
+    }
+
+    // A key nobody sets: a clear error naming it, after the store's timeout.
+    dtlab::remote::RendezvousStoreOptions options;
+    options.address = node.address();
+    options.token = "tok";
+    options.keyPrefix = "lonely";
+    options.timeout = 200ms;
+    dtlab::remote::RendezvousStore store(options);
+    try {
+      store.get("rank-1-address");
+      QFAIL("get of a missing key returned");
+    } catch (const dtlab::Error& e) {
+      QVERIFY2(std::string(e.what()).find("lonely/rank-1-address") != std::string::npos, e.what());
+    }
+    options.token = "wrong";
+    dtlab::remote::RendezvousStore unauthorised(options);
+    try {
+      unauthorised.set("k", {'v'});
+      QFAIL("set with a wrong token succeeded");
+    } catch (const dtlab::Error& e) {
+      QVERIFY2(std::string(e.what()).find("UNAUTHENTICATED") != std::string::npos, e.what());
+    }
+  }
+
+  void heartbeatsFlowAndCancelWorksWhileWaitingForPeers() {
+    NodeProcess node({});
+    QVERIFY(node.ready());
+    auto stub = nodeStub(node.address());
+    // Rank 0 of two, and rank 1 never comes: the job sits in the rendezvous, silent.
+    auto request = startRequest("lonely-1", tinySpec(), 0, 2);
+    request.set_rendezvous_address(node.address());
+    request.set_heartbeat_ms(100);
+    QVERIFY(startJob(*stub, request).ok());
+    std::atomic<int> messages{0};
+    WatchOutcome outcome;
+    std::thread watcher([&] {
+      grpc::ClientContext context;
+      prepare(context, {}, 60s);
+      proto::WatchJobRequest watch;
+      watch.set_protocol_version(dtlab::remote::kProtocolVersion);
+      watch.set_job_id("lonely-1");
+      auto reader = stub->WatchJob(&context, watch);
+      proto::JobUpdate update;
+      while (reader->Read(&update)) {
+        ++messages;
+        if (update.finished()) {
+          outcome.finished = true;
+          outcome.result = update.result();
+        }
+      }
+      outcome.status = reader->Finish();
+    });
+    std::this_thread::sleep_for(1200ms);
+    const int inOneSecond = messages.load();
+    grpc::ClientContext context;
+    prepare(context);
+    proto::CancelJobRequest cancel;
+    cancel.set_protocol_version(dtlab::remote::kProtocolVersion);
+    cancel.set_job_id("lonely-1");
+    proto::CancelJobResponse cancelled;
+    const auto cancelAt = Clock::now();
+    QVERIFY(stub->CancelJob(&context, cancel, &cancelled).ok());
+    watcher.join();
+    const auto stopTook = Clock::now() - cancelAt;
+    // Node samples alone would give 2 messages; heartbeats every 100 ms give about 12.
+    QVERIFY2(inOneSecond >= 6, std::to_string(inOneSecond).c_str());
+    QVERIFY(cancelled.was_running());
+    QVERIFY(outcome.finished);
+    QCOMPARE(outcome.result.status(), std::string("cancelled"));
+    QVERIFY(stopTook < 5s);
+  }
+
+  void twoNodesRunOneJobTogether() {
+    NodeProcess first({"--name", "n0"});
+    NodeProcess second({"--name", "n1", "--latency-ms", "0.1"});
+    QVERIFY(first.ready() && second.ready());
+    auto stub0 = nodeStub(first.address());
+    auto stub1 = nodeStub(second.address());
+    for (int rank = 0; rank < 2; ++rank) {
+      auto request = startRequest("pair-1", tinySpec(20), rank, 2);
+      request.set_rendezvous_address(first.address());
+      QVERIFY(startJob(rank == 0 ? *stub0 : *stub1, request).ok());
+    }
+    WatchOutcome outcome1;
+    std::thread watcher([&] { outcome1 = watchToEnd(*stub1, "pair-1"); });
+    const WatchOutcome outcome0 = watchToEnd(*stub0, "pair-1");
+    watcher.join();
+    QVERIFY(outcome0.finished && outcome1.finished);
+    QVERIFY2(outcome0.result.status() == "completed", outcome0.result.error().c_str());
+    QVERIFY2(outcome1.result.status() == "completed", outcome1.result.error().c_str());
+    QCOMPARE(outcome0.result.steps(), int64_t{20});
+    QCOMPARE(outcome0.result.param_checksum(), outcome1.result.param_checksum());
+    QCOMPARE(outcome0.stepPoints, int64_t{20});
+    QCOMPARE(outcome1.stepPoints, int64_t{20});
+  }
+};
+
+QTEST_GUILESS_MAIN(TestNode)
+#include "test_node.moc"

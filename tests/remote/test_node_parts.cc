@@ -1,0 +1,225 @@
+// In-process tests of the daemon's parts: the WatchJob buffer and the rendezvous table.
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "remote/common/auth.h"
+#include "remote/common/protocol.h"
+#include "remote/node/job_buffer.h"
+#include "remote/node/rendezvous_table.h"
+
+// After the protocol headers: Qt's `slots` macro would otherwise rename DeviceInfo::slots().
+#include <QtTest/QtTest>
+#undef slots
+
+using dtlab::remote::JobBuffer;
+using dtlab::remote::RendezvousTable;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Completed {
+  std::atomic<int> calls{0};
+  grpc::StatusCode code = grpc::StatusCode::UNKNOWN;
+  std::string message;
+  std::string value;
+  RendezvousTable::Completion completion() {
+    return [this](const grpc::Status& status, const std::string& v) {
+      code = status.error_code();
+      message = status.error_message();
+      value = v;
+      ++calls;
+    };
+  }
+};
+
+bool waitFor(const std::atomic<int>& counter, int value, std::chrono::milliseconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (counter.load() < value) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+}  // namespace
+
+class TestNodeParts : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void bufferStreamsEverythingThenTheResult() {
+    JobBuffer buffer;
+    buffer.onEvent({0, 0.0, "start", ""});
+    for (int i = 0; i < 10; ++i) buffer.onStep({0, i, double(i)});
+    buffer.onEval({9, 9.0, 0.5, 0.75});
+    JobBuffer::Cursor cursor;
+    dtlab::remote::proto::JobUpdate update;
+    QVERIFY(buffer.fill(cursor, 4, update));  // at most 4 points
+    QCOMPARE(update.events_size() + update.evals_size() + update.steps_size(), 4);
+    QCOMPARE(update.events_size(), 1);  // events first
+    QVERIFY(!update.finished());
+    update.Clear();
+    QVERIFY(buffer.fill(cursor, 100, update));
+    QCOMPARE(update.steps_size(), 8);
+    QCOMPARE(update.steps(7).step(), int64_t{9});
+    update.Clear();
+    QVERIFY(!buffer.fill(cursor, 100, update));  // nothing new: a heartbeat is up to the hub
+
+    dtlab::core::WorkerResult result;
+    result.status = "completed";
+    result.steps = 10;
+    result.paramChecksum = "abc";
+    result.finalTestAccuracy = 0.75;
+    QVERIFY(buffer.finish(result));
+    QVERIFY(!buffer.finish(dtlab::core::WorkerResult{}));  // the first result wins
+    QVERIFY(buffer.fill(cursor, 100, update));
+    QVERIFY(update.finished());
+    QCOMPARE(update.result().status(), std::string("completed"));
+    QCOMPARE(update.result().param_checksum(), std::string("abc"));
+    QVERIFY(update.result().has_test_accuracy());
+    QVERIFY(!update.result().has_time_to_target());
+
+    // A second watcher from the start sees the same stream.
+    JobBuffer::Cursor late;
+    int steps = 0;
+    bool finished = false;
+    while (!finished) {
+      update.Clear();
+      QVERIFY(buffer.fill(late, 3, update));
+      steps += update.steps_size();
+      finished = update.finished();
+    }
+    QCOMPARE(steps, 10);
+  }
+
+  void bufferDropsOldStepsButNeverEvents() {
+    JobBuffer buffer;
+    const int64_t total = JobBuffer::kMaxRetained + 500;
+    for (int64_t i = 0; i < total; ++i) {
+      buffer.onStep({0, i});
+      if (i % 10000 == 0) buffer.onEvent({i, 0.0, "tick", ""});
+      if (i % 20000 == 0) buffer.onEval({i, 0.0, 1.0, 0.5});
+    }
+    QCOMPARE(buffer.stepsDropped(), uint64_t{500});
+    dtlab::core::WorkerResult result;
+    result.status = "completed";
+    buffer.finish(result);
+    JobBuffer::Cursor cursor;
+    int64_t steps = 0, events = 0, evals = 0, firstStep = -1;
+    bool finished = false;
+    while (!finished) {
+      dtlab::remote::proto::JobUpdate update;
+      QVERIFY(buffer.fill(cursor, dtlab::remote::kMaxPointsPerUpdate, update));
+      QVERIFY(update.steps_size() + update.events_size() + update.evals_size() <=
+              dtlab::remote::kMaxPointsPerUpdate);
+      if (firstStep < 0 && update.steps_size() > 0) firstStep = update.steps(0).step();
+      steps += update.steps_size();
+      events += update.events_size();
+      evals += update.evals_size();
+      finished = update.finished();
+    }
+    QCOMPARE(steps, int64_t(JobBuffer::kMaxRetained));
+    QCOMPARE(firstStep, int64_t{500});
+    QCOMPARE(events, int64_t{11});
+    QCOMPARE(evals, int64_t{6});
+  }
+
+  void tableCompletesWaitersOnSetTimeoutCancelAndShutdown() {
+    RendezvousTable table;
+    const auto soon = [](std::chrono::milliseconds d) { return RendezvousTable::Clock::now() + d; };
+    // Present keys complete inline.
+    QVERIFY(table.set("a", "1").ok());
+    Completed now;
+    table.waitFor(table.newWaiterId(), {"a"}, soon(0ms), now.completion());
+    QCOMPARE(now.calls.load(), 1);
+    QCOMPARE(now.code, grpc::StatusCode::OK);
+    QCOMPARE(now.value, std::string("1"));
+
+    // Completed by the set of the last missing key.
+    Completed bySet;
+    table.waitFor(table.newWaiterId(), {"b", "c"}, soon(10s), bySet.completion());
+    QVERIFY(table.set("b", "2").ok());
+    QCOMPARE(bySet.calls.load(), 0);
+    QVERIFY(table.set("c", "3").ok());
+    QCOMPARE(bySet.calls.load(), 1);
+    QCOMPARE(bySet.code, grpc::StatusCode::OK);
+    QCOMPARE(bySet.value, std::string("2"));
+
+    // Timed out by the timer thread, naming the key.
+    Completed timedOut;
+    const auto start = std::chrono::steady_clock::now();
+    table.waitFor(table.newWaiterId(), {"never"}, soon(100ms), timedOut.completion());
+    QVERIFY(waitFor(timedOut.calls, 1, 5s));
+    QVERIFY(std::chrono::steady_clock::now() - start >= 100ms);
+    QCOMPARE(timedOut.code, grpc::StatusCode::DEADLINE_EXCEEDED);
+    QVERIFY(timedOut.message.find("'never'") != std::string::npos);
+
+    // A later, shorter deadline is not held up by an earlier, longer one.
+    Completed longer, shorter;
+    table.waitFor(table.newWaiterId(), {"x"}, soon(30s), longer.completion());
+    table.waitFor(table.newWaiterId(), {"y"}, soon(50ms), shorter.completion());
+    QVERIFY(waitFor(shorter.calls, 1, 5s));
+    QCOMPARE(longer.calls.load(), 0);
+
+    // Cancel completes once; cancelling again or an unknown id is a no-op.
+    Completed cancelled;
+    const auto id = table.newWaiterId();
+    table.waitFor(id, {"z"}, soon(30s), cancelled.completion());
+    table.cancel(id);
+    table.cancel(id);
+    QCOMPARE(cancelled.calls.load(), 1);
+    QCOMPARE(cancelled.code, grpc::StatusCode::CANCELLED);
+
+    // Other jobs' keys go, this job's stay.
+    QVERIFY(table.set("job-2/k", "v").ok());
+    table.clearExceptPrefix("job-2/");
+    QCOMPARE(table.keyCount(), std::size_t{1});
+
+    table.shutdown();
+    QCOMPARE(longer.calls.load(), 1);
+    QCOMPARE(longer.code, grpc::StatusCode::UNAVAILABLE);
+    QCOMPARE(table.pendingWaiters(), std::size_t{0});
+    Completed afterShutdown;
+    table.waitFor(table.newWaiterId(), {"job-2/k"}, soon(1s), afterShutdown.completion());
+    QCOMPARE(afterShutdown.code, grpc::StatusCode::UNAVAILABLE);
+  }
+
+  void tableIsBounded() {
+    RendezvousTable table;
+    const std::string megabyte(1 << 20, 'v');
+    grpc::Status status;
+    int stored = 0;
+    for (; stored < 1000; ++stored) {
+      std::string key = std::to_string(stored);  // ("k" + to_string trips GCC 12's -Wrestrict)
+      status = table.set(key, megabyte);
+      if (!status.ok()) break;
+    }
+    QCOMPARE(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    QVERIFY(stored >= 200 && stored <= 256);
+    // Overwriting a key reuses its room.
+    QVERIFY(table.set("0", megabyte).ok());
+  }
+
+  void addressesAndLoopback() {
+    using dtlab::remote::isLoopbackHost;
+    using dtlab::remote::parseHostPort;
+    QVERIFY(isLoopbackHost("127.0.0.1"));
+    QVERIFY(isLoopbackHost("127.1.2.3"));
+    QVERIFY(isLoopbackHost("::1"));
+    QVERIFY(isLoopbackHost("localhost"));
+    QVERIFY(!isLoopbackHost("0.0.0.0"));
+    QVERIFY(!isLoopbackHost("::"));
+    QVERIFY(!isLoopbackHost("192.168.1.4"));
+    QVERIFY(!isLoopbackHost("example.org"));
+    QCOMPARE(parseHostPort("127.0.0.1:80", "x").port, 80);
+    QCOMPARE(parseHostPort("[::1]:0", "x").host, std::string("::1"));
+    QVERIFY_THROWS_EXCEPTION(dtlab::Error, parseHostPort("127.0.0.1", "x"));
+    QVERIFY_THROWS_EXCEPTION(dtlab::Error, parseHostPort(":80", "x"));
+    QVERIFY_THROWS_EXCEPTION(dtlab::Error, parseHostPort("h:70000", "x"));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestNodeParts)
+#include "test_node_parts.moc"
