@@ -19,8 +19,9 @@ namespace dtlab::core {
 // The others force one implementation, for benchmarks and tests.
 enum class AllReduceAlgorithm {
   kAuto,
-  // Ours: direct reduce-scatter + all-gather over Gloo's unbound buffers, pipelined in
-  // segments with every receive posted up front. Runs on the caller's buffer in place.
+  // Ours, on Gloo's bound buffers, in place on the caller's buffer: small messages go to
+  // every peer in one hop, larger ones take a direct reduce-scatter + all-gather pipelined
+  // in 256 KiB segments.
   kOwn,
   // Gloo's classic algorithms (gloo::AllreduceRing, AllreduceRingChunked,
   // AllreduceHalvingDoubling). They register buffers per instance; see the .cc for how
@@ -28,7 +29,7 @@ enum class AllReduceAlgorithm {
   kRing,
   kRingChunked,
   kHalvingDoubling,
-  // Gloo's newer gloo::allreduce() (segmented ring over unbound buffers).
+  // Gloo's newer gloo::allreduce() (segmented ring over unbound buffers), in place.
   kGlooAllreduce,
 };
 

@@ -10,6 +10,8 @@
 #include <thread>
 
 #include "core/common/check.h"
+#include "remote/common/client.h"
+#include "remote/common/protocol.h"
 #include "remote/proto/dtlab.grpc.pb.h"
 
 namespace dtlab::remote {
@@ -18,33 +20,9 @@ namespace {
 namespace pb = dtlab::remote::proto;
 using Clock = std::chrono::steady_clock;
 
-constexpr uint32_t kProtocolVersion = 1;
 // WatchJob streams live as long as the run; liveness comes from heartbeats, so their
 // deadline is only a backstop against a leaked call.
 constexpr auto kStreamDeadline = std::chrono::hours(24 * 7);
-
-std::string describe(const grpc::Status& status) {
-  static const char* const kNames[] = {"OK",
-                                       "CANCELLED",
-                                       "UNKNOWN",
-                                       "INVALID_ARGUMENT",
-                                       "DEADLINE_EXCEEDED",
-                                       "NOT_FOUND",
-                                       "ALREADY_EXISTS",
-                                       "PERMISSION_DENIED",
-                                       "RESOURCE_EXHAUSTED",
-                                       "FAILED_PRECONDITION",
-                                       "ABORTED",
-                                       "OUT_OF_RANGE",
-                                       "UNIMPLEMENTED",
-                                       "INTERNAL",
-                                       "UNAVAILABLE",
-                                       "DATA_LOSS",
-                                       "UNAUTHENTICATED"};
-  const int code = static_cast<int>(status.error_code());
-  const std::string name = code >= 0 && code <= 16 ? kNames[code] : std::to_string(code);
-  return name + (status.error_message().empty() ? "" : ": " + status.error_message());
-}
 
 std::string newJobId() {
   std::random_device random;
@@ -83,8 +61,7 @@ struct Coordinator::Impl {
   CoordinatorOptions options;
 
   void prepare(grpc::ClientContext& context, std::chrono::milliseconds deadline) const {
-    context.set_deadline(std::chrono::system_clock::now() + deadline);
-    if (!options.token.empty()) context.AddMetadata("authorization", "Bearer " + options.token);
+    prepareClientContext(context, options.token, deadline);
   }
   std::string label(std::size_t i) const { return nodes[i].name + " (" + nodes[i].address + ")"; }
   void cancelJob(std::size_t i, const std::string& jobId) const {
@@ -123,7 +100,8 @@ std::vector<NodeSummary> Coordinator::connect() {
     request.set_protocol_version(kProtocolVersion);
     pb::NodeInfo info;
     const grpc::Status status = impl_->nodes[i].stub->GetInfo(&context, request, &info);
-    if (!status.ok()) throw Error("node " + impl_->nodes[i].address + ": " + describe(status));
+    if (!status.ok())
+      throw Error("node " + impl_->nodes[i].address + ": " + describeStatus(status));
     if (info.protocol_version() != kProtocolVersion)
       throw Error("node " + impl_->nodes[i].address + " speaks protocol " +
                   std::to_string(info.protocol_version()) + ", this coordinator " +
@@ -183,7 +161,7 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
       pb::StartJobResponse response;
       const grpc::Status status = impl.nodes[started].stub->StartJob(&context, request, &response);
       if (!status.ok())
-        throw Error("starting the job on " + impl.label(started) + ": " + describe(status));
+        throw Error("starting the job on " + impl.label(started) + ": " + describeStatus(status));
     }
   } catch (...) {
     for (std::size_t i = 0; i < started; ++i) impl.cancelJob(i, jobId);
@@ -204,9 +182,8 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
   std::condition_variable changed;
   for (std::size_t i = 0; i < world; ++i) {
     watches[i].context = std::make_unique<grpc::ClientContext>();
-    watches[i].context->set_deadline(std::chrono::system_clock::now() + kStreamDeadline);
-    if (!impl.options.token.empty())
-      watches[i].context->AddMetadata("authorization", "Bearer " + impl.options.token);
+    prepareClientContext(*watches[i].context, impl.options.token,
+                         std::chrono::duration_cast<std::chrono::milliseconds>(kStreamDeadline));
     readers.emplace_back([&, i] {
       pb::WatchJobRequest request;
       request.set_protocol_version(kProtocolVersion);
@@ -235,7 +212,7 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
       std::lock_guard lock(mutex);
       if (!watches[i].finished) {
         watches[i].broken = true;
-        watches[i].error = "its stream broke (" + describe(status) + ")";
+        watches[i].error = "its stream broke (" + describeStatus(status) + ")";
       }
       changed.notify_all();
     });

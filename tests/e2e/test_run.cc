@@ -194,6 +194,29 @@ class TestRun : public QObject {
     QCOMPARE(out["runs"][0]["param_checksum"], out["runs"][1]["param_checksum"]);
   }
 
+  void cliRunRecordsIntoProject() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("spec.json");
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(QByteArray::fromStdString(core::toJson(smallSpec(30)).dump()));
+    file.close();
+    const QString project = dir.filePath("p.dtlab");
+    QProcess cli;
+    cli.start(kCli, {"run", path, "--local-nodes", "2", "--quiet", "--project", project});
+    QVERIFY(cli.waitForFinished(120000));
+    QCOMPARE(cli.exitCode(), 0);
+    QProcess list;
+    list.start(kCli, {"project", "list", project, "--json"});
+    QVERIFY(list.waitForFinished(30000));
+    QCOMPARE(list.exitCode(), 0);
+    const auto runs = nlohmann::json::parse(list.readAllStandardOutput().toStdString());
+    const auto& array = runs.is_array() ? runs : runs.at("runs");
+    QCOMPARE(array.size(), 1u);
+    QCOMPARE(array[0]["strategy"], nlohmann::json("sync_allreduce"));
+    QCOMPARE(array[0]["status"], nlohmann::json("completed"));
+  }
+
   void cliRunReportsUnreachableNode() {
     QTemporaryDir dir;
     const QString path = dir.filePath("spec.json");
