@@ -23,7 +23,10 @@ namespace dtlab::core {
 // it is safe on the training thread.
 class StoreSink : public MetricSink {
  public:
-  StoreSink(PointAppender& appender, int64_t runId, int node = 0);
+  // node kNodeOfWorker: each worker is its own node (one worker per node daemon, and
+  // worker 0 alone for a run in this process).
+  static constexpr int kNodeOfWorker = -2;
+  StoreSink(PointAppender& appender, int64_t runId, int node = kNodeOfWorker);
 
   void onStep(const StepMetrics& m) override;
   void onEval(const EvalMetrics& m) override;
