@@ -1,11 +1,12 @@
 #include "core/store/schema.h"
 
+#include <sqlite3.h>
+
 #include <array>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <vector>
 
@@ -262,15 +263,32 @@ FileHeader checkProjectFileHeader(const std::string& path) {
   if (!fs::is_regular_file(status)) throw StoreError(path + ": not a regular file");
   const auto size = static_cast<int64_t>(fs::file_size(path, ec));
   if (ec) throw StoreError(path + ": cannot read its size: " + ec.message());
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw StoreError(path + ": cannot be read (permissions?)");
-  const std::string refused = "; the file was not opened and not modified";
+  const std::string refused = "; the file was not modified";
   if (size == 0) throw StoreError(path + ": empty file, not a DTLab project" + refused);
+  // The header is read through SQLite's own file handle, never a plain open()/close():
+  // closing any descriptor of a file drops every POSIX lock this process holds on it,
+  // including the locks of SQLite connections open on it elsewhere in the process (a
+  // writer thread), which is how SQLite databases get corrupted. SQLite's unix VFS
+  // defers closing its descriptor while other connections hold locks. A read-only open
+  // creates nothing beside the file and writes nothing.
   std::array<unsigned char, 100> h{};
-  in.read(reinterpret_cast<char*>(h.data()), h.size());
-  if (in.gcount() < 16 || std::memcmp(h.data(), "SQLite format 3\0", 16) != 0)
+  const int64_t got = std::min<int64_t>(size, static_cast<int64_t>(h.size()));
+  {
+    sqlite3* raw = nullptr;
+    const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
+    std::unique_ptr<sqlite3, int (*)(sqlite3*)> db(raw, sqlite3_close);
+    sqlite3_file* file = nullptr;
+    if (rc != SQLITE_OK ||
+        sqlite3_file_control(raw, "main", SQLITE_FCNTL_FILE_POINTER, &file) != SQLITE_OK ||
+        file == nullptr || file->pMethods == nullptr)
+      throw StoreError(path + ": cannot be read (permissions?)");
+    const int read = file->pMethods->xRead(file, h.data(), static_cast<int>(got), 0);
+    if (read != SQLITE_OK && read != SQLITE_IOERR_SHORT_READ)
+      throw StoreError(path + ": cannot be read (I/O error " + std::to_string(read) + ")");
+  }
+  if (got < 16 || std::memcmp(h.data(), "SQLite format 3\0", 16) != 0)
     throw StoreError(path + ": not a DTLab project (not an SQLite database)" + refused);
-  if (in.gcount() < static_cast<std::streamsize>(h.size()))
+  if (got < static_cast<int64_t>(h.size()))
     throw StoreError(path + ": damaged project file (truncated inside its header)" + refused);
 
   FileHeader header;

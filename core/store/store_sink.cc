@@ -27,8 +27,8 @@ const std::array<SeriesHandle, 9>& StoreSink::handlesOf(int worker) {
   }
   if (!workerKnown_[index]) {
     for (std::size_t k = 0; k < stepKeys().size(); ++k)
-      workerHandles_[index][k] = appender_.series(
-          runId_, node_ == kNodeOfWorker ? worker : node_, worker, stepKeys()[k]);
+      workerHandles_[index][k] =
+          appender_.series(runId_, node_ == kNodeOfWorker ? worker : node_, worker, stepKeys()[k]);
     workerKnown_[index] = true;
   }
   return workerHandles_[index];
