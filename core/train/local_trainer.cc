@@ -1,21 +1,32 @@
 #include "core/train/local_trainer.h"
 
 #include <chrono>
-#include <cmath>
-#include <numeric>
 
-#include "core/backend/backend.h"
 #include "core/data/dataset.h"
-#include "core/train/worker.h"
+#include "core/train/strategy.h"
 
 namespace dtlab::core {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+// Passes everything on and keeps the events for the summary.
+class EventRecorder final : public MetricSink {
+ public:
+  explicit EventRecorder(MetricSink* next) : next_(next) {}
+  void onStep(const StepMetrics& m) override {
+    if (next_ != nullptr) next_->onStep(m);
+  }
+  void onEval(const EvalMetrics& m) override {
+    if (next_ != nullptr) next_->onEval(m);
+  }
+  void onEvent(const RunEvent& e) override {
+    events.push_back(e);
+    if (next_ != nullptr) next_->onEvent(e);
+  }
+  std::vector<RunEvent> events;
 
-double msSince(Clock::time_point start, Clock::time_point now) {
-  return std::chrono::duration<double, std::milli>(now - start).count();
-}
+ private:
+  MetricSink* next_;
+};
 
 }  // namespace
 
@@ -44,117 +55,44 @@ int64_t plannedSteps(const ExperimentSpec& spec, int64_t stepsPerEpoch) {
 
 RunSummary trainLocal(const ExperimentSpec& spec, const LocalTrainOptions& options,
                       MetricSink* sink, const std::atomic<bool>* cancel) {
+  // One replica of the synchronous strategy: the same loop, metrics and stopping rules
+  // as every distributed run, with nobody to talk to.
+  WorkerJob job;
+  job.spec = spec;
+  job.device = options.device;
+  job.threads = options.threads > 0 ? options.threads : spec.training.threads;
+  if (job.threads == 0) {
+    try {
+      job.threads = autoThreads(spec, *makeDataset(spec.dataset));
+    } catch (const std::exception&) {
+      // runWorker reports the dataset's error as the run's failure.
+    }
+  }
+  EventRecorder recorder(sink);
+  const WorkerResult r = runWorker(job, nullptr, &recorder, cancel);
+
   RunSummary summary;
   summary.name = spec.name;
   summary.strategy = "single";
-  const Clock::time_point start = Clock::now();
-  auto event = [&](int64_t step, std::string kind, std::string detail) {
-    RunEvent e{step, msSince(start, Clock::now()), std::move(kind), std::move(detail)};
-    if (sink != nullptr) sink->onEvent(e);
-    summary.events.push_back(std::move(e));
-  };
-
-  double computeMsTotal = 0.0;
-  double stepMsTotal = 0.0;
-  try {
-    std::unique_ptr<Dataset> dataset = makeDataset(spec.dataset);
-    int threads = options.threads > 0 ? options.threads : spec.training.threads;
-    if (threads == 0) threads = autoThreads(spec, *dataset);
-    std::unique_ptr<Backend> backend = makeBackend(options.device, threads);
-    std::vector<int64_t> all(static_cast<std::size_t>(dataset->size(Split::kTrain)));
-    std::iota(all.begin(), all.end(), int64_t{0});
-    const int64_t batch = spec.training.batchSize;
-    const int64_t stepsPerEpoch = static_cast<int64_t>(all.size()) / batch;
-    const int64_t totalSteps = plannedSteps(spec, stepsPerEpoch);
-    Worker worker(spec, *backend, *dataset, std::move(all), BatchSlice::whole(batch), totalSteps);
-    Tensor testX, testY;
-    materialize(*dataset, Split::kTest, testX, testY);
-    event(0, "start",
-          "device " + backend->name() + ", " + std::to_string(backend->threads()) + " threads, " +
-              std::to_string(worker.model().parameterCount()) + " parameters");
-
-    const float gradScale = 1.0f / static_cast<float>(batch);
-    int64_t step = 0;
-    auto evaluate = [&]() {
-      const Evaluation e = worker.evaluate(testX, testY);
-      summary.finalTestLoss = e.loss;
-      summary.finalTestAccuracy =
-          std::isnan(e.accuracy) ? std::nullopt : std::optional<double>(e.accuracy);
-      const double wallMs = msSince(start, Clock::now());
-      if (sink != nullptr) sink->onEval({step, wallMs, e.loss, e.accuracy});
-      if (spec.training.targetAccuracy && !std::isnan(e.accuracy) &&
-          e.accuracy >= *spec.training.targetAccuracy) {
-        summary.timeToTargetS = wallMs / 1000.0;
-        return true;
-      }
-      return false;
-    };
-
-    const Clock::time_point trainStart = Clock::now();
-    for (;;) {
-      if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
-        summary.status = "cancelled";
-        summary.stopReason = "cancelled";
-        event(step, "cancel", "cancelled by the user");
-        break;
-      }
-      if (totalSteps > 0 && step >= totalSteps) {
-        summary.stopReason =
-            spec.training.maxSteps > 0 && step >= spec.training.maxSteps ? "max_steps" : "epochs";
-        break;
-      }
-      if (spec.training.maxSeconds > 0 &&
-          msSince(trainStart, Clock::now()) >= spec.training.maxSeconds * 1000.0) {
-        summary.stopReason = "max_seconds";
-        break;
-      }
-      const Clock::time_point t0 = Clock::now();
-      worker.loadBatch();
-      const Clock::time_point t1 = Clock::now();
-      ++step;
-      const double loss = worker.computeGradients(gradScale);
-      worker.applyUpdate(step);
-      const Clock::time_point t2 = Clock::now();
-      StepMetrics m;
-      m.step = step;
-      m.wallMs = msSince(start, t2);
-      m.loss = loss;
-      m.stepMs = msSince(t0, t2);
-      m.computeMs = msSince(t1, t2);
-      m.samplesPerS = m.stepMs > 0.0 ? static_cast<double>(batch) * 1000.0 / m.stepMs : 0.0;
-      m.utilization = m.stepMs > 0.0 ? m.computeMs / m.stepMs : 1.0;
-      computeMsTotal += m.computeMs;
-      stepMsTotal += m.stepMs;
-      if (sink != nullptr) sink->onStep(m);
-      if (!std::isfinite(loss))
-        throw Error("loss diverged to " + std::to_string(loss) + " at step " +
-                    std::to_string(step) + " (lower optimizer.lr?)");
-      if (spec.training.evalInterval > 0 && step % spec.training.evalInterval == 0 && evaluate()) {
-        summary.stopReason = "target_accuracy";
-        break;
-      }
-    }
-    // Final evaluation unless the last step was just evaluated.
-    if (step == 0 || step % spec.training.evalInterval != 0) {
-      if (evaluate() && summary.stopReason != "cancelled") summary.stopReason = "target_accuracy";
-    }
-    if (summary.status.empty()) summary.status = "completed";
-    summary.steps = step;
-    summary.samples = step * batch;
-    summary.paramChecksum = {paramChecksum(worker.model().paramsToHost())};
-  } catch (const SpecError&) {
-    throw;
-  } catch (const std::exception& e) {
-    summary.status = "failed";
-    summary.stopReason = "error";
-    summary.error = e.what();
-  }
-  summary.wallS = msSince(start, Clock::now()) / 1000.0;
+  summary.status = r.status;
+  summary.stopReason = r.stopReason;
+  summary.error = r.error;
+  summary.wallS = r.wallS;
+  summary.steps = r.steps;
+  summary.samples = r.samples;
   summary.samplesPerS =
-      stepMsTotal > 0.0 ? static_cast<double>(summary.samples) * 1000.0 / stepMsTotal : 0.0;
-  summary.meanUtilization = stepMsTotal > 0.0 ? computeMsTotal / stepMsTotal : 0.0;
-  summary.meanWaitFraction = 0.0;
-  event(summary.steps, "finish", summary.status + " (" + summary.stopReason + ")");
+      r.stepMsTotal > 0.0 ? static_cast<double>(r.samples) * 1000.0 / r.stepMsTotal : 0.0;
+  summary.finalTestAccuracy = r.finalTestAccuracy;
+  summary.finalTestLoss = r.finalTestLoss;
+  summary.timeToTargetS = r.timeToTargetS;
+  summary.meanUtilization = r.stepMsTotal > 0.0 ? r.computeMsTotal / r.stepMsTotal : 0.0;
+  summary.meanWaitFraction = r.stepMsTotal > 0.0 ? r.waitMsTotal / r.stepMsTotal : 0.0;
+  if (!r.paramChecksum.empty()) summary.paramChecksum = {r.paramChecksum};
+  summary.events = std::move(recorder.events);
+  RunEvent finish{summary.steps, summary.wallS * 1000.0, "finish",
+                  summary.status + " (" + summary.stopReason + ")"};
+  if (sink != nullptr) sink->onEvent(finish);
+  summary.events.push_back(std::move(finish));
   return summary;
 }
 

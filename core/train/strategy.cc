@@ -79,7 +79,8 @@ WorkerResult SyncAllReduce::run() {
   Tensor testX, testY;
   materialize(*dataset, Split::kTest, testX, testY);
   event(0, "start",
-        "rank " + std::to_string(job_.rank) + "/" + std::to_string(job_.world) + ", " +
+        "rank " + std::to_string(job_.rank) + "/" + std::to_string(job_.world) + " on " +
+            backend->name() + " (" + std::to_string(backend->threads()) + " threads), " +
             std::to_string(slice.count) + " of " + std::to_string(global) + " samples per step, " +
             std::to_string(params) + " parameters");
 

@@ -176,7 +176,7 @@ class TestTraining : public QObject {
     std::atomic<bool> cancel{true};
     const RunSummary s = trainLocal(spec, {}, nullptr, &cancel);
     QCOMPARE(s.status, std::string("cancelled"));
-    QCOMPARE(s.steps, int64_t{0});
+    QVERIFY(s.steps <= 1);  // a cancel takes effect at the next step boundary
     QCOMPARE(s.events.back().kind, std::string("finish"));
   }
 

@@ -70,6 +70,14 @@ std::vector<pid_t> childrenOf(pid_t parent) {
   return out;
 }
 
+QString writeSpec(const QTemporaryDir& dir, const core::ExperimentSpec& spec) {
+  const QString path = dir.filePath("spec.json");
+  QFile file(path);
+  if (file.open(QIODevice::WriteOnly))
+    file.write(QByteArray::fromStdString(core::toJson(spec).dump()));
+  return path;
+}
+
 class StepCounter : public core::MetricSink {
  public:
   void onStep(const core::StepMetrics& m) override {
@@ -143,11 +151,7 @@ class TestRun : public QObject {
   void launcherKilledLeavesNoDaemon() {
     // dtlab-cli run starts the daemons; SIGKILL gives it no chance to stop them.
     QTemporaryDir dir;
-    const QString path = dir.filePath("spec.json");
-    QFile file(path);
-    QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write(QByteArray::fromStdString(core::toJson(smallSpec(100000000)).dump()));
-    file.close();
+    const QString path = writeSpec(dir, smallSpec(100000000));
     QProcess cli;
     cli.start(kCli, {"run", path, "--local-nodes", "2", "--quiet"});
     QVERIFY(cli.waitForStarted());
@@ -172,11 +176,7 @@ class TestRun : public QObject {
     QTemporaryDir dir;
     core::ExperimentSpec spec = smallSpec(20);
     spec.variants = {core::VariantConfig{"first"}, core::VariantConfig{"second"}};
-    const QString path = dir.filePath("spec.json");
-    QFile file(path);
-    QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write(QByteArray::fromStdString(core::toJson(spec).dump()));
-    file.close();
+    const QString path = writeSpec(dir, spec);
     QProcess cli;
     cli.start(kCli, {"run", path, "--local-nodes", "2", "--quiet"});
     QVERIFY(cli.waitForFinished(120000));
@@ -196,11 +196,7 @@ class TestRun : public QObject {
 
   void cliRunRecordsIntoProject() {
     QTemporaryDir dir;
-    const QString path = dir.filePath("spec.json");
-    QFile file(path);
-    QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write(QByteArray::fromStdString(core::toJson(smallSpec(30)).dump()));
-    file.close();
+    const QString path = writeSpec(dir, smallSpec(30));
     const QString project = dir.filePath("p.dtlab");
     QProcess cli;
     cli.start(kCli, {"run", path, "--local-nodes", "2", "--quiet", "--project", project});
@@ -219,11 +215,7 @@ class TestRun : public QObject {
 
   void cliRunReportsUnreachableNode() {
     QTemporaryDir dir;
-    const QString path = dir.filePath("spec.json");
-    QFile file(path);
-    QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write(QByteArray::fromStdString(core::toJson(smallSpec(5)).dump()));
-    file.close();
+    const QString path = writeSpec(dir, smallSpec(5));
     QProcess cli;
     cli.start(kCli, {"run", path, "--node", "127.0.0.1:1"});
     QVERIFY(cli.waitForFinished(60000));
@@ -235,11 +227,7 @@ class TestRun : public QObject {
   void cliRunReportsWrongToken() {
     remote::LocalCluster cluster(kNode, nodes(1), "right-token");
     QTemporaryDir dir;
-    const QString path = dir.filePath("spec.json");
-    QFile file(path);
-    QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write(QByteArray::fromStdString(core::toJson(smallSpec(5)).dump()));
-    file.close();
+    const QString path = writeSpec(dir, smallSpec(5));
     QProcess cli;
     cli.start(kCli, {"run", path, "--node", QString::fromStdString(cluster.address(0)), "--token",
                      "wrong-token"});
