@@ -1,5 +1,7 @@
 #include "core/backend/cpu_backend.h"
 
+#include "core/backend/cpu_math.h"
+
 #include <omp.h>
 #include <sched.h>
 #include <dnnl.hpp>
@@ -28,12 +30,13 @@ inline float reluGrad(float out) {
 constexpr float kInvSqrt2 = 0.70710678118654752f;
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;
 
-// Exact (erf) GELU, PyTorch's default form.
+// The erf form of GELU, PyTorch's default (not the tanh approximation).
 inline float gelu(float x) {
-  return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2));
+  return 0.5f * x * (1.0f + fastmath::erf(x * kInvSqrt2));
 }
 inline float geluGrad(float x) {
-  return 0.5f * (1.0f + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(-0.5f * x * x);
+  return 0.5f * (1.0f + fastmath::erf(x * kInvSqrt2)) +
+         x * kInvSqrt2Pi * fastmath::exp(-0.5f * x * x);
 }
 
 template <typename Act>
@@ -208,7 +211,8 @@ void CpuBackend::biasActivation(const float* z, const float* bias, int64_t rows,
                   [](float v) { return v > 0.0f ? v : 0.0f; });
       break;
     case Activation::kTanh:
-      biasActRows(z, bias, rows, cols, out, zOut, threads_, [](float v) { return std::tanh(v); });
+      biasActRows(z, bias, rows, cols, out, zOut, threads_,
+                  [](float v) { return fastmath::tanh(v); });
       break;
     case Activation::kGELU:
       biasActRows(z, bias, rows, cols, out, zOut, threads_, [](float v) { return gelu(v); });

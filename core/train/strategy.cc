@@ -80,9 +80,10 @@ WorkerResult SyncAllReduce::run() {
   materialize(*dataset, Split::kTest, testX, testY);
   event(0, "start",
         "rank " + std::to_string(job_.rank) + "/" + std::to_string(job_.world) + " on " +
-            backend->name() + " (" + std::to_string(backend->threads()) + " threads), " +
-            std::to_string(slice.count) + " of " + std::to_string(global) + " samples per step, " +
-            std::to_string(params) + " parameters");
+            backend->name() + " (" + std::to_string(backend->threads()) +
+            (backend->threads() == 1 ? " thread), " : " threads), ") + std::to_string(slice.count) +
+            " of " + std::to_string(global) + " samples per step, " + std::to_string(params) +
+            " parameters");
 
   // Gradients are reduced bucket by bucket on a communication thread while backward
   // goes on; the control block rides in the first bucket (it is ready before backward).

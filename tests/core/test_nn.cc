@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/backend/cpu_backend.h"
+#include "core/backend/cpu_math.h"
 #include "core/common/random.h"
 #include "core/nn/mlp.h"
 
@@ -129,6 +130,29 @@ class TestNn : public QObject {
     checkGradients({LayerSpec::dense(6), LayerSpec::act(Activation::kTanh),
                     LayerSpec::act(Activation::kGELU), LayerSpec::dense(3)},
                    LossKind::kCrossEntropy, 4, 3, 41);
+  }
+
+  void fastMathMatchesLibm() {
+    double expRel = 0.0, erfAbs = 0.0, tanhAbs = 0.0, tanhRel = 0.0;
+    for (int i = -1200000; i <= 1200000; ++i) {
+      const float x = static_cast<float>(i) * 1e-5f;  // [-12, 12] in steps of 1e-5
+      const double e = std::exp(static_cast<double>(x));
+      expRel = std::max(expRel, std::abs(dtlab::core::fastmath::exp(x) - e) / e);
+      erfAbs = std::max(erfAbs, std::abs(dtlab::core::fastmath::erf(x) - std::erf(double(x))));
+      const double t = std::tanh(static_cast<double>(x));
+      const double dt = std::abs(dtlab::core::fastmath::tanh(x) - t);
+      tanhAbs = std::max(tanhAbs, dt);
+      if (x != 0.0f) tanhRel = std::max(tanhRel, dt / std::abs(t));
+    }
+    QVERIFY2(expRel < 5e-7, qPrintable(QString::number(expRel)));
+    QVERIFY2(erfAbs < 8e-7, qPrintable(QString::number(erfAbs)));
+    QVERIFY2(tanhAbs < 3e-7, qPrintable(QString::number(tanhAbs)));
+    QVERIFY2(tanhRel < 2e-6, qPrintable(QString::number(tanhRel)));
+    // The clamps keep the extremes finite and exact in the limit.
+    QCOMPARE(dtlab::core::fastmath::tanh(50.0f), 1.0f);
+    QCOMPARE(dtlab::core::fastmath::erf(-9.0f), -1.0f);
+    QVERIFY(std::isfinite(dtlab::core::fastmath::exp(1000.0f)));
+    QVERIFY(dtlab::core::fastmath::exp(-1000.0f) >= 0.0f);
   }
 
   void lossValues() {
