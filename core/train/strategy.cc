@@ -77,7 +77,7 @@ WorkerResult SyncAllReduce::run() {
   // Rank 0's initial weights everywhere: replicas start identical whatever their seeds.
   if (comm_ != nullptr && job_.world > 1) comm_->broadcast(model.params(), params, 0);
   Tensor testX, testY;
-  materialize(*dataset, Split::kTest, testX, testY);
+  if (job_.rank == 0) materialize(*dataset, Split::kTest, testX, testY);
   event(0, "start",
         "rank " + std::to_string(job_.rank) + "/" + std::to_string(job_.world) + " on " +
             backend->name() + " (" + std::to_string(backend->threads()) +
@@ -123,20 +123,25 @@ WorkerResult SyncAllReduce::run() {
   int64_t step = 0;
   std::string stopReason;
 
-  // Every rank evaluates its (identical) replica; the verdict on the target is agreed
-  // by a one-float all-reduce so that ranks whose last bits differ still agree.
+  // Replicas are identical, so rank 0 alone evaluates (on a local cluster the ranks
+  // share cores) and its verdict on the target reaches every rank through a one-float
+  // all-reduce, so all ranks stop at the same step.
   auto evaluate = [&]() {
-    const Evaluation e = worker.evaluate(testX, testY);
-    const double wallMs = msBetween(start_, Clock::now());
-    result_.finalTestLoss = e.loss;
-    result_.finalTestAccuracy = std::isnan(e.accuracy) ? std::nullopt : std::optional(e.accuracy);
-    if (sink_ != nullptr && job_.rank == 0) sink_->onEval({step, wallMs, e.loss, e.accuracy});
-    float reached = spec_.training.targetAccuracy && !std::isnan(e.accuracy) &&
-                            e.accuracy >= *spec_.training.targetAccuracy
-                        ? 1.0f
-                        : 0.0f;
+    float reached = 0.0f;
+    if (job_.rank == 0) {
+      const Evaluation e = worker.evaluate(testX, testY);
+      const double wallMs = msBetween(start_, Clock::now());
+      result_.finalTestLoss = e.loss;
+      result_.finalTestAccuracy = std::isnan(e.accuracy) ? std::nullopt : std::optional(e.accuracy);
+      if (sink_ != nullptr) sink_->onEval({step, wallMs, e.loss, e.accuracy});
+      reached = spec_.training.targetAccuracy && !std::isnan(e.accuracy) &&
+                        e.accuracy >= *spec_.training.targetAccuracy
+                    ? 1.0f
+                    : 0.0f;
+    }
     allReduce(&reached, 1);
-    if (reached > 0.0f && !result_.timeToTargetS) result_.timeToTargetS = wallMs / 1000.0;
+    if (reached > 0.0f && !result_.timeToTargetS)
+      result_.timeToTargetS = msBetween(start_, Clock::now()) / 1000.0;
     return reached > 0.0f;
   };
 
