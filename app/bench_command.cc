@@ -127,7 +127,7 @@ int benchTrain(const std::vector<std::string>& argv) {
     remote::Coordinator coordinator(cluster.addresses(), {});
     coordinator.connect();
     const core::RunSummary summary = coordinator.run(spec, 0, &times);
-    if (summary.status == "failed")
+    if (summary.status == dtlab::core::RunStatus::kFailed)
       throw std::runtime_error("benchmark run failed: " + summary.error);
   }
   // Warm-up: the first fifth of the steps (at least 10) is not timed; the rest is cut

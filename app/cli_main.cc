@@ -81,7 +81,7 @@ int train(const std::vector<std::string>& argv) {
   const bool recorded = !recording || recording->finish(summary);
   nlohmann::json runs = nlohmann::json::array({dtlab::core::toJson(summary)});
   std::cout << nlohmann::json{{"runs", runs}}.dump() << std::endl;
-  if (summary.status == "failed") {
+  if (summary.status == dtlab::core::RunStatus::kFailed) {
     std::cerr << "dtlab-cli train: run failed: " << summary.error << "\n";
     return 1;
   }

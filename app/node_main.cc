@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -30,6 +31,11 @@ its collective groups start from. Prints "dtlab-node listening on HOST:PORT" onc
 
 options:
   --listen HOST:PORT      address to serve on (default 127.0.0.1:0; port 0 picks a free one)
+  --advertise HOST        address of this host that the other nodes reach its collectives
+                          at (default: the --listen host, or when that is 0.0.0.0 / ::, the
+                          host the coordinator dialled)
+  --connect-timeout S     seconds a job may take to connect to its peers before it fails
+                          naming the one it could not reach (default 30)
   --devices cpu|cpu:N     worker slots (default cpu = 1)
   --speed F               emulated compute speed, > 0 (default 1: real speed)
   --bandwidth-mbps F      emulated link bandwidth in Mbit/s, 0 = unlimited (default 0)
@@ -97,6 +103,18 @@ dtlab::remote::NodeOptions parseOptions(const Args& args) {
   options.threads = static_cast<int>(args.integer("--threads", 1, 1, 256));
   options.name = args.value("--name", "");
   if (args.has("--name") && options.name.empty()) throw UsageError("--name: must not be empty");
+  options.advertise = args.value("--advertise", "");
+  // A host name or an IPv4 address has no colon, an IPv6 address several; one is a port.
+  if (args.has("--advertise") &&
+      (options.advertise.empty() ||
+       std::count(options.advertise.begin(), options.advertise.end(), ':') == 1))
+    throw UsageError("--advertise: expected a host name or address without a port, got '" +
+                     options.advertise + "'");
+  const double connectS = number(args, "--connect-timeout", 30.0);
+  if (!(connectS >= 0.1 && connectS <= 3600.0))
+    throw UsageError("--connect-timeout: must be in [0.1, 3600] seconds, got " +
+                     args.value("--connect-timeout", ""));
+  options.connectTimeout = std::chrono::milliseconds(static_cast<int64_t>(connectS * 1000.0));
   try {
     dtlab::remote::setLogLevel(dtlab::remote::parseLogLevel(args.value("--log-level", "info")));
   } catch (const dtlab::Error& e) {
@@ -111,10 +129,11 @@ int main(int argc, char** argv) {
   const std::vector<std::string> argvList(argv + 1, argv + argc);
   dtlab::remote::NodeOptions options;
   try {
-    const Args args(argvList,
-                    {"--listen", "--devices", "--speed", "--bandwidth-mbps", "--latency-ms",
-                     "--token", "--threads", "--name", "--log-level"},
-                    {"--help", "--version"});
+    const Args args(
+        argvList,
+        {"--listen", "--devices", "--speed", "--bandwidth-mbps", "--latency-ms", "--token",
+         "--threads", "--name", "--log-level", "--advertise", "--connect-timeout"},
+        {"--help", "--version"});
     if (args.has("--help")) {
       std::cout << kUsage;
       return 0;

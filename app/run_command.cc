@@ -1,5 +1,6 @@
 #include "app/run_command.h"
 
+#include <chrono>
 #include <csignal>
 #include <iostream>
 #include <memory>
@@ -20,14 +21,22 @@ namespace {
 
 std::atomic<bool> interrupted{false};
 
-extern "C" void onInterrupt(int) {
+// The first SIGINT/SIGTERM cancels the run (the nodes stop together, or abort within a few
+// seconds); a second one ends the process at once (the local daemons die with it).
+extern "C" void onInterrupt(int signal) {
   interrupted.store(true);
+  std::signal(signal, SIG_DFL);
 }
 
 }  // namespace
 
 int runCommand(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--local-nodes", "--node", "--token", "--project"}, {"--quiet"});
+  // Before anything that may take time (starting daemons, connecting), so that a signal
+  // always cancels rather than kills half way.
+  std::signal(SIGINT, onInterrupt);
+  std::signal(SIGTERM, onInterrupt);
+  const Args args(argv, {"--local-nodes", "--node", "--token", "--project", "--connect-timeout"},
+                  {"--quiet"});
   if (args.positionals().size() != 1) throw UsageError("run: expected one SPEC.json");
   const core::ExperimentSpec spec = core::loadExperimentSpec(args.positionals()[0]);
   std::vector<std::string> nodes = args.values("--node");
@@ -39,12 +48,16 @@ int runCommand(const std::vector<std::string>& argv) {
   std::unique_ptr<remote::LocalCluster> cluster;
   if (nodes.empty()) {
     const int64_t count = args.integer("--local-nodes", spec.cluster.localNodes, 1, 256);
+    // A per-node list describes exactly cluster.local_nodes nodes; another count would
+    // leave some nodes without their settings (or drop some), so it is refused.
+    if (spec.cluster.nodes.size() > 1 && count != static_cast<int64_t>(spec.cluster.nodes.size()))
+      throw UsageError("--local-nodes " + std::to_string(count) + " contradicts the spec's " +
+                       std::to_string(spec.cluster.nodes.size()) +
+                       " per-node entries in cluster.nodes (drop --local-nodes, or edit the spec)");
     std::vector<remote::LocalNodeOptions> options;
     for (int64_t i = 0; i < count; ++i) {
-      // Per-node settings follow the spec's node list; a --local-nodes count that does
-      // not match a per-node list leaves the nodes at their defaults.
-      const bool listFits = spec.cluster.nodes.size() <= 1 || count == spec.cluster.localNodes;
-      const core::NodeConfig node = listFits ? spec.cluster.node(i) : core::NodeConfig{};
+      const core::NodeConfig node =
+          spec.cluster.nodes.empty() ? core::NodeConfig{} : spec.cluster.node(i);
       options.push_back(
           {node.speed, node.bandwidthMbps, node.latencyMs, spec.cluster.threadsPerNode});
     }
@@ -54,11 +67,13 @@ int runCommand(const std::vector<std::string>& argv) {
 
   remote::CoordinatorOptions options;
   options.token = token;
+  if (args.has("--connect-timeout")) {
+    const int64_t seconds = args.integer("--connect-timeout", 30, 1, 3600);
+    options.connectTimeout = std::chrono::seconds(seconds);
+  }
   remote::Coordinator coordinator(nodes, options);
   coordinator.connect();
 
-  std::signal(SIGINT, onInterrupt);
-  std::signal(SIGTERM, onInterrupt);
   nlohmann::json runs = nlohmann::json::array();
   bool failed = false;
   const int64_t stepsPerEpoch = spec.dataset.trainSize / spec.training.batchSize;
@@ -73,11 +88,21 @@ int runCommand(const std::vector<std::string>& argv) {
       recording = std::make_unique<TrainRecording>(args.value("--project", ""), named, &progress,
                                                    core::toString(spec.variants[v].strategy));
     }
-    const core::RunSummary summary = coordinator.run(
-        spec, static_cast<int>(v), recording ? recording->sink() : &progress, &interrupted);
+    core::RunSummary summary;
+    try {
+      summary = coordinator.run(spec, static_cast<int>(v),
+                                recording ? recording->sink() : &progress, &interrupted);
+    } catch (const std::exception& e) {
+      // A variant that could not start fails alone: the summaries of the others are kept.
+      summary.name = spec.variants[v].name;
+      summary.strategy = core::toString(spec.variants[v].strategy);
+      summary.status = core::RunStatus::kFailed;
+      summary.stopReason = core::StopReason::kError;
+      summary.error = e.what();
+    }
     if (recording && !recording->finish(summary)) failed = true;
     runs.push_back(core::toJson(summary));
-    if (summary.status == "failed") {
+    if (summary.status == core::RunStatus::kFailed) {
       failed = true;
       std::cerr << "dtlab-cli run: " << summary.name << " failed: " << summary.error << "\n";
     }

@@ -17,6 +17,7 @@ packages=(
   libsqlite3-dev       # project files (core/store)
   libgloo-dev          # CPU collectives over TCP (core/comm)
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc  # node protocol
+  iproute2             # the multi-host test builds network namespaces with `ip`
 )
 # Only for side-by-side reference numbers in `dtlab-cli bench`; never a dependency.
 bench_packages=(python3-torch)

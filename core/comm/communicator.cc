@@ -4,6 +4,18 @@
 
 namespace dtlab::core {
 
+std::string_view toString(CommFailure failure) {
+  switch (failure) {
+    case CommFailure::kTimeout:
+      return "timeout";
+    case CommFailure::kPeerClosed:
+      return "peer_closed";
+    case CommFailure::kAborted:
+      return "aborted";
+  }
+  return "unknown";
+}
+
 void Communicator::allReduceAverage(float* data, int64_t count) {
   allReduceSum(data, count);
   const int n = size();

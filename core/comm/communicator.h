@@ -1,8 +1,30 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
+
+#include "core/common/check.h"
 
 namespace dtlab::core {
+
+// Why a collective (or building a group) failed. Callers decide what to do by the kind, not
+// by parsing messages: a timeout or a closed peer may name a lost node; an abort was asked
+// for (cancel, a missed heartbeat) and is never the root cause of a run's failure.
+enum class CommFailure {
+  kTimeout,     // a peer did not answer in time (rendezvous, connect or a collective)
+  kPeerClosed,  // a peer closed or reset its connection, or could not be reached
+  kAborted,     // this rank's AbortSignal fired
+};
+std::string_view toString(CommFailure failure);
+
+class CommError : public Error {
+ public:
+  CommError(CommFailure failure, const std::string& message) : Error(message), failure_(failure) {}
+  CommFailure failure() const { return failure_; }
+
+ private:
+  CommFailure failure_;
+};
 
 // A group of `size()` ranks that run collectives together. Every rank must call the same
 // collectives in the same order with the same counts (and the same root); a mismatch is a
@@ -12,8 +34,10 @@ namespace dtlab::core {
 // calls a communicator at a time; callers that use it from several threads (e.g. the
 // gradient bucket thread and the training thread) serialise the calls themselves.
 //
-// Failures come back as dtlab::Error naming the collective, the count and the rank. After a
-// failure the group is unusable (peers may have given up half way): rebuild it.
+// Failures come back as CommError naming the collective, the count and the rank. After a
+// failure the group is unusable (peers may have given up half way): rebuild it. A pending
+// collective can be ended from another thread through the AbortSignal the implementation
+// was built with (see abort_signal.h).
 class Communicator {
  public:
   virtual ~Communicator() = default;

@@ -18,8 +18,12 @@ int ceilLog2(int n) {
 }  // namespace
 
 EmulatedLinkCommunicator::EmulatedLinkCommunicator(std::unique_ptr<Communicator> inner,
-                                                   double bandwidthMbps, double latencyMs)
-    : inner_(std::move(inner)), bandwidthMbps_(bandwidthMbps), latencyMs_(latencyMs) {
+                                                   double bandwidthMbps, double latencyMs,
+                                                   const AbortSignal* abort)
+    : inner_(std::move(inner)),
+      bandwidthMbps_(bandwidthMbps),
+      latencyMs_(latencyMs),
+      abort_(abort) {
   DTLAB_ENFORCE(inner_ != nullptr, "emulated link needs a communicator to wrap");
   DTLAB_ENFORCE(bandwidthMbps >= 0.0, "negative link bandwidth: ", bandwidthMbps, " Mbit/s");
   DTLAB_ENFORCE(latencyMs >= 0.0, "negative link latency: ", latencyMs, " ms");
@@ -63,7 +67,15 @@ void EmulatedLinkCommunicator::emulate(Collective collective, int64_t bytes, con
   const double modelled = modelledSeconds(collective, size(), bytes, bandwidthMbps_, latencyMs_);
   const auto target =
       start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(modelled));
-  if (finished < target) std::this_thread::sleep_until(target);
+  if (finished < target) {
+    if (abort_ == nullptr) {
+      std::this_thread::sleep_until(target);
+    } else if (!abort_->sleepFor(target - finished)) {
+      throw CommError(CommFailure::kAborted, "emulated link delay on rank " +
+                                                 std::to_string(rank()) + " aborted (" +
+                                                 abort_->reason() + ")");
+    }
+  }
   const auto end = Clock::now();
   auto ns = [](Clock::duration d) {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/comm/abort_signal.h"
 #include "core/comm/communicator.h"
 
 namespace dtlab::core {
@@ -36,8 +37,9 @@ class EmulatedLinkCommunicator final : public Communicator {
   enum class Collective { kAllReduce, kBroadcast, kAllGather, kBarrier };
 
   // bandwidthMbps in 10^6 bit/s and latencyMs in milliseconds; 0 means unlimited / none.
+  // An abort (may be null) also ends the emulated delay, with CommError kAborted.
   EmulatedLinkCommunicator(std::unique_ptr<Communicator> inner, double bandwidthMbps,
-                           double latencyMs);
+                           double latencyMs, const AbortSignal* abort = nullptr);
 
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
@@ -61,6 +63,7 @@ class EmulatedLinkCommunicator final : public Communicator {
   std::unique_ptr<Communicator> inner_;
   double bandwidthMbps_;
   double latencyMs_;
+  const AbortSignal* abort_;
   // Written by the calling thread, readable from a metrics thread.
   std::atomic<int64_t> collectives_{0};
   std::atomic<int64_t> realNs_{0};

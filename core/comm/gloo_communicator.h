@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/comm/abort_signal.h"
 #include "core/comm/communicator.h"
 
 namespace gloo::rendezvous {
@@ -39,26 +40,33 @@ std::string_view allReduceAlgorithmName(AllReduceAlgorithm algorithm);
 AllReduceAlgorithm parseAllReduceAlgorithm(std::string_view name);
 
 struct GlooOptions {
-  // Local address the TCP transport binds and advertises to peers.
+  // Local address the TCP transport binds and advertises to peers: on a real cluster an
+  // address of this host that the other ranks can reach (never loopback across hosts).
   std::string interfaceAddress = "127.0.0.1";
   // Every key this group writes to the store starts with "<keyPrefix>/", so several jobs or
   // groups can share one store. Ranks of one group must use the same prefix, and a prefix
   // must not be reused by a later group on the same store (stale addresses would be read).
   std::string keyPrefix = "dtlab";
-  // How long the constructor waits for every rank to reach the rendezvous.
+  // How long the constructor may take in all: every rank reaching the rendezvous, then the
+  // TCP connections to every peer. A peer that cannot be reached fails it within this time,
+  // naming the peer and its address.
   std::chrono::milliseconds connectTimeout{30000};
   // How long one collective waits for a peer before failing.
   std::chrono::milliseconds opTimeout{120000};
   AllReduceAlgorithm allReduceAlgorithm = AllReduceAlgorithm::kAuto;
+  // When it fires, connecting and any pending or later collective fail at once with
+  // CommError kAborted, and the connections close so the peers fail too. May be null; must
+  // outlive the communicator.
+  const AbortSignal* abort = nullptr;
 };
 
 // Communicator over Gloo's TCP transport. The constructor is itself collective: every rank
 // of the group constructs its GlooCommunicator with the same store (or stores that see the
 // same keys), size and options, and it returns once the full mesh of TCP connections is up.
-// A rank that does not show up within connectTimeout gives dtlab::Error naming it.
-// Destruction is collective too: the destructor waits (at most 10 s, less if opTimeout is
-// shorter) for every rank to reach its own, so that no rank closes its connections while a
-// peer is still finishing the last collective.
+// A rank that does not show up, or cannot be reached, within connectTimeout gives CommError
+// naming it. Destruction is collective too: the destructor waits (at most 10 s, less if opTimeout
+// is shorter) for every rank to reach its own, so that no rank closes its connections while a peer
+// is still finishing the last collective; after a failure or an abort it returns at once.
 class GlooCommunicator final : public Communicator {
  public:
   GlooCommunicator(gloo::rendezvous::Store& store, int rank, int size,

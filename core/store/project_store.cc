@@ -300,7 +300,8 @@ void ProjectStore::finishRun(int64_t runId, const RunSummary& summary) {
   sqlite::Transaction transaction(*db_);
   sqlite::Statement update(*db_,
                            "UPDATE runs SET status = ?, ended_ms = ?, error = ? WHERE id = ?");
-  update.bind(1, summary.status.empty() ? std::string("completed") : summary.status);
+  update.bind(1, std::string(summary.status == RunStatus::kRunning ? "completed"
+                                                                   : toString(summary.status)));
   update.bind(2, epochMsNow()).bind(3, summary.error).bind(4, runId).run();
   sqlite::Statement put(*db_,
                         "INSERT OR REPLACE INTO run_summaries(run_id, summary) VALUES (?, ?)");

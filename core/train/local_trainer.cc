@@ -89,8 +89,9 @@ RunSummary trainLocal(const ExperimentSpec& spec, const LocalTrainOptions& optio
   summary.meanWaitFraction = r.stepMsTotal > 0.0 ? r.waitMsTotal / r.stepMsTotal : 0.0;
   if (!r.paramChecksum.empty()) summary.paramChecksum = {r.paramChecksum};
   summary.events = std::move(recorder.events);
-  RunEvent finish{summary.steps, summary.wallS * 1000.0, "finish",
-                  summary.status + " (" + summary.stopReason + ")"};
+  RunEvent finish{
+      summary.steps, summary.wallS * 1000.0, "finish",
+      std::string(toString(summary.status)) + " (" + toString(summary.stopReason) + ")"};
   if (sink != nullptr) sink->onEvent(finish);
   summary.events.push_back(std::move(finish));
   return summary;

@@ -1,6 +1,10 @@
 #include "core/train/metrics.h"
 
+#include <array>
 #include <cmath>
+#include <utility>
+
+#include "core/common/check.h"
 
 #include <nlohmann/json.hpp>
 
@@ -10,7 +14,55 @@ nlohmann::json optionalNumber(const std::optional<double>& v) {
   if (!v || !std::isfinite(*v)) return nullptr;
   return *v;
 }
+
+constexpr std::array<std::pair<RunStatus, const char*>, 4> kStatusNames = {{
+    {RunStatus::kRunning, "running"},
+    {RunStatus::kCompleted, "completed"},
+    {RunStatus::kCancelled, "cancelled"},
+    {RunStatus::kFailed, "failed"},
+}};
+constexpr std::array<std::pair<StopReason, const char*>, 7> kStopReasonNames = {{
+    {StopReason::kNone, ""},
+    {StopReason::kTargetAccuracy, "target_accuracy"},
+    {StopReason::kEpochs, "epochs"},
+    {StopReason::kMaxSteps, "max_steps"},
+    {StopReason::kMaxSeconds, "max_seconds"},
+    {StopReason::kCancelled, "cancelled"},
+    {StopReason::kError, "error"},
+}};
+
+template <typename Enum, std::size_t N>
+const char* nameOf(const std::array<std::pair<Enum, const char*>, N>& names, Enum value) {
+  for (const auto& [v, name] : names)
+    if (v == value) return name;
+  return "unknown";
+}
+
+template <typename Enum, std::size_t N>
+Enum parseName(const std::array<std::pair<Enum, const char*>, N>& names, std::string_view text,
+               const char* what) {
+  std::string valid;
+  for (const auto& [v, name] : names) {
+    if (text == name) return v;
+    valid += valid.empty() ? "" : ", ";
+    valid += name;
+  }
+  throw Error(detail::concat("unknown ", what, " '", text, "' (valid: ", valid, ")"));
+}
 }  // namespace
+
+const char* toString(RunStatus status) {
+  return nameOf(kStatusNames, status);
+}
+const char* toString(StopReason reason) {
+  return nameOf(kStopReasonNames, reason);
+}
+RunStatus parseRunStatus(std::string_view text) {
+  return parseName(kStatusNames, text, "run status");
+}
+StopReason parseStopReason(std::string_view text) {
+  return parseName(kStopReasonNames, text, "stop reason");
+}
 
 nlohmann::json toJson(const RunEvent& event) {
   return {{"step", event.step},
@@ -24,8 +76,8 @@ nlohmann::json toJson(const RunSummary& s) {
   for (const RunEvent& e : s.events) events.push_back(toJson(e));
   nlohmann::json out = {{"name", s.name},
                         {"strategy", s.strategy},
-                        {"status", s.status},
-                        {"stop_reason", s.stopReason},
+                        {"status", toString(s.status)},
+                        {"stop_reason", toString(s.stopReason)},
                         {"wall_s", s.wallS},
                         {"steps", s.steps},
                         {"samples", s.samples},

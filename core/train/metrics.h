@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -55,13 +56,31 @@ struct RunEvent {
   std::string detail;
 };
 
+// How a run (or one rank of it) ended. Their text forms ("completed", "max_steps", ...) are
+// what summaries, the wire and the store carry.
+enum class RunStatus { kRunning, kCompleted, kCancelled, kFailed };
+enum class StopReason {
+  kNone,  // still running
+  kTargetAccuracy,
+  kEpochs,
+  kMaxSteps,
+  kMaxSeconds,
+  kCancelled,
+  kError
+};
+const char* toString(RunStatus status);
+const char* toString(StopReason reason);
+// Inverses of toString; throw dtlab::Error naming the text and the valid values.
+RunStatus parseRunStatus(std::string_view text);
+StopReason parseStopReason(std::string_view text);
+
 // What `dtlab-cli` prints per run (DESIGN.md, "Run summary").
 struct RunSummary {
   std::string name;
   std::string strategy;
-  std::string status;      // completed, cancelled, failed
-  std::string stopReason;  // target_accuracy, epochs, max_steps, max_seconds, cancelled, error
-  std::string error;       // when failed
+  RunStatus status = RunStatus::kRunning;
+  StopReason stopReason = StopReason::kNone;
+  std::string error;  // when failed
   double wallS = 0.0;
   int64_t steps = 0;
   int64_t samples = 0;

@@ -1,6 +1,9 @@
 #pragma once
 
+#include <array>
 #include <atomic>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,7 +13,11 @@
 
 namespace dtlab::core {
 
+class AbortSignal;
+class Backend;
 class Communicator;
+class Dataset;
+class Worker;
 
 // One rank's part of one run: what a node daemon executes for StartJob.
 struct WorkerJob {
@@ -24,11 +31,31 @@ struct WorkerJob {
   bool keepParams = false;  // return the final parameters (tests, equivalence checks)
 };
 
+// Where a failed rank's error started. A run's error is the root cause: the coordinator
+// reports a rank's own failure before one that a peer's failure caused, and both before a
+// communication error, which is usually the echo of something else (a peer that died or
+// aborted its connections).
+enum class FailureOrigin { kNone, kThisRank, kPeer, kCommunication };
+const char* toString(FailureOrigin origin);
+FailureOrigin parseFailureOrigin(std::string_view text);  // unknown text: kCommunication
+
+// A run-ending failure that every rank learned of together (through the control votes), with
+// where it started from this rank's point of view.
+class RunFailure : public Error {
+ public:
+  RunFailure(FailureOrigin origin, const std::string& message) : Error(message), origin_(origin) {}
+  FailureOrigin origin() const { return origin_; }
+
+ private:
+  FailureOrigin origin_;
+};
+
 // This rank's outcome; the coordinator merges the ranks' results into a RunSummary.
 struct WorkerResult {
-  std::string status = "failed";  // completed, cancelled, failed
-  std::string stopReason;
+  RunStatus status = RunStatus::kFailed;
+  StopReason stopReason = StopReason::kError;
   std::string error;
+  FailureOrigin origin = FailureOrigin::kNone;
   int64_t steps = 0;
   int64_t samples = 0;  // samples this rank trained on
   double wallS = 0.0;
@@ -42,11 +69,75 @@ struct WorkerResult {
   std::vector<float> params;  // the final parameters when WorkerJob::keepParams
 };
 
+// Decisions every rank must take at the same step, so they are taken from values all ranks
+// share: each rank casts its votes, a strategy sums them over the ranks (with the step's own
+// communication where it has some, or with agree()), and every rank acts on the sums.
+struct Votes {
+  enum Slot : int {
+    kCancel,         // the user or the coordinator asked this rank to stop
+    kTimeUp,         // training.max_seconds has passed on this rank's clock
+    kDiverged,       // this rank's loss was not finite
+    kEvalFailed,     // this rank's evaluation threw
+    kTargetReached,  // this rank's evaluation reached training.target_accuracy
+    kCount
+  };
+  std::array<float, kCount> values{};
+  float& operator[](Slot slot) { return values[slot]; }
+  bool any(Slot slot) const { return values[slot] > 0.5f; }
+};
+
+// What one step did, reported by the strategy to the shared loop.
+struct StepReport {
+  double loss = 0.0;    // this rank's mean loss on its batch
+  int64_t samples = 0;  // samples this rank trained on in this step
+  double computeMs = 0.0;
+  double commMs = 0.0;  // time spent in communication, hidden or not
+  double waitMs = 0.0;  // time the training thread sat blocked on peers or servers
+  double batchShare = 1.0;
+  double staleness = 0.0;
+  bool votesAgreed = false;  // the step's communication carried the votes: `agreed` is set
+};
+
+// What the shared loop hands a strategy.
+struct StrategyContext {
+  const WorkerJob& job;
+  Communicator* comm;  // null when world == 1
+  const Dataset& dataset;
+  Backend& backend;
+  int64_t totalSteps;  // for the learning-rate schedule; 0: unbounded
+  // Records an event (rank 0's are the run's; the loop keeps the others out).
+  std::function<void(int64_t step, std::string kind, std::string detail)> event;
+};
+
+// What a training strategy supplies; the loop in runWorker does everything they share: the
+// step loop, the stop votes (cancel, time, divergence, evaluator failure, target), evaluation,
+// metric emission and the final checksum (DESIGN.md, "Strategy skeleton"). A new strategy is
+// one subclass and one line in strategyRegistry() (strategy_registry.cc).
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  // Builds this rank's replica and whatever must happen before the first step (replicas
+  // made identical, buckets, servers). Returns the detail of the "start" event.
+  virtual std::string setUp() = 0;
+  // One training step. The strategy sums `local` over the ranks if its communication this
+  // step allows (setting report.votesAgreed and `agreed`); otherwise the loop does not act
+  // on votes this step.
+  virtual StepReport step(int64_t step, const Votes& local, Votes& agreed) = 0;
+  // Sums the votes over all ranks now: a collective every rank calls at the same step.
+  virtual Votes agree(const Votes& local) = 0;
+  // The replica this rank evaluates and checksums.
+  virtual Worker& replica() = 0;
+  // Whether this rank evaluates (with identical replicas, one rank is enough).
+  virtual bool evaluates() const = 0;
+  // Global batch per step, for the epoch arithmetic.
+  virtual int64_t globalBatch() const = 0;
+};
+
 // Runs one rank of the job's strategy variant to the end (stopping conditions as in
-// trainLocal; every rank stops at the same step because the decision is taken from
-// values all ranks share). `comm` connects the `world` ranks and may be null when
-// world == 1. Errors (a peer lost, a collective failing) come back as status "failed"
-// with the message; `cancel` stops at the next step boundary. Metrics go to sink with
+// trainLocal; every rank stops at the same step because the decisions are taken from votes
+// all ranks share). `comm` connects the `world` ranks and may be null when world == 1.
+// Errors (a peer lost, a collective failing) come back as status kFailed with the message
+// and its origin; `cancel` stops at the next step boundary. Metrics go to sink with
 // StepMetrics::worker = rank.
 WorkerResult runWorker(const WorkerJob& job, Communicator* comm, MetricSink* sink,
                        const std::atomic<bool>* cancel);

@@ -128,8 +128,12 @@ void LocalCluster::signal(int i, int sig) {
 }
 
 void LocalCluster::stop(std::chrono::milliseconds grace) {
-  for (Node& n : nodes_)
-    if (!n.reaped) ::kill(n.pid, SIGTERM);
+  for (Node& n : nodes_) {
+    if (n.reaped) continue;
+    ::kill(n.pid, SIGTERM);
+    // A stopped daemon (SIGSTOP, a debugger) would hold its SIGTERM until the grace ran out.
+    ::kill(n.pid, SIGCONT);
+  }
   const Clock::time_point deadline = Clock::now() + grace;
   for (Node& n : nodes_) {
     while (!n.reaped) {

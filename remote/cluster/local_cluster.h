@@ -22,7 +22,8 @@ struct LocalNodeOptions {
 // first stdout line; the launcher waits for that line (the server answers from then on).
 // No orphans: every child asks the kernel for SIGTERM when its parent dies
 // (PR_SET_PDEATHSIG), so even a SIGKILLed launcher leaves no daemon behind, and the
-// destructor stops the daemons with SIGTERM, then SIGKILL after a grace period.
+// destructor stops the daemons with SIGTERM (and SIGCONT, so that a stopped one can act on
+// it), then SIGKILL after a grace period.
 class LocalCluster {
  public:
   LocalCluster(std::string nodeBinary, const std::vector<LocalNodeOptions>& nodes,

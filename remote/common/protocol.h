@@ -12,7 +12,7 @@ namespace dtlab::remote {
 // The wire protocol version (remote/proto/dtlab.proto). Every request carries it; a node
 // refuses any other value with FAILED_PRECONDITION naming both versions. Bump it when a
 // change would make an old peer misread a message, not for added optional fields.
-inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kProtocolVersion = 2;
 
 // Size limits. gRPC enforces the message cap before our handlers run; the per-field caps
 // give a message naming the field instead of a generic RESOURCE_EXHAUSTED.

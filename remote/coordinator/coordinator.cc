@@ -6,10 +6,13 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 
 #include "core/common/check.h"
+#include "core/train/strategy.h"
+#include "remote/common/auth.h"
 #include "remote/common/client.h"
 #include "remote/common/protocol.h"
 #include "remote/proto/dtlab.grpc.pb.h"
@@ -58,18 +61,20 @@ struct Coordinator::Impl {
     std::unique_ptr<pb::NodeService::Stub> stub;
   };
   std::vector<Node> nodes;
+  std::vector<NodeSummary> summaries;  // from connect()
   CoordinatorOptions options;
 
   void prepare(grpc::ClientContext& context, std::chrono::milliseconds deadline) const {
     prepareClientContext(context, options.token, deadline);
   }
   std::string label(std::size_t i) const { return nodes[i].name + " (" + nodes[i].address + ")"; }
-  void cancelJob(std::size_t i, const std::string& jobId) const {
+  void cancelJob(std::size_t i, const std::string& jobId, bool abort = false) const {
     grpc::ClientContext context;
-    prepare(context, std::chrono::milliseconds(2000));
+    prepare(context, std::chrono::milliseconds(1000));
     pb::CancelJobRequest request;
     request.set_protocol_version(kProtocolVersion);
     request.set_job_id(jobId);
+    request.set_abort(abort);
     pb::CancelJobResponse response;
     static_cast<void>(nodes[i].stub->CancelJob(&context, request, &response));
   }
@@ -106,10 +111,9 @@ std::vector<NodeSummary> Coordinator::connect() {
       throw Error("node " + impl_->nodes[i].address + " speaks protocol " +
                   std::to_string(info.protocol_version()) + ", this coordinator " +
                   std::to_string(kProtocolVersion) + ": update one of them");
-    const auto& caps = info.capabilities();
-    if (std::find(caps.begin(), caps.end(), "sync_allreduce") == caps.end())
-      throw Error("node " + impl_->nodes[i].address + " cannot run sync_allreduce");
     NodeSummary s;
+    s.advertiseHost = info.advertise_host();
+    s.capabilities.assign(info.capabilities().begin(), info.capabilities().end());
     s.address = impl_->nodes[i].address;
     s.name = impl_->nodes[i].name;
     s.programVersion = info.program_version();
@@ -119,20 +123,54 @@ std::vector<NodeSummary> Coordinator::connect() {
     s.busy = info.busy();
     out.push_back(s);
   }
+  impl_->summaries = out;
   return out;
 }
+
+namespace {
+
+// Rank of a failure origin when choosing a run's error: lower is closer to the root cause.
+int causeRank(core::FailureOrigin origin) {
+  switch (origin) {
+    case core::FailureOrigin::kThisRank:
+      return 0;
+    case core::FailureOrigin::kPeer:
+      return 1;
+    case core::FailureOrigin::kCommunication:
+      return 2;
+    case core::FailureOrigin::kNone:
+      return 3;
+  }
+  return 3;
+}
+
+}  // namespace
 
 core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
                                   core::MetricSink* sink, const std::atomic<bool>* cancel) {
   Impl& impl = *impl_;
+  if (impl.summaries.size() != impl.nodes.size()) connect();
   const std::size_t world = impl.nodes.size();
   const std::string jobId = newJobId();
   const std::string specJson = core::toJson(spec).dump();
   const Clock::time_point start = Clock::now();
+  const core::VariantConfig& chosen = spec.variants.at(static_cast<std::size_t>(variant));
+  const std::string strategy = core::toString(chosen.strategy);
+  for (std::size_t i = 0; i < world; ++i) {
+    const auto& caps = impl.summaries[i].capabilities;
+    if (std::find(caps.begin(), caps.end(), strategy) == caps.end())
+      throw Error("node " + impl.label(i) + " cannot run strategy '" + strategy + "' (it runs: " +
+                  [&] {
+                    std::string list;
+                    for (const auto& c : caps) list += (list.empty() ? "" : ", ") + c;
+                    return list;
+                  }() +
+                  "); update its dtlab-node");
+  }
 
   core::RunSummary summary;
-  summary.name = spec.variants.at(static_cast<std::size_t>(variant)).name;
-  summary.strategy = core::toString(spec.variants[static_cast<std::size_t>(variant)].strategy);
+  summary.name = chosen.name;
+  summary.strategy = strategy;
   std::mutex mutex;  // guards sink calls, summary.events and the per-node state below
   auto addEvent = [&](int64_t step, std::string kind, std::string detail) {
     core::RunEvent e{step, std::chrono::duration<double, std::milli>(Clock::now() - start).count(),
@@ -140,6 +178,14 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
     if (sink != nullptr) sink->onEvent(e);
     summary.events.push_back(std::move(e));
   };
+
+  // Rank 0's rendezvous: at the host its peers can reach, on the port it serves on.
+  const HostPort lead = parseHostPort(impl.nodes[0].address, "node address");
+  const std::string leadHost =
+      impl.summaries[0].advertiseHost.empty() ? lead.host : impl.summaries[0].advertiseHost;
+  const std::string rendezvous =
+      (leadHost.find(':') != std::string::npos ? "[" + leadHost + "]" : leadHost) + ":" +
+      std::to_string(lead.port);
 
   // b. Start everywhere.
   std::size_t started = 0;
@@ -154,17 +200,18 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
       request.set_variant(variant);
       request.set_rank(static_cast<int>(started));
       request.set_world_size(static_cast<int>(world));
-      request.set_rendezvous_address(impl.nodes[0].address);
+      request.set_rendezvous_address(rendezvous);
       request.set_node_name(impl.nodes[started].name);
-      request.set_collective_address("127.0.0.1");
+      request.set_reached_host(parseHostPort(impl.nodes[started].address, "node address").host);
       request.set_heartbeat_ms(static_cast<uint64_t>(impl.options.heartbeatInterval.count()));
+      request.set_connect_timeout_ms(static_cast<uint64_t>(impl.options.connectTimeout.count()));
       pb::StartJobResponse response;
       const grpc::Status status = impl.nodes[started].stub->StartJob(&context, request, &response);
       if (!status.ok())
         throw Error("starting the job on " + impl.label(started) + ": " + describeStatus(status));
     }
   } catch (...) {
-    for (std::size_t i = 0; i < started; ++i) impl.cancelJob(i, jobId);
+    for (std::size_t i = 0; i < started; ++i) impl.cancelJob(i, jobId, true);
     throw;
   }
 
@@ -174,6 +221,7 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
     Clock::time_point last = Clock::now();
     bool finished = false;
     bool broken = false;
+    bool abandoned = false;  // left behind after the wind-down
     std::string error;
     pb::JobResult result;
   };
@@ -207,6 +255,7 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
           watches[i].finished = true;
           watches[i].result = update.result();
         }
+        changed.notify_all();
       }
       const grpc::Status status = reader->Finish();
       std::lock_guard lock(mutex);
@@ -218,64 +267,71 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
     });
   }
 
-  // Watchdog: a lost node fails the run, naming it; a user's cancel is forwarded.
+  // Watchdog: a lost node or a failed job ends the run at once (the others abort their
+  // communication); a user's cancel is forwarded politely. Either way the nodes that have
+  // not reported their end by `windDown` later are left behind.
+  // Cancels go out on threads of their own: a stopped node would hold a call for its whole
+  // deadline, and the others must hear of it now.
+  std::vector<std::thread> cancels;
+  auto sendCancel = [&](std::size_t i, bool abort) {
+    cancels.emplace_back([&impl, i, jobId, abort] { impl.cancelJob(i, jobId, abort); });
+  };
   std::string lostNode;
+  bool failing = false;
   bool cancelSent = false;
+  std::optional<Clock::time_point> giveUpAt;
+  auto ended = [](const Watch& w) { return w.finished || w.broken || w.abandoned; };
   {
     std::unique_lock lock(mutex);
-    while (true) {
-      const bool allDone = std::all_of(watches.begin(), watches.end(),
-                                       [](const Watch& w) { return w.finished || w.broken; });
-      if (allDone) break;
-      if (lostNode.empty()) {
-        for (std::size_t i = 0; i < world; ++i) {
+    while (!std::all_of(watches.begin(), watches.end(), ended)) {
+      if (!failing) {
+        for (std::size_t i = 0; i < world && !failing; ++i) {
           Watch& w = watches[i];
-          if (w.finished) continue;
-          const bool silent = Clock::now() - w.last > impl.options.lostAfter;
-          if (!w.broken && !silent) continue;
-          lostNode = impl.label(i) + " lost: " +
-                     (w.broken ? w.error
-                               : "no heartbeat for " +
-                                     std::to_string(impl.options.lostAfter.count()) + " ms");
-          addEvent(0, "node_lost", lostNode);
-          lock.unlock();
+          const bool failed = w.finished && w.result.status() == "failed";
+          const bool silent = !w.finished && Clock::now() - w.last > impl.options.lostAfter;
+          if (!failed && !w.broken && !silent) continue;
+          failing = true;
+          if (!failed) {
+            lostNode = impl.label(i) + " lost: " +
+                       (w.broken ? w.error
+                                 : "no heartbeat for " +
+                                       std::to_string(impl.options.lostAfter.count()) + " ms");
+            addEvent(0, "node_lost", lostNode);
+            if (!w.broken) w.context->TryCancel();
+          }
           for (std::size_t j = 0; j < world; ++j)
-            if (j != i) impl.cancelJob(j, jobId);
-          lock.lock();
-          if (!w.broken) w.context->TryCancel();
-          break;
-        }
-        if (!lostNode.empty()) {
-          // The others wind down (their collectives fail as the peer's sockets close);
-          // don't wait on them for ever.
-          const Clock::time_point giveUp = Clock::now() + std::chrono::seconds(10);
-          changed.wait_until(lock, giveUp, [&] {
-            return std::all_of(watches.begin(), watches.end(),
-                               [](const Watch& w) { return w.finished || w.broken; });
-          });
-          for (Watch& w : watches)
-            if (!w.finished && !w.broken) w.context->TryCancel();
-          continue;
+            if (j != i) sendCancel(j, true);
+          giveUpAt = Clock::now() + impl.options.windDown;
         }
       }
-      if (!cancelSent && cancel != nullptr && cancel->load()) {
+      if (!cancelSent && !failing && cancel != nullptr && cancel->load()) {
         cancelSent = true;
-        lock.unlock();
-        for (std::size_t i = 0; i < world; ++i) impl.cancelJob(i, jobId);
-        lock.lock();
+        for (std::size_t i = 0; i < world; ++i) sendCancel(i, false);
+        giveUpAt = Clock::now() + impl.options.windDown;
+      }
+      if (giveUpAt && Clock::now() >= *giveUpAt) {
+        for (Watch& w : watches) {
+          if (ended(w)) continue;
+          w.abandoned = true;
+          w.context->TryCancel();
+        }
+        break;
       }
       changed.wait_for(lock, std::chrono::milliseconds(50));
     }
   }
   for (std::thread& t : readers) t.join();
+  for (std::thread& t : cancels) t.join();
 
   // d. Merge.
   double maxStepMs = 0.0;
   double utilization = 0.0;
   double waitFraction = 0.0;
-  summary.status = "completed";
+  summary.status = core::RunStatus::kCompleted;
+  int bestCause = 99;
   for (std::size_t i = 0; i < world; ++i) {
-    const pb::JobResult& r = watches[i].result;
+    const Watch& w = watches[i];
+    const pb::JobResult& r = w.result;
     summary.paramChecksum.push_back(r.param_checksum());
     summary.samples += r.samples();
     maxStepMs = std::max(maxStepMs, r.step_ms_total());
@@ -283,28 +339,62 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
       utilization += r.compute_ms_total() / r.step_ms_total() / static_cast<double>(world);
       waitFraction += r.wait_ms_total() / r.step_ms_total() / static_cast<double>(world);
     }
-    if (!watches[i].finished || r.status() == "failed") {
-      summary.status = "failed";
-      if (summary.error.empty())
-        summary.error = watches[i].finished ? impl.label(i) + ": " + r.error()
-                                            : impl.label(i) + " " + watches[i].error;
-    } else if (r.status() == "cancelled" && summary.status == "completed") {
-      summary.status = "cancelled";
+    core::RunStatus status = core::RunStatus::kFailed;
+    if (w.finished) {
+      try {
+        status = core::parseRunStatus(r.status());
+      } catch (const std::exception&) {
+        status = core::RunStatus::kFailed;
+      }
+    }
+    if (status == core::RunStatus::kFailed) {
+      summary.status = core::RunStatus::kFailed;
+      // The root cause: a rank's own failure before one it learned from a peer, before a
+      // communication error, before a node that did not report at all.
+      const int cause = w.finished ? causeRank(core::parseFailureOrigin(r.failure_origin())) : 4;
+      if (cause < bestCause) {
+        bestCause = cause;
+        summary.error = w.finished    ? impl.label(i) + ": " + r.error()
+                        : w.abandoned ? impl.label(i) + " did not report its end within " +
+                                            std::to_string(impl.options.windDown.count()) + " ms"
+                                      : impl.label(i) + " " + w.error;
+      }
+    } else if (status == core::RunStatus::kCancelled &&
+               summary.status == core::RunStatus::kCompleted) {
+      summary.status = core::RunStatus::kCancelled;
     }
   }
-  if (!lostNode.empty()) summary.error = lostNode;
-  const pb::JobResult& lead = watches[0].result;
-  summary.steps = lead.steps();
-  summary.stopReason = summary.status == "failed" ? "error" : lead.stop_reason();
-  if (lead.has_test_accuracy()) summary.finalTestAccuracy = lead.final_test_accuracy();
-  if (watches[0].finished) summary.finalTestLoss = lead.final_test_loss();
-  if (lead.has_time_to_target()) summary.timeToTargetS = lead.time_to_target_s();
+  if (!lostNode.empty()) {
+    summary.status = core::RunStatus::kFailed;
+    summary.error = lostNode;
+  }
+  // A cancelled run whose stragglers were left behind is still a cancelled run.
+  if (cancelSent && !failing && summary.status == core::RunStatus::kFailed && bestCause >= 2)
+    summary.status = core::RunStatus::kCancelled, summary.error.clear();
+  const pb::JobResult& first = watches[0].result;
+  summary.steps = first.steps();
+  if (summary.status == core::RunStatus::kFailed) {
+    summary.stopReason = core::StopReason::kError;
+  } else if (summary.status == core::RunStatus::kCancelled) {
+    summary.stopReason = core::StopReason::kCancelled;
+  } else {
+    try {
+      summary.stopReason = core::parseStopReason(first.stop_reason());
+    } catch (const std::exception&) {
+      summary.stopReason = core::StopReason::kError;
+    }
+  }
+  if (first.has_test_accuracy()) summary.finalTestAccuracy = first.final_test_accuracy();
+  if (watches[0].finished) summary.finalTestLoss = first.final_test_loss();
+  if (first.has_time_to_target()) summary.timeToTargetS = first.time_to_target_s();
   summary.samplesPerS =
       maxStepMs > 0.0 ? static_cast<double>(summary.samples) * 1000.0 / maxStepMs : 0.0;
   summary.meanUtilization = utilization;
   summary.meanWaitFraction = waitFraction;
   summary.wallS = std::chrono::duration<double>(Clock::now() - start).count();
-  addEvent(summary.steps, "finish", summary.status + " (" + summary.stopReason + ")");
+  addEvent(summary.steps, "finish",
+           std::string(core::toString(summary.status)) + " (" + core::toString(summary.stopReason) +
+               ")");
   return summary;
 }
 

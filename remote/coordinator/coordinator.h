@@ -18,6 +18,12 @@ struct CoordinatorOptions {
   // every heartbeatInterval, so this only fires on a dead or wedged node.
   std::chrono::milliseconds heartbeatInterval{500};
   std::chrono::milliseconds lostAfter{3000};
+  // How long the nodes may take to connect to each other for a run (0: each node's own
+  // --connect-timeout).
+  std::chrono::milliseconds connectTimeout{0};
+  // After a cancel or a lost node, how long the other nodes may take to report their end
+  // before the run is closed without them (they abort their communication on their own).
+  std::chrono::milliseconds windDown{3000};
 };
 
 // What GetInfo said about a node, in core terms.
@@ -29,6 +35,8 @@ struct NodeSummary {
   double speed = 1.0;
   int cores = 0;
   bool busy = false;
+  std::string advertiseHost;  // "" when the node leaves it to the coordinator
+  std::vector<std::string> capabilities;
 };
 
 // The client side of a run: connects to the nodes, assigns ranks (the order of the
@@ -37,12 +45,20 @@ struct NodeSummary {
 //
 // Protocol of one run:
 //  a. GetInfo on every node (deadline): protocol version and capabilities checked.
-//  b. StartJob on every node with its rank; rank 0's daemon hosts the rendezvous.
+//  b. StartJob on every node with its rank; rank 0's daemon hosts the rendezvous, at rank
+//     0's advertised host (or the host it was dialled at) and its port. Each node binds its
+//     collectives to its own advertised host, or else to the host it was dialled at.
 //     If any start fails, the started ones are cancelled and the error names the node.
 //  c. WatchJob on every node, one reader thread each; updates go to the sink under
 //     one lock. A stream that breaks before its final message, or stays silent for
-//     lostAfter, marks the node lost: every other node is cancelled, the run fails.
-//  d. The final messages' results are merged into a RunSummary.
+//     lostAfter, marks the node lost; a node whose job failed ends the run too. Either way
+//     every other node is told to abort its communication at once (pending collectives
+//     fail instead of waiting for the lost peer), and the run fails naming the root cause.
+//     A user's cancel is forwarded politely (the ranks stop together at a step boundary);
+//     nodes that have not reported their end windDown later are left behind.
+//  d. The final messages' results are merged into a RunSummary; its error is the first
+//     root cause: a lost node, else a rank's own failure, else a failure it learned from a
+//     peer, else a communication error.
 class Coordinator {
  public:
   Coordinator(std::vector<std::string> addresses, CoordinatorOptions options);

@@ -37,11 +37,12 @@ int64_t residentBytes() {
   return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
 }
 
-core::WorkerResult failedResult(const std::string& message) {
+core::WorkerResult failedResult(const std::string& message, core::FailureOrigin origin) {
   core::WorkerResult result;
-  result.status = "failed";
-  result.stopReason = "error";
+  result.status = core::RunStatus::kFailed;
+  result.stopReason = core::StopReason::kError;
   result.error = message;
+  result.origin = origin;
   return result;
 }
 
@@ -54,6 +55,7 @@ Job::Job(JobSettings settings) : settings_(std::move(settings)), started_(Clock:
 
 Job::~Job() {
   cancel_.store(true);
+  abort_.abort("the node dropped the job");
   if (thread_.joinable()) thread_.join();
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -63,8 +65,18 @@ Job::~Job() {
   if (sampler_.joinable()) sampler_.join();
 }
 
-bool Job::cancel() {
+bool Job::cancel(bool abortNow, const std::string& why) {
   cancel_.store(true);
+  if (abortNow) {
+    abort_.abort(why);
+  } else {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!cancelledAt_) {
+      cancelledAt_ = Clock::now();
+      cancelReason_ = why;
+    }
+  }
+  changed_.notify_all();
   return running();
 }
 
@@ -81,15 +93,16 @@ void Job::run() {
   try {
     result = runWithCommunicator();
   } catch (const std::exception& e) {
-    result = failedResult(e.what());
+    result = failedResult(e.what(), core::FailureOrigin::kThisRank);
   } catch (...) {
-    result = failedResult("unknown error in the job thread");
+    result = failedResult("unknown error in the job thread", core::FailureOrigin::kThisRank);
   }
-  if (result.status == "failed" && cancel_.load()) {
-    // A group torn down by a cancel fails its collectives; the user asked for it.
+  if (result.status == core::RunStatus::kFailed && cancel_.load()) {
+    // A group torn down by a cancel fails its collectives; the coordinator asked for it.
     logAt(LogLevel::kDebug, "job ", settings_.jobId, ": failure after cancel: ", result.error);
-    result.status = "cancelled";
-    result.stopReason = "cancelled";
+    result.status = core::RunStatus::kCancelled;
+    result.stopReason = core::StopReason::kCancelled;
+    result.origin = core::FailureOrigin::kNone;
     result.error.clear();
   }
   {
@@ -98,9 +111,9 @@ void Job::run() {
   }
   changed_.notify_all();
   if (sampler_.joinable()) sampler_.join();
-  logAt(result.status == "failed" ? LogLevel::kWarn : LogLevel::kInfo, "job ", settings_.jobId,
-        ": ", result.status, result.error.empty() ? "" : ": " + result.error, " after ",
-        result.steps, " steps");
+  logAt(result.status == core::RunStatus::kFailed ? LogLevel::kWarn : LogLevel::kInfo, "job ",
+        settings_.jobId, ": ", core::toString(result.status),
+        result.error.empty() ? "" : ": " + result.error, " after ", result.steps, " steps");
   buffer_.finish(result);
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -120,20 +133,25 @@ core::WorkerResult Job::runWithCommunicator() {
       storeOptions.token = settings_.token;
       storeOptions.keyPrefix = settings_.jobId;
       storeOptions.timeout = settings_.connectTimeout;
-      storeOptions.cancel = &cancel_;
+      storeOptions.cancel = &cancel_;  // an abort sets it too
       store = std::make_unique<RendezvousStore>(storeOptions);
       core::GlooOptions glooOptions;
       glooOptions.interfaceAddress = settings_.collectiveAddress;
       glooOptions.keyPrefix = "gloo";
       glooOptions.connectTimeout = settings_.connectTimeout;
+      glooOptions.abort = &abort_;
       comm = std::make_unique<core::GlooCommunicator>(*store, work.rank, work.world, glooOptions);
       if (settings_.bandwidthMbps > 0.0 || settings_.latencyMs > 0.0)
         comm = std::make_unique<core::EmulatedLinkCommunicator>(
-            std::move(comm), settings_.bandwidthMbps, settings_.latencyMs);
+            std::move(comm), settings_.bandwidthMbps, settings_.latencyMs, &abort_);
     } catch (const std::exception& e) {
+      // Not reaching a peer is this node's report of that peer; a communication origin lets
+      // the coordinator prefer a rank's own failure if there is one.
       return failedResult("node " + settings_.nodeName + " (rank " + std::to_string(work.rank) +
-                          ") could not join the collective group via the rendezvous at " +
-                          settings_.rendezvousAddress + ": " + e.what());
+                              ") could not join the collective group (rendezvous at " +
+                              settings_.rendezvousAddress + ", bound to " +
+                              settings_.collectiveAddress + "): " + e.what(),
+                          core::FailureOrigin::kCommunication);
     }
   }
   // comm (and with it the Gloo connections) goes before the result is published.
@@ -145,7 +163,22 @@ void Job::sampleLoop() {
   auto lastWall = Clock::now();
   double lastCpu = processCpuSeconds();
   std::unique_lock<std::mutex> lock(mutex_);
-  while (!changed_.wait_for(lock, kSampleInterval, [this] { return samplerStop_; })) {
+  auto nextSample = Clock::now() + kSampleInterval;
+  for (;;) {
+    // Wake for the next sample, or for the end of a polite cancel's grace.
+    auto wake = nextSample;
+    if (cancelledAt_ && !abort_.aborted()) wake = std::min(wake, *cancelledAt_ + kCancelGrace);
+    if (changed_.wait_until(lock, wake, [this] { return samplerStop_; })) break;
+    if (cancelledAt_ && Clock::now() >= *cancelledAt_ + kCancelGrace && !abort_.aborted()) {
+      const std::string why = cancelReason_ + ": not stopped within " +
+                              std::to_string(kCancelGrace.count()) + " ms, aborting";
+      lock.unlock();
+      logAt(LogLevel::kInfo, "job ", settings_.jobId, ": ", why);
+      abort_.abort(why);
+      lock.lock();
+    }
+    if (Clock::now() < nextSample) continue;
+    nextSample += kSampleInterval;
     const auto now = Clock::now();
     const double cpu = processCpuSeconds();
     const double wallS = std::chrono::duration<double>(now - lastWall).count();

@@ -5,9 +5,11 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include "core/comm/abort_signal.h"
 #include "core/train/strategy.h"
 #include "remote/node/job_buffer.h"
 
@@ -20,7 +22,7 @@ struct JobSettings {
   core::WorkerJob work;           // spec, variant, rank, world, speed, threads
   std::string rendezvousAddress;  // host:port of the daemon hosting the job's Rendezvous
   std::string token;              // sent to that daemon
-  std::string collectiveAddress;  // local address Gloo binds
+  std::string collectiveAddress;  // local address Gloo binds and advertises to the peers
   double bandwidthMbps = 0.0;     // link emulation; 0 = unlimited
   double latencyMs = 0.0;
   std::chrono::milliseconds heartbeat{1000};
@@ -38,6 +40,10 @@ struct JobSettings {
 //   3. stop the sampler, destroy the communicator (closes the TCP mesh),
 //   4. buffer().finish(result) -- only now is the node free for the next job, so a
 //      coordinator that saw the final WatchJob message can start the next one at once.
+// Cancelling is polite first: the ranks stop together at the next step boundary. A rank
+// blocked on a silent peer cannot get there, so an abort follows if the job has not ended
+// within kCancelGrace, or at once when asked (the coordinator lost a node): it fails the
+// pending collective (and with it the peers' collectives) and every wait of the group.
 // Errors anywhere become a "failed" result with the message; nothing escapes the thread.
 class Job {
  public:
@@ -51,8 +57,12 @@ class Job {
   JobBuffer& buffer() { return buffer_; }
   bool running() const { return !buffer_.finished(); }
 
-  // Asks the job to stop at the next step boundary; returns whether it was still running.
-  bool cancel();
+  // How long a polite cancel may take before the job aborts its communication.
+  static constexpr std::chrono::milliseconds kCancelGrace{2000};
+
+  // Asks the job to stop at the next step boundary, or with abortNow to end its
+  // communication at once; returns whether it was still running.
+  bool cancel(bool abortNow = false, const std::string& why = "cancelled");
   bool cancelRequested() const { return cancel_.load(); }
   // Waits until the job thread has ended; false when it is still running after `timeout`
   // (e.g. stuck connecting to peers that never come).
@@ -66,12 +76,15 @@ class Job {
   const JobSettings settings_;
   JobBuffer buffer_;
   std::atomic<bool> cancel_{false};
+  core::AbortSignal abort_;
   const std::chrono::steady_clock::time_point started_;
 
   std::mutex mutex_;
   std::condition_variable changed_;
   bool samplerStop_ = false;
   bool ended_ = false;
+  std::optional<std::chrono::steady_clock::time_point> cancelledAt_;
+  std::string cancelReason_;
 
   std::thread sampler_;
   std::thread thread_;

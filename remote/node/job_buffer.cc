@@ -38,8 +38,9 @@ void toProto(const core::RunEvent& e, proto::Event& out) {
 }  // namespace
 
 void toProto(const core::WorkerResult& r, proto::JobResult& out) {
-  out.set_status(r.status);
-  out.set_stop_reason(r.stopReason);
+  out.set_status(core::toString(r.status));
+  out.set_stop_reason(core::toString(r.stopReason));
+  out.set_failure_origin(core::toString(r.origin));
   out.set_error(r.error);
   out.set_steps(r.steps);
   out.set_samples(r.samples);

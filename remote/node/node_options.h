@@ -15,8 +15,12 @@ struct NodeOptions {
   std::string token;  // required unless listening on loopback
   int threads = 1;    // CPU threads of the worker's backend
   std::string name;   // empty: "<hostname>:<port>"
-  // How long a rank waits for its peers when building the collective group.
+  // How long a rank waits for its peers when building the collective group (a job may ask
+  // for another value).
   std::chrono::milliseconds connectTimeout{30000};
+  // The host peers reach this node's collectives at (--advertise); empty: the --listen
+  // host when it is a specific address, else the host the coordinator dialled.
+  std::string advertise;
 };
 
 }  // namespace dtlab::remote

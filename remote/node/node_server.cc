@@ -81,8 +81,8 @@ bool NodeServer::shutdown(std::chrono::milliseconds jobGrace) {
     jobEnded_ = job->waitEnded(jobGrace);
     if (!jobEnded_) {
       core::WorkerResult result;
-      result.status = "cancelled";
-      result.stopReason = "cancelled";
+      result.status = core::RunStatus::kCancelled;
+      result.stopReason = core::StopReason::kCancelled;
       result.error = "node " + name_ + " shut down while the job was still starting";
       job->buffer().finish(result);
       logAt(LogLevel::kWarn, "job ", job->id(), " did not stop within ", jobGrace.count(), " ms");

@@ -9,6 +9,7 @@
 
 #include "core/common/config.h"
 #include "core/spec/experiment_spec.h"
+#include "core/train/strategy_registry.h"
 #include "remote/common/auth.h"
 #include "remote/common/log.h"
 #include "remote/common/protocol.h"
@@ -19,6 +20,8 @@ namespace {
 
 constexpr uint64_t kMinHeartbeatMs = 10;
 constexpr uint64_t kMaxHeartbeatMs = 60000;
+constexpr uint64_t kMinConnectTimeoutMs = 100;
+constexpr uint64_t kMaxConnectTimeoutMs = 3600 * 1000;
 
 grpc::ServerUnaryReactor* finishNow(grpc::CallbackServerContext* context,
                                     const grpc::Status& status) {
@@ -127,7 +130,9 @@ void NodeService::fillInfo(proto::NodeInfo& info) {
   double load[1] = {0.0};
   info.set_load(getloadavg(load, 1) == 1 ? load[0] / cores : 0.0);
   info.add_capabilities("gloo");
-  info.add_capabilities("sync_allreduce");
+  for (const std::string& strategy : core::registeredStrategyNames())
+    info.add_capabilities(strategy);
+  info.set_advertise_host(advertiseHost());
   info.set_cores(cores);
   std::lock_guard<std::mutex> lock(mutex_);
   if (current_ && current_->running()) {
@@ -164,7 +169,7 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
     return s;
   for (const auto& [field, value] : {std::pair<const char*, const std::string*>{
                                          "rendezvous_address", &request.rendezvous_address()},
-                                     {"collective_address", &request.collective_address()},
+                                     {"reached_host", &request.reached_host()},
                                      {"node_name", &request.node_name()}}) {
     if (grpc::Status s = checkFieldSize(field, value->size(), kMaxAddressBytes); !s.ok()) return s;
   }
@@ -181,6 +186,11 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
     return invalid("heartbeat_ms: must be 0 (default 1000) or in [" +
                    std::to_string(kMinHeartbeatMs) + ", " + std::to_string(kMaxHeartbeatMs) +
                    "], got " + std::to_string(request.heartbeat_ms()));
+  const uint64_t connectMs = request.connect_timeout_ms();
+  if (connectMs != 0 && (connectMs < kMinConnectTimeoutMs || connectMs > kMaxConnectTimeoutMs))
+    return invalid("connect_timeout_ms: must be 0 (the node's default) or in [" +
+                   std::to_string(kMinConnectTimeoutMs) + ", " +
+                   std::to_string(kMaxConnectTimeoutMs) + "], got " + std::to_string(connectMs));
   if (world > 1) {
     if (request.rendezvous_address().empty())
       return invalid("rendezvous_address: required when world_size > 1");
@@ -220,13 +230,15 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
   settings.work.device = "cpu";
   settings.rendezvousAddress = request.rendezvous_address();
   settings.token = options_.token;
-  settings.collectiveAddress = !request.collective_address().empty() ? request.collective_address()
-                               : !isWildcardHost(listenHost_)        ? listenHost_
-                                                                     : hostName();
+  const std::string advertised = advertiseHost();
+  settings.collectiveAddress = !advertised.empty()               ? advertised
+                               : !request.reached_host().empty() ? request.reached_host()
+                                                                 : hostName();
   settings.bandwidthMbps = options_.bandwidthMbps;
   settings.latencyMs = options_.latencyMs;
   settings.heartbeat = std::chrono::milliseconds(heartbeatMs);
-  settings.connectTimeout = options_.connectTimeout;
+  settings.connectTimeout =
+      connectMs != 0 ? std::chrono::milliseconds(connectMs) : options_.connectTimeout;
 
   std::shared_ptr<Job> previous;
   {
@@ -281,9 +293,12 @@ grpc::ServerUnaryReactor* NodeService::CancelJob(grpc::CallbackServerContext* co
   if (status.ok()) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (current_ && current_->id() == request->job_id()) {
-      const bool wasRunning = current_->cancel();
+      const bool wasRunning = current_->cancel(
+          request->abort(), request->abort() ? "aborted by the coordinator" : "cancelled");
       response->set_was_running(wasRunning);
-      if (wasRunning) logAt(LogLevel::kInfo, "job ", current_->id(), ": cancel requested");
+      if (wasRunning)
+        logAt(LogLevel::kInfo, "job ", current_->id(),
+              request->abort() ? ": abort requested" : ": cancel requested");
     }
   }
   return finishNow(context, status);
@@ -296,6 +311,11 @@ grpc::ServerUnaryReactor* NodeService::Ping(grpc::CallbackServerContext* context
   if (status.ok()) status = checkProtocolVersion(request->protocol_version());
   if (status.ok()) response->set_unix_ms(unixMs());
   return finishNow(context, status);
+}
+
+std::string NodeService::advertiseHost() const {
+  if (!options_.advertise.empty()) return options_.advertise;
+  return isWildcardHost(listenHost_) ? std::string() : listenHost_;
 }
 
 std::shared_ptr<Job> NodeService::beginShutdown() {

@@ -72,6 +72,9 @@ class NodeService final : public proto::NodeService::CallbackService {
   void fillInfo(proto::NodeInfo& info);
 
   const NodeOptions options_;
+  // --advertise, else a specific --listen host, else "" (see NodeInfo.advertise_host).
+  std::string advertiseHost() const;
+
   const std::string listenHost_;
   RendezvousTable& rendezvous_;
   WatchHub& hub_;

@@ -1,7 +1,11 @@
 // Collectives in one process: ranks are threads, each with its own GlooCommunicator over a
 // shared in-memory store, checked against closed-form results (values chosen to sum
 // exactly in float), plus the link emulation, gradient buckets and failure reporting.
+#include <arpa/inet.h>
 #include <gloo/rendezvous/hash_store.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/transport/tcp/address.h>
+#include <netinet/in.h>
 
 #include <QtTest/QtTest>
 
@@ -16,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/comm/abort_signal.h"
 #include "core/comm/comm_bench.h"
 #include "core/comm/emulated_link_communicator.h"
 #include "core/comm/gloo_communicator.h"
@@ -369,6 +374,101 @@ class TestComm : public QObject {
         first.find("all-reduce (own) of 1000 floats on rank 0 of 2 failed") != std::string::npos,
         first.c_str());
     QVERIFY2(second.find("unusable after an earlier failure") != std::string::npos, second.c_str());
+  }
+
+  // A collective blocked on a peer that never comes (a stopped node) ends as soon as the
+  // abort signal fires, long before its 20 s timeout, and the group refuses later calls.
+  void abortEndsAPendingCollective() {
+    gloo::rendezvous::HashStore store;
+    GlooOptions options = optionsFor("abort", AllReduceAlgorithm::kOwn);
+    AbortSignal signal;
+    options.abort = &signal;
+    std::atomic<bool> peerMayLeave{false};
+    std::string peerError;
+    std::thread peer([&] {
+      GlooOptions peerOptions = optionsFor("abort", AllReduceAlgorithm::kOwn);
+      GlooCommunicator comm(store, 1, 2, peerOptions);
+      comm.barrier();
+      while (!peerMayLeave.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      // The aborted rank closed its connections: this rank's next collective fails at once.
+      std::vector<float> data(10, 1.0f);
+      try {
+        comm.allReduceSum(data.data(), 10);
+      } catch (const CommError& e) {
+        peerError = std::string(toString(e.failure())) + ": " + e.what();
+      }
+    });
+    GlooCommunicator comm(store, 0, 2, options);
+    comm.barrier();
+    std::thread aborter([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      signal.abort("node1 lost");
+    });
+    std::vector<float> data(100000, 1.0f);
+    const auto start = Clock::now();
+    CommFailure failure = CommFailure::kTimeout;
+    std::string message;
+    try {
+      comm.allReduceSum(data.data(), 100000);
+    } catch (const CommError& e) {
+      failure = e.failure();
+      message = e.what();
+    }
+    const double waited = secondsSince(start);
+    aborter.join();
+    peerMayLeave.store(true);
+    peer.join();
+    QVERIFY2(failure == CommFailure::kAborted, message.c_str());
+    QVERIFY2(message.find("aborted (node1 lost)") != std::string::npos, message.c_str());
+    QVERIFY2(waited < 5.0, std::to_string(waited).c_str());
+    QVERIFY2(peerError.rfind("peer_closed", 0) == 0, peerError.c_str());
+    try {
+      comm.barrier();
+      QFAIL("an aborted group ran a barrier");
+    } catch (const CommError& e) {
+      QVERIFY(e.failure() == CommFailure::kAborted);
+    }
+  }
+
+  // Rank 1's published address leads nowhere: rank 0 must fail within the connect timeout
+  // naming rank 1 and its address, whichever side of the connection it was to take.
+  void unreachablePeerFailsWithinTheConnectTimeout() {
+    for (const uint16_t port : {uint16_t{1}, uint16_t{65535}}) {
+      gloo::rendezvous::HashStore store;
+      GlooOptions options = optionsFor("unreachable" + std::to_string(port));
+      options.connectTimeout = std::chrono::milliseconds(1500);
+      gloo::rendezvous::PrefixStore prefixed(options.keyPrefix, store);
+      // What a rank 1 that bound an address nobody can reach would have published.
+      sockaddr_in address{};
+      address.sin_family = AF_INET;
+      address.sin_port = htons(port);
+      inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+      sockaddr_storage storage{};
+      std::memcpy(&storage, &address, sizeof address);
+      const std::vector<char> bytes = gloo::transport::tcp::Address(storage, 1).bytes();
+      std::vector<char> published;
+      const int32_t peer = 0;
+      const auto length = static_cast<uint32_t>(bytes.size());
+      published.insert(published.end(), reinterpret_cast<const char*>(&peer),
+                       reinterpret_cast<const char*>(&peer) + 4);
+      published.insert(published.end(), reinterpret_cast<const char*>(&length),
+                       reinterpret_cast<const char*>(&length) + 4);
+      published.insert(published.end(), bytes.begin(), bytes.end());
+      prefixed.set("join/1", {'1'});
+      prefixed.set("addr/1", published);
+      const auto start = Clock::now();
+      std::string message;
+      try {
+        GlooCommunicator comm(store, 0, 2, options);
+      } catch (const CommError& e) {
+        message = e.what();
+      }
+      const double waited = secondsSince(start);
+      QVERIFY2(message.find("could not connect to rank 1 at 127.0.0.1:" + std::to_string(port)) !=
+                   std::string::npos,
+               message.c_str());
+      QVERIFY2(waited < 4.0, std::to_string(waited).c_str());
+    }
   }
 
   void emulatedLinkModel() {

@@ -178,8 +178,8 @@ class TestStore : public QObject {
     RunSummary summary;
     summary.name = "run A";
     summary.strategy = "sync_allreduce";
-    summary.status = "completed";
-    summary.stopReason = "epochs";
+    summary.status = RunStatus::kCompleted;
+    summary.stopReason = StopReason::kEpochs;
     summary.steps = 42;
     summary.finalTestAccuracy = 0.875;
     summary.paramChecksum = {"abc", "abc"};
@@ -684,7 +684,7 @@ class TestStore : public QObject {
     appendAll(path, run, "loss", 0, {{1, 0.5, 2.0}, {2, 1.0, 0.1}});
     appendAll(path, run, "test_accuracy", 0, {{2, 1.0, 0.75}});
     RunSummary summary;
-    summary.status = "completed";
+    summary.status = RunStatus::kCompleted;
     summary.steps = 2;
     summary.samplesPerS = 1234.5;
     store->finishRun(run, summary);

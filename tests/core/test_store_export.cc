@@ -196,7 +196,7 @@ class TestStoreExport : public QObject {
       summary = trainLocal(spec, LocalTrainOptions{}, &recording.sink());
       recording.finish(summary);
     }
-    QCOMPARE(summary.status, std::string("completed"));
+    QCOMPARE(std::string(toString(summary.status)), std::string("completed"));
     const RunRecord run = store->requireRun(runId);
     QCOMPARE(run.status, std::string("completed"));
     QCOMPARE(run.strategy, std::string("single"));

@@ -88,7 +88,7 @@ class TestSync : public QObject {
     QFETCH(int, world);
     const std::vector<WorkerResult> results = runRanks(smallSpec(), world);
     for (const WorkerResult& r : results) {
-      QVERIFY2(r.status == "completed", r.error.c_str());
+      QVERIFY2(std::string(toString(r.status)) == "completed", r.error.c_str());
       QCOMPARE(r.steps, int64_t{10});
       QCOMPARE(r.paramChecksum, results[0].paramChecksum);
     }
@@ -120,7 +120,7 @@ class TestSync : public QObject {
     spec.training.targetAccuracy = 0.8;
     const std::vector<WorkerResult> results = runRanks(spec, 3);
     for (const WorkerResult& r : results) {
-      QCOMPARE(r.stopReason, std::string("target_accuracy"));
+      QCOMPARE(std::string(toString(r.stopReason)), std::string("target_accuracy"));
       QCOMPARE(r.steps, results[0].steps);
       QVERIFY(r.steps < 2000);
       QVERIFY(r.timeToTargetS.has_value());
@@ -133,7 +133,7 @@ class TestSync : public QObject {
     std::atomic<bool> cancel{true};
     const std::vector<WorkerResult> results = runRanks(spec, 2, &cancel);
     for (const WorkerResult& r : results) {
-      QCOMPARE(r.status, std::string("cancelled"));
+      QCOMPARE(std::string(toString(r.status)), std::string("cancelled"));
       QCOMPARE(r.steps, int64_t{1});  // the vote travels with the first step's gradients
     }
   }
@@ -145,7 +145,7 @@ class TestSync : public QObject {
     spec.model.hidden = {256, 256};
     spec.training.maxSteps = 20;
     const std::vector<WorkerResult> r = runRanks(spec, 2, nullptr, {1.0, 0.2});
-    QVERIFY2(r[0].status == "completed", r[0].error.c_str());
+    QVERIFY2(std::string(toString(r[0].status)) == "completed", r[0].error.c_str());
     QCOMPARE(r[0].paramChecksum, r[1].paramChecksum);
     // The emulated speed stretches the slow rank's compute...
     QVERIFY2(r[1].computeMsTotal > 2.0 * r[0].computeMsTotal,
@@ -161,17 +161,55 @@ class TestSync : public QObject {
              qPrintable(QString("wait fraction fast %1, slow %2").arg(fastWait).arg(slowWait)));
   }
 
+  // Decisions that end a run are collective: a diverged loss or a failed evaluation on one
+  // rank stops every rank at the same step with that cause, instead of leaving the others
+  // blocked in a collective until a communication error hides it.
+  void divergenceStopsEveryRankWithItsCause() {
+    ExperimentSpec spec = smallSpec();
+    spec.optimizer.lr = 1e9f;
+    spec.training.maxSteps = 50;
+    const std::vector<WorkerResult> r = runRanks(spec, 3);
+    bool someoneOwnsIt = false;
+    for (const WorkerResult& w : r) {
+      QCOMPARE(std::string(toString(w.status)), std::string("failed"));
+      QVERIFY2(w.error.find("diverged") != std::string::npos, w.error.c_str());
+      QVERIFY2(w.origin == FailureOrigin::kThisRank || w.origin == FailureOrigin::kPeer,
+               toString(w.origin));
+      someoneOwnsIt = someoneOwnsIt || w.origin == FailureOrigin::kThisRank;
+    }
+    QVERIFY(someoneOwnsIt);
+    QVERIFY(r[0].steps < 50);
+  }
+
+  void failedEvaluationStopsEveryRankNamingIt() {
+    ExperimentSpec spec = smallSpec();
+    spec.dataset.testSize = 0;  // rank 0's evaluation throws: the evaluation set is empty
+    const std::vector<WorkerResult> r = runRanks(spec, 3);
+    QCOMPARE(std::string(toString(r[0].status)), std::string("failed"));
+    QVERIFY(r[0].origin == FailureOrigin::kThisRank);
+    QVERIFY2(r[0].error.find("evaluation at step 5 failed on rank 0") != std::string::npos,
+             r[0].error.c_str());
+    for (int rank : {1, 2}) {
+      const WorkerResult& w = r[static_cast<std::size_t>(rank)];
+      QCOMPARE(std::string(toString(w.status)), std::string("failed"));
+      QVERIFY(w.origin == FailureOrigin::kPeer);
+      QVERIFY2(w.error.find("stopped at step 5: the evaluation failed on another rank") !=
+                   std::string::npos,
+               w.error.c_str());
+    }
+  }
+
   void badJobsFailClearly() {
     WorkerJob job;
     job.spec = smallSpec();
     job.variant = 3;
     WorkerResult r = runWorker(job, nullptr, nullptr, nullptr);
-    QCOMPARE(r.status, std::string("failed"));
+    QCOMPARE(std::string(toString(r.status)), std::string("failed"));
     QVERIFY(r.error.find("variant 3") != std::string::npos);
     job.variant = 0;
     job.world = 2;
     r = runWorker(job, nullptr, nullptr, nullptr);
-    QCOMPARE(r.status, std::string("failed"));
+    QCOMPARE(std::string(toString(r.status)), std::string("failed"));
     QVERIFY(r.error.find("communicator") != std::string::npos);
   }
 };

@@ -77,7 +77,7 @@ class TestTraining : public QObject {
     spec.training.maxSteps = 600;
     CountingSink sink;
     const RunSummary s = trainLocal(spec, {}, &sink);
-    QCOMPARE(s.status, std::string("completed"));
+    QCOMPARE(std::string(toString(s.status)), std::string("completed"));
     QCOMPARE(s.steps, int64_t{600});
     QCOMPARE(sink.steps, int64_t{600});
     QVERIFY(sink.lastLoss < sink.firstLoss);
@@ -97,7 +97,7 @@ class TestTraining : public QObject {
     spec.training.batchSize = 64;
     spec.training.maxSteps = 3000;
     const RunSummary s = trainLocal(spec, {}, nullptr);
-    QCOMPARE(s.status, std::string("completed"));
+    QCOMPARE(std::string(toString(s.status)), std::string("completed"));
     QVERIFY2(*s.finalTestAccuracy >= 0.95, qPrintable(QString::number(*s.finalTestAccuracy)));
   }
 
@@ -114,7 +114,7 @@ class TestTraining : public QObject {
     spec.training.maxSteps = 1500;
     spec.training.threads = 2;
     const RunSummary s = trainLocal(spec, {}, nullptr);
-    QCOMPARE(s.status, std::string("completed"));
+    QCOMPARE(std::string(toString(s.status)), std::string("completed"));
     QVERIFY2(*s.finalTestAccuracy >= 0.90, qPrintable(QString::number(*s.finalTestAccuracy)));
   }
 
@@ -130,7 +130,7 @@ class TestTraining : public QObject {
     spec.training.batchSize = 32;
     spec.training.maxSteps = 1500;
     const RunSummary s = trainLocal(spec, {}, nullptr);
-    QCOMPARE(s.status, std::string("completed"));
+    QCOMPARE(std::string(toString(s.status)), std::string("completed"));
     QVERIFY(!s.finalTestAccuracy.has_value());
     QVERIFY2(*s.finalTestLoss < 0.02,
              qPrintable(QString::number(*s.finalTestLoss)));  // noise^2 = 0.01
@@ -146,7 +146,7 @@ class TestTraining : public QObject {
     spec.training.targetAccuracy = 0.9;
     CountingSink sink;
     const RunSummary s = trainLocal(spec, {}, &sink);
-    QCOMPARE(s.stopReason, std::string("target_accuracy"));
+    QCOMPARE(std::string(toString(s.stopReason)), std::string("target_accuracy"));
     QVERIFY(s.steps < 5000);
     QVERIFY(s.timeToTargetS.has_value() && *s.timeToTargetS > 0.0);
     QVERIFY(sink.evals.back().testAccuracy >= 0.9);
@@ -160,13 +160,13 @@ class TestTraining : public QObject {
     spec.training.batchSize = 100;
     spec.training.epochs = 3;
     RunSummary s = trainLocal(spec, {}, nullptr);
-    QCOMPARE(s.stopReason, std::string("epochs"));
+    QCOMPARE(std::string(toString(s.stopReason)), std::string("epochs"));
     QCOMPARE(s.steps, int64_t{30});
     QCOMPARE(s.samples, int64_t{3000});
     spec.training.epochs = 0;
     spec.training.maxSeconds = 0.3;
     s = trainLocal(spec, {}, nullptr);
-    QCOMPARE(s.stopReason, std::string("max_seconds"));
+    QCOMPARE(std::string(toString(s.stopReason)), std::string("max_seconds"));
     QVERIFY(s.wallS >= 0.3 && s.wallS < 5.0);
   }
 
@@ -175,7 +175,7 @@ class TestTraining : public QObject {
     spec.training.maxSteps = 1000000;
     std::atomic<bool> cancel{true};
     const RunSummary s = trainLocal(spec, {}, nullptr, &cancel);
-    QCOMPARE(s.status, std::string("cancelled"));
+    QCOMPARE(std::string(toString(s.status)), std::string("cancelled"));
     QVERIFY(s.steps <= 1);  // a cancel takes effect at the next step boundary
     QCOMPARE(s.events.back().kind, std::string("finish"));
   }
@@ -203,7 +203,7 @@ class TestTraining : public QObject {
     spec.optimizer.lr = 1e6f;
     spec.training.maxSteps = 200;
     const RunSummary s = trainLocal(spec, {}, nullptr);
-    QCOMPARE(s.status, std::string("failed"));
+    QCOMPARE(std::string(toString(s.status)), std::string("failed"));
     QVERIFY2(s.error.find("diverged") != std::string::npos, s.error.c_str());
   }
 

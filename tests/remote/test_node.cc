@@ -112,7 +112,7 @@ proto::StartJobRequest startRequest(const std::string& jobId, const std::string&
   request.set_rank(rank);
   request.set_world_size(world);
   request.set_node_name("node-under-test");
-  request.set_collective_address("127.0.0.1");
+  request.set_reached_host("127.0.0.1");
   return request;
 }
 
@@ -180,7 +180,8 @@ bool waitUntil(const std::function<bool()>& condition, std::chrono::milliseconds
 }
 
 proto::NodeInfo getInfo(proto::NodeService::Stub& stub, grpc::Status* status,
-                        const std::string& token = {}, uint32_t version = 1) {
+                        const std::string& token = {},
+                        uint32_t version = dtlab::remote::kProtocolVersion) {
   grpc::ClientContext context;
   prepare(context, token);
   proto::GetInfoRequest request;
@@ -213,6 +214,7 @@ class TestNode : public QObject {
     QCOMPARE(info.speed(), 2.5);
     QCOMPARE(info.bandwidth_mbps(), 100.0);
     QCOMPARE(info.latency_ms(), 1.5);
+    QCOMPARE(info.advertise_host(), std::string("127.0.0.1"));  // its specific --listen host
     QVERIFY(!info.busy());
     QVERIFY(info.cores() >= 1);
     QVERIFY(info.load() >= 0.0);
@@ -235,8 +237,10 @@ class TestNode : public QObject {
     // Another protocol version is refused, naming both.
     getInfo(*stub, &status, {}, 7);
     QCOMPARE(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-    QVERIFY(status.error_message().find('7') != std::string::npos);
-    QVERIFY(status.error_message().find('1') != std::string::npos);
+    QVERIFY(status.error_message().find("speaks version 7") != std::string::npos);
+    QVERIFY(status.error_message().find("speaks version " +
+                                        std::to_string(dtlab::remote::kProtocolVersion)) !=
+            std::string::npos);
   }
 
   void tokenIsCheckedOnEveryService() {

@@ -68,7 +68,7 @@ class TestNodeParts : public QObject {
     QVERIFY(!buffer.fill(cursor, 100, update));  // nothing new: a heartbeat is up to the hub
 
     dtlab::core::WorkerResult result;
-    result.status = "completed";
+    result.status = dtlab::core::RunStatus::kCompleted;
     result.steps = 10;
     result.paramChecksum = "abc";
     result.finalTestAccuracy = 0.75;
@@ -104,7 +104,7 @@ class TestNodeParts : public QObject {
     }
     QCOMPARE(buffer.stepsDropped(), uint64_t{500});
     dtlab::core::WorkerResult result;
-    result.status = "completed";
+    result.status = dtlab::core::RunStatus::kCompleted;
     buffer.finish(result);
     JobBuffer::Cursor cursor;
     int64_t steps = 0, events = 0, evals = 0, firstStep = -1;

@@ -1,0 +1,119 @@
+#include "core/train/sync_allreduce.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <thread>
+
+#include "core/backend/backend.h"
+#include "core/comm/communicator.h"
+#include "core/comm/gradient_buckets.h"
+#include "core/data/dataset.h"
+
+namespace dtlab::core {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double msBetween(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+static_assert(Votes::kCount <= Mlp::kControlSlots, "the votes must fit the control block");
+
+}  // namespace
+
+// Emulated speed stretches compute where it happens: before a layer's gradients are handed
+// to the communication thread, the time since the previous hand-off is stretched, so a slow
+// node's gradients really arrive late at its peers.
+struct SyncAllReduce::SpeedMarker final : GradientListener {
+  GradientBuckets* buckets = nullptr;
+  double stretch = 0.0;
+  Clock::time_point last;
+  void onGradientsReady(int64_t begin, int64_t end) override {
+    if (stretch > 0.0) {
+      std::this_thread::sleep_for(
+          std::chrono::duration<double, std::milli>(stretch * msBetween(last, Clock::now())));
+      last = Clock::now();
+    }
+    if (buckets != nullptr) buckets->markReady(begin, end);
+  }
+};
+
+SyncAllReduce::SyncAllReduce(StrategyContext& context)
+    : context_(context), global_(context.job.spec.training.batchSize) {}
+
+SyncAllReduce::~SyncAllReduce() = default;
+
+std::string SyncAllReduce::setUp() {
+  const WorkerJob& job = context_.job;
+  if (global_ < job.world)
+    throw Error("training.batch_size " + std::to_string(global_) + " is smaller than the " +
+                std::to_string(job.world) + " workers: every worker needs at least one sample");
+  std::vector<int64_t> all(static_cast<std::size_t>(context_.dataset.size(Split::kTrain)));
+  std::iota(all.begin(), all.end(), int64_t{0});
+  slice_ = BatchSlice::equal(global_, job.rank, job.world);
+  worker_ = std::make_unique<Worker>(job.spec, context_.backend, context_.dataset, std::move(all),
+                                     slice_, context_.totalSteps);
+  Mlp& model = worker_->model();
+  const int64_t params = model.parameterCount();
+  // Rank 0's initial weights everywhere: replicas start identical whatever their seeds.
+  if (context_.comm != nullptr) context_.comm->broadcast(model.params(), params, 0);
+
+  // Gradients are reduced bucket by bucket on a communication thread while backward goes
+  // on; the control block (the votes) rides in the first bucket: it is ready before backward.
+  if (context_.comm != nullptr) {
+    std::vector<GradientRange> blocks = {{params, params + Votes::kCount}};
+    const std::vector<ParamRange>& layers = model.denseLayers();
+    for (auto it = layers.rbegin(); it != layers.rend(); ++it)
+      blocks.push_back({it->weight, it->end()});
+    GradientBucketsOptions options;
+    options.bucketBytes = job.spec.variants[job.variant].bucketKb * 1024;
+    options.average = false;  // each rank already scaled its loss by 1/global batch
+    buckets_ = std::make_unique<GradientBuckets>(*context_.comm, model.grads(),
+                                                 params + Votes::kCount, blocks, options);
+  }
+  marker_ = std::make_unique<SpeedMarker>();
+  marker_->buckets = buckets_.get();
+  marker_->stretch = 1.0 / job.node.speed - 1.0;
+  return std::to_string(slice_.count) + " of " + std::to_string(global_) + " samples per step";
+}
+
+StepReport SyncAllReduce::step(int64_t step, const Votes& local, Votes& agreed) {
+  Worker& worker = *worker_;
+  Mlp& model = worker.model();
+  const int64_t params = model.parameterCount();
+  worker.loadBatch();
+  const Clock::time_point t1 = Clock::now();
+  float* control = model.control();
+  std::copy(local.values.begin(), local.values.end(), control);
+  if (buckets_) buckets_->markReady(params, params + Votes::kCount);
+  marker_->last = Clock::now();
+  const double loss = worker.computeGradients(1.0f / static_cast<float>(global_), marker_.get());
+  const Clock::time_point t2 = Clock::now();
+  if (buckets_) buckets_->waitAll();
+  const Clock::time_point t3 = Clock::now();
+  worker.applyUpdate(step);
+  const Clock::time_point t4 = Clock::now();
+  std::copy_n(control, Votes::kCount, agreed.values.begin());
+
+  StepReport r;
+  r.loss = loss;
+  r.samples = slice_.count;
+  r.computeMs = msBetween(t1, t2) + msBetween(t3, t4);
+  // comm: time the communication thread spent in all-reduces (mostly hidden behind
+  // backward); wait: the part the training thread sat blocked for, after backward.
+  r.commMs = buckets_ ? buckets_->lastCommSeconds() * 1000.0 : 0.0;
+  r.waitMs = msBetween(t2, t3);
+  r.batchShare = static_cast<double>(slice_.count) / static_cast<double>(global_);
+  r.votesAgreed = true;
+  return r;
+}
+
+Votes SyncAllReduce::agree(const Votes& local) {
+  Votes sum = local;
+  if (context_.comm != nullptr) context_.comm->allReduceSum(sum.values.data(), Votes::kCount);
+  return sum;
+}
+
+}  // namespace dtlab::core

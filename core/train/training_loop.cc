@@ -1,0 +1,274 @@
+// The part of every strategy that is the same: runWorker and its step loop.
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "core/backend/backend.h"
+#include "core/comm/communicator.h"
+#include "core/data/dataset.h"
+#include "core/train/local_trainer.h"
+#include "core/train/strategy.h"
+#include "core/train/strategy_registry.h"
+#include "core/train/worker.h"
+
+namespace dtlab::core {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double msBetween(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+std::string formatLoss(double loss) {
+  if (std::isnan(loss)) return "nan";
+  if (std::isinf(loss)) return loss > 0 ? "inf" : "-inf";
+  return std::to_string(loss);
+}
+
+class TrainingLoop {
+ public:
+  TrainingLoop(const WorkerJob& job, Communicator* comm, MetricSink* sink,
+               const std::atomic<bool>* cancel)
+      : job_(job), spec_(job.spec), comm_(comm), sink_(sink), cancel_(cancel) {}
+
+  WorkerResult run();
+
+ private:
+  void event(int64_t step, std::string kind, std::string detail) {
+    if (sink_ != nullptr && job_.rank == 0)
+      sink_->onEvent({step, msBetween(start_, Clock::now()), std::move(kind), std::move(detail)});
+  }
+  // Evaluates (on the ranks the strategy names) and agrees on the verdict; throws RunFailure
+  // when any rank's evaluation failed or loss diverged. Returns whether the target was reached.
+  bool evaluate(Strategy& strategy, int64_t step);
+  // Throws RunFailure when the agreed votes say a rank's loss diverged or its evaluation failed.
+  void failOnAgreedErrors(const Votes& agreed, int64_t step);
+  Votes localVotes(Clock::time_point trainStart) const;
+
+  const WorkerJob& job_;
+  const ExperimentSpec& spec_;
+  Communicator* comm_;
+  MetricSink* sink_;
+  const std::atomic<bool>* cancel_;
+  Clock::time_point start_ = Clock::now();
+  std::unique_ptr<Dataset> dataset_;
+  std::unique_ptr<Backend> backend_;
+  WorkerResult result_;
+  Tensor testX_, testY_;
+  // This rank's own failures, voted at the next agreement and reported as its own.
+  std::string divergedBecause_;
+  std::string evalFailedBecause_;
+};
+
+Votes TrainingLoop::localVotes(Clock::time_point trainStart) const {
+  Votes v;
+  v[Votes::kCancel] = cancel_ != nullptr && cancel_->load(std::memory_order_relaxed) ? 1.0f : 0.0f;
+  v[Votes::kTimeUp] = spec_.training.maxSeconds > 0 && msBetween(trainStart, Clock::now()) >=
+                                                           spec_.training.maxSeconds * 1000.0
+                          ? 1.0f
+                          : 0.0f;
+  v[Votes::kDiverged] = divergedBecause_.empty() ? 0.0f : 1.0f;
+  v[Votes::kEvalFailed] = evalFailedBecause_.empty() ? 0.0f : 1.0f;
+  return v;
+}
+
+void TrainingLoop::failOnAgreedErrors(const Votes& agreed, int64_t step) {
+  // Divergence first: a diverged model also makes the evaluation meaningless.
+  if (agreed.any(Votes::kDiverged)) {
+    if (!divergedBecause_.empty()) throw RunFailure(FailureOrigin::kThisRank, divergedBecause_);
+    throw RunFailure(FailureOrigin::kPeer, "stopped at step " + std::to_string(step) +
+                                               ": the loss diverged on another rank");
+  }
+  if (agreed.any(Votes::kEvalFailed)) {
+    if (!evalFailedBecause_.empty()) throw RunFailure(FailureOrigin::kThisRank, evalFailedBecause_);
+    throw RunFailure(FailureOrigin::kPeer, "stopped at step " + std::to_string(step) +
+                                               ": the evaluation failed on another rank");
+  }
+}
+
+bool TrainingLoop::evaluate(Strategy& strategy, int64_t step) {
+  Votes v = localVotes(start_);
+  v[Votes::kCancel] = 0.0f;  // evaluation decides only errors and the target
+  v[Votes::kTimeUp] = 0.0f;
+  if (strategy.evaluates() && evalFailedBecause_.empty()) {
+    try {
+      if (testX_.rows() == 0) materialize(*dataset_, Split::kTest, testX_, testY_);
+      const Evaluation e = strategy.replica().evaluate(testX_, testY_);
+      const double wallMs = msBetween(start_, Clock::now());
+      result_.finalTestLoss = e.loss;
+      result_.finalTestAccuracy = std::isnan(e.accuracy) ? std::nullopt : std::optional(e.accuracy);
+      if (sink_ != nullptr) sink_->onEval({step, wallMs, e.loss, e.accuracy});
+      if (spec_.training.targetAccuracy && !std::isnan(e.accuracy) &&
+          e.accuracy >= *spec_.training.targetAccuracy)
+        v[Votes::kTargetReached] = 1.0f;
+    } catch (const std::exception& e) {
+      evalFailedBecause_ = "evaluation at step " + std::to_string(step) + " failed on rank " +
+                           std::to_string(job_.rank) + ": " + e.what();
+      v[Votes::kEvalFailed] = 1.0f;
+    }
+  }
+  const Votes agreed = strategy.agree(v);
+  failOnAgreedErrors(agreed, step);
+  const bool reached = agreed.any(Votes::kTargetReached);
+  if (reached && !result_.timeToTargetS)
+    result_.timeToTargetS = msBetween(start_, Clock::now()) / 1000.0;
+  return reached;
+}
+
+WorkerResult TrainingLoop::run() {
+  dataset_ = makeDataset(spec_.dataset);
+  backend_ = makeBackend(job_.device, job_.threads);
+  const int64_t global = spec_.training.batchSize;
+  const int64_t stepsPerEpoch = dataset_->size(Split::kTrain) / global;
+  const int64_t totalSteps = plannedSteps(spec_, stepsPerEpoch);
+  StrategyContext context{job_,
+                          job_.world > 1 ? comm_ : nullptr,
+                          *dataset_,
+                          *backend_,
+                          totalSteps,
+                          [this](int64_t step, std::string kind, std::string detail) {
+                            event(step, std::move(kind), std::move(detail));
+                          }};
+  std::unique_ptr<Strategy> strategy = makeStrategy(context);
+  const std::string setUp = strategy->setUp();
+  event(0, "start",
+        "rank " + std::to_string(job_.rank) + "/" + std::to_string(job_.world) + " on " +
+            backend_->name() + " (" + std::to_string(backend_->threads()) +
+            (backend_->threads() == 1 ? " thread), " : " threads), ") + setUp + ", " +
+            std::to_string(strategy->replica().model().parameterCount()) + " parameters");
+
+  int64_t step = 0;
+  StopReason stop = StopReason::kNone;
+  const Clock::time_point trainStart = Clock::now();
+  for (;;) {
+    if (totalSteps > 0 && step >= totalSteps) {
+      stop = spec_.training.maxSteps > 0 && step >= spec_.training.maxSteps ? StopReason::kMaxSteps
+                                                                            : StopReason::kEpochs;
+      break;
+    }
+    ++step;
+    const Votes local = localVotes(trainStart);
+    Votes agreed;
+    const Clock::time_point t0 = Clock::now();
+    const StepReport r = strategy->step(step, local, agreed);
+    const Clock::time_point t1 = Clock::now();
+
+    StepMetrics m;
+    m.worker = job_.rank;
+    m.step = step;
+    m.wallMs = msBetween(start_, t1);
+    m.loss = r.loss;
+    m.stepMs = msBetween(t0, t1);
+    m.computeMs = r.computeMs;
+    m.commMs = r.commMs;
+    m.waitMs = r.waitMs;
+    m.samplesPerS = m.stepMs > 0.0 ? static_cast<double>(r.samples) * 1000.0 / m.stepMs : 0.0;
+    m.utilization = m.stepMs > 0.0 ? m.computeMs / m.stepMs : 1.0;
+    m.batchShare = r.batchShare;
+    m.staleness = r.staleness;
+    result_.computeMsTotal += m.computeMs;
+    result_.stepMsTotal += m.stepMs;
+    result_.waitMsTotal += m.waitMs;
+    result_.samples += r.samples;
+    if (sink_ != nullptr) sink_->onStep(m);
+    // A diverged loss is voted with the next agreement, so that every rank stops together
+    // (a rank that stopped alone would leave its peers blocked in a collective).
+    if (!std::isfinite(r.loss) && divergedBecause_.empty())
+      divergedBecause_ = "loss diverged to " + formatLoss(r.loss) + " at step " +
+                         std::to_string(step) + " on rank " + std::to_string(job_.rank) +
+                         " (lower optimizer.lr?)";
+
+    if (r.votesAgreed) {
+      // The votes were cast before this step; they may say a rank diverged a step ago.
+      failOnAgreedErrors(agreed, step);
+      if (agreed.any(Votes::kCancel)) {
+        stop = StopReason::kCancelled;
+        break;
+      }
+      if (agreed.any(Votes::kTimeUp)) {
+        stop = StopReason::kMaxSeconds;
+        break;
+      }
+    }
+    if (spec_.training.evalInterval > 0 && step % spec_.training.evalInterval == 0 &&
+        evaluate(*strategy, step)) {
+      stop = StopReason::kTargetAccuracy;
+      break;
+    }
+  }
+  // The final evaluation (unless the last step just had one) also settles a divergence of
+  // the last step.
+  if (stop != StopReason::kTargetAccuracy &&
+      (step == 0 || spec_.training.evalInterval <= 0 || step % spec_.training.evalInterval != 0)) {
+    if (evaluate(*strategy, step) && stop != StopReason::kCancelled)
+      stop = StopReason::kTargetAccuracy;
+  } else if (!divergedBecause_.empty()) {
+    failOnAgreedErrors(strategy->agree(localVotes(trainStart)), step);
+  }
+  result_.status = stop == StopReason::kCancelled ? RunStatus::kCancelled : RunStatus::kCompleted;
+  result_.stopReason = stop;
+  result_.steps = step;
+  std::vector<float> finalParams = strategy->replica().model().paramsToHost();
+  result_.paramChecksum = paramChecksum(finalParams);
+  if (job_.keepParams) result_.params = std::move(finalParams);
+  if (stop == StopReason::kCancelled) event(step, "cancel", "cancelled");
+  return result_;
+}
+
+}  // namespace
+
+const char* toString(FailureOrigin origin) {
+  switch (origin) {
+    case FailureOrigin::kNone:
+      return "";
+    case FailureOrigin::kThisRank:
+      return "this_rank";
+    case FailureOrigin::kPeer:
+      return "peer";
+    case FailureOrigin::kCommunication:
+      return "communication";
+  }
+  return "communication";
+}
+
+FailureOrigin parseFailureOrigin(std::string_view text) {
+  for (FailureOrigin o : {FailureOrigin::kNone, FailureOrigin::kThisRank, FailureOrigin::kPeer})
+    if (text == toString(o)) return o;
+  return FailureOrigin::kCommunication;
+}
+
+WorkerResult runWorker(const WorkerJob& job, Communicator* comm, MetricSink* sink,
+                       const std::atomic<bool>* cancel) {
+  const Clock::time_point start = Clock::now();
+  WorkerResult result;
+  auto fail = [&](FailureOrigin origin, const char* message) {
+    result = WorkerResult{};
+    result.status = RunStatus::kFailed;
+    result.stopReason = StopReason::kError;
+    result.origin = origin;
+    result.error = message;
+  };
+  try {
+    if (job.variant < 0 || job.variant >= static_cast<int>(job.spec.variants.size()))
+      throw Error("variant " + std::to_string(job.variant) + " does not exist (the spec has " +
+                  std::to_string(job.spec.variants.size()) + ")");
+    if (job.world < 1 || job.rank < 0 || job.rank >= job.world)
+      throw Error("rank " + std::to_string(job.rank) + " outside a world of " +
+                  std::to_string(job.world));
+    if (job.world > 1 && (comm == nullptr || comm->size() != job.world || comm->rank() != job.rank))
+      throw Error("the communicator does not match rank " + std::to_string(job.rank) + " of " +
+                  std::to_string(job.world));
+    result = TrainingLoop(job, comm, sink, cancel).run();
+  } catch (const RunFailure& e) {
+    fail(e.origin(), e.what());
+  } catch (const CommError& e) {
+    fail(FailureOrigin::kCommunication, e.what());
+  } catch (const std::exception& e) {
+    fail(FailureOrigin::kThisRank, e.what());
+  }
+  result.wallS = msBetween(start, Clock::now()) / 1000.0;
+  return result;
+}
+
+}  // namespace dtlab::core

@@ -1,0 +1,251 @@
+// Runs across real network hosts: one network namespace per dtlab-node daemon, joined by
+// veth pairs on a bridge in a namespace of its own, where dtlab-cli coordinates. Nothing
+// here can reach a peer through loopback, so a node that advertises or binds the wrong
+// address fails the run. The namespaces and their addresses exist only inside this test
+// (10.213.0.0/24 on the bridge); no traffic leaves them. Needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN)
+// and iproute2: without them the tests skip and say why.
+#include <QtTest/QtTest>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const QString kNode = DTLAB_BINARY_DIR "/app/dtlab-node";
+const QString kCli = DTLAB_BINARY_DIR "/app/dtlab-cli";
+const QString kToken = "multihost-test-token";
+
+// Runs `ip ARGS...`; returns "" on success, else what it said.
+QString ip(const QStringList& args) {
+  QProcess p;
+  p.start("ip", args);
+  if (!p.waitForFinished(20000)) return "ip " + args.join(' ') + ": did not finish";
+  if (p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0)
+    return "ip " + args.join(' ') + ": " + QString::fromUtf8(p.readAllStandardError()).trimmed();
+  return {};
+}
+
+// Network namespaces hub + h1..hN: a bridge in the hub, host i at 10.213.0.(10+i) on it, the
+// hub itself at 10.213.0.254. Removed again (with everything in them) on destruction.
+class TestNetwork {
+ public:
+  explicit TestNetwork(int hosts) : prefix_(QString("dtlab%1").arg(::getpid())) {
+    error_ = setUp(hosts);
+  }
+  ~TestNetwork() {
+    for (const QString& ns : created_) ip({"netns", "del", ns});
+  }
+  const QString& error() const { return error_; }
+  QString hub() const { return prefix_ + "-hub"; }
+  QString host(int i) const { return prefix_ + QString("-h%1").arg(i); }
+  static QString address(int i) { return QString("10.213.0.%1").arg(10 + i); }
+
+ private:
+  QString add(const QString& ns) {
+    QString e = ip({"netns", "add", ns});
+    if (e.isEmpty()) created_.push_back(ns);
+    return e;
+  }
+  QString setUp(int hosts) {
+    if (::geteuid() != 0) return "not root: network namespaces need CAP_SYS_ADMIN";
+    if (QStandardPaths::findExecutable("ip").isEmpty() &&
+        QStandardPaths::findExecutable("ip", {"/usr/sbin", "/sbin"}).isEmpty())
+      return "no 'ip' command (Debian's iproute2)";
+    QStringList steps;
+    if (QString e = add(hub()); !e.isEmpty()) return "cannot create a network namespace: " + e;
+    const QStringList inHub = {"netns", "exec", hub(), "ip"};
+    auto run = [&](const QStringList& args) -> QString { return ip(args); };
+    for (const QStringList& args :
+         {inHub + QStringList{"link", "set", "lo", "up"},
+          inHub + QStringList{"link", "add", "br0", "type", "bridge"},
+          inHub + QStringList{"addr", "add", "10.213.0.254/24", "dev", "br0"},
+          inHub + QStringList{"link", "set", "br0", "up"}}) {
+      if (QString e = run(args); !e.isEmpty()) return e;
+    }
+    for (int i = 1; i <= hosts; ++i) {
+      const QString ns = host(i);
+      const QString outside = QString("b%1").arg(i);
+      const QString inside = QString("v%1").arg(i);
+      const QStringList inHost = {"netns", "exec", ns, "ip"};
+      if (QString e = add(ns); !e.isEmpty()) return e;
+      for (const QStringList& args :
+           {QStringList{"link", "add", inside, "netns", ns, "type", "veth", "peer", "name", outside,
+                        "netns", hub()},
+            inHost + QStringList{"link", "set", "lo", "up"},
+            inHost + QStringList{"addr", "add", address(i) + "/24", "dev", inside},
+            inHost + QStringList{"link", "set", inside, "up"},
+            inHub + QStringList{"link", "set", outside, "master", "br0"},
+            inHub + QStringList{"link", "set", outside, "up"}}) {
+        if (QString e = run(args); !e.isEmpty()) return e;
+      }
+    }
+    return {};
+  }
+
+  QString prefix_;
+  QString error_;
+  std::vector<QString> created_;
+};
+
+// A dtlab-node inside a namespace; SIGTERM, then SIGKILL, on destruction.
+class NamespacedNode {
+ public:
+  NamespacedNode(const QString& ns, const QStringList& flags) {
+    // `ip netns exec` execs the daemon, so the process is the daemon itself.
+    process_.start("ip", QStringList{"netns", "exec", ns, kNode, "--token", kToken} + flags);
+    const Clock::time_point deadline = Clock::now() + std::chrono::seconds(20);
+    while (Clock::now() < deadline && process_.state() != QProcess::NotRunning) {
+      process_.waitForReadyRead(100);
+      output_ += QString::fromUtf8(process_.readAllStandardOutput());
+      if (output_.contains("dtlab-node listening on ")) {
+        ready_ = true;
+        return;
+      }
+    }
+  }
+  ~NamespacedNode() {
+    process_.terminate();
+    if (!process_.waitForFinished(5000)) {
+      process_.kill();
+      process_.waitForFinished(5000);
+    }
+  }
+  bool ready() const { return ready_; }
+  QString log() { return output_ + QString::fromUtf8(process_.readAllStandardError()); }
+
+ private:
+  QProcess process_;
+  QString output_;
+  bool ready_ = false;
+};
+
+struct CliOutcome {
+  int exitCode = -1;
+  double seconds = 0.0;
+  nlohmann::json summary;  // the last stdout line, {"runs":[...]}
+  QString stderrText;
+};
+
+CliOutcome runCli(const QString& ns, const QStringList& args, int timeoutMs) {
+  QProcess cli;
+  const Clock::time_point start = Clock::now();
+  cli.start("ip", QStringList{"netns", "exec", ns, kCli} + args);
+  CliOutcome out;
+  if (!cli.waitForFinished(timeoutMs)) {
+    cli.kill();
+    cli.waitForFinished(5000);
+    out.stderrText = "dtlab-cli did not finish in time";
+    return out;
+  }
+  out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  out.exitCode = cli.exitCode();
+  out.stderrText = QString::fromUtf8(cli.readAllStandardError());
+  const QList<QByteArray> lines = cli.readAllStandardOutput().trimmed().split('\n');
+  if (!lines.isEmpty()) {
+    try {
+      out.summary = nlohmann::json::parse(lines.last().toStdString());
+    } catch (const std::exception&) {
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+class TestMultiHost : public QObject {
+  Q_OBJECT
+ private slots:
+  // bench_sync.json on three hosts, each reached its own way: a specific --listen address,
+  // a wildcard listen without --advertise (the node binds the address the coordinator
+  // dialled), and a wildcard listen with --advertise.
+  void trainsAcrossThreeHostsWithIdenticalReplicas() {
+    TestNetwork network(3);
+    if (!network.error().isEmpty())
+      QSKIP(qPrintable("multi-host test skipped: " + network.error()));
+    NamespacedNode a(network.host(1), {"--listen", TestNetwork::address(1) + ":7000"});
+    NamespacedNode b(network.host(2), {"--listen", "0.0.0.0:7000"});
+    NamespacedNode c(network.host(3),
+                     {"--listen", "0.0.0.0:7000", "--advertise", TestNetwork::address(3)});
+    QVERIFY2(a.ready(), qPrintable(a.log()));
+    QVERIFY2(b.ready(), qPrintable(b.log()));
+    QVERIFY2(c.ready(), qPrintable(c.log()));
+    const CliOutcome out =
+        runCli(network.hub(),
+               {"run", DTLAB_SOURCE_DIR "/resources/specs/bench_sync.json", "--quiet", "--token",
+                kToken, "--node", TestNetwork::address(1) + ":7000", "--node",
+                TestNetwork::address(2) + ":7000", "--node", TestNetwork::address(3) + ":7000"},
+               300000);
+    QVERIFY2(out.exitCode == 0, qPrintable(out.stderrText));
+    const auto& run = out.summary.at("runs").at(0);
+    QCOMPARE(run.at("status"), nlohmann::json("completed"));
+    QCOMPARE(run.at("stop_reason"), nlohmann::json("target_accuracy"));
+    const auto& checksums = run.at("param_checksum");
+    QCOMPARE(checksums.size(), 3u);
+    QCOMPARE(checksums[0], checksums[1]);
+    QCOMPARE(checksums[0], checksums[2]);
+  }
+
+  // A host whose advertised address swallows every packet (as a firewall that drops, or a
+  // wrong address on a network without ICMP would): its peers' connection attempts get no
+  // answer at all, so only the connect timeout can end them. The run must fail within it,
+  // naming that host's address, and every node must take the next job.
+  void unreachablePeerFailsWithinTheConnectTimeout() {
+    TestNetwork network(3);
+    if (!network.error().isEmpty())
+      QSKIP(qPrintable("multi-host test skipped: " + network.error()));
+    // Host 3 has a second address, 10.213.0.5, and advertises it; hosts 1 and 2 send what
+    // they address to it to a MAC address nobody has. (It is lower than the others'
+    // addresses, so in Gloo's pairing they dial it, and it waits for them.)
+    const QString silent = "10.213.0.5";
+    QVERIFY(ip({"netns", "exec", network.host(3), "ip", "addr", "add", silent + "/24", "dev", "v3"})
+                .isEmpty());
+    for (int i : {1, 2}) {
+      QVERIFY(ip({"netns", "exec", network.host(i), "ip", "neigh", "add", silent, "lladdr",
+                  "02:00:00:00:00:05", "dev", QString("v%1").arg(i), "nud", "permanent"})
+                  .isEmpty());
+    }
+    NamespacedNode a(network.host(1), {"--listen", TestNetwork::address(1) + ":7000"});
+    NamespacedNode b(network.host(2), {"--listen", TestNetwork::address(2) + ":7000"});
+    NamespacedNode c(network.host(3), {"--listen", "0.0.0.0:7000", "--advertise", silent});
+    QVERIFY2(a.ready() && b.ready() && c.ready(), qPrintable(a.log() + b.log() + c.log()));
+    const QStringList nodes = {"--node", TestNetwork::address(1) + ":7000",
+                               "--node", TestNetwork::address(2) + ":7000",
+                               "--node", TestNetwork::address(3) + ":7000"};
+    const CliOutcome out =
+        runCli(network.hub(),
+               QStringList{"run", DTLAB_SOURCE_DIR "/resources/specs/bench_sync.json", "--quiet",
+                           "--token", kToken, "--connect-timeout", "4"} +
+                   nodes,
+               120000);
+    QVERIFY2(out.exitCode == 1, qPrintable(QString("exit %1, %2 s: %3 %4")
+                                               .arg(out.exitCode)
+                                               .arg(out.seconds)
+                                               .arg(out.stderrText)
+                                               .arg(QString::fromStdString(out.summary.dump()))));
+    const std::string error = out.summary.at("runs").at(0).at("error");
+    QVERIFY2(error.find("could not connect to rank 2 at 10.213.0.5:") != std::string::npos,
+             error.c_str());
+    // Connect timeout 4 s, plus starting and winding down; far from Gloo's 10 minutes.
+    QVERIFY2(out.seconds < 15.0, qPrintable(QString::number(out.seconds)));
+
+    // The nodes are free: a run on the two reachable hosts completes.
+    const CliOutcome next = runCli(
+        network.hub(),
+        {"run", DTLAB_SOURCE_DIR "/resources/specs/bench_sync.json", "--quiet", "--token", kToken,
+         "--node", TestNetwork::address(1) + ":7000", "--node", TestNetwork::address(2) + ":7000"},
+        300000);
+    QVERIFY2(next.exitCode == 0, qPrintable(next.stderrText));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestMultiHost)
+#include "test_multihost.moc"
