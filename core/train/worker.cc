@@ -11,7 +11,16 @@
 namespace dtlab::core {
 namespace {
 constexpr uint64_t kShuffleStream = 0x5f0f;
+// Samples generated per Dataset::generateIndices call when a worker fills its rows:
+// bounds the index buffer while keeping per-call setup (the teacher's scratch) rare.
+constexpr int64_t kGenerateChunk = 4096;
+
+bool isContiguous(const std::vector<int64_t>& samples) {
+  for (std::size_t i = 1; i < samples.size(); ++i)
+    if (samples[i] != samples[0] + static_cast<int64_t>(i)) return false;
+  return true;
 }
+}  // namespace
 
 void materialize(const Dataset& dataset, Split split, Tensor& x, Tensor& y) {
   const int64_t n = dataset.size(split);
@@ -36,7 +45,8 @@ Worker::Worker(const ExperimentSpec& spec, Backend& backend, const Dataset& data
       model_(backend, dataset.features(), mlpLayers(spec.model, dataset.outputs())),
       optimizer_(backend.makeOptimizer(spec.optimizer)),
       schedule_(spec.optimizer, slice.global, totalSteps),
-      shard_(std::move(shard)),
+      dataset_(dataset),
+      shardSize_(static_cast<int64_t>(shard.size())),
       slice_(slice),
       localBatch_(slice.count) {
   DTLAB_ENFORCE(localBatch_ > 0, "local batch must be positive, got ", localBatch_,
@@ -45,15 +55,33 @@ Worker::Worker(const ExperimentSpec& spec, Backend& backend, const Dataset& data
                 "batch slice outside the global batch");
   DTLAB_ENFORCE(shardSize() >= slice.global, "training set of ", shardSize(),
                 " samples is smaller than the global batch ", slice.global);
+  DTLAB_ENFORCE(shardSize() <= int64_t{std::numeric_limits<uint32_t>::max()}, "training set of ",
+                shardSize(), " samples is too large to shuffle");
+  for (int64_t i : shard) {  // fail here rather than at the first step
+    DTLAB_ENFORCE(i >= 0 && i < dataset.size(Split::kTrain), "sample ", i,
+                  " is outside the training split of ", dataset.size(Split::kTrain));
+  }
+  if (isContiguous(shard)) {
+    firstSample_ = shard.front();
+  } else {
+    samples_ = std::move(shard);
+  }
   model_.initialize(spec.model.init, deriveSeed(spec.seed, 0x1417));
   optimizer_->init(model_.parameterCount());
-  dataset.gather(Split::kTrain, shard_, shardX_, shardY_);
-  order_.resize(shard_.size());
-  std::iota(order_.begin(), order_.end(), int64_t{0});
-  cursor_ = static_cast<int64_t>(order_.size());  // shuffle on the first batch
+  order_.resize(static_cast<std::size_t>(shardSize_));
+  std::iota(order_.begin(), order_.end(), uint32_t{0});
+  cursor_ = shardSize_;  // shuffle on the first batch
   epoch_ = -1;
-  stageX_.resize(localBatch_, model_.inputs());
-  stageY_.resize(localBatch_, 1);
+  holdsWholeShard_ = slice_.count == slice_.global;
+  const int64_t heldRows = holdsWholeShard_ ? shardSize_ : stepsPerEpoch() * localBatch_;
+  heldX_.resize(heldRows, model_.inputs());
+  heldY_.resize(heldRows, 1);
+  chunk_.resize(static_cast<std::size_t>(std::min(heldRows, kGenerateChunk)));
+  if (holdsWholeShard_) {
+    generateRows(heldRows, [](int64_t r) { return r; });
+    stageX_.resize(localBatch_, model_.inputs());
+    stageY_.resize(localBatch_, 1);
+  }
   batchX_ = backend_.allocate(localBatch_ * model_.inputs());
   batchY_ = backend_.allocate(localBatch_);
   evalX_ = backend_.allocate(evalChunk_ * model_.inputs());
@@ -68,22 +96,56 @@ Worker::~Worker() {
   backend_.release(evalY_);
 }
 
+int64_t Worker::trainingDataBytes() const {
+  return (heldX_.size() + heldY_.size()) * static_cast<int64_t>(sizeof(float));
+}
+
+int64_t Worker::sampleIndexBytes() const {
+  return static_cast<int64_t>(order_.size() * sizeof(uint32_t) + samples_.size() * sizeof(int64_t) +
+                              chunk_.size() * sizeof(int64_t));
+}
+
+template <typename PositionOf>
+void Worker::generateRows(int64_t rows, PositionOf positionOf) {
+  const auto chunk = static_cast<int64_t>(chunk_.size());
+  for (int64_t done = 0; done < rows; done += chunk) {
+    const int64_t n = std::min(chunk, rows - done);
+    for (int64_t k = 0; k < n; ++k)
+      chunk_[static_cast<std::size_t>(k)] = sampleAt(positionOf(done + k));
+    dataset_.generateIndices(Split::kTrain, {chunk_.data(), static_cast<std::size_t>(n)},
+                             heldX_.row(done), heldY_.data() + done);
+  }
+}
+
 void Worker::loadBatch() {
-  if (cursor_ + slice_.global > static_cast<int64_t>(order_.size())) {
+  if (cursor_ + slice_.global > shardSize_) {
     ++epoch_;
     Rng rng(deriveSeed(spec_.seed, kShuffleStream, static_cast<uint64_t>(epoch_)));
     for (std::size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[rng.below(i)]);
     cursor_ = 0;
+    if (!holdsWholeShard_) {
+      // Row r of the epoch is row r % localBatch of global batch r / localBatch.
+      generateRows(heldX_.rows(), [this](int64_t r) -> int64_t {
+        return order_[static_cast<std::size_t>((r / localBatch_) * slice_.global + slice_.begin +
+                                               r % localBatch_)];
+      });
+    }
   }
   const int64_t features = model_.inputs();
-  for (int64_t i = 0; i < localBatch_; ++i) {
-    const int64_t pos = order_[cursor_ + slice_.begin + i];
-    std::copy_n(shardX_.row(pos), features, stageX_.row(i));
-    stageY_.data()[i] = shardY_.data()[pos];
+  if (holdsWholeShard_) {
+    for (int64_t i = 0; i < localBatch_; ++i) {
+      const int64_t pos = order_[static_cast<std::size_t>(cursor_ + i)];
+      std::copy_n(heldX_.row(pos), features, stageX_.row(i));
+      stageY_.data()[i] = heldY_.data()[pos];
+    }
+    backend_.upload(batchX_, stageX_.data(), localBatch_ * features);
+    backend_.upload(batchY_, stageY_.data(), localBatch_);
+  } else {
+    const int64_t row = cursor_ / slice_.global * localBatch_;
+    backend_.upload(batchX_, heldX_.row(row), localBatch_ * features);
+    backend_.upload(batchY_, heldY_.data() + row, localBatch_);
   }
   cursor_ += slice_.global;
-  backend_.upload(batchX_, stageX_.data(), localBatch_ * features);
-  backend_.upload(batchY_, stageY_.data(), localBatch_);
 }
 
 LossResult Worker::loss(const float* output, const float* labels, int64_t rows, float gradScale,

@@ -43,9 +43,15 @@ struct BatchSlice {
 // grads()) -> applyUpdate(). Single-process training runs them back to back.
 class Worker {
  public:
-  // samples: the training-sample indices batches are drawn from (materialised once
-  // here). totalSteps feeds the learning-rate schedule (cosine); slice.global the
-  // linear scaling rule.
+  // samples: the training-sample indices batches are drawn from. A replica that takes
+  // part of each global batch does not materialise them: at the start of every epoch it
+  // generates only the rows its slice of that epoch's global batches uses (about
+  // samples/world), so a rank's host memory for training data shrinks as ranks are
+  // added. A single replica (slice = the whole global batch) visits every sample each
+  // epoch anyway, so it generates the samples once, here, and regenerates nothing. A
+  // contiguous range (the usual 0..n-1) is kept as its bounds, any other list as given.
+  // totalSteps feeds the learning-rate schedule (cosine); slice.global the linear
+  // scaling rule. `dataset` must outlive the worker.
   Worker(const ExperimentSpec& spec, Backend& backend, const Dataset& dataset,
          std::vector<int64_t> samples, BatchSlice slice, int64_t totalSteps);
 
@@ -53,16 +59,30 @@ class Worker {
   const Mlp& model() const { return model_; }
   Backend& backend() { return backend_; }
   int64_t localBatch() const { return localBatch_; }
-  int64_t shardSize() const { return static_cast<int64_t>(shard_.size()); }
+  int64_t shardSize() const { return shardSize_; }
   // Full passes over the shard so far.
   int64_t epoch() const { return epoch_; }
   int64_t stepsPerEpoch() const { return shardSize() / slice_.global; }
   float learningRate(int64_t step) const { return schedule_.at(step); }
 
+  // Host bytes of training samples (features and labels) this worker holds: its rows
+  // of one epoch, stepsPerEpoch() x localBatch() samples, or for a single replica the
+  // whole shard.
+  int64_t trainingDataBytes() const;
+  // Host bytes of sample-index bookkeeping: the shard permutation (4 bytes a sample),
+  // the sample list when it is not a contiguous range (8 bytes a sample) and a bounded
+  // index chunk for the generator.
+  int64_t sampleIndexBytes() const;
+
   // Copies the next minibatch of the shard into backend memory. Samples are visited in a
   // fresh seeded order every epoch; the last incomplete batch of an epoch is skipped so
-  // every step has the same size.
+  // every step has the same size. The first call of every epoch reshuffles and, unless
+  // this is a single replica, generates the epoch's rows for this slice.
   void loadBatch();
+  // The batch loadBatch() last loaded, in backend memory: localBatch() x inputs, and
+  // localBatch() labels or targets.
+  const float* batchInputs() const { return batchX_; }
+  const float* batchTargets() const { return batchY_; }
   // Forward, loss and backward on the loaded batch. The loss gradient is multiplied by
   // gradScale (1/batch gives the mean loss; a strategy weighting shards passes its own).
   // Returns the batch's mean loss.
@@ -83,17 +103,37 @@ class Worker {
   Mlp model_;
   std::unique_ptr<Optimizer> optimizer_;
   LrSchedule schedule_;
-  std::vector<int64_t> shard_;
-  Tensor shardX_;  // host copy of the shard, in shard order
-  Tensor shardY_;
+  // Sample index at a shard position.
+  int64_t sampleAt(int64_t position) const {
+    return samples_.empty() ? firstSample_ + position
+                            : samples_[static_cast<std::size_t>(position)];
+  }
+  // Fills the first `rows` rows of heldX_/heldY_; row r holds the sample at shard
+  // position positionOf(r).
+  template <typename PositionOf>
+  void generateRows(int64_t rows, PositionOf positionOf);
+
+  const Dataset& dataset_;
+  std::vector<int64_t> samples_;  // empty when the shard is [firstSample_, +shardSize_)
+  int64_t firstSample_ = 0;
+  int64_t shardSize_ = 0;
   BatchSlice slice_;
   int64_t localBatch_;
-  std::vector<int64_t> order_;  // positions into the shard for this epoch
-  int64_t cursor_ = 0;
+  // Positions into the shard in this epoch's order. Each epoch shuffles the previous
+  // epoch's order, so the whole permutation is kept; 32 bits a position.
+  std::vector<uint32_t> order_;
+  int64_t cursor_ = 0;  // start of the next global batch in order_
   int64_t epoch_ = 0;
-  Tensor stageX_;  // host staging of one batch
+  // A single replica holds the whole shard in shard order and gathers each batch
+  // through order_ into stageX_/stageY_; any other holds this slice's rows of the
+  // current epoch, batch after batch, and uploads a batch straight from them.
+  bool holdsWholeShard_ = false;
+  Tensor heldX_;
+  Tensor heldY_;
+  Tensor stageX_;
   Tensor stageY_;
-  float* batchX_ = nullptr;  // backend memory
+  std::vector<int64_t> chunk_;  // sample indices handed to the generator at a time
+  float* batchX_ = nullptr;     // backend memory
   float* batchY_ = nullptr;
   int64_t evalChunk_ = 1024;
   float* evalX_ = nullptr;

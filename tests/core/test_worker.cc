@@ -1,0 +1,177 @@
+// What a data-parallel worker holds and draws. A worker that takes part of each global
+// batch generates only its slice of each epoch's global batches, so its training data
+// shrinks as ranks are added (a single replica holds the whole shard); either way it
+// must draw exactly the batches the whole-shard worker drew (materialise the shard
+// once, take slice [begin, begin+count) of every global-batch window of a permutation
+// that each epoch reshuffles): the sync trajectories depend on it.
+#include <QtTest/QtTest>
+
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "core/backend/cpu_backend.h"
+#include "core/common/random.h"
+#include "core/data/dataset.h"
+#include "core/train/worker.h"
+
+using namespace dtlab::core;
+
+namespace {
+
+ExperimentSpec smallSpec(int64_t trainSize, int64_t features) {
+  ExperimentSpec spec;
+  spec.seed = 5;
+  spec.dataset.kind = DatasetKind::kGaussianBlobs;
+  spec.dataset.trainSize = trainSize;
+  spec.dataset.testSize = 64;
+  spec.dataset.features = features;
+  spec.dataset.classes = 3;
+  spec.dataset.seed = 5;
+  spec.model.hidden = {8};
+  spec.training.batchSize = 64;
+  return spec;
+}
+
+std::vector<int64_t> contiguous(int64_t n) {
+  std::vector<int64_t> v(static_cast<std::size_t>(n));
+  std::iota(v.begin(), v.end(), int64_t{0});
+  return v;
+}
+
+// The batches of the worker before it generated per epoch: the whole shard gathered up
+// front, and every epoch the previous order of shard positions reshuffled (stream
+// 0x5f0f, Fisher-Yates), with the tail that does not fill a global batch skipped.
+class WholeShardReference {
+ public:
+  WholeShardReference(const Dataset& dataset, const std::vector<int64_t>& shard, uint64_t seed,
+                      BatchSlice slice)
+      : seed_(seed), slice_(slice), order_(shard.size()) {
+    dataset.gather(Split::kTrain, shard, x_, y_);
+    std::iota(order_.begin(), order_.end(), int64_t{0});
+    cursor_ = static_cast<int64_t>(order_.size());
+  }
+
+  void next(std::vector<float>& x, std::vector<float>& y) {
+    if (cursor_ + slice_.global > static_cast<int64_t>(order_.size())) {
+      ++epoch_;
+      Rng rng(deriveSeed(seed_, 0x5f0f, static_cast<uint64_t>(epoch_)));
+      for (std::size_t i = order_.size(); i > 1; --i)
+        std::swap(order_[i - 1], order_[rng.below(i)]);
+      cursor_ = 0;
+    }
+    x.clear();
+    y.clear();
+    for (int64_t i = 0; i < slice_.count; ++i) {
+      const int64_t pos = order_[static_cast<std::size_t>(cursor_ + slice_.begin + i)];
+      x.insert(x.end(), x_.row(pos), x_.row(pos) + x_.cols());
+      y.push_back(y_.data()[pos]);
+    }
+    cursor_ += slice_.global;
+  }
+
+ private:
+  uint64_t seed_;
+  BatchSlice slice_;
+  Tensor x_, y_;
+  std::vector<int64_t> order_;
+  int64_t cursor_ = 0;
+  int64_t epoch_ = -1;
+};
+
+}  // namespace
+
+class TestWorker : public QObject {
+  Q_OBJECT
+ private slots:
+  void drawsTheWholeShardBatches_data() {
+    QTest::addColumn<int>("world");
+    QTest::addColumn<std::vector<int64_t>>("shard");
+    // 0..999: 15 global batches of 64 an epoch and a 40-sample tail to skip; 200..999:
+    // 12 batches, tail 32; every third sample (334, not a range): 5 batches, tail 14.
+    std::vector<int64_t> upper(800);
+    std::iota(upper.begin(), upper.end(), int64_t{200});
+    std::vector<int64_t> thirds;
+    for (int64_t i = 2; i < 1000; i += 3) thirds.push_back(i);
+    for (int world : {1, 2, 3, 4}) {
+      QTest::addRow("world %d, samples 0..999", world) << world << contiguous(1000);
+      QTest::addRow("world %d, samples 200..999", world) << world << upper;
+      QTest::addRow("world %d, every third sample", world) << world << thirds;
+    }
+  }
+  void drawsTheWholeShardBatches() {
+    QFETCH(int, world);
+    QFETCH(std::vector<int64_t>, shard);
+    const ExperimentSpec spec = smallSpec(1000, 7);
+    auto dataset = makeDataset(spec.dataset);
+    CpuBackend backend(1);
+    for (int rank = 0; rank < world; ++rank) {
+      const BatchSlice slice = BatchSlice::equal(64, rank, world);
+      Worker worker(spec, backend, *dataset, shard, slice, 0);
+      WholeShardReference reference(*dataset, shard, spec.seed, slice);
+      const int64_t features = dataset->features();
+      std::vector<float> x(static_cast<std::size_t>(slice.count * features));
+      std::vector<float> y(static_cast<std::size_t>(slice.count));
+      std::vector<float> expectedX, expectedY;
+      // Three epochs and a bit: the order of later epochs builds on the earlier ones.
+      const int64_t steps = 3 * worker.stepsPerEpoch() + 2;
+      for (int64_t step = 0; step < steps; ++step) {
+        worker.loadBatch();
+        reference.next(expectedX, expectedY);
+        backend.download(x.data(), worker.batchInputs(), slice.count * features);
+        backend.download(y.data(), worker.batchTargets(), slice.count);
+        const QByteArray where =
+            QByteArray("rank ") + QByteArray::number(rank) + " step " + QByteArray::number(step);
+        QVERIFY2(std::memcmp(x.data(), expectedX.data(), x.size() * sizeof(float)) == 0,
+                 where.constData());
+        QVERIFY2(std::memcmp(y.data(), expectedY.data(), y.size() * sizeof(float)) == 0,
+                 where.constData());
+      }
+      QCOMPARE(worker.epoch(), int64_t{3});
+    }
+  }
+
+  void heldDataShrinksAsRanksAreAdded() {
+    // 4096 samples of 32 features: 64 global batches of 64, no tail.
+    const ExperimentSpec spec = smallSpec(4096, 32);
+    auto dataset = makeDataset(spec.dataset);
+    const int64_t bytesPerSample = (32 + 1) * static_cast<int64_t>(sizeof(float));
+    const int64_t wholeSet = 4096 * bytesPerSample;
+    CpuBackend backend(1);
+    for (int world : {1, 2, 4}) {
+      int64_t sum = 0;
+      for (int rank = 0; rank < world; ++rank) {
+        Worker worker(spec, backend, *dataset, contiguous(4096), BatchSlice::equal(64, rank, world),
+                      0);
+        worker.loadBatch();
+        const int64_t held = worker.trainingDataBytes();
+        QCOMPARE(held, wholeSet / world);
+        sum += held;
+        // The 0..n-1 sample list is not kept: what remains is the permutation (4 bytes a
+        // sample) and an index chunk of at most 4096 entries for the generator.
+        QCOMPARE(worker.sampleIndexBytes(),
+                 4096 * int64_t{4} + (4096 / world) * static_cast<int64_t>(sizeof(int64_t)));
+      }
+      QCOMPARE(sum, wholeSet);
+    }
+    // A sample list that is not a range is kept as given (8 bytes a sample).
+    std::vector<int64_t> evens;
+    for (int64_t i = 0; i < 4096; i += 2) evens.push_back(i);
+    Worker worker(spec, backend, *dataset, evens, BatchSlice::equal(64, 0, 4), 0);
+    QCOMPARE(worker.trainingDataBytes(), 2048 / 4 * bytesPerSample);
+    QCOMPARE(worker.sampleIndexBytes(), 2048 * int64_t{4 + 8} + 2048 / 4 * int64_t{8});
+  }
+
+  void rejectsSamplesOutsideTheSplit() {
+    const ExperimentSpec spec = smallSpec(1000, 7);
+    auto dataset = makeDataset(spec.dataset);
+    CpuBackend backend(1);
+    std::vector<int64_t> shard = contiguous(999);
+    shard.push_back(1000);
+    QVERIFY_THROWS_EXCEPTION(dtlab::Error,
+                             Worker(spec, backend, *dataset, shard, BatchSlice::whole(64), 0));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestWorker)
+#include "test_worker.moc"
