@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "core/common/process_memory.h"
 #include "core/data/dataset.h"
 #include "core/train/strategy.h"
 
@@ -69,7 +70,9 @@ RunSummary trainLocal(const ExperimentSpec& spec, const LocalTrainOptions& optio
     }
   }
   EventRecorder recorder(sink);
+  resetPeakResidentBytes();
   const WorkerResult r = runWorker(job, nullptr, &recorder, cancel);
+  const int64_t peak = peakResidentBytes().value_or(0);
 
   RunSummary summary;
   summary.name = spec.name;
@@ -88,6 +91,7 @@ RunSummary trainLocal(const ExperimentSpec& spec, const LocalTrainOptions& optio
   summary.meanUtilization = r.stepMsTotal > 0.0 ? r.computeMsTotal / r.stepMsTotal : 0.0;
   summary.meanWaitFraction = r.stepMsTotal > 0.0 ? r.waitMsTotal / r.stepMsTotal : 0.0;
   if (!r.paramChecksum.empty()) summary.paramChecksum = {r.paramChecksum};
+  summary.peakMemBytes = {peak};
   summary.events = std::move(recorder.events);
   RunEvent finish{
       summary.steps, summary.wallS * 1000.0, "finish",

@@ -88,6 +88,7 @@ nlohmann::json toJson(const RunSummary& s) {
                         {"mean_utilization", s.meanUtilization},
                         {"mean_wait_fraction", s.meanWaitFraction},
                         {"param_checksum", s.paramChecksum},
+                        {"peak_mem_bytes", s.peakMemBytes},
                         {"events", events}};
   if (!s.error.empty()) out["error"] = s.error;
   return out;

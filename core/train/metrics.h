@@ -91,6 +91,7 @@ struct RunSummary {
   double meanUtilization = 0.0;
   double meanWaitFraction = 0.0;
   std::vector<std::string> paramChecksum;  // one per replica
+  std::vector<int64_t> peakMemBytes;       // peak resident memory per worker (0: unknown)
   std::vector<RunEvent> events;
 };
 

@@ -66,6 +66,9 @@ struct WorkerResult {
   std::optional<double> finalTestAccuracy;
   std::optional<double> finalTestLoss;
   std::optional<double> timeToTargetS;
+  // Peak resident memory of the process that ran this rank, from the job's start (0: not
+  // measured). Set by whoever owns the process: the node daemon, the local trainer.
+  int64_t peakMemBytes = 0;
   std::vector<float> params;  // the final parameters when WorkerJob::keepParams
 };
 

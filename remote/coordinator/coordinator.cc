@@ -333,6 +333,7 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
     const Watch& w = watches[i];
     const pb::JobResult& r = w.result;
     summary.paramChecksum.push_back(r.param_checksum());
+    summary.peakMemBytes.push_back(r.peak_mem_bytes());
     summary.samples += r.samples();
     maxStepMs = std::max(maxStepMs, r.step_ms_total());
     if (r.step_ms_total() > 0.0) {

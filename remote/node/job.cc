@@ -8,6 +8,7 @@
 
 #include "core/comm/emulated_link_communicator.h"
 #include "core/comm/gloo_communicator.h"
+#include "core/common/process_memory.h"
 #include "remote/common/log.h"
 #include "remote/rendezvous_store.h"
 
@@ -91,7 +92,10 @@ void Job::run() {
         " (variant ", work.variant, ")");
   core::WorkerResult result;
   try {
+    // The peak from here on is this job's: the daemon's earlier jobs do not count.
+    core::resetPeakResidentBytes();
     result = runWithCommunicator();
+    result.peakMemBytes = core::peakResidentBytes().value_or(0);
   } catch (const std::exception& e) {
     result = failedResult(e.what(), core::FailureOrigin::kThisRank);
   } catch (...) {

@@ -41,6 +41,7 @@ void toProto(const core::WorkerResult& r, proto::JobResult& out) {
   out.set_status(core::toString(r.status));
   out.set_stop_reason(core::toString(r.stopReason));
   out.set_failure_origin(core::toString(r.origin));
+  out.set_peak_mem_bytes(r.peakMemBytes);
   out.set_error(r.error);
   out.set_steps(r.steps);
   out.set_samples(r.samples);

@@ -114,6 +114,36 @@ class TestRun : public QObject {
     QVERIFY(s.finalTestAccuracy.has_value());
   }
 
+  // Each worker generates only the samples it trains on, so its memory falls as nodes are
+  // added: on bench_sync.json's data (20480 x 256 floats, 20 MiB), rank 0's peak resident
+  // memory (it also holds the test set) at 1, 2 and 4 nodes. Expected savings are a half and
+  // three quarters of the training set; the rest of the process (libraries, model,
+  // optimizer, buffers) is the same at every size.
+  void peakMemoryPerWorkerFallsWithTheNodeCount() {
+    core::ExperimentSpec spec =
+        core::loadExperimentSpec(DTLAB_SOURCE_DIR "/resources/specs/bench_sync.json");
+    spec.training.epochs = 0;
+    spec.training.maxSteps = 5;  // the first epoch's rows are generated at the first step
+    spec.training.evalInterval = 5;
+    std::vector<double> peakMiB;
+    for (int world : {1, 2, 4}) {
+      remote::LocalCluster cluster(kNode, nodes(world));
+      remote::Coordinator coordinator(cluster.addresses(), {});
+      coordinator.connect();
+      const core::RunSummary s = coordinator.run(spec, 0, nullptr);
+      QVERIFY2(s.status == core::RunStatus::kCompleted, s.error.c_str());
+      QCOMPARE(static_cast<int>(s.peakMemBytes.size()), world);
+      for (int64_t bytes : s.peakMemBytes) QVERIFY(bytes > 0);
+      peakMiB.push_back(static_cast<double>(s.peakMemBytes[0]) / (1 << 20));
+    }
+    const QString figures = QString("rank 0 peak MiB at 1/2/4 nodes: %1 %2 %3")
+                                .arg(peakMiB[0])
+                                .arg(peakMiB[1])
+                                .arg(peakMiB[2]);
+    QVERIFY2(peakMiB[1] < peakMiB[0] && peakMiB[2] < peakMiB[1], qPrintable(figures));
+    QVERIFY2(peakMiB[0] - peakMiB[2] > 8.0, qPrintable(figures));  // 15 MiB expected
+  }
+
   void nodesTakeNewJobsDeterministically() {
     remote::LocalCluster cluster(kNode, nodes(2));
     remote::Coordinator coordinator(cluster.addresses(), {});
