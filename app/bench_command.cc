@@ -13,8 +13,8 @@
 #include "app/bench_allreduce.h"
 #include "app/project_command.h"
 #include "core/backend/cpu_backend.h"
+#include "core/metrics/metrics.h"
 #include "core/train/core_bench.h"
-#include "core/train/metrics.h"
 #include "remote/cluster/local_cluster.h"
 #include "remote/coordinator/coordinator.h"
 

@@ -1,4 +1,5 @@
 // dtlab-cli: headless DTLab. Subcommands parse their flags here and call into core/.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -30,18 +31,27 @@ commands:
       line of stdout is {"runs":[summary]}. --project records the run, its metric
       series, events and summary in the project file (created when missing).
   run SPEC.json [--local-nodes N | --node HOST:PORT ...] [--token T] [--project P.dtlab]
-      [--quiet]
+      [--connect-timeout S] [--quiet]
       Run every strategy variant of the spec in turn on a cluster of dtlab-node
       daemons: N local ones on loopback (default: the spec's cluster.local_nodes) or
       the given nodes. The last line of stdout is {"runs":[...]}, one summary per
       variant with a parameter checksum per replica. --project records every variant
       as a run (series per worker, events, summary) in the project file.
+      --connect-timeout: seconds the nodes may take to connect to each other (default:
+      each node's own, 30). SIGINT/SIGTERM cancels the run; a second one exits at once.
   bench core [--threads N] [--batch B] [--in D] [--hidden H] [--layers L]
              [--classes C] [--reps R] [--reference torch|none] [--json]
       Median samples/s of full training steps (forward, backward, SGD momentum).
       Without --threads, every thread count from 1 to the cores is measured and the
       best reported. --reference torch (the default when PyTorch is installed) times
       the same step in PyTorch side by side and prints the ratio.
+  bench train --local-nodes N [--batch B] [--in D] [--hidden H] [--layers L] [--classes C]
+              [--reps R] [--seconds S] [--reference torch|none] [--json]
+      Samples/s of synchronous data-parallel training on N local daemons beside PyTorch
+      DDP (gloo) with N processes, same model and batch.
+  bench allreduce --local-nodes N --bytes S [--iters I] [--json]
+      All-reduce bandwidth (algbw, busbw) between N local processes: DTLab's communicator
+      beside Gloo's own algorithms, results checked.
   bench store [--points N] [--query-points N] [--buckets B] [--reps R]
               [--reference rows|none] [--dir D] [--json]
       Ingest rate of the project store (points/s through its appender into a real
@@ -59,8 +69,33 @@ commands:
       The run's per-worker compute / communication / wait spans as Chrome
       trace-event JSON, for https://ui.perfetto.dev or chrome://tracing.
   version
-  help
+  help [COMMAND], COMMAND --help
+      This text, or the part of it about one command.
 )";
+
+// The part of kUsage about `command`: its entries (a line indented by two spaces that
+// starts with the command's name) and their descriptions (indented further).
+std::string usageOf(const std::string& command) {
+  std::string out;
+  bool inside = false;
+  std::size_t start = 0;
+  const std::string text = kUsage;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    const bool entry = line.rfind("  ", 0) == 0 && line.size() > 2 && line[2] != ' ';
+    if (entry) {
+      const std::string word = line.substr(2, line.find(' ', 2) - 2);
+      inside = word == command;
+    } else if (line.rfind("    ", 0) != 0) {
+      inside = false;
+    }
+    if (inside) out += line + "\n";
+  }
+  return out;
+}
 
 int train(const std::vector<std::string>& argv) {
   const Args args(argv, {"--threads", "--device", "--project"}, {"--quiet"});
@@ -92,12 +127,25 @@ int train(const std::vector<std::string>& argv) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+  if (args.empty() || (args.size() == 1 && (args[0] == "help" || args[0] == "--help")) ||
+      args[0] == "-h" || args[0] == "--help") {
     std::fputs(kUsage, args.empty() ? stderr : stdout);
     return args.empty() ? 2 : 0;
   }
   const std::string command = args[0];
   args.erase(args.begin());
+  const bool wantsHelp = std::any_of(
+      args.begin(), args.end(), [](const std::string& a) { return a == "--help" || a == "-h"; });
+  if (wantsHelp || (command == "help" && !args.empty())) {
+    const std::string& topic = command == "help" ? args[0] : command;
+    const std::string usage = usageOf(topic);
+    if (usage.empty()) {
+      std::cerr << "dtlab-cli: unknown command '" << topic << "'\nrun 'dtlab-cli help' for usage\n";
+      return 2;
+    }
+    std::cout << "usage: dtlab-cli\n" << usage;
+    return 0;
+  }
   try {
     if (command == "train") return train(args);
     if (command == "run") return dtlab::app::runCommand(args);

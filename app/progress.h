@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/train/metrics.h"
+#include "core/metrics/metrics.h"
 
 namespace dtlab::app {
 

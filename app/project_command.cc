@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/args.h"
+#include "core/metrics/metric_table.h"
 #include "core/store/csv_export.h"
 #include "core/store/project_store.h"
 #include "core/store/store_bench.h"
@@ -237,6 +238,17 @@ int showProject(ProjectStore& store, bool json) {
   return 0;
 }
 
+// Units and scopes come from the metric table; a key it does not know (a file written by a
+// newer version) shows without them.
+std::string_view unitOf(const std::string& key) {
+  const core::MetricInfo* m = core::findMetric(key);
+  return m != nullptr ? m->unit : std::string_view();
+}
+const char* scopeOf(const std::string& key) {
+  const core::MetricInfo* m = core::findMetric(key);
+  return m != nullptr ? core::toString(m->scope) : "?";
+}
+
 int showRun(ProjectStore& store, int64_t runId, bool json) {
   const core::RunRecord r = store.requireRun(runId);
   const RunLine line = runLine(store, r);
@@ -251,6 +263,8 @@ int showRun(ProjectStore& store, int64_t runId, bool json) {
     nlohmann::json m = nlohmann::json::array();
     for (const core::RunMetric& x : metrics)
       m.push_back({{"key", x.key},
+                   {"unit", std::string(unitOf(x.key))},
+                   {"scope", scopeOf(x.key)},
                    {"count", x.count},
                    {"last_step", x.lastStep},
                    {"last_wall_ms", x.lastWallMs},
@@ -283,13 +297,13 @@ int showRun(ProjectStore& store, int64_t runId, bool json) {
                 static_cast<double>(*r.endedMs - r.startedMs) / 1000.0);
   std::printf(", recorded by %s\n", r.programVersion.c_str());
   if (!r.error.empty()) std::printf("  error: %s\n", r.error.c_str());
-  std::printf("metrics (all workers):\n  %-16s %10s %10s %12s %12s %12s\n", "key", "points",
-              "last_step", "last", "min", "max");
+  std::printf("metrics (over all workers / nodes):\n  %-16s %-10s %-7s %10s %10s %12s %12s %12s\n",
+              "key", "unit", "scope", "points", "last_step", "last", "min", "max");
   for (const core::RunMetric& m : metrics)
-    std::printf("  %-16s %10lld %10lld %12s %12s %12s\n", m.key.c_str(),
-                static_cast<long long>(m.count), static_cast<long long>(m.lastStep),
-                formatNumber(m.lastValue, 6).c_str(), formatNumber(m.minValue, 6).c_str(),
-                formatNumber(m.maxValue, 6).c_str());
+    std::printf("  %-16s %-10s %-7s %10lld %10lld %12s %12s %12s\n", m.key.c_str(),
+                std::string(unitOf(m.key)).c_str(), scopeOf(m.key), static_cast<long long>(m.count),
+                static_cast<long long>(m.lastStep), formatNumber(m.lastValue, 6).c_str(),
+                formatNumber(m.minValue, 6).c_str(), formatNumber(m.maxValue, 6).c_str());
   std::printf("series: %zu\n", series.size());
   for (const core::SeriesInfo& s : series) {
     const std::string where =

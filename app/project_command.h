@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/spec/experiment_spec.h"
-#include "core/train/metrics.h"
+#include "core/metrics/metrics.h"
 
 namespace dtlab::core {
 class ProjectStore;

@@ -12,7 +12,7 @@
 #include <tuple>
 #include <vector>
 
-#include "core/train/metrics.h"
+#include "core/metrics/metrics.h"
 
 namespace dtlab::core {
 

@@ -12,7 +12,7 @@
 
 #include "core/store/series_query.h"
 #include "core/store/sqlite_db.h"
-#include "core/train/metrics.h"
+#include "core/metrics/metrics.h"
 
 namespace dtlab::core {
 

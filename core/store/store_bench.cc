@@ -66,12 +66,13 @@ int64_t fileBytes(const fs::path& file) {
   return bytes;
 }
 
-// Appends like StoreSink: per step, nine points per worker in one call.
+// Appends like StoreSink: per step, one point of every worker metric per worker in one call.
 void measureIngest(const StoreBenchConfig& config, const fs::path& dir, StoreBenchResult& r) {
   const fs::path file = dir / "ingest.dtlab";
   auto store = ProjectStore::create(file.string());
   const int64_t runId = store->beginRun({std::nullopt, "bench", "bench", 1, nullptr});
-  const int keys = static_cast<int>(StoreSink::stepKeys().size());
+  const auto rows = metricsOf(MetricScope::kWorker);
+  const int keys = static_cast<int>(rows.size());
   const int64_t seriesCount = int64_t{config.workers} * keys;
   const int64_t steps = std::max<int64_t>(1, config.ingestPoints / seriesCount);
 
@@ -79,7 +80,8 @@ void measureIngest(const StoreBenchConfig& config, const fs::path& dir, StoreBen
   std::vector<SeriesHandle> handles;
   for (int w = 0; w < config.workers; ++w)
     for (int k = 0; k < keys; ++k)
-      handles.push_back(appender.series(runId, 0, w, StoreSink::stepKeys()[k]));
+      handles.push_back(
+          appender.series(runId, 0, w, std::string(rows[static_cast<std::size_t>(k)]->name)));
   std::vector<PointRecord> batch(static_cast<std::size_t>(keys));
   const Clock::time_point start = Clock::now();
   for (int64_t step = 1; step <= steps; ++step) {

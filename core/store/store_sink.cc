@@ -4,58 +4,58 @@
 
 namespace dtlab::core {
 
-const std::array<const char*, 9>& StoreSink::stepKeys() {
-  static const std::array<const char*, 9> keys = {
-      metric::kLoss,        metric::kSamplesPerS, metric::kStepMs,
-      metric::kComputeMs,   metric::kCommMs,      metric::kWaitMs,
-      metric::kUtilization, metric::kBatchShare,  metric::kStaleness};
-  return keys;
-}
-
 StoreSink::StoreSink(PointAppender& appender, int64_t runId, int node)
     : appender_(appender),
       runId_(runId),
       node_(node),
-      testLoss_(appender.series(runId, kNoNode, kNoWorker, metric::kTestLoss)),
-      testAccuracy_(appender.series(runId, kNoNode, kNoWorker, metric::kTestAccuracy)) {}
+      runHandles_(makeHandles(MetricScope::kRun, kNoNode, kNoWorker)) {}
 
-const std::array<SeriesHandle, 9>& StoreSink::handlesOf(int worker) {
-  const auto index = static_cast<std::size_t>(worker);
-  if (index >= workerHandles_.size()) {
-    workerHandles_.resize(index + 1);
-    workerKnown_.resize(index + 1, false);
+StoreSink::Handles StoreSink::makeHandles(MetricScope scope, int node, int worker) {
+  Handles handles;
+  for (const MetricInfo* m : metricsOf(scope))
+    handles.push_back(appender_.series(runId_, node, worker, std::string(m->name)));
+  return handles;
+}
+
+const StoreSink::Handles& StoreSink::handlesOf(std::vector<std::optional<Handles>>& cache,
+                                               MetricScope scope, int index, int node, int worker) {
+  const auto i = static_cast<std::size_t>(index);
+  if (i >= cache.size()) cache.resize(i + 1);
+  if (!cache[i]) cache[i] = makeHandles(scope, node, worker);
+  return *cache[i];
+}
+
+template <typename Record>
+void StoreSink::append(const Record& record, const Handles& handles, int64_t step, double wallMs) {
+  std::array<PointRecord, kMetricTable.size()> points;
+  std::size_t n = 0;
+  const auto rows = metricsOf(scopeOf<Record>());
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    const double value = record.*fieldOf<Record>(*rows[k]);
+    if (std::isnan(value)) continue;
+    points[n++] = {handles[k], static_cast<float>(value), step, wallMs};
   }
-  if (!workerKnown_[index]) {
-    for (std::size_t k = 0; k < stepKeys().size(); ++k)
-      workerHandles_[index][k] =
-          appender_.series(runId_, node_ == kNodeOfWorker ? worker : node_, worker, stepKeys()[k]);
-    workerKnown_[index] = true;
-  }
-  return workerHandles_[index];
+  appender_.append(std::span(points.data(), n));
 }
 
 void StoreSink::onStep(const StepMetrics& m) {
   if (m.worker < 0) return;  // not a worker's step: nothing to file it under
-  std::array<PointRecord, 9> points;
-  {
-    std::lock_guard lock(mutex_);
-    const std::array<SeriesHandle, 9>& h = handlesOf(m.worker);
-    const std::array<double, 9> values = {m.loss,        m.samplesPerS, m.stepMs,
-                                          m.computeMs,   m.commMs,      m.waitMs,
-                                          m.utilization, m.batchShare,  m.staleness};
-    for (std::size_t k = 0; k < points.size(); ++k)
-      points[k] = {h[k], static_cast<float>(values[k]), m.step, m.wallMs};
-  }
-  appender_.append(points);
+  std::lock_guard lock(mutex_);
+  const int node = node_ == kNodeOfWorker ? m.worker : node_;
+  append(m, handlesOf(workerHandles_, MetricScope::kWorker, m.worker, node, m.worker), m.step,
+         m.wallMs);
+}
+
+void StoreSink::onNode(const NodeMetrics& m) {
+  if (m.node < 0) return;
+  std::lock_guard lock(mutex_);
+  const int node = node_ == kNodeOfWorker ? m.node : node_;
+  append(m, handlesOf(nodeHandles_, MetricScope::kNode, node, node, kNoWorker), m.step, m.wallMs);
 }
 
 void StoreSink::onEval(const EvalMetrics& m) {
-  std::array<PointRecord, 2> points;
-  std::size_t n = 0;
-  points[n++] = {testLoss_, static_cast<float>(m.testLoss), m.step, m.wallMs};
-  if (!std::isnan(m.testAccuracy))
-    points[n++] = {testAccuracy_, static_cast<float>(m.testAccuracy), m.step, m.wallMs};
-  appender_.append(std::span(points.data(), n));
+  std::lock_guard lock(mutex_);
+  append(m, runHandles_, m.step, m.wallMs);
 }
 
 void StoreSink::onEvent(const RunEvent& e) {

@@ -4,23 +4,24 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/metrics/metrics.h"
 #include "core/spec/experiment_spec.h"
 #include "core/store/point_appender.h"
 #include "core/store/project_store.h"
-#include "core/train/metrics.h"
 
 namespace dtlab::core {
 
-// Records one run's metrics through a PointAppender: each StepMetrics becomes one point in
-// each of the nine per-worker series (DESIGN.md "Metrics": loss, samples_per_s, step_ms,
-// compute_ms, comm_ms, wait_ms, utilization, batch_share, staleness) of worker
-// m.worker on `node`; each EvalMetrics a point of the run-level test_loss and
-// test_accuracy series (node and worker kNoNode/kNoWorker; no accuracy point for
-// regression, where it is NaN); each RunEvent an event row. Nothing here does I/O, so
-// it is safe on the training thread.
+// Records one run's metrics through a PointAppender, one series per row of the metric table
+// (core/metrics/metric_table.h) and owner: each StepMetrics becomes a point of every
+// worker-scope series of worker m.worker on its node; each NodeMetrics a point of every
+// node-scope series of that node (worker kNoWorker); each EvalMetrics a point of every
+// run-scope series (node and worker kNoNode/kNoWorker). A NaN value (accuracy of a
+// regression) was not measured and gets no point. Each RunEvent becomes an event row.
+// Nothing here does I/O, so it is safe on the training thread.
 class StoreSink : public MetricSink {
  public:
   // node kNodeOfWorker: each worker is its own node (one worker per node daemon, and
@@ -30,24 +31,26 @@ class StoreSink : public MetricSink {
 
   void onStep(const StepMetrics& m) override;
   void onEval(const EvalMetrics& m) override;
+  void onNode(const NodeMetrics& m) override;
   void onEvent(const RunEvent& e) override;
 
   int64_t runId() const { return runId_; }
 
-  // The step metric keys in the order onStep writes them.
-  static const std::array<const char*, 9>& stepKeys();
-
  private:
-  const std::array<SeriesHandle, 9>& handlesOf(int worker);
+  using Handles = std::vector<SeriesHandle>;  // one per table row of a scope, in table order
+  Handles makeHandles(MetricScope scope, int node, int worker);
+  const Handles& handlesOf(std::vector<std::optional<Handles>>& cache, MetricScope scope, int index,
+                           int node, int worker);
+  template <typename Record>
+  void append(const Record& record, const Handles& handles, int64_t step, double wallMs);
 
   PointAppender& appender_;
   int64_t runId_;
   int node_;
   std::mutex mutex_;  // workers may report from several threads
-  std::vector<std::array<SeriesHandle, 9>> workerHandles_;
-  std::vector<bool> workerKnown_;
-  SeriesHandle testLoss_;
-  SeriesHandle testAccuracy_;
+  std::vector<std::optional<Handles>> workerHandles_;
+  std::vector<std::optional<Handles>> nodeHandles_;
+  Handles runHandles_;
 };
 
 // Records a whole local run in a project: stores the spec as the experiment of that name
@@ -84,6 +87,9 @@ class FanOutSink : public MetricSink {
   }
   void onEval(const EvalMetrics& m) override {
     for (MetricSink* s : sinks_) s->onEval(m);
+  }
+  void onNode(const NodeMetrics& m) override {
+    for (MetricSink* s : sinks_) s->onNode(m);
   }
   void onEvent(const RunEvent& e) override {
     for (MetricSink* s : sinks_) s->onEvent(e);

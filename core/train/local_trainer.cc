@@ -19,6 +19,9 @@ class EventRecorder final : public MetricSink {
   void onEval(const EvalMetrics& m) override {
     if (next_ != nullptr) next_->onEval(m);
   }
+  void onNode(const NodeMetrics& m) override {
+    if (next_ != nullptr) next_->onNode(m);
+  }
   void onEvent(const RunEvent& e) override {
     events.push_back(e);
     if (next_ != nullptr) next_->onEvent(e);

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "core/spec/experiment_spec.h"
-#include "core/train/metrics.h"
+#include "core/metrics/metrics.h"
 
 namespace dtlab::core {
 

@@ -14,6 +14,7 @@
 #include "core/train/strategy.h"
 #include "remote/common/auth.h"
 #include "remote/common/client.h"
+#include "remote/common/metric_wire.h"
 #include "remote/common/protocol.h"
 #include "remote/proto/dtlab.grpc.pb.h"
 
@@ -33,23 +34,6 @@ std::string newJobId() {
   char text[17];
   std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(a));
   return text;
-}
-
-core::StepMetrics toCore(const pb::StepPoint& p) {
-  core::StepMetrics m;
-  m.worker = p.worker();
-  m.step = p.step();
-  m.wallMs = p.wall_ms();
-  m.loss = p.loss();
-  m.samplesPerS = p.samples_per_s();
-  m.stepMs = p.step_ms();
-  m.computeMs = p.compute_ms();
-  m.commMs = p.comm_ms();
-  m.waitMs = p.wait_ms();
-  m.utilization = p.utilization();
-  m.batchShare = p.batch_share();
-  m.staleness = p.staleness();
-  return m;
 }
 
 }  // namespace
@@ -243,8 +227,8 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
         watches[i].last = Clock::now();
         if (sink != nullptr) {
           for (const auto& p : update.steps()) sink->onStep(toCore(p));
-          for (const auto& e : update.evals())
-            sink->onEval({e.step(), e.wall_ms(), e.test_loss(), e.test_accuracy()});
+          for (const auto& e : update.evals()) sink->onEval(toCore(e));
+          for (const auto& n : update.node_samples()) sink->onNode(toCore(n, static_cast<int>(i)));
         }
         for (const auto& e : update.events()) {
           core::RunEvent event{e.step(), e.wall_ms(), e.kind(), e.detail()};

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/spec/experiment_spec.h"
-#include "core/train/metrics.h"
+#include "core/metrics/metrics.h"
 
 namespace dtlab::remote {
 

@@ -186,13 +186,14 @@ void Job::sampleLoop() {
     const auto now = Clock::now();
     const double cpu = processCpuSeconds();
     const double wallS = std::chrono::duration<double>(now - lastWall).count();
-    proto::NodeSample sample;
-    sample.set_wall_ms(msSince(started_));
+    core::NodeMetrics sample;
+    sample.node = settings_.work.rank;
+    sample.wallMs = msSince(started_);
     // Share of the whole machine (all cores) this process used since the last sample.
-    sample.set_cpu_util(wallS > 0 ? std::clamp((cpu - lastCpu) / (wallS * cores), 0.0, 1.0) : 0.0);
-    sample.set_gpu_util(0.0);
-    sample.set_mem_bytes(residentBytes());
-    buffer_.addNodeSample(sample);
+    sample.cpuUtil = wallS > 0 ? std::clamp((cpu - lastCpu) / (wallS * cores), 0.0, 1.0) : 0.0;
+    sample.gpuUtil = 0.0;  // CPU workers; the CUDA backend will measure its devices
+    sample.memBytes = static_cast<double>(residentBytes());
+    buffer_.onNode(sample);
     lastWall = now;
     lastCpu = cpu;
   }

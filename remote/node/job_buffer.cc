@@ -2,31 +2,11 @@
 
 #include <algorithm>
 
+#include "remote/common/metric_wire.h"
+
 namespace dtlab::remote {
 
 namespace {
-
-void toProto(const core::StepMetrics& m, proto::StepPoint& out) {
-  out.set_worker(m.worker);
-  out.set_step(m.step);
-  out.set_wall_ms(m.wallMs);
-  out.set_loss(m.loss);
-  out.set_samples_per_s(m.samplesPerS);
-  out.set_step_ms(m.stepMs);
-  out.set_compute_ms(m.computeMs);
-  out.set_comm_ms(m.commMs);
-  out.set_wait_ms(m.waitMs);
-  out.set_utilization(m.utilization);
-  out.set_batch_share(m.batchShare);
-  out.set_staleness(m.staleness);
-}
-
-void toProto(const core::EvalMetrics& m, proto::EvalPoint& out) {
-  out.set_step(m.step);
-  out.set_wall_ms(m.wallMs);
-  out.set_test_loss(m.testLoss);
-  out.set_test_accuracy(m.testAccuracy);
-}
 
 void toProto(const core::RunEvent& e, proto::Event& out) {
   out.set_step(e.step);
@@ -72,9 +52,11 @@ void JobBuffer::onEvent(const core::RunEvent& event) {
   events_.push_back(event);
 }
 
-void JobBuffer::addNodeSample(const proto::NodeSample& sample) {
+void JobBuffer::onNode(const core::NodeMetrics& sample) {
   std::lock_guard<std::mutex> lock(mutex_);
-  samples_.push(sample);
+  core::NodeMetrics stamped = sample;
+  if (stamped.step == 0 && !steps_.items.empty()) stamped.step = steps_.items.back().step;
+  samples_.push(stamped);
 }
 
 bool JobBuffer::finish(const core::WorkerResult& result) {
@@ -114,7 +96,7 @@ bool JobBuffer::fill(Cursor& cursor, int maxPoints, proto::JobUpdate& update) co
     toProto(steps_.items[cursor.steps - steps_.base], *update.add_steps());
   cursor.samples = std::max(cursor.samples, samples_.base);
   for (; budget > 0 && cursor.samples < samples_.end(); ++cursor.samples, --budget, any = true)
-    *update.add_node_samples() = samples_.items[cursor.samples - samples_.base];
+    toProto(samples_.items[cursor.samples - samples_.base], *update.add_node_samples());
   const bool drained = cursor.events == events_.size() && cursor.evals == evals_.end() &&
                        cursor.steps == steps_.end() && cursor.samples == samples_.end();
   if (result_ && drained) {

@@ -6,7 +6,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/train/metrics.h"
+#include "core/metrics/metrics.h"
 #include "core/train/strategy.h"
 #include "remote/proto/dtlab.pb.h"
 
@@ -35,7 +35,8 @@ class JobBuffer final : public core::MetricSink {
   void onStep(const core::StepMetrics& metrics) override;
   void onEval(const core::EvalMetrics& metrics) override;
   void onEvent(const core::RunEvent& event) override;
-  void addNodeSample(const proto::NodeSample& sample);
+  // A node sample; its step is set to the latest step seen when the sampler left it 0.
+  void onNode(const core::NodeMetrics& sample) override;
 
   // Records the end of the job; the first call wins and returns true.
   bool finish(const core::WorkerResult& result);
@@ -68,7 +69,7 @@ class JobBuffer final : public core::MetricSink {
   mutable std::mutex mutex_;
   Retained<core::StepMetrics> steps_;
   Retained<core::EvalMetrics> evals_;
-  Retained<proto::NodeSample> samples_;
+  Retained<core::NodeMetrics> samples_;
   std::vector<core::RunEvent> events_;
   std::optional<core::WorkerResult> result_;
 };

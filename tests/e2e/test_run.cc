@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/metrics/metric_table.h"
 #include "core/spec/experiment_spec.h"
 #include "remote/cluster/local_cluster.h"
 #include "remote/coordinator/coordinator.h"
@@ -327,6 +328,60 @@ class TestRun : public QObject {
     QCOMPARE(array.size(), 1u);
     QCOMPARE(array[0]["strategy"], nlohmann::json("sync_allreduce"));
     QCOMPARE(array[0]["status"], nlohmann::json("completed"));
+  }
+
+  // The metric table drives every consumer: each of its rows, whatever its scope, reaches
+  // the project file as a series of every worker / node / the run, `project show` lists it
+  // with the table's unit and scope, and the CSV export carries its points. A row added to
+  // the table is checked here without touching this test.
+  void everyMetricOfTheTableReachesStoreShowAndCsv() {
+    QTemporaryDir dir;
+    core::ExperimentSpec spec = smallSpec(100000000);
+    spec.training.maxSeconds = 2.0;  // long enough for the nodes' 500 ms resource samples
+    const QString path = writeSpec(dir, spec);
+    const QString project = dir.filePath("p.dtlab");
+    QProcess cli;
+    cli.start(kCli, {"run", path, "--local-nodes", "2", "--quiet", "--project", project});
+    QVERIFY(cli.waitForFinished(120000));
+    QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+
+    QProcess show;
+    show.start(kCli, {"project", "show", project, "1", "--json"});
+    QVERIFY(show.waitForFinished(30000));
+    QCOMPARE(show.exitCode(), 0);
+    const auto shown = nlohmann::json::parse(show.readAllStandardOutput().toStdString());
+    QProcess csv;
+    csv.start(kCli, {"project", "export-csv", project, "1"});
+    QVERIFY(csv.waitForFinished(30000));
+    QCOMPARE(csv.exitCode(), 0);
+    const QString points = QString::fromUtf8(csv.readAllStandardOutput());
+
+    for (const core::MetricInfo& m : core::kMetricTable) {
+      const std::string name(m.name);
+      // The owners a series of this scope has: workers 0 and 1 (each on its own node),
+      // nodes 0 and 1, or the run.
+      std::vector<std::pair<int, int>> owners;  // (node, worker)
+      if (m.scope == core::MetricScope::kWorker) owners = {{0, 0}, {1, 1}};
+      if (m.scope == core::MetricScope::kNode) owners = {{0, -1}, {1, -1}};
+      if (m.scope == core::MetricScope::kRun) owners = {{-1, -1}};
+      for (const auto& [node, worker] : owners) {
+        const bool stored = std::any_of(
+            shown["series"].begin(), shown["series"].end(), [&](const nlohmann::json& x) {
+              return x["key"] == name && x["node"] == node && x["worker"] == worker &&
+                     x["points"].get<int64_t>() > 0;
+            });
+        QVERIFY2(stored, qPrintable(QString("no points of %1 for node %2 worker %3")
+                                        .arg(QString::fromStdString(name))
+                                        .arg(node)
+                                        .arg(worker)));
+      }
+      const auto listed = std::find_if(shown["metrics"].begin(), shown["metrics"].end(),
+                                       [&](const nlohmann::json& x) { return x["key"] == name; });
+      QVERIFY2(listed != shown["metrics"].end(), name.c_str());
+      QCOMPARE((*listed)["unit"].get<std::string>(), std::string(m.unit));
+      QCOMPARE((*listed)["scope"].get<std::string>(), std::string(core::toString(m.scope)));
+      QVERIFY2(points.contains(QString(",%1,").arg(QString::fromStdString(name))), name.c_str());
+    }
   }
 
   void cliRunReportsUnreachableNode() {

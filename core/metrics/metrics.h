@@ -8,45 +8,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/metrics/metric_table.h"
+
 namespace dtlab::core {
-
-// Metric names are the contract between core, store and UI (DESIGN.md, "Metrics").
-namespace metric {
-inline constexpr const char* kLoss = "loss";
-inline constexpr const char* kSamplesPerS = "samples_per_s";
-inline constexpr const char* kStepMs = "step_ms";
-inline constexpr const char* kComputeMs = "compute_ms";
-inline constexpr const char* kCommMs = "comm_ms";
-inline constexpr const char* kWaitMs = "wait_ms";
-inline constexpr const char* kUtilization = "utilization";
-inline constexpr const char* kBatchShare = "batch_share";
-inline constexpr const char* kStaleness = "staleness";
-inline constexpr const char* kTestLoss = "test_loss";
-inline constexpr const char* kTestAccuracy = "test_accuracy";
-}  // namespace metric
-
-// One worker's measurements for one training step.
-struct StepMetrics {
-  int worker = 0;
-  int64_t step = 0;
-  double wallMs = 0.0;  // since the run started
-  double loss = 0.0;
-  double samplesPerS = 0.0;
-  double stepMs = 0.0;
-  double computeMs = 0.0;
-  double commMs = 0.0;
-  double waitMs = 0.0;
-  double utilization = 0.0;  // computeMs / stepMs
-  double batchShare = 1.0;
-  double staleness = 0.0;
-};
-
-struct EvalMetrics {
-  int64_t step = 0;
-  double wallMs = 0.0;
-  double testLoss = 0.0;
-  double testAccuracy = 0.0;  // NaN for regression
-};
 
 // Event kinds: start, rebalance, strategy_switch, node_lost, cancel, finish.
 struct RunEvent {
@@ -105,6 +69,7 @@ class MetricSink {
   virtual ~MetricSink() = default;
   virtual void onStep(const StepMetrics& /*metrics*/) {}
   virtual void onEval(const EvalMetrics& /*metrics*/) {}
+  virtual void onNode(const NodeMetrics& /*metrics*/) {}
   virtual void onEvent(const RunEvent& /*event*/) {}
 };
 

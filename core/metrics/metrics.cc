@@ -1,4 +1,4 @@
-#include "core/train/metrics.h"
+#include "core/metrics/metrics.h"
 
 #include <array>
 #include <cmath>

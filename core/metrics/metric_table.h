@@ -1,0 +1,137 @@
+#pragma once
+
+// The metric table: every metric DTLab measures, with its name, unit and scope, in one place
+// (DESIGN.md, "Metrics"). The wire format, the project store, the CLI and the charts read
+// names, units and kinds from here; adding a metric is a field in its record below, one row
+// in kMetricTable, and the code that measures it. Plain C++, no dependencies: the store and
+// remote/ include it without core/train.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace dtlab::core {
+
+// One worker's measurements for one training step.
+struct StepMetrics {
+  int worker = 0;
+  int64_t step = 0;
+  double wallMs = 0.0;  // since the run started
+  double loss = 0.0;
+  double samplesPerS = 0.0;
+  double stepMs = 0.0;
+  double computeMs = 0.0;
+  double commMs = 0.0;
+  double waitMs = 0.0;
+  double utilization = 0.0;  // computeMs / stepMs
+  double batchShare = 1.0;
+  double staleness = 0.0;
+};
+
+// One node's resource use over a sampling interval (the node daemon samples its process).
+struct NodeMetrics {
+  int node = 0;      // the node's rank in the run
+  int64_t step = 0;  // the node's latest step when sampled (0 before the first)
+  double wallMs = 0.0;
+  double cpuUtil = 0.0;  // share of all the node's cores
+  double gpuUtil = 0.0;
+  double memBytes = 0.0;  // resident bytes of the node's process
+};
+
+// A run-level evaluation of the model on the test split.
+struct EvalMetrics {
+  int64_t step = 0;
+  double wallMs = 0.0;
+  double testLoss = 0.0;
+  double testAccuracy = 0.0;  // NaN for regression
+};
+
+// Whose series a metric is: one per worker, one per node, or one for the run.
+enum class MetricScope { kWorker, kNode, kRun };
+
+struct MetricInfo {
+  std::string_view name;  // the series key everywhere (store, wire, CSV, charts)
+  std::string_view unit;  // "" for plain numbers and ratios
+  MetricScope scope;
+  std::string_view description;
+  // Where the value sits in the record of its scope (exactly one is set).
+  double StepMetrics::*worker = nullptr;
+  double NodeMetrics::*node = nullptr;
+  double EvalMetrics::*run = nullptr;
+};
+
+// A value that is NaN was not measured (accuracy of a regression): it gets no point.
+inline constexpr std::array<MetricInfo, 14> kMetricTable = {{
+    {"loss", "", MetricScope::kWorker, "training loss of the worker's batch", &StepMetrics::loss},
+    {"samples_per_s", "samples/s", MetricScope::kWorker, "samples the worker trained per second",
+     &StepMetrics::samplesPerS},
+    {"step_ms", "ms", MetricScope::kWorker, "wall time of the worker's step", &StepMetrics::stepMs},
+    {"compute_ms", "ms", MetricScope::kWorker, "forward, backward and update",
+     &StepMetrics::computeMs},
+    {"comm_ms", "ms", MetricScope::kWorker, "time in communication, hidden or not",
+     &StepMetrics::commMs},
+    {"wait_ms", "ms", MetricScope::kWorker, "time blocked on peers or servers",
+     &StepMetrics::waitMs},
+    {"utilization", "", MetricScope::kWorker, "compute_ms / step_ms", &StepMetrics::utilization},
+    {"batch_share", "", MetricScope::kWorker, "the worker's share of the global batch",
+     &StepMetrics::batchShare},
+    {"staleness", "versions", MetricScope::kWorker,
+     "server version at push minus the version pulled", &StepMetrics::staleness},
+    {"cpu_util", "", MetricScope::kNode, "CPU use of the node's process, share of all cores",
+     nullptr, &NodeMetrics::cpuUtil},
+    {"gpu_util", "", MetricScope::kNode, "GPU use of the node's devices", nullptr,
+     &NodeMetrics::gpuUtil},
+    {"mem_bytes", "bytes", MetricScope::kNode, "resident memory of the node's process", nullptr,
+     &NodeMetrics::memBytes},
+    {"test_loss", "", MetricScope::kRun, "loss on the test split", nullptr, nullptr,
+     &EvalMetrics::testLoss},
+    {"test_accuracy", "", MetricScope::kRun, "accuracy on the test split (classification)", nullptr,
+     nullptr, &EvalMetrics::testAccuracy},
+}};
+
+// The table's rows of one scope, in table order: the order values travel in on the wire.
+std::span<const MetricInfo* const> metricsOf(MetricScope scope);
+
+// The record type of each scope, for code that handles every metric alike:
+//   for (const MetricInfo* m : metricsOf(scopeOf<R>())) use(record.*fieldOf<R>(*m));
+template <typename Record>
+constexpr MetricScope scopeOf();
+template <>
+constexpr MetricScope scopeOf<StepMetrics>() {
+  return MetricScope::kWorker;
+}
+template <>
+constexpr MetricScope scopeOf<NodeMetrics>() {
+  return MetricScope::kNode;
+}
+template <>
+constexpr MetricScope scopeOf<EvalMetrics>() {
+  return MetricScope::kRun;
+}
+template <typename Record>
+constexpr double Record::*fieldOf(const MetricInfo& m) {
+  if constexpr (std::is_same_v<Record, StepMetrics>) return m.worker;
+  if constexpr (std::is_same_v<Record, NodeMetrics>) return m.node;
+  if constexpr (std::is_same_v<Record, EvalMetrics>) return m.run;
+}
+// The row named `name`, or null.
+const MetricInfo* findMetric(std::string_view name);
+const char* toString(MetricScope scope);  // "worker", "node", "run"
+
+// Metric names for code that refers to one metric by name (a chart's default, a summary).
+namespace metric {
+inline constexpr const char* kLoss = "loss";
+inline constexpr const char* kSamplesPerS = "samples_per_s";
+inline constexpr const char* kStepMs = "step_ms";
+inline constexpr const char* kComputeMs = "compute_ms";
+inline constexpr const char* kCommMs = "comm_ms";
+inline constexpr const char* kWaitMs = "wait_ms";
+inline constexpr const char* kTestLoss = "test_loss";
+inline constexpr const char* kTestAccuracy = "test_accuracy";
+}  // namespace metric
+
+}  // namespace dtlab::core

@@ -1,0 +1,149 @@
+// dtlab-cli as a user meets it: help for every command, flag errors, and summaries that
+// survive a variant that cannot start.
+#include <QtTest/QtTest>
+
+#include <signal.h>
+
+#include <chrono>
+#include <set>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/spec/experiment_spec.h"
+#include "remote/cluster/local_cluster.h"
+
+using namespace dtlab;
+
+namespace {
+
+const QString kCli = DTLAB_BINARY_DIR "/app/dtlab-cli";
+const std::string kNode = DTLAB_BINARY_DIR "/app/dtlab-node";
+
+struct Outcome {
+  int exitCode = -1;
+  QString out;
+  QString err;
+};
+
+Outcome cli(const QStringList& args, int timeoutMs = 60000) {
+  QProcess p;
+  p.start(kCli, args);
+  Outcome o;
+  if (!p.waitForFinished(timeoutMs)) {
+    p.kill();
+    p.waitForFinished();
+    o.err = "timed out";
+    return o;
+  }
+  o.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  o.out = QString::fromUtf8(p.readAllStandardOutput());
+  o.err = QString::fromUtf8(p.readAllStandardError());
+  return o;
+}
+
+core::ExperimentSpec smallSpec() {
+  core::ExperimentSpec spec;
+  spec.seed = 3;
+  spec.dataset.trainSize = 2048;
+  spec.dataset.testSize = 256;
+  spec.dataset.features = 8;
+  spec.dataset.classes = 2;
+  spec.model.hidden = {16};
+  spec.training.batchSize = 32;
+  spec.training.epochs = 0;
+  spec.training.maxSteps = 20;
+  spec.training.evalInterval = 10;
+  return spec;
+}
+
+QString writeSpec(const QTemporaryDir& dir, const core::ExperimentSpec& spec) {
+  const QString path = dir.filePath("spec.json");
+  QFile file(path);
+  if (file.open(QIODevice::WriteOnly))
+    file.write(QByteArray::fromStdString(core::toJson(spec).dump()));
+  return path;
+}
+
+}  // namespace
+
+class TestCli : public QObject {
+  Q_OBJECT
+ private slots:
+  // `dtlab-cli --help` lists every command main() dispatches, and each of them (and each
+  // benchmark and project action) answers --help with its own part, exit 0.
+  void everyCommandAnswersHelp() {
+    const Outcome all = cli({"--help"});
+    QCOMPARE(all.exitCode, 0);
+    const std::set<QString> dispatched = {"train",        "run",     "bench", "project",
+                                          "export-trace", "version", "help"};
+    for (const QString& command : dispatched)
+      QVERIFY2(all.out.contains("\n  " + command), qPrintable(command));
+    for (const QStringList& args :
+         {QStringList{"train", "--help"}, QStringList{"run", "--help"},
+          QStringList{"bench", "core", "--help"}, QStringList{"bench", "train", "-h"},
+          QStringList{"bench", "allreduce", "--help"}, QStringList{"bench", "store", "--help"},
+          QStringList{"project", "show", "--help"}, QStringList{"export-trace", "--help"},
+          QStringList{"help", "project"}}) {
+      const Outcome o = cli(args);
+      const QString topic = args[0] == "help" ? args[1] : args[0];
+      QVERIFY2(o.exitCode == 0, qPrintable(args.join(' ') + ": " + o.err));
+      QVERIFY2(o.out.contains("  " + topic + " "), qPrintable(args.join(' ') + ": " + o.out));
+      // Only that command's part.
+      QVERIFY2(topic == "train" || !o.out.contains("\n  train "), qPrintable(o.out));
+    }
+    const Outcome unknown = cli({"frobnicate", "--help"});
+    QCOMPARE(unknown.exitCode, 2);
+    QVERIFY(unknown.err.contains("unknown command 'frobnicate'"));
+  }
+
+  void localNodesContradictingThePerNodeListIsAnError() {
+    QTemporaryDir dir;
+    core::ExperimentSpec spec = smallSpec();
+    spec.cluster.localNodes = 2;
+    spec.cluster.nodes = {core::NodeConfig{}, core::NodeConfig{}};
+    spec.cluster.nodes[1].speed = 0.5;
+    const QString path = writeSpec(dir, spec);
+    const Outcome o = cli({"run", path, "--local-nodes", "3", "--quiet"});
+    QCOMPARE(o.exitCode, 2);
+    QVERIFY2(o.err.contains("--local-nodes 3 contradicts the spec's 2 per-node entries"),
+             qPrintable(o.err));
+  }
+
+  // The second variant cannot start (its node stopped answering during the first, which
+  // failed naming it): both summaries are printed, the first one's too.
+  void summariesSurviveAVariantThatCannotStart() {
+    remote::LocalCluster cluster(kNode, std::vector<remote::LocalNodeOptions>(2));
+    QTemporaryDir dir;
+    core::ExperimentSpec spec = smallSpec();
+    spec.training.maxSteps = 100000000;
+    spec.variants = {core::VariantConfig{"first"}, core::VariantConfig{"second"}};
+    const QString path = writeSpec(dir, spec);
+    std::thread stopper([&] {
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      cluster.signal(1, SIGSTOP);
+    });
+    const Outcome o =
+        cli({"run", path, "--quiet", "--node", QString::fromStdString(cluster.address(0)), "--node",
+             QString::fromStdString(cluster.address(1))},
+            120000);
+    stopper.join();
+    cluster.signal(1, SIGCONT);
+    QCOMPARE(o.exitCode, 1);
+    const QStringList lines = o.out.trimmed().split('\n');
+    const auto out = nlohmann::json::parse(lines.last().toStdString());
+    QCOMPARE(out["runs"].size(), 2u);
+    QCOMPARE(out["runs"][0]["name"], nlohmann::json("first"));
+    QCOMPARE(out["runs"][0]["status"], nlohmann::json("failed"));
+    QVERIFY(out["runs"][0]["error"].get<std::string>().find("node1") != std::string::npos);
+    QCOMPARE(out["runs"][1]["name"], nlohmann::json("second"));
+    QCOMPARE(out["runs"][1]["status"], nlohmann::json("failed"));
+    QVERIFY2(out["runs"][1]["error"].get<std::string>().find("starting the job on node") !=
+                 std::string::npos,
+             out["runs"][1]["error"].get<std::string>().c_str());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "test_cli.moc"
