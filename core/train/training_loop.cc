@@ -59,6 +59,7 @@ class TrainingLoop {
   // This rank's own failures, voted at the next agreement and reported as its own.
   std::string divergedBecause_;
   std::string evalFailedBecause_;
+  int64_t lastEvalStep_ = -1;
 };
 
 Votes TrainingLoop::localVotes(Clock::time_point trainStart) const {
@@ -108,6 +109,7 @@ bool TrainingLoop::evaluate(Strategy& strategy, int64_t step) {
       v[Votes::kEvalFailed] = 1.0f;
     }
   }
+  lastEvalStep_ = step;
   const Votes agreed = strategy.agree(v);
   failOnAgreedErrors(agreed, step);
   const bool reached = agreed.any(Votes::kTargetReached);
@@ -197,15 +199,11 @@ WorkerResult TrainingLoop::run() {
       break;
     }
   }
-  // The final evaluation (unless the last step just had one) also settles a divergence of
-  // the last step.
-  if (stop != StopReason::kTargetAccuracy &&
-      (step == 0 || spec_.training.evalInterval <= 0 || step % spec_.training.evalInterval != 0)) {
-    if (evaluate(*strategy, step) && stop != StopReason::kCancelled)
-      stop = StopReason::kTargetAccuracy;
-  } else if (!divergedBecause_.empty()) {
-    failOnAgreedErrors(strategy->agree(localVotes(trainStart)), step);
-  }
+  // The final evaluation, unless the last step had one. Either way the last agreement came
+  // after the last step, so it settled a divergence of that step too. (Whether to evaluate
+  // depends only on what every rank agreed on, so all ranks make the same collective call.)
+  if (lastEvalStep_ != step && evaluate(*strategy, step) && stop != StopReason::kCancelled)
+    stop = StopReason::kTargetAccuracy;
   result_.status = stop == StopReason::kCancelled ? RunStatus::kCancelled : RunStatus::kCompleted;
   result_.stopReason = stop;
   result_.steps = step;
