@@ -13,13 +13,15 @@
 
 #include "core/spec/experiment_spec.h"
 #include "remote/cluster/local_cluster.h"
+#include "tests/e2e/e2e_support.h"
 
 using namespace dtlab;
 
 namespace {
 
-const QString kCli = DTLAB_BINARY_DIR "/app/dtlab-cli";
-const std::string kNode = DTLAB_BINARY_DIR "/app/dtlab-node";
+using e2e::kCli;
+using e2e::kNode;
+using e2e::writeSpec;
 
 struct Outcome {
   int exitCode = -1;
@@ -56,14 +58,6 @@ core::ExperimentSpec smallSpec() {
   spec.training.maxSteps = 20;
   spec.training.evalInterval = 10;
   return spec;
-}
-
-QString writeSpec(const QTemporaryDir& dir, const core::ExperimentSpec& spec) {
-  const QString path = dir.filePath("spec.json");
-  QFile file(path);
-  if (file.open(QIODevice::WriteOnly))
-    file.write(QByteArray::fromStdString(core::toJson(spec).dump()));
-  return path;
 }
 
 }  // namespace

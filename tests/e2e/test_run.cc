@@ -16,14 +16,16 @@
 #include "core/spec/experiment_spec.h"
 #include "remote/cluster/local_cluster.h"
 #include "remote/coordinator/coordinator.h"
+#include "tests/e2e/e2e_support.h"
 
 using namespace dtlab;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 
-const std::string kNode = DTLAB_BINARY_DIR "/app/dtlab-node";
-const QString kCli = DTLAB_BINARY_DIR "/app/dtlab-cli";
+using e2e::kCli;
+using e2e::kNode;
+using e2e::writeSpec;
 
 core::ExperimentSpec smallSpec(int64_t steps) {
   core::ExperimentSpec spec;
@@ -72,14 +74,6 @@ std::vector<pid_t> childrenOf(pid_t parent) {
   return out;
 }
 
-QString writeSpec(const QTemporaryDir& dir, const core::ExperimentSpec& spec) {
-  const QString path = dir.filePath("spec.json");
-  QFile file(path);
-  if (file.open(QIODevice::WriteOnly))
-    file.write(QByteArray::fromStdString(core::toJson(spec).dump()));
-  return path;
-}
-
 class StepCounter : public core::MetricSink {
  public:
   void onStep(const core::StepMetrics& m) override {
@@ -87,6 +81,24 @@ class StepCounter : public core::MetricSink {
   }
   std::atomic<int64_t> steps{0};
 };
+
+// Runs an endless job on `cluster` and sends `sig` to node 1 after its fifth step. Returns
+// the run's summary and the seconds from the signal to the run's end.
+std::pair<core::RunSummary, double> runAndSignalNode1(remote::LocalCluster& cluster, int sig) {
+  remote::Coordinator coordinator(cluster.addresses(), {});
+  coordinator.connect();
+  StepCounter counter;
+  Clock::time_point signalledAt;
+  std::thread signaller([&] {
+    while (counter.steps.load() < 5) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    signalledAt = Clock::now();
+    cluster.signal(1, sig);
+  });
+  core::RunSummary s = coordinator.run(smallSpec(1000000), 0, &counter);
+  const Clock::time_point ended = Clock::now();
+  signaller.join();
+  return {std::move(s), std::chrono::duration<double>(ended - signalledAt).count()};
+}
 
 }  // namespace
 
@@ -156,18 +168,7 @@ class TestRun : public QObject {
 
   void killedNodeFailsTheRunNamingIt() {
     remote::LocalCluster cluster(kNode, nodes(3));
-    remote::Coordinator coordinator(cluster.addresses(), {});
-    coordinator.connect();
-    StepCounter counter;
-    Clock::time_point killedAt;
-    std::thread killer([&] {
-      while (counter.steps.load() < 5) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      killedAt = Clock::now();
-      cluster.signal(1, SIGKILL);
-    });
-    const core::RunSummary s = coordinator.run(smallSpec(1000000), 0, &counter);
-    const double detectS = std::chrono::duration<double>(Clock::now() - killedAt).count();
-    killer.join();
+    const auto [s, detectS] = runAndSignalNode1(cluster, SIGKILL);
     QCOMPARE(std::string(core::toString(s.status)), std::string("failed"));
     QVERIFY2(s.error.find("node1") != std::string::npos &&
                  s.error.find(cluster.address(1)) != std::string::npos,
@@ -185,18 +186,10 @@ class TestRun : public QObject {
   // within 10 s of the stop: the others abort their pending collectives at once.
   void stoppedNodeFailsTheRunAndFreesTheOthers() {
     remote::LocalCluster cluster(kNode, nodes(3));
-    remote::Coordinator coordinator(cluster.addresses(), {});
-    coordinator.connect();
-    StepCounter counter;
-    Clock::time_point stoppedAt;
-    std::thread stopper([&] {
-      while (counter.steps.load() < 5) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      stoppedAt = Clock::now();
-      cluster.signal(1, SIGSTOP);
-    });
-    const core::RunSummary s = coordinator.run(smallSpec(1000000), 0, &counter);
-    const double failedAfterS = std::chrono::duration<double>(Clock::now() - stoppedAt).count();
-    stopper.join();
+    const auto [s, failedAfterS] = runAndSignalNode1(cluster, SIGSTOP);
+    const Clock::time_point stoppedAt =
+        Clock::now() -
+        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(failedAfterS));
     cluster.signal(1, SIGCONT);
     QCOMPARE(std::string(core::toString(s.status)), std::string("failed"));
     QVERIFY2(s.error.find("node1") != std::string::npos &&
