@@ -82,6 +82,21 @@ class StepCounter : public core::MetricSink {
   std::atomic<int64_t> steps{0};
 };
 
+// Starts `dtlab-cli run` of an endless job on 2 local nodes; returns the daemons' pids once
+// both are up (fewer when they did not come within 20 s).
+std::vector<pid_t> startEndlessCliRun(const QTemporaryDir& dir, QProcess& cli) {
+  cli.start(kCli, {"run", writeSpec(dir, smallSpec(100000000)), "--local-nodes", "2", "--quiet"});
+  if (!cli.waitForStarted()) return {};
+  const auto cliPid = static_cast<pid_t>(cli.processId());
+  std::vector<pid_t> daemons;
+  const Clock::time_point deadline = Clock::now() + std::chrono::seconds(20);
+  while (daemons.size() < 2 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    daemons = childrenOf(cliPid);
+  }
+  return daemons;
+}
+
 // Runs an endless job on `cluster` and sends `sig` to node 1 after its fifth step. Returns
 // the run's summary and the seconds from the signal to the run's end.
 std::pair<core::RunSummary, double> runAndSignalNode1(remote::LocalCluster& cluster, int sig) {
@@ -224,18 +239,10 @@ class TestRun : public QObject {
   void cliCancelsOnSigtermWithinFiveSeconds() {
     QFETCH(bool, stopANode);
     QTemporaryDir dir;
-    const QString path = writeSpec(dir, smallSpec(100000000));
     QProcess cli;
-    cli.start(kCli, {"run", path, "--local-nodes", "2", "--quiet"});
-    QVERIFY(cli.waitForStarted());
-    const pid_t cliPid = static_cast<pid_t>(cli.processId());
-    std::vector<pid_t> daemons;
-    const Clock::time_point deadline = Clock::now() + std::chrono::seconds(20);
-    while (daemons.size() < 2 && Clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      daemons = childrenOf(cliPid);
-    }
+    const std::vector<pid_t> daemons = startEndlessCliRun(dir, cli);
     QCOMPARE(daemons.size(), std::size_t{2});
+    const pid_t cliPid = static_cast<pid_t>(cli.processId());
     std::this_thread::sleep_for(std::chrono::seconds(2));  // the run is under way
     if (stopANode) {
       ::kill(daemons[1], SIGSTOP);
@@ -261,18 +268,10 @@ class TestRun : public QObject {
   void launcherKilledLeavesNoDaemon() {
     // dtlab-cli run starts the daemons; SIGKILL gives it no chance to stop them.
     QTemporaryDir dir;
-    const QString path = writeSpec(dir, smallSpec(100000000));
     QProcess cli;
-    cli.start(kCli, {"run", path, "--local-nodes", "2", "--quiet"});
-    QVERIFY(cli.waitForStarted());
-    const pid_t cliPid = static_cast<pid_t>(cli.processId());
-    std::vector<pid_t> daemons;
-    const Clock::time_point deadline = Clock::now() + std::chrono::seconds(20);
-    while (daemons.size() < 2 && Clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      daemons = childrenOf(cliPid);
-    }
+    const std::vector<pid_t> daemons = startEndlessCliRun(dir, cli);
     QCOMPARE(daemons.size(), std::size_t{2});
+    const pid_t cliPid = static_cast<pid_t>(cli.processId());
     ::kill(cliPid, SIGKILL);
     QVERIFY(cli.waitForFinished(10000));
     const Clock::time_point gone = Clock::now() + std::chrono::seconds(10);
