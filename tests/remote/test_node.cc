@@ -299,12 +299,27 @@ class TestNode : public QObject {
     QVERIFY(run({"--devices", "cpu:0"}, &code, &err));
     QCOMPARE(code, 2);
     QVERIFY2(err.contains("--devices"), qPrintable(err));
+    QVERIFY(run({"--advertise", "host1:7000"}, &code, &err));
+    QCOMPARE(code, 2);
+    QVERIFY2(err.contains("--advertise: expected a host name or address without a port"),
+             qPrintable(err));
+    QVERIFY(run({"--connect-timeout", "0"}, &code, &err));
+    QCOMPARE(code, 2);
+    QVERIFY2(err.contains("--connect-timeout"), qPrintable(err));
   }
 
   void invalidJobsAreRefusedNamingTheField() {
     NodeProcess node({});
     QVERIFY(node.ready());
     auto stub = nodeStub(node.address());
+    {
+      auto request = startRequest("bad-0", "{}");
+      request.set_connect_timeout_ms(5);
+      const grpc::Status refused = startJob(*stub, request);
+      QCOMPARE(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+      QVERIFY2(refused.error_message().find("connect_timeout_ms") != std::string::npos,
+               refused.error_message().c_str());
+    }
     grpc::Status status = startJob(*stub, startRequest("bad-1", R"({"optimizer": {"lr": -1}})"));
     QCOMPARE(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     QVERIFY2(status.error_message().find("optimizer.lr") != std::string::npos,
