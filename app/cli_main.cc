@@ -22,7 +22,7 @@ namespace {
 using dtlab::app::Args;
 using dtlab::app::UsageError;
 
-constexpr const char* kUsage = R"(usage: dtlab-cli <command> [options]
+constexpr const char* kUsageBeforeBench = R"(usage: dtlab-cli <command> [options]
 
 commands:
   train SPEC.json [--threads N] [--device cpu] [--quiet] [--project P.dtlab]
@@ -36,18 +36,9 @@ commands:
       the given nodes. The last line of stdout is {"runs":[...]}, one summary per
       variant with a parameter checksum per replica. --project records every variant
       as a run (series per worker, events, summary) in the project file.
-  bench core [--threads N] [--batch B] [--in D] [--hidden H] [--layers L]
-             [--classes C] [--reps R] [--reference torch|none] [--json]
-      Median samples/s of full training steps (forward, backward, SGD momentum).
-      Without --threads, every thread count from 1 to the cores is measured and the
-      best reported. --reference torch (the default when PyTorch is installed) times
-      the same step in PyTorch side by side and prints the ratio.
-  bench store [--points N] [--query-points N] [--buckets B] [--reps R]
-              [--reference rows|none] [--dir D] [--json]
-      Ingest rate of the project store (points/s through its appender into a real
-      file) and the latency of a downsampled query over a 1M-point series, beside
-      one row per point (--reference rows, the default).
-  project new P.dtlab [--name NAME]
+)";
+
+constexpr const char* kUsageAfterBench = R"(  project new P.dtlab [--name NAME]
   project list P.dtlab [--json]
   project show P.dtlab [RUN] [--json]
   project export-csv P.dtlab [RUN [--key K ...]] [-o FILE]
@@ -93,7 +84,10 @@ int train(const std::vector<std::string>& argv) {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
-    std::fputs(kUsage, args.empty() ? stderr : stdout);
+    FILE* out = args.empty() ? stderr : stdout;
+    std::fputs(kUsageBeforeBench, out);
+    std::fputs(dtlab::app::benchUsage(), out);
+    std::fputs(kUsageAfterBench, out);
     return args.empty() ? 2 : 0;
   }
   const std::string command = args[0];
