@@ -256,7 +256,8 @@ int benchCore(const std::vector<std::string>& argv) {
   } else {
     for (int t = 1; t <= cores; ++t) threadCounts.push_back(t);
   }
-  const int gemmThreads = std::max(threadCounts.back(), cores);
+  // blas_probe.py chooses the OpenBLAS kernel by its rate at the most threads measured.
+  const int gemmThreads = threadCounts.back();
 
   std::printf(
       "bench core: %s, batch %lld, cross-entropy, SGD momentum; per thread count %d "
@@ -276,13 +277,25 @@ int benchCore(const std::vector<std::string>& argv) {
     double gflops = 0.0;
   };
   Best ours, theirs;
-  double flopsPerStep = 0.0;
-  double torchSgemmAtGemmThreads = 0.0;
+  // The machine's GEMM rate: the best sgemm measured in this run at the step's largest
+  // shape, by DTLab's library (oneDNN) and, with the reference, OpenBLAS (through torch.mm
+  // in the reference process and in blas_probe.py), at any thread count.
+  double bestSgemm = 0.0;
+  std::string bestSgemmBy;
+  auto sgemmSeen = [&](double gflops, const std::string& by) {
+    if (gflops > bestSgemm) {
+      bestSgemm = gflops;
+      bestSgemmBy = by;
+    }
+  };
+  if (torch && torch->blas.value("gflops", 0.0) > 0.0)
+    sgemmSeen(torch->blas["gflops"].get<double>(),
+              "OpenBLAS, " + std::to_string(gemmThreads) + " threads, blas_probe");
   nlohmann::json rows = nlohmann::json::array();
   for (int threads : threadCounts) {
     config.threads = threads;
     core::CoreStepBench bench(config);
-    flopsPerStep = bench.flopsPerStep();
+    const double flopsPerStep = bench.flopsPerStep();
     const int64_t steps = fixedSteps > 0 ? fixedSteps : bench.stepsFor(config.secondsPerRepetition);
     std::unique_ptr<ReferenceProcess> ref;
     nlohmann::json refInfo;
@@ -292,8 +305,6 @@ int benchCore(const std::vector<std::string>& argv) {
       for (const std::string& a : shapeArgs(config)) command.push_back(a);
       ref = std::make_unique<ReferenceProcess>(command, torch->environment(threads));
       refInfo = ref->readJson();
-      if (threads == gemmThreads)
-        torchSgemmAtGemmThreads = refInfo.at("sgemm_gflops").get<double>();
     }
     std::vector<double> mine, others;
     for (int rep = 0; rep < config.repetitions; ++rep) {
@@ -307,64 +318,77 @@ int benchCore(const std::vector<std::string>& argv) {
         (dtlabTurn ? mine : others).push_back(static_cast<double>(steps * config.batch) / seconds);
       }
     }
+    ref.reset();  // its threads must not compete with the GEMM measurement below
+    settle();
+    const double onednn = core::benchGemmGflops(threads, 256, 1024, 1024);
+    const double openblas =
+        ref || refInfo.is_null() ? 0.0 : refInfo.at("sgemm_gflops").get<double>();
+    const std::string suffix = threads == 1 ? " thread" : " threads";
+    sgemmSeen(onednn, "oneDNN, " + std::to_string(threads) + suffix);
+    sgemmSeen(openblas, "OpenBLAS, " + std::to_string(threads) + suffix + ", torch.mm");
+    const double rowSgemm = std::max(onednn, openblas);
+
     const double rate = core::median(mine);
     const double gflops = rate / static_cast<double>(config.batch) * flopsPerStep * 1e-9;
     std::printf("  threads %d, %lld steps a repetition:\n", threads, static_cast<long long>(steps));
-    std::printf("    dtlab    %10.0f samples/s  step %7.3f ms  %6.1f GFLOP/s\n", rate,
-                1000.0 * static_cast<double>(config.batch) / rate, gflops);
+    std::printf("    dtlab    %10.0f samples/s  step %7.3f ms  %6.1f GFLOP/s = %3.0f%% of sgemm\n",
+                rate, 1000.0 * static_cast<double>(config.batch) / rate, gflops,
+                100.0 * gflops / rowSgemm);
     nlohmann::json row = {{"threads", threads},
                           {"steps", steps},
                           {"samples_per_s", rate},
                           {"gflops", gflops},
+                          {"sgemm_onednn_gflops", onednn},
+                          {"sgemm_fraction", gflops / rowSgemm},
                           {"repetition_samples_per_s", mine}};
     if (rate > ours.samplesPerS) ours = {threads, rate, gflops};
-    if (ref) {
+    if (!others.empty()) {
       const double refRate = core::median(others);
       const double refGflops = refRate / static_cast<double>(config.batch) * flopsPerStep * 1e-9;
-      const double sgemm = refInfo.at("sgemm_gflops").get<double>();
       std::printf(
-          "    pytorch  %10.0f samples/s  step %7.3f ms  %6.1f GFLOP/s   (its sgemm: %.1f "
-          "GFLOP/s)\n",
-          refRate, 1000.0 * static_cast<double>(config.batch) / refRate, refGflops, sgemm);
-      std::printf("    ratio dtlab / pytorch: %.2fx\n", rate / refRate);
+          "    pytorch  %10.0f samples/s  step %7.3f ms  %6.1f GFLOP/s = %3.0f%% of sgemm\n",
+          refRate, 1000.0 * static_cast<double>(config.batch) / refRate, refGflops,
+          100.0 * refGflops / rowSgemm);
       row["reference"] = {{"impl", refInfo.at("impl")},
                           {"samples_per_s", refRate},
                           {"gflops", refGflops},
-                          {"sgemm_gflops", sgemm},
+                          {"sgemm_gflops", openblas},
+                          {"sgemm_fraction", refGflops / rowSgemm},
                           {"repetition_samples_per_s", others}};
       row["ratio"] = rate / refRate;
       if (refRate > theirs.samplesPerS) theirs = {threads, refRate, refGflops};
     }
+    std::printf("    sgemm 256x1024x1024: oneDNN (DTLab's) %.1f GFLOP/s", onednn);
+    if (openblas > 0.0) std::printf(", OpenBLAS (PyTorch's, torch.mm) %.1f GFLOP/s", openblas);
+    std::printf("\n");
+    if (!others.empty())
+      std::printf("    ratio dtlab / pytorch: %.2fx\n",
+                  rate / row["reference"]["samples_per_s"].get<double>());
     rows.push_back(row);
     std::fflush(stdout);
   }
 
-  // The machine's GEMM rate: the best of DTLab's own sgemm (oneDNN) and, where measured,
-  // OpenBLAS's under PyTorch, at the step's shape and every core.
-  const double onednn = core::benchGemmGflops(gemmThreads, 256, 1024, 1024);
-  double openblas = torch ? torch->blas.value("gflops", 0.0) : 0.0;
-  openblas = std::max(openblas, torchSgemmAtGemmThreads);
-  const double bestSgemm = std::max(onednn, openblas);
-  std::printf("  sgemm 256x1024x1024 at %d threads: oneDNN (DTLab's) %.1f GFLOP/s", gemmThreads,
-              onednn);
-  if (openblas > 0.0) std::printf(", OpenBLAS (PyTorch's) %.1f GFLOP/s", openblas);
+  std::printf("  best sgemm rate measured: %.1f GFLOP/s (%s)\n", bestSgemm, bestSgemmBy.c_str());
   std::printf(
-      "\n  best step: dtlab %.0f samples/s at %d threads, %.1f GFLOP/s = %.0f%% of the best "
-      "sgemm rate (%.1f GFLOP/s)\n",
-      ours.samplesPerS, ours.threads, ours.gflops, 100.0 * ours.gflops / bestSgemm, bestSgemm);
+      "  best step: dtlab   %8.0f samples/s at %d thread%s, %6.1f GFLOP/s = %.0f%% of the best "
+      "sgemm rate\n",
+      ours.samplesPerS, ours.threads, ours.threads == 1 ? "" : "s", ours.gflops,
+      100.0 * ours.gflops / bestSgemm);
   nlohmann::json out = {{"bench", "core"},
                         {"threads", ours.threads},
                         {"samples_per_s", ours.samplesPerS},
                         {"step_ms", 1000.0 * static_cast<double>(config.batch) / ours.samplesPerS},
                         {"gflops", ours.gflops},
-                        {"sgemm_onednn_gflops", onednn},
                         {"sgemm_best_gflops", bestSgemm},
+                        {"sgemm_best_by", bestSgemmBy},
                         {"sgemm_fraction", ours.gflops / bestSgemm},
                         {"by_threads", rows}};
   if (theirs.samplesPerS > 0.0) {
-    std::printf("  best step: pytorch %.0f samples/s at %d threads, %.1f GFLOP/s = %.0f%% of it\n",
-                theirs.samplesPerS, theirs.threads, theirs.gflops,
-                100.0 * theirs.gflops / bestSgemm);
+    std::printf(
+        "  best step: pytorch %8.0f samples/s at %d thread%s, %6.1f GFLOP/s = %.0f%% of the best "
+        "sgemm rate\n",
+        theirs.samplesPerS, theirs.threads, theirs.threads == 1 ? "" : "s", theirs.gflops,
+        100.0 * theirs.gflops / bestSgemm);
     std::printf("  ratio dtlab / pytorch, each at its best thread count: %.2fx\n",
                 ours.samplesPerS / theirs.samplesPerS);
     out["reference"] = {{"impl", "pytorch"},
@@ -373,7 +397,6 @@ int benchCore(const std::vector<std::string>& argv) {
                         {"gflops", theirs.gflops},
                         {"sgemm_fraction", theirs.gflops / bestSgemm},
                         {"blas", torch->blas}};
-    out["sgemm_openblas_gflops"] = openblas;
     out["ratio"] = ours.samplesPerS / theirs.samplesPerS;
   } else {
     out["reference"] = nullptr;

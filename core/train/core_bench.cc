@@ -95,7 +95,15 @@ CoreStepBench::CoreStepBench(const CoreBenchConfig& config)
 CoreStepBench::~CoreStepBench() = default;
 
 int64_t CoreStepBench::stepsFor(double seconds) {
-  return std::max<int64_t>(1, static_cast<int64_t>(seconds / std::max(timeSteps(1), 1e-7)));
+  // Steps for a third of the time, not one: a single step that lost the CPU for a time
+  // slice on a shared machine would make every repetition too short.
+  int64_t done = 0;
+  double spent = 0.0;
+  while (done == 0 || spent < seconds / 3.0) {
+    spent += timeSteps(1);
+    ++done;
+  }
+  return std::max<int64_t>(3, static_cast<int64_t>(seconds * static_cast<double>(done) / spent));
 }
 
 double CoreStepBench::timeSteps(int64_t steps) {

@@ -39,7 +39,7 @@ class CoreStepBench {
   CoreStepBench(const CoreStepBench&) = delete;
   CoreStepBench& operator=(const CoreStepBench&) = delete;
 
-  // Steps that take about `seconds`, from timing one.
+  // Steps (at least 3) that take about `seconds`, from timing steps for a third of that.
   int64_t stepsFor(double seconds);
   // Wall-clock seconds of `steps` consecutive steps.
   double timeSteps(int64_t steps);
