@@ -95,7 +95,14 @@ ReferenceProcess::ReferenceProcess(std::vector<std::string> argv,
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  const int rc = posix_spawnp(&pid_, args[0], &actions, nullptr, args.data(), envp.data());
+  // Its own process group, so that a reference that does not exit when asked is stopped
+  // with every process it started (PyTorch DDP's ranks), not just the first.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
+  const int rc = posix_spawnp(&pid_, args[0], &actions, &attributes, args.data(), envp.data());
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   ::close(in[0]);
   ::close(out[1]);
@@ -112,15 +119,24 @@ ReferenceProcess::~ReferenceProcess() {
   ::close(toChild_);  // end of input: the reference exits
   ::close(fromChild_);
   const Clock::time_point deadline = Clock::now() + std::chrono::seconds(20);
-  int status = 0;
-  while (::waitpid(pid_, &status, WNOHANG) == 0) {
+  // Waits without reaping: while the leader is a zombie its pid, and so its group's id, cannot
+  // be reused, so the kill below reaches only processes it started.
+  for (;;) {
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+        info.si_pid == pid_)
+      break;
     if (Clock::now() > deadline) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, &status, 0);
+      std::fprintf(stderr, "the reference (%s) did not exit when asked; killing its processes\n",
+                   command_.c_str());
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  // Whatever is left of its group (nothing, when it is well behaved) goes with it.
+  ::kill(-pid_, SIGKILL);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
 }
 
 nlohmann::json ReferenceProcess::readJson(std::chrono::seconds timeout) {

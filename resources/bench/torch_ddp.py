@@ -14,6 +14,7 @@ the median global samples/s. DTLab never depends on Python; this only produces
 side-by-side numbers.
 """
 import argparse
+import gc
 import json
 import os
 import socket
@@ -73,6 +74,12 @@ def rank_main(rank, a, port, commands=iter(()), report=None):
         seconds = time.perf_counter() - t0
         if rank == 0:
             report(seconds, steps * local * a.world / seconds)
+    # The DDP wrapper goes before its process group: left to the interpreter's teardown,
+    # PyTorch 1.13 destroys the group from the reducer's destructor after the store's
+    # server (rank 0) is gone, and the rank hangs in a spinning thread.
+    del model, opt
+    gc.collect()
+    dist.barrier()
     dist.destroy_process_group()
 
 
