@@ -228,10 +228,10 @@ void printBlasChoice(const TorchReference& reference) {
         "installer/dev.sh deps --bench selects the OpenMP build\n");
   const int threads = b.value("threads", 0);
   std::printf(
-      "  OpenBLAS kernels, sgemm %lldx%lldx%lld at %d thread%s, GFLOP/s (median of "
+      "  OpenBLAS kernels, sgemm %lldx%lldx%lld at %d thread%s, GFLOP/s (best of %d "
       "interleaved rounds):",
       b["shape"][0].get<long long>(), b["shape"][1].get<long long>(),
-      b["shape"][2].get<long long>(), threads, threads == 1 ? "" : "s");
+      b["shape"][2].get<long long>(), threads, threads == 1 ? "" : "s", b.value("rounds", 0));
   for (const nlohmann::json& c : b["candidates"]) {
     const std::string name = c["coretype"].get<std::string>();
     const std::string core = c["core"].is_string() ? c["core"].get<std::string>() : "?";

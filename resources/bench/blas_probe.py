@@ -10,7 +10,9 @@ library loads), and prints one JSON line with the figures and the fastest choice
 
   blas_probe.py --threads T [--m 256 --n 1024 --k 1024] [--rounds 3]
 
-Candidates are measured in interleaved rounds and ranked by their median. Also importable:
+Candidates are measured in interleaved rounds and ranked by their best round: on a shared
+machine other work only ever slows a kernel down, so the best round is the closest to
+what the kernel can do on this CPU. Also importable:
 loaded_blas() describes the BLAS this process has loaded (used by the PyTorch references).
 """
 import argparse
@@ -168,13 +170,14 @@ def main():
         if name and core in seen:
             continue
         seen.add(core)
-        candidates.append({"coretype": name or "auto", "core": core,
-                           "gflops": statistics.median(runs[name])})
+        candidates.append({"coretype": name or "auto", "core": core, "gflops": max(runs[name]),
+                           "rounds": runs[name]})
     best = max(candidates, key=lambda c: c["gflops"]) if candidates else None
     print(json.dumps({
         "library": library["library"] if library else None,
         "openblas": library["openblas"] if library else None,
         "threads": a.threads,
+        "rounds": a.rounds,
         "shape": [a.m, a.n, a.k],
         "candidates": candidates,
         # What to set: empty when auto-detection is the fastest (or the BLAS is not OpenBLAS).
