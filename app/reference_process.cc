@@ -210,10 +210,14 @@ std::optional<TorchReference> findTorchReference(int threads) {
 
 void printBlasChoice(const TorchReference& reference) {
   const nlohmann::json& b = reference.blas;
-  const std::string library = b.value("library", std::string("(none found)"));
+  auto text = [&](const char* key, const char* fallback) {
+    return b.contains(key) && b[key].is_string() ? b[key].get<std::string>()
+                                                 : std::string(fallback);
+  };
   const bool openblas = b.contains("openblas") && b["openblas"].is_string();
-  std::printf("  PyTorch's BLAS: %s%s%s\n", library.c_str(), openblas ? ", " : "",
-              openblas ? b["openblas"].get<std::string>().c_str() : "");
+  std::printf("  PyTorch's BLAS: %s -> %s (%s, %s threading)\n",
+              text("library", "(none found)").c_str(), text("implementation", "?").c_str(),
+              text("openblas", "not OpenBLAS").c_str(), text("parallel", "unknown").c_str());
   if (!openblas) {
     std::printf(
         "  WARNING: not OpenBLAS: PyTorch's GEMM runs on the reference BLAS (a few GFLOP/s), so "
@@ -221,11 +225,13 @@ void printBlasChoice(const TorchReference& reference) {
         "OpenBLAS\n");
     return;
   }
-  if (library.find("openblas-pthread") != std::string::npos)
+  if (text("parallel", "") != "openmp")
     std::printf(
-        "  WARNING: OpenBLAS's pthread build: its threads and PyTorch's OpenMP threads fight "
-        "over the cores (several times slower at 2 threads, measured here); "
-        "installer/dev.sh deps --bench selects the OpenMP build\n");
+        "  WARNING: OpenBLAS's %s build: its threads and PyTorch's OpenMP threads fight over "
+        "the cores (PyTorch's step at 2 threads several times slower, measured here); "
+        "installer/dev.sh deps --bench selects the OpenMP build for libblas.so.3 and "
+        "libopenblas.so.0\n",
+        text("parallel", "unknown").c_str());
   const int threads = b.value("threads", 0);
   std::printf(
       "  OpenBLAS kernels, sgemm %lldx%lldx%lld at %d thread%s, GFLOP/s (best of %d "

@@ -50,13 +50,15 @@ install_packages() {
   as_root apt-get install -y -qq --no-install-recommends $missing >/dev/null
 }
 
-# Points libblas.so.3 (and liblapack.so.3) at OpenBLAS's OpenMP build. The alternatives
-# system would otherwise prefer the pthread build wherever both are installed (priority 100
-# against 95), and the reference BLAS where OpenBLAS is not.
+# Points libblas.so.3, liblapack.so.3 and libopenblas.so.0 at OpenBLAS's OpenMP build. The
+# alternatives system would otherwise prefer the pthread build wherever both are installed
+# (priority 100 against 95), and the reference BLAS where OpenBLAS is not. All three:
+# the OpenMP build's libblas.so.3 is a thin library that loads libopenblas.so.0 through
+# its own alternative, so selecting libblas.so.3 alone can still run the pthread build.
 select_openblas_openmp() {
   local arch lib name want
   arch=$(gcc -print-multiarch)
-  for lib in libblas.so.3 liblapack.so.3; do
+  for lib in libblas.so.3 liblapack.so.3 libopenblas.so.0; do
     name="$lib-$arch"
     want="/usr/lib/$arch/openblas-openmp/$lib"
     [ -e "$want" ] || continue

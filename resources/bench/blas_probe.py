@@ -49,36 +49,40 @@ def cpu_flags():
     return set()
 
 
-def describe_library(path):
-    """{"library": resolved path, "openblas": config or None, "core": kernel or None}."""
-    info = {"library": os.path.realpath(path) if path else None, "openblas": None, "core": None}
-    if not path:
+def loaded_blas():
+    """The BLAS mapped into this process (call after a first matrix product):
+    {"library": libblas.so.3 as resolved, "implementation": the library doing the work,
+     "openblas": OpenBLAS's config or None, "core": its kernel, "parallel": its threading}.
+
+    Debian's OpenBLAS libblas.so.3 is a thin library over libopenblas.so.0, and each is
+    chosen by its own alternative: a libblas.so.3 of the OpenMP build can run on the pthread
+    build's libopenblas.so.0, so the implementation is named apart."""
+    paths = []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            fields = line.split()
+            name = fields[-1] if len(fields) >= 6 else ""
+            base = os.path.basename(name)
+            if (base.startswith("libblas.so") or base.startswith("libopenblas")) and name not in paths:
+                paths.append(name)
+    blas = [p for p in paths if os.path.basename(p).startswith("libblas.so")]
+    openblas = [p for p in paths if os.path.basename(p).startswith("libopenblas")]
+    info = {"library": blas[0] if blas else (openblas[0] if openblas else None),
+            "implementation": openblas[0] if openblas else (blas[0] if blas else None),
+            "openblas": None, "core": None, "parallel": None}
+    if info["library"] is None:
         return info
     try:
-        lib = ctypes.CDLL(path)
+        lib = ctypes.CDLL(info["library"])
         lib.openblas_get_config.restype = ctypes.c_char_p
         lib.openblas_get_corename.restype = ctypes.c_char_p
         info["openblas"] = lib.openblas_get_config().decode()
         info["core"] = lib.openblas_get_corename().decode()
+        info["parallel"] = {0: "sequential", 1: "pthreads", 2: "openmp"}.get(
+            lib.openblas_get_parallel(), "unknown")
     except (OSError, AttributeError):
         pass  # not OpenBLAS (e.g. the reference BLAS): no kernel to choose
     return info
-
-
-def loaded_blas():
-    """The BLAS mapped into this process (call after a first matrix product)."""
-    paths = []
-    with open("/proc/self/maps") as f:
-        for line in f:
-            name = line.split()[-1] if len(line.split()) >= 6 else ""
-            base = os.path.basename(name)
-            if base.startswith("libblas.so") or base.startswith("libopenblas"):
-                if name not in paths:
-                    paths.append(name)
-    # libblas.so.3 of the OpenBLAS alternative is a thin library over libopenblas*.so; either
-    # answers openblas_get_corename, and the first names the alternative that is selected.
-    paths.sort(key=lambda p: not os.path.basename(p).startswith("libblas.so"))
-    return describe_library(paths[0] if paths else None)
 
 
 def measure(m, n, k, seconds=0.25, reps=5):
@@ -175,7 +179,9 @@ def main():
     best = max(candidates, key=lambda c: c["gflops"]) if candidates else None
     print(json.dumps({
         "library": library["library"] if library else None,
+        "implementation": library["implementation"] if library else None,
         "openblas": library["openblas"] if library else None,
+        "parallel": library["parallel"] if library else None,
         "threads": a.threads,
         "rounds": a.rounds,
         "shape": [a.m, a.n, a.k],

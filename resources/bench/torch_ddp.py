@@ -56,6 +56,7 @@ def rank_main(rank, a, port, commands=iter(()), report=None):
         print(json.dumps({"impl": "pytorch DDP gloo " + torch.__version__, "world": a.world,
                           "threads": a.threads, "blas": blas["library"],
                           "openblas": blas["openblas"], "core": blas["core"],
+                          "parallel": blas["parallel"],
                           "sgemm_gflops": torch_sgemm_gflops()}), flush=True)
     order = torch.zeros(1, dtype=torch.int64)
     while True:

@@ -91,7 +91,8 @@ def main():
     blas = loaded_blas()
     print(json.dumps({"impl": "pytorch " + torch.__version__, "threads": a.threads,
                       "blas": blas["library"], "openblas": blas["openblas"], "core": blas["core"],
-                      "sgemm_gflops": torch_sgemm_gflops()}), flush=True)
+                      "parallel": blas["parallel"], "sgemm_gflops": torch_sgemm_gflops()}),
+          flush=True)
     if a.serve:
         for line in sys.stdin:
             words = line.split()
