@@ -1,7 +1,8 @@
 // `dtlab-cli bench allreduce`: all-reduce between separate processes on this machine,
-// DTLab's choice against each of Gloo's built-in algorithms used directly, plus what a
-// plain TCP stream between two processes reaches (the ceiling of any algorithm here).
-// Each measurement runs in fresh processes (this binary, hidden subcommands below).
+// DTLab's choice against each of Gloo's built-in algorithms used directly, both sides in the
+// same rank processes with their repetitions interleaved (core::benchAllReduce), plus what a
+// plain TCP stream between two processes reaches (the ceiling of any algorithm here). The
+// processes are this binary, started with the hidden subcommands below.
 #include "app/bench_allreduce.h"
 
 #include <arpa/inet.h>
@@ -26,9 +27,10 @@
 #include <nlohmann/json.hpp>
 
 #include "app/args.h"
+#include "app/bench_command.h"
 #include "core/comm/comm_bench.h"
 #include "core/comm/gloo_communicator.h"
-#include "core/train/core_bench.h"
+#include "core/train/core_bench.h"  // median
 
 extern char** environ;
 
@@ -80,20 +82,24 @@ nlohmann::json lastJsonLine(const fs::path& file) {
   return nlohmann::json::parse(last);
 }
 
-nlohmann::json measureAlgorithm(const fs::path& dir, int nodes, int64_t bytes, int iters,
-                                const std::string& algorithm) {
-  const fs::path store = dir / ("store-" + algorithm);
+// Runs every rank of the comparison; returns each rank's JSON line, by rank.
+std::vector<nlohmann::json> measureAllReduce(const fs::path& dir, int nodes, int64_t bytes,
+                                             int warmup, int reps) {
+  const fs::path store = dir / "store";
   fs::create_directories(store);
   std::vector<pid_t> pids;
   for (int r = 0; r < nodes; ++r) {
     pids.push_back(spawnSelf(
         {"bench", "allreduce-rank", "--rank", std::to_string(r), "--world", std::to_string(nodes),
-         "--store", store.string(), "--bytes", std::to_string(bytes), "--iters",
-         std::to_string(iters), "--algorithm", algorithm},
-        dir / ("out-" + algorithm + "-" + std::to_string(r))));
+         "--store", store.string(), "--bytes", std::to_string(bytes), "--warmup",
+         std::to_string(warmup), "--reps", std::to_string(reps)},
+        dir / ("out-allreduce-" + std::to_string(r))));
   }
-  waitAll(pids, "all-reduce " + algorithm);
-  return lastJsonLine(dir / ("out-" + algorithm + "-0"));
+  waitAll(pids, "all-reduce comparison");
+  std::vector<nlohmann::json> ranks;
+  for (int r = 0; r < nodes; ++r)
+    ranks.push_back(lastJsonLine(dir / ("out-allreduce-" + std::to_string(r))));
+  return ranks;
 }
 
 nlohmann::json measureTcp(const fs::path& dir, int64_t bytes, int iters) {
@@ -131,11 +137,12 @@ void readAll(int fd, char* data, int64_t n) {
 }  // namespace
 
 int benchAllReduceCommand(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--local-nodes", "--bytes", "--iters"}, {"--json"});
+  const Args args(argv, {"--local-nodes", "--bytes", "--reps", "--warmup"}, {"--json"});
   if (!args.positionals().empty()) throw UsageError("unexpected argument " + args.positionals()[0]);
-  const int nodes = static_cast<int>(args.integer("--local-nodes", 2, 1, 64));
-  const int64_t bytes = args.integer("--bytes", 16 << 20, 4, int64_t{1} << 32);
-  const int iters = static_cast<int>(args.integer("--iters", 20, 1, 100000));
+  const int nodes = static_cast<int>(args.integer("--local-nodes", 2, 2, 64));
+  const int64_t bytes = args.integer("--bytes", 16 << 20, 4, int64_t{1} << 31);
+  const int reps = static_cast<int>(args.integer("--reps", 10, 1, 100000));
+  const int warmup = static_cast<int>(args.integer("--warmup", 2, 0, 1000));
   const fs::path dir =
       fs::temp_directory_path() / ("dtlab-bench-allreduce-" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -147,68 +154,102 @@ int benchAllReduceCommand(const std::vector<std::string>& argv) {
     }
   } cleanup{dir};
 
-  std::printf("bench allreduce: %d local processes, %lld bytes, %d timed iterations each\n", nodes,
-              static_cast<long long>(bytes), iters);
-  std::printf("  %-22s %10s %12s %12s %8s\n", "algorithm", "median_us", "algbw_GB/s", "busbw_GB/s",
+  std::printf(
+      "bench allreduce: %d local processes, %lld bytes in place on one buffer per process; per\n"
+      "  side %d timed repetitions (after %d untimed), each the wall clock between two barriers\n"
+      "  around back-to-back all-reduces, sides interleaved; medians per call\n",
+      nodes, static_cast<long long>(bytes), reps, warmup);
+  std::printf("  %s\n", machineDescription().c_str());
+  std::fflush(stdout);
+  const std::vector<nlohmann::json> ranks = measureAllReduce(dir, nodes, bytes, warmup, reps);
+  const nlohmann::json& first = ranks.front();
+  std::printf("  %lld calls per repetition\n", first.at("calls").get<long long>());
+  std::printf("  %-24s %10s %12s %12s %8s\n", "side", "median_us", "algbw_GB/s", "busbw_GB/s",
               "wrong");
-  nlohmann::json rows = nlohmann::json::array();
-  double bestGloo = 0.0;
+  nlohmann::json sides = nlohmann::json::array();
   double ours = 0.0;
-  for (const std::string algorithm :
-       {"auto", "ring", "ring_chunked", "halving_doubling", "gloo_allreduce"}) {
-    const nlohmann::json r = measureAlgorithm(dir, nodes, bytes, iters, algorithm);
-    const double busbw = r.at("busbw_gbps").get<double>();
-    std::printf("  %-22s %10.0f %12.3f %12.3f %8lld\n",
-                algorithm == "auto" ? "dtlab (auto)" : ("gloo " + algorithm).c_str(),
-                r.at("median_s").get<double>() * 1e6, r.at("algbw_gbps").get<double>(), busbw,
-                r.at("wrong").get<long long>());
-    std::fflush(stdout);
-    if (algorithm == "auto")
+  double bestGloo = 0.0;
+  std::string bestGlooName;
+  int64_t wrongTotal = 0;
+  for (std::size_t i = 0; i < first.at("sides").size(); ++i) {
+    // Timings are rank 0's (every rank leaves the closing barrier together); wrong elements
+    // are counted on every rank.
+    nlohmann::json side = first.at("sides")[i];
+    int64_t wrong = 0;
+    for (const nlohmann::json& rank : ranks)
+      wrong += rank.at("sides")[i].at("wrong").get<int64_t>();
+    side["wrong"] = wrong;
+    wrongTotal += wrong;
+    const std::string name = side.at("name").get<std::string>();
+    const double busbw = side.at("busbw_gbps").get<double>();
+    std::printf("  %-24s %10.0f %12.3f %12.3f %8lld\n", name.c_str(),
+                side.at("median_s").get<double>() * 1e6, side.at("algbw_gbps").get<double>(), busbw,
+                static_cast<long long>(wrong));
+    if (i == 0) {
       ours = busbw;
-    else
-      bestGloo = std::max(bestGloo, busbw);
-    rows.push_back(r);
+    } else if (busbw > bestGloo) {
+      bestGloo = busbw;
+      bestGlooName = name;
+    }
+    sides.push_back(side);
   }
+  std::printf("  dtlab / best Gloo algorithm (%s), busbw: %.2fx\n", bestGlooName.c_str(),
+              ours / bestGloo);
   nlohmann::json out = {{"bench", "allreduce"},
                         {"nodes", nodes},
-                        {"bytes", bytes},
-                        {"algorithms", rows},
+                        {"bytes", first.at("bytes")},
+                        {"repetitions", reps},
+                        {"calls_per_repetition", first.at("calls")},
+                        {"sides", sides},
                         {"busbw_gbps", ours},
+                        {"best_gloo", bestGlooName},
                         {"best_gloo_busbw_gbps", bestGloo},
-                        {"ratio_vs_best_gloo", ours / bestGloo}};
-  std::printf("  dtlab / best Gloo algorithm (busbw): %.2fx\n", ours / bestGloo);
-  if (nodes >= 2) {
-    const nlohmann::json tcp = measureTcp(dir, bytes, iters);
-    std::printf("  plain TCP stream between two processes: %.3f GB/s (the ceiling here)\n",
-                tcp.at("gbps").get<double>());
-    out["tcp_stream_gbps"] = tcp.at("gbps");
-  }
+                        {"ratio_vs_best_gloo", ours / bestGloo},
+                        {"wrong", wrongTotal}};
+  std::fflush(stdout);
+  const nlohmann::json tcp = measureTcp(dir, bytes, reps);
+  std::printf("  plain TCP stream between two processes: %.3f GB/s (the ceiling here)\n",
+              tcp.at("gbps").get<double>());
+  out["tcp_stream_gbps"] = tcp.at("gbps");
   if (args.has("--json")) std::printf("%s\n", out.dump().c_str());
+  if (wrongTotal != 0) {
+    std::fprintf(stderr, "bench allreduce: %lld wrong elements (see the wrong column)\n",
+                 static_cast<long long>(wrongTotal));
+    return 1;
+  }
   return 0;
 }
 
 int benchAllReduceRank(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--rank", "--world", "--store", "--bytes", "--iters", "--algorithm"}, {});
+  const Args args(argv, {"--rank", "--world", "--store", "--bytes", "--reps", "--warmup"}, {});
   const int rank = static_cast<int>(args.integer("--rank", 0, 0, 1023));
   const int world = static_cast<int>(args.integer("--world", 1, 1, 1024));
-  const int64_t bytes = args.integer("--bytes", 16 << 20, 4, int64_t{1} << 32);
-  const int iters = static_cast<int>(args.integer("--iters", 20, 1, 100000));
+  core::AllReduceBenchConfig config;
+  config.bytes = args.integer("--bytes", config.bytes, 4, int64_t{1} << 31);
+  config.repetitions = static_cast<int>(args.integer("--reps", config.repetitions, 1, 100000));
+  config.warmup = static_cast<int>(args.integer("--warmup", config.warmup, 0, 1000));
   gloo::rendezvous::FileStore store(args.value("--store", "/tmp"));
-  core::GlooOptions options;
-  options.allReduceAlgorithm = core::parseAllReduceAlgorithm(args.value("--algorithm", "auto"));
-  core::GlooCommunicator comm(store, rank, world, options);
-  const core::AllReduceBenchResult r = core::benchAllReduce(comm, bytes, 3, iters);
-  comm.barrier();
-  if (rank == 0) {
-    std::printf("%s\n", nlohmann::json{{"algorithm", args.value("--algorithm", "auto")},
-                                       {"median_s", r.medianSeconds},
-                                       {"algbw_gbps", r.algbwGBps},
-                                       {"busbw_gbps", r.busbwGBps},
-                                       {"wrong", r.wrong}}
-                            .dump()
-                            .c_str());
+  core::GlooCommunicator comm(store, rank, world);
+  const int64_t count = config.bytes / static_cast<int64_t>(sizeof(float));
+  config.dtlabName =
+      "dtlab (" + std::string(core::allReduceAlgorithmName(comm.algorithmFor(count))) + ")";
+  const core::AllReduceBenchResult r = core::benchAllReduce(comm, store, config);
+  nlohmann::json sides = nlohmann::json::array();
+  for (const core::AllReduceSideResult& s : r.sides) {
+    sides.push_back({{"name", s.name},
+                     {"median_s", s.medianSeconds},
+                     {"min_s", s.minSeconds},
+                     {"algbw_gbps", s.algbwGBps},
+                     {"busbw_gbps", s.busbwGBps},
+                     {"wrong", s.wrong}});
   }
-  return r.wrong == 0 ? 0 : 1;
+  std::printf(
+      "%s\n",
+      nlohmann::json{
+          {"rank", rank}, {"bytes", r.bytes}, {"calls", r.callsPerRepetition}, {"sides", sides}}
+          .dump()
+          .c_str());
+  return 0;
 }
 
 int benchTcpRank(const std::vector<std::string>& argv) {

@@ -23,7 +23,7 @@ namespace {
 using dtlab::app::Args;
 using dtlab::app::UsageError;
 
-constexpr const char* kUsage = R"(usage: dtlab-cli <command> [options]
+constexpr const char* kUsageBeforeBench = R"(usage: dtlab-cli <command> [options]
 
 commands:
   train SPEC.json [--threads N] [--device cpu] [--quiet] [--project P.dtlab]
@@ -39,25 +39,9 @@ commands:
       as a run (series per worker, events, summary) in the project file.
       --connect-timeout: seconds the nodes may take to connect to each other (default:
       each node's own, 30). SIGINT/SIGTERM cancels the run; a second one exits at once.
-  bench core [--threads N] [--batch B] [--in D] [--hidden H] [--layers L]
-             [--classes C] [--reps R] [--reference torch|none] [--json]
-      Median samples/s of full training steps (forward, backward, SGD momentum).
-      Without --threads, every thread count from 1 to the cores is measured and the
-      best reported. --reference torch (the default when PyTorch is installed) times
-      the same step in PyTorch side by side and prints the ratio.
-  bench train --local-nodes N [--batch B] [--in D] [--hidden H] [--layers L] [--classes C]
-              [--reps R] [--seconds S] [--reference torch|none] [--json]
-      Samples/s of synchronous data-parallel training on N local daemons beside PyTorch
-      DDP (gloo) with N processes, same model and batch.
-  bench allreduce --local-nodes N --bytes S [--iters I] [--json]
-      All-reduce bandwidth (algbw, busbw) between N local processes: DTLab's communicator
-      beside Gloo's own algorithms, results checked.
-  bench store [--points N] [--query-points N] [--buckets B] [--reps R]
-              [--reference rows|none] [--dir D] [--json]
-      Ingest rate of the project store (points/s through its appender into a real
-      file) and the latency of a downsampled query over a 1M-point series, beside
-      one row per point (--reference rows, the default).
-  project new P.dtlab [--name NAME]
+)";
+
+constexpr const char* kUsageAfterBench = R"(  project new P.dtlab [--name NAME]
   project list P.dtlab [--json]
   project show P.dtlab [RUN] [--json]
   project export-csv P.dtlab [RUN [--key K ...]] [-o FILE]
@@ -73,13 +57,17 @@ commands:
       This text, or the part of it about one command.
 )";
 
-// The part of kUsage about `command`: its entries (a line indented by two spaces that
+std::string fullUsage() {
+  return std::string(kUsageBeforeBench) + dtlab::app::benchUsage() + kUsageAfterBench;
+}
+
+// The part of the usage about `command`: its entries (a line indented by two spaces that
 // starts with the command's name) and their descriptions (indented further).
 std::string usageOf(const std::string& command) {
   std::string out;
   bool inside = false;
   std::size_t start = 0;
-  const std::string text = kUsage;
+  const std::string text = fullUsage();
   while (start < text.size()) {
     std::size_t end = text.find('\n', start);
     if (end == std::string::npos) end = text.size();
@@ -127,9 +115,9 @@ int train(const std::vector<std::string>& argv) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || (args.size() == 1 && (args[0] == "help" || args[0] == "--help")) ||
-      args[0] == "-h" || args[0] == "--help") {
-    std::fputs(kUsage, args.empty() ? stderr : stdout);
+  if (args.empty() || (args.size() == 1 && args[0] == "help") || args[0] == "--help" ||
+      args[0] == "-h") {
+    std::fputs(fullUsage().c_str(), args.empty() ? stderr : stdout);
     return args.empty() ? 2 : 0;
   }
   const std::string command = args[0];

@@ -19,8 +19,12 @@ packages=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc  # node protocol
   iproute2             # the multi-host test builds network namespaces with `ip`
 )
-# Only for side-by-side reference numbers in `dtlab-cli bench`; never a dependency.
-bench_packages=(python3-torch)
+# Only for side-by-side reference numbers in `dtlab-cli bench`; never a build or test
+# dependency. Debian's PyTorch takes its GEMM from whatever libblas.so.3 is selected, on a
+# fresh machine the reference BLAS (about 2 GFLOP/s), so the reference brings OpenBLAS, in
+# its OpenMP build: the pthread build's threads fight PyTorch's OpenMP threads for the
+# cores (measured here: several times slower at 2 threads).
+bench_packages=(python3-torch libopenblas0-openmp)
 
 log() { printf '[dev.sh] %s\n' "$*" >&2; }
 
@@ -31,23 +35,47 @@ missing_packages() {
   done
 }
 
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
 install_packages() {
   local missing
   missing=$(missing_packages "$@")
   [ -z "$missing" ] && return 0
   log "installing: $(echo $missing)"
-  local sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
   export DEBIAN_FRONTEND=noninteractive
   # A fresh machine has no package lists yet; refresh once, then install.
-  $sudo apt-get update -qq
+  as_root apt-get update -qq
   # shellcheck disable=SC2086
-  $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  as_root apt-get install -y -qq --no-install-recommends $missing >/dev/null
+}
+
+# Points libblas.so.3, liblapack.so.3 and libopenblas.so.0 at OpenBLAS's OpenMP build. The
+# alternatives system would otherwise prefer the pthread build wherever both are installed
+# (priority 100 against 95), and the reference BLAS where OpenBLAS is not. All three:
+# the OpenMP build's libblas.so.3 is a thin library that loads libopenblas.so.0 through
+# its own alternative, so selecting libblas.so.3 alone can still run the pthread build.
+select_openblas_openmp() {
+  local arch lib name want
+  arch=$(gcc -print-multiarch)
+  for lib in libblas.so.3 liblapack.so.3 libopenblas.so.0; do
+    name="$lib-$arch"
+    want="/usr/lib/$arch/openblas-openmp/$lib"
+    [ -e "$want" ] || continue
+    if [ "$(update-alternatives --query "$name" 2>/dev/null | sed -n 's/^Value: //p')" != "$want" ]; then
+      log "selecting OpenBLAS (OpenMP build) for $lib"
+      as_root update-alternatives --set "$name" "$want" >/dev/null
+    fi
+  done
 }
 
 deps() {
   install_packages "${packages[@]}"
-  if [ "${1:-}" = "--bench" ]; then install_packages "${bench_packages[@]}"; fi
+  if [ "${1:-}" = "--bench" ]; then
+    install_packages "${bench_packages[@]}"
+    select_openblas_openmp
+  fi
 }
 
 build() {

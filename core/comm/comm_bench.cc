@@ -1,67 +1,168 @@
 #include "core/comm/comm_bench.h"
 
+#include <gloo/allreduce.h>
+#include <gloo/allreduce_halving_doubling.h>
+#include <gloo/allreduce_ring.h>
+#include <gloo/allreduce_ring_chunked.h>
+#include <gloo/barrier.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+
 #include <algorithm>
-#include <chrono>
+#include <climits>
+#include <exception>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "core/common/check.h"
 
 namespace dtlab::core {
+namespace {
 
-AllReduceBenchResult benchAllReduce(Communicator& comm, int64_t bytes, int warmup, int iters) {
-  DTLAB_ENFORCE(bytes >= 0 && warmup >= 0 && iters >= 1, "bytes ", bytes, ", warmup ", warmup,
-                ", iterations ", iters);
-  const int64_t count = bytes / static_cast<int64_t>(sizeof(float));
-  const int n = comm.size();
-  const float rank = static_cast<float>(comm.rank());
+using Clock = std::chrono::steady_clock;
 
-  // Largest batch whose final values n^(c-1) * S stay integers below 2^24 (exact in float,
-  // and so is every partial sum on the way).
+struct Side {
+  std::string name;
+  std::function<void()> allReduce;  // one in-place all-reduce of the benchmark's buffer
+  std::vector<double> perCall;      // seconds, one entry per timed repetition
+  int64_t wrong = 0;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size();
+  return m == 0 ? 0.0 : m % 2 == 1 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+}
+
+// Largest number of back-to-back calls (at most 8) whose final values
+// n^(c-1) * (n(n-1)/2 + 6n) stay integers below 2^24, exact in float like every partial
+// sum on the way.
+int callsPerRepetition(int n) {
+  if (n == 1) return 8;  // a single rank's values never change
   constexpr double kExactLimit = 16777216.0;
   const double largestSum = n * (n - 1) / 2.0 + 6.0 * n;
   int calls = 1;
   double growth = 1.0;
-  while (calls < 8 && growth * n * largestSum < kExactLimit && n > 1) {
+  while (calls < 8 && growth * n * largestSum < kExactLimit) {
     growth *= n;
     ++calls;
   }
-  if (n == 1) calls = 8;  // a single rank's values never change
+  return calls;
+}
 
+}  // namespace
+
+AllReduceBenchResult benchAllReduce(Communicator& dtlab, gloo::rendezvous::Store& store,
+                                    const AllReduceBenchConfig& config) {
+  const int64_t count = config.bytes / static_cast<int64_t>(sizeof(float));
+  DTLAB_ENFORCE(count >= 1 && config.warmup >= 0 && config.repetitions >= 1, "bytes ", config.bytes,
+                ", warm-up ", config.warmup, ", repetitions ", config.repetitions);
+  DTLAB_ENFORCE(count <= INT_MAX, "Gloo's classic algorithms count elements in an int: ", count);
+  const int n = dtlab.size();
+  const int rank = dtlab.rank();
+  const int calls = callsPerRepetition(n);
+
+  // Declaration order is teardown order in reverse: the algorithms (whose buffers are
+  // registered on the context's pairs) go before the context, the context before its device.
   std::vector<float> data(static_cast<size_t>(count));
-  std::vector<double> seconds;
-  seconds.reserve(static_cast<size_t>(iters) * static_cast<size_t>(calls));
-  AllReduceBenchResult result;
-  result.bytes = count * static_cast<int64_t>(sizeof(float));
-  result.iterations = iters;
-  result.callsPerIteration = calls;
-  const float scale = static_cast<float>(growth);
+  std::shared_ptr<gloo::transport::Device> device;
+  std::shared_ptr<gloo::rendezvous::Context> context;
+  std::vector<std::unique_ptr<gloo::Algorithm>> classic;
+  std::unique_ptr<gloo::AllreduceOptions> unbound;
+
+  std::vector<Side> sides;
+  sides.push_back({config.dtlabName, [&] { dtlab.allReduceSum(data.data(), count); }, {}, 0});
+  if (n > 1) {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = config.interfaceAddress;
+    device = gloo::transport::tcp::CreateDevice(attr);
+    context = std::make_shared<gloo::rendezvous::Context>(rank, n);
+    context->setTimeout(config.timeout);
+    gloo::rendezvous::PrefixStore prefixed(config.keyPrefix, store);
+    context->connectFullMesh(prefixed, device);
+
+    // Constructed in the same order on every rank: each takes its slots from the context.
+    const std::vector<float*> ptrs{data.data()};
+    const int elements = static_cast<int>(count);
+    const std::shared_ptr<gloo::Context> base = context;
+    auto addClassic = [&](std::string name, std::unique_ptr<gloo::Algorithm> algorithm) {
+      gloo::Algorithm* raw = algorithm.get();
+      classic.push_back(std::move(algorithm));
+      sides.push_back({std::move(name), [raw] { raw->run(); }, {}, 0});
+    };
+    addClassic("gloo ring", std::make_unique<gloo::AllreduceRing<float>>(base, ptrs, elements));
+    addClassic("gloo ring_chunked",
+               std::make_unique<gloo::AllreduceRingChunked<float>>(base, ptrs, elements));
+    addClassic("gloo halving_doubling",
+               std::make_unique<gloo::AllreduceHalvingDoubling<float>>(base, ptrs, elements));
+    unbound = std::make_unique<gloo::AllreduceOptions>(context);
+    unbound->setOutput(data.data(), static_cast<size_t>(count));
+    unbound->setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+    unbound->setReduceFunction(
+        static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+    unbound->setTimeout(config.timeout);
+    sides.push_back({"gloo allreduce (ring)", [&] { gloo::allreduce(*unbound); }, {}, 0});
+  }
+  auto barrier = [&] {
+    if (!context) return;
+    gloo::BarrierOptions opts(context);
+    opts.setTimeout(config.timeout);
+    gloo::barrier(opts);
+  };
+
+  // After `calls` calls: n^(calls-1) * (n(n-1)/2 + n * (i % 7)).
+  float scale = 1.0f;
+  for (int c = 1; c < calls; ++c) scale *= static_cast<float>(n);
   const float base = static_cast<float>(n * (n - 1) / 2);
-  for (int it = 0; it < warmup + iters; ++it) {
-    for (int64_t i = 0, k = 0; i < count; ++i, k = k == 6 ? 0 : k + 1) {
-      data[i] = rank + static_cast<float>(k);
-    }
-    comm.barrier();
-    for (int c = 0; c < calls; ++c) {
-      const auto start = std::chrono::steady_clock::now();
-      comm.allReduceSum(data.data(), count);
-      const auto end = std::chrono::steady_clock::now();
-      if (it >= warmup) seconds.push_back(std::chrono::duration<double>(end - start).count());
-    }
-    for (int64_t i = 0, k = 0; i < count; ++i, k = k == 6 ? 0 : k + 1) {
-      const float sum = base + static_cast<float>(n) * static_cast<float>(k);
-      if (data[i] != scale * sum) ++result.wrong;
+  const float self = static_cast<float>(rank);
+
+  const int rounds = config.warmup + config.repetitions;
+  const size_t sideCount = sides.size();
+  for (int round = 0; round < rounds; ++round) {
+    for (size_t k = 0; k < sideCount; ++k) {
+      Side& side = sides[(static_cast<size_t>(round) + k) % sideCount];
+      for (int64_t i = 0, j = 0; i < count; ++i, j = j == 6 ? 0 : j + 1)
+        data[static_cast<size_t>(i)] = self + static_cast<float>(j);
+      barrier();
+      const Clock::time_point start = Clock::now();
+      for (int c = 0; c < calls; ++c) side.allReduce();
+      barrier();
+      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      if (round >= config.warmup) side.perCall.push_back(seconds / calls);
+      for (int64_t i = 0, j = 0; i < count; ++i, j = j == 6 ? 0 : j + 1) {
+        const float want = scale * (base + static_cast<float>(n) * static_cast<float>(j));
+        if (data[static_cast<size_t>(i)] != want) ++side.wrong;
+      }
     }
   }
-  std::sort(seconds.begin(), seconds.end());
-  const size_t m = seconds.size();
-  result.medianSeconds = m % 2 == 1 ? seconds[m / 2] : 0.5 * (seconds[m / 2 - 1] + seconds[m / 2]);
-  result.minSeconds = seconds.front();
-  double total = 0.0;
-  for (double t : seconds) total += t;
-  result.meanSeconds = total / static_cast<double>(m);
-  if (result.medianSeconds > 0.0) {
-    result.algbwGBps = static_cast<double>(result.bytes) / result.medianSeconds / 1e9;
-    result.busbwGBps = result.algbwGBps * 2.0 * (n - 1) / n;  // 0 for a single rank
+  // A peer may still be reading the last barrier's message from us; closing our connections
+  // now could fail it. One more barrier, whose own failure (a peer that closed first after
+  // it) changes nothing measured.
+  try {
+    barrier();
+  } catch (const std::exception&) {
+  }
+
+  AllReduceBenchResult result;
+  result.bytes = count * static_cast<int64_t>(sizeof(float));
+  result.ranks = n;
+  result.repetitions = config.repetitions;
+  result.callsPerRepetition = calls;
+  for (const Side& side : sides) {
+    AllReduceSideResult r;
+    r.name = side.name;
+    r.medianSeconds = median(side.perCall);
+    r.minSeconds = *std::min_element(side.perCall.begin(), side.perCall.end());
+    r.wrong = side.wrong;
+    if (r.medianSeconds > 0.0) {
+      r.algbwGBps = static_cast<double>(result.bytes) / r.medianSeconds / 1e9;
+      r.busbwGBps = r.algbwGBps * 2.0 * (n - 1) / n;  // 0 for a single rank
+    }
+    result.sides.push_back(std::move(r));
   }
   return result;
 }

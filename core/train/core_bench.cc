@@ -43,44 +43,97 @@ double median(std::vector<double> values) {
   return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
-CoreBenchResult benchCoreStep(const CoreBenchConfig& config) {
-  DTLAB_ENFORCE(config.batch > 0 && config.inputs > 0 && config.hidden > 0 && config.layers >= 0 &&
-                    config.classes >= 2,
-                "bad benchmark shape");
-  ExperimentSpec spec;
-  spec.dataset.kind = DatasetKind::kGaussianBlobs;
-  spec.dataset.features = config.inputs;
-  spec.dataset.classes = config.classes;
-  spec.dataset.trainSize = config.batch * 8;
-  spec.dataset.testSize = config.classes;
-  spec.dataset.seed = 1;
-  spec.model.hidden.assign(static_cast<std::size_t>(config.layers), config.hidden);
-  spec.optimizer.kind = OptimizerKind::kSgd;
-  spec.optimizer.lr = 0.01f;
-  spec.optimizer.momentum = 0.9f;
+struct CoreStepBench::Impl {
+  explicit Impl(const CoreBenchConfig& c)
+      : config(c),
+        spec(makeSpec(c)),
+        backend(c.threads),
+        dataset(makeDataset(spec.dataset)),
+        worker(spec, backend, *dataset, allSamples(spec), BatchSlice::whole(c.batch), 0) {}
 
-  CpuBackend backend(config.threads);
-  std::unique_ptr<Dataset> dataset = makeDataset(spec.dataset);
-  std::vector<int64_t> all(static_cast<std::size_t>(spec.dataset.trainSize));
-  std::iota(all.begin(), all.end(), int64_t{0});
-  Worker worker(spec, backend, *dataset, std::move(all), BatchSlice::whole(config.batch), 0);
-  const float gradScale = 1.0f / static_cast<float>(config.batch);
-  int64_t step = 0;
-  auto trainStep = [&]() {
+  static ExperimentSpec makeSpec(const CoreBenchConfig& config) {
+    DTLAB_ENFORCE(config.batch > 0 && config.inputs > 0 && config.hidden > 0 &&
+                      config.layers >= 0 && config.classes >= 2,
+                  "bad benchmark shape");
+    ExperimentSpec spec;
+    spec.dataset.kind = DatasetKind::kGaussianBlobs;
+    spec.dataset.features = config.inputs;
+    spec.dataset.classes = config.classes;
+    spec.dataset.trainSize = config.batch * 8;
+    spec.dataset.testSize = config.classes;
+    spec.dataset.seed = 1;
+    spec.model.hidden.assign(static_cast<std::size_t>(config.layers), config.hidden);
+    spec.optimizer.kind = OptimizerKind::kSgd;
+    spec.optimizer.lr = 0.01f;
+    spec.optimizer.momentum = 0.9f;
+    return spec;
+  }
+  static std::vector<int64_t> allSamples(const ExperimentSpec& spec) {
+    std::vector<int64_t> all(static_cast<std::size_t>(spec.dataset.trainSize));
+    std::iota(all.begin(), all.end(), int64_t{0});
+    return all;
+  }
+  void step() {
     worker.loadBatch();
-    worker.computeGradients(gradScale);
-    worker.applyUpdate(++step);
-  };
-  const std::vector<double> perStep = timeRepetitions(
-      trainStep, config.warmupSteps, config.repetitions, config.secondsPerRepetition);
+    worker.computeGradients(1.0f / static_cast<float>(config.batch));
+    worker.applyUpdate(++steps);
+  }
+
+  CoreBenchConfig config;
+  ExperimentSpec spec;
+  CpuBackend backend;
+  std::unique_ptr<Dataset> dataset;
+  Worker worker;
+  int64_t steps = 0;
+};
+
+CoreStepBench::CoreStepBench(const CoreBenchConfig& config)
+    : impl_(std::make_unique<Impl>(config)) {
+  for (int i = 0; i < config.warmupSteps; ++i) impl_->step();
+}
+
+CoreStepBench::~CoreStepBench() = default;
+
+int64_t CoreStepBench::stepsFor(double seconds) {
+  // Steps for a third of the time, not one: a single step that lost the CPU for a time
+  // slice on a shared machine would make every repetition too short.
+  int64_t done = 0;
+  double spent = 0.0;
+  while (done == 0 || spent < seconds / 3.0) {
+    spent += timeSteps(1);
+    ++done;
+  }
+  return std::max<int64_t>(3, static_cast<int64_t>(seconds * static_cast<double>(done) / spent));
+}
+
+double CoreStepBench::timeSteps(int64_t steps) {
+  const Clock::time_point start = Clock::now();
+  for (int64_t i = 0; i < steps; ++i) impl_->step();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double CoreStepBench::flopsPerStep() const {
+  return impl_->worker.model().trainingFlops(impl_->config.batch);
+}
+
+int CoreStepBench::threads() const {
+  return impl_->backend.threads();
+}
+
+CoreBenchResult benchCoreStep(const CoreBenchConfig& config) {
+  CoreStepBench bench(config);
+  const int64_t steps = bench.stepsFor(config.secondsPerRepetition);
+  std::vector<double> perStep;
+  for (int r = 0; r < config.repetitions; ++r)
+    perStep.push_back(bench.timeSteps(steps) / static_cast<double>(steps));
   CoreBenchResult result;
-  result.threads = backend.threads();
+  result.threads = bench.threads();
   for (double s : perStep)
     result.repetitionSamplesPerS.push_back(static_cast<double>(config.batch) / s);
   const double stepS = median(perStep);
   result.stepMs = stepS * 1000.0;
   result.samplesPerS = static_cast<double>(config.batch) / stepS;
-  result.gflops = worker.model().trainingFlops(config.batch) / stepS * 1e-9;
+  result.gflops = bench.flopsPerStep() / stepS * 1e-9;
   return result;
 }
 

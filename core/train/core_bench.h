@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace dtlab::core {
@@ -27,7 +28,31 @@ struct CoreBenchResult {
   std::vector<double> repetitionSamplesPerS;
 };
 
-// Times loadBatch + forward + loss + backward + update, as a training run does them.
+// Whole training steps (loadBatch + forward + loss + backward + update, as a training run
+// does them) of one model, timed on request, so that a harness can interleave its
+// repetitions with another implementation's.
+class CoreStepBench {
+ public:
+  // Builds the model and its data and runs config.warmupSteps untimed steps.
+  explicit CoreStepBench(const CoreBenchConfig& config);
+  ~CoreStepBench();
+  CoreStepBench(const CoreStepBench&) = delete;
+  CoreStepBench& operator=(const CoreStepBench&) = delete;
+
+  // Steps (at least 3) that take about `seconds`, from timing steps for a third of that.
+  int64_t stepsFor(double seconds);
+  // Wall-clock seconds of `steps` consecutive steps.
+  double timeSteps(int64_t steps);
+  // Floating-point operations of one step (the model's training flops for the batch).
+  double flopsPerStep() const;
+  int threads() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// config.repetitions repetitions of about config.secondsPerRepetition each; medians.
 CoreBenchResult benchCoreStep(const CoreBenchConfig& config);
 
 // Median GFLOP/s of the CPU backend's GEMM on C[m x n] = A[m x k] B[k x n].

@@ -1,16 +1,56 @@
 #!/usr/bin/env python3
 """PyTorch reference for `dtlab-cli bench core`: the same MLP training step.
 
-Times full steps (zero_grad, forward, cross-entropy, backward, SGD-momentum update)
-on one fixed random batch, after warm-up, and prints one JSON line with the median.
-DTLab itself never depends on Python; this script only serves side-by-side numbers.
+A step is zero_grad, forward, cross-entropy, backward and the SGD-momentum update on one
+fixed random batch. After --warmup untimed steps the script prints one JSON line describing
+itself: the BLAS it runs on (Debian's PyTorch takes its GEMM from libblas.so.3; the harness
+picks OPENBLAS_CORETYPE with blas_probe.py and sets OPENBLAS_NUM_THREADS) and that BLAS's
+sgemm GFLOP/s at the shape DTLab's bench uses, measured through torch.mm in this process.
+
+Then, with --serve, it answers each line `steps N` on stdin with one JSON line
+{"seconds": S}: the wall clock of N whole steps, so the harness can interleave its own
+repetitions with these. It exits at the end of its input. Without --serve it times --reps
+repetitions itself and prints the median samples/s. DTLab never depends on Python; this
+only serves side-by-side numbers.
 """
 import argparse
 import json
 import statistics
+import sys
 import time
 
 import torch
+
+from blas_probe import loaded_blas
+
+
+def build(a):
+    torch.manual_seed(0)
+    layers, width = [], a.inputs
+    for _ in range(a.layers):
+        layers += [torch.nn.Linear(width, a.hidden), torch.nn.ReLU()]
+        width = a.hidden
+    layers.append(torch.nn.Linear(width, a.classes))
+    return torch.nn.Sequential(*layers)
+
+
+def torch_sgemm_gflops(m=256, n=1024, k=1024, seconds=0.25, reps=5):
+    """Median GFLOP/s of C[m x n] = A[m x k] B[k x n] through torch.mm."""
+    x = torch.full((m, k), 0.5)
+    w = torch.full((k, n), 0.25)
+    out = torch.empty(m, n)
+    for _ in range(3):
+        torch.mm(x, w, out=out)
+    t0 = time.perf_counter()
+    torch.mm(x, w, out=out)
+    calls = max(1, int(seconds / max(time.perf_counter() - t0, 1e-7)))
+    rates = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            torch.mm(x, w, out=out)
+        rates.append(2.0 * m * n * k * calls / (time.perf_counter() - t0) * 1e-9)
+    return statistics.median(rates)
 
 
 def main():
@@ -24,16 +64,11 @@ def main():
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--reps", type=int, default=7)
     p.add_argument("--steps", type=int, default=0, help="steps per repetition (0: about 0.3 s)")
+    p.add_argument("--serve", action="store_true")
     a = p.parse_args()
 
-    torch.manual_seed(0)
     torch.set_num_threads(a.threads)
-    layers, width = [], a.inputs
-    for _ in range(a.layers):
-        layers += [torch.nn.Linear(width, a.hidden), torch.nn.ReLU()]
-        width = a.hidden
-    layers.append(torch.nn.Linear(width, a.classes))
-    model = torch.nn.Sequential(*layers)
+    model = build(a)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
     x = torch.randn(a.batch, a.inputs)
@@ -45,21 +80,29 @@ def main():
         loss.backward()
         opt.step()
 
-    for _ in range(a.warmup):
-        step()
-    steps = a.steps
-    if steps == 0:
-        t0 = time.perf_counter()
-        step()
-        steps = max(1, int(0.3 / max(time.perf_counter() - t0, 1e-6)))
-    rates = []
-    for _ in range(a.reps):
+    def timed(steps):
         t0 = time.perf_counter()
         for _ in range(steps):
             step()
-        rates.append(steps * a.batch / (time.perf_counter() - t0))
+        return time.perf_counter() - t0
+
+    for _ in range(a.warmup):
+        step()
+    blas = loaded_blas()
     print(json.dumps({"impl": "pytorch " + torch.__version__, "threads": a.threads,
-                      "samples_per_s": statistics.median(rates)}))
+                      "blas": blas["library"], "openblas": blas["openblas"], "core": blas["core"],
+                      "parallel": blas["parallel"], "sgemm_gflops": torch_sgemm_gflops()}),
+          flush=True)
+    if a.serve:
+        for line in sys.stdin:
+            words = line.split()
+            if len(words) == 2 and words[0] == "steps":
+                print(json.dumps({"seconds": timed(int(words[1]))}), flush=True)
+        return
+
+    steps = a.steps or max(1, int(0.3 / max(timed(1), 1e-6)))
+    rates = [steps * a.batch / timed(steps) for _ in range(a.reps)]
+    print(json.dumps({"samples_per_s": statistics.median(rates), "steps": steps}))
 
 
 if __name__ == "__main__":

@@ -604,24 +604,82 @@ class TestComm : public QObject {
     for (int r = 0; r < size; ++r) QCOMPARE(trainingThreadAllocations[r], int64_t{0});
   }
 
-  void benchReportsBandwidthAndChecksResults() {
+  // The benchmark runs DTLab's communicator and Gloo's algorithms on one buffer, in the same
+  // ranks, and checks every element of every repetition: on a correct run no side reports a
+  // wrong element. One float (fewer elements than ranks) and an odd count reach the
+  // algorithms' edge cases.
+  void benchComparesEverySideAndChecksResults() {
+    for (int size : {2, 3}) {
+      for (int64_t bytes : {int64_t{4}, int64_t{4 * 1001}}) {
+        gloo::rendezvous::HashStore store;
+        std::vector<AllReduceBenchResult> results(static_cast<size_t>(size));
+        Failures failures;
+        runGroup(store, size, optionsFor("bench"), failures, [&](int rank, GlooCommunicator& comm) {
+          results[static_cast<size_t>(rank)] = benchAllReduce(comm, store, benchConfig(bytes));
+        });
+        QVERIFY2(failures.empty(), qPrintable(QString::fromStdString(failures.text())));
+        for (const AllReduceBenchResult& r : results) {
+          QCOMPARE(r.bytes, bytes);
+          QCOMPARE(r.ranks, size);
+          QCOMPARE(r.sides.size(), size_t{5});
+          for (const AllReduceSideResult& s : r.sides) {
+            QVERIFY2(s.wrong == 0, qPrintable(QString::fromStdString(s.name)));
+            QVERIFY(s.minSeconds > 0.0 && s.minSeconds <= s.medianSeconds);
+            QVERIFY(std::abs(s.algbwGBps - bytes / s.medianSeconds / 1e9) <= 1e-9 * s.algbwGBps);
+            const double factor = 2.0 * (size - 1) / size;
+            QVERIFY(std::abs(s.busbwGBps - s.algbwGBps * factor) <= 1e-9 * s.busbwGBps);
+          }
+        }
+      }
+    }
+  }
+
+  // The check is real: a communicator whose all-reduce leaves the buffer alone is caught,
+  // and only its side is.
+  void benchReportsWrongResults() {
+    class SkipsAllReduce final : public Communicator {
+     public:
+      explicit SkipsAllReduce(Communicator& inner) : inner_(inner) {}
+      int rank() const override { return inner_.rank(); }
+      int size() const override { return inner_.size(); }
+      void allReduceSum(float*, int64_t) override {}
+      void broadcast(float* data, int64_t count, int root) override {
+        inner_.broadcast(data, count, root);
+      }
+      void allGather(const float* in, int64_t count, float* out) override {
+        inner_.allGather(in, count, out);
+      }
+      void barrier() override { inner_.barrier(); }
+      int64_t bytesSent() const override { return inner_.bytesSent(); }
+
+     private:
+      Communicator& inner_;
+    };
     gloo::rendezvous::HashStore store;
     const int size = 2;
+    const int64_t bytes = 4 * 64;
     std::vector<AllReduceBenchResult> results(size);
     Failures failures;
     runGroup(store, size, optionsFor("bench"), failures, [&](int rank, GlooCommunicator& comm) {
-      results[rank] = benchAllReduce(comm, 1 << 20, 2, 5);
+      SkipsAllReduce broken(comm);
+      results[static_cast<size_t>(rank)] = benchAllReduce(broken, store, benchConfig(bytes));
     });
     QVERIFY2(failures.empty(), qPrintable(QString::fromStdString(failures.text())));
-    for (const auto& r : results) {
-      QCOMPARE(r.wrong, int64_t{0});
-      QCOMPARE(r.bytes, int64_t{1} << 20);
-      QCOMPARE(r.callsPerIteration, 8);
-      QVERIFY(r.medianSeconds > 0.0 && r.minSeconds <= r.medianSeconds);
-      QVERIFY(r.minSeconds <= r.meanSeconds);
-      QVERIFY(std::abs(r.algbwGBps - r.bytes / r.medianSeconds / 1e9) < 1e-9);
-      QVERIFY(std::abs(r.busbwGBps - r.algbwGBps) < 1e-9);  // 2(n-1)/n = 1 for n = 2
+    for (const AllReduceBenchResult& r : results) {
+      const int rounds = 1 + 3;  // warm-up + timed, all checked
+      QCOMPARE(r.sides[0].wrong, rounds * (bytes / 4));
+      for (size_t i = 1; i < r.sides.size(); ++i) QCOMPARE(r.sides[i].wrong, int64_t{0});
     }
+  }
+
+ private:
+  static AllReduceBenchConfig benchConfig(int64_t bytes) {
+    AllReduceBenchConfig config;
+    config.bytes = bytes;
+    config.warmup = 1;
+    config.repetitions = 3;
+    config.timeout = std::chrono::seconds(20);
+    return config;
   }
 };
 

@@ -17,6 +17,7 @@
 #include "core/store/project_store.h"
 #include "core/store/schema.h"
 #include "core/store/sqlite_db.h"
+#include "core/store/store_bench.h"
 
 using namespace dtlab::core;
 namespace fs = std::filesystem;
@@ -710,6 +711,31 @@ class TestStore : public QObject {
     std::ostringstream none;
     QVERIFY(errorOf([&] { writeSeriesCsv(*store, 5, none); }).find("no run 5") !=
             std::string::npos);
+  }
+
+  // The store benchmark gives the one-row-per-point reference the same work as the chunked
+  // store (same points and series, same query), and checks both sides' results.
+  void benchGivesBothSidesTheSameWork() {
+    StoreBenchConfig config;
+    config.directory = dir_.path().toStdString();
+    config.ingestPoints = 9 * 2 * 1000;
+    config.workers = 2;
+    config.ingestRepetitions = 2;
+    config.queryPoints = 5000;
+    config.buckets = 100;
+    config.repetitions = 2;
+    const StoreBenchResult r = benchStore(config);
+    QVERIFY(r.rows.has_value());
+    for (const StoreSideResult* side : {&r.chunks, &*r.rows}) {
+      QCOMPARE(side->ingestPoints, config.ingestPoints);
+      QCOMPARE(side->wrongIngest, int64_t{0});
+      QCOMPARE(side->wrongBuckets, int64_t{0});
+      QVERIFY(side->ingestPointsPerS > 0.0 && side->queryMs > 0.0);
+      QVERIFY(side->fileBytes > 0);
+    }
+    // Same buckets over the same data: the same min and max points come back.
+    QCOMPARE(r.rows->queryReturnedPoints, r.chunks.queryReturnedPoints);
+    QVERIFY(r.chunks.queryReturnedPoints > config.buckets);
   }
 };
 

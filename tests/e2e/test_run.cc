@@ -400,6 +400,39 @@ class TestRun : public QObject {
     QVERIFY2(err.contains("UNAUTHENTICATED"), qPrintable(err));
     QVERIFY2(!err.contains("right-token"), qPrintable(err));
   }
+
+  // `bench --help` names every benchmark's flags (the parsers refuse any other).
+  void cliBenchHelpListsFlags() {
+    QProcess cli;
+    cli.start(kCli, {"bench", "--help"});
+    QVERIFY(cli.waitForFinished(10000));
+    QCOMPARE(cli.exitCode(), 0);
+    const QString help = cli.readAllStandardOutput();
+    for (const char* flag :
+         {"bench core",     "--threads",   "--batch",       "--in",      "--hidden",
+          "--layers",       "--classes",   "--reps",        "--steps",   "--reference",
+          "--json",         "bench train", "--local-nodes", "--warmup",  "bench allreduce",
+          "--bytes",        "bench store", "--points",      "--workers", "--ingest-reps",
+          "--query-points", "--buckets",   "--dir"})
+      QVERIFY2(help.contains(flag), flag);
+  }
+
+  // The all-reduce benchmark runs DTLab's side and Gloo's algorithms between processes and
+  // finds no wrong element on a correct run.
+  void cliBenchAllReduceChecksResults() {
+    QProcess cli;
+    cli.start(kCli, {"bench", "allreduce", "--local-nodes", "2", "--bytes", "4096", "--reps", "2",
+                     "--json"});
+    QVERIFY(cli.waitForFinished(120000));
+    QVERIFY2(cli.exitCode() == 0, qPrintable(cli.readAllStandardError()));
+    const QList<QByteArray> lines = cli.readAllStandardOutput().trimmed().split('\n');
+    const auto out = nlohmann::json::parse(lines.last().toStdString());
+    QCOMPARE(out["wrong"], nlohmann::json(0));
+    QCOMPARE(out["sides"].size(), 5u);
+    QCOMPARE(out["sides"][0]["name"], nlohmann::json("dtlab (own)"));
+    for (const auto& side : out["sides"]) QVERIFY(side["busbw_gbps"].get<double>() > 0.0);
+    QVERIFY(out["ratio_vs_best_gloo"].get<double>() > 0.0);
+  }
 };
 
 QTEST_GUILESS_MAIN(TestRun)
