@@ -903,6 +903,14 @@ int64_t GlooCommunicator::bytesSent() const {
 //   4      4 MiB    0.50   0.76            0.18   0.36     0.46
 //   4      16 MiB   0.51   0.57            0.28   0.54     0.50
 //
+// Re-measured like for like on 2026-11-30 (`dtlab-cli bench allreduce`: Gloo's algorithms built
+// once on the caller's buffer, no staging, sides interleaved; 2 ranks, busbw, 20 repetitions):
+// 64 KiB own 0.60 vs best Gloo 0.38 (ring); 256 KiB 0.67 vs 0.96 (ring); 1 MiB 0.79 vs 0.73
+// (gloo_allreduce); 4 MiB 1.13 vs 1.49 (gloo_allreduce); 16 MiB 1.43 vs 1.33. Repeated runs
+// moved each figure by up to 2x on the shared 2-core VM, and the winner between 256 KiB and
+// 4 MiB changed from run to run, so the table below was kept; README "Benchmarks" has the
+// ratios as they came out.
+//
 // So: ours everywhere for 2 ranks and below 4 MiB; from 4 MiB with 3 or more ranks Gloo's
 // segmented ring, whose neighbour-only traffic contends less than our all-to-all when the
 // ranks share few cores (halving-doubling is close, but through this class it would pay the
