@@ -13,7 +13,10 @@ packages=(
   build-essential cmake ninja-build pkg-config
   nlohmann-json3-dev   # experiment specs, summaries
   libdnnl-dev          # oneDNN: the CPU backend's GEMM (threads with OpenMP)
-  qt6-base-dev         # Qt Test for the test suites (core/ itself never links Qt)
+  qt6-base-dev         # the GUI (ui/) and Qt Test for the test suites (core/ never links Qt)
+  qt6-svg-dev          # SVG chart export
+  libqcustomplot-dev libqcustomplot2.1-qt6  # charts (QCustomPlot, its Qt 6 build)
+  xvfb                 # real windows for screenshots and GUI checks without a display
   libsqlite3-dev       # project files (core/store)
   libgloo-dev          # CPU collectives over TCP (core/comm)
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc  # node protocol

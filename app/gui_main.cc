@@ -1,0 +1,98 @@
+// dtlab: the desktop workbench. Thin: parses arguments, opens the window, or renders one
+// page to a PNG and exits (--screenshot, for README pictures and tests).
+#include <QtCore/QCommandLineParser>
+#include <QtCore/QEventLoop>
+#include <QtCore/QTimer>
+#include <QtWidgets/QApplication>
+#include <QtWidgets/QStatusBar>
+
+#include <cstdio>
+
+#include "core/common/config.h"
+#include "ui/main_window.h"
+
+namespace {
+
+// Waits (running the event loop) until `signal` of `sender` fires; false after `ms`.
+template <typename Signal>
+bool waitFor(const dtlab::ui::MainWindow* sender, Signal signal, int ms) {
+  QEventLoop loop;
+  bool fired = false;
+  QObject::connect(sender, signal, &loop, [&] {
+    fired = true;
+    loop.quit();
+  });
+  QObject::connect(sender, &dtlab::ui::MainWindow::loadFailed, &loop, [&] { loop.quit(); });
+  QTimer::singleShot(ms, &loop, &QEventLoop::quit);
+  loop.exec();
+  return fired;
+}
+
+int fail(const QString& message) {
+  std::fprintf(stderr, "dtlab: %s\n", qPrintable(message));
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName("DTLab");
+  QApplication::setApplicationName("dtlab");
+  QApplication::setApplicationVersion(DTLAB_VERSION);
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription("DTLab: distributed training experiments on synthetic data.");
+  parser.addHelpOption();
+  parser.addVersionOption();
+  parser.addPositionalArgument("project", "a project file (*.dtlab) to open", "[P.dtlab]");
+  const QCommandLineOption page("page", "the page to show: explorer or run", "page", "explorer");
+  const QCommandLineOption run("run", "the run to show (its number)", "RUN");
+  const QCommandLineOption screenshot("screenshot", "render the page to a PNG and exit", "out.png");
+  const QCommandLineOption size("size", "window size for --screenshot", "WxH", "1280x800");
+  parser.addOptions({page, run, screenshot, size});
+  parser.process(app);
+
+  const QStringList positional = parser.positionalArguments();
+  if (positional.size() > 1) return fail("expected at most one project file");
+  const QString pageName = parser.value(page);
+  if (pageName != "explorer" && pageName != "run")
+    return fail(QString("--page: '%1' is not available (pages: explorer, run)").arg(pageName));
+  bool runOk = true;
+  const qint64 runId = parser.isSet(run) ? parser.value(run).toLongLong(&runOk) : -1;
+  if (!runOk || (parser.isSet(run) && runId <= 0))
+    return fail(QString("--run: expected a run number, got '%1'").arg(parser.value(run)));
+  if (pageName == "run" && runId < 0) return fail("--page run needs --run RUN");
+  if (runId > 0 && positional.isEmpty()) return fail("--run needs a project file");
+
+  dtlab::ui::MainWindow window;
+  const bool capture = parser.isSet(screenshot);
+  window.setQuietErrors(capture);
+  if (capture) {
+    const QStringList wh = parser.value(size).split('x');
+    bool w = false, h = false;
+    if (wh.size() != 2 || wh[0].toInt(&w) < 200 || wh[1].toInt(&h) < 150 || !w || !h)
+      return fail(
+          QString("--size: expected WxH (at least 200x150), got '%1'").arg(parser.value(size)));
+    window.resize(wh[0].toInt(), wh[1].toInt());
+  }
+  window.show();
+  if (!positional.isEmpty()) {
+    window.openProject(positional.first());
+    if (capture && !waitFor(&window, &dtlab::ui::MainWindow::projectLoaded, 30000))
+      return fail(QString("could not open %1: %2")
+                      .arg(positional.first(), window.statusBar()->currentMessage()));
+  }
+  if (runId > 0) {
+    window.selectRun(runId);
+    if (capture && !waitFor(&window, &dtlab::ui::MainWindow::runShown, 30000))
+      return fail(window.statusBar()->currentMessage());
+  }
+  if (!capture) return app.exec();
+
+  QApplication::processEvents();
+  const QString out = parser.value(screenshot);
+  if (!window.grab().save(out, "PNG")) return fail(QString("cannot write %1").arg(out));
+  std::printf("dtlab: wrote %s\n", qPrintable(out));
+  return 0;
+}

@@ -1,0 +1,233 @@
+#include "ui/models/explorer_model.h"
+
+#include <QtCore/QDateTime>
+#include <QtGui/QBrush>
+#include <QtGui/QColor>
+
+namespace dtlab::ui {
+namespace {
+
+using Group = ExplorerModel::Group;
+
+const char* groupTitle(Group g) {
+  switch (g) {
+    case Group::kDatasets:
+      return "Datasets";
+    case Group::kTopologies:
+      return "Topologies";
+    case Group::kExperiments:
+      return "Experiments";
+    case Group::kRuns:
+      return "Runs";
+  }
+  return "";
+}
+
+const char* itemKind(Group g) {
+  switch (g) {
+    case Group::kDatasets:
+      return "dataset";
+    case Group::kTopologies:
+      return "topology";
+    case Group::kExperiments:
+      return "experiment";
+    case Group::kRuns:
+      return "run";
+  }
+  return "";
+}
+
+QString when(int64_t epochMs) {
+  if (epochMs <= 0) return {};
+  return QDateTime::fromMSecsSinceEpoch(epochMs).toString("yyyy-MM-dd hh:mm");
+}
+
+QString str(const nlohmann::json& j, const char* key, const char* fallback = "") {
+  if (j.is_object() && j.contains(key) && j[key].is_string())
+    return QString::fromStdString(j[key].get<std::string>());
+  return fallback;
+}
+
+qint64 integer(const nlohmann::json& j, const char* key, qint64 fallback = 0) {
+  if (j.is_object() && j.contains(key) && j[key].is_number_integer()) return j[key].get<qint64>();
+  return fallback;
+}
+
+// One line that says what an entity is, from its JSON config.
+QString entityDetail(Group g, const nlohmann::json& c) {
+  switch (g) {
+    case Group::kDatasets:
+      return QString("%1, %2 train / %3 test")
+          .arg(str(c, "kind", "?"))
+          .arg(integer(c, "train_size"))
+          .arg(integer(c, "test_size"));
+    case Group::kTopologies: {
+      const qint64 nodes = integer(c, "local_nodes", 1);
+      return QString("%1 local node%2").arg(nodes).arg(nodes == 1 ? "" : "s");
+    }
+    case Group::kExperiments: {
+      const auto variants = c.is_object() && c.contains("variants") && c["variants"].is_array()
+                                ? static_cast<int>(c["variants"].size())
+                                : 0;
+      const nlohmann::json dataset =
+          c.is_object() && c.contains("dataset") ? c["dataset"] : nullptr;
+      return QString("%1, %2 variant%3")
+          .arg(str(dataset, "kind", "?"))
+          .arg(variants)
+          .arg(variants == 1 ? "" : "s");
+    }
+    case Group::kRuns:
+      break;
+  }
+  return {};
+}
+
+QString runDetail(const core::RunRecord& r, const nlohmann::json& summary) {
+  QString text = QString::fromStdString(r.strategy) + ", " + QString::fromStdString(r.status);
+  if (summary.is_object() && summary.contains("final_test_accuracy") &&
+      summary["final_test_accuracy"].is_number())
+    text += QString(", accuracy %1").arg(summary["final_test_accuracy"].get<double>(), 0, 'f', 4);
+  return text;
+}
+
+QColor statusColor(const std::string& status) {
+  if (status == "failed") return QColor(0xb0, 0x20, 0x20);
+  if (status == "running") return QColor(0x20, 0x60, 0xb0);
+  if (status == "cancelled") return QColor(0x80, 0x80, 0x80);
+  return {};
+}
+
+}  // namespace
+
+ExplorerModel::ExplorerModel(QObject* parent) : QAbstractItemModel(parent) {}
+
+void ExplorerModel::setSnapshot(ProjectSnapshot snapshot) {
+  beginResetModel();
+  snapshot_ = std::move(snapshot);
+  endResetModel();
+}
+
+int ExplorerModel::itemCount(Group g) const {
+  switch (g) {
+    case Group::kDatasets:
+      return static_cast<int>(snapshot_.datasets.size());
+    case Group::kTopologies:
+      return static_cast<int>(snapshot_.topologies.size());
+    case Group::kExperiments:
+      return static_cast<int>(snapshot_.experiments.size());
+    case Group::kRuns:
+      return static_cast<int>(snapshot_.runs.size());
+  }
+  return 0;
+}
+
+QModelIndex ExplorerModel::index(int row, int column, const QModelIndex& parent) const {
+  if (row < 0 || column < 0 || column >= kColumnCount) return {};
+  if (!parent.isValid())
+    return row < kGroupCount ? createIndex(row, column, quintptr{0}) : QModelIndex();
+  if (parent.internalId() != 0 || parent.column() != 0) return {};  // items have no children
+  const auto g = static_cast<Group>(parent.row());
+  if (row >= itemCount(g)) return {};
+  return createIndex(row, column, quintptr{1} + static_cast<quintptr>(parent.row()));
+}
+
+QModelIndex ExplorerModel::parent(const QModelIndex& child) const {
+  if (!child.isValid() || child.internalId() == 0) return {};
+  return createIndex(static_cast<int>(child.internalId() - 1), 0, quintptr{0});
+}
+
+int ExplorerModel::rowCount(const QModelIndex& parent) const {
+  if (!parent.isValid()) return kGroupCount;
+  if (parent.internalId() != 0 || parent.column() != 0) return 0;
+  return itemCount(static_cast<Group>(parent.row()));
+}
+
+int ExplorerModel::columnCount(const QModelIndex&) const {
+  return kColumnCount;
+}
+
+QVariant ExplorerModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  switch (section) {
+    case kNameColumn:
+      return tr("Name");
+    case kDetailColumn:
+      return tr("Detail");
+    case kWhenColumn:
+      return tr("Updated / started");
+    default:
+      return {};
+  }
+}
+
+QVariant ExplorerModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid()) return {};
+  if (index.internalId() == 0)
+    return groupData(static_cast<Group>(index.row()), index.column(), role);
+  return itemData(static_cast<Group>(index.internalId() - 1), index.row(), index.column(), role);
+}
+
+QVariant ExplorerModel::groupData(Group g, int column, int role) const {
+  if (role == KindRole) return QStringLiteral("group");
+  if (role == Qt::DisplayRole && column == kNameColumn)
+    return QString("%1 (%2)").arg(tr(groupTitle(g))).arg(itemCount(g));
+  return {};
+}
+
+QVariant ExplorerModel::itemData(Group g, int row, int column, int role) const {
+  const auto r = static_cast<std::size_t>(row);
+  if (role == KindRole) return QString(itemKind(g));
+  if (g == Group::kRuns) {
+    const core::RunRecord& run = snapshot_.runs.at(r);
+    const nlohmann::json& summary = snapshot_.summaries.at(r);
+    if (role == IdRole) return QVariant::fromValue<qint64>(run.id);
+    if (role == StatusRole) return QString::fromStdString(run.status);
+    if (role == Qt::ForegroundRole && column == kDetailColumn) {
+      const QColor c = statusColor(run.status);
+      return c.isValid() ? QVariant(QBrush(c)) : QVariant();
+    }
+    if (role == Qt::ToolTipRole)
+      return run.error.empty() ? tr("started %1").arg(when(run.startedMs))
+                               : QString::fromStdString(run.error);
+    if (role != Qt::DisplayRole) return {};
+    switch (column) {
+      case kNameColumn:
+        return QString("#%1 %2").arg(run.id).arg(QString::fromStdString(run.name));
+      case kDetailColumn:
+        return runDetail(run, summary);
+      case kWhenColumn:
+        return when(run.startedMs);
+    }
+    return {};
+  }
+  const std::vector<core::Entity>& list = g == Group::kDatasets     ? snapshot_.datasets
+                                          : g == Group::kTopologies ? snapshot_.topologies
+                                                                    : snapshot_.experiments;
+  const core::Entity& e = list.at(r);
+  if (role == IdRole) return QVariant::fromValue<qint64>(e.id);
+  if (role == Qt::ToolTipRole) return tr("updated %1").arg(when(e.updatedMs));
+  if (role != Qt::DisplayRole) return {};
+  switch (column) {
+    case kNameColumn:
+      return QString::fromStdString(e.name);
+    case kDetailColumn:
+      return entityDetail(g, e.config);
+    case kWhenColumn:
+      return when(e.updatedMs);
+  }
+  return {};
+}
+
+QModelIndex ExplorerModel::find(const QString& kind, qint64 id) const {
+  for (int g = 0; g < kGroupCount; ++g) {
+    if (kind != itemKind(static_cast<Group>(g))) continue;
+    const QModelIndex group = index(g, 0);
+    for (int row = 0; row < rowCount(group); ++row) {
+      const QModelIndex item = index(row, 0, group);
+      if (item.data(IdRole).toLongLong() == id) return item;
+    }
+  }
+  return {};
+}
+
+}  // namespace dtlab::ui

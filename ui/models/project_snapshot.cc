@@ -1,0 +1,54 @@
+#include "ui/models/project_snapshot.h"
+
+#include <cmath>
+
+namespace dtlab::ui {
+
+ProjectSnapshot readProjectSnapshot(const std::string& path) {
+  auto store = core::ProjectStore::open(path, /*readOnly=*/true);
+  ProjectSnapshot s;
+  s.path = path;
+  const auto meta = store->metadata();
+  if (auto it = meta.find("name"); it != meta.end()) s.name = it->second;
+  s.datasets = store->entities(core::EntityKind::kDataset);
+  s.topologies = store->entities(core::EntityKind::kTopology);
+  s.experiments = store->entities(core::EntityKind::kExperiment);
+  s.runs = store->runs();
+  for (const core::RunRecord& r : s.runs) {
+    const std::optional<nlohmann::json> summary = store->runSummary(r.id);
+    s.summaries.push_back(summary ? *summary : nlohmann::json(nullptr));
+  }
+  return s;
+}
+
+RunDetail readRunDetail(const std::string& path, int64_t runId, int64_t maxPoints) {
+  auto store = core::ProjectStore::open(path, /*readOnly=*/true);
+  RunDetail d;
+  d.run = store->requireRun(runId);
+  if (const auto summary = store->runSummary(runId)) d.summary = *summary;
+  d.metrics = store->runMetrics(runId);
+  d.events = store->events(runId);
+  for (const core::SeriesInfo& s : store->series(runId)) {
+    const bool workerLoss = s.key == core::metric::kLoss && s.worker >= 0;
+    const bool runCurve = s.node == core::kNoNode && (s.key == core::metric::kTestAccuracy ||
+                                                      s.key == core::metric::kTestLoss);
+    if (!workerLoss && !runCurve) continue;
+    core::SeriesQuery query;
+    query.seriesId = s.id;
+    query.buckets = static_cast<int>(std::max<int64_t>(1, maxPoints / 2));
+    const core::SeriesData data = store->querySeries(query);
+    RunDetail::Curve curve;
+    curve.key = s.key;
+    curve.worker = s.worker;
+    curve.downsampled = data.downsampled;
+    for (const core::SeriesPoint& p : data.points) {
+      if (std::isnan(p.value)) continue;
+      curve.steps.push_back(static_cast<double>(p.step));
+      curve.values.push_back(p.value);
+    }
+    d.curves.push_back(std::move(curve));
+  }
+  return d;
+}
+
+}  // namespace dtlab::ui

@@ -1,0 +1,52 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <QtCore/QMetaType>
+
+#include "core/store/project_store.h"
+
+namespace dtlab::ui {
+
+// What the explorer shows of a project, read in one go off the GUI thread and handed over
+// as a value: the GUI never waits on SQLite.
+struct ProjectSnapshot {
+  std::string path;
+  std::string name;  // the project's metadata name ("" if none)
+  std::vector<core::Entity> datasets;
+  std::vector<core::Entity> topologies;
+  std::vector<core::Entity> experiments;
+  std::vector<core::RunRecord> runs;
+  // Per run id, in the order of `runs`: the stored summary (null while running).
+  std::vector<nlohmann::json> summaries;
+};
+
+// Reads the snapshot through its own connection, read-only. Throws core::StoreError (a
+// missing, damaged or newer file) with a message naming the file.
+ProjectSnapshot readProjectSnapshot(const std::string& path);
+
+// One run's detail for its page: metric aggregates, the loss and accuracy curves (at most
+// `maxPoints` points each, downsampled by the store when longer), events.
+struct RunDetail {
+  core::RunRecord run;
+  nlohmann::json summary;  // null while running
+  std::vector<core::RunMetric> metrics;
+  struct Curve {
+    std::string key;
+    int worker = -1;  // -1: the run's own series
+    std::vector<double> steps;
+    std::vector<double> values;
+    bool downsampled = false;
+  };
+  std::vector<Curve> curves;  // loss of every worker, test_accuracy and test_loss of the run
+  std::vector<core::RunEvent> events;
+};
+RunDetail readRunDetail(const std::string& path, int64_t runId, int64_t maxPoints = 2000);
+
+}  // namespace dtlab::ui
+
+Q_DECLARE_METATYPE(dtlab::ui::ProjectSnapshot)
+Q_DECLARE_METATYPE(dtlab::ui::RunDetail)
