@@ -14,12 +14,16 @@
 #include <QtWidgets/QLabel>
 #include <QtWidgets/QMenuBar>
 #include <QtWidgets/QMessageBox>
+#include <QtWidgets/QProgressBar>
 #include <QtWidgets/QSplitter>
 #include <QtWidgets/QStackedWidget>
 #include <QtWidgets/QStatusBar>
+#include <QtWidgets/QToolBar>
 #include <QtWidgets/QTreeView>
 
 #include "core/common/config.h"
+#include "core/spec/experiment_spec.h"
+#include "ui/controller/cluster_controller.h"
 #include "ui/models/explorer_model.h"
 #include "ui/pages/entity_page.h"
 #include "ui/pages/run_page.h"
@@ -65,7 +69,9 @@ MainWindow::MainWindow(QWidget* parent)
       entityPage_(new EntityPage(this)),
       runPage_(new RunPage(this)),
       poll_(new QTimer(this)),
-      statusProject_(new QLabel(this)) {
+      statusProject_(new QLabel(this)),
+      controller_(new ClusterController(this)),
+      runProgress_(new QProgressBar(this)) {
   setWindowTitle("DTLab");
   tree_->setModel(explorer_);
   tree_->setUniformRowHeights(true);
@@ -96,9 +102,33 @@ MainWindow::MainWindow(QWidget* parent)
   split->setStretchFactor(0, 2);
   split->setStretchFactor(1, 5);
   setCentralWidget(split);
+  statusBar()->addPermanentWidget(runProgress_);
   statusBar()->addPermanentWidget(statusProject_);
+  runProgress_->setMaximumWidth(220);
+  runProgress_->setTextVisible(true);
+  runProgress_->hide();
 
   buildMenus();
+  connect(controller_, &ExperimentController::runStarted, this,
+          [this](qint64 runId, const QString& variant) {
+            followRun_ = runId;
+            statusBar()->showMessage(tr("Running %1 (run #%2)...").arg(variant).arg(runId));
+            reload();
+          });
+  connect(controller_, &ExperimentController::progress, this,
+          [this](const RunProgress& p) { onProgress(p); });
+  connect(controller_, &ExperimentController::runFinished, this,
+          [this](qint64 runId, const QString& status, const QString&) {
+            statusBar()->showMessage(tr("Run #%1 %2").arg(runId).arg(status), 8000);
+            reload();
+          });
+  connect(controller_, &ExperimentController::problem, this,
+          [this](const QString& message) { fail(message); });
+  connect(controller_, &ExperimentController::finished, this, [this] {
+    runProgress_->hide();
+    updateRunActions();
+  });
+  updateRunActions();
   poll_->setInterval(kPollMs);
   connect(poll_, &QTimer::timeout, this, [this] { pollFile(); });
 
@@ -133,6 +163,20 @@ void MainWindow::buildMenus() {
   file->addSeparator();
   QAction* quit = file->addAction(tr("&Quit"), this, [this] { close(); });
   quit->setShortcut(QKeySequence::Quit);
+
+  QMenu* runMenu = menuBar()->addMenu(tr("&Run"));
+  runAction_ = runMenu->addAction(tr("&Run Experiment"), this, [this] { runSelectedExperiment(); });
+  runAction_->setShortcut(Qt::CTRL | Qt::Key_R);
+  cancelAction_ = runMenu->addAction(tr("&Cancel Run"), this, [this] {
+    controller_->cancel();
+    statusBar()->showMessage(tr("Cancelling: the nodes stop together at the next step..."));
+    cancelAction_->setEnabled(false);
+  });
+  cancelAction_->setShortcut(Qt::CTRL | Qt::Key_Period);
+  QToolBar* tools = addToolBar(tr("Run"));
+  tools->setObjectName("runToolBar");
+  tools->addAction(runAction_);
+  tools->addAction(cancelAction_);
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About DTLab"), this, [this] { showAbout(); });
@@ -202,10 +246,17 @@ void MainWindow::applySnapshot(quint64, const ProjectSnapshot& snapshot) {
   const bool first = explorer_->snapshot().path != snapshot.path;
   explorer_->setSnapshot(snapshot);
   tree_->expandAll();
+  if (followRun_ >= 0 && explorer_->find("run", followRun_).isValid()) {
+    // A run started from here: show it as soon as it is listed.
+    pendingKind_ = "run";
+    pendingId_ = followRun_;
+    followRun_ = -1;
+  }
   if (!pendingKind_.isEmpty()) {
     const QModelIndex again = explorer_->find(pendingKind_, pendingId_);
     if (again.isValid()) tree_->setCurrentIndex(again);
   }
+  updateRunActions();
   statusBar()->showMessage(
       tr("%1 runs, %2 experiments").arg(snapshot.runs.size()).arg(snapshot.experiments.size()),
       4000);
@@ -253,7 +304,75 @@ void MainWindow::pollFile() {
   if (modified != seenModified_ || walSize != seenWalSize_) reload();
 }
 
+void MainWindow::updateRunActions() {
+  if (runAction_ == nullptr) return;
+  const QModelIndex index = tree_->currentIndex();
+  QString why;
+  if (controller_->busy()) {
+    why = tr("A run is in progress (Run > Cancel Run stops it).");
+  } else if (path_.isEmpty()) {
+    why = tr("Open a project first.");
+  } else if (index.data(ExplorerModel::KindRole).toString() != "experiment") {
+    why = tr("Select an experiment in the explorer to run it.");
+  } else {
+    const qint64 id = index.data(ExplorerModel::IdRole).toLongLong();
+    for (const core::Entity& e : explorer_->snapshot().experiments) {
+      if (e.id != id) continue;
+      try {
+        core::parseExperimentSpec(e.config);
+      } catch (const std::exception& error) {
+        why = tr("The experiment's spec is invalid: %1").arg(QString::fromUtf8(error.what()));
+      }
+    }
+  }
+  runAction_->setEnabled(why.isEmpty());
+  runAction_->setToolTip(why.isEmpty() ? tr("Run every variant of the selected experiment on "
+                                            "its local cluster, recorded into this project")
+                                       : why);
+  runAction_->setStatusTip(runAction_->toolTip());
+  cancelAction_->setEnabled(controller_->busy());
+  cancelAction_->setToolTip(controller_->busy() ? tr("Stop the running experiment")
+                                                : tr("No run is in progress."));
+}
+
+void MainWindow::runSelectedExperiment() {
+  const QModelIndex index = tree_->currentIndex();
+  if (index.data(ExplorerModel::KindRole).toString() != "experiment") return;
+  const qint64 id = index.data(ExplorerModel::IdRole).toLongLong();
+  for (const core::Entity& e : explorer_->snapshot().experiments) {
+    if (e.id != id) continue;
+    RunRequest request;
+    request.projectPath = path_;
+    try {
+      request.spec = core::parseExperimentSpec(e.config);
+    } catch (const std::exception& error) {
+      fail(tr("Cannot run %1: %2")
+               .arg(QString::fromStdString(e.name), QString::fromUtf8(error.what())));
+      return;
+    }
+    if (!controller_->start(request)) return;
+    runProgress_->setRange(0, 0);
+    runProgress_->show();
+    statusBar()->showMessage(tr("Starting %1 on %2 local nodes...")
+                                 .arg(QString::fromStdString(e.name))
+                                 .arg(request.spec.cluster.localNodes));
+    updateRunActions();
+  }
+}
+
+void MainWindow::onProgress(const RunProgress& p) {
+  if (p.plannedSteps > 0) {
+    runProgress_->setRange(0, static_cast<int>(p.plannedSteps));
+    runProgress_->setValue(static_cast<int>(p.step));
+  } else {
+    runProgress_->setRange(0, 0);
+  }
+  runProgress_->setFormat(
+      QString("%1 (%2/%3): %v").arg(p.variant).arg(p.variantIndex + 1).arg(p.variantCount));
+}
+
 void MainWindow::showSelection() {
+  updateRunActions();
   const QModelIndex index = tree_->currentIndex();
   const QString kind = index.data(ExplorerModel::KindRole).toString();
   if (!index.isValid() || kind == "group") {

@@ -5,8 +5,10 @@
 
 #include "ui/models/project_snapshot.h"
 
+class QAction;
 class QLabel;
 class QMenu;
+class QProgressBar;
 class QStackedWidget;
 class QTimer;
 class QTreeView;
@@ -14,8 +16,10 @@ class QTreeView;
 namespace dtlab::ui {
 
 class EntityPage;
+class ExperimentController;
 class ExplorerModel;
 class RunPage;
+struct RunProgress;
 
 // The workbench window: the project explorer beside the page of what is selected. Project
 // reads happen on a thread pool and arrive as values (ProjectSnapshot, RunDetail); the GUI
@@ -35,6 +39,11 @@ class MainWindow final : public QMainWindow {
   void selectRun(qint64 runId);
   // Errors go to the status bar only (screenshots, tests) instead of a message box.
   void setQuietErrors(bool quiet) { quietErrors_ = quiet; }
+  // Runs every variant of the selected experiment on its local cluster (recorded into the
+  // project), or cancels the running one. The actions say why they are disabled.
+  QAction* runAction() const { return runAction_; }
+  QAction* cancelAction() const { return cancelAction_; }
+  ExperimentController* controller() const { return controller_; }
 
   QString projectPath() const { return path_; }
   ExplorerModel* explorerModel() const { return explorer_; }
@@ -63,6 +72,9 @@ class MainWindow final : public QMainWindow {
   void rememberRecent(const QString& path);
   void refreshRecentMenu();
   void showAbout();
+  void updateRunActions();
+  void runSelectedExperiment();
+  void onProgress(const RunProgress& progress);
 
   ExplorerModel* explorer_;
   QTreeView* tree_;
@@ -73,6 +85,11 @@ class MainWindow final : public QMainWindow {
   QMenu* recentMenu_ = nullptr;
   QTimer* poll_;
   QLabel* statusProject_;
+  ExperimentController* controller_;
+  QAction* runAction_ = nullptr;
+  QAction* cancelAction_ = nullptr;
+  QProgressBar* runProgress_;
+  qint64 followRun_ = -1;  // a run started from here: selected as soon as it is listed
 
   QString path_;
   quint64 generation_ = 0;  // of the open project; stale reads are dropped

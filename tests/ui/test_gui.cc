@@ -8,12 +8,14 @@
 #include <QtCore/QProcess>
 #include <QtCore/QStandardPaths>
 #include <QtCore/QTemporaryDir>
+#include <QtGui/QAction>
 #include <QtWidgets/QApplication>
 #include <QtWidgets/QTreeView>
 
 #include "core/store/project_store.h"
 #include "core/store/store_sink.h"
 #include "core/train/local_trainer.h"
+#include "ui/controller/experiment_controller.h"
 #include "ui/main_window.h"
 #include "ui/models/explorer_model.h"
 #include "ui/models/project_snapshot.h"
@@ -172,6 +174,74 @@ class TestGui : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(window.explorerModel()->snapshot().runs.size(), std::size_t{3},
                               10000);
     QVERIFY(window.explorerModel()->find("run", 3).isValid());
+  }
+
+  // Run an experiment stored in the project from the window: both variants run on real
+  // local daemons, are recorded, listed and shown; the Run action says why it is disabled.
+  void runsAnExperimentOnALocalClusterFromTheWindow() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("p.dtlab").toStdString();
+    {
+      auto store = core::ProjectStore::create(path);
+      core::ExperimentSpec spec = smallSpec("pair", 20);
+      spec.cluster.localNodes = 2;
+      spec.variants = {core::VariantConfig{"a"}, core::VariantConfig{"b"}};
+      store->putEntity(core::EntityKind::kExperiment, "pair", core::toJson(spec));
+    }
+    ui::MainWindow window;
+    window.setQuietErrors(true);
+    window.show();
+    window.openProject(QString::fromStdString(path));
+    QVERIFY(waitFor(window, &ui::MainWindow::projectLoaded));
+    QVERIFY(!window.runAction()->isEnabled());
+    QVERIFY2(window.runAction()->toolTip().contains("Select an experiment"),
+             qPrintable(window.runAction()->toolTip()));
+
+    window.explorerView()->setCurrentIndex(window.explorerModel()->find("experiment", 1));
+    QVERIFY2(window.runAction()->isEnabled(), qPrintable(window.runAction()->toolTip()));
+    QSignalSpy finished(window.controller(), &ui::ExperimentController::finished);
+    QSignalSpy runFinished(window.controller(), &ui::ExperimentController::runFinished);
+    window.runAction()->trigger();
+    QVERIFY(!window.runAction()->isEnabled());  // busy
+    QVERIFY(window.cancelAction()->isEnabled());
+    QVERIFY(finished.wait(120000));
+    QCOMPARE(runFinished.size(), 2);
+    for (const QList<QVariant>& r : runFinished) QCOMPARE(r.at(1).toString(), QString("completed"));
+    // Both runs are listed, and the last one is on screen.
+    QTRY_COMPARE_WITH_TIMEOUT(window.explorerModel()->snapshot().runs.size(), std::size_t{2},
+                              10000);
+    QTRY_COMPARE_WITH_TIMEOUT(window.runPage()->headline(), QString("Run #2: pair/b"), 10000);
+    QCOMPARE(window.currentPage(), static_cast<QWidget*>(window.runPage()));
+    QVERIFY(!window.cancelAction()->isEnabled());
+  }
+
+  void cancelStopsARunStartedFromTheWindow() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("p.dtlab").toStdString();
+    {
+      auto store = core::ProjectStore::create(path);
+      core::ExperimentSpec spec = smallSpec("endless", 100000000);
+      spec.cluster.localNodes = 2;
+      store->putEntity(core::EntityKind::kExperiment, "endless", core::toJson(spec));
+    }
+    ui::MainWindow window;
+    window.setQuietErrors(true);
+    window.openProject(QString::fromStdString(path));
+    QVERIFY(waitFor(window, &ui::MainWindow::projectLoaded));
+    window.explorerView()->setCurrentIndex(window.explorerModel()->find("experiment", 1));
+    QSignalSpy started(window.controller(), &ui::ExperimentController::runStarted);
+    QSignalSpy progress(window.controller(), &ui::ExperimentController::progress);
+    QSignalSpy finished(window.controller(), &ui::ExperimentController::finished);
+    QSignalSpy runFinished(window.controller(), &ui::ExperimentController::runFinished);
+    window.runAction()->trigger();
+    QVERIFY(started.wait(30000));
+    QTRY_VERIFY_WITH_TIMEOUT(progress.size() > 0, 30000);  // steps are being taken
+    window.cancelAction()->trigger();
+    QVERIFY(finished.wait(10000));
+    QCOMPARE(runFinished.size(), 1);
+    QCOMPARE(runFinished.first().at(1).toString(), QString("cancelled"));
+    auto store = core::ProjectStore::open(path, true);
+    QCOMPARE(store->requireRun(1).status, std::string("cancelled"));
   }
 
   void damagedFileIsReportedAndNothingChanges() {

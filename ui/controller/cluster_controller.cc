@@ -1,0 +1,130 @@
+#include "ui/controller/cluster_controller.h"
+
+#include <chrono>
+#include <mutex>
+
+#include "core/store/project_store.h"
+#include "core/store/store_sink.h"
+#include "core/train/local_trainer.h"
+#include "remote/cluster/local_cluster.h"
+#include "remote/coordinator/coordinator.h"
+
+namespace dtlab::ui {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Turns rank 0's steps into RunProgress signals, at most every 100 ms (the training
+// threads report far more often than a status bar can show).
+class ProgressSink final : public core::MetricSink {
+ public:
+  ProgressSink(ExperimentController* owner, RunProgress base) : owner_(owner), base_(base) {}
+  void onStep(const core::StepMetrics& m) override {
+    if (m.worker != 0) return;
+    std::lock_guard lock(mutex_);
+    const auto now = Clock::now();
+    if (now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    RunProgress p = base_;
+    p.step = m.step;
+    p.loss = m.loss;
+    QMetaObject::invokeMethod(
+        owner_, [owner = owner_, p] { emit owner->progress(p); }, Qt::QueuedConnection);
+  }
+
+ private:
+  ExperimentController* owner_;
+  RunProgress base_;
+  std::mutex mutex_;
+  Clock::time_point last_{};
+};
+
+}  // namespace
+
+ClusterController::ClusterController(QObject* parent) : ExperimentController(parent) {
+  qRegisterMetaType<RunProgress>();
+}
+
+ClusterController::~ClusterController() {
+  cancel_.store(true);
+  if (worker_.joinable()) worker_.join();
+}
+
+bool ClusterController::start(const RunRequest& request) {
+  if (busy_.exchange(true)) return false;
+  if (worker_.joinable()) worker_.join();  // the previous request's thread has ended
+  cancel_.store(false);
+  worker_ = std::thread([this, request] { work(request); });
+  return true;
+}
+
+void ClusterController::cancel() {
+  cancel_.store(true);
+}
+
+void ClusterController::work(RunRequest request) {
+  // Signals are emitted from this thread; Qt queues them to the receivers' (GUI) thread.
+  try {
+    const core::ExperimentSpec& spec = request.spec;
+    std::unique_ptr<remote::LocalCluster> cluster;
+    std::vector<std::string> nodes;
+    for (const QString& n : request.nodes) nodes.push_back(n.toStdString());
+    if (nodes.empty()) {
+      std::vector<remote::LocalNodeOptions> options;
+      for (int64_t i = 0; i < spec.cluster.localNodes; ++i) {
+        const core::NodeConfig node =
+            spec.cluster.nodes.empty() ? core::NodeConfig{} : spec.cluster.node(i);
+        options.push_back(
+            {node.speed, node.bandwidthMbps, node.latencyMs, spec.cluster.threadsPerNode});
+      }
+      cluster = std::make_unique<remote::LocalCluster>(remote::defaultNodeBinary(), options,
+                                                       request.token.toStdString());
+      nodes = cluster->addresses();
+    }
+    remote::CoordinatorOptions options;
+    options.token = request.token.toStdString();
+    remote::Coordinator coordinator(nodes, options);
+    coordinator.connect();
+
+    auto store = core::ProjectStore::open(request.projectPath.toStdString());
+    const int64_t stepsPerEpoch = spec.dataset.trainSize / spec.training.batchSize;
+    const int variants = static_cast<int>(spec.variants.size());
+    for (int v = 0; v < variants && !cancel_.load(); ++v) {
+      core::ExperimentSpec named = spec;
+      named.name = spec.name + "/" + spec.variants[static_cast<std::size_t>(v)].name;
+      const QString variant =
+          QString::fromStdString(spec.variants[static_cast<std::size_t>(v)].name);
+      core::RunRecording recording(
+          *store, named, core::toString(spec.variants[static_cast<std::size_t>(v)].strategy));
+      const qint64 runId = recording.runId();
+      emit runStarted(runId, variant);
+      RunProgress base;
+      base.variant = variant;
+      base.variantIndex = v;
+      base.variantCount = variants;
+      base.plannedSteps = core::plannedSteps(spec, stepsPerEpoch);
+      ProgressSink progress(this, base);
+      core::FanOutSink sink({&recording.sink(), &progress});
+      core::RunSummary summary;
+      try {
+        summary = coordinator.run(spec, v, &sink, &cancel_);
+      } catch (const std::exception& e) {
+        summary.name = named.name;
+        summary.status = core::RunStatus::kFailed;
+        summary.stopReason = core::StopReason::kError;
+        summary.error = e.what();
+      }
+      recording.finish(summary);
+      emit runFinished(runId, core::toString(summary.status),
+                       QString::fromStdString(summary.error));
+      if (summary.status == core::RunStatus::kFailed)
+        emit problem(QString("%1 failed: %2").arg(variant, QString::fromStdString(summary.error)));
+    }
+  } catch (const std::exception& e) {
+    emit problem(QString::fromUtf8(e.what()));
+  }
+  busy_.store(false);
+  emit finished();
+}
+
+}  // namespace dtlab::ui

@@ -1,0 +1,33 @@
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <thread>
+
+#include "ui/controller/experiment_controller.h"
+
+namespace dtlab::ui {
+
+// ExperimentController over real node daemons: a local cluster it starts itself, or given
+// nodes, coordinated by remote::Coordinator on a worker thread; every variant is recorded
+// into the project through core::RunRecording (so the store is the GUI's source of truth and
+// other readers see the run live).
+class ClusterController final : public ExperimentController {
+  Q_OBJECT
+ public:
+  explicit ClusterController(QObject* parent = nullptr);
+  ~ClusterController() override;  // cancels and waits for the worker thread
+
+  bool start(const RunRequest& request) override;
+  void cancel() override;
+  bool busy() const override { return busy_.load(); }
+
+ private:
+  void work(RunRequest request);
+
+  std::atomic<bool> busy_{false};
+  std::atomic<bool> cancel_{false};
+  std::thread worker_;
+};
+
+}  // namespace dtlab::ui

@@ -1,0 +1,2 @@
+// The interface's moc output lives with this file (ExperimentController has signals).
+#include "ui/controller/experiment_controller.h"

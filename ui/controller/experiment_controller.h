@@ -1,0 +1,63 @@
+#pragma once
+
+#include <QtCore/QMetaType>
+#include <QtCore/QObject>
+#include <QtCore/QString>
+#include <QtCore/QStringList>
+
+#include "core/spec/experiment_spec.h"
+
+namespace dtlab::ui {
+
+// What to run: every variant of the spec in turn, recorded into the project.
+struct RunRequest {
+  QString projectPath;
+  core::ExperimentSpec spec;
+  // Empty: start spec.cluster.local_nodes local dtlab-node daemons (with the spec's per-node
+  // speed, bandwidth and latency) and stop them afterwards. Otherwise "host:port" of
+  // running daemons.
+  QStringList nodes;
+  QString token;
+};
+
+// How far the current run is, sent at most every 100 ms.
+struct RunProgress {
+  QString variant;
+  int variantIndex = 0;
+  int variantCount = 0;
+  qint64 step = 0;
+  qint64 plannedSteps = 0;  // 0: unbounded (time or target limits)
+  double loss = 0.0;
+};
+
+// The GUI's way to run experiments. The GUI only talks to this interface; the
+// implementation works on a thread of its own and reports through queued signals carrying
+// values, so no slot ever waits on the cluster.
+class ExperimentController : public QObject {
+  Q_OBJECT
+ public:
+  using QObject::QObject;
+  ~ExperimentController() override = default;
+
+  // Starts the request unless busy() (then returns false and changes nothing).
+  virtual bool start(const RunRequest& request) = 0;
+  // Asks the running variant to stop (the nodes stop together; remaining variants do not
+  // start). A no-op when idle.
+  virtual void cancel() = 0;
+  virtual bool busy() const = 0;
+
+ signals:
+  // A variant's run exists in the project (its id), before its first step.
+  void runStarted(qint64 runId, const QString& variant);
+  void progress(const dtlab::ui::RunProgress& progress);
+  // status: "completed", "cancelled" or "failed" (error set).
+  void runFinished(qint64 runId, const QString& status, const QString& error);
+  // The request ended (all variants, a cancel, or a failure before any run).
+  void finished();
+  // Something a user must be told: the cluster could not start, a node was lost, ...
+  void problem(const QString& message);
+};
+
+}  // namespace dtlab::ui
+
+Q_DECLARE_METATYPE(dtlab::ui::RunProgress)
