@@ -103,8 +103,21 @@ case "$cmd" in
   run)
     deps
     build
-    # The main job: train the default example spec headless and print its summary.
-    "$build_dir/app/dtlab-cli" train "$root/resources/specs/default.json" "$@"
+    example="$build_dir/example.dtlab"
+    if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+      # A display: the workbench on an example project (a recorded 4-node run of
+      # bench_sync.json whose experiment can be run again from the window).
+      if [ ! -e "$example" ]; then
+        log "recording an example run into $example"
+        "$build_dir/app/dtlab-cli" run "$root/resources/specs/bench_sync.json" --quiet \
+          --project "$example" >/dev/null
+      fi
+      exec "$build_dir/app/dtlab" "$example" "$@"
+    fi
+    # No display: train the default example spec headless and print its summary.
+    "$build_dir/app/dtlab-cli" train "$root/resources/specs/default.json" --project "$example" "$@"
+    log "no display: to open the workbench on this project, run: $build_dir/app/dtlab $example"
+    log "(or without a display: xvfb-run $build_dir/app/dtlab $example --screenshot out.png)"
     ;;
   bench)
     deps --bench

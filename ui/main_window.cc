@@ -257,11 +257,9 @@ void MainWindow::applySnapshot(quint64, const ProjectSnapshot& snapshot) {
     if (again.isValid()) tree_->setCurrentIndex(again);
   }
   updateRunActions();
-  statusBar()->showMessage(
-      tr("%1 runs, %2 experiments").arg(snapshot.runs.size()).arg(snapshot.experiments.size()),
-      4000);
   showOverview(snapshot);
   if (first) {
+    statusBar()->clearMessage();  // "Opening ..." is done
     rememberRecent(path_);
     poll_->start();
     emit projectLoaded(path_);
@@ -280,16 +278,18 @@ void MainWindow::showOverview(const ProjectSnapshot& s) {
   }
   const QString name =
       s.name.empty() ? QFileInfo(path_).completeBaseName() : QString::fromStdString(s.name);
+  const auto count = [](std::size_t n, const char* one, const char* many) {
+    return QString("%1 %2").arg(n).arg(n == 1 ? one : many);
+  };
   welcome_->setText(
-      tr("<h2>%1</h2><p><tt>%2</tt></p><p>%3 datasets, %4 topologies, %5 experiments<br>"
-         "%6 runs: %7 completed, %8 running, %9 failed</p>"
-         "<p>Select a run in the explorer for its curves and metrics, or an entry for its "
-         "configuration.</p>")
-          .arg(name.toHtmlEscaped(), path_.toHtmlEscaped())
-          .arg(s.datasets.size())
-          .arg(s.topologies.size())
-          .arg(s.experiments.size())
-          .arg(s.runs.size())
+      tr("<h2>%1</h2><p><tt>%2</tt></p><p>%3, %4, %5<br>%6: %7 completed, %8 running, %9 "
+         "failed</p><p>Select a run in the explorer for its curves and metrics, or an entry "
+         "for its configuration.</p>")
+          .arg(name.toHtmlEscaped(), path_.toHtmlEscaped(),
+               count(s.datasets.size(), "dataset", "datasets"),
+               count(s.topologies.size(), "topology", "topologies"),
+               count(s.experiments.size(), "experiment", "experiments"),
+               count(s.runs.size(), "run", "runs"))
           .arg(completed)
           .arg(running)
           .arg(failed));
