@@ -10,6 +10,7 @@
 
 #include "core/common/config.h"
 #include "ui/main_window.h"
+#include "ui/pages/dataset_page.h"
 
 namespace {
 
@@ -27,6 +28,28 @@ bool waitFor(const dtlab::ui::MainWindow* sender, Signal signal, int ms) {
   loop.exec();
   return fired;
 }
+
+// Waits for one emission of a signal (QSignalSpy is Qt Test's; this is the app's own).
+class QSignalSpyLike {
+ public:
+  template <typename Sender, typename Signal>
+  QSignalSpyLike(Sender* sender, Signal signal) {
+    QObject::connect(sender, signal, &loop_, [this] {
+      fired_ = true;
+      loop_.quit();
+    });
+  }
+  bool wait(int ms) {
+    if (fired_) return true;
+    QTimer::singleShot(ms, &loop_, &QEventLoop::quit);
+    loop_.exec();
+    return fired_;
+  }
+
+ private:
+  QEventLoop loop_;
+  bool fired_ = false;
+};
 
 int fail(const QString& message) {
   std::fprintf(stderr, "dtlab: %s\n", qPrintable(message));
@@ -46,7 +69,8 @@ int main(int argc, char** argv) {
   parser.addHelpOption();
   parser.addVersionOption();
   parser.addPositionalArgument("project", "a project file (*.dtlab) to open", "[P.dtlab]");
-  const QCommandLineOption page("page", "the page to show: explorer or run", "page", "explorer");
+  const QCommandLineOption page("page", "the page to show: explorer, run or dataset", "page",
+                                "explorer");
   const QCommandLineOption run("run", "the run to show (its number)", "RUN");
   const QCommandLineOption screenshot("screenshot", "render the page to a PNG and exit", "out.png");
   const QCommandLineOption size("size", "window size for --screenshot", "WxH", "1280x800");
@@ -56,8 +80,11 @@ int main(int argc, char** argv) {
   const QStringList positional = parser.positionalArguments();
   if (positional.size() > 1) return fail("expected at most one project file");
   const QString pageName = parser.value(page);
-  if (pageName != "explorer" && pageName != "run")
-    return fail(QString("--page: '%1' is not available (pages: explorer, run)").arg(pageName));
+  if (pageName != "explorer" && pageName != "run" && pageName != "dataset")
+    return fail(
+        QString("--page: '%1' is not available (pages: explorer, run, dataset)").arg(pageName));
+  if (pageName == "dataset" && positional.isEmpty())
+    return fail("--page dataset needs a project file");
   bool runOk = true;
   const qint64 runId = parser.isSet(run) ? parser.value(run).toLongLong(&runOk) : -1;
   if (!runOk || (parser.isSet(run) && runId <= 0))
@@ -87,6 +114,12 @@ int main(int argc, char** argv) {
     window.selectRun(runId);
     if (capture && !waitFor(&window, &dtlab::ui::MainWindow::runShown, 30000))
       return fail(window.statusBar()->currentMessage());
+  }
+  if (pageName == "dataset") {
+    // The project's first dataset, or a new one in the editor.
+    QSignalSpyLike previewed(window.datasetPage(), &dtlab::ui::DatasetPage::previewShown);
+    window.showFirstDataset();
+    if (capture && !previewed.wait(30000)) return fail("the dataset preview did not finish");
   }
   if (!capture) return app.exec();
 

@@ -23,8 +23,10 @@
 
 #include "core/common/config.h"
 #include "core/spec/experiment_spec.h"
+#include "ui/background.h"
 #include "ui/controller/cluster_controller.h"
 #include "ui/models/explorer_model.h"
+#include "ui/pages/dataset_page.h"
 #include "ui/pages/entity_page.h"
 #include "ui/pages/run_page.h"
 
@@ -35,29 +37,6 @@ constexpr int kMaxRecent = 8;
 constexpr int kPollMs = 1000;
 const char* kFileFilter = "DTLab projects (*.dtlab);;All files (*)";
 
-// Runs `read` on the thread pool and hands its result (or its error) to `done` on the GUI
-// thread, unless `owner` is gone by then.
-template <typename T, typename Read, typename Done>
-void readInBackground(QObject* owner, Read read, Done done) {
-  struct Outcome {
-    std::optional<T> value;
-    QString error;
-  };
-  auto* watcher = new QFutureWatcher<Outcome>(owner);
-  QObject::connect(watcher, &QFutureWatcher<Outcome>::finished, owner, [watcher, done] {
-    const Outcome outcome = watcher->result();
-    watcher->deleteLater();
-    done(outcome.value, outcome.error);
-  });
-  watcher->setFuture(QtConcurrent::run([read]() -> Outcome {
-    try {
-      return {read(), {}};
-    } catch (const std::exception& e) {
-      return {std::nullopt, QString::fromUtf8(e.what())};
-    }
-  }));
-}
-
 }  // namespace
 
 MainWindow::MainWindow(QWidget* parent)
@@ -67,6 +46,7 @@ MainWindow::MainWindow(QWidget* parent)
       pages_(new QStackedWidget(this)),
       welcome_(new QLabel(this)),
       entityPage_(new EntityPage(this)),
+      datasetPage_(new DatasetPage(this)),
       runPage_(new RunPage(this)),
       poll_(new QTimer(this)),
       statusProject_(new QLabel(this)),
@@ -93,6 +73,10 @@ MainWindow::MainWindow(QWidget* parent)
          "--project P.dtlab</tt> appear here while they happen.</p>"));
   pages_->addWidget(welcome_);
   pages_->addWidget(entityPage_);
+  pages_->addWidget(datasetPage_);
+  connect(
+      datasetPage_, &DatasetPage::saveRequested, this,
+      [this](qint64 id, const QString& name, const QString& json) { saveDataset(id, name, json); });
   pages_->addWidget(runPage_);
 
   auto* split = new QSplitter(Qt::Horizontal, this);
@@ -157,6 +141,8 @@ void MainWindow::buildMenus() {
   });
   open->setShortcut(QKeySequence::Open);
   recentMenu_ = file->addMenu(tr("Open &Recent"));
+  QAction* newData = file->addAction(tr("New &Dataset..."), this, [this] { newDataset(); });
+  newData->setShortcut(Qt::CTRL | Qt::SHIFT | Qt::Key_D);
   refreshRecentMenu();
   QAction* reloadAction = file->addAction(tr("&Reload"), this, [this] { reload(); });
   reloadAction->setShortcut(QKeySequence::Refresh);
@@ -223,7 +209,7 @@ void MainWindow::reload() {
   const QFileInfo file(path_), wal(path_ + "-wal");
   seenModified_ = std::max(file.lastModified(), wal.exists() ? wal.lastModified() : QDateTime());
   seenWalSize_ = wal.exists() ? wal.size() : -1;
-  readInBackground<ProjectSnapshot>(
+  runInBackground<ProjectSnapshot>(
       this, [path] { return readProjectSnapshot(path); },
       [this, generation](const std::optional<ProjectSnapshot>& snapshot, const QString& error) {
         if (generation != generation_) return;  // another project was opened meanwhile
@@ -360,6 +346,56 @@ void MainWindow::runSelectedExperiment() {
   }
 }
 
+void MainWindow::newDataset() {
+  if (path_.isEmpty()) {
+    fail(tr("Open or create a project first: datasets are stored in it."));
+    return;
+  }
+  tree_->setCurrentIndex({});
+  datasetPage_->edit(-1, tr("dataset %1").arg(explorer_->snapshot().datasets.size() + 1),
+                     {{"kind", "gaussian_blobs"}, {"train_size", 20000}, {"test_size", 2000}});
+  pages_->setCurrentWidget(datasetPage_);
+}
+
+void MainWindow::showFirstDataset() {
+  const auto& datasets = explorer_->snapshot().datasets;
+  const QModelIndex first =
+      datasets.empty() ? QModelIndex() : explorer_->find("dataset", datasets.front().id);
+  if (first.isValid()) {
+    tree_->setCurrentIndex(first);
+  } else {
+    newDataset();
+  }
+}
+
+void MainWindow::saveDataset(qint64 id, const QString& name, const QString& configJson) {
+  const std::string path = path_.toStdString();
+  const std::string entityName = name.toStdString();
+  const std::string json = configJson.toStdString();
+  runInBackground<qint64>(
+      this,
+      [path, id, entityName, json] {
+        auto store = core::ProjectStore::open(path);
+        const nlohmann::json config = nlohmann::json::parse(json);
+        if (id < 0)
+          return static_cast<qint64>(
+              store->createEntity(core::EntityKind::kDataset, entityName, config));
+        store->updateEntity(core::EntityKind::kDataset, id, entityName, config);
+        return id;
+      },
+      [this, name](const std::optional<qint64>& saved, const QString& error) {
+        if (!saved) {
+          fail(tr("Cannot save dataset %1: %2").arg(name, error));
+          return;
+        }
+        statusBar()->showMessage(tr("Saved dataset %1").arg(name), 4000);
+        datasetPage_->edit(*saved, name, datasetPage_->config());
+        pendingKind_ = "dataset";
+        pendingId_ = *saved;
+        reload();
+      });
+}
+
 void MainWindow::onProgress(const RunProgress& p) {
   if (p.plannedSteps > 0) {
     runProgress_->setRange(0, static_cast<int>(p.plannedSteps));
@@ -389,6 +425,16 @@ void MainWindow::showSelection() {
   }
   shownRun_ = -1;
   const ProjectSnapshot& s = explorer_->snapshot();
+  if (kind == "dataset") {
+    for (const core::Entity& e : s.datasets) {
+      if (e.id != id) continue;
+      // A reload of the same dataset keeps what the user is typing.
+      if (datasetPage_->id() != id || pages_->currentWidget() != datasetPage_)
+        datasetPage_->edit(id, QString::fromStdString(e.name), e.config);
+      pages_->setCurrentWidget(datasetPage_);
+    }
+    return;
+  }
   const std::vector<core::Entity>& list = kind == "dataset"    ? s.datasets
                                           : kind == "topology" ? s.topologies
                                                                : s.experiments;
@@ -412,7 +458,7 @@ void MainWindow::loadRun(qint64 runId) {
   const quint64 request = ++runRequest_;
   const std::string path = path_.toStdString();
   shownRun_ = runId;
-  readInBackground<RunDetail>(
+  runInBackground<RunDetail>(
       this, [path, runId] { return readRunDetail(path, runId); },
       [this, request, runId](const std::optional<RunDetail>& detail, const QString& error) {
         if (request != runRequest_) return;  // another run was chosen meanwhile

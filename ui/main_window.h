@@ -15,6 +15,7 @@ class QTreeView;
 
 namespace dtlab::ui {
 
+class DatasetPage;
 class EntityPage;
 class ExperimentController;
 class ExplorerModel;
@@ -50,6 +51,11 @@ class MainWindow final : public QMainWindow {
   QTreeView* explorerView() const { return tree_; }
   RunPage* runPage() const { return runPage_; }
   EntityPage* entityPage() const { return entityPage_; }
+  DatasetPage* datasetPage() const { return datasetPage_; }
+  // Opens the dataset editor on a new dataset (saved into the project by its Save button).
+  void newDataset();
+  // Shows the project's first dataset in the editor, or a new one when there is none.
+  void showFirstDataset();
   QWidget* currentPage() const;
 
  signals:
@@ -75,12 +81,14 @@ class MainWindow final : public QMainWindow {
   void updateRunActions();
   void runSelectedExperiment();
   void onProgress(const RunProgress& progress);
+  void saveDataset(qint64 id, const QString& name, const QString& configJson);
 
   ExplorerModel* explorer_;
   QTreeView* tree_;
   QStackedWidget* pages_;
   QLabel* welcome_;
   EntityPage* entityPage_;
+  DatasetPage* datasetPage_;
   RunPage* runPage_;
   QMenu* recentMenu_ = nullptr;
   QTimer* poll_;

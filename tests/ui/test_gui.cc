@@ -10,6 +10,9 @@
 #include <QtCore/QTemporaryDir>
 #include <QtGui/QAction>
 #include <QtWidgets/QApplication>
+#include <QtWidgets/QComboBox>
+#include <QtWidgets/QPushButton>
+#include <QtWidgets/QSpinBox>
 #include <QtWidgets/QTreeView>
 
 #include "core/store/project_store.h"
@@ -20,6 +23,7 @@
 #include "ui/models/explorer_model.h"
 #include "ui/models/project_snapshot.h"
 #include "ui/models/run_metrics_model.h"
+#include "ui/pages/dataset_page.h"
 #include "ui/pages/entity_page.h"
 #include "ui/pages/run_page.h"
 
@@ -161,10 +165,14 @@ class TestGui : public QObject {
     QCOMPARE(chart->graph(0)->data()->size(), 30);
     QCOMPARE(chart->graph(1)->data()->size(), 3);  // evaluations at steps 10, 20, 30
 
-    const QModelIndex dataset = window.explorerModel()->find("dataset", 1);
-    window.explorerView()->setCurrentIndex(dataset);
+    window.explorerView()->setCurrentIndex(window.explorerModel()->find("dataset", 1));
+    QCOMPARE(window.currentPage(), static_cast<QWidget*>(window.datasetPage()));
+    QCOMPARE(window.datasetPage()->name(), QString("blobs"));
+    window.explorerView()->setCurrentIndex(window.explorerModel()->find(
+        "topology", window.explorerModel()->snapshot().topologies.front().id));
     QCOMPARE(window.currentPage(), static_cast<QWidget*>(window.entityPage()));
-    QVERIFY(window.entityPage()->text().contains("\"kind\": \"gaussian_blobs\""));
+    QVERIFY2(window.entityPage()->text().contains("\"local_nodes\": 2"),
+             qPrintable(window.entityPage()->text()));
 
     // Another process records a run: the window sees it without being asked.
     {
@@ -242,6 +250,75 @@ class TestGui : public QObject {
     QCOMPARE(runFinished.first().at(1).toString(), QString("cancelled"));
     auto store = core::ProjectStore::open(path, true);
     QCOMPARE(store->requireRun(1).status, std::string("cancelled"));
+  }
+
+  // The dataset editor previews the real generated data, shows the spec's own error next to
+  // the form (blocking Save with that reason), previews the shards of a skewed partition, and
+  // saves into the project.
+  void datasetEditorPreviewsValidatesAndSaves() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("p.dtlab").toStdString();
+    core::ProjectStore::create(path);
+    ui::MainWindow window;
+    window.setQuietErrors(true);
+    window.openProject(QString::fromStdString(path));
+    QVERIFY(waitFor(window, &ui::MainWindow::projectLoaded));
+    ui::DatasetPage* page = window.datasetPage();
+    QSignalSpy previewed(page, &ui::DatasetPage::previewShown);
+    window.newDataset();
+    QVERIFY(previewed.wait(20000));
+    QCOMPARE(window.currentPage(), static_cast<QWidget*>(page));
+    QVERIFY2(page->error().isEmpty(), qPrintable(page->error()));
+    QCOMPARE(page->scatter()->graphCount(), 10);  // one per class
+    int points = 0;
+    for (int g = 0; g < page->scatter()->graphCount(); ++g)
+      points += page->scatter()->graph(g)->data()->size();
+    QCOMPARE(points, 1500);  // the first 1500 test samples
+    QCOMPARE(page->histogram()->plottableCount(), 10);
+    QCOMPARE(page->preview().shardClassCounts.size(), std::size_t{4});  // 4 workers
+    // IID shards: every class within a few percent of equal in every shard.
+    for (const auto& shard : page->preview().shardClassCounts)
+      for (int64_t c : shard) QVERIFY2(c > 400 && c < 600, qPrintable(QString::number(c)));
+
+    // An invalid value: the spec's message, and Save blocked with it.
+    previewed.clear();
+    page->findChild<QSpinBox*>("classes")->setValue(1);
+    QVERIFY(previewed.wait(20000));
+    QVERIFY2(page->error().contains("dataset.classes"), qPrintable(page->error()));
+    QVERIFY(!page->saveButton()->isEnabled());
+    QCOMPARE(page->saveButton()->toolTip(), page->error());
+
+    // A skewed partition shows in the shard histogram.
+    previewed.clear();
+    page->findChild<QSpinBox*>("classes")->setValue(10);
+    page->findChild<QComboBox*>("partition")->setCurrentText("dirichlet");
+    QVERIFY(previewed.wait(20000));
+    int64_t smallest = INT64_MAX, largest = 0;
+    for (const auto& shard : page->preview().shardClassCounts)
+      for (int64_t c : shard) {
+        smallest = std::min(smallest, c);
+        largest = std::max(largest, c);
+      }
+    QVERIFY2(largest > 4 * (smallest + 1),
+             qPrintable(QString("%1..%2").arg(smallest).arg(largest)));
+
+    // Shapes: sample images; two spirals: two classes on the plane.
+    previewed.clear();
+    page->findChild<QComboBox*>("kind")->setCurrentText("shapes");
+    QVERIFY(previewed.wait(20000));
+    QCOMPARE(page->preview().images.size(), std::size_t{12});
+    previewed.clear();
+    page->findChild<QComboBox*>("kind")->setCurrentText("two_spirals");
+    QVERIFY(previewed.wait(20000));
+    QVERIFY2(page->error().isEmpty(), qPrintable(page->error()));
+    QCOMPARE(page->scatter()->graphCount(), 2);
+
+    page->saveButton()->click();
+    QTRY_COMPARE_WITH_TIMEOUT(window.explorerModel()->snapshot().datasets.size(), std::size_t{1},
+                              10000);
+    const core::Entity saved = window.explorerModel()->snapshot().datasets.front();
+    QCOMPARE(saved.name, std::string("dataset 1"));
+    QCOMPARE(saved.config["kind"], nlohmann::json("two_spirals"));
   }
 
   void damagedFileIsReportedAndNothingChanges() {

@@ -1,0 +1,40 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/data/partition.h"
+
+namespace dtlab::ui {
+
+// What the dataset editor shows of a dataset configuration, computed off the GUI thread
+// from the real generators (core/data), so the preview is the data training will see.
+struct DatasetPreview {
+  std::string error;      // the spec's own message ("dataset.classes: ...") when invalid
+  nlohmann::json config;  // the configuration as the spec parser completed it
+  bool classification = true;
+  int64_t features = 0;
+  int64_t classes = 0;
+  // The first two features of the first samples of the test split (one point each), with
+  // the class (or, for regression, the target in `target`).
+  std::vector<double> x, y, target;
+  std::vector<int> label;
+  // shapes: the first images (28 x 28, row-major) and their classes.
+  std::vector<std::vector<float>> images;
+  std::vector<int> imageLabels;
+  // Per worker, the class counts of its training shard under the chosen partition
+  // (classification only; empty when the training set is too large to count quickly).
+  std::vector<std::vector<int64_t>> shardClassCounts;
+  std::string shardNote;  // why there is no histogram, when there is none
+};
+
+// Validates `dataset` (the "dataset" object of a spec) and computes the preview. Never throws:
+// an invalid configuration comes back with `error` set.
+DatasetPreview computeDatasetPreview(const nlohmann::json& dataset, int workers,
+                                     const core::PartitionConfig& partition,
+                                     int64_t samples = 1500);
+
+}  // namespace dtlab::ui

@@ -1,0 +1,341 @@
+#include "ui/pages/dataset_page.h"
+
+#include <qcustomplot.h>
+
+#include <QtCore/QTimer>
+#include <QtGui/QPainter>
+#include <QtWidgets/QComboBox>
+#include <QtWidgets/QDoubleSpinBox>
+#include <QtWidgets/QFormLayout>
+#include <QtWidgets/QGroupBox>
+#include <QtWidgets/QHBoxLayout>
+#include <QtWidgets/QLabel>
+#include <QtWidgets/QLineEdit>
+#include <QtWidgets/QPushButton>
+#include <QtWidgets/QSpinBox>
+#include <QtWidgets/QVBoxLayout>
+
+#include "core/spec/experiment_spec.h"
+#include "ui/background.h"
+
+namespace dtlab::ui {
+namespace {
+
+const char* kKinds[] = {"gaussian_blobs", "two_spirals",       "checkerboard",
+                        "teacher",        "linear_regression", "shapes"};
+
+const QColor kPalette[] = {QColor(0, 114, 178),   QColor(230, 159, 0),  QColor(0, 158, 115),
+                           QColor(204, 121, 167), QColor(86, 180, 233), QColor(213, 94, 0),
+                           QColor(240, 228, 66),  QColor(0, 0, 0),      QColor(150, 150, 150),
+                           QColor(120, 60, 20)};
+
+QSpinBox* spin(QWidget* parent, int min, int max, int value) {
+  auto* box = new QSpinBox(parent);
+  box->setRange(min, max);
+  box->setValue(value);
+  box->setGroupSeparatorShown(true);
+  return box;
+}
+
+QDoubleSpinBox* real(QWidget* parent, double min, double max, double value, int decimals) {
+  auto* box = new QDoubleSpinBox(parent);
+  box->setRange(min, max);
+  box->setDecimals(decimals);
+  box->setValue(value);
+  return box;
+}
+
+int intOf(const nlohmann::json& c, const char* key, int fallback) {
+  return c.is_object() && c.contains(key) && c[key].is_number() ? c[key].get<int>() : fallback;
+}
+double realOf(const nlohmann::json& c, const char* key, double fallback) {
+  return c.is_object() && c.contains(key) && c[key].is_number() ? c[key].get<double>() : fallback;
+}
+
+}  // namespace
+
+DatasetPage::DatasetPage(QWidget* parent)
+    : QWidget(parent),
+      name_(new QLineEdit(this)),
+      kind_(new QComboBox(this)),
+      trainSize_(spin(this, 0, 50'000'000, 20000)),
+      testSize_(spin(this, 0, 10'000'000, 2000)),
+      classes_(spin(this, 1, 4096, 10)),
+      features_(spin(this, 1, 65536, 32)),
+      separation_(real(this, 0.0, 1000.0, 4.0, 2)),
+      noise_(real(this, 0.0, 1000.0, 1.0, 2)),
+      seed_(spin(this, 0, 2'000'000'000, 1)),
+      workers_(spin(this, 1, 64, 4)),
+      partition_(new QComboBox(this)),
+      alpha_(real(this, 0.01, 100.0, 0.5, 2)),
+      error_(new QLabel(this)),
+      images_(new QLabel(this)),
+      shardNote_(new QLabel(this)),
+      save_(new QPushButton(tr("Save to project"), this)),
+      scatter_(new QCustomPlot(this)),
+      histogram_(new QCustomPlot(this)),
+      debounce_(new QTimer(this)) {
+  // Object names let tests and screen readers find the fields.
+  const std::pair<QWidget*, const char*> names[] = {{name_, "name"},
+                                                    {kind_, "kind"},
+                                                    {trainSize_, "train_size"},
+                                                    {testSize_, "test_size"},
+                                                    {classes_, "classes"},
+                                                    {features_, "features"},
+                                                    {separation_, "separation"},
+                                                    {noise_, "noise"},
+                                                    {seed_, "seed"},
+                                                    {workers_, "workers"},
+                                                    {partition_, "partition"},
+                                                    {alpha_, "alpha"}};
+  for (const auto& [widget, objectName] : names) widget->setObjectName(objectName);
+  for (const char* kind : kKinds) kind_->addItem(kind);
+  partition_->addItem("iid");
+  partition_->addItem("dirichlet");
+  error_->setWordWrap(true);
+  error_->setStyleSheet("color: #b02020;");
+  shardNote_->setWordWrap(true);
+  shardNote_->setStyleSheet("color: #666;");
+
+  auto* form = new QFormLayout();
+  form->addRow(tr("Name"), name_);
+  form->addRow(tr("Kind"), kind_);
+  form->addRow(tr("Training samples"), trainSize_);
+  form->addRow(tr("Test samples"), testSize_);
+  form->addRow(tr("Classes"), classes_);
+  form->addRow(tr("Features"), features_);
+  form->addRow(tr("Separation (blobs)"), separation_);
+  form->addRow(tr("Noise"), noise_);
+  form->addRow(tr("Seed"), seed_);
+  auto* fields = new QGroupBox(tr("Dataset"), this);
+  fields->setLayout(form);
+
+  auto* shardForm = new QFormLayout();
+  shardForm->addRow(tr("Workers"), workers_);
+  shardForm->addRow(tr("Partition"), partition_);
+  shardForm->addRow(tr("Dirichlet alpha"), alpha_);
+  auto* shards = new QGroupBox(tr("Preview of the workers' shards"), this);
+  shards->setLayout(shardForm);
+
+  auto* left = new QVBoxLayout();
+  left->addWidget(fields);
+  left->addWidget(error_);
+  left->addWidget(save_);
+  left->addWidget(shards);
+  left->addStretch(1);
+
+  scatter_->setMinimumSize(360, 260);
+  scatter_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  scatter_->plotLayout()->insertRow(0);
+  scatter_->plotLayout()->addElement(
+      0, 0,
+      new QCPTextElement(scatter_, tr("Test samples"), QFont(font().family(), -1, QFont::Bold)));
+  histogram_->setMinimumSize(360, 200);
+  histogram_->plotLayout()->insertRow(0);
+  histogram_->plotLayout()->addElement(
+      0, 0,
+      new QCPTextElement(histogram_, tr("Classes in each worker's training shard"),
+                         QFont(font().family(), -1, QFont::Bold)));
+  histogram_->xAxis->setLabel(tr("worker"));
+  histogram_->yAxis->setLabel(tr("samples"));
+  auto* right = new QVBoxLayout();
+  right->addWidget(scatter_, 3);
+  right->addWidget(images_);
+  right->addWidget(histogram_, 2);
+  right->addWidget(shardNote_);
+
+  auto* layout = new QHBoxLayout(this);
+  layout->addLayout(left, 2);
+  layout->addLayout(right, 5);
+
+  debounce_->setSingleShot(true);
+  debounce_->setInterval(150);
+  connect(debounce_, &QTimer::timeout, this, [this] { computePreview(); });
+  for (QSpinBox* box : {trainSize_, testSize_, classes_, features_, seed_, workers_})
+    connect(box, &QSpinBox::valueChanged, this, [this] { changed(); });
+  for (QDoubleSpinBox* box : {separation_, noise_, alpha_})
+    connect(box, &QDoubleSpinBox::valueChanged, this, [this] { changed(); });
+  connect(kind_, &QComboBox::currentIndexChanged, this, [this] {
+    // A new kind starts from its own class count (two spirals: 2 arms; blobs: 10).
+    if (!loading_) {
+      const QSignalBlocker block(classes_);
+      classes_->setValue(kind_->currentText() == "two_spirals" ? 2 : 10);
+    }
+    changed();
+  });
+  connect(partition_, &QComboBox::currentIndexChanged, this, [this] { changed(); });
+  connect(name_, &QLineEdit::textChanged, this, [this] { changed(); });
+  connect(save_, &QPushButton::clicked, this, [this] {
+    if (!error().isEmpty()) return;
+    emit saveRequested(id_, name(), QString::fromStdString(config().dump()));
+  });
+}
+
+void DatasetPage::edit(qint64 id, const QString& name, const nlohmann::json& c) {
+  loading_ = true;
+  id_ = id;
+  name_->setText(name);
+  const std::string kind = c.is_object() && c.contains("kind") && c["kind"].is_string()
+                               ? c["kind"].get<std::string>()
+                               : "gaussian_blobs";
+  kind_->setCurrentText(QString::fromStdString(kind));
+  trainSize_->setValue(intOf(c, "train_size", 20000));
+  testSize_->setValue(intOf(c, "test_size", 2000));
+  classes_->setValue(intOf(c, "classes", 10));
+  features_->setValue(intOf(c, "features", 32));
+  separation_->setValue(realOf(c, "separation", 4.0));
+  noise_->setValue(realOf(c, "noise", 1.0));
+  seed_->setValue(intOf(c, "seed", 1));
+  loading_ = false;
+  changed();
+}
+
+QString DatasetPage::name() const {
+  return name_->text().trimmed();
+}
+
+nlohmann::json DatasetPage::config() const {
+  nlohmann::json c = {{"kind", kind_->currentText().toStdString()},
+                      {"train_size", trainSize_->value()},
+                      {"test_size", testSize_->value()},
+                      {"seed", seed_->value()},
+                      {"noise", noise_->value()}};
+  // Fields a kind fixes are left out, so the parser does not refuse them.
+  const std::string kind = kind_->currentText().toStdString();
+  const bool fixedWidth = kind == "two_spirals" || kind == "checkerboard" || kind == "shapes";
+  if (!fixedWidth) c["features"] = features_->value();
+  if (kind == "gaussian_blobs" || kind == "teacher" || kind == "two_spirals")
+    c["classes"] = classes_->value();
+  if (kind == "gaussian_blobs") c["separation"] = separation_->value();
+  return c;
+}
+
+QString DatasetPage::error() const {
+  return error_->text();
+}
+
+void DatasetPage::changed() {
+  if (loading_) return;
+  const std::string kind = kind_->currentText().toStdString();
+  features_->setEnabled(kind != "two_spirals" && kind != "checkerboard" && kind != "shapes");
+  classes_->setEnabled(kind == "gaussian_blobs" || kind == "teacher" || kind == "two_spirals");
+  separation_->setEnabled(kind == "gaussian_blobs");
+  alpha_->setEnabled(partition_->currentText() == "dirichlet");
+  debounce_->start();
+}
+
+void DatasetPage::computePreview() {
+  const quint64 request = ++request_;
+  const nlohmann::json c = config();
+  const int workers = workers_->value();
+  core::PartitionConfig partition;
+  partition.kind = partition_->currentText() == "dirichlet" ? core::PartitionKind::kDirichlet
+                                                            : core::PartitionKind::kIid;
+  partition.alpha = alpha_->value();
+  partition.seed = static_cast<uint64_t>(seed_->value());
+  runInBackground<DatasetPreview>(
+      this, [c, workers, partition] { return computeDatasetPreview(c, workers, partition); },
+      [this, request](const std::optional<DatasetPreview>& p, const QString& error) {
+        if (request != request_) return;  // the form changed again meanwhile
+        DatasetPreview shown = p ? *p : DatasetPreview{};
+        if (!p) shown.error = error.toStdString();
+        showPreview(shown);
+      });
+}
+
+void DatasetPage::showPreview(const DatasetPreview& p) {
+  preview_ = p;
+  QString problem = QString::fromStdString(p.error);
+  if (problem.isEmpty() && name().isEmpty()) problem = tr("name: must not be empty");
+  error_->setText(problem);
+  error_->setVisible(!problem.isEmpty());
+  save_->setEnabled(problem.isEmpty());
+  save_->setToolTip(problem.isEmpty() ? tr("Store this dataset in the project") : problem);
+
+  scatter_->clearGraphs();
+  if (p.error.empty()) {
+    if (p.classification) {
+      for (int64_t k = 0; k < p.classes; ++k) {
+        QVector<double> xs, ys;
+        for (std::size_t i = 0; i < p.label.size(); ++i) {
+          if (p.label[i] != k) continue;
+          xs.push_back(p.x[i]);
+          ys.push_back(p.y[i]);
+        }
+        QCPGraph* g = scatter_->addGraph();
+        g->setData(xs, ys);
+        g->setLineStyle(QCPGraph::lsNone);
+        g->setScatterStyle(
+            QCPScatterStyle(QCPScatterStyle::ssDisc, kPalette[k % std::size(kPalette)], 4));
+        g->setName(tr("class %1").arg(k));
+      }
+    } else {
+      QCPGraph* g = scatter_->addGraph();
+      g->setData(QVector<double>(p.x.begin(), p.x.end()), QVector<double>(p.y.begin(), p.y.end()));
+      g->setLineStyle(QCPGraph::lsNone);
+      g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, kPalette[0], 4));
+      g->setName(tr("samples"));
+    }
+    scatter_->xAxis->setLabel(tr("feature 0"));
+    scatter_->yAxis->setLabel(p.features > 1 ? tr("feature 1") : tr("target"));
+    if (p.features > 2)
+      scatter_->xAxis->setLabel(tr("feature 0 (of %1; the first two are shown)").arg(p.features));
+    scatter_->legend->setVisible(p.classification && p.classes <= 10);
+    scatter_->rescaleAxes();
+  }
+  scatter_->replot();
+
+  images_->setVisible(!p.images.empty());
+  if (!p.images.empty()) {
+    constexpr int kSide = 28, kScale = 2, kGap = 6;
+    const int n = static_cast<int>(p.images.size());
+    QImage canvas(n * (kSide * kScale + kGap), kSide * kScale + 16, QImage::Format_RGB32);
+    canvas.fill(palette().window().color());
+    QPainter painter(&canvas);
+    for (int i = 0; i < n; ++i) {
+      QImage image(kSide, kSide, QImage::Format_Grayscale8);
+      for (int r = 0; r < kSide; ++r)
+        for (int c = 0; c < kSide; ++c) {
+          const float v =
+              std::clamp(p.images[static_cast<std::size_t>(i)][r * kSide + c], 0.0f, 1.0f);
+          image.setPixel(c, r, qRgb(int(v * 255), int(v * 255), int(v * 255)));
+        }
+      const int left = i * (kSide * kScale + kGap);
+      painter.drawImage(QRect(left, 0, kSide * kScale, kSide * kScale), image);
+      painter.drawText(QRect(left, kSide * kScale, kSide * kScale, 16), Qt::AlignCenter,
+                       tr("class %1").arg(p.imageLabels[static_cast<std::size_t>(i)]));
+    }
+    images_->setPixmap(QPixmap::fromImage(canvas));
+  }
+
+  histogram_->clearPlottables();
+  QCPBars* below = nullptr;
+  const auto& counts = p.shardClassCounts;
+  for (std::size_t k = 0; !counts.empty() && k < counts.front().size(); ++k) {
+    auto* bars = new QCPBars(histogram_->xAxis, histogram_->yAxis);
+    QVector<double> keys, values;
+    for (std::size_t w = 0; w < counts.size(); ++w) {
+      keys.push_back(static_cast<double>(w));
+      values.push_back(static_cast<double>(counts[w][k]));
+    }
+    bars->setData(keys, values);
+    bars->setWidth(0.7);
+    bars->setBrush(kPalette[k % std::size(kPalette)]);
+    bars->setPen(Qt::NoPen);
+    bars->setName(tr("class %1").arg(k));
+    if (below != nullptr) bars->moveAbove(below);
+    below = bars;
+  }
+  QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
+  ticker->setTickStep(1.0);
+  histogram_->xAxis->setTicker(ticker);
+  histogram_->rescaleAxes();
+  histogram_->xAxis->setRange(-0.6,
+                              std::max<double>(0.6, static_cast<double>(counts.size()) - 0.4));
+  histogram_->replot();
+  shardNote_->setText(QString::fromStdString(p.shardNote));
+  shardNote_->setVisible(!p.shardNote.empty());
+  emit previewShown();
+}
+
+}  // namespace dtlab::ui

@@ -1,0 +1,78 @@
+#pragma once
+
+#include <QtWidgets/QWidget>
+
+#include <nlohmann/json.hpp>
+
+#include "ui/models/dataset_preview.h"
+
+class QComboBox;
+class QCustomPlot;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSpinBox;
+class QTimer;
+
+namespace dtlab::ui {
+
+// The dataset editor: the fields of a synthetic dataset, checked as you type by the spec's
+// own parser (its message shown next to the form), and a live preview computed by the real
+// generators off the GUI thread: a scatter of the first two features (2-D datasets are the
+// data itself), sample images for `shapes`, and the class histogram of every worker's shard
+// for the chosen partition.
+class DatasetPage final : public QWidget {
+  Q_OBJECT
+ public:
+  explicit DatasetPage(QWidget* parent = nullptr);
+
+  // Loads a dataset (name and its "dataset" JSON); id < 0: a new one, not yet saved.
+  void edit(qint64 id, const QString& name, const nlohmann::json& config);
+  nlohmann::json config() const;  // the form as the spec's "dataset" object
+  QString name() const;
+  qint64 id() const { return id_; }
+  // The last preview drawn (tests) and the error shown ("" when valid).
+  const DatasetPreview& preview() const { return preview_; }
+  QString error() const;
+  QPushButton* saveButton() const { return save_; }
+  QSpinBox* workersBox() const { return workers_; }
+  QCustomPlot* scatter() const { return scatter_; }
+  QCustomPlot* histogram() const { return histogram_; }
+
+ signals:
+  // Save was pressed on a valid form: store it as dataset `name` (id < 0: create).
+  void saveRequested(qint64 id, const QString& name, const QString& configJson);
+  void previewShown();
+
+ private:
+  void changed();
+  void computePreview();
+  void showPreview(const DatasetPreview& preview);
+
+  qint64 id_ = -1;
+  bool loading_ = false;
+  quint64 request_ = 0;
+  QLineEdit* name_;
+  QComboBox* kind_;
+  QSpinBox* trainSize_;
+  QSpinBox* testSize_;
+  QSpinBox* classes_;
+  QSpinBox* features_;
+  QDoubleSpinBox* separation_;
+  QDoubleSpinBox* noise_;
+  QSpinBox* seed_;
+  QSpinBox* workers_;
+  QComboBox* partition_;
+  QDoubleSpinBox* alpha_;
+  QLabel* error_;
+  QLabel* images_;
+  QLabel* shardNote_;
+  QPushButton* save_;
+  QCustomPlot* scatter_;
+  QCustomPlot* histogram_;
+  QTimer* debounce_;
+  DatasetPreview preview_;
+};
+
+}  // namespace dtlab::ui
