@@ -3,6 +3,11 @@
 #include <QtTest/QAbstractItemModelTester>
 #include <QtTest/QtTest>
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+
 #include <qcustomplot.h>
 
 #include <QtCore/QProcess>
@@ -319,6 +324,59 @@ class TestGui : public QObject {
     const core::Entity saved = window.explorerModel()->snapshot().datasets.front();
     QCOMPARE(saved.name, std::string("dataset 1"));
     QCOMPARE(saved.config["kind"], nlohmann::json("two_spirals"));
+  }
+
+  // A node lost mid-run: the run fails naming it, the window tells the user, the event is
+  // on the run's page, and the window takes the next run.
+  void lostNodeShowsAsAnEventAndAMessage() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("p.dtlab").toStdString();
+    {
+      auto store = core::ProjectStore::create(path);
+      core::ExperimentSpec spec = smallSpec("endless", 100000000);
+      spec.cluster.localNodes = 2;
+      store->putEntity(core::EntityKind::kExperiment, "endless", core::toJson(spec));
+    }
+    ui::MainWindow window;
+    window.setQuietErrors(true);
+    window.openProject(QString::fromStdString(path));
+    QVERIFY(waitFor(window, &ui::MainWindow::projectLoaded));
+    window.explorerView()->setCurrentIndex(window.explorerModel()->find("experiment", 1));
+    QSignalSpy progress(window.controller(), &ui::ExperimentController::progress);
+    QSignalSpy problem(window.controller(), &ui::ExperimentController::problem);
+    QSignalSpy runFinished(window.controller(), &ui::ExperimentController::runFinished);
+    QSignalSpy finished(window.controller(), &ui::ExperimentController::finished);
+    window.runAction()->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(progress.size() > 0, 30000);
+    // The controller's daemons are this process's dtlab-node children: kill the second.
+    std::vector<pid_t> daemons;
+    for (const QString& entry : QDir("/proc").entryList(QDir::Dirs)) {
+      QFile stat("/proc/" + entry + "/stat");
+      if (!stat.open(QIODevice::ReadOnly)) continue;
+      const QByteArray text = stat.readAll();
+      const int close = text.lastIndexOf(')');
+      if (close < 0 || !text.left(close).contains("dtlab-node")) continue;
+      const QList<QByteArray> fields = text.mid(close + 2).split(' ');
+      if (fields.size() > 1 && fields[1].toInt() == ::getpid()) daemons.push_back(entry.toInt());
+    }
+    QCOMPARE(daemons.size(), std::size_t{2});
+    std::sort(daemons.begin(), daemons.end());
+    ::kill(daemons[1], SIGKILL);
+    QVERIFY(finished.wait(15000));
+    QCOMPARE(runFinished.size(), 1);
+    QCOMPARE(runFinished.first().at(1).toString(), QString("failed"));
+    QVERIFY(problem.size() >= 1);
+    QVERIFY2(problem.first().first().toString().contains("lost"),
+             qPrintable(problem.first().first().toString()));
+    // The run's page shows the node_lost event; the window is free for the next run.
+    QTRY_COMPARE_WITH_TIMEOUT(window.runPage()->headline(),
+                              QString("Run #1: endless/sync_allreduce"), 10000);
+    auto store = core::ProjectStore::open(path, true);
+    const auto events = store->events(1);
+    QVERIFY(std::any_of(events.begin(), events.end(),
+                        [](const core::RunEvent& e) { return e.kind == "node_lost"; }));
+    window.explorerView()->setCurrentIndex(window.explorerModel()->find("experiment", 1));
+    QVERIFY2(window.runAction()->isEnabled(), qPrintable(window.runAction()->toolTip()));
   }
 
   void damagedFileIsReportedAndNothingChanges() {
