@@ -69,8 +69,8 @@ int main(int argc, char** argv) {
   parser.addHelpOption();
   parser.addVersionOption();
   parser.addPositionalArgument("project", "a project file (*.dtlab) to open", "[P.dtlab]");
-  const QCommandLineOption page("page", "the page to show: explorer, run or dataset", "page",
-                                "explorer");
+  const QCommandLineOption page("page", "the page to show: explorer, run, dataset or topology",
+                                "page", "explorer");
   const QCommandLineOption run("run", "the run to show (its number)", "RUN");
   const QCommandLineOption screenshot("screenshot", "render the page to a PNG and exit", "out.png");
   const QCommandLineOption size("size", "window size for --screenshot", "WxH", "1280x800");
@@ -80,11 +80,12 @@ int main(int argc, char** argv) {
   const QStringList positional = parser.positionalArguments();
   if (positional.size() > 1) return fail("expected at most one project file");
   const QString pageName = parser.value(page);
-  if (pageName != "explorer" && pageName != "run" && pageName != "dataset")
+  const QStringList pages = {"explorer", "run", "dataset", "topology"};
+  if (!pages.contains(pageName))
     return fail(
-        QString("--page: '%1' is not available (pages: explorer, run, dataset)").arg(pageName));
-  if (pageName == "dataset" && positional.isEmpty())
-    return fail("--page dataset needs a project file");
+        QString("--page: '%1' is not available (pages: %2)").arg(pageName, pages.join(", ")));
+  if ((pageName == "dataset" || pageName == "topology") && positional.isEmpty())
+    return fail(QString("--page %1 needs a project file").arg(pageName));
   bool runOk = true;
   const qint64 runId = parser.isSet(run) ? parser.value(run).toLongLong(&runOk) : -1;
   if (!runOk || (parser.isSet(run) && runId <= 0))
@@ -120,6 +121,10 @@ int main(int argc, char** argv) {
     QSignalSpyLike previewed(window.datasetPage(), &dtlab::ui::DatasetPage::previewShown);
     window.showFirstDataset();
     if (capture && !previewed.wait(30000)) return fail("the dataset preview did not finish");
+  }
+  if (pageName == "topology") {
+    window.showFirstTopology();
+    QApplication::processEvents();
   }
   if (!capture) return app.exec();
 

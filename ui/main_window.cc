@@ -29,6 +29,7 @@
 #include "ui/pages/dataset_page.h"
 #include "ui/pages/entity_page.h"
 #include "ui/pages/run_page.h"
+#include "ui/pages/topology_page.h"
 
 namespace dtlab::ui {
 namespace {
@@ -47,6 +48,7 @@ MainWindow::MainWindow(QWidget* parent)
       welcome_(new QLabel(this)),
       entityPage_(new EntityPage(this)),
       datasetPage_(new DatasetPage(this)),
+      topologyPage_(new TopologyPage(this)),
       runPage_(new RunPage(this)),
       poll_(new QTimer(this)),
       statusProject_(new QLabel(this)),
@@ -74,9 +76,15 @@ MainWindow::MainWindow(QWidget* parent)
   pages_->addWidget(welcome_);
   pages_->addWidget(entityPage_);
   pages_->addWidget(datasetPage_);
-  connect(
-      datasetPage_, &DatasetPage::saveRequested, this,
-      [this](qint64 id, const QString& name, const QString& json) { saveDataset(id, name, json); });
+  pages_->addWidget(topologyPage_);
+  connect(datasetPage_, &DatasetPage::saveRequested, this,
+          [this](qint64 id, const QString& name, const QString& json) {
+            saveEntity("dataset", id, name, json);
+          });
+  connect(topologyPage_, &TopologyPage::saveRequested, this,
+          [this](qint64 id, const QString& name, const QString& json) {
+            saveEntity("topology", id, name, json);
+          });
   pages_->addWidget(runPage_);
 
   auto* split = new QSplitter(Qt::Horizontal, this);
@@ -143,6 +151,8 @@ void MainWindow::buildMenus() {
   recentMenu_ = file->addMenu(tr("Open &Recent"));
   QAction* newData = file->addAction(tr("New &Dataset..."), this, [this] { newDataset(); });
   newData->setShortcut(Qt::CTRL | Qt::SHIFT | Qt::Key_D);
+  QAction* newTopo = file->addAction(tr("New &Topology..."), this, [this] { newTopology(); });
+  newTopo->setShortcut(Qt::CTRL | Qt::SHIFT | Qt::Key_T);
   refreshRecentMenu();
   QAction* reloadAction = file->addAction(tr("&Reload"), this, [this] { reload(); });
   reloadAction->setShortcut(QKeySequence::Refresh);
@@ -368,29 +378,57 @@ void MainWindow::showFirstDataset() {
   }
 }
 
-void MainWindow::saveDataset(qint64 id, const QString& name, const QString& configJson) {
+void MainWindow::newTopology() {
+  if (path_.isEmpty()) {
+    fail(tr("Open or create a project first: topologies are stored in it."));
+    return;
+  }
+  tree_->setCurrentIndex({});
+  topologyPage_->edit(-1, tr("topology %1").arg(explorer_->snapshot().topologies.size() + 1),
+                      {{"local_nodes", 2}});
+  pages_->setCurrentWidget(topologyPage_);
+}
+
+void MainWindow::showFirstTopology() {
+  const auto& topologies = explorer_->snapshot().topologies;
+  const QModelIndex first =
+      topologies.empty() ? QModelIndex() : explorer_->find("topology", topologies.front().id);
+  if (first.isValid()) {
+    tree_->setCurrentIndex(first);
+  } else {
+    newTopology();
+  }
+}
+
+void MainWindow::saveEntity(const QString& kind, qint64 id, const QString& name,
+                            const QString& configJson) {
   const std::string path = path_.toStdString();
   const std::string entityName = name.toStdString();
   const std::string json = configJson.toStdString();
+  const core::EntityKind entityKind =
+      kind == "dataset" ? core::EntityKind::kDataset : core::EntityKind::kTopology;
   runInBackground<qint64>(
       this,
-      [path, id, entityName, json] {
+      [path, id, entityName, json, entityKind] {
         auto store = core::ProjectStore::open(path);
         const nlohmann::json config = nlohmann::json::parse(json);
-        if (id < 0)
-          return static_cast<qint64>(
-              store->createEntity(core::EntityKind::kDataset, entityName, config));
-        store->updateEntity(core::EntityKind::kDataset, id, entityName, config);
+        if (id < 0) return static_cast<qint64>(store->createEntity(entityKind, entityName, config));
+        store->updateEntity(entityKind, id, entityName, config);
         return id;
       },
-      [this, name](const std::optional<qint64>& saved, const QString& error) {
+      [this, kind, name, configJson](const std::optional<qint64>& saved, const QString& error) {
         if (!saved) {
-          fail(tr("Cannot save dataset %1: %2").arg(name, error));
+          fail(tr("Cannot save %1 %2: %3").arg(kind, name, error));
           return;
         }
-        statusBar()->showMessage(tr("Saved dataset %1").arg(name), 4000);
-        datasetPage_->edit(*saved, name, datasetPage_->config());
-        pendingKind_ = "dataset";
+        statusBar()->showMessage(tr("Saved %1 %2").arg(kind, name), 4000);
+        const nlohmann::json config = nlohmann::json::parse(configJson.toStdString());
+        if (kind == "dataset") {
+          datasetPage_->edit(*saved, name, config);
+        } else {
+          topologyPage_->edit(*saved, name, config);
+        }
+        pendingKind_ = kind;
         pendingId_ = *saved;
         reload();
       });
@@ -432,6 +470,15 @@ void MainWindow::showSelection() {
       if (datasetPage_->id() != id || pages_->currentWidget() != datasetPage_)
         datasetPage_->edit(id, QString::fromStdString(e.name), e.config);
       pages_->setCurrentWidget(datasetPage_);
+    }
+    return;
+  }
+  if (kind == "topology") {
+    for (const core::Entity& e : s.topologies) {
+      if (e.id != id) continue;
+      if (topologyPage_->id() != id || pages_->currentWidget() != topologyPage_)
+        topologyPage_->edit(id, QString::fromStdString(e.name), e.config);
+      pages_->setCurrentWidget(topologyPage_);
     }
     return;
   }

@@ -17,6 +17,7 @@ namespace dtlab::ui {
 
 class DatasetPage;
 class EntityPage;
+class TopologyPage;
 class ExperimentController;
 class ExplorerModel;
 class RunPage;
@@ -52,10 +53,13 @@ class MainWindow final : public QMainWindow {
   RunPage* runPage() const { return runPage_; }
   EntityPage* entityPage() const { return entityPage_; }
   DatasetPage* datasetPage() const { return datasetPage_; }
-  // Opens the dataset editor on a new dataset (saved into the project by its Save button).
+  TopologyPage* topologyPage() const { return topologyPage_; }
+  // Opens the dataset / topology editor on a new one (saved by the page's Save button).
   void newDataset();
-  // Shows the project's first dataset in the editor, or a new one when there is none.
+  void newTopology();
+  // Shows the project's first dataset (topology) in its editor, or a new one.
   void showFirstDataset();
+  void showFirstTopology();
   QWidget* currentPage() const;
 
  signals:
@@ -81,7 +85,7 @@ class MainWindow final : public QMainWindow {
   void updateRunActions();
   void runSelectedExperiment();
   void onProgress(const RunProgress& progress);
-  void saveDataset(qint64 id, const QString& name, const QString& configJson);
+  void saveEntity(const QString& kind, qint64 id, const QString& name, const QString& configJson);
 
   ExplorerModel* explorer_;
   QTreeView* tree_;
@@ -89,6 +93,7 @@ class MainWindow final : public QMainWindow {
   QLabel* welcome_;
   EntityPage* entityPage_;
   DatasetPage* datasetPage_;
+  TopologyPage* topologyPage_;
   RunPage* runPage_;
   QMenu* recentMenu_ = nullptr;
   QTimer* poll_;

@@ -28,9 +28,11 @@
 #include "ui/models/explorer_model.h"
 #include "ui/models/project_snapshot.h"
 #include "ui/models/run_metrics_model.h"
+#include "ui/models/topology_model.h"
 #include "ui/pages/dataset_page.h"
 #include "ui/pages/entity_page.h"
 #include "ui/pages/run_page.h"
+#include "ui/pages/topology_page.h"
 
 using namespace dtlab;
 
@@ -175,8 +177,14 @@ class TestGui : public QObject {
     QCOMPARE(window.datasetPage()->name(), QString("blobs"));
     window.explorerView()->setCurrentIndex(window.explorerModel()->find(
         "topology", window.explorerModel()->snapshot().topologies.front().id));
+    QCOMPARE(window.currentPage(), static_cast<QWidget*>(window.topologyPage()));
+    QCOMPARE(window.topologyPage()->name(), QString("two nodes"));
+    QCOMPARE(window.topologyPage()->model()->rowCount(), 2);
+    // An experiment shows its stored spec.
+    window.explorerView()->setCurrentIndex(window.explorerModel()->find(
+        "experiment", window.explorerModel()->snapshot().experiments.front().id));
     QCOMPARE(window.currentPage(), static_cast<QWidget*>(window.entityPage()));
-    QVERIFY2(window.entityPage()->text().contains("\"local_nodes\": 2"),
+    QVERIFY2(window.entityPage()->text().contains("\"variants\""),
              qPrintable(window.entityPage()->text()));
 
     // Another process records a run: the window sees it without being asked.
@@ -377,6 +385,52 @@ class TestGui : public QObject {
                         [](const core::RunEvent& e) { return e.kind == "node_lost"; }));
     window.explorerView()->setCurrentIndex(window.explorerModel()->find("experiment", 1));
     QVERIFY2(window.runAction()->isEnabled(), qPrintable(window.runAction()->toolTip()));
+  }
+
+  // The topology editor: per-node settings checked by the spec (its message, Save blocked),
+  // "Test connection" starts the daemons for real and shows what each answers, Save stores it.
+  void topologyEditorValidatesTestsAndSaves() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("p.dtlab").toStdString();
+    core::ProjectStore::create(path);
+    ui::MainWindow window;
+    window.setQuietErrors(true);
+    window.openProject(QString::fromStdString(path));
+    QVERIFY(waitFor(window, &ui::MainWindow::projectLoaded));
+    window.newTopology();
+    ui::TopologyPage* page = window.topologyPage();
+    QCOMPARE(window.currentPage(), static_cast<QWidget*>(page));
+    ui::TopologyModel* model = page->model();
+    QAbstractItemModelTester tester(model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QCOMPARE(model->rowCount(), 2);
+    QVERIFY2(page->error().isEmpty(), qPrintable(page->error()));
+
+    QVERIFY(model->setData(model->index(1, ui::TopologyModel::kSpeedColumn), 0.0));
+    QVERIFY2(page->error().contains("cluster.nodes[1].speed"), qPrintable(page->error()));
+    QVERIFY(!page->saveButton()->isEnabled());
+    QCOMPARE(page->saveButton()->toolTip(), page->error());
+    QVERIFY(model->setData(model->index(1, ui::TopologyModel::kSpeedColumn), 0.5));
+    QVERIFY2(page->error().isEmpty(), qPrintable(page->error()));
+    page->addNodes(1);
+    QCOMPARE(model->rowCount(), 3);
+
+    QSignalSpy tested(page, &ui::TopologyPage::connectionTested);
+    page->testButton()->click();
+    QVERIFY(tested.wait(30000));
+    QCOMPARE(tested.first().first().toBool(), true);
+    for (int row = 0; row < 3; ++row) {
+      const QString found = model->index(row, ui::TopologyModel::kFoundColumn).data().toString();
+      QVERIFY2(found.startsWith("dtlab-node") && found.contains("idle"), qPrintable(found));
+    }
+    QVERIFY(
+        model->index(1, ui::TopologyModel::kFoundColumn).data().toString().contains("speed 0.5"));
+
+    page->saveButton()->click();
+    QTRY_COMPARE_WITH_TIMEOUT(window.explorerModel()->snapshot().topologies.size(), std::size_t{1},
+                              10000);
+    const nlohmann::json saved = window.explorerModel()->snapshot().topologies.front().config;
+    QCOMPARE(saved["local_nodes"], nlohmann::json(3));
+    QCOMPARE(saved["nodes"][1]["speed"], nlohmann::json(0.5));
   }
 
   void damagedFileIsReportedAndNothingChanges() {
