@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   parser.addHelpOption();
   parser.addVersionOption();
   parser.addPositionalArgument("project", "a project file (*.dtlab) to open", "[P.dtlab]");
-  const QCommandLineOption page("page", "the page to show: explorer, run, dataset or topology",
+  const QCommandLineOption page("page", "the page to show: explorer, run, dataset, topology or experiment",
                                 "page", "explorer");
   const QCommandLineOption run("run", "the run to show (its number)", "RUN");
   const QCommandLineOption screenshot("screenshot", "render the page to a PNG and exit", "out.png");
@@ -80,11 +80,12 @@ int main(int argc, char** argv) {
   const QStringList positional = parser.positionalArguments();
   if (positional.size() > 1) return fail("expected at most one project file");
   const QString pageName = parser.value(page);
-  const QStringList pages = {"explorer", "run", "dataset", "topology"};
+  const QStringList pages = {"explorer", "run", "dataset", "topology", "experiment"};
   if (!pages.contains(pageName))
     return fail(
         QString("--page: '%1' is not available (pages: %2)").arg(pageName, pages.join(", ")));
-  if ((pageName == "dataset" || pageName == "topology") && positional.isEmpty())
+  if ((pageName == "dataset" || pageName == "topology" || pageName == "experiment") &&
+      positional.isEmpty())
     return fail(QString("--page %1 needs a project file").arg(pageName));
   bool runOk = true;
   const qint64 runId = parser.isSet(run) ? parser.value(run).toLongLong(&runOk) : -1;
@@ -119,11 +120,11 @@ int main(int argc, char** argv) {
   if (pageName == "dataset") {
     // The project's first dataset, or a new one in the editor.
     QSignalSpyLike previewed(window.datasetPage(), &dtlab::ui::DatasetPage::previewShown);
-    window.showFirstDataset();
+    window.showFirst("dataset");
     if (capture && !previewed.wait(30000)) return fail("the dataset preview did not finish");
   }
-  if (pageName == "topology") {
-    window.showFirstTopology();
+  if (pageName == "topology" || pageName == "experiment") {
+    window.showFirst(pageName);
     QApplication::processEvents();
   }
   if (!capture) return app.exec();

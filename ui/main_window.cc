@@ -27,7 +27,7 @@
 #include "ui/controller/cluster_controller.h"
 #include "ui/models/explorer_model.h"
 #include "ui/pages/dataset_page.h"
-#include "ui/pages/entity_page.h"
+#include "ui/pages/experiment_page.h"
 #include "ui/pages/run_page.h"
 #include "ui/pages/topology_page.h"
 
@@ -46,7 +46,7 @@ MainWindow::MainWindow(QWidget* parent)
       tree_(new QTreeView(this)),
       pages_(new QStackedWidget(this)),
       welcome_(new QLabel(this)),
-      entityPage_(new EntityPage(this)),
+      experimentPage_(new ExperimentPage(this)),
       datasetPage_(new DatasetPage(this)),
       topologyPage_(new TopologyPage(this)),
       runPage_(new RunPage(this)),
@@ -74,7 +74,14 @@ MainWindow::MainWindow(QWidget* parent)
          "(<b>File &rarr; New</b>, Ctrl+N).</p><p>Runs recorded with <tt>dtlab-cli run SPEC.json "
          "--project P.dtlab</tt> appear here while they happen.</p>"));
   pages_->addWidget(welcome_);
-  pages_->addWidget(entityPage_);
+  pages_->addWidget(experimentPage_);
+  connect(experimentPage_, &ExperimentPage::saveRequested, this,
+          [this](qint64 id, const QString& name, const QString& json) {
+            saveEntity("experiment", id, name, json);
+          });
+  connect(experimentPage_, &ExperimentPage::runRequested, this,
+          [this](const QString& json) { runSpec(json); });
+  connect(experimentPage_, &ExperimentPage::validated, this, [this] { updateRunActions(); });
   pages_->addWidget(datasetPage_);
   pages_->addWidget(topologyPage_);
   connect(datasetPage_, &DatasetPage::saveRequested, this,
@@ -153,6 +160,8 @@ void MainWindow::buildMenus() {
   newData->setShortcut(Qt::CTRL | Qt::SHIFT | Qt::Key_D);
   QAction* newTopo = file->addAction(tr("New &Topology..."), this, [this] { newTopology(); });
   newTopo->setShortcut(Qt::CTRL | Qt::SHIFT | Qt::Key_T);
+  QAction* newExp = file->addAction(tr("New &Experiment..."), this, [this] { newExperiment(); });
+  newExp->setShortcut(Qt::CTRL | Qt::SHIFT | Qt::Key_E);
   refreshRecentMenu();
   QAction* reloadAction = file->addAction(tr("&Reload"), this, [this] { reload(); });
   reloadAction->setShortcut(QKeySequence::Refresh);
@@ -302,28 +311,21 @@ void MainWindow::pollFile() {
 
 void MainWindow::updateRunActions() {
   if (runAction_ == nullptr) return;
-  const QModelIndex index = tree_->currentIndex();
-  QString why;
+  QString blocked;
   if (controller_->busy()) {
-    why = tr("A run is in progress (Run > Cancel Run stops it).");
+    blocked = tr("A run is in progress (Run > Cancel Run stops it).");
   } else if (path_.isEmpty()) {
-    why = tr("Open a project first.");
-  } else if (index.data(ExplorerModel::KindRole).toString() != "experiment") {
-    why = tr("Select an experiment in the explorer to run it.");
-  } else {
-    const qint64 id = index.data(ExplorerModel::IdRole).toLongLong();
-    for (const core::Entity& e : explorer_->snapshot().experiments) {
-      if (e.id != id) continue;
-      try {
-        core::parseExperimentSpec(e.config);
-      } catch (const std::exception& error) {
-        why = tr("The experiment's spec is invalid: %1").arg(QString::fromUtf8(error.what()));
-      }
-    }
+    blocked = tr("Open a project first: runs are recorded in it.");
   }
+  experimentPage_->setRunBlocked(blocked);
+  QString why = blocked;
+  if (why.isEmpty() && pages_->currentWidget() != experimentPage_)
+    why = tr("Select an experiment in the explorer, or create one (File > New Experiment).");
+  if (why.isEmpty() && !experimentPage_->error().isEmpty())
+    why = tr("The experiment is invalid: %1").arg(experimentPage_->error());
   runAction_->setEnabled(why.isEmpty());
-  runAction_->setToolTip(why.isEmpty() ? tr("Run every variant of the selected experiment on "
-                                            "its local cluster, recorded into this project")
+  runAction_->setToolTip(why.isEmpty() ? tr("Run every variant of the experiment on its local "
+                                            "cluster, recorded into this project")
                                        : why);
   runAction_->setStatusTip(runAction_->toolTip());
   cancelAction_->setEnabled(controller_->busy());
@@ -332,28 +334,45 @@ void MainWindow::updateRunActions() {
 }
 
 void MainWindow::runSelectedExperiment() {
-  const QModelIndex index = tree_->currentIndex();
-  if (index.data(ExplorerModel::KindRole).toString() != "experiment") return;
-  const qint64 id = index.data(ExplorerModel::IdRole).toLongLong();
-  for (const core::Entity& e : explorer_->snapshot().experiments) {
-    if (e.id != id) continue;
-    RunRequest request;
-    request.projectPath = path_;
-    try {
-      request.spec = core::parseExperimentSpec(e.config);
-    } catch (const std::exception& error) {
-      fail(tr("Cannot run %1: %2")
-               .arg(QString::fromStdString(e.name), QString::fromUtf8(error.what())));
-      return;
-    }
-    if (!controller_->start(request)) return;
-    runProgress_->setRange(0, 0);
-    runProgress_->show();
-    statusBar()->showMessage(tr("Starting %1 on %2 local nodes...")
-                                 .arg(QString::fromStdString(e.name))
-                                 .arg(request.spec.cluster.localNodes));
-    updateRunActions();
+  if (pages_->currentWidget() != experimentPage_) return;
+  runSpec(QString::fromStdString(experimentPage_->spec().dump()));
+}
+
+void MainWindow::runSpec(const QString& specJson) {
+  RunRequest request;
+  request.projectPath = path_;
+  try {
+    request.spec = core::parseExperimentSpec(nlohmann::json::parse(specJson.toStdString()));
+  } catch (const std::exception& error) {
+    fail(tr("Cannot run the experiment: %1").arg(QString::fromUtf8(error.what())));
+    return;
   }
+  if (!controller_->start(request)) return;
+  runProgress_->setRange(0, 0);
+  runProgress_->show();
+  statusBar()->showMessage(tr("Starting %1 on %2 local nodes...")
+                               .arg(QString::fromStdString(request.spec.name))
+                               .arg(request.spec.cluster.localNodes));
+  updateRunActions();
+}
+
+void MainWindow::newExperiment() {
+  if (path_.isEmpty()) {
+    fail(tr("Open or create a project first: experiments are stored in it."));
+    return;
+  }
+  tree_->setCurrentIndex({});
+  const ProjectSnapshot& s = explorer_->snapshot();
+  nlohmann::json spec = {{"name", "experiment " + std::to_string(s.experiments.size() + 1)},
+                         {"dataset", s.datasets.empty() ? nlohmann::json{{"kind", "gaussian_blobs"}}
+                                                        : s.datasets.front().config},
+                         {"cluster", s.topologies.empty() ? nlohmann::json{{"local_nodes", 2}}
+                                                          : s.topologies.front().config},
+                         {"training", {{"batch_size", 128}, {"epochs", 2}, {"eval_interval", 50}}},
+                         {"variants", {{{"name", "sync"}, {"strategy", "sync_allreduce"}}}}};
+  experimentPage_->edit(-1, spec, s.datasets, s.topologies);
+  pages_->setCurrentWidget(experimentPage_);
+  updateRunActions();
 }
 
 void MainWindow::newDataset() {
@@ -367,16 +386,6 @@ void MainWindow::newDataset() {
   pages_->setCurrentWidget(datasetPage_);
 }
 
-void MainWindow::showFirstDataset() {
-  const auto& datasets = explorer_->snapshot().datasets;
-  const QModelIndex first =
-      datasets.empty() ? QModelIndex() : explorer_->find("dataset", datasets.front().id);
-  if (first.isValid()) {
-    tree_->setCurrentIndex(first);
-  } else {
-    newDataset();
-  }
-}
 
 void MainWindow::newTopology() {
   if (path_.isEmpty()) {
@@ -389,14 +398,21 @@ void MainWindow::newTopology() {
   pages_->setCurrentWidget(topologyPage_);
 }
 
-void MainWindow::showFirstTopology() {
-  const auto& topologies = explorer_->snapshot().topologies;
-  const QModelIndex first =
-      topologies.empty() ? QModelIndex() : explorer_->find("topology", topologies.front().id);
+
+void MainWindow::showFirst(const QString& kind) {
+  const ProjectSnapshot& s = explorer_->snapshot();
+  const std::vector<core::Entity>& list = kind == "dataset"    ? s.datasets
+                                          : kind == "topology" ? s.topologies
+                                                               : s.experiments;
+  const QModelIndex first = list.empty() ? QModelIndex() : explorer_->find(kind, list.front().id);
   if (first.isValid()) {
     tree_->setCurrentIndex(first);
-  } else {
+  } else if (kind == "dataset") {
+    newDataset();
+  } else if (kind == "topology") {
     newTopology();
+  } else {
+    newExperiment();
   }
 }
 
@@ -405,8 +421,9 @@ void MainWindow::saveEntity(const QString& kind, qint64 id, const QString& name,
   const std::string path = path_.toStdString();
   const std::string entityName = name.toStdString();
   const std::string json = configJson.toStdString();
-  const core::EntityKind entityKind =
-      kind == "dataset" ? core::EntityKind::kDataset : core::EntityKind::kTopology;
+  const core::EntityKind entityKind = kind == "dataset"    ? core::EntityKind::kDataset
+                                      : kind == "topology" ? core::EntityKind::kTopology
+                                                           : core::EntityKind::kExperiment;
   runInBackground<qint64>(
       this,
       [path, id, entityName, json, entityKind] {
@@ -423,10 +440,13 @@ void MainWindow::saveEntity(const QString& kind, qint64 id, const QString& name,
         }
         statusBar()->showMessage(tr("Saved %1 %2").arg(kind, name), 4000);
         const nlohmann::json config = nlohmann::json::parse(configJson.toStdString());
+        const ProjectSnapshot& s = explorer_->snapshot();
         if (kind == "dataset") {
           datasetPage_->edit(*saved, name, config);
-        } else {
+        } else if (kind == "topology") {
           topologyPage_->edit(*saved, name, config);
+        } else {
+          experimentPage_->edit(*saved, config, s.datasets, s.topologies);
         }
         pendingKind_ = kind;
         pendingId_ = *saved;
@@ -482,14 +502,13 @@ void MainWindow::showSelection() {
     }
     return;
   }
-  const std::vector<core::Entity>& list = kind == "dataset"    ? s.datasets
-                                          : kind == "topology" ? s.topologies
-                                                               : s.experiments;
-  for (const core::Entity& e : list) {
+  for (const core::Entity& e : s.experiments) {
     if (e.id != id) continue;
-    entityPage_->showEntity(kind, e);
-    pages_->setCurrentWidget(entityPage_);
+    if (experimentPage_->id() != id || pages_->currentWidget() != experimentPage_)
+      experimentPage_->edit(id, e.config, s.datasets, s.topologies);
+    pages_->setCurrentWidget(experimentPage_);
   }
+  updateRunActions();
 }
 
 void MainWindow::selectRun(qint64 runId) {

@@ -16,7 +16,7 @@ class QTreeView;
 namespace dtlab::ui {
 
 class DatasetPage;
-class EntityPage;
+class ExperimentPage;
 class TopologyPage;
 class ExperimentController;
 class ExplorerModel;
@@ -51,15 +51,15 @@ class MainWindow final : public QMainWindow {
   ExplorerModel* explorerModel() const { return explorer_; }
   QTreeView* explorerView() const { return tree_; }
   RunPage* runPage() const { return runPage_; }
-  EntityPage* entityPage() const { return entityPage_; }
+  ExperimentPage* experimentPage() const { return experimentPage_; }
   DatasetPage* datasetPage() const { return datasetPage_; }
   TopologyPage* topologyPage() const { return topologyPage_; }
   // Opens the dataset / topology editor on a new one (saved by the page's Save button).
   void newDataset();
   void newTopology();
-  // Shows the project's first dataset (topology) in its editor, or a new one.
-  void showFirstDataset();
-  void showFirstTopology();
+  void newExperiment();
+  // Shows the project's first dataset, topology or experiment in its editor, or a new one.
+  void showFirst(const QString& kind);
   QWidget* currentPage() const;
 
  signals:
@@ -84,6 +84,7 @@ class MainWindow final : public QMainWindow {
   void showAbout();
   void updateRunActions();
   void runSelectedExperiment();
+  void runSpec(const QString& specJson);
   void onProgress(const RunProgress& progress);
   void saveEntity(const QString& kind, qint64 id, const QString& name, const QString& configJson);
 
@@ -91,7 +92,7 @@ class MainWindow final : public QMainWindow {
   QTreeView* tree_;
   QStackedWidget* pages_;
   QLabel* welcome_;
-  EntityPage* entityPage_;
+  ExperimentPage* experimentPage_;
   DatasetPage* datasetPage_;
   TopologyPage* topologyPage_;
   RunPage* runPage_;

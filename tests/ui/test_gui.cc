@@ -16,6 +16,7 @@
 #include <QtGui/QAction>
 #include <QtWidgets/QApplication>
 #include <QtWidgets/QComboBox>
+#include <QtWidgets/QDoubleSpinBox>
 #include <QtWidgets/QPushButton>
 #include <QtWidgets/QSpinBox>
 #include <QtWidgets/QTreeView>
@@ -29,8 +30,9 @@
 #include "ui/models/project_snapshot.h"
 #include "ui/models/run_metrics_model.h"
 #include "ui/models/topology_model.h"
+#include "ui/models/variants_model.h"
 #include "ui/pages/dataset_page.h"
-#include "ui/pages/entity_page.h"
+#include "ui/pages/experiment_page.h"
 #include "ui/pages/run_page.h"
 #include "ui/pages/topology_page.h"
 
@@ -183,9 +185,8 @@ class TestGui : public QObject {
     // An experiment shows its stored spec.
     window.explorerView()->setCurrentIndex(window.explorerModel()->find(
         "experiment", window.explorerModel()->snapshot().experiments.front().id));
-    QCOMPARE(window.currentPage(), static_cast<QWidget*>(window.entityPage()));
-    QVERIFY2(window.entityPage()->text().contains("\"variants\""),
-             qPrintable(window.entityPage()->text()));
+    QCOMPARE(window.currentPage(), static_cast<QWidget*>(window.experimentPage()));
+    QCOMPARE(window.experimentPage()->spec()["name"], nlohmann::json("first"));
 
     // Another process records a run: the window sees it without being asked.
     {
@@ -431,6 +432,71 @@ class TestGui : public QObject {
     const nlohmann::json saved = window.explorerModel()->snapshot().topologies.front().config;
     QCOMPARE(saved["local_nodes"], nlohmann::json(3));
     QCOMPARE(saved["nodes"][1]["speed"], nlohmann::json(0.5));
+  }
+
+  // The experiment editor: an invalid value shows the spec's message next to its field and
+  // blocks Save and Run with it; a fixed form saves and runs from the page.
+  void experimentEditorShowsErrorsBesideTheFieldAndRuns() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("p.dtlab").toStdString();
+    {
+      auto store = core::ProjectStore::create(path);
+      store->putEntity(core::EntityKind::kDataset, "small blobs",
+                       {{"kind", "gaussian_blobs"},
+                        {"train_size", 2048},
+                        {"test_size", 256},
+                        {"classes", 3},
+                        {"features", 8}});
+      store->putEntity(core::EntityKind::kTopology, "pair", {{"local_nodes", 2}});
+    }
+    ui::MainWindow window;
+    window.setQuietErrors(true);
+    window.openProject(QString::fromStdString(path));
+    QVERIFY(waitFor(window, &ui::MainWindow::projectLoaded));
+    window.newExperiment();
+    ui::ExperimentPage* page = window.experimentPage();
+    QCOMPARE(window.currentPage(), static_cast<QWidget*>(page));
+    QVERIFY2(page->error().isEmpty(), qPrintable(page->error()));
+    QAbstractItemModelTester tester(page->variants(),
+                                    QAbstractItemModelTester::FailureReportingMode::QtTest);
+
+    // A negative learning rate: the message beside the learning rate, Save and Run blocked.
+    static_cast<QDoubleSpinBox*>(page->field("optimizer.lr"))->setValue(-1.0);
+    QVERIFY2(page->error().startsWith("optimizer.lr:"), qPrintable(page->error()));
+    QCOMPARE(page->errorField(), QString("optimizer.lr"));
+    QVERIFY(!page->saveButton()->isEnabled());
+    QCOMPARE(page->runButton()->toolTip(), page->error());
+    QVERIFY(!window.runAction()->isEnabled());
+    QVERIFY2(window.runAction()->toolTip().contains("optimizer.lr"),
+             qPrintable(window.runAction()->toolTip()));
+    static_cast<QDoubleSpinBox*>(page->field("optimizer.lr"))->setValue(0.05);
+    QVERIFY2(page->error().isEmpty(), qPrintable(page->error()));
+
+    // Two variants with one name: the message goes to the variants table.
+    page->variants()->addVariant();
+    page->variants()->setData(page->variants()->index(1, ui::VariantsModel::kNameColumn), "sync");
+    QVERIFY2(page->error().contains("variants"), qPrintable(page->error()));
+    QCOMPARE(page->errorField(), QString("variants"));
+    page->variants()->setData(page->variants()->index(1, ui::VariantsModel::kNameColumn), "again");
+    QVERIFY2(page->error().isEmpty(), qPrintable(page->error()));
+
+    // The project's dataset and topology, a short run; save, then run from the page.
+    static_cast<QComboBox*>(page->field("dataset"))->setCurrentText("small blobs");
+    static_cast<QComboBox*>(page->field("cluster"))->setCurrentText("pair");
+    static_cast<QSpinBox*>(page->field("training.max_steps"))->setValue(20);
+    static_cast<QSpinBox*>(page->field("training.batch_size"))->setValue(32);
+    QVERIFY2(page->error().isEmpty(), qPrintable(page->error()));
+    QCOMPARE(page->spec()["dataset"]["train_size"], nlohmann::json(2048));
+    page->saveButton()->click();
+    QTRY_COMPARE_WITH_TIMEOUT(window.explorerModel()->snapshot().experiments.size(), std::size_t{1},
+                              10000);
+    QSignalSpy finished(window.controller(), &ui::ExperimentController::finished);
+    QSignalSpy runFinished(window.controller(), &ui::ExperimentController::runFinished);
+    QVERIFY2(page->runButton()->isEnabled(), qPrintable(page->runButton()->toolTip()));
+    page->runButton()->click();
+    QVERIFY(finished.wait(120000));
+    QCOMPARE(runFinished.size(), 2);  // both variants
+    for (const QList<QVariant>& r : runFinished) QCOMPARE(r.at(1).toString(), QString("completed"));
   }
 
   void damagedFileIsReportedAndNothingChanges() {

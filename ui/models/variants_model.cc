@@ -1,0 +1,112 @@
+#include "ui/models/variants_model.h"
+
+namespace dtlab::ui {
+
+VariantsModel::VariantsModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+const char* VariantsModel::keyOf(int column) {
+  switch (column) {
+    case kNameColumn:
+      return "name";
+    case kStrategyColumn:
+      return "strategy";
+    case kPartitionColumn:
+      return "partition";
+    case kBucketColumn:
+      return "bucket_kb";
+    default:
+      return "";
+  }
+}
+
+void VariantsModel::setVariants(const nlohmann::json& variants) {
+  beginResetModel();
+  rows_ = variants.is_array() ? variants : nlohmann::json::array();
+  for (auto& row : rows_)
+    if (!row.is_object()) row = nlohmann::json::object();
+  endResetModel();
+}
+
+nlohmann::json VariantsModel::variants() const {
+  return rows_;
+}
+
+void VariantsModel::addVariant() {
+  const int row = rowCount();
+  beginInsertRows({}, row, row);
+  rows_.push_back({{"name", "variant " + std::to_string(row + 1)}, {"strategy", "sync_allreduce"}});
+  endInsertRows();
+}
+
+void VariantsModel::removeVariant(int row) {
+  if (row < 0 || row >= rowCount()) return;
+  beginRemoveRows({}, row, row);
+  rows_.erase(static_cast<std::size_t>(row));
+  endRemoveRows();
+}
+
+int VariantsModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+
+int VariantsModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : kColumnCount;
+}
+
+QVariant VariantsModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  switch (section) {
+    case kNameColumn:
+      return tr("Variant");
+    case kStrategyColumn:
+      return tr("Strategy");
+    case kPartitionColumn:
+      return tr("Partition");
+    case kBucketColumn:
+      return tr("Bucket (KiB)");
+    default:
+      return {};
+  }
+}
+
+Qt::ItemFlags VariantsModel::flags(const QModelIndex& index) const {
+  if (!index.isValid()) return Qt::NoItemFlags;
+  return Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemIsEditable;
+}
+
+QVariant VariantsModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= rowCount()) return {};
+  if (role != Qt::DisplayRole && role != Qt::EditRole) return {};
+  const nlohmann::json& row = rows_[static_cast<std::size_t>(index.row())];
+  const char* key = keyOf(index.column());
+  if (!row.contains(key)) {
+    // What the spec fills in when the field is left out.
+    if (index.column() == kStrategyColumn) return QStringLiteral("sync_allreduce");
+    if (index.column() == kPartitionColumn) return QStringLiteral("equal");
+    if (index.column() == kBucketColumn) return 1024;
+    return {};
+  }
+  const nlohmann::json& v = row[key];
+  if (v.is_string()) return QString::fromStdString(v.get<std::string>());
+  if (v.is_number_integer()) return v.get<qint64>();
+  if (v.is_number()) return v.get<double>();
+  return QString::fromStdString(v.dump());
+}
+
+bool VariantsModel::setData(const QModelIndex& index, const QVariant& value, int role) {
+  if (!index.isValid() || role != Qt::EditRole || index.row() >= rowCount()) return false;
+  nlohmann::json& row = rows_[static_cast<std::size_t>(index.row())];
+  const char* key = keyOf(index.column());
+  if (index.column() == kBucketColumn) {
+    bool ok = false;
+    const qint64 kb = value.toLongLong(&ok);
+    if (!ok) return false;
+    row[key] = kb;
+  } else {
+    row[key] = value.toString().trimmed().toStdString();
+  }
+  emit dataChanged(index, index);
+  return true;
+}
+
+}  // namespace dtlab::ui

@@ -1,0 +1,36 @@
+#pragma once
+
+#include <QtCore/QAbstractTableModel>
+
+#include <nlohmann/json.hpp>
+
+namespace dtlab::ui {
+
+// The strategy variants of an experiment, one row each, edited in place: name, strategy,
+// partition, gradient bucket size. The spec's parser judges the values (unknown strategy,
+// duplicate names); the model only keeps them, as the JSON the spec holds.
+class VariantsModel final : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Columns { kNameColumn, kStrategyColumn, kPartitionColumn, kBucketColumn, kColumnCount };
+
+  explicit VariantsModel(QObject* parent = nullptr);
+  void setVariants(const nlohmann::json& variants);  // the spec's "variants" array
+  nlohmann::json variants() const;
+  void addVariant();
+  void removeVariant(int row);
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  bool setData(const QModelIndex& index, const QVariant& value, int role = Qt::EditRole) override;
+  Qt::ItemFlags flags(const QModelIndex& index) const override;
+  QVariant headerData(int section, Qt::Orientation orientation,
+                      int role = Qt::DisplayRole) const override;
+
+ private:
+  static const char* keyOf(int column);
+  nlohmann::json rows_ = nlohmann::json::array();
+};
+
+}  // namespace dtlab::ui

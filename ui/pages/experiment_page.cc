@@ -1,0 +1,347 @@
+#include "ui/pages/experiment_page.h"
+
+#include <QtWidgets/QComboBox>
+#include <QtWidgets/QDoubleSpinBox>
+#include <QtWidgets/QFormLayout>
+#include <QtWidgets/QGroupBox>
+#include <QtWidgets/QHBoxLayout>
+#include <QtWidgets/QHeaderView>
+#include <QtWidgets/QLabel>
+#include <QtWidgets/QLineEdit>
+#include <QtWidgets/QPushButton>
+#include <QtWidgets/QScrollArea>
+#include <QtWidgets/QSpinBox>
+#include <QtWidgets/QTableView>
+#include <QtWidgets/QVBoxLayout>
+
+#include "core/spec/experiment_spec.h"
+#include "core/train/local_trainer.h"
+#include "ui/models/variants_model.h"
+
+namespace dtlab::ui {
+namespace {
+
+const char* kAsStored = "(as stored in the experiment)";
+
+QSpinBox* spin(QWidget* parent, int min, int max) {
+  auto* box = new QSpinBox(parent);
+  box->setRange(min, max);
+  box->setGroupSeparatorShown(true);
+  return box;
+}
+
+QDoubleSpinBox* real(QWidget* parent, double min, double max, int decimals) {
+  auto* box = new QDoubleSpinBox(parent);
+  box->setRange(min, max);
+  box->setDecimals(decimals);
+  return box;
+}
+
+// Sets j[a][b] (creating objects on the way).
+void put(nlohmann::json& j, const char* section, const char* key, nlohmann::json value) {
+  if (!j.contains(section) || !j[section].is_object()) j[section] = nlohmann::json::object();
+  j[section][key] = std::move(value);
+}
+
+nlohmann::json get(const nlohmann::json& j, const char* section, const char* key) {
+  if (!j.is_object() || !j.contains(section) || !j[section].is_object() ||
+      !j[section].contains(key))
+    return nullptr;
+  return j[section][key];
+}
+
+}  // namespace
+
+ExperimentPage::ExperimentPage(QWidget* parent)
+    : QWidget(parent),
+      name_(new QLineEdit(this)),
+      seed_(spin(this, 0, 2'000'000'000)),
+      dataset_(new QComboBox(this)),
+      topology_(new QComboBox(this)),
+      hidden_(new QLineEdit(this)),
+      activation_(new QComboBox(this)),
+      optimizer_(new QComboBox(this)),
+      lr_(real(this, -1000.0, 1000.0, 5)),
+      momentum_(real(this, -10.0, 10.0, 3)),
+      batch_(spin(this, 0, 10'000'000)),
+      epochs_(spin(this, 0, 1'000'000)),
+      maxSteps_(spin(this, 0, 2'000'000'000)),
+      maxSeconds_(real(this, 0.0, 1e7, 1)),
+      target_(real(this, 0.0, 1.0, 4)),
+      evalInterval_(spin(this, 0, 10'000'000)),
+      variants_(new VariantsModel(this)),
+      variantsView_(new QTableView(this)),
+      summary_(new QLabel(this)),
+      generalError_(new QLabel(this)),
+      save_(new QPushButton(tr("Save"), this)),
+      run_(new QPushButton(tr("Run"), this)) {
+  activation_->addItems({"relu", "gelu", "tanh"});
+  optimizer_->addItems({"sgd", "adam", "adamw", "adadelta"});
+  hidden_->setPlaceholderText(tr("widths of the hidden layers, e.g. 128, 128"));
+  target_->setSpecialValueText(tr("none"));
+  maxSteps_->setSpecialValueText(tr("no limit"));
+  epochs_->setSpecialValueText(tr("no limit"));
+  maxSeconds_->setSpecialValueText(tr("no limit"));
+  generalError_->setWordWrap(true);
+  generalError_->setStyleSheet("color: #b02020;");
+  summary_->setWordWrap(true);
+  summary_->setStyleSheet("color: #444;");
+  variantsView_->setModel(variants_);
+  variantsView_->verticalHeader()->hide();
+  variantsView_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  variantsView_->setMinimumHeight(120);
+
+  auto* what = new QFormLayout();
+  addRow(what, tr("Name"), "name", name_);
+  addRow(what, tr("Seed"), "seed", seed_);
+  addRow(what, tr("Dataset"), "dataset", dataset_);
+  addRow(what, tr("Cluster (topology)"), "cluster", topology_);
+  auto* model = new QFormLayout();
+  addRow(model, tr("Hidden layers"), "model.hidden", hidden_);
+  addRow(model, tr("Activation"), "model.activation", activation_);
+  addRow(model, tr("Optimizer"), "optimizer.kind", optimizer_);
+  addRow(model, tr("Learning rate"), "optimizer.lr", lr_);
+  addRow(model, tr("Momentum (sgd)"), "optimizer.momentum", momentum_);
+  auto* limits = new QFormLayout();
+  addRow(limits, tr("Global batch"), "training.batch_size", batch_);
+  addRow(limits, tr("Epochs"), "training.epochs", epochs_);
+  addRow(limits, tr("Max steps"), "training.max_steps", maxSteps_);
+  addRow(limits, tr("Max seconds"), "training.max_seconds", maxSeconds_);
+  addRow(limits, tr("Target test accuracy"), "training.target_accuracy", target_);
+  addRow(limits, tr("Evaluate every (steps)"), "training.eval_interval", evalInterval_);
+
+  auto box = [this](const QString& title, QLayout* layout) {
+    auto* group = new QGroupBox(title, this);
+    group->setLayout(layout);
+    return group;
+  };
+  auto* variantButtons = new QHBoxLayout();
+  auto* add = new QPushButton(tr("Add variant"), this);
+  auto* remove = new QPushButton(tr("Remove selected"), this);
+  variantButtons->addWidget(add);
+  variantButtons->addWidget(remove);
+  variantButtons->addStretch(1);
+  auto* variantLayout = new QVBoxLayout();
+  variantLayout->addWidget(variantsView_);
+  variantLayout->addLayout(variantButtons);
+  auto* variantsError = new QLabel(this);
+  variantsError->setWordWrap(true);
+  variantsError->setStyleSheet("color: #b02020;");
+  variantsError->hide();
+  variantLayout->addWidget(variantsError);
+  fields_["variants"] = {variantsView_, variantsError};
+
+  auto* actions = new QHBoxLayout();
+  actions->addWidget(summary_, 1);
+  actions->addWidget(save_);
+  actions->addWidget(run_);
+
+  auto* columns = new QHBoxLayout();
+  auto* left = new QVBoxLayout();
+  left->addWidget(box(tr("Experiment"), what));
+  left->addWidget(box(tr("Model and optimizer"), model));
+  left->addStretch(1);
+  auto* right = new QVBoxLayout();
+  right->addWidget(box(tr("Limits"), limits));
+  right->addWidget(
+      box(tr("Strategy variants (one run each, same data and initial weights)"), variantLayout));
+  columns->addLayout(left, 1);
+  columns->addLayout(right, 1);
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(columns, 1);
+  layout->addWidget(generalError_);
+  layout->addLayout(actions);
+
+  for (QSpinBox* b : {seed_, batch_, epochs_, maxSteps_, evalInterval_})
+    connect(b, &QSpinBox::valueChanged, this, [this] { formChanged(); });
+  for (QDoubleSpinBox* b : {lr_, momentum_, maxSeconds_, target_})
+    connect(b, &QDoubleSpinBox::valueChanged, this, [this] { formChanged(); });
+  for (QComboBox* b : {dataset_, topology_, activation_, optimizer_})
+    connect(b, &QComboBox::currentIndexChanged, this, [this] { formChanged(); });
+  for (QLineEdit* e : {name_, hidden_})
+    connect(e, &QLineEdit::textChanged, this, [this] { formChanged(); });
+  connect(variants_, &QAbstractItemModel::dataChanged, this, [this] { formChanged(); });
+  connect(variants_, &QAbstractItemModel::rowsInserted, this, [this] { formChanged(); });
+  connect(variants_, &QAbstractItemModel::rowsRemoved, this, [this] { formChanged(); });
+  connect(add, &QPushButton::clicked, this, [this] { variants_->addVariant(); });
+  connect(remove, &QPushButton::clicked, this,
+          [this] { variants_->removeVariant(variantsView_->currentIndex().row()); });
+  connect(save_, &QPushButton::clicked, this, [this] {
+    if (error_.isEmpty())
+      emit saveRequested(id_, name_->text().trimmed(), QString::fromStdString(spec_.dump()));
+  });
+  connect(run_, &QPushButton::clicked, this, [this] {
+    if (error_.isEmpty() && runBlocked_.isEmpty())
+      emit runRequested(QString::fromStdString(spec_.dump()));
+  });
+}
+
+void ExperimentPage::addRow(QFormLayout* form, const QString& label, const QString& path,
+                            QWidget* widget) {
+  auto* error = new QLabel(this);
+  error->setWordWrap(true);
+  error->setStyleSheet("color: #b02020;");
+  error->hide();
+  auto* cell = new QWidget(this);
+  auto* layout = new QVBoxLayout(cell);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->setSpacing(2);
+  layout->addWidget(widget);
+  layout->addWidget(error);
+  widget->setObjectName(path);
+  form->addRow(label, cell);
+  fields_[path] = {widget, error};
+}
+
+QWidget* ExperimentPage::field(const QString& path) const {
+  const auto it = fields_.find(path);
+  return it == fields_.end() ? nullptr : it->second.first;
+}
+
+void ExperimentPage::edit(qint64 id, const nlohmann::json& spec,
+                          const std::vector<core::Entity>& datasets,
+                          const std::vector<core::Entity>& topologies) {
+  loading_ = true;
+  id_ = id;
+  spec_ = spec.is_object() ? spec : nlohmann::json::object();
+  datasets_ = datasets;
+  topologies_ = topologies;
+  dataset_->clear();
+  dataset_->addItem(tr(kAsStored));
+  for (const core::Entity& e : datasets_) dataset_->addItem(QString::fromStdString(e.name));
+  topology_->clear();
+  topology_->addItem(tr(kAsStored));
+  for (const core::Entity& e : topologies_) topology_->addItem(QString::fromStdString(e.name));
+
+  name_->setText(QString::fromStdString(spec_.value("name", std::string("experiment"))));
+  seed_->setValue(spec_.value("seed", 1));
+  const nlohmann::json hidden = get(spec_, "model", "hidden");
+  QStringList widths;
+  for (const auto& w : hidden.is_array() ? hidden : nlohmann::json::array({128, 128}))
+    widths << QString::fromStdString(w.dump());
+  hidden_->setText(widths.join(", "));
+  const nlohmann::json activation = get(spec_, "model", "activation");
+  activation_->setCurrentText(
+      activation.is_string() ? QString::fromStdString(activation.get<std::string>()) : "relu");
+  const nlohmann::json kind = get(spec_, "optimizer", "kind");
+  optimizer_->setCurrentText(kind.is_string() ? QString::fromStdString(kind.get<std::string>())
+                                              : "sgd");
+  auto number = [&](const char* section, const char* key, double fallback) {
+    const nlohmann::json v = get(spec_, section, key);
+    return v.is_number() ? v.get<double>() : fallback;
+  };
+  lr_->setValue(number("optimizer", "lr", 0.05));
+  momentum_->setValue(number("optimizer", "momentum", 0.9));
+  batch_->setValue(static_cast<int>(number("training", "batch_size", 128)));
+  epochs_->setValue(static_cast<int>(number("training", "epochs", 5)));
+  maxSteps_->setValue(static_cast<int>(number("training", "max_steps", 0)));
+  maxSeconds_->setValue(number("training", "max_seconds", 0.0));
+  target_->setValue(number("training", "target_accuracy", 0.0));
+  evalInterval_->setValue(static_cast<int>(number("training", "eval_interval", 200)));
+  variants_->setVariants(spec_.contains("variants") ? spec_["variants"]
+                                                    : nlohmann::json::array({{{"name", "sync"}}}));
+  loading_ = false;
+  formChanged();
+}
+
+void ExperimentPage::setRunBlocked(const QString& why) {
+  if (why == runBlocked_) return;
+  runBlocked_ = why;
+  validate();
+}
+
+void ExperimentPage::formChanged() {
+  if (loading_) return;
+  spec_["name"] = name_->text().trimmed().toStdString();
+  spec_["seed"] = seed_->value();
+  if (dataset_->currentIndex() > 0)
+    spec_["dataset"] = datasets_[static_cast<std::size_t>(dataset_->currentIndex() - 1)].config;
+  if (topology_->currentIndex() > 0)
+    spec_["cluster"] = topologies_[static_cast<std::size_t>(topology_->currentIndex() - 1)].config;
+  nlohmann::json widths = nlohmann::json::array();
+  for (const QString& part : hidden_->text().split(',', Qt::SkipEmptyParts)) {
+    bool ok = false;
+    const qint64 w = part.trimmed().toLongLong(&ok);
+    // Not a number: passed on as text, so the spec's parser names the field.
+    widths.push_back(ok ? nlohmann::json(w) : nlohmann::json(part.trimmed().toStdString()));
+  }
+  put(spec_, "model", "hidden", widths);
+  put(spec_, "model", "activation", activation_->currentText().toStdString());
+  put(spec_, "optimizer", "kind", optimizer_->currentText().toStdString());
+  put(spec_, "optimizer", "lr", lr_->value());
+  if (optimizer_->currentText() == "sgd") {
+    put(spec_, "optimizer", "momentum", momentum_->value());
+  } else if (spec_["optimizer"].contains("momentum")) {
+    spec_["optimizer"].erase("momentum");
+  }
+  momentum_->setEnabled(optimizer_->currentText() == "sgd");
+  put(spec_, "training", "batch_size", batch_->value());
+  put(spec_, "training", "epochs", epochs_->value());
+  put(spec_, "training", "max_steps", maxSteps_->value());
+  put(spec_, "training", "max_seconds", maxSeconds_->value());
+  if (target_->value() > 0.0) {
+    put(spec_, "training", "target_accuracy", target_->value());
+  } else if (spec_["training"].contains("target_accuracy")) {
+    spec_["training"].erase("target_accuracy");
+  }
+  put(spec_, "training", "eval_interval", evalInterval_->value());
+  spec_["variants"] = variants_->variants();
+  validate();
+}
+
+void ExperimentPage::validate() {
+  error_.clear();
+  errorField_.clear();
+  core::ExperimentSpec parsed;
+  try {
+    parsed = core::parseExperimentSpec(spec_);
+  } catch (const std::exception& e) {
+    error_ = QString::fromUtf8(e.what());
+  }
+  // The message starts with the field path; it goes next to the closest field the form has
+  // ("training.batch_size: ..." to the batch, "variants[1].name: ..." to the variants).
+  for (auto& [path, widgets] : fields_) widgets.second->hide();
+  if (!error_.isEmpty()) {
+    const QString where = error_.section(':', 0, 0);
+    QString best;
+    for (const auto& [path, widgets] : fields_)
+      if ((where == path || where.startsWith(path + ".") || where.startsWith(path + "[")) &&
+          path.size() > best.size())
+        best = path;
+    if (!best.isEmpty()) {
+      errorField_ = best;
+      fields_[best].second->setText(error_);
+      fields_[best].second->show();
+    }
+  }
+  generalError_->setText(errorField_.isEmpty() ? error_ : QString());
+  generalError_->setVisible(errorField_.isEmpty() && !error_.isEmpty());
+
+  save_->setEnabled(error_.isEmpty());
+  save_->setToolTip(error_.isEmpty() ? tr("Store this experiment in the project") : error_);
+  const QString whyNot = !error_.isEmpty() ? error_ : runBlocked_;
+  run_->setEnabled(whyNot.isEmpty());
+  run_->setToolTip(whyNot.isEmpty() ? tr("Run every variant on the experiment's local cluster")
+                                    : whyNot);
+  if (error_.isEmpty()) {
+    const int64_t stepsPerEpoch =
+        parsed.dataset.trainSize / std::max<int64_t>(1, parsed.training.batchSize);
+    const int64_t steps = core::plannedSteps(parsed, stepsPerEpoch);
+    const auto count = [](int64_t n, const char* one, const char* many) {
+      return QString("%1 %2").arg(n).arg(n == 1 ? one : many);
+    };
+    summary_->setText(
+        tr("%1 on %2 training samples, %3, %4, %5")
+            .arg(QString::fromUtf8(core::toString(parsed.dataset.kind)))
+            .arg(parsed.dataset.trainSize)
+            .arg(count(parsed.cluster.localNodes, "local node", "local nodes"))
+            .arg(count(static_cast<int64_t>(parsed.variants.size()), "variant", "variants"))
+            .arg(steps > 0 ? tr("up to %1 steps each").arg(steps)
+                           : tr("no step limit (time or target ends it)")));
+  } else {
+    summary_->clear();
+  }
+  emit validated();
+}
+
+}  // namespace dtlab::ui

@@ -1,0 +1,97 @@
+#pragma once
+
+#include <QtWidgets/QWidget>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/store/project_store.h"
+
+class QComboBox;
+class QDoubleSpinBox;
+class QFormLayout;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSpinBox;
+class QTableView;
+
+namespace dtlab::ui {
+
+class VariantsModel;
+
+// The experiment editor: dataset and cluster (taken from the project's datasets and
+// topologies, or as stored), model, optimizer, limits, and the strategy variants to compare.
+// Every change is checked by the spec's own parser; its message stands next to the field it
+// names, and Save and Run say why they are disabled. Fields the form does not show are kept
+// as the stored spec has them.
+class ExperimentPage final : public QWidget {
+  Q_OBJECT
+ public:
+  explicit ExperimentPage(QWidget* parent = nullptr);
+
+  // id < 0: a new experiment. datasets / topologies: the project's, to choose from.
+  void edit(qint64 id, const nlohmann::json& spec, const std::vector<core::Entity>& datasets,
+            const std::vector<core::Entity>& topologies);
+  qint64 id() const { return id_; }
+  nlohmann::json spec() const { return spec_; }
+  QString error() const { return error_; }
+  // Where the error is shown: the field path it names ("optimizer.lr"), or "" (general).
+  QString errorField() const { return errorField_; }
+  // Whether Run may start (no other run going; the page does not know, the window tells it).
+  void setRunBlocked(const QString& why);
+  QPushButton* saveButton() const { return save_; }
+  QPushButton* runButton() const { return run_; }
+  VariantsModel* variants() const { return variants_; }
+  // The widget that edits a spec field ("optimizer.lr"), for tests.
+  QWidget* field(const QString& path) const;
+
+ signals:
+  void saveRequested(qint64 id, const QString& name, const QString& specJson);
+  void runRequested(const QString& specJson);
+  // The form was checked again (error() may have changed).
+  void validated();
+
+ private:
+  void addRow(QFormLayout* form, const QString& label, const QString& path, QWidget* widget);
+  void formChanged();
+  void validate();
+
+  qint64 id_ = -1;
+  bool loading_ = false;
+  nlohmann::json spec_ = nlohmann::json::object();
+  std::vector<core::Entity> datasets_;
+  std::vector<core::Entity> topologies_;
+  QString error_;
+  QString errorField_;
+  QString runBlocked_;
+
+  QLineEdit* name_;
+  QSpinBox* seed_;
+  QComboBox* dataset_;
+  QComboBox* topology_;
+  QLineEdit* hidden_;
+  QComboBox* activation_;
+  QComboBox* optimizer_;
+  QDoubleSpinBox* lr_;
+  QDoubleSpinBox* momentum_;
+  QSpinBox* batch_;
+  QSpinBox* epochs_;
+  QSpinBox* maxSteps_;
+  QDoubleSpinBox* maxSeconds_;
+  QDoubleSpinBox* target_;
+  QSpinBox* evalInterval_;
+  VariantsModel* variants_;
+  QTableView* variantsView_;
+  QLabel* summary_;
+  QLabel* generalError_;
+  QPushButton* save_;
+  QPushButton* run_;
+  // Field path -> its editor and the label beside it that shows an error about it.
+  std::map<QString, std::pair<QWidget*, QLabel*>> fields_;
+};
+
+}  // namespace dtlab::ui
