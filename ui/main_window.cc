@@ -53,7 +53,8 @@ MainWindow::MainWindow(QWidget* parent)
       poll_(new QTimer(this)),
       statusProject_(new QLabel(this)),
       controller_(new ClusterController(this)),
-      runProgress_(new QProgressBar(this)) {
+      runProgress_(new QProgressBar(this)),
+      liveTimer_(new QTimer(this)) {
   setWindowTitle("DTLab");
   tree_->setModel(explorer_);
   tree_->setUniformRowHeights(true);
@@ -108,9 +109,19 @@ MainWindow::MainWindow(QWidget* parent)
   runProgress_->hide();
 
   buildMenus();
+  liveTimer_->setSingleShot(true);
+  liveTimer_->setInterval(40);
+  connect(controller_->liveFeed(), &LiveFeed::available, this, [this] {
+    if (!liveTimer_->isActive()) liveTimer_->start();
+  });
+  connect(liveTimer_, &QTimer::timeout, this, [this] {
+    const std::vector<LivePoint> points = controller_->liveFeed()->take();
+    if (shownRun_ >= 0 && shownRun_ == runPage_->runId()) runPage_->appendLive(points);
+  });
   connect(controller_, &ExperimentController::runStarted, this,
           [this](qint64 runId, const QString& variant) {
             followRun_ = runId;
+            liveRun_ = runId;
             statusBar()->showMessage(tr("Running %1 (run #%2)...").arg(variant).arg(runId));
             reload();
           });
@@ -119,6 +130,7 @@ MainWindow::MainWindow(QWidget* parent)
   connect(controller_, &ExperimentController::runFinished, this,
           [this](qint64 runId, const QString& status, const QString&) {
             statusBar()->showMessage(tr("Run #%1 %2").arg(runId).arg(status), 8000);
+            liveRun_ = -1;  // the next reload draws it from the store, complete
             reload();
           });
   connect(controller_, &ExperimentController::problem, this,
@@ -270,7 +282,9 @@ void MainWindow::applySnapshot(quint64, const ProjectSnapshot& snapshot) {
     emit projectLoaded(path_);
   }
   // A run on screen that is still being recorded is redrawn with the new points.
-  if (shownRun_ >= 0 && pages_->currentWidget() == runPage_) loadRun(shownRun_);
+  // (A run executed from here grows live instead: no need to re-read it.)
+  if (shownRun_ >= 0 && shownRun_ != liveRun_ && pages_->currentWidget() == runPage_)
+    loadRun(shownRun_);
 }
 
 // What the right side says while nothing is selected: the project at a glance.
@@ -386,7 +400,6 @@ void MainWindow::newDataset() {
   pages_->setCurrentWidget(datasetPage_);
 }
 
-
 void MainWindow::newTopology() {
   if (path_.isEmpty()) {
     fail(tr("Open or create a project first: topologies are stored in it."));
@@ -397,7 +410,6 @@ void MainWindow::newTopology() {
                       {{"local_nodes", 2}});
   pages_->setCurrentWidget(topologyPage_);
 }
-
 
 void MainWindow::showFirst(const QString& kind) {
   const ProjectSnapshot& s = explorer_->snapshot();

@@ -103,7 +103,10 @@ class MainWindow final : public QMainWindow {
   QAction* runAction_ = nullptr;
   QAction* cancelAction_ = nullptr;
   QProgressBar* runProgress_;
-  qint64 followRun_ = -1;  // a run started from here: selected as soon as it is listed
+  qint64 followRun_ = -1;
+  qint64 liveRun_ = -1;  // the run the controller is executing (its page grows live)
+  QTimer* liveTimer_;  // coalesces live points into one replot every ~40 ms  // a run started from
+                       // here: selected as soon as it is listed
 
   QString path_;
   quint64 generation_ = 0;  // of the open project; stale reads are dropped

@@ -258,6 +258,16 @@ class TestGui : public QObject {
     window.runAction()->trigger();
     QVERIFY(started.wait(30000));
     QTRY_VERIFY_WITH_TIMEOUT(progress.size() > 0, 30000);  // steps are being taken
+    // The run is on screen and its chart grows from the live feed, not from re-reads.
+    QTRY_COMPARE_WITH_TIMEOUT(window.runPage()->runId(), qint64{1}, 10000);
+    const auto points = [&] {
+      int n = 0;
+      for (int g = 0; g < window.runPage()->chart()->graphCount(); ++g)
+        n += window.runPage()->chart()->graph(g)->data()->size();
+      return n;
+    };
+    const int before = points();
+    QTRY_VERIFY_WITH_TIMEOUT(points() > before + 20, 10000);
     window.cancelAction()->trigger();
     QVERIFY(finished.wait(10000));
     QCOMPARE(runFinished.size(), 1);

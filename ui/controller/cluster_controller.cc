@@ -1,6 +1,7 @@
 #include "ui/controller/cluster_controller.h"
 
 #include <chrono>
+#include <cmath>
 #include <mutex>
 
 #include "core/store/project_store.h"
@@ -14,12 +15,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Turns rank 0's steps into RunProgress signals, at most every 100 ms (the training
-// threads report far more often than a status bar can show).
+// Feeds every worker's loss and the run's accuracy to the live charts, and turns rank 0's
+// steps into RunProgress signals at most every 100 ms (the training threads report far more
+// often than a status bar can show).
 class ProgressSink final : public core::MetricSink {
  public:
-  ProgressSink(ExperimentController* owner, RunProgress base) : owner_(owner), base_(base) {}
+  ProgressSink(ExperimentController* owner, LiveFeed* feed, qint64 runId, RunProgress base)
+      : owner_(owner), feed_(feed), runId_(runId), base_(base) {}
+  void onEval(const core::EvalMetrics& m) override {
+    if (!std::isnan(m.testAccuracy)) feed_->push({runId_, -1, m.step, m.testAccuracy});
+  }
   void onStep(const core::StepMetrics& m) override {
+    feed_->push({runId_, m.worker, m.step, m.loss});
     if (m.worker != 0) return;
     std::lock_guard lock(mutex_);
     const auto now = Clock::now();
@@ -34,6 +41,8 @@ class ProgressSink final : public core::MetricSink {
 
  private:
   ExperimentController* owner_;
+  LiveFeed* feed_;
+  qint64 runId_;
   RunProgress base_;
   std::mutex mutex_;
   Clock::time_point last_{};
@@ -103,7 +112,7 @@ void ClusterController::work(RunRequest request) {
       base.variantIndex = v;
       base.variantCount = variants;
       base.plannedSteps = core::plannedSteps(spec, stepsPerEpoch);
-      ProgressSink progress(this, base);
+      ProgressSink progress(this, &feed_, runId, base);
       core::FanOutSink sink({&recording.sink(), &progress});
       core::RunSummary summary;
       try {

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "ui/controller/experiment_controller.h"
+#include "ui/controller/live_feed.h"
 
 namespace dtlab::ui {
 
@@ -21,10 +22,12 @@ class ClusterController final : public ExperimentController {
   bool start(const RunRequest& request) override;
   void cancel() override;
   bool busy() const override { return busy_.load(); }
+  LiveFeed* liveFeed() override { return &feed_; }
 
  private:
   void work(RunRequest request);
 
+  LiveFeed feed_;
   std::atomic<bool> busy_{false};
   std::atomic<bool> cancel_{false};
   std::thread worker_;

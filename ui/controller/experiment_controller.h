@@ -9,6 +9,8 @@
 
 namespace dtlab::ui {
 
+class LiveFeed;
+
 // What to run: every variant of the spec in turn, recorded into the project.
 struct RunRequest {
   QString projectPath;
@@ -45,6 +47,8 @@ class ExperimentController : public QObject {
   // start). A no-op when idle.
   virtual void cancel() = 0;
   virtual bool busy() const = 0;
+  // The points of the running variant as they are measured (for live charts).
+  virtual LiveFeed* liveFeed() = 0;
 
  signals:
   // A variant's run exists in the project (its id), before its first step.

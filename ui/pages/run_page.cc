@@ -91,8 +91,39 @@ QString RunPage::headline() const {
   return title_->text();
 }
 
+void RunPage::appendLive(const std::vector<LivePoint>& points) {
+  bool added = false;
+  for (const LivePoint& p : points) {
+    if (p.runId != runId_) continue;
+    QCPGraph* graph = nullptr;
+    for (int g = 0; g < chart_->graphCount(); ++g)
+      if (chart_->graph(g)->property("worker").toInt() == p.worker) graph = chart_->graph(g);
+    if (graph == nullptr) {
+      // The first point of a worker (or of the accuracy) this page has seen.
+      const bool accuracy = p.worker < 0;
+      graph = chart_->addGraph(chart_->xAxis, accuracy ? chart_->yAxis2 : chart_->yAxis);
+      QPen pen(kPalette[chart_->graphCount() % std::size(kPalette)]);
+      pen.setWidthF(accuracy ? 2.0 : 1.2);
+      if (accuracy) pen.setStyle(Qt::DashLine);
+      graph->setPen(pen);
+      graph->setName(accuracy ? tr("test accuracy") : tr("loss, worker %1").arg(p.worker));
+      graph->setProperty("worker", p.worker);
+    }
+    // Steps arrive in order per worker: appending keeps the data sorted without a sort.
+    graph->addData(static_cast<double>(p.step), p.value);
+    if (graph->data()->size() > kMaxLivePoints)
+      graph->data()->removeBefore(graph->data()->at(graph->data()->size() - kMaxLivePoints)->key);
+    added = true;
+  }
+  if (!added) return;
+  chart_->xAxis->rescale();
+  chart_->yAxis->rescale();
+  chart_->replot(QCustomPlot::rpQueuedReplot);
+}
+
 void RunPage::showRun(const RunDetail& d) {
   const core::RunRecord& r = d.run;
+  runId_ = r.id;
   title_->setText(QString("Run #%1: %2").arg(r.id).arg(QString::fromStdString(r.name)));
   QString facts = QString("<b>%1</b> &middot; %2 &middot; seed %3")
                       .arg(QString::fromStdString(r.strategy).toHtmlEscaped(),
@@ -133,6 +164,7 @@ void RunPage::showRun(const RunDetail& d) {
     }
     g->setPen(pen);
     g->setName(accuracy ? tr("test accuracy") : tr("loss, worker %1").arg(c.worker));
+    g->setProperty("worker", accuracy ? -1 : c.worker);
     downsampled = downsampled || c.downsampled;
   }
   chart_->rescaleAxes();

@@ -2,6 +2,7 @@
 
 #include <QtWidgets/QWidget>
 
+#include "ui/controller/live_feed.h"
 #include "ui/models/project_snapshot.h"
 
 class QCustomPlot;
@@ -20,6 +21,11 @@ class RunPage final : public QWidget {
  public:
   explicit RunPage(QWidget* parent = nullptr);
   void showRun(const RunDetail& detail);
+  // Appends points measured since (a run being executed from this window): the chart grows
+  // without re-reading the store. In-memory series are bounded; history comes from the store.
+  void appendLive(const std::vector<LivePoint>& points);
+  qint64 runId() const { return runId_; }
+  static constexpr int kMaxLivePoints = 200000;
 
   // For tests: the chart and the metrics model.
   QCustomPlot* chart() const { return chart_; }
@@ -34,6 +40,7 @@ class RunPage final : public QWidget {
   RunMetricsModel* metrics_;
   QTableView* metricsView_;
   QPlainTextEdit* events_;
+  qint64 runId_ = -1;
 };
 
 }  // namespace dtlab::ui

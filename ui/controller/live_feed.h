@@ -1,0 +1,39 @@
+#pragma once
+
+#include <QtCore/QObject>
+
+#include <mutex>
+#include <vector>
+
+namespace dtlab::ui {
+
+// One live metric point of a run being executed from this window: a worker's training loss
+// (worker >= 0) or the run's test accuracy (worker == -1).
+struct LivePoint {
+  qint64 runId = 0;
+  int worker = 0;
+  qint64 step = 0;
+  double value = 0.0;
+};
+
+// Points on their way from the training threads to the charts. Producers append under the
+// feed's lock; the first point after the GUI emptied the feed emits available() (queued to the
+// GUI thread), and the GUI takes everything in one go when its ~40 ms coalescing timer fires.
+// So a fast run costs one signal per replot, not one per point.
+class LiveFeed final : public QObject {
+  Q_OBJECT
+ public:
+  using QObject::QObject;
+
+  void push(const LivePoint& point);  // any thread
+  std::vector<LivePoint> take();      // GUI thread
+
+ signals:
+  void available();
+
+ private:
+  std::mutex mutex_;
+  std::vector<LivePoint> points_;
+};
+
+}  // namespace dtlab::ui
