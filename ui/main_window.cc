@@ -21,6 +21,7 @@
 
 #include "core/common/config.h"
 #include "ui/models/explorer_model.h"
+#include "ui/pages/compare_page.h"
 #include "ui/pages/entity_page.h"
 #include "ui/pages/run_page.h"
 
@@ -64,6 +65,7 @@ MainWindow::MainWindow(QWidget* parent)
       welcome_(new QLabel(this)),
       entityPage_(new EntityPage(this)),
       runPage_(new RunPage(this)),
+      comparePage_(new ComparePage(this)),
       poll_(new QTimer(this)),
       statusProject_(new QLabel(this)) {
   setWindowTitle("DTLab");
@@ -88,6 +90,8 @@ MainWindow::MainWindow(QWidget* parent)
   pages_->addWidget(welcome_);
   pages_->addWidget(entityPage_);
   pages_->addWidget(runPage_);
+  pages_->addWidget(comparePage_);
+  connect(comparePage_, &ComparePage::failed, this, [this](const QString& m) { fail(m); });
 
   auto* split = new QSplitter(Qt::Horizontal, this);
   split->setObjectName("mainSplitter");
@@ -133,6 +137,10 @@ void MainWindow::buildMenus() {
   file->addSeparator();
   QAction* quit = file->addAction(tr("&Quit"), this, [this] { close(); });
   quit->setShortcut(QKeySequence::Quit);
+
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  QAction* compare = view->addAction(tr("&Compare runs"), this, [this] { showCompare(); });
+  compare->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_K));
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About DTLab"), this, [this] { showAbout(); });
@@ -217,6 +225,17 @@ void MainWindow::applySnapshot(quint64, const ProjectSnapshot& snapshot) {
   }
   // A run on screen that is still being recorded is redrawn with the new points.
   if (shownRun_ >= 0 && pages_->currentWidget() == runPage_) loadRun(shownRun_);
+  if (pages_->currentWidget() == comparePage_) comparePage_->setSnapshot(snapshot);
+}
+
+void MainWindow::showCompare() {
+  // The page is not an explorer item: nothing stays selected there to be re-shown on reload.
+  pendingKind_.clear();
+  pendingId_ = -1;
+  tree_->setCurrentIndex({});
+  tree_->clearSelection();
+  comparePage_->setSnapshot(explorer_->snapshot());
+  pages_->setCurrentWidget(comparePage_);
 }
 
 // What the right side says while nothing is selected: the project at a glance.

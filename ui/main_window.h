@@ -13,6 +13,7 @@ class QTreeView;
 
 namespace dtlab::ui {
 
+class ComparePage;
 class EntityPage;
 class ExplorerModel;
 class RunPage;
@@ -33,6 +34,8 @@ class MainWindow final : public QMainWindow {
   bool newProject(const QString& path);
   // Selects a run in the explorer and shows its page (emits runShown when it is drawn).
   void selectRun(qint64 runId);
+  // Shows the comparison of the project's runs (View > Compare runs).
+  void showCompare();
   // Errors go to the status bar only (screenshots, tests) instead of a message box.
   void setQuietErrors(bool quiet) { quietErrors_ = quiet; }
 
@@ -41,6 +44,7 @@ class MainWindow final : public QMainWindow {
   QTreeView* explorerView() const { return tree_; }
   RunPage* runPage() const { return runPage_; }
   EntityPage* entityPage() const { return entityPage_; }
+  ComparePage* comparePage() const { return comparePage_; }
   QWidget* currentPage() const;
 
  signals:
@@ -70,6 +74,7 @@ class MainWindow final : public QMainWindow {
   QLabel* welcome_;
   EntityPage* entityPage_;
   RunPage* runPage_;
+  ComparePage* comparePage_;
   QMenu* recentMenu_ = nullptr;
   QTimer* poll_;
   QLabel* statusProject_;
