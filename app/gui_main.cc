@@ -1,29 +1,43 @@
-// dtlab: the desktop workbench. Thin: parses arguments, opens the window, or renders one
-// page to a PNG and exits (--screenshot, for README pictures and tests).
+// dtlab: the desktop workbench. Thin: parses arguments, opens the window, renders one page to
+// a PNG and exits (--screenshot, for README pictures and tests), or writes a comparison chart
+// without a window and exits (--chart ... --export).
 #include <QtCore/QCommandLineParser>
 #include <QtCore/QEventLoop>
+#include <QtCore/QFileInfo>
 #include <QtCore/QTimer>
 #include <QtWidgets/QApplication>
 #include <QtWidgets/QStatusBar>
 
 #include <cstdio>
+#include <cstring>
+#include <optional>
 
 #include "core/common/config.h"
+#include "ui/charts/chart_export.h"
+#include "ui/charts/comparison_chart.h"
 #include "ui/main_window.h"
+#include "ui/models/explorer_model.h"
+#include "ui/pages/compare_page.h"
 #include "ui/pages/dataset_page.h"
 
 namespace {
 
-// Waits (running the event loop) until `signal` of `sender` fires; false after `ms`.
-template <typename Signal>
-bool waitFor(const dtlab::ui::MainWindow* sender, Signal signal, int ms) {
+using dtlab::ui::ChartX;
+using dtlab::ui::ComparisonRequest;
+using dtlab::ui::MemberReduction;
+
+// Waits (running the event loop) until `signal` of `sender` fires; false after `ms` or when
+// `failure` of `failedSender` fires first.
+template <typename Sender, typename Signal, typename FailedSender, typename Failure>
+bool waitFor(const Sender* sender, Signal signal, const FailedSender* failedSender, Failure failure,
+             int ms) {
   QEventLoop loop;
   bool fired = false;
   QObject::connect(sender, signal, &loop, [&] {
     fired = true;
     loop.quit();
   });
-  QObject::connect(sender, &dtlab::ui::MainWindow::loadFailed, &loop, [&] { loop.quit(); });
+  QObject::connect(failedSender, failure, &loop, [&] { loop.quit(); });
   QTimer::singleShot(ms, &loop, &QEventLoop::quit);
   loop.exec();
   return fired;
@@ -51,36 +65,168 @@ class QSignalSpyLike {
   bool fired_ = false;
 };
 
+template <typename Signal>
+bool waitFor(const dtlab::ui::MainWindow* window, Signal signal, int ms) {
+  return waitFor(window, signal, window, &dtlab::ui::MainWindow::loadFailed, ms);
+}
+
+// Bad input: the message and exit status 2.
 int fail(const QString& message) {
   std::fprintf(stderr, "dtlab: %s\n", qPrintable(message));
   return 2;
 }
 
+std::optional<QSize> parseSize(const QString& text, QSize minimum) {
+  const QStringList wh = text.split('x');
+  bool w = false, h = false;
+  if (wh.size() != 2) return std::nullopt;
+  const QSize size(wh[0].toInt(&w), wh[1].toInt(&h));
+  if (!w || !h || size.width() < minimum.width() || size.height() < minimum.height())
+    return std::nullopt;
+  return size;
+}
+
+// The comparison the --chart options ask for; run ids are checked against the project later.
+struct ChartChoice {
+  ComparisonRequest request;
+  double smoothing = 0.0;
+  bool runsGiven = false;
+};
+
+std::optional<QString> parseChartChoice(const QCommandLineParser& parser, ChartChoice& choice) {
+  if (parser.isSet("chart")) {
+    const QString metric = parser.value("chart");
+    if (dtlab::core::findMetric(metric.toStdString()) == nullptr)
+      return QString("--chart: unknown metric '%1' (metrics: %2)")
+          .arg(metric, QString::fromStdString(dtlab::ui::metricNames()));
+    choice.request.metric = metric.toStdString();
+  } else {
+    choice.request.metric = dtlab::core::metric::kLoss;
+  }
+  if (parser.isSet("runs")) {
+    choice.runsGiven = true;
+    for (const QString& part : parser.value("runs").split(',')) {
+      bool ok = false;
+      const qint64 id = part.trimmed().toLongLong(&ok);
+      if (!ok || id <= 0)
+        return QString("--runs: expected run numbers separated by commas, got '%1'")
+            .arg(parser.value("runs"));
+      choice.request.runIds.push_back(id);
+    }
+  }
+  const std::optional<ChartX> x = dtlab::ui::parseChartX(parser.value("x").toStdString());
+  if (!x) return QString("--x: expected step or wall, got '%1'").arg(parser.value("x"));
+  choice.request.x = *x;
+  const QString workers = parser.value("workers");
+  if (workers != "mean" && workers != "0")
+    return QString("--workers: expected mean or 0, got '%1'").arg(workers);
+  choice.request.reduction = workers == "mean" ? MemberReduction::kMean : MemberReduction::kFirst;
+  bool ok = false;
+  choice.smoothing = parser.value("smooth").toDouble(&ok);
+  if (!ok || !(choice.smoothing >= 0.0 && choice.smoothing < 1.0))
+    return QString("--smooth: expected a weight in [0, 1), got '%1'").arg(parser.value("smooth"));
+  return std::nullopt;
+}
+
+// Every run of the project when --runs was not given; an unknown run is an error naming those
+// there are.
+std::optional<QString> resolveRuns(const dtlab::ui::ProjectSnapshot& snapshot, const QString& path,
+                                   ChartChoice& choice) {
+  QStringList known;
+  for (const auto& run : snapshot.runs) known << QString::number(run.id);
+  if (!choice.runsGiven) {
+    for (const auto& run : snapshot.runs) choice.request.runIds.push_back(run.id);
+    if (snapshot.runs.empty()) return QString("%1 has no runs to compare").arg(path);
+    return std::nullopt;
+  }
+  for (const int64_t id : choice.request.runIds)
+    if (!known.contains(QString::number(id)))
+      return QString("--runs: no run %1 in %2 (runs: %3)")
+          .arg(id)
+          .arg(path, known.isEmpty() ? QString("none") : known.join(", "));
+  return std::nullopt;
+}
+
+// --chart ... --export FILE: the chart drawn and written as the GUI's Export buttons do.
+int exportChartAndExit(const QString& project, ChartChoice choice, QSize size, int dpi,
+                       const QString& out) {
+  dtlab::ui::ComparisonData data;
+  try {
+    const dtlab::ui::ProjectSnapshot snapshot =
+        dtlab::ui::readProjectSnapshot(project.toStdString());
+    if (const auto error = resolveRuns(snapshot, project, choice)) return fail(*error);
+    data = dtlab::ui::readComparison(project.toStdString(), choice.request);
+  } catch (const std::exception& e) {
+    return fail(QString("could not read %1: %2").arg(project, QString::fromUtf8(e.what())));
+  }
+  dtlab::ui::ComparisonChart chart;
+  chart.resize(size);
+  chart.setSmoothing(choice.smoothing);
+  chart.setData(std::move(data));
+  try {
+    dtlab::ui::exportChart(chart, out, {size, dpi});
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dtlab: %s\n", e.what());
+    return 1;
+  }
+  std::printf("dtlab: wrote %s\n", qPrintable(out));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // An export needs no screen: draw offscreen unless a platform was chosen.
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--export") == 0 || std::strncmp(argv[i], "--export=", 9) == 0)
+      if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+
   QApplication app(argc, argv);
   QApplication::setOrganizationName("DTLab");
   QApplication::setApplicationName("dtlab");
   QApplication::setApplicationVersion(DTLAB_VERSION);
 
   QCommandLineParser parser;
-  parser.setApplicationDescription("DTLab: distributed training experiments on synthetic data.");
+  parser.setApplicationDescription(
+      "DTLab: distributed training experiments on synthetic data.\n\n"
+      "  dtlab P.dtlab --chart METRIC [--runs R1,R2,...] [--x step|wall] [--smooth F]\n"
+      "        [--workers mean|0] [--size WxH] [--dpi N] --export out.png|svg|pdf|csv\n"
+      "writes a comparison chart without opening a window (every run when --runs is not "
+      "given).");
   parser.addHelpOption();
   parser.addVersionOption();
   parser.addPositionalArgument("project", "a project file (*.dtlab) to open", "[P.dtlab]");
-  const QCommandLineOption page("page", "the page to show: explorer, run, dataset, topology or experiment",
-                                "page", "explorer");
+  const QCommandLineOption page(
+      "page", "the page to show: explorer, run, dataset, topology, experiment or compare", "page",
+      "explorer");
   const QCommandLineOption run("run", "the run to show (its number)", "RUN");
   const QCommandLineOption screenshot("screenshot", "render the page to a PNG and exit", "out.png");
-  const QCommandLineOption size("size", "window size for --screenshot", "WxH", "1280x800");
-  parser.addOptions({page, run, screenshot, size});
+  const QCommandLineOption size("size",
+                                "window size for --screenshot (1280x800), chart size for "
+                                "--export (1200x700)",
+                                "WxH");
+  const QCommandLineOption chart("chart", "the metric to compare (a name of the metric table)",
+                                 "METRIC");
+  const QCommandLineOption runs("runs", "the runs to compare", "R1,R2,...");
+  const QCommandLineOption x("x", "the chart's x-axis: step or wall (seconds)", "step|wall",
+                             "step");
+  const QCommandLineOption smooth("smooth", "smoothing weight in [0, 1), 0: none", "F", "0");
+  const QCommandLineOption workers(
+      "workers", "per-worker (per-node) metrics: mean over workers at each step, or worker 0",
+      "mean|0", "mean");
+  const QCommandLineOption dpi("dpi",
+                               "PNG export: dots per inch (the image has size x DPI / 96 "
+                               "pixels)",
+                               "N", "96");
+  const QCommandLineOption exportTo("export", "write the --chart to a file and exit",
+                                    "out.png|svg|pdf|csv");
+  parser.addOptions({page, run, screenshot, size, chart, runs, x, smooth, workers, dpi, exportTo});
   parser.process(app);
 
   const QStringList positional = parser.positionalArguments();
   if (positional.size() > 1) return fail("expected at most one project file");
   const QString pageName = parser.value(page);
-  const QStringList pages = {"explorer", "run", "dataset", "topology", "experiment"};
+  const QStringList pages = {"explorer", "run", "dataset", "topology", "experiment", "compare"};
   if (!pages.contains(pageName))
     return fail(
         QString("--page: '%1' is not available (pages: %2)").arg(pageName, pages.join(", ")));
@@ -92,23 +238,59 @@ int main(int argc, char** argv) {
   if (!runOk || (parser.isSet(run) && runId <= 0))
     return fail(QString("--run: expected a run number, got '%1'").arg(parser.value(run)));
   if (pageName == "run" && runId < 0) return fail("--page run needs --run RUN");
+  if (pageName == "compare" && runId > 0)
+    return fail("--run shows one run's page; --page compare takes --runs R1,R2,...");
   if (runId > 0 && positional.isEmpty()) return fail("--run needs a project file");
+
+  const bool exporting = parser.isSet(exportTo);
+  const bool comparing = exporting || pageName == "compare";
+  for (const QCommandLineOption* o : {&chart, &runs, &x, &smooth, &workers})
+    if (parser.isSet(*o) && !comparing)
+      return fail(
+          QString("--%1 goes with --export FILE or --page compare").arg(o->names().first()));
+  if (parser.isSet(dpi) && !exporting) return fail("--dpi goes with --export FILE");
+  ChartChoice choice;
+  if (comparing)
+    if (const auto error = parseChartChoice(parser, choice)) return fail(*error);
+
+  if (exporting) {
+    if (parser.isSet(screenshot)) return fail("--export and --screenshot: choose one");
+    if (!parser.isSet(chart)) return fail("--export needs --chart METRIC");
+    if (positional.isEmpty()) return fail("--export needs a project file");
+    const QString out = parser.value(exportTo);
+    if (!dtlab::ui::chartFormatOf(out))
+      return fail(QString("--export: '%1' is not a chart file (use %2)")
+                      .arg(out, dtlab::ui::kChartExtensions));
+    const std::optional<QSize> chartSize =
+        parseSize(parser.isSet(size) ? parser.value(size) : "1200x700", QSize(100, 100));
+    if (!chartSize || chartSize->width() > 20000 || chartSize->height() > 20000)
+      return fail(
+          QString("--size: expected WxH (100 to 20000 a side), got '%1'").arg(parser.value(size)));
+    bool dpiOk = false;
+    const int dots = parser.value(dpi).toInt(&dpiOk);
+    if (!dpiOk || dots < 48 || dots > 1200)
+      return fail(QString("--dpi: expected 48 to 1200, got '%1'").arg(parser.value(dpi)));
+    return exportChartAndExit(positional.first(), choice, *chartSize, dots, out);
+  }
 
   dtlab::ui::MainWindow window;
   const bool capture = parser.isSet(screenshot);
   window.setQuietErrors(capture);
   if (capture) {
-    const QStringList wh = parser.value(size).split('x');
-    bool w = false, h = false;
-    if (wh.size() != 2 || wh[0].toInt(&w) < 200 || wh[1].toInt(&h) < 150 || !w || !h)
+    const std::optional<QSize> windowSize =
+        parseSize(parser.isSet(size) ? parser.value(size) : "1280x800", QSize(200, 150));
+    if (!windowSize)
       return fail(
           QString("--size: expected WxH (at least 200x150), got '%1'").arg(parser.value(size)));
-    window.resize(wh[0].toInt(), wh[1].toInt());
+    window.resize(*windowSize);
   }
   window.show();
+  // The compare page chooses its runs from the project: it waits for it, as a screenshot does.
+  const bool waitForProject = capture || pageName == "compare";
   if (!positional.isEmpty()) {
     window.openProject(positional.first());
-    if (capture && !waitFor(&window, &dtlab::ui::MainWindow::projectLoaded, 30000))
+    if (waitForProject && !waitFor(&window, &dtlab::ui::MainWindow::projectLoaded, 30000) &&
+        capture)
       return fail(QString("could not open %1: %2")
                       .arg(positional.first(), window.statusBar()->currentMessage()));
   }
@@ -126,6 +308,21 @@ int main(int argc, char** argv) {
   if (pageName == "topology" || pageName == "experiment") {
     window.showFirst(pageName);
     QApplication::processEvents();
+  }
+  if (pageName == "compare") {
+    const dtlab::ui::ProjectSnapshot& snapshot = window.explorerModel()->snapshot();
+    if (choice.runsGiven && !snapshot.path.empty())
+      if (const auto error = resolveRuns(snapshot, positional.first(), choice)) return fail(*error);
+    window.showCompare();
+    dtlab::ui::ComparePage* compare = window.comparePage();
+    if (choice.runsGiven) compare->setChosenRuns(choice.request.runIds);
+    compare->setMetric(QString::fromStdString(choice.request.metric));
+    compare->setXAxis(choice.request.x);
+    compare->setReduction(choice.request.reduction);
+    if (parser.isSet(smooth)) compare->setSmoothing(choice.smoothing);
+    if (capture && !waitFor(compare, &dtlab::ui::ComparePage::chartShown, compare,
+                            &dtlab::ui::ComparePage::failed, 30000))
+      return fail(window.statusBar()->currentMessage());
   }
   if (!capture) return app.exec();
 

@@ -26,6 +26,7 @@
 #include "ui/background.h"
 #include "ui/controller/cluster_controller.h"
 #include "ui/models/explorer_model.h"
+#include "ui/pages/compare_page.h"
 #include "ui/pages/dataset_page.h"
 #include "ui/pages/experiment_page.h"
 #include "ui/pages/run_page.h"
@@ -50,6 +51,7 @@ MainWindow::MainWindow(QWidget* parent)
       datasetPage_(new DatasetPage(this)),
       topologyPage_(new TopologyPage(this)),
       runPage_(new RunPage(this)),
+      comparePage_(new ComparePage(this)),
       poll_(new QTimer(this)),
       statusProject_(new QLabel(this)),
       controller_(new ClusterController(this)),
@@ -94,6 +96,8 @@ MainWindow::MainWindow(QWidget* parent)
             saveEntity("topology", id, name, json);
           });
   pages_->addWidget(runPage_);
+  pages_->addWidget(comparePage_);
+  connect(comparePage_, &ComparePage::failed, this, [this](const QString& m) { fail(m); });
 
   auto* split = new QSplitter(Qt::Horizontal, this);
   split->setObjectName("mainSplitter");
@@ -195,6 +199,10 @@ void MainWindow::buildMenus() {
   tools->addAction(runAction_);
   tools->addAction(cancelAction_);
 
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  QAction* compare = view->addAction(tr("&Compare runs"), this, [this] { showCompare(); });
+  compare->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_K));
+
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About DTLab"), this, [this] { showAbout(); });
 }
@@ -285,6 +293,18 @@ void MainWindow::applySnapshot(quint64, const ProjectSnapshot& snapshot) {
   // (A run executed from here grows live instead: no need to re-read it.)
   if (shownRun_ >= 0 && shownRun_ != liveRun_ && pages_->currentWidget() == runPage_)
     loadRun(shownRun_);
+  if (pages_->currentWidget() == comparePage_) comparePage_->setSnapshot(snapshot);
+}
+
+void MainWindow::showCompare() {
+  // The page is not an explorer item: nothing stays selected there to be re-shown on reload.
+  pendingKind_.clear();
+  pendingId_ = -1;
+  tree_->setCurrentIndex({});
+  tree_->clearSelection();
+  comparePage_->setSnapshot(explorer_->snapshot());
+  pages_->setCurrentWidget(comparePage_);
+  updateRunActions();
 }
 
 // What the right side says while nothing is selected: the project at a glance.

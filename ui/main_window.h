@@ -15,6 +15,7 @@ class QTreeView;
 
 namespace dtlab::ui {
 
+class ComparePage;
 class DatasetPage;
 class ExperimentPage;
 class TopologyPage;
@@ -39,6 +40,8 @@ class MainWindow final : public QMainWindow {
   bool newProject(const QString& path);
   // Selects a run in the explorer and shows its page (emits runShown when it is drawn).
   void selectRun(qint64 runId);
+  // Shows the comparison of the project's runs (View > Compare runs).
+  void showCompare();
   // Errors go to the status bar only (screenshots, tests) instead of a message box.
   void setQuietErrors(bool quiet) { quietErrors_ = quiet; }
   // Runs every variant of the selected experiment on its local cluster (recorded into the
@@ -60,6 +63,7 @@ class MainWindow final : public QMainWindow {
   void newExperiment();
   // Shows the project's first dataset, topology or experiment in its editor, or a new one.
   void showFirst(const QString& kind);
+  ComparePage* comparePage() const { return comparePage_; }
   QWidget* currentPage() const;
 
  signals:
@@ -96,6 +100,7 @@ class MainWindow final : public QMainWindow {
   DatasetPage* datasetPage_;
   TopologyPage* topologyPage_;
   RunPage* runPage_;
+  ComparePage* comparePage_;
   QMenu* recentMenu_ = nullptr;
   QTimer* poll_;
   QLabel* statusProject_;

@@ -549,10 +549,12 @@ class TestGui : public QObject {
     QProcess bad;
     prepareGui(bad);
     bad.start(DTLAB_BINARY_DIR "/app/dtlab",
-              {QString::fromStdString(path), "--page", "compare", "--screenshot", out});
+              {QString::fromStdString(path), "--page", "dashboard", "--screenshot", out});
     QVERIFY(bad.waitForFinished(30000));
     QCOMPARE(bad.exitCode(), 2);
-    QVERIFY(bad.readAllStandardError().contains("--page: 'compare' is not available"));
+    QVERIFY(bad.readAllStandardError().contains(
+        "--page: 'dashboard' is not available (pages: explorer, run, dataset, topology, "
+        "experiment, compare)"));
   }
 };
 

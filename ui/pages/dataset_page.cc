@@ -17,17 +17,13 @@
 
 #include "core/spec/experiment_spec.h"
 #include "ui/background.h"
+#include "ui/charts/palette.h"
 
 namespace dtlab::ui {
 namespace {
 
 const char* kKinds[] = {"gaussian_blobs", "two_spirals",       "checkerboard",
                         "teacher",        "linear_regression", "shapes"};
-
-const QColor kPalette[] = {QColor(0, 114, 178),   QColor(230, 159, 0),  QColor(0, 158, 115),
-                           QColor(204, 121, 167), QColor(86, 180, 233), QColor(213, 94, 0),
-                           QColor(240, 228, 66),  QColor(0, 0, 0),      QColor(150, 150, 150),
-                           QColor(120, 60, 20)};
 
 QSpinBox* spin(QWidget* parent, int min, int max, int value) {
   auto* box = new QSpinBox(parent);
@@ -266,14 +262,14 @@ void DatasetPage::showPreview(const DatasetPreview& p) {
         g->setData(xs, ys);
         g->setLineStyle(QCPGraph::lsNone);
         g->setScatterStyle(
-            QCPScatterStyle(QCPScatterStyle::ssDisc, kPalette[k % std::size(kPalette)], 4));
+            QCPScatterStyle(QCPScatterStyle::ssDisc, seriesColour(static_cast<std::size_t>(k)), 4));
         g->setName(tr("class %1").arg(k));
       }
     } else {
       QCPGraph* g = scatter_->addGraph();
       g->setData(QVector<double>(p.x.begin(), p.x.end()), QVector<double>(p.y.begin(), p.y.end()));
       g->setLineStyle(QCPGraph::lsNone);
-      g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, kPalette[0], 4));
+      g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, seriesColour(0), 4));
       g->setName(tr("samples"));
     }
     scatter_->xAxis->setLabel(tr("feature 0"));
@@ -320,7 +316,7 @@ void DatasetPage::showPreview(const DatasetPreview& p) {
     }
     bars->setData(keys, values);
     bars->setWidth(0.7);
-    bars->setBrush(kPalette[k % std::size(kPalette)]);
+    bars->setBrush(seriesColour(k));
     bars->setPen(Qt::NoPen);
     bars->setName(tr("class %1").arg(k));
     if (below != nullptr) bars->moveAbove(below);

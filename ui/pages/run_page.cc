@@ -9,15 +9,11 @@
 #include <QtWidgets/QTableView>
 #include <QtWidgets/QVBoxLayout>
 
+#include "ui/charts/palette.h"
 #include "ui/models/run_metrics_model.h"
 
 namespace dtlab::ui {
 namespace {
-
-// Colours that stay apart on screen and in print (Okabe-Ito).
-const QColor kPalette[] = {QColor(0, 114, 178),   QColor(230, 159, 0),  QColor(0, 158, 115),
-                           QColor(204, 121, 167), QColor(86, 180, 233), QColor(213, 94, 0),
-                           QColor(240, 228, 66),  QColor(0, 0, 0)};
 
 QString number(const nlohmann::json& j, const char* key, int decimals) {
   if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return QStringLiteral("-");
@@ -102,7 +98,7 @@ void RunPage::appendLive(const std::vector<LivePoint>& points) {
       // The first point of a worker (or of the accuracy) this page has seen.
       const bool accuracy = p.worker < 0;
       graph = chart_->addGraph(chart_->xAxis, accuracy ? chart_->yAxis2 : chart_->yAxis);
-      QPen pen(kPalette[chart_->graphCount() % std::size(kPalette)]);
+      QPen pen(seriesColour(chart_->graphCount()));
       pen.setWidthF(accuracy ? 2.0 : 1.2);
       if (accuracy) pen.setStyle(Qt::DashLine);
       graph->setPen(pen);
@@ -155,7 +151,7 @@ void RunPage::showRun(const RunDetail& d) {
     QCPGraph* g = chart_->addGraph(chart_->xAxis, accuracy ? chart_->yAxis2 : chart_->yAxis);
     g->setData(QVector<double>(c.steps.begin(), c.steps.end()),
                QVector<double>(c.values.begin(), c.values.end()), true);
-    QPen pen(kPalette[colour++ % std::size(kPalette)]);
+    QPen pen(seriesColour(colour++));
     pen.setWidthF(accuracy ? 2.0 : 1.2);
     if (accuracy) {
       pen.setStyle(Qt::DashLine);

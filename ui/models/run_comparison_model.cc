@@ -1,0 +1,272 @@
+#include "ui/models/run_comparison_model.h"
+
+#include <algorithm>
+
+#include "ui/charts/chart_export.h"
+#include "ui/charts/palette.h"
+
+namespace dtlab::ui {
+namespace {
+
+// Per column: its CSV name, its title in the table's header (short: the table shares the
+// page with the chart) and in Markdown, and the decimals its numbers are shown with.
+struct ColumnInfo {
+  const char* csvName;
+  const char* header;
+  const char* title;
+  int decimals;
+};
+constexpr ColumnInfo kColumns[RunComparisonModel::kColumnCount] = {
+    {"name", "Run", "Run", 0},
+    {"strategy", "Strategy", "Strategy", 0},
+    {"status", "Status", "Status", 0},
+    {"steps", "Steps", "Steps", 0},
+    {"samples_per_s", "Samples/s", "Samples/s", 0},
+    {"final_test_accuracy", "Accuracy", "Final test accuracy", 4},
+    {"time_to_target_s", "Target (s)", "Time to target (s)", 2},
+    {"mean_utilization", "Util.", "Mean utilisation", 3},
+    {"mean_wait_fraction", "Waiting", "Wait fraction", 3},
+    {"peak_mem_bytes", "Peak MiB", "Peak memory (MiB)", 1},
+};
+
+// Whether the run's spec set a target accuracy (else there is no time to target to reach).
+bool hasTarget(const core::RunRecord& run) {
+  const nlohmann::json& spec = run.spec;
+  if (!spec.is_object() || !spec.contains("training") || !spec["training"].is_object())
+    return false;
+  const nlohmann::json& training = spec["training"];
+  return training.contains("target_accuracy") && training["target_accuracy"].is_number() &&
+         training["target_accuracy"].get<double>() > 0.0;
+}
+
+QVariant summaryNumber(const nlohmann::json& summary, const char* key) {
+  if (!summary.is_object() || !summary.contains(key) || !summary[key].is_number()) return {};
+  return summary[key].get<double>();
+}
+
+bool numeric(int column) {
+  return column >= RunComparisonModel::kStepsColumn;
+}
+
+QString markdownCell(QString text) {
+  return text.replace('|', "\\|").replace('\n', ' ');
+}
+
+}  // namespace
+
+RunComparisonModel::RunComparisonModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void RunComparisonModel::setSnapshot(const ProjectSnapshot& snapshot) {
+  std::vector<Row> rows;
+  for (std::size_t i = 0; i < snapshot.runs.size(); ++i)
+    rows.push_back({snapshot.runs[i],
+                    i < snapshot.summaries.size() ? snapshot.summaries[i] : nlohmann::json()});
+  const bool sameRuns = std::equal(rows.begin(), rows.end(), rows_.begin(), rows_.end(),
+                                   [](const Row& a, const Row& b) { return a.run.id == b.run.id; });
+  const std::size_t chosenBefore = chosen_.size();
+  if (sameRuns) {
+    // Figures of running runs change; the rows stay: the view keeps its place and selection.
+    rows_ = std::move(rows);
+    if (!rows_.empty()) emit dataChanged(index(0, 0), index(rowCount() - 1, kColumnCount - 1));
+    return;
+  }
+  beginResetModel();
+  rows_ = std::move(rows);
+  std::erase_if(chosen_, [this](int64_t id) {
+    return std::none_of(rows_.begin(), rows_.end(), [id](const Row& r) { return r.run.id == id; });
+  });
+  endResetModel();
+  if (chosen_.size() != chosenBefore) emit chosenChanged();
+}
+
+void RunComparisonModel::setChosen(const std::vector<int64_t>& runIds) {
+  std::set<int64_t> chosen;
+  for (const Row& r : rows_)
+    if (std::find(runIds.begin(), runIds.end(), r.run.id) != runIds.end()) chosen.insert(r.run.id);
+  if (chosen == chosen_) return;
+  chosen_ = std::move(chosen);
+  if (!rows_.empty()) emit dataChanged(index(0, kRunColumn), index(rowCount() - 1, kRunColumn));
+  emit chosenChanged();
+}
+
+std::vector<int64_t> RunComparisonModel::chosen() const {
+  std::vector<int64_t> out;
+  for (const Row& r : rows_)
+    if (chosen_.contains(r.run.id)) out.push_back(r.run.id);
+  return out;
+}
+
+std::vector<int64_t> RunComparisonModel::runIds() const {
+  std::vector<int64_t> out;
+  for (const Row& r : rows_) out.push_back(r.run.id);
+  return out;
+}
+
+int RunComparisonModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+
+int RunComparisonModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : kColumnCount;
+}
+
+QVariant RunComparisonModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || section < 0 || section >= kColumnCount) return {};
+  if (role == Qt::DisplayRole) return tr(kColumns[section].header);
+  if (role != Qt::ToolTipRole) return {};
+  switch (section) {
+    case kTimeToTargetColumn:
+      return tr("Seconds until the test accuracy first reached the spec's target");
+    case kUtilizationColumn:
+      return tr("Mean utilisation: compute time / step time");
+    case kWaitColumn:
+      return tr("Wait fraction: share of step time blocked on peers or servers");
+    case kPeakMemoryColumn:
+      return tr("Peak resident memory of the largest worker (MiB)");
+    default:
+      return tr(kColumns[section].title);
+  }
+}
+
+Qt::ItemFlags RunComparisonModel::flags(const QModelIndex& index) const {
+  if (!index.isValid()) return Qt::NoItemFlags;
+  Qt::ItemFlags f = Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemNeverHasChildren;
+  if (index.column() == kRunColumn) f |= Qt::ItemIsUserCheckable;
+  return f;
+}
+
+QVariant RunComparisonModel::value(const Row& row, int column) const {
+  const nlohmann::json& s = row.summary;
+  switch (column) {
+    case kRunColumn:
+      return QString::fromStdString(row.run.name);
+    case kStrategyColumn:
+      return QString::fromStdString(row.run.strategy);
+    case kStatusColumn:
+      return QString::fromStdString(row.run.status);
+    case kStepsColumn:
+      return s.is_object() && s.contains("steps") && s["steps"].is_number_integer()
+                 ? QVariant::fromValue<qint64>(s["steps"].get<int64_t>())
+                 : QVariant();
+    case kSamplesPerSColumn:
+      return summaryNumber(s, "samples_per_s");
+    case kAccuracyColumn:
+      return summaryNumber(s, "final_test_accuracy");
+    case kTimeToTargetColumn:
+      return summaryNumber(s, "time_to_target_s");
+    case kUtilizationColumn:
+      return summaryNumber(s, "mean_utilization");
+    case kWaitColumn:
+      return summaryNumber(s, "mean_wait_fraction");
+    case kPeakMemoryColumn: {
+      // The summary has one figure per worker; the table shows the largest.
+      if (!s.is_object() || !s.contains("peak_mem_bytes") || !s["peak_mem_bytes"].is_array())
+        return {};
+      int64_t peak = 0;
+      for (const auto& v : s["peak_mem_bytes"])
+        if (v.is_number()) peak = std::max(peak, v.get<int64_t>());
+      return peak > 0 ? QVariant::fromValue<qint64>(peak) : QVariant();
+    }
+    default:
+      return {};
+  }
+}
+
+QString RunComparisonModel::text(const Row& row, int column) const {
+  if (column == kRunColumn)
+    return QString("#%1 %2").arg(row.run.id).arg(value(row, column).toString());
+  const QVariant v = value(row, column);
+  if (!v.isValid()) {
+    // A finished run without a time to target did not reach it, or had none to reach.
+    if (column == kTimeToTargetColumn && row.summary.is_object())
+      return hasTarget(row.run) ? tr("not reached") : tr("none set");
+    return QStringLiteral("-");
+  }
+  if (!numeric(column)) return v.toString();
+  if (column == kPeakMemoryColumn)
+    return QString::number(v.toDouble() / (1024.0 * 1024.0), 'f', kColumns[column].decimals);
+  if (column == kStepsColumn) return QString::number(v.toLongLong());
+  return QString::number(v.toDouble(), 'f', kColumns[column].decimals);
+}
+
+QVariant RunComparisonModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.row() >= rowCount() || index.column() >= kColumnCount) return {};
+  const Row& row = rows_[static_cast<std::size_t>(index.row())];
+  switch (role) {
+    case Qt::DisplayRole:
+      return text(row, index.column());
+    case IdRole:
+      return QVariant::fromValue<qint64>(row.run.id);
+    case ValueRole:
+      return value(row, index.column());
+    case SortRole:
+      return index.column() == kRunColumn ? QVariant::fromValue<qint64>(row.run.id)
+                                          : value(row, index.column());
+    case Qt::TextAlignmentRole:
+      return numeric(index.column()) ? QVariant(Qt::AlignRight | Qt::AlignVCenter) : QVariant();
+    case Qt::CheckStateRole:
+      if (index.column() != kRunColumn) return {};
+      return chosen_.contains(row.run.id) ? Qt::Checked : Qt::Unchecked;
+    case Qt::DecorationRole:
+      return index.column() == kRunColumn ? QVariant(runColour(row.run.id)) : QVariant();
+    case Qt::ToolTipRole:
+      if (index.column() == kRunColumn && !row.run.error.empty())
+        return QString::fromStdString(row.run.error);
+      return {};
+    default:
+      return {};
+  }
+}
+
+bool RunComparisonModel::setData(const QModelIndex& index, const QVariant& value, int role) {
+  if (!index.isValid() || index.column() != kRunColumn || role != Qt::CheckStateRole) return false;
+  const int64_t id = rows_[static_cast<std::size_t>(index.row())].run.id;
+  const bool check = value.value<Qt::CheckState>() == Qt::Checked;
+  if (check == chosen_.contains(id)) return true;
+  if (check)
+    chosen_.insert(id);
+  else
+    chosen_.erase(id);
+  emit dataChanged(index, index, {Qt::CheckStateRole});
+  emit chosenChanged();
+  return true;
+}
+
+QString RunComparisonModel::toCsv() const {
+  QStringList header{"run"};
+  for (const ColumnInfo& c : kColumns) header << c.csvName;
+  QString out = header.join(',') + '\n';
+  for (const Row& row : rows_) {
+    if (!chosen_.contains(row.run.id)) continue;
+    QStringList fields{QString::number(row.run.id)};
+    for (int column = 0; column < kColumnCount; ++column) {
+      const QVariant v = value(row, column);
+      if (!v.isValid())
+        fields << QString();
+      else if (v.typeId() == QMetaType::Double)
+        fields << QString::number(v.toDouble(), 'g', 10);
+      else
+        fields << csvField(v.toString());
+    }
+    out += fields.join(',') + '\n';
+  }
+  return out;
+}
+
+QString RunComparisonModel::toMarkdown() const {
+  QStringList header, rule;
+  for (int column = 0; column < kColumnCount; ++column) {
+    header << tr(kColumns[column].title);
+    rule << (numeric(column) ? "---:" : "---");
+  }
+  QString out = "| " + header.join(" | ") + " |\n| " + rule.join(" | ") + " |\n";
+  for (const Row& row : rows_) {
+    if (!chosen_.contains(row.run.id)) continue;
+    QStringList cells;
+    for (int column = 0; column < kColumnCount; ++column) cells << markdownCell(text(row, column));
+    out += "| " + cells.join(" | ") + " |\n";
+  }
+  return out;
+}
+
+}  // namespace dtlab::ui

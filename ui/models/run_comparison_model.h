@@ -1,0 +1,78 @@
+#pragma once
+
+#include <QtCore/QAbstractTableModel>
+
+#include <cstdint>
+#include <set>
+#include <vector>
+
+#include "ui/models/project_snapshot.h"
+
+namespace dtlab::ui {
+
+// The runs of a project side by side, from their stored summaries: one row per run with a
+// check box (chosen runs are overlaid in the comparison chart and exported as the
+// comparison table) and the run's chart colour as a swatch. A new snapshot of the project
+// keeps the choice by run id.
+class RunComparisonModel final : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Columns {
+    kRunColumn,  // "#id name", check box, colour swatch
+    kStrategyColumn,
+    kStatusColumn,
+    kStepsColumn,
+    kSamplesPerSColumn,
+    kAccuracyColumn,
+    kTimeToTargetColumn,
+    kUtilizationColumn,
+    kWaitColumn,
+    kPeakMemoryColumn,
+    kColumnCount
+  };
+  enum Roles {
+    IdRole = Qt::UserRole + 1,  // the run id (every column)
+    // The raw value behind the text: a number (bytes for peak memory) or a string; invalid
+    // when the run has none (no summary yet, target not reached). For sorting and CSV.
+    ValueRole,
+    // What the columns sort by: the run id for the run column, else ValueRole.
+    SortRole,
+  };
+
+  explicit RunComparisonModel(QObject* parent = nullptr);
+
+  void setSnapshot(const ProjectSnapshot& snapshot);
+  // Chooses exactly these runs (ids not in the table are ignored).
+  void setChosen(const std::vector<int64_t>& runIds);
+  std::vector<int64_t> chosen() const;  // in table order
+  std::vector<int64_t> runIds() const;  // every row's, in table order
+
+  // The chosen runs' rows: CSV with machine names and raw values (empty when unknown), and a
+  // Markdown table with the columns' titles and the text the table shows.
+  QString toCsv() const;
+  QString toMarkdown() const;
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  bool setData(const QModelIndex& index, const QVariant& value, int role = Qt::EditRole) override;
+  Qt::ItemFlags flags(const QModelIndex& index) const override;
+  QVariant headerData(int section, Qt::Orientation orientation,
+                      int role = Qt::DisplayRole) const override;
+
+ signals:
+  void chosenChanged();
+
+ private:
+  struct Row {
+    core::RunRecord run;
+    nlohmann::json summary;
+  };
+  QVariant value(const Row& row, int column) const;
+  QString text(const Row& row, int column) const;
+
+  std::vector<Row> rows_;
+  std::set<int64_t> chosen_;
+};
+
+}  // namespace dtlab::ui
