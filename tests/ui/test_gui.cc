@@ -24,6 +24,7 @@
 #include "core/store/project_store.h"
 #include "core/store/store_sink.h"
 #include "core/train/local_trainer.h"
+#include "ui/charts/comparison_chart.h"
 #include "ui/controller/experiment_controller.h"
 #include "ui/main_window.h"
 #include "ui/models/explorer_model.h"
@@ -31,6 +32,7 @@
 #include "ui/models/run_metrics_model.h"
 #include "ui/models/topology_model.h"
 #include "ui/models/variants_model.h"
+#include "ui/pages/compare_page.h"
 #include "ui/pages/dataset_page.h"
 #include "ui/pages/experiment_page.h"
 #include "ui/pages/run_page.h"
@@ -507,6 +509,123 @@ class TestGui : public QObject {
     QVERIFY(finished.wait(120000));
     QCOMPARE(runFinished.size(), 2);  // both variants
     for (const QList<QVariant>& r : runFinished) QCOMPARE(r.at(1).toString(), QString("completed"));
+  }
+
+  // The whole session a researcher has, through the real widgets and real daemons: a new
+  // project, a dataset and a 2-node topology, an experiment with two variants run on local
+  // daemons with points arriving live, a second run cancelled, the comparison exported as
+  // PNG, SVG and PDF, and the runs found again after reopening the project.
+  void wholeSessionFromNewProjectToExportedComparison() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("session.dtlab");
+    ui::MainWindow window;
+    window.setQuietErrors(true);
+    window.show();
+    QVERIFY(window.newProject(path));
+    QVERIFY(waitFor(window, &ui::MainWindow::projectLoaded));
+
+    // A dataset and a topology, saved into the project.
+    QSignalSpy previewed(window.datasetPage(), &ui::DatasetPage::previewShown);
+    window.newDataset();
+    QVERIFY(previewed.wait(20000));
+    window.datasetPage()->findChild<QSpinBox*>("train_size")->setValue(4096);
+    window.datasetPage()->findChild<QSpinBox*>("classes")->setValue(4);
+    window.datasetPage()->findChild<QSpinBox*>("features")->setValue(8);
+    QVERIFY(previewed.wait(20000));
+    window.datasetPage()->saveButton()->click();
+    QTRY_COMPARE_WITH_TIMEOUT(window.explorerModel()->snapshot().datasets.size(), std::size_t{1},
+                              10000);
+    window.newTopology();
+    QCOMPARE(window.topologyPage()->model()->rowCount(), 2);
+    window.topologyPage()->saveButton()->click();
+    QTRY_COMPARE_WITH_TIMEOUT(window.explorerModel()->snapshot().topologies.size(), std::size_t{1},
+                              10000);
+
+    // An experiment over them with two variants; run it.
+    window.newExperiment();
+    ui::ExperimentPage* experiment = window.experimentPage();
+    static_cast<QComboBox*>(experiment->field("dataset"))->setCurrentText("dataset 1");
+    static_cast<QComboBox*>(experiment->field("cluster"))->setCurrentText("topology 1");
+    static_cast<QSpinBox*>(experiment->field("training.batch_size"))->setValue(64);
+    static_cast<QSpinBox*>(experiment->field("training.max_steps"))->setValue(60);
+    static_cast<QSpinBox*>(experiment->field("training.eval_interval"))->setValue(20);
+    experiment->variants()->addVariant();
+    QVERIFY2(experiment->error().isEmpty(), qPrintable(experiment->error()));
+    experiment->saveButton()->click();
+    QTRY_COMPARE_WITH_TIMEOUT(window.explorerModel()->snapshot().experiments.size(), std::size_t{1},
+                              10000);
+    QSignalSpy finished(window.controller(), &ui::ExperimentController::finished);
+    QSignalSpy runFinished(window.controller(), &ui::ExperimentController::runFinished);
+    QSignalSpy started(window.controller(), &ui::ExperimentController::runStarted);
+    experiment->runButton()->click();
+    QVERIFY(finished.wait(120000));
+    QCOMPARE(runFinished.size(), 2);
+    for (const QList<QVariant>& r : runFinished) QCOMPARE(r.at(1).toString(), QString("completed"));
+
+    // A second, endless run: points arrive on its page live, then it is cancelled.
+    static_cast<QSpinBox*>(experiment->field("training.max_steps"))->setValue(0);
+    static_cast<QSpinBox*>(experiment->field("training.epochs"))->setValue(100000);
+    experiment->variants()->removeVariant(1);
+    QVERIFY2(experiment->error().isEmpty(), qPrintable(experiment->error()));
+    started.clear();
+    runFinished.clear();
+    experiment->runButton()->click();
+    QVERIFY(started.wait(30000));
+    const qint64 endless = started.first().first().toLongLong();
+    QTRY_COMPARE_WITH_TIMEOUT(window.runPage()->runId(), endless, 10000);
+    const auto points = [&] {
+      int n = 0;
+      for (int g = 0; g < window.runPage()->chart()->graphCount(); ++g)
+        n += window.runPage()->chart()->graph(g)->data()->size();
+      return n;
+    };
+    const int before = points();
+    QTRY_VERIFY_WITH_TIMEOUT(points() > before + 20, 15000);
+    window.cancelAction()->trigger();
+    QVERIFY(finished.wait(15000));
+    QCOMPARE(runFinished.last().at(1).toString(), QString("cancelled"));
+
+    // The comparison of the three runs, exported three ways.
+    window.showCompare();
+    QSignalSpy shown(window.comparePage(), &ui::ComparePage::chartShown);
+    window.comparePage()->setChosenRuns({1, 2, 3});
+    QVERIFY(shown.wait(20000));
+    QVERIFY(window.comparePage()->chart()->graphCount() >= 3);  // one curve per run at least
+    const QString png = dir.filePath("cmp.png"), svg = dir.filePath("cmp.svg"),
+                  pdf = dir.filePath("cmp.pdf");
+    window.comparePage()->exportChartTo(png);
+    window.comparePage()->exportChartTo(svg);
+    window.comparePage()->exportChartTo(pdf);
+    const auto head = [](const QString& file, int n) {
+      QFile f(file);
+      return f.open(QIODevice::ReadOnly) ? f.read(n) : QByteArray();
+    };
+    QCOMPARE(head(png, 8), QByteArray("\x89PNG\r\n\x1a\n", 8));
+    QVERIFY(head(svg, 400).contains("<svg"));
+    QCOMPARE(head(pdf, 5), QByteArray("%PDF-"));
+    QFile pdfFile(pdf);
+    QVERIFY(pdfFile.open(QIODevice::ReadOnly));
+    const QByteArray pdfBytes = pdfFile.readAll();
+    QVERIFY(pdfBytes.size() > 2000);
+    // One page object ("/Type /Page" not followed by "s", which is the page tree).
+    static const QRegularExpression pageObject(R"(/Type\s*/Page(?![s\w]))");
+    int pages = 0;
+    for (auto it = pageObject.globalMatch(QString::fromLatin1(pdfBytes)); it.hasNext(); it.next())
+      ++pages;
+    QCOMPARE(pages, 1);
+
+    // Reopened, the project has everything.
+    ui::MainWindow again;
+    again.setQuietErrors(true);
+    again.openProject(path);
+    QVERIFY(waitFor(again, &ui::MainWindow::projectLoaded));
+    const ui::ProjectSnapshot& s = again.explorerModel()->snapshot();
+    QCOMPARE(s.runs.size(), std::size_t{3});
+    QCOMPARE(s.runs[0].status, std::string("completed"));
+    QCOMPARE(s.runs[1].status, std::string("completed"));
+    QCOMPARE(s.runs[2].status, std::string("cancelled"));
+    QCOMPARE(s.datasets.size(), std::size_t{1});
+    QCOMPARE(s.topologies.size(), std::size_t{1});
   }
 
   void damagedFileIsReportedAndNothingChanges() {
