@@ -12,6 +12,7 @@
 #include <cstring>
 #include <optional>
 
+#include "app/gui_bench.h"
 #include "core/common/config.h"
 #include "ui/charts/chart_export.h"
 #include "ui/charts/comparison_chart.h"
@@ -182,6 +183,12 @@ int main(int argc, char** argv) {
       if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
 
   QApplication app(argc, argv);
+  // The benchmark has flags of its own (see app/gui_bench.h).
+  if (QCoreApplication::arguments().contains("--bench")) {
+    QApplication::setOrganizationName("DTLab");
+    QApplication::setApplicationName("dtlab-bench");
+    return dtlab::app::runGuiBench(QCoreApplication::arguments().mid(1));
+  }
   QApplication::setOrganizationName("DTLab");
   QApplication::setApplicationName("dtlab");
   QApplication::setApplicationVersion(DTLAB_VERSION);
@@ -192,7 +199,10 @@ int main(int argc, char** argv) {
       "  dtlab P.dtlab --chart METRIC [--runs R1,R2,...] [--x step|wall] [--smooth F]\n"
       "        [--workers mean|0] [--size WxH] [--dpi N] --export out.png|svg|pdf|csv\n"
       "writes a comparison chart without opening a window (every run when --runs is not "
-      "given).");
+      "given).\n\n"
+      "  dtlab --bench [--runs R] [--points N] [--reps K] [--stream-seconds S] [--json]\n"
+      "measures the comparison chart's replot beside a plain QCustomPlot, and the event loop's "
+      "latency while a 4-node run streams into the window.");
   parser.addHelpOption();
   parser.addVersionOption();
   parser.addPositionalArgument("project", "a project file (*.dtlab) to open", "[P.dtlab]");

@@ -99,7 +99,7 @@ void RunPage::appendLive(const std::vector<LivePoint>& points) {
       const bool accuracy = p.worker < 0;
       graph = chart_->addGraph(chart_->xAxis, accuracy ? chart_->yAxis2 : chart_->yAxis);
       QPen pen(seriesColour(chart_->graphCount()));
-      pen.setWidthF(accuracy ? 2.0 : 1.2);
+      pen.setWidthF(accuracy ? 2.0 : 1.0);  // wide lines of many points are slow to draw
       if (accuracy) pen.setStyle(Qt::DashLine);
       graph->setPen(pen);
       graph->setName(accuracy ? tr("test accuracy") : tr("loss, worker %1").arg(p.worker));
@@ -152,7 +152,7 @@ void RunPage::showRun(const RunDetail& d) {
     g->setData(QVector<double>(c.steps.begin(), c.steps.end()),
                QVector<double>(c.values.begin(), c.values.end()), true);
     QPen pen(seriesColour(colour++));
-    pen.setWidthF(accuracy ? 2.0 : 1.2);
+    pen.setWidthF(accuracy ? 2.0 : 1.0);  // wide lines of many points are slow to draw
     if (accuracy) {
       pen.setStyle(Qt::DashLine);
       g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
