@@ -36,33 +36,14 @@
 #include "ui/models/run_comparison_model.h"
 #include "ui/pages/compare_page.h"
 
+#include "tests/ui/ui_support.h"
+
 using namespace dtlab;
 
 namespace {
 
-core::ExperimentSpec smallSpec(const std::string& name, int64_t steps) {
-  core::ExperimentSpec spec;
-  spec.name = name;
-  spec.seed = 4;
-  spec.dataset.trainSize = 2048;
-  spec.dataset.testSize = 256;
-  spec.dataset.features = 8;
-  spec.dataset.classes = 3;
-  spec.model.hidden = {16};
-  spec.training.batchSize = 32;
-  spec.training.epochs = 0;
-  spec.training.maxSteps = steps;
-  spec.training.evalInterval = 10;
-  return spec;
-}
-
-// Trains `spec` in this process and records it, as `dtlab-cli train --project` does.
-int64_t recordRun(core::ProjectStore& store, const core::ExperimentSpec& spec) {
-  core::RunRecording recording(store, spec, "single");
-  const core::RunSummary summary = core::trainLocal(spec, {}, &recording.sink());
-  recording.finish(summary);
-  return recording.runId();
-}
+using ui_test::recordRun;
+using ui_test::smallSpec;
 
 // Trains `spec` with synchronous all-reduce on `world` ranks (threads, real Gloo collectives)
 // and records every rank's metrics, each rank its own node as on local daemons.

@@ -38,34 +38,14 @@
 #include "ui/pages/run_page.h"
 #include "ui/pages/topology_page.h"
 
+#include "tests/ui/ui_support.h"
+
 using namespace dtlab;
 
 namespace {
 
-core::ExperimentSpec smallSpec(const std::string& name, int64_t steps) {
-  core::ExperimentSpec spec;
-  spec.name = name;
-  spec.seed = 4;
-  spec.dataset.trainSize = 2048;
-  spec.dataset.testSize = 256;
-  spec.dataset.features = 8;
-  spec.dataset.classes = 3;
-  spec.model.hidden = {16};
-  spec.training.batchSize = 32;
-  spec.training.epochs = 0;
-  spec.training.maxSteps = steps;
-  spec.training.evalInterval = 10;
-  return spec;
-}
-
-// Trains `spec` in this process and records it in the project, as `dtlab-cli train
-// --project` does.
-int64_t recordRun(core::ProjectStore& store, const core::ExperimentSpec& spec) {
-  core::RunRecording recording(store, spec, "single");
-  const core::RunSummary summary = core::trainLocal(spec, {}, &recording.sink());
-  recording.finish(summary);
-  return recording.runId();
-}
+using ui_test::recordRun;
+using ui_test::smallSpec;
 
 // A project with a dataset, a topology and two recorded runs.
 std::string makeProject(const QTemporaryDir& dir) {
@@ -90,6 +70,16 @@ template <typename Signal>
 bool waitFor(ui::MainWindow& w, Signal signal, int ms = 20000) {
   QSignalSpy spy(&w, signal);
   return spy.wait(ms);
+}
+
+// Opens the project in `window` and selects its first experiment.
+bool openAndSelectExperiment(ui::MainWindow& window, const std::string& path) {
+  window.setQuietErrors(true);
+  window.openProject(QString::fromStdString(path));
+  QSignalSpy loaded(&window, &ui::MainWindow::projectLoaded);
+  if (!loaded.wait(20000)) return false;
+  window.explorerView()->setCurrentIndex(window.explorerModel()->find("experiment", 1));
+  return true;
 }
 
 }  // namespace
@@ -242,17 +232,9 @@ class TestGui : public QObject {
   void cancelStopsARunStartedFromTheWindow() {
     QTemporaryDir dir;
     const std::string path = dir.filePath("p.dtlab").toStdString();
-    {
-      auto store = core::ProjectStore::create(path);
-      core::ExperimentSpec spec = smallSpec("endless", 100000000);
-      spec.cluster.localNodes = 2;
-      store->putEntity(core::EntityKind::kExperiment, "endless", core::toJson(spec));
-    }
+    ui_test::createProjectWithExperiment(path, smallSpec("endless", 100000000));
     ui::MainWindow window;
-    window.setQuietErrors(true);
-    window.openProject(QString::fromStdString(path));
-    QVERIFY(waitFor(window, &ui::MainWindow::projectLoaded));
-    window.explorerView()->setCurrentIndex(window.explorerModel()->find("experiment", 1));
+    QVERIFY(openAndSelectExperiment(window, path));
     QSignalSpy started(window.controller(), &ui::ExperimentController::runStarted);
     QSignalSpy progress(window.controller(), &ui::ExperimentController::progress);
     QSignalSpy finished(window.controller(), &ui::ExperimentController::finished);
@@ -352,17 +334,9 @@ class TestGui : public QObject {
   void lostNodeShowsAsAnEventAndAMessage() {
     QTemporaryDir dir;
     const std::string path = dir.filePath("p.dtlab").toStdString();
-    {
-      auto store = core::ProjectStore::create(path);
-      core::ExperimentSpec spec = smallSpec("endless", 100000000);
-      spec.cluster.localNodes = 2;
-      store->putEntity(core::EntityKind::kExperiment, "endless", core::toJson(spec));
-    }
+    ui_test::createProjectWithExperiment(path, smallSpec("endless", 100000000));
     ui::MainWindow window;
-    window.setQuietErrors(true);
-    window.openProject(QString::fromStdString(path));
-    QVERIFY(waitFor(window, &ui::MainWindow::projectLoaded));
-    window.explorerView()->setCurrentIndex(window.explorerModel()->find("experiment", 1));
+    QVERIFY(openAndSelectExperiment(window, path));
     QSignalSpy progress(window.controller(), &ui::ExperimentController::progress);
     QSignalSpy problem(window.controller(), &ui::ExperimentController::problem);
     QSignalSpy runFinished(window.controller(), &ui::ExperimentController::runFinished);

@@ -1,0 +1,47 @@
+#pragma once
+// What the GUI suites share: small specs, runs trained and recorded in this process, and
+// projects holding an experiment ready to run.
+
+#include <string>
+
+#include "core/spec/experiment_spec.h"
+#include "core/store/project_store.h"
+#include "core/store/store_sink.h"
+#include "core/train/local_trainer.h"
+
+namespace dtlab::ui_test {
+
+// A spec that trains in milliseconds: blobs of 2048 samples, 8 features, 3 classes.
+inline core::ExperimentSpec smallSpec(const std::string& name, int64_t steps) {
+  core::ExperimentSpec spec;
+  spec.name = name;
+  spec.seed = 4;
+  spec.dataset.trainSize = 2048;
+  spec.dataset.testSize = 256;
+  spec.dataset.features = 8;
+  spec.dataset.classes = 3;
+  spec.model.hidden = {16};
+  spec.training.batchSize = 32;
+  spec.training.epochs = 0;
+  spec.training.maxSteps = steps;
+  spec.training.evalInterval = 10;
+  return spec;
+}
+
+// Trains `spec` in this process and records it, as `dtlab-cli train --project` does.
+inline int64_t recordRun(core::ProjectStore& store, const core::ExperimentSpec& spec) {
+  core::RunRecording recording(store, spec, "single");
+  const core::RunSummary summary = core::trainLocal(spec, {}, &recording.sink());
+  recording.finish(summary);
+  return recording.runId();
+}
+
+// A new project at `path` with one experiment, `spec` on `nodes` local nodes.
+inline void createProjectWithExperiment(const std::string& path, core::ExperimentSpec spec,
+                                        int64_t nodes = 2) {
+  auto store = core::ProjectStore::create(path);
+  spec.cluster.localNodes = nodes;
+  store->putEntity(core::EntityKind::kExperiment, spec.name, core::toJson(spec));
+}
+
+}  // namespace dtlab::ui_test
