@@ -602,6 +602,46 @@ class TestGui : public QObject {
     QCOMPARE(s.topologies.size(), std::size_t{1});
   }
 
+  // The run page: events marked where they happened, steps or wall time on the x-axis, a
+  // legend click hides a series, and the crosshair lists every visible series' value.
+  void runPageMarksEventsSwitchesAxesAndHidesSeries() {
+    QTemporaryDir dir;
+    const std::string path = makeProject(dir);
+    {
+      auto store = core::ProjectStore::open(path);
+      store->addEvent(1, {15, 40.0, "rebalance", "shares 0.5 0.5 -> 0.6 0.4"});
+    }
+    ui::MainWindow window;
+    window.setQuietErrors(true);
+    window.openProject(QString::fromStdString(path));
+    QVERIFY(waitFor(window, &ui::MainWindow::projectLoaded));
+    window.selectRun(1);
+    QVERIFY(waitFor(window, &ui::MainWindow::runShown));
+    ui::RunPage* page = window.runPage();
+    QCustomPlot* chart = page->chart();
+    // The crosshair's two items, and the event's line and label.
+    QCOMPARE(chart->itemCount(), 4);
+    QCOMPARE(chart->xAxis->label(), QString("step"));
+    QCOMPARE(chart->graph(0)->data()->at(0)->key, 1.0);  // step 1
+    QVERIFY(page->valuesAt(10.0).contains("loss, worker 0: "));
+    QVERIFY(page->valuesAt(10.0).startsWith("step 10"));
+
+    page->setWallTimeAxis(true);
+    QCOMPARE(chart->xAxis->label(), QString("wall time (s)"));
+    QCOMPARE(chart->graphCount(), 2);
+    QCOMPARE(chart->graph(0)->data()->size(), 30);
+    QVERIFY(chart->graph(0)->data()->at(0)->key < 60.0);  // seconds, not steps
+    QCOMPARE(chart->itemCount(), 4);
+
+    page->toggleSeries(0);
+    QVERIFY(!chart->graph(0)->visible());
+    const QString values = page->valuesAt(chart->graph(1)->data()->at(2)->key);
+    QVERIFY2(!values.contains("loss, worker 0") && values.contains("test accuracy"),
+             qPrintable(values));
+    page->toggleSeries(0);
+    QVERIFY(chart->graph(0)->visible());
+  }
+
   void damagedFileIsReportedAndNothingChanges() {
     QTemporaryDir dir;
     const QString path = dir.filePath("broken.dtlab");

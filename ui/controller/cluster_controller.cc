@@ -23,10 +23,10 @@ class ProgressSink final : public core::MetricSink {
   ProgressSink(ExperimentController* owner, LiveFeed* feed, qint64 runId, RunProgress base)
       : owner_(owner), feed_(feed), runId_(runId), base_(base) {}
   void onEval(const core::EvalMetrics& m) override {
-    if (!std::isnan(m.testAccuracy)) feed_->push({runId_, -1, m.step, m.testAccuracy});
+    if (!std::isnan(m.testAccuracy)) feed_->push({runId_, -1, m.step, m.wallMs, m.testAccuracy});
   }
   void onStep(const core::StepMetrics& m) override {
-    feed_->push({runId_, m.worker, m.step, m.loss});
+    feed_->push({runId_, m.worker, m.step, m.wallMs, m.loss});
     if (m.worker != 0) return;
     std::lock_guard lock(mutex_);
     const auto now = Clock::now();

@@ -13,6 +13,7 @@ struct LivePoint {
   qint64 runId = 0;
   int worker = 0;
   qint64 step = 0;
+  double wallMs = 0.0;  // since the run started
   double value = 0.0;
 };
 

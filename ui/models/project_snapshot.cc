@@ -44,6 +44,7 @@ RunDetail readRunDetail(const std::string& path, int64_t runId, int64_t maxPoint
     for (const core::SeriesPoint& p : data.points) {
       if (std::isnan(p.value)) continue;
       curve.steps.push_back(static_cast<double>(p.step));
+      curve.seconds.push_back(p.wallMs / 1000.0);
       curve.values.push_back(p.value);
     }
     d.curves.push_back(std::move(curve));

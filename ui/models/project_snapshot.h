@@ -38,6 +38,7 @@ struct RunDetail {
     std::string key;
     int worker = -1;  // -1: the run's own series
     std::vector<double> steps;
+    std::vector<double> seconds;  // wall-clock time since the run started
     std::vector<double> values;
     bool downsampled = false;
   };

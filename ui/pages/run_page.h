@@ -5,6 +5,9 @@
 #include "ui/controller/live_feed.h"
 #include "ui/models/project_snapshot.h"
 
+class QComboBox;
+class QCPItemStraightLine;
+class QCPItemText;
 class QCustomPlot;
 class QLabel;
 class QTableView;
@@ -25,6 +28,12 @@ class RunPage final : public QWidget {
   // without re-reading the store. In-memory series are bounded; history comes from the store.
   void appendLive(const std::vector<LivePoint>& points);
   qint64 runId() const { return runId_; }
+  // The chart's x-axis: steps, or wall-clock seconds since the run started.
+  void setWallTimeAxis(bool wall);
+  // Hides or shows a series, as a click on its legend entry does.
+  void toggleSeries(int graph);
+  // The crosshair's text at x (every visible series' value there); "" outside the data.
+  QString valuesAt(double x) const;
   static constexpr int kMaxLivePoints = 200000;
 
   // For tests: the chart and the metrics model.
@@ -40,7 +49,13 @@ class RunPage final : public QWidget {
   RunMetricsModel* metrics_;
   QTableView* metricsView_;
   QPlainTextEdit* events_;
+  QComboBox* xAxis_;
+  QCPItemStraightLine* crossLine_;
+  QCPItemText* crossText_;
   qint64 runId_ = -1;
+  RunDetail detail_;  // what is drawn, live points included
+  void drawChart();
+  void moveCrosshair(QMouseEvent* event);
 };
 
 }  // namespace dtlab::ui
