@@ -131,8 +131,10 @@ void RunPage::appendLive(const std::vector<LivePoint>& points) {
           (p.worker >= 0 && c.key == core::metric::kLoss && c.worker == p.worker))
         curve = &c;
     if (curve == nullptr) {
-      detail_.curves.push_back({p.worker < 0 ? core::metric::kTestAccuracy : core::metric::kLoss,
-                                p.worker < 0 ? -1 : p.worker});
+      RunDetail::Curve added;
+      added.key = p.worker < 0 ? core::metric::kTestAccuracy : core::metric::kLoss;
+      added.worker = p.worker < 0 ? -1 : p.worker;
+      detail_.curves.push_back(std::move(added));
       curve = &detail_.curves.back();
     }
     if (static_cast<int>(curve->steps.size()) < kMaxLivePoints) {
