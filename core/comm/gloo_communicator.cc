@@ -13,31 +13,22 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/buffer.h>
 #include <gloo/transport/context.h>
-#include <gloo/transport/tcp/address.h>
-#include <gloo/transport/tcp/context.h>
 #include <gloo/transport/tcp/device.h>
 #include <gloo/types.h>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cctype>
 #include <chrono>
 #include <climits>
-#include <condition_variable>
 #include <cstring>
 #include <exception>
 #include <memory>
-#include <mutex>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
+#include "core/comm/gloo_mesh.h"
 #include "core/common/check.h"
 
 namespace dtlab::core {
@@ -100,16 +91,6 @@ constexpr size_t kMaxClassicInstances = 16;
 // Caller buffers whose send buffers the own algorithm keeps (gradient buckets, benchmarks).
 constexpr size_t kMaxSendBufferSets = 64;
 
-std::string formatSeconds(std::chrono::milliseconds ms) {
-  std::ostringstream out;
-  if (ms.count() % 1000 == 0) {
-    out << ms.count() / 1000 << " s";
-  } else {
-    out << static_cast<double>(ms.count()) / 1000.0 << " s";
-  }
-  return out.str();
-}
-
 // Sum of n sources element by element, in rank order, into out (which may be one of the
 // sources at the same offset). Rank order makes the result independent of which rank
 // reduces which chunk.
@@ -135,26 +116,6 @@ void sumInRankOrder(float* out, const float* const* sources, int n, int64_t coun
   }
 }
 
-// Gloo reports every transport failure as an exception with a message; its timeouts say so
-// ("Timed out waiting ...", "Connect timeout"), everything else is a closed, reset or
-// refused connection.
-CommFailure classifyGlooFailure(std::string_view message) {
-  std::string lower(message);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower.find("timed out") != std::string::npos || lower.find("timeout") != std::string::npos
-             ? CommFailure::kTimeout
-             : CommFailure::kPeerClosed;
-}
-
-// Gloo's TCP context can fail all its pairs from outside (each pair then wakes every buffer
-// waiting on it with the error and closes its socket, so the peers fail too), but the method
-// is protected in the Gloo that Debian ships. A using-declaration in a derived class yields
-// a pointer to the member, which may be applied to any tcp::Context; nothing is instantiated.
-struct TcpContextAccess : gloo::transport::tcp::Context {
-  using gloo::transport::tcp::Context::signalException;
-};
-constexpr auto kFailAllPairs = &TcpContextAccess::signalException;
-
 // A gloo::Context whose pairs we create and connect ourselves (Gloo's connectFullMesh keeps
 // them out of reach until it returns, so a connect could not be aborted, and it waits up to
 // five times the pair timeout for each peer).
@@ -167,55 +128,6 @@ class MeshContext final : public gloo::Context {
     transportContext_ = std::move(transport);
   }
 };
-
-// "host:port" of a TCP address (Gloo's own str() prints the port unconverted).
-std::string describeAddress(const std::vector<char>& bytes) {
-  const gloo::transport::tcp::Address address(bytes);
-  const sockaddr_storage& storage = address.getSockaddr();
-  char host[INET6_ADDRSTRLEN] = "?";
-  uint16_t port = 0;
-  if (storage.ss_family == AF_INET) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(&storage);
-    inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
-    port = ntohs(in->sin_port);
-    return detail::concat(host, ":", port);
-  }
-  if (storage.ss_family == AF_INET6) {
-    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&storage);
-    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
-    port = ntohs(in6->sin6_port);
-  }
-  return detail::concat("[", host, "]:", port);
-}
-
-// The connect key of a rank: for every peer p, [int32 p][uint32 n][n address bytes] of the
-// pair that waits for p.
-void appendAddress(std::vector<char>& out, int peer, const std::vector<char>& address) {
-  const auto p = static_cast<int32_t>(peer);
-  const auto n = static_cast<uint32_t>(address.size());
-  out.insert(out.end(), reinterpret_cast<const char*>(&p), reinterpret_cast<const char*>(&p) + 4);
-  out.insert(out.end(), reinterpret_cast<const char*>(&n), reinterpret_cast<const char*>(&n) + 4);
-  out.insert(out.end(), address.begin(), address.end());
-}
-
-std::vector<char> findAddress(const std::vector<char>& all, int peer, int owner) {
-  std::size_t at = 0;
-  while (at + 8 <= all.size()) {
-    int32_t p = 0;
-    uint32_t n = 0;
-    std::memcpy(&p, all.data() + at, 4);
-    std::memcpy(&n, all.data() + at + 4, 4);
-    at += 8;
-    if (at + n > all.size()) break;
-    if (p == peer)
-      return {all.begin() + static_cast<std::ptrdiff_t>(at),
-              all.begin() + static_cast<std::ptrdiff_t>(at + n)};
-    at += n;
-  }
-  throw CommError(CommFailure::kPeerClosed,
-                  detail::concat("rank ", owner, " published no address for rank ", peer,
-                                 " (a different DTLab version?)"));
-}
 
 }  // namespace
 
@@ -248,12 +160,8 @@ struct GlooCommunicator::Impl {
   std::string brokenBy;
   CommFailure brokenKind = CommFailure::kPeerClosed;
 
-  // The pairs, reachable from other threads for an abort once they all exist.
-  std::mutex pairsMutex;
-  std::shared_ptr<gloo::transport::Context> transport;  // guarded by pairsMutex
-  std::atomic<bool> aborted{false};
-  std::string abortReason;       // guarded by pairsMutex
-  bool connectTimedOut = false;  // guarded by pairsMutex
+  // The pairs, which any thread may fail (an abort) from the moment they exist.
+  GlooMesh mesh;
 
   // Own algorithm, on Gloo's bound buffers (see setUpOwn). Receive areas that stay
   // registered: one reduce-scatter region per peer (grows with the largest chunk seen), and
@@ -322,27 +230,16 @@ struct GlooCommunicator::Impl {
   void runExchange(float* data, int64_t count);
   void runClassic(AllReduceAlgorithm algorithm, float* data, int64_t count);
   void runGlooAllreduce(float* data, int64_t count);
-  void join(gloo::rendezvous::Store& store, std::chrono::steady_clock::time_point deadline);
-  void connectMesh(gloo::rendezvous::Store& store, std::chrono::steady_clock::time_point deadline);
-  // Fails every pair with `reason`: threads waiting on them wake with an error, the sockets
-  // close and so the peers' waits fail too.
-  void failPairs(const std::string& reason);
-  void abortNow(const std::string& reason);
-  std::string abortedBecause() {
-    std::lock_guard lock(pairsMutex);
-    return abortReason;
-  }
-
   template <typename Describe, typename Body>
   void guarded(const Describe& describe, const Body& body);
 };
 
 template <typename Describe, typename Body>
 void GlooCommunicator::Impl::guarded(const Describe& describe, const Body& body) {
-  if (aborted.load()) {
+  if (mesh.aborted()) {
     throw CommError(CommFailure::kAborted,
                     detail::concat(describe(), " on rank ", rank, " refused: aborted (",
-                                   abortedBecause(), ")"));
+                                   mesh.abortReason(), ")"));
   }
   if (!brokenBy.empty()) {
     throw CommError(brokenKind,
@@ -353,164 +250,21 @@ void GlooCommunicator::Impl::guarded(const Describe& describe, const Body& body)
   try {
     body();
   } catch (const std::exception& e) {
-    const bool wasAborted = aborted.load();
+    const bool wasAborted = mesh.aborted();
     const CommFailure kind = wasAborted ? CommFailure::kAborted : classifyGlooFailure(e.what());
     const std::string message =
         wasAborted
             ? detail::concat(describe(), " on rank ", rank, " of ", size, " aborted (",
-                             abortedBecause(), ")")
+                             mesh.abortReason(), ")")
             : detail::concat(describe(), " on rank ", rank, " of ", size, " failed: ", e.what());
     brokenBy = message;
     brokenKind = kind;
     // Peers may be half way through this collective. Failing every pair stops Gloo's I/O
     // thread from writing into buffers registered for it (some over the caller's memory)
     // and lets the peers fail now instead of at their timeout.
-    failPairs(message);
+    mesh.fail(message);
     throw CommError(kind, message);
   }
-}
-
-void GlooCommunicator::Impl::failPairs(const std::string& reason) {
-  std::lock_guard lock(pairsMutex);
-  if (transport == nullptr) return;
-  // Only the TCP transport is built here. (Pair::close would only close the socket and
-  // leave this rank's own waiters asleep until their timeout.)
-  (static_cast<gloo::transport::tcp::Context*>(transport.get())->*kFailAllPairs)(reason);
-}
-
-void GlooCommunicator::Impl::abortNow(const std::string& reason) {
-  {
-    std::lock_guard lock(pairsMutex);
-    if (aborted.load()) return;
-    abortReason = reason;
-    aborted.store(true);
-  }
-  failPairs(detail::concat("aborted: ", reason));
-}
-
-void GlooCommunicator::Impl::join(gloo::rendezvous::Store& store,
-                                  std::chrono::steady_clock::time_point deadline) {
-  // A join key per rank first lets a timeout say which ranks are missing (waiting for
-  // address keys would only name a key).
-  try {
-    store.set(detail::concat("join/", rank), std::vector<char>{'1'});
-  } catch (const std::exception& e) {
-    throw Error(detail::concat("rendezvous of rank ", rank, " of ", size, " (key prefix '",
-                               options.keyPrefix, "') could not write to the store: ", e.what(),
-                               " (is the prefix already used by another group?)"));
-  }
-  std::vector<int> missing;
-  std::string storeError;
-  for (int r = 0; r < size; ++r) {
-    if (r == rank) continue;
-    // Once one rank is missing, only probe the rest so the error can list them all.
-    const auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    // Gloo's stores read a zero timeout as "wait forever".
-    const auto wait = missing.empty() ? std::max(remaining, std::chrono::milliseconds(1))
-                                      : std::chrono::milliseconds(1);
-    try {
-      store.wait({detail::concat("join/", r)}, wait);
-    } catch (const std::exception& e) {
-      if (missing.empty() && std::chrono::steady_clock::now() < deadline) storeError = e.what();
-      missing.push_back(r);
-    }
-  }
-  if (missing.empty()) return;
-  std::ostringstream out;
-  out << "rendezvous timed out after " << formatSeconds(options.connectTimeout)
-      << " waiting for rank " << missing.front() << " (rank " << rank << " of " << size
-      << ", key prefix '" << options.keyPrefix << "'";
-  if (missing.size() > 1) {
-    out << ", missing ranks:";
-    for (int r : missing) out << ' ' << r;
-  }
-  out << ")";
-  if (!storeError.empty()) out << ": store error: " << storeError;
-  throw CommError(CommFailure::kTimeout, out.str());
-}
-
-// Every rank creates one pair per peer (each listening on its own port of
-// options.interfaceAddress), publishes their addresses under "addr/<rank>", then connects
-// them in rank order (as Gloo's connectFullMesh does: the side with the larger address dials,
-// the other accepts on its I/O thread, so walking the peers in the same order cannot
-// deadlock). The pairs are reachable by abortNow() from the moment they exist, and a
-// watchdog fails them all at the deadline, so a peer whose address cannot be reached costs
-// at most connectTimeout, not Gloo's five pair timeouts.
-void GlooCommunicator::Impl::connectMesh(gloo::rendezvous::Store& store,
-                                         std::chrono::steady_clock::time_point deadline) {
-  auto created = device->createContext(rank, size);
-  created->setTimeout(options.opTimeout);
-  std::vector<char> addresses;
-  for (int p = 0; p < size; ++p) {
-    if (p == rank) continue;
-    appendAddress(addresses, p, created->createPair(p)->address().bytes());
-  }
-  {
-    std::lock_guard lock(pairsMutex);
-    transport = created;
-  }
-  if (aborted.load()) {
-    failPairs("aborted: " + abortedBecause());
-    throw CommError(CommFailure::kAborted, "connecting aborted (" + abortedBecause() + ")");
-  }
-  store.set(detail::concat("addr/", rank), addresses);
-
-  std::mutex watchdogMutex;
-  std::condition_variable watchdogWake;
-  bool connected = false;
-  std::thread watchdog([&] {
-    std::unique_lock lock(watchdogMutex);
-    if (watchdogWake.wait_until(lock, deadline, [&] { return connected; })) return;
-    {
-      std::lock_guard pairsLock(pairsMutex);
-      connectTimedOut = true;
-    }
-    failPairs(detail::concat("connect timeout after ", formatSeconds(options.connectTimeout)));
-  });
-  auto stopWatchdog = [&] {
-    {
-      std::lock_guard lock(watchdogMutex);
-      connected = true;
-    }
-    watchdogWake.notify_all();
-    watchdog.join();
-  };
-  int peer = -1;
-  std::string peerAddress = "(address not yet known)";
-  try {
-    for (peer = 0; peer < size; ++peer) {
-      if (peer == rank) continue;
-      peerAddress = "(address not yet known)";
-      const auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      const std::string key = detail::concat("addr/", peer);
-      store.wait({key}, std::max(remaining, std::chrono::milliseconds(1)));
-      const std::vector<char> bytes = findAddress(store.get(key), rank, peer);
-      peerAddress = describeAddress(bytes);
-      created->getPair(peer)->connect(bytes);
-    }
-  } catch (const std::exception& e) {
-    stopWatchdog();
-    bool timedOut = false;
-    {
-      std::lock_guard lock(pairsMutex);
-      timedOut = connectTimedOut;
-    }
-    const CommFailure kind = aborted.load() ? CommFailure::kAborted
-                             : timedOut     ? CommFailure::kTimeout
-                                            : classifyGlooFailure(e.what());
-    failPairs("connecting failed");
-    std::string what = e.what();
-    if (kind == CommFailure::kAborted) what = "aborted (" + abortedBecause() + ")";
-    if (kind == CommFailure::kTimeout && timedOut)
-      what = "no connection within " + formatSeconds(options.connectTimeout);
-    throw CommError(kind, detail::concat("rank ", rank, " of ", size, " could not connect to rank ",
-                                         peer, " at ", peerAddress, " (bound to ",
-                                         options.interfaceAddress, "): ", what));
-  }
-  stopWatchdog();
-  context->adopt(device, created);
 }
 
 // Gloo sizes a pair's socket send buffer to the largest bound message sent so far (and
@@ -831,11 +585,11 @@ GlooCommunicator::GlooCommunicator(gloo::rendezvous::Store& store, int rank, int
 
   if (options.abort != nullptr) {
     impl.registration =
-        options.abort->onAbort([&impl](const std::string& reason) { impl.abortNow(reason); });
+        options.abort->onAbort([&impl](const std::string& reason) { impl.mesh.abort(reason); });
   }
   const auto deadline = std::chrono::steady_clock::now() + options.connectTimeout;
   gloo::rendezvous::PrefixStore prefixed(options.keyPrefix, store);
-  impl.join(prefixed, deadline);
+  joinRendezvous(prefixed, rank, size, options.keyPrefix, options.connectTimeout, deadline);
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = options.interfaceAddress;
@@ -849,13 +603,15 @@ GlooCommunicator::GlooCommunicator(gloo::rendezvous::Store& store, int rank, int
   // Pairs take this as their timeout when created: every wait on a bound buffer (ours and
   // Gloo's classic algorithms') uses it. The unbound collectives get opTimeout explicitly.
   impl.context->setTimeout(options.opTimeout);
-  impl.connectMesh(prefixed, deadline);
+  impl.context->adopt(
+      impl.device, impl.mesh.connect(prefixed, impl.device, rank, size, options.opTimeout,
+                                     options.connectTimeout, deadline, options.interfaceAddress));
   impl.guarded([] { return std::string("warming up the connections"); }, [&] { impl.setUpOwn(); });
 }
 
 GlooCommunicator::~GlooCommunicator() {
   Impl& impl = *impl_;
-  if (impl.size == 1 || impl.context == nullptr || !impl.brokenBy.empty() || impl.aborted.load())
+  if (impl.size == 1 || impl.context == nullptr || !impl.brokenBy.empty() || impl.mesh.aborted())
     return;
   // A peer may still be collecting the last collective's data from us, and Gloo fails even
   // a wait whose data has already arrived once the pair has seen the other side close. So
