@@ -257,11 +257,11 @@ void MainWindow::reload() {
           fail(tr("Cannot open %1: %2").arg(path_, error));
           return;
         }
-        applySnapshot(generation, *snapshot);
+        applySnapshot(*snapshot);
       });
 }
 
-void MainWindow::applySnapshot(quint64, const ProjectSnapshot& snapshot) {
+void MainWindow::applySnapshot(const ProjectSnapshot& snapshot) {
   // Keep what is selected (by kind and id) across the reset.
   const QModelIndex current = tree_->currentIndex();
   if (current.isValid() && current.data(ExplorerModel::KindRole).toString() != "group") {

@@ -77,7 +77,7 @@ class MainWindow final : public QMainWindow {
  private:
   void buildMenus();
   void reload();
-  void applySnapshot(quint64 generation, const ProjectSnapshot& snapshot);
+  void applySnapshot(const ProjectSnapshot& snapshot);
   void showOverview(const ProjectSnapshot& snapshot);
   void showSelection();
   void loadRun(qint64 runId);

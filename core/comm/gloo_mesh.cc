@@ -22,17 +22,6 @@
 namespace dtlab::core {
 namespace {
 
-// Gloo reports every transport failure as an exception with a message; its timeouts say so
-// ("Timed out waiting ...", "Connect timeout"), everything else is a closed, reset or
-// refused connection.
-CommFailure classifyFailure(std::string_view message) {
-  std::string lower(message);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower.find("timed out") != std::string::npos || lower.find("timeout") != std::string::npos
-             ? CommFailure::kTimeout
-             : CommFailure::kPeerClosed;
-}
-
 // Gloo's TCP context can fail all its pairs from outside (each pair then wakes every buffer
 // waiting on it with the error and closes its socket, so the peers fail too), but the method
 // is protected in the Gloo that Debian ships. A using-declaration in a derived class yields
@@ -104,7 +93,11 @@ std::string formatSeconds(std::chrono::milliseconds ms) {
 }
 
 CommFailure classifyGlooFailure(std::string_view message) {
-  return classifyFailure(message);
+  std::string lower(message);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower.find("timed out") != std::string::npos || lower.find("timeout") != std::string::npos
+             ? CommFailure::kTimeout
+             : CommFailure::kPeerClosed;
 }
 
 void joinRendezvous(gloo::rendezvous::Store& store, int rank, int size,
