@@ -8,6 +8,7 @@
 #include <QtWidgets/QApplication>
 #include <QtWidgets/QStatusBar>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -207,9 +208,11 @@ int main(int argc, char** argv) {
   parser.addVersionOption();
   parser.addPositionalArgument("project", "a project file (*.dtlab) to open", "[P.dtlab]");
   const QCommandLineOption page(
-      "page", "the page to show: explorer, run, dataset, topology, experiment or compare", "page",
-      "explorer");
-  const QCommandLineOption run("run", "the run to show (its number)", "RUN");
+      "page",
+      "the page to show: explorer, dashboard (a run's; 'run' says the same), dataset, topology, "
+      "experiment or compare",
+      "page", "explorer");
+  const QCommandLineOption run("run", "the run to show (its number; default: the latest)", "RUN");
   const QCommandLineOption screenshot("screenshot", "render the page to a PNG and exit", "out.png");
   const QCommandLineOption size("size",
                                 "window size for --screenshot (1280x800), chart size for "
@@ -236,18 +239,19 @@ int main(int argc, char** argv) {
   const QStringList positional = parser.positionalArguments();
   if (positional.size() > 1) return fail("expected at most one project file");
   const QString pageName = parser.value(page);
-  const QStringList pages = {"explorer", "run", "dataset", "topology", "experiment", "compare"};
+  const QStringList pages = {"explorer", "dashboard",  "run",    "dataset",
+                             "topology", "experiment", "compare"};
   if (!pages.contains(pageName))
     return fail(
         QString("--page: '%1' is not available (pages: %2)").arg(pageName, pages.join(", ")));
-  if ((pageName == "dataset" || pageName == "topology" || pageName == "experiment") &&
+  const bool dashboard = pageName == "dashboard" || pageName == "run";
+  if ((dashboard || pageName == "dataset" || pageName == "topology" || pageName == "experiment") &&
       positional.isEmpty())
     return fail(QString("--page %1 needs a project file").arg(pageName));
   bool runOk = true;
-  const qint64 runId = parser.isSet(run) ? parser.value(run).toLongLong(&runOk) : -1;
+  qint64 runId = parser.isSet(run) ? parser.value(run).toLongLong(&runOk) : -1;
   if (!runOk || (parser.isSet(run) && runId <= 0))
     return fail(QString("--run: expected a run number, got '%1'").arg(parser.value(run)));
-  if (pageName == "run" && runId < 0) return fail("--page run needs --run RUN");
   if (pageName == "compare" && runId > 0)
     return fail("--run shows one run's page; --page compare takes --runs R1,R2,...");
   if (runId > 0 && positional.isEmpty()) return fail("--run needs a project file");
@@ -295,14 +299,22 @@ int main(int argc, char** argv) {
     window.resize(*windowSize);
   }
   window.show();
-  // The compare page chooses its runs from the project: it waits for it, as a screenshot does.
-  const bool waitForProject = capture || pageName == "compare";
+  // The compare page and a run's page choose from the project: they wait for it, as a
+  // screenshot does.
+  const bool waitForProject = capture || pageName == "compare" || dashboard || runId > 0;
   if (!positional.isEmpty()) {
     window.openProject(positional.first());
     if (waitForProject && !waitFor(&window, &dtlab::ui::MainWindow::projectLoaded, 30000) &&
         capture)
       return fail(QString("could not open %1: %2")
                       .arg(positional.first(), window.statusBar()->currentMessage()));
+  }
+  if (dashboard && runId < 0 && !positional.isEmpty()) {
+    const auto& runs = window.explorerModel()->snapshot().runs;
+    if (runs.empty()) return fail(QString("%1 has no runs to show").arg(positional.first()));
+    runId = std::max_element(runs.begin(), runs.end(), [](const auto& a, const auto& b) {
+              return a.id < b.id;
+            })->id;
   }
   if (runId > 0) {
     window.selectRun(runId);

@@ -3,6 +3,7 @@
 #include <QtConcurrent/QtConcurrentRun>
 #include <QtCore/QFileInfo>
 #include <QtCore/QFutureWatcher>
+#include <QtCore/QScopedValueRollback>
 #include <QtCore/QSettings>
 #include <QtCore/QTimer>
 #include <QtGui/QAction>
@@ -15,6 +16,7 @@
 #include <QtWidgets/QMenuBar>
 #include <QtWidgets/QMessageBox>
 #include <QtWidgets/QProgressBar>
+#include <QtWidgets/QPushButton>
 #include <QtWidgets/QSplitter>
 #include <QtWidgets/QStackedWidget>
 #include <QtWidgets/QStatusBar>
@@ -38,6 +40,22 @@ namespace {
 constexpr int kMaxRecent = 8;
 constexpr int kPollMs = 1000;
 const char* kFileFilter = "DTLab projects (*.dtlab);;All files (*)";
+
+core::EntityKind entityKindOf(const QString& kind) {
+  return kind == "dataset"    ? core::EntityKind::kDataset
+         : kind == "topology" ? core::EntityKind::kTopology
+                              : core::EntityKind::kExperiment;
+}
+
+// Creates (id < 0) or updates an entity; returns its id.
+qint64 storeEntity(const std::string& path, core::EntityKind kind, qint64 id,
+                   const std::string& name, const std::string& json) {
+  auto store = core::ProjectStore::open(path);
+  const nlohmann::json config = nlohmann::json::parse(json);
+  if (id < 0) return static_cast<qint64>(store->createEntity(kind, name, config));
+  store->updateEntity(kind, id, name, config);
+  return id;
+}
 
 }  // namespace
 
@@ -97,6 +115,11 @@ MainWindow::MainWindow(QWidget* parent)
           });
   pages_->addWidget(runPage_);
   pages_->addWidget(comparePage_);
+  connect(datasetPage_, &DatasetPage::modifiedChanged, this, [this] { updateModifiedMark(); });
+  connect(topologyPage_, &TopologyPage::modifiedChanged, this, [this] { updateModifiedMark(); });
+  connect(experimentPage_, &ExperimentPage::modifiedChanged, this,
+          [this] { updateModifiedMark(); });
+  connect(pages_, &QStackedWidget::currentChanged, this, [this] { updateModifiedMark(); });
   connect(comparePage_, &ComparePage::failed, this, [this](const QString& m) { fail(m); });
 
   auto* split = new QSplitter(Qt::Horizontal, this);
@@ -162,16 +185,33 @@ QWidget* MainWindow::currentPage() const {
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   QAction* newAction = file->addAction(tr("&New Project..."), this, [this] {
+    if (!maySwitchAway()) return;
     const QString path = QFileDialog::getSaveFileName(this, tr("New project"), {}, kFileFilter);
     if (!path.isEmpty()) newProject(path.endsWith(".dtlab") ? path : path + ".dtlab");
   });
   newAction->setShortcut(QKeySequence::New);
   QAction* open = file->addAction(tr("&Open..."), this, [this] {
+    if (!maySwitchAway()) return;
     const QString path = QFileDialog::getOpenFileName(this, tr("Open project"), {}, kFileFilter);
     if (!path.isEmpty()) openProject(path);
   });
   open->setShortcut(QKeySequence::Open);
   recentMenu_ = file->addMenu(tr("Open &Recent"));
+  QAction* save = file->addAction(tr("&Save"), this, [this] { saveCurrent(); });
+  save->setShortcut(QKeySequence::Save);
+  save->setStatusTip(
+      tr("Save the dataset, topology or experiment being edited (runs are "
+         "recorded as they happen)"));
+  saveAsAction_ = file->addAction(tr("Save Project &As..."), this, [this] {
+    const QString path =
+        QFileDialog::getSaveFileName(this, tr("Save a copy of the project as"), {}, kFileFilter);
+    if (path.isEmpty()) return;
+    const QString target = path.endsWith(".dtlab") ? path : path + ".dtlab";
+    // The dialog asked before choosing an existing file (when it was named with .dtlab).
+    saveProjectAs(target, /*replace=*/target == path && QFileInfo::exists(target));
+  });
+  saveAsAction_->setShortcut(QKeySequence::SaveAs);
+  file->addSeparator();
   QAction* newData = file->addAction(tr("New &Dataset..."), this, [this] { newDataset(); });
   newData->setShortcut(Qt::CTRL | Qt::SHIFT | Qt::Key_D);
   QAction* newTopo = file->addAction(tr("New &Topology..."), this, [this] { newTopology(); });
@@ -234,7 +274,7 @@ void MainWindow::openProject(const QString& path) {
   pendingId_ = -1;
   explorer_->setSnapshot({});
   pages_->setCurrentWidget(welcome_);
-  setWindowTitle(QString("%1 - DTLab").arg(QFileInfo(path_).fileName()));
+  setWindowTitle(QString("%1[*] - DTLab").arg(QFileInfo(path_).fileName()));
   statusProject_->setText(path_);
   statusBar()->showMessage(tr("Opening %1...").arg(path_));
   reload();
@@ -297,6 +337,8 @@ void MainWindow::applySnapshot(const ProjectSnapshot& snapshot) {
 }
 
 void MainWindow::showCompare() {
+  if (!maySwitchAway()) return;
+  const QScopedValueRollback agreed(switching_, true);
   // The page is not an explorer item: nothing stays selected there to be re-shown on reload.
   pendingKind_.clear();
   pendingId_ = -1;
@@ -362,6 +404,14 @@ void MainWindow::updateRunActions() {
                                             "cluster, recorded into this project")
                                        : why);
   runAction_->setStatusTip(runAction_->toolTip());
+  saveAsAction_->setEnabled(!path_.isEmpty() && !controller_->busy());
+  saveAsAction_->setToolTip(path_.isEmpty() ? tr("Open a project first.")
+                            : controller_->busy()
+                                ? tr("A run is being recorded into the project: save a copy "
+                                     "when it has finished.")
+                                : tr("Write a copy of the project under a new name and "
+                                     "continue in the copy"));
+  saveAsAction_->setStatusTip(saveAsAction_->toolTip());
   cancelAction_->setEnabled(controller_->busy());
   cancelAction_->setToolTip(controller_->busy() ? tr("Stop the running experiment")
                                                 : tr("No run is in progress."));
@@ -391,6 +441,8 @@ void MainWindow::runSpec(const QString& specJson) {
 }
 
 void MainWindow::newExperiment() {
+  if (!maySwitchAway()) return;
+  const QScopedValueRollback agreed(switching_, true);
   if (path_.isEmpty()) {
     fail(tr("Open or create a project first: experiments are stored in it."));
     return;
@@ -410,6 +462,8 @@ void MainWindow::newExperiment() {
 }
 
 void MainWindow::newDataset() {
+  if (!maySwitchAway()) return;
+  const QScopedValueRollback agreed(switching_, true);
   if (path_.isEmpty()) {
     fail(tr("Open or create a project first: datasets are stored in it."));
     return;
@@ -421,6 +475,8 @@ void MainWindow::newDataset() {
 }
 
 void MainWindow::newTopology() {
+  if (!maySwitchAway()) return;
+  const QScopedValueRollback agreed(switching_, true);
   if (path_.isEmpty()) {
     fail(tr("Open or create a project first: topologies are stored in it."));
     return;
@@ -449,28 +505,24 @@ void MainWindow::showFirst(const QString& kind) {
 }
 
 void MainWindow::saveEntity(const QString& kind, qint64 id, const QString& name,
-                            const QString& configJson) {
+                            const QString& configJson, bool reshow) {
   const std::string path = path_.toStdString();
   const std::string entityName = name.toStdString();
   const std::string json = configJson.toStdString();
-  const core::EntityKind entityKind = kind == "dataset"    ? core::EntityKind::kDataset
-                                      : kind == "topology" ? core::EntityKind::kTopology
-                                                           : core::EntityKind::kExperiment;
+  const core::EntityKind entityKind = entityKindOf(kind);
   runInBackground<qint64>(
-      this,
-      [path, id, entityName, json, entityKind] {
-        auto store = core::ProjectStore::open(path);
-        const nlohmann::json config = nlohmann::json::parse(json);
-        if (id < 0) return static_cast<qint64>(store->createEntity(entityKind, entityName, config));
-        store->updateEntity(entityKind, id, entityName, config);
-        return id;
-      },
-      [this, kind, name, configJson](const std::optional<qint64>& saved, const QString& error) {
+      this, [=] { return storeEntity(path, entityKind, id, entityName, json); },
+      [this, kind, name, configJson, reshow](const std::optional<qint64>& saved,
+                                             const QString& error) {
         if (!saved) {
           fail(tr("Cannot save %1 %2: %3").arg(kind, name, error));
           return;
         }
         statusBar()->showMessage(tr("Saved %1 %2").arg(kind, name), 4000);
+        if (!reshow) {  // the user has moved on: the explorer lists it at the next read
+          reload();
+          return;
+        }
         const nlohmann::json config = nlohmann::json::parse(configJson.toStdString());
         const ProjectSnapshot& s = explorer_->snapshot();
         if (kind == "dataset") {
@@ -498,15 +550,26 @@ void MainWindow::onProgress(const RunProgress& p) {
 }
 
 void MainWindow::showSelection() {
-  updateRunActions();
+  if (reverting_ || asking_) return;
   const QModelIndex index = tree_->currentIndex();
   const QString kind = index.data(ExplorerModel::KindRole).toString();
+  const qint64 id = index.data(ExplorerModel::IdRole).toLongLong();
+  // Leaving an editor with unsaved changes asks first; staying puts the explorer back.
+  const EditorContent shown = editorContent();
+  const bool sameEntity = index.isValid() && kind == shown.kind && id == shown.id;
+  if (!sameEntity && !maySwitchAway()) {
+    const QScopedValueRollback guard(reverting_, true);
+    tree_->setCurrentIndex(shown.id >= 0 ? explorer_->find(shown.kind, shown.id) : QModelIndex());
+    return;
+  }
+  updateRunActions();
   if (!index.isValid() || kind == "group") {
     pages_->setCurrentWidget(welcome_);
     shownRun_ = -1;
+    pendingKind_.clear();  // nothing to re-select after a reload
+    pendingId_ = -1;
     return;
   }
-  const qint64 id = index.data(ExplorerModel::IdRole).toLongLong();
   pendingKind_ = kind;
   pendingId_ = id;
   if (kind == "run") {
@@ -591,11 +654,155 @@ void MainWindow::refreshRecentMenu() {
   recentMenu_->clear();
   const QStringList recent = QSettings().value("recentProjects").toStringList();
   for (const QString& path : recent)
-    recentMenu_->addAction(path, this, [this, path] { openProject(path); });
+    recentMenu_->addAction(path, this, [this, path] {
+      if (maySwitchAway()) openProject(path);
+    });
   recentMenu_->setEnabled(!recent.isEmpty());
 }
 
+MainWindow::EditorContent MainWindow::editorContent() const {
+  const QWidget* page = pages_->currentWidget();
+  const auto dump = [](const nlohmann::json& j) { return QString::fromStdString(j.dump()); };
+  if (page == datasetPage_)
+    return {"dataset", datasetPage_->id(), datasetPage_->name(), dump(datasetPage_->config()),
+            datasetPage_->error()};
+  if (page == topologyPage_)
+    return {"topology", topologyPage_->id(), topologyPage_->name(), dump(topologyPage_->cluster()),
+            topologyPage_->error()};
+  if (page == experimentPage_) {
+    const nlohmann::json spec = experimentPage_->spec();
+    const nlohmann::json name = spec.value("name", nlohmann::json());
+    return {"experiment", experimentPage_->id(),
+            name.is_string() ? QString::fromStdString(name.get<std::string>()) : QString(),
+            dump(spec), experimentPage_->error()};
+  }
+  return {};
+}
+
+bool MainWindow::editorModified() const {
+  const QWidget* page = pages_->currentWidget();
+  return (page == datasetPage_ && datasetPage_->isModified()) ||
+         (page == topologyPage_ && topologyPage_->isModified()) ||
+         (page == experimentPage_ && experimentPage_->isModified());
+}
+
+void MainWindow::updateModifiedMark() {
+  setWindowModified(editorModified());
+}
+
+bool MainWindow::maySwitchAway(bool saveNow) {
+  if (switching_ || !editorModified()) return true;
+  const EditorContent e = editorContent();
+  QMessageBox box(QMessageBox::Warning, tr("DTLab"),
+                  tr("The %1 \"%2\" has unsaved changes.").arg(e.kind, e.name),
+                  QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, this);
+  if (e.error.isEmpty()) {
+    box.setInformativeText(tr("Save them in the project?"));
+    box.setDefaultButton(QMessageBox::Save);
+  } else {
+    box.setInformativeText(tr("They cannot be saved as they are: %1").arg(e.error));
+    box.button(QMessageBox::Save)->setEnabled(false);
+    box.setDefaultButton(QMessageBox::Cancel);
+  }
+  int answer = QMessageBox::Cancel;
+  {
+    const QScopedValueRollback asking(asking_, true);
+    answer = box.exec();
+  }
+  if (answer == QMessageBox::Discard) return true;
+  if (answer != QMessageBox::Save) return false;  // Cancel, Escape, the close button
+  if (!saveNow) {
+    saveEntity(e.kind, e.id, e.name, e.json, /*reshow=*/false);
+    return true;
+  }
+  // The window is closing: there is no later moment to report a failure, so write now (a row).
+  try {
+    storeEntity(path_.toStdString(), entityKindOf(e.kind), e.id, e.name.toStdString(),
+                e.json.toStdString());
+  } catch (const std::exception& error) {
+    fail(tr("Cannot save %1 %2: %3").arg(e.kind, e.name, QString::fromUtf8(error.what())));
+    return false;
+  }
+  return true;
+}
+
+bool MainWindow::saveCurrent() {
+  const EditorContent e = editorContent();
+  if (e.kind.isEmpty()) {
+    statusBar()->showMessage(tr("Nothing to save here: runs are recorded in the project as they "
+                                "happen; datasets, topologies and experiments are saved from "
+                                "their editors."),
+                             8000);
+    return false;
+  }
+  if (!e.error.isEmpty()) {
+    fail(tr("Cannot save the %1: %2").arg(e.kind, e.error));
+    return false;
+  }
+  saveEntity(e.kind, e.id, e.name, e.json);
+  return true;
+}
+
+void MainWindow::saveProjectAs(const QString& path, bool replace) {
+  if (path_.isEmpty()) {
+    fail(tr("Open a project first."));
+    return;
+  }
+  if (controller_->busy()) {
+    fail(tr("A run is being recorded into %1: save a copy when it has finished.").arg(path_));
+    return;
+  }
+  // Unsaved edits belong to the copy (the original stays as it was saved).
+  const EditorContent pending = editorModified() ? editorContent() : EditorContent{};
+  if (!pending.error.isEmpty()) {
+    fail(tr("Cannot save the project as %1: the %2 being edited is invalid: %3")
+             .arg(path, pending.kind, pending.error));
+    return;
+  }
+  const QString target = QFileInfo(path).absoluteFilePath();
+  const std::string from = path_.toStdString();
+  const std::string to = target.toStdString();
+  const QString selectedKind = pendingKind_;
+  const qint64 selectedId = pendingId_;
+  statusBar()->showMessage(tr("Saving a copy as %1...").arg(target));
+  runInBackground<bool>(
+      this,
+      [from, to, replace] {
+        core::ProjectStore::open(from, /*readOnly=*/true)->saveCopyAs(to, replace);
+        return true;
+      },
+      [this, target, pending, selectedKind, selectedId](const std::optional<bool>& done,
+                                                        const QString& error) {
+        if (!done) {
+          fail(tr("Cannot save the project as %1: %2").arg(target, error));
+          return;
+        }
+        openProject(target);
+        pendingKind_ = selectedKind;  // the same entry, now in the copy
+        pendingId_ = selectedId;
+        if (!pending.kind.isEmpty())
+          saveEntity(pending.kind, pending.id, pending.name, pending.json);
+        statusBar()->showMessage(tr("Saved the project as %1").arg(target), 6000);
+      });
+}
+
 void MainWindow::closeEvent(QCloseEvent* event) {
+  if (!maySwitchAway(/*saveNow=*/true)) {
+    event->ignore();
+    return;
+  }
+  if (controller_->busy()) {
+    const auto answer = QMessageBox::question(
+        this, tr("DTLab"),
+        tr("A run is in progress. Quitting cancels it (the nodes stop together and the run is "
+           "recorded as cancelled)."),
+        QMessageBox::Ok | QMessageBox::Cancel, QMessageBox::Cancel);
+    if (answer != QMessageBox::Ok) {
+      event->ignore();
+      return;
+    }
+    controller_->cancel();
+  }
   QSettings settings;
   settings.setValue("window/geometry", saveGeometry());
   if (auto* split = findChild<QSplitter*>("mainSplitter"))

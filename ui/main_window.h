@@ -38,6 +38,16 @@ class MainWindow final : public QMainWindow {
   void openProject(const QString& path);
   // Creates a new, empty project file and opens it; false (with a message) if it cannot.
   bool newProject(const QString& path);
+  // Writes a copy of the open project to `path` (replacing a file there only when `replace`)
+  // and opens the copy; unsaved edits in the editor on screen go into the copy, the original
+  // stays as it was. Refused while a run records into the project. Emits projectLoaded for
+  // the copy, or loadFailed with the reason.
+  void saveProjectAs(const QString& path, bool replace = false);
+  // Saves the editor on screen (File > Save); false with a message when there is nothing to
+  // save or the form is invalid.
+  bool saveCurrent();
+  // The dataset, topology or experiment editor on screen when it has unsaved changes.
+  bool editorModified() const;
   // Selects a run in the explorer and shows its page (emits runShown when it is drawn).
   void selectRun(qint64 runId);
   // Shows the comparison of the project's runs (View > Compare runs).
@@ -90,7 +100,23 @@ class MainWindow final : public QMainWindow {
   void runSelectedExperiment();
   void runSpec(const QString& specJson);
   void onProgress(const RunProgress& progress);
-  void saveEntity(const QString& kind, qint64 id, const QString& name, const QString& configJson);
+  // reshow: the editor goes on showing the saved entity (false when the user is leaving it).
+  void saveEntity(const QString& kind, qint64 id, const QString& name, const QString& configJson,
+                  bool reshow = true);
+  // Before something replaces the editor on screen: when it has unsaved changes, asks whether
+  // to save them (in the background; at once with saveNow, as the window closes), discard
+  // them or stay. False: stay.
+  bool maySwitchAway(bool saveNow = false);
+  // What the editor on screen holds: its kind ("" when no editor is on screen), id, name, JSON.
+  struct EditorContent {
+    QString kind;
+    qint64 id = -1;
+    QString name;
+    QString json;
+    QString error;  // the form's validation message, "" when it may be saved
+  };
+  EditorContent editorContent() const;
+  void updateModifiedMark();
 
   ExplorerModel* explorer_;
   QTreeView* tree_;
@@ -122,6 +148,10 @@ class MainWindow final : public QMainWindow {
   QDateTime seenModified_;  // the file's and its WAL's last change, for pollFile
   qint64 seenWalSize_ = -1;
   bool quietErrors_ = false;
+  bool switching_ = false;  // a switch away from a modified editor was already agreed to
+  bool reverting_ = false;  // the explorer is put back on the editor's entry (the user stayed)
+  bool asking_ = false;     // the unsaved-changes question is open (reloads go on meanwhile)
+  QAction* saveAsAction_ = nullptr;
 };
 
 }  // namespace dtlab::ui

@@ -153,6 +153,54 @@ int ProjectStore::schemaVersion() {
   return static_cast<int>(db_->queryInt("PRAGMA user_version"));
 }
 
+void ProjectStore::saveCopyAs(const std::string& path, bool replace) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool exists = fs::exists(fs::symlink_status(path, ec));
+  if (exists && fs::equivalent(path, path_, ec))
+    throw StoreError(path + ": is this project's own file; choose another name");
+  if (exists && !replace)
+    throw StoreError(path + ": already exists; not overwritten (choose a new name)");
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec))
+    throw StoreError(path + ": cannot save: no directory " + parent.string());
+  const std::string temp = path + ".saving-" + std::to_string(::getpid());
+  const auto removeTemp = [&temp] {
+    std::error_code ignored;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(temp + suffix, ignored);
+  };
+  removeTemp();
+  try {
+    {
+      // One read transaction: the copy is the project as of one instant, however many
+      // points a run is appending meanwhile.
+      std::lock_guard lock(mutex_);
+      sqlite::Statement vacuum(*db_, "VACUUM INTO ?");
+      vacuum.bind(1, temp).run();
+    }
+    {
+      sqlite::Db copy(temp, SQLITE_OPEN_READWRITE);
+      copy.exec("PRAGMA journal_mode = WAL");  // as every project; VACUUM INTO writes rollback
+    }                                          // closed: checkpointed, no -wal left
+    if (replace) {
+      // A stale WAL beside the old file would be applied to the new one: remove them first.
+      fs::remove(path + "-wal", ec);
+      fs::remove(path + "-shm", ec);
+      fs::rename(temp, path);  // atomic: the old file until the new one is complete
+    } else if (::link(temp.c_str(), path.c_str()) != 0) {  // never over a file made meanwhile
+      const int error = errno;
+      throw StoreError(path + ": cannot save: " + std::strerror(error));
+    }
+    removeTemp();
+  } catch (const fs::filesystem_error& e) {
+    removeTemp();
+    throw StoreError(path + ": cannot save: " + e.code().message());
+  } catch (...) {
+    removeTemp();
+    throw;
+  }
+}
+
 std::map<std::string, std::string> ProjectStore::metadata() {
   std::lock_guard lock(mutex_);
   sqlite::Statement s(*db_, "SELECT key, value FROM project_meta ORDER BY key");

@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/metrics/metrics.h"
 #include "core/store/series_query.h"
 #include "core/store/sqlite_db.h"
-#include "core/metrics/metrics.h"
 
 namespace dtlab::core {
 
@@ -108,6 +108,12 @@ class ProjectStore {
 
   const std::string& path() const { return path_; }
   int schemaVersion();
+
+  // Writes a consistent copy of the whole project (also while runs are being recorded into
+  // it) to `path`: built under a temporary name beside it, then moved into place, so a
+  // failure leaves no half-made file and, with `replace`, the old file is replaced only by a
+  // complete copy. Refused when `path` is this project's own file, or exists and !replace.
+  void saveCopyAs(const std::string& path, bool replace = false);
 
   // Project metadata: name, created_ms, created_with, and anything a UI wants to keep.
   std::map<std::string, std::string> metadata();

@@ -1,7 +1,8 @@
 // Crash safety and concurrency of the project store with real processes: a writer killed
 // with SIGKILL leaves a file that opens, passes PRAGMA integrity_check and holds every
 // batch it committed; readers (threads and another process) running beside the writer
-// never see "database is locked" or any other error.
+// never see "database is locked" or any other error; a copy saved while a writer appends is
+// a whole, consistent project.
 #include <QtTest/QtTest>
 
 #include <poll.h>
@@ -250,6 +251,82 @@ class TestStoreDurability : public QObject {
     QVERIFY(store->runMetrics(runId).at(0).count > 16 * 1000);
     qInfo("reads: %lld and %lld (threads), %s (process)", static_cast<long long>(reads[0]),
           static_cast<long long>(reads[1]), childReport.c_str());
+  }
+
+  void saveCopyAsWhileWriterAppends() {
+    const std::string path = file("original.dtlab");
+    const std::string copyPath = file("copy.dtlab");
+    int64_t runId = 0;
+    {
+      auto store = ProjectStore::create(path, "original");
+      store->createEntity(EntityKind::kDataset, "blobs", {{"kind", "gaussian_blobs"}});
+      runId = store->beginRun({std::nullopt, "busy", "single", 1, nullptr});
+    }
+    std::atomic<bool> stop{false};
+    std::atomic<int64_t> committed{0};
+    std::string writerError;
+    std::thread writer([&] {
+      try {
+        AppenderOptions options;
+        options.commitInterval = std::chrono::milliseconds(2);
+        PointAppender appender(path, options);
+        const SeriesHandle h = appender.series(runId, 0, 0, "loss");
+        for (int64_t step = 0; !stop; ++step) {
+          appender.append(h, step, step * 0.5, valueOf(step, 0));
+          if (step % 1000 == 999) {
+            appender.flush();
+            committed = step + 1;
+          }
+        }
+        appender.close();
+      } catch (const std::exception& e) {
+        writerError = e.what();
+      }
+    });
+    while (committed < 20000 && writerError.empty())
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const int64_t before = committed;
+    auto store = ProjectStore::open(path, /*readOnly=*/true);  // a reader may save a copy
+    store->saveCopyAs(copyPath);
+    stop = true;
+    writer.join();
+    QVERIFY2(writerError.empty(), writerError.c_str());
+
+    QVERIFY(!fs::exists(copyPath + "-wal"));  // complete in the file itself
+    {
+      sqlite::Db raw(copyPath, SQLITE_OPEN_READONLY);
+      QCOMPARE(raw.queryText("PRAGMA integrity_check"), std::string("ok"));
+      QCOMPARE(raw.queryText("PRAGMA journal_mode"), std::string("wal"));  // as every project
+    }
+    for (const auto& entry : fs::directory_iterator(dir_.path().toStdString()))
+      QVERIFY2(entry.path().string().find(".saving-") == std::string::npos,
+               entry.path().c_str());  // no temporary left behind
+    auto copy = ProjectStore::open(copyPath);
+    QCOMPARE(copy->metadata().at("name"), std::string("original"));
+    QCOMPARE(copy->entities(EntityKind::kDataset).size(), std::size_t{1});
+    QCOMPARE(copy->requireRun(runId).name, std::string("busy"));
+    // A prefix of what was written, at least what was committed before the copy began.
+    const std::vector<SeriesPoint> points =
+        copy->readSeries(*copy->findSeries(runId, 0, 0, "loss"));
+    QVERIFY(static_cast<int64_t>(points.size()) >= before);
+    for (std::size_t i = 0; i < points.size(); ++i)
+      QCOMPARE(points[i].step, static_cast<int64_t>(i));
+    // The original went on: it has more than the copy.
+    auto original = ProjectStore::open(path);
+    QVERIFY(original->readSeries(*original->findSeries(runId, 0, 0, "loss")).size() >
+            points.size());
+
+    // Refusals: the project's own file, an existing file without replace. Nothing changes.
+    const auto sizeOf = [](const std::string& p) { return fs::file_size(p); };
+    const auto copySize = sizeOf(copyPath);
+    QVERIFY_THROWS_EXCEPTION(StoreError, original->saveCopyAs(path, /*replace=*/true));
+    QVERIFY_THROWS_EXCEPTION(StoreError, original->saveCopyAs(copyPath));
+    QCOMPARE(sizeOf(copyPath), copySize);
+    QVERIFY_THROWS_EXCEPTION(StoreError, original->saveCopyAs(file("no/such/dir.dtlab")));
+    // Replacing: the copy now holds the original's later points.
+    original->setMetadata("name", "renamed");
+    original->saveCopyAs(copyPath, /*replace=*/true);
+    QCOMPARE(ProjectStore::open(copyPath)->metadata().at("name"), std::string("renamed"));
   }
 };
 

@@ -679,15 +679,37 @@ class TestGui : public QObject {
     QVERIFY(png.open(QIODevice::ReadOnly));
     QCOMPARE(png.read(8), QByteArray("\x89PNG\r\n\x1a\n", 8));
 
+    // The dashboard without --run: the latest run's page.
+    const QString latest = dir.filePath("latest.png");
+    QProcess dashboard;
+    prepareGui(dashboard);
+    dashboard.start(DTLAB_BINARY_DIR "/app/dtlab",
+                    {QString::fromStdString(path), "--page", "dashboard", "--screenshot", latest,
+                     "--size", "1000x700"});
+    QVERIFY(dashboard.waitForFinished(60000));
+    QVERIFY2(dashboard.exitCode() == 0, dashboard.readAllStandardError().constData());
+    QCOMPARE(QImage(latest).size(), QSize(1000, 700));
+
     QProcess bad;
     prepareGui(bad);
     bad.start(DTLAB_BINARY_DIR "/app/dtlab",
-              {QString::fromStdString(path), "--page", "dashboard", "--screenshot", out});
+              {QString::fromStdString(path), "--page", "charts", "--screenshot", out});
     QVERIFY(bad.waitForFinished(30000));
     QCOMPARE(bad.exitCode(), 2);
     QVERIFY(bad.readAllStandardError().contains(
-        "--page: 'dashboard' is not available (pages: explorer, run, dataset, topology, "
+        "--page: 'charts' is not available (pages: explorer, dashboard, run, dataset, topology, "
         "experiment, compare)"));
+
+    // A dashboard of a project without runs says so.
+    const std::string empty = dir.filePath("empty.dtlab").toStdString();
+    core::ProjectStore::create(empty);
+    QProcess none;
+    prepareGui(none);
+    none.start(DTLAB_BINARY_DIR "/app/dtlab",
+               {QString::fromStdString(empty), "--page", "dashboard", "--screenshot", out});
+    QVERIFY(none.waitForFinished(30000));
+    QCOMPARE(none.exitCode(), 2);
+    QVERIFY(none.readAllStandardError().contains("empty.dtlab has no runs to show"));
   }
 };
 

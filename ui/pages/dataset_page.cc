@@ -169,6 +169,7 @@ DatasetPage::DatasetPage(QWidget* parent)
 
 void DatasetPage::edit(qint64 id, const QString& name, const nlohmann::json& c) {
   loading_ = true;
+  editState_.loadStarted();
   id_ = id;
   name_->setText(name);
   const std::string kind = c.is_object() && c.contains("kind") && c["kind"].is_string()
@@ -217,7 +218,26 @@ void DatasetPage::changed() {
   classes_->setEnabled(kind == "gaussian_blobs" || kind == "teacher" || kind == "two_spirals");
   separation_->setEnabled(kind == "gaussian_blobs");
   alpha_->setEnabled(partition_->currentText() == "dirichlet");
+  // Checked here, at once, so that Save (and the window's unsaved-changes question) never
+  // offers a form the parser refuses; the preview follows when it is computed.
+  QString problem;
+  try {
+    core::parseExperimentSpec({{"dataset", config()}});
+  } catch (const std::exception& e) {
+    problem = QString::fromUtf8(e.what());
+  }
+  showError(problem);
+  if (editState_.update(name() + '\n' + QString::fromStdString(config().dump())))
+    emit modifiedChanged(editState_.modified());
   debounce_->start();
+}
+
+void DatasetPage::showError(QString problem) {
+  if (problem.isEmpty() && name().isEmpty()) problem = tr("name: must not be empty");
+  error_->setText(problem);
+  error_->setVisible(!problem.isEmpty());
+  save_->setEnabled(problem.isEmpty());
+  save_->setToolTip(problem.isEmpty() ? tr("Store this dataset in the project") : problem);
 }
 
 void DatasetPage::computePreview() {
@@ -241,12 +261,7 @@ void DatasetPage::computePreview() {
 
 void DatasetPage::showPreview(const DatasetPreview& p) {
   preview_ = p;
-  QString problem = QString::fromStdString(p.error);
-  if (problem.isEmpty() && name().isEmpty()) problem = tr("name: must not be empty");
-  error_->setText(problem);
-  error_->setVisible(!problem.isEmpty());
-  save_->setEnabled(problem.isEmpty());
-  save_->setToolTip(problem.isEmpty() ? tr("Store this dataset in the project") : problem);
+  showError(QString::fromStdString(p.error));
 
   scatter_->clearGraphs();
   if (p.error.empty()) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ui/models/dataset_preview.h"
+#include "ui/pages/edit_state.h"
 
 class QComboBox;
 class QCustomPlot;
@@ -35,6 +36,8 @@ class DatasetPage final : public QWidget {
   // The last preview drawn (tests) and the error shown ("" when valid).
   const DatasetPreview& preview() const { return preview_; }
   QString error() const;
+  // Whether the form differs from what was loaded or last saved.
+  bool isModified() const { return editState_.modified(); }
   QPushButton* saveButton() const { return save_; }
   QSpinBox* workersBox() const { return workers_; }
   QCustomPlot* scatter() const { return scatter_; }
@@ -44,11 +47,14 @@ class DatasetPage final : public QWidget {
   // Save was pressed on a valid form: store it as dataset `name` (id < 0: create).
   void saveRequested(qint64 id, const QString& name, const QString& configJson);
   void previewShown();
+  void modifiedChanged(bool modified);
 
  private:
   void changed();
   void computePreview();
   void showPreview(const DatasetPreview& preview);
+  // The form's problem ("" when none) beside it, and Save enabled or saying why not.
+  void showError(QString problem);
 
   qint64 id_ = -1;
   bool loading_ = false;
@@ -73,6 +79,7 @@ class DatasetPage final : public QWidget {
   QCustomPlot* histogram_;
   QTimer* debounce_;
   DatasetPreview preview_;
+  EditState editState_;
 };
 
 }  // namespace dtlab::ui

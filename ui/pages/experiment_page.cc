@@ -202,6 +202,7 @@ void ExperimentPage::edit(qint64 id, const nlohmann::json& spec,
                           const std::vector<core::Entity>& datasets,
                           const std::vector<core::Entity>& topologies) {
   loading_ = true;
+  editState_.loadStarted();
   id_ = id;
   spec_ = spec.is_object() ? spec : nlohmann::json::object();
   datasets_ = datasets;
@@ -287,6 +288,8 @@ void ExperimentPage::formChanged() {
   put(spec_, "training", "eval_interval", evalInterval_->value());
   spec_["variants"] = variants_->variants();
   validate();
+  if (editState_.update(QString::fromStdString(spec_.dump())))
+    emit modifiedChanged(editState_.modified());
 }
 
 void ExperimentPage::validate() {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/store/project_store.h"
+#include "ui/pages/edit_state.h"
 
 class QComboBox;
 class QDoubleSpinBox;
@@ -39,6 +40,8 @@ class ExperimentPage final : public QWidget {
   qint64 id() const { return id_; }
   nlohmann::json spec() const { return spec_; }
   QString error() const { return error_; }
+  // Whether the form differs from what was loaded or last saved.
+  bool isModified() const { return editState_.modified(); }
   // Where the error is shown: the field path it names ("optimizer.lr"), or "" (general).
   QString errorField() const { return errorField_; }
   // Whether Run may start (no other run going; the page does not know, the window tells it).
@@ -54,6 +57,7 @@ class ExperimentPage final : public QWidget {
   void runRequested(const QString& specJson);
   // The form was checked again (error() may have changed).
   void validated();
+  void modifiedChanged(bool modified);
 
  private:
   void addRow(QFormLayout* form, const QString& label, const QString& path, QWidget* widget);
@@ -92,6 +96,7 @@ class ExperimentPage final : public QWidget {
   QPushButton* run_;
   // Field path -> its editor and the label beside it that shows an error about it.
   std::map<QString, std::pair<QWidget*, QLabel*>> fields_;
+  EditState editState_;
 };
 
 }  // namespace dtlab::ui

@@ -78,9 +78,12 @@ TopologyPage::TopologyPage(QWidget* parent)
 
 void TopologyPage::edit(qint64 id, const QString& name, const nlohmann::json& cluster) {
   id_ = id;
+  loading_ = true;  // the setters below validate; the form is complete only after them
   name_->setText(name);
   model_->setCluster(cluster);
   threads_->setValue(cluster.is_object() ? cluster.value("threads_per_node", 1) : 1);
+  loading_ = false;
+  editState_.loadStarted();
   validate();
 }
 
@@ -117,6 +120,8 @@ void TopologyPage::validate() {
   save_->setEnabled(problem.isEmpty());
   save_->setToolTip(problem.isEmpty() ? tr("Store this topology in the project") : problem);
   test_->setEnabled(problem.isEmpty());
+  if (!loading_ && editState_.update(name() + '\n' + QString::fromStdString(cluster().dump())))
+    emit modifiedChanged(editState_.modified());
 }
 
 void TopologyPage::testConnection() {

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ui/pages/edit_state.h"
+
 class QLabel;
 class QLineEdit;
 class QPushButton;
@@ -29,6 +31,8 @@ class TopologyPage final : public QWidget {
   QString name() const;
   nlohmann::json cluster() const;
   QString error() const;
+  // Whether the form differs from what was loaded or last saved.
+  bool isModified() const { return editState_.modified(); }
   TopologyModel* model() const { return model_; }
   QPushButton* saveButton() const { return save_; }
   QPushButton* testButton() const { return test_; }
@@ -38,12 +42,14 @@ class TopologyPage final : public QWidget {
  signals:
   void saveRequested(qint64 id, const QString& name, const QString& configJson);
   void connectionTested(bool ok);
+  void modifiedChanged(bool modified);
 
  private:
   void validate();
   void testConnection();
 
   qint64 id_ = -1;
+  bool loading_ = false;
   TopologyModel* model_;
   QLineEdit* name_;
   QSpinBox* threads_;
@@ -52,6 +58,7 @@ class TopologyPage final : public QWidget {
   QLabel* error_;
   QPushButton* save_;
   QPushButton* test_;
+  EditState editState_;
 };
 
 }  // namespace dtlab::ui
