@@ -17,6 +17,7 @@
 #include "core/common/config.h"
 #include "core/spec/experiment_spec.h"
 #include "core/train/local_trainer.h"
+#include "remote/common/versions.h"
 
 namespace {
 
@@ -142,6 +143,8 @@ int main(int argc, char** argv) {
     if (command == "export-trace") return dtlab::app::exportTraceCommand(args);
     if (command == "version" || command == "--version") {
       std::cout << "dtlab-cli " << DTLAB_VERSION << "\n";
+      for (const std::string& library : dtlab::remote::libraryVersions())
+        std::cout << "  " << library << "\n";
       return 0;
     }
     throw UsageError("unknown command '" + command + "'");

@@ -17,6 +17,7 @@
 #include "core/common/config.h"
 #include "remote/common/auth.h"
 #include "remote/common/log.h"
+#include "remote/common/versions.h"
 #include "remote/node/node_server.h"
 
 namespace {
@@ -140,6 +141,8 @@ int main(int argc, char** argv) {
     }
     if (args.has("--version")) {
       std::cout << "dtlab-node " << DTLAB_VERSION << "\n";
+      for (const std::string& library : dtlab::remote::libraryVersions())
+        std::cout << "  " << library << "\n";
       return 0;
     }
     options = parseOptions(args);

@@ -1,5 +1,7 @@
 #include "ui/main_window.h"
 
+#include <qcustomplot.h>
+
 #include <QtConcurrent/QtConcurrentRun>
 #include <QtCore/QFileInfo>
 #include <QtCore/QFutureWatcher>
@@ -25,6 +27,7 @@
 
 #include "core/common/config.h"
 #include "core/spec/experiment_spec.h"
+#include "remote/common/versions.h"
 #include "ui/background.h"
 #include "ui/controller/cluster_controller.h"
 #include "ui/models/explorer_model.h"
@@ -40,6 +43,14 @@ namespace {
 constexpr int kMaxRecent = 8;
 constexpr int kPollMs = 1000;
 const char* kFileFilter = "DTLab projects (*.dtlab);;All files (*)";
+
+// "SQLite 3.40.1, oneDNN 2.7.3, ..." for the About box.
+std::string aboutLibraries() {
+  std::string text;
+  for (const std::string& library : remote::libraryVersions())
+    text += (text.empty() ? "" : ", ") + library;
+  return text;
+}
 
 core::EntityKind entityKindOf(const QString& kind) {
   return kind == "dataset"    ? core::EntityKind::kDataset
@@ -251,8 +262,9 @@ void MainWindow::showAbout() {
   QMessageBox::about(
       this, tr("About DTLab"),
       tr("<h3>DTLab %1</h3><p>A workbench for distributed training experiments on synthetic "
-         "data.</p><p>Qt %2 (built with %3), QCustomPlot 2.1</p>")
-          .arg(DTLAB_VERSION, qVersion(), QT_VERSION_STR));
+         "data.</p><p>Qt %2 (built with %3), QCustomPlot %4<br>%5</p>")
+          .arg(DTLAB_VERSION, qVersion(), QT_VERSION_STR, QCUSTOMPLOT_VERSION_STR,
+               QString::fromStdString(aboutLibraries())));
 }
 
 bool MainWindow::newProject(const QString& path) {
