@@ -48,7 +48,8 @@ constexpr std::string_view kSpecFields[] = {"name",      "seed",     "dataset", 
 constexpr std::string_view kClusterFields[] = {"local_nodes", "nodes", "threads_per_node",
                                                "device"};
 constexpr std::string_view kNodeFields[] = {"speed", "bandwidth_mbps", "latency_ms"};
-constexpr std::string_view kVariantFields[] = {"name", "strategy", "partition", "bucket_kb"};
+constexpr std::string_view kVariantFields[] = {"name", "strategy", "partition", "bucket_kb",
+                                               "rebalance_every"};
 constexpr std::string_view kDatasetFields[] = {
     "kind",          "train_size",    "test_size",   "classes",   "features", "separation", "noise",
     "teacher_width", "teacher_depth", "label_noise", "grid_size", "turns",    "seed"};
@@ -94,7 +95,9 @@ constexpr NamedValue<ScheduleKind> kScheduleNames[] = {{ScheduleKind::kConstant,
 
 constexpr NamedValue<StrategyKind> kStrategyNames[] = {
     {StrategyKind::kSyncAllReduce, "sync_allreduce"}};
-constexpr NamedValue<PartitionScheme> kPartitionNames[] = {{PartitionScheme::kEqual, "equal"}};
+constexpr NamedValue<PartitionScheme> kPartitionNames[] = {
+    {PartitionScheme::kEqual, "equal"},
+    {PartitionScheme::kSpeedProportional, "speed_proportional"}};
 
 template <typename E, size_t N>
 const char* nameOf(const NamedValue<E> (&names)[N], E value) {
@@ -760,6 +763,12 @@ std::vector<VariantConfig> parseVariants(const json* list, const std::string& pa
     if (auto s = r.choice("strategy", kStrategyNames)) v.strategy = *s;
     if (auto p = r.choice("partition", kPartitionNames)) v.partition = *p;
     if (auto b = r.integer("bucket_kb", 1, int64_t{1} << 21)) v.bucketKb = *b;
+    if (auto every = r.integer("rebalance_every", 1, 1'000'000)) {
+      if (v.partition != PartitionScheme::kSpeedProportional)
+        throw SpecError(r.pathOf("rebalance_every"),
+                        "applies only to \"partition\": \"speed_proportional\"");
+      v.rebalanceEvery = *every;
+    }
     v.name = toString(v.strategy);
     if (auto name = r.text("name")) {
       if (name->empty() || name->size() > kMaxNameBytes)
@@ -889,6 +898,19 @@ const char* toString(PartitionScheme scheme) {
   return nameOf(kPartitionNames, scheme);
 }
 
+template <typename E, size_t N>
+std::vector<std::string> namesOf(const NamedValue<E> (&names)[N]) {
+  std::vector<std::string> out;
+  for (const auto& named : names) out.emplace_back(named.name);
+  return out;
+}
+std::vector<std::string> strategyNames() {
+  return namesOf(kStrategyNames);
+}
+std::vector<std::string> partitionNames() {
+  return namesOf(kPartitionNames);
+}
+
 ExperimentSpec parseExperimentSpec(const json& document) {
   try {
     ExperimentSpec spec;
@@ -971,11 +993,14 @@ json toJson(const ExperimentSpec& spec) {
     nodes.push_back(
         {{"speed", n.speed}, {"bandwidth_mbps", n.bandwidthMbps}, {"latency_ms", n.latencyMs}});
   json variants = json::array();
-  for (const VariantConfig& v : spec.variants)
+  for (const VariantConfig& v : spec.variants) {
     variants.push_back({{"name", v.name},
                         {"strategy", toString(v.strategy)},
                         {"partition", toString(v.partition)},
                         {"bucket_kb", v.bucketKb}});
+    if (v.partition == PartitionScheme::kSpeedProportional)
+      variants.back()["rebalance_every"] = v.rebalanceEvery;
+  }
   return json{
       {"name", spec.name},
       {"seed", spec.seed},

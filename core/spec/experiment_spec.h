@@ -152,14 +152,18 @@ struct ClusterConfig {
 };
 
 enum class StrategyKind { kSyncAllReduce };
-enum class PartitionScheme { kEqual };
+// How sync_allreduce splits each global batch: near-equal slices, or slices proportional
+// to each worker's measured speed (heterogeneity-aware scheduling), re-measured and
+// rebalanced every `rebalance_every` steps.
+enum class PartitionScheme { kEqual, kSpeedProportional };
 
 // One strategy variant: every variant of a spec runs on the same data and initial weights.
 struct VariantConfig {
   std::string name;  // defaults to the strategy's name
   StrategyKind strategy = StrategyKind::kSyncAllReduce;
   PartitionScheme partition = PartitionScheme::kEqual;
-  int64_t bucketKb = 1024;  // gradient bucket size for all-reduce overlapped with backward
+  int64_t bucketKb = 1024;      // gradient bucket size for all-reduce overlapped with backward
+  int64_t rebalanceEvery = 20;  // speed_proportional: steps between rebalances
 
   bool operator==(const VariantConfig&) const = default;
 };
@@ -197,5 +201,8 @@ const char* toString(OptimizerKind kind);
 const char* toString(ScheduleKind kind);
 const char* toString(StrategyKind kind);
 const char* toString(PartitionScheme scheme);
+// Every name the spec accepts for "strategy" / "partition", in the order the spec lists them.
+std::vector<std::string> strategyNames();
+std::vector<std::string> partitionNames();
 
 }  // namespace dtlab::core

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <numeric>
 #include <thread>
 
@@ -53,6 +54,8 @@ std::string SyncAllReduce::setUp() {
   std::vector<int64_t> all(static_cast<std::size_t>(context_.dataset.size(Split::kTrain)));
   std::iota(all.begin(), all.end(), int64_t{0});
   slice_ = BatchSlice::equal(global_, job.rank, job.world);
+  for (int r = 0; r < job.world; ++r)
+    counts_.push_back(BatchSlice::equal(global_, r, job.world).count);
   worker_ = std::make_unique<Worker>(job.spec, context_.backend, context_.dataset, std::move(all),
                                      slice_, context_.totalSteps);
   Mlp& model = worker_->model();
@@ -76,7 +79,13 @@ std::string SyncAllReduce::setUp() {
   marker_ = std::make_unique<SpeedMarker>();
   marker_->buckets = buckets_.get();
   marker_->stretch = 1.0 / job.node.speed - 1.0;
-  return std::to_string(slice_.count) + " of " + std::to_string(global_) + " samples per step";
+  std::string detail =
+      std::to_string(slice_.count) + " of " + std::to_string(global_) + " samples per step";
+  const VariantConfig& variant = job.spec.variants[static_cast<std::size_t>(job.variant)];
+  if (variant.partition == PartitionScheme::kSpeedProportional)
+    detail +=
+        ", rebalanced by measured speed every " + std::to_string(variant.rebalanceEvery) + " steps";
+  return detail;
 }
 
 StepReport SyncAllReduce::step(int64_t step, const Votes& local, Votes& agreed) {
@@ -107,7 +116,41 @@ StepReport SyncAllReduce::step(int64_t step, const Votes& local, Votes& agreed) 
   r.waitMs = msBetween(t2, t3);
   r.batchShare = static_cast<double>(slice_.count) / static_cast<double>(global_);
   r.votesAgreed = true;
+
+  const VariantConfig& variant =
+      context_.job.spec.variants[static_cast<std::size_t>(context_.job.variant)];
+  if (variant.partition == PartitionScheme::kSpeedProportional) {
+    // Forward and backward scale with the slice; the update and the batch upload do not.
+    speed_.add(slice_.count, msBetween(t1, t2));
+    if (step % variant.rebalanceEvery == 0) rebalance(step);
+  }
   return r;
+}
+
+// Every rank calls this at the same step: the estimates are summed into one vector (each rank
+// fills its own entry), so all ranks compute the same slices from the same numbers.
+void SyncAllReduce::rebalance(int64_t step) {
+  const WorkerJob& job = context_.job;
+  if (context_.comm == nullptr) return;  // one rank: the whole batch
+  std::vector<float> speeds(static_cast<std::size_t>(job.world), 0.0f);
+  speeds[static_cast<std::size_t>(job.rank)] = static_cast<float>(speed_.samplesPerS());
+  context_.comm->allReduceSum(speeds.data(), job.world);
+  const std::vector<double> measured(speeds.begin(), speeds.end());
+  const std::vector<int64_t> proposed = proportionalCounts(measured, global_);
+  if (!outsideDeadBand(counts_, proposed, kShareDeadBand)) return;
+  std::string speedsText;
+  for (float s : speeds) {
+    if (!speedsText.empty()) speedsText += ',';
+    speedsText += std::to_string(std::lround(s));
+  }
+  context_.event(step, "rebalance",
+                 "shares " + formatShares(counts_) + " -> " + formatShares(proposed) +
+                     " (measured " + speedsText + " samples/s)");
+  counts_ = proposed;
+  int64_t begin = 0;
+  for (int r = 0; r < job.rank; ++r) begin += counts_[static_cast<std::size_t>(r)];
+  slice_ = {global_, begin, counts_[static_cast<std::size_t>(job.rank)]};
+  worker_->setSlice(slice_);
 }
 
 Votes SyncAllReduce::agree(const Votes& local) {

@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "core/train/speed_shares.h"
 #include "core/train/strategy.h"
 #include "core/train/worker.h"
 
@@ -9,11 +10,17 @@ namespace dtlab::core {
 
 class GradientBuckets;
 
-// Synchronous data parallel (BSP) with the equal partition: every rank takes a near-equal
-// slice of each global batch, gradients are summed across ranks (each rank scales its loss
-// by 1/global batch, so the sum is the global mean) bucket by bucket on a communication
-// thread while backward goes on, and every rank applies the same update to the same weights.
-// The votes ride in a control block behind the gradients, so agreeing costs nothing extra.
+// Synchronous data parallel (BSP): every rank takes a contiguous slice of each global batch,
+// gradients are summed across ranks (each rank scales its loss by 1/global batch, so a
+// slice's gradient is weighted by its share and the sum is the global mean whatever the
+// shares) bucket by bucket on a communication thread while backward goes on, and every rank
+// applies the same update to the same weights. The votes ride in a control block behind the
+// gradients, so agreeing costs nothing extra.
+//
+// Partition `equal`: near-equal slices. `speed_proportional`: slices start equal; each rank
+// measures its speed (samples per second of its forward and backward), and every
+// rebalance_every steps the ranks exchange their estimates and move to slices proportional
+// to them, unless no slice would move by more than the dead band; each move is an event.
 class SyncAllReduce final : public Strategy {
  public:
   explicit SyncAllReduce(StrategyContext& context);
@@ -34,6 +41,10 @@ class SyncAllReduce final : public Strategy {
   std::unique_ptr<GradientBuckets> buckets_;
   struct SpeedMarker;
   std::unique_ptr<SpeedMarker> marker_;
+  // speed_proportional: every rank's slice size (the same on all ranks) and this rank's speed.
+  void rebalance(int64_t step);
+  std::vector<int64_t> counts_;
+  SpeedEstimate speed_;
 };
 
 }  // namespace dtlab::core

@@ -117,13 +117,38 @@ void Worker::generateRows(int64_t rows, PositionOf positionOf) {
   }
 }
 
+void Worker::setSlice(BatchSlice slice) {
+  DTLAB_ENFORCE(slice.global == slice_.global, "a new slice must keep the global batch of ",
+                slice_.global, ", got ", slice.global);
+  DTLAB_ENFORCE(slice.count > 0 && slice.begin >= 0 && slice.begin + slice.count <= slice.global,
+                "batch slice outside the global batch");
+  DTLAB_ENFORCE(!holdsWholeShard_ || slice.count == slice.global,
+                "a single replica trains on the whole batch");
+  if (holdsWholeShard_) return;
+  if (!perBatch_) {
+    perBatch_ = true;
+    heldX_.resize(slice.global, model_.inputs());  // room for any slice
+    heldY_.resize(slice.global, 1);
+    chunk_.resize(static_cast<std::size_t>(std::min(slice.global, kGenerateChunk)));
+  }
+  if (slice.count > localBatch_) {
+    backend_.release(batchX_);
+    backend_.release(batchY_);
+    batchX_ = backend_.allocate(slice.count * model_.inputs());
+    batchY_ = backend_.allocate(slice.count);
+    model_.reserve(slice.count);
+  }
+  slice_ = slice;
+  localBatch_ = slice.count;
+}
+
 void Worker::loadBatch() {
   if (cursor_ + slice_.global > shardSize_) {
     ++epoch_;
     Rng rng(deriveSeed(spec_.seed, kShuffleStream, static_cast<uint64_t>(epoch_)));
     for (std::size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[rng.below(i)]);
     cursor_ = 0;
-    if (!holdsWholeShard_) {
+    if (!holdsWholeShard_ && !perBatch_) {
       // Row r of the epoch is row r % localBatch of global batch r / localBatch.
       generateRows(heldX_.rows(), [this](int64_t r) -> int64_t {
         return order_[static_cast<std::size_t>((r / localBatch_) * slice_.global + slice_.begin +
@@ -140,6 +165,12 @@ void Worker::loadBatch() {
     }
     backend_.upload(batchX_, stageX_.data(), localBatch_ * features);
     backend_.upload(batchY_, stageY_.data(), localBatch_);
+  } else if (perBatch_) {
+    generateRows(localBatch_, [this](int64_t r) -> int64_t {
+      return order_[static_cast<std::size_t>(cursor_ + slice_.begin + r)];
+    });
+    backend_.upload(batchX_, heldX_.data(), localBatch_ * features);
+    backend_.upload(batchY_, heldY_.data(), localBatch_);
   } else {
     const int64_t row = cursor_ / slice_.global * localBatch_;
     backend_.upload(batchX_, heldX_.row(row), localBatch_ * features);

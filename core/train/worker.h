@@ -74,6 +74,14 @@ class Worker {
   // index chunk for the generator.
   int64_t sampleIndexBytes() const;
 
+  // Moves this replica to another slice of every global batch, from the next batch on (a
+  // speed_proportional rebalance). From then on the replica generates each batch's rows as
+  // it loads it, since a slice that may move at any step cannot be generated an epoch ahead;
+  // the samples drawn are the same either way. slice.global must stay the same; a single
+  // replica (the whole batch) has nothing to move.
+  void setSlice(BatchSlice slice);
+  const BatchSlice& slice() const { return slice_; }
+
   // Copies the next minibatch of the shard into backend memory. Samples are visited in a
   // fresh seeded order every epoch; the last incomplete batch of an epoch is skipped so
   // every step has the same size. The first call of every epoch reshuffles and, unless
@@ -128,6 +136,7 @@ class Worker {
   // through order_ into stageX_/stageY_; any other holds this slice's rows of the
   // current epoch, batch after batch, and uploads a batch straight from them.
   bool holdsWholeShard_ = false;
+  bool perBatch_ = false;  // after setSlice: rows generated batch by batch
   Tensor heldX_;
   Tensor heldY_;
   Tensor stageX_;

@@ -19,6 +19,7 @@
 #include <QtWidgets/QDoubleSpinBox>
 #include <QtWidgets/QPushButton>
 #include <QtWidgets/QSpinBox>
+#include <QtWidgets/QTableView>
 #include <QtWidgets/QTreeView>
 
 #include "core/store/project_store.h"
@@ -464,6 +465,31 @@ class TestGui : public QObject {
     QVERIFY2(page->error().contains("variants"), qPrintable(page->error()));
     QCOMPARE(page->errorField(), QString("variants"));
     page->variants()->setData(page->variants()->index(1, ui::VariantsModel::kNameColumn), "again");
+    QVERIFY2(page->error().isEmpty(), qPrintable(page->error()));
+
+    // The second variant schedules by measured speed, picked from the spec's partitions in a
+    // combo box; its rebalance period becomes editable, and goes when the partition does.
+    ui::VariantsModel* variants = page->variants();
+    const QModelIndex partition = variants->index(1, ui::VariantsModel::kPartitionColumn);
+    const QModelIndex every = variants->index(1, ui::VariantsModel::kRebalanceColumn);
+    QCOMPARE(partition.data(ui::VariantsModel::ChoicesRole).toStringList(),
+             QStringList({"equal", "speed_proportional"}));
+    QVERIFY(!(variants->flags(every) & Qt::ItemIsEditable));
+    auto* view = page->findChild<QTableView*>();
+    view->edit(partition);
+    auto* box = view->viewport()->findChild<QComboBox*>();
+    QVERIFY(box != nullptr);
+    box->setCurrentText("speed_proportional");
+    QTest::keyClick(box, Qt::Key_Return);  // commits (queued), as a user's Enter does
+    QTRY_COMPARE_WITH_TIMEOUT(page->spec()["variants"][1]["partition"],
+                              nlohmann::json("speed_proportional"), 5000);
+    QVERIFY(variants->flags(every) & Qt::ItemIsEditable);
+    QCOMPARE(every.data().toInt(), 20);  // the spec's default
+    QVERIFY(variants->setData(every, 5));
+    QCOMPARE(page->spec()["variants"][1]["rebalance_every"], nlohmann::json(5));
+    QVERIFY2(page->error().isEmpty(), qPrintable(page->error()));
+    QVERIFY(variants->setData(partition, "equal"));
+    QVERIFY(!page->spec()["variants"][1].contains("rebalance_every"));
     QVERIFY2(page->error().isEmpty(), qPrintable(page->error()));
 
     // The project's dataset and topology, a short run; save, then run from the page.

@@ -1,5 +1,9 @@
 #include "ui/models/variants_model.h"
 
+#include <QtCore/QStringList>
+
+#include "core/spec/experiment_spec.h"
+
 namespace dtlab::ui {
 
 VariantsModel::VariantsModel(QObject* parent) : QAbstractTableModel(parent) {}
@@ -14,6 +18,8 @@ const char* VariantsModel::keyOf(int column) {
       return "partition";
     case kBucketColumn:
       return "bucket_kb";
+    case kRebalanceColumn:
+      return "rebalance_every";
     default:
       return "";
   }
@@ -64,18 +70,40 @@ QVariant VariantsModel::headerData(int section, Qt::Orientation orientation, int
       return tr("Partition");
     case kBucketColumn:
       return tr("Bucket (KiB)");
+    case kRebalanceColumn:
+      return tr("Rebalance every (steps)");
     default:
       return {};
   }
 }
 
+bool VariantsModel::speedProportional(int row) const {
+  const nlohmann::json& v = rows_[static_cast<std::size_t>(row)];
+  return v.contains("partition") && v["partition"] == "speed_proportional";
+}
+
 Qt::ItemFlags VariantsModel::flags(const QModelIndex& index) const {
   if (!index.isValid()) return Qt::NoItemFlags;
+  // The rebalance period means something only to the speed_proportional partition.
+  if (index.column() == kRebalanceColumn && !speedProportional(index.row()))
+    return Qt::ItemIsSelectable;
   return Qt::ItemIsEnabled | Qt::ItemIsSelectable | Qt::ItemIsEditable;
 }
 
 QVariant VariantsModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rowCount()) return {};
+  if (role == ChoicesRole) {
+    std::vector<std::string> names;
+    if (index.column() == kStrategyColumn) names = core::strategyNames();
+    if (index.column() == kPartitionColumn) names = core::partitionNames();
+    QStringList choices;
+    for (const std::string& name : names) choices << QString::fromStdString(name);
+    return choices;
+  }
+  if (role == Qt::ToolTipRole && index.column() == kRebalanceColumn)
+    return speedProportional(index.row())
+               ? tr("Steps between rebalances of the batch shares by measured speed")
+               : tr("Only the speed_proportional partition rebalances");
   if (role != Qt::DisplayRole && role != Qt::EditRole) return {};
   const nlohmann::json& row = rows_[static_cast<std::size_t>(index.row())];
   const char* key = keyOf(index.column());
@@ -84,6 +112,8 @@ QVariant VariantsModel::data(const QModelIndex& index, int role) const {
     if (index.column() == kStrategyColumn) return QStringLiteral("sync_allreduce");
     if (index.column() == kPartitionColumn) return QStringLiteral("equal");
     if (index.column() == kBucketColumn) return 1024;
+    if (index.column() == kRebalanceColumn)
+      return speedProportional(index.row()) ? QVariant(20) : QVariant(QStringLiteral("-"));
     return {};
   }
   const nlohmann::json& v = row[key];
@@ -97,13 +127,21 @@ bool VariantsModel::setData(const QModelIndex& index, const QVariant& value, int
   if (!index.isValid() || role != Qt::EditRole || index.row() >= rowCount()) return false;
   nlohmann::json& row = rows_[static_cast<std::size_t>(index.row())];
   const char* key = keyOf(index.column());
-  if (index.column() == kBucketColumn) {
+  if (index.column() == kBucketColumn || index.column() == kRebalanceColumn) {
+    if (index.column() == kRebalanceColumn && !speedProportional(index.row())) return false;
     bool ok = false;
-    const qint64 kb = value.toLongLong(&ok);
+    const qint64 number = value.toLongLong(&ok);
     if (!ok) return false;
-    row[key] = kb;
-  } else {
-    row[key] = value.toString().trimmed().toStdString();
+    row[key] = number;
+    emit dataChanged(index, index);
+    return true;
+  }
+  row[key] = value.toString().trimmed().toStdString();
+  if (index.column() == kPartitionColumn) {
+    // A period left from speed_proportional would be refused by the spec for another scheme.
+    if (!speedProportional(index.row())) row.erase("rebalance_every");
+    emit dataChanged(index, this->index(index.row(), kRebalanceColumn));
+    return true;
   }
   emit dataChanged(index, index);
   return true;

@@ -7,12 +7,24 @@
 namespace dtlab::ui {
 
 // The strategy variants of an experiment, one row each, edited in place: name, strategy,
-// partition, gradient bucket size. The spec's parser judges the values (unknown strategy,
-// duplicate names); the model only keeps them, as the JSON the spec holds.
+// partition (with its rebalance period for speed_proportional), gradient bucket size. The spec's
+// parser judges the values (unknown strategy, duplicate names); the model only keeps them, as the
+// JSON the spec holds.
 class VariantsModel final : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Columns { kNameColumn, kStrategyColumn, kPartitionColumn, kBucketColumn, kColumnCount };
+  enum Columns {
+    kNameColumn,
+    kStrategyColumn,
+    kPartitionColumn,
+    kBucketColumn,
+    kRebalanceColumn,  // speed_proportional only
+    kColumnCount
+  };
+  enum Roles {
+    // The values a cell may take (QStringList; empty: free), for a combo-box editor.
+    ChoicesRole = Qt::UserRole + 1,
+  };
 
   explicit VariantsModel(QObject* parent = nullptr);
   void setVariants(const nlohmann::json& variants);  // the spec's "variants" array
@@ -30,6 +42,7 @@ class VariantsModel final : public QAbstractTableModel {
 
  private:
   static const char* keyOf(int column);
+  bool speedProportional(int row) const;
   nlohmann::json rows_ = nlohmann::json::array();
 };
 

@@ -11,6 +11,7 @@
 #include <QtWidgets/QPushButton>
 #include <QtWidgets/QScrollArea>
 #include <QtWidgets/QSpinBox>
+#include <QtWidgets/QStyledItemDelegate>
 #include <QtWidgets/QTableView>
 #include <QtWidgets/QVBoxLayout>
 
@@ -20,6 +21,36 @@
 
 namespace dtlab::ui {
 namespace {
+
+// Cells that take one of a list of names (strategy, partition) are edited with a combo box of
+// exactly those names, from the spec.
+class ChoiceDelegate final : public QStyledItemDelegate {
+ public:
+  using QStyledItemDelegate::QStyledItemDelegate;
+  QWidget* createEditor(QWidget* parent, const QStyleOptionViewItem& option,
+                        const QModelIndex& index) const override {
+    const QStringList choices = index.data(VariantsModel::ChoicesRole).toStringList();
+    if (choices.isEmpty()) return QStyledItemDelegate::createEditor(parent, option, index);
+    auto* box = new QComboBox(parent);
+    box->addItems(choices);
+    return box;
+  }
+  void setEditorData(QWidget* editor, const QModelIndex& index) const override {
+    if (auto* box = qobject_cast<QComboBox*>(editor)) {
+      box->setCurrentText(index.data(Qt::EditRole).toString());
+      return;
+    }
+    QStyledItemDelegate::setEditorData(editor, index);
+  }
+  void setModelData(QWidget* editor, QAbstractItemModel* model,
+                    const QModelIndex& index) const override {
+    if (auto* box = qobject_cast<QComboBox*>(editor)) {
+      model->setData(index, box->currentText());
+      return;
+    }
+    QStyledItemDelegate::setModelData(editor, model, index);
+  }
+};
 
 const char* kAsStored = "(as stored in the experiment)";
 
@@ -87,6 +118,7 @@ ExperimentPage::ExperimentPage(QWidget* parent)
   summary_->setWordWrap(true);
   summary_->setStyleSheet("color: #444;");
   variantsView_->setModel(variants_);
+  variantsView_->setItemDelegate(new ChoiceDelegate(variantsView_));
   variantsView_->verticalHeader()->hide();
   variantsView_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
   variantsView_->setMinimumHeight(120);
