@@ -34,10 +34,14 @@ commands:
   run SPEC.json [--local-nodes N | --node HOST:PORT ...] [--token T] [--project P.dtlab]
       [--connect-timeout S] [--quiet]
       Run every strategy variant of the spec in turn on a cluster of dtlab-node
-      daemons: N local ones on loopback (default: the spec's cluster.local_nodes) or
-      the given nodes. The last line of stdout is {"runs":[...]}, one summary per
-      variant with a parameter checksum per replica. --project records every variant
-      as a run (series per worker, events, summary) in the project file.
+      daemons: the given --node daemons (ranks in the order given; each applies its
+      own --speed/--bandwidth-mbps/--latency-ms), else N local ones on loopback
+      (--local-nodes N), else the spec's cluster: the running daemons its nodes name
+      by "address" (each given its node entry's speed, bandwidth and latency), or
+      cluster.local_nodes local daemons. --token: the token of every node (local
+      daemons are started with it). The last line of stdout is {"runs":[...]}, one
+      summary per variant with a parameter checksum per replica. --project records
+      every variant as a run (series per worker, events, summary) in the project file.
       --connect-timeout: seconds the nodes may take to connect to each other (default:
       each node's own, 30). SIGINT/SIGTERM cancels the run; a second one exits at once.
 )";

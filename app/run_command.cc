@@ -43,30 +43,37 @@ int runCommand(const std::vector<std::string>& argv) {
   if (!nodes.empty() && args.has("--local-nodes"))
     throw UsageError("--node and --local-nodes exclude each other");
   const std::string token = args.value("--token", "");
+  remote::CoordinatorOptions options;
+  options.token = token;
 
-  // The embedded default: a local cluster on loopback, kept for every variant.
+  // Where the run happens, first match wins: --node (running daemons, as they are),
+  // --local-nodes (a local cluster), the spec's node addresses (running daemons, each given
+  // the spec's emulation for it), or the spec's local cluster.
   std::unique_ptr<remote::LocalCluster> cluster;
-  if (nodes.empty()) {
+  if (nodes.empty() && spec.cluster.remote() && !args.has("--local-nodes")) {
+    nodes = spec.cluster.addresses();
+    options.emulation = spec.cluster.nodes;
+  } else if (nodes.empty()) {
+    // The embedded default: a local cluster on loopback, kept for every variant.
     const int64_t count = args.integer("--local-nodes", spec.cluster.localNodes, 1, 256);
-    // A per-node list describes exactly cluster.local_nodes nodes; another count would
-    // leave some nodes without their settings (or drop some), so it is refused.
+    // A per-node list describes exactly that many nodes; another count would leave some
+    // nodes without their settings (or drop some), so it is refused. A remote cluster's
+    // entries serve as the local nodes' settings (the same topology, tried on this machine).
     if (spec.cluster.nodes.size() > 1 && count != static_cast<int64_t>(spec.cluster.nodes.size()))
       throw UsageError("--local-nodes " + std::to_string(count) + " contradicts the spec's " +
                        std::to_string(spec.cluster.nodes.size()) +
                        " per-node entries in cluster.nodes (drop --local-nodes, or edit the spec)");
-    std::vector<remote::LocalNodeOptions> options;
+    std::vector<remote::LocalNodeOptions> local;
     for (int64_t i = 0; i < count; ++i) {
       const core::NodeConfig node =
           spec.cluster.nodes.empty() ? core::NodeConfig{} : spec.cluster.node(i);
-      options.push_back(
+      local.push_back(
           {node.speed, node.bandwidthMbps, node.latencyMs, spec.cluster.threadsPerNode});
     }
-    cluster = std::make_unique<remote::LocalCluster>(remote::defaultNodeBinary(), options, token);
+    cluster = std::make_unique<remote::LocalCluster>(remote::defaultNodeBinary(), local, token);
     nodes = cluster->addresses();
   }
 
-  remote::CoordinatorOptions options;
-  options.token = token;
   if (args.has("--connect-timeout")) {
     const int64_t seconds = args.integer("--connect-timeout", 30, 1, 3600);
     options.connectTimeout = std::chrono::seconds(seconds);

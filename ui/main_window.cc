@@ -443,10 +443,19 @@ void MainWindow::runSpec(const QString& specJson) {
     fail(tr("Cannot run the experiment: %1").arg(QString::fromUtf8(error.what())));
     return;
   }
+  // A topology of running daemons: their tokens come from this user's settings, never from
+  // the spec or the project.
+  const bool remoteNodes = request.spec.cluster.remote();
+  for (const std::string& address : request.spec.cluster.addresses()) {
+    if (!remoteNodes) break;
+    request.nodes << QString::fromStdString(address);
+    request.tokens << TopologyPage::nodeToken(QString::fromStdString(address));
+  }
   if (!controller_->start(request)) return;
   runProgress_->setRange(0, 0);
   runProgress_->show();
-  statusBar()->showMessage(tr("Starting %1 on %2 local nodes...")
+  statusBar()->showMessage((remoteNodes ? tr("Starting %1 on %2 remote nodes...")
+                                        : tr("Starting %1 on %2 local nodes..."))
                                .arg(QString::fromStdString(request.spec.name))
                                .arg(request.spec.cluster.localNodes));
   updateRunActions();

@@ -47,7 +47,7 @@ constexpr std::string_view kSpecFields[] = {"name",      "seed",     "dataset", 
                                             "optimizer", "training", "cluster", "variants"};
 constexpr std::string_view kClusterFields[] = {"local_nodes", "nodes", "threads_per_node",
                                                "device"};
-constexpr std::string_view kNodeFields[] = {"speed", "bandwidth_mbps", "latency_ms"};
+constexpr std::string_view kNodeFields[] = {"address", "speed", "bandwidth_mbps", "latency_ms"};
 constexpr std::string_view kVariantFields[] = {"name", "strategy", "partition", "bucket_kb",
                                                "rebalance_every"};
 constexpr std::string_view kDatasetFields[] = {
@@ -720,7 +720,8 @@ constexpr int64_t kMaxNodes = 256;
 
 ClusterConfig parseCluster(ObjectReader& r) {
   ClusterConfig c;
-  if (auto v = r.integer("local_nodes", 1, kMaxNodes)) c.localNodes = *v;
+  const std::optional<int64_t> localNodes = r.integer("local_nodes", 1, kMaxNodes);
+  if (localNodes) c.localNodes = *localNodes;
   if (auto v = r.integer("threads_per_node", 1, kMaxThreads))
     c.threadsPerNode = static_cast<int>(*v);
   if (auto v = r.text("device")) {
@@ -733,18 +734,49 @@ ClusterConfig parseCluster(ObjectReader& r) {
     const std::string path = r.pathOf("nodes");
     if (!nodes->is_array())
       throw SpecError(path, "must be a list of node objects, got " + describe(*nodes));
-    if (!nodes->empty() && nodes->size() != 1 &&
-        static_cast<int64_t>(nodes->size()) != c.localNodes)
-      throw SpecError(path, concat("must have one entry (for every node) or local_nodes (",
-                                   c.localNodes, ") entries, got ", nodes->size()));
+    if (nodes->size() > static_cast<size_t>(kMaxNodes))
+      throw SpecError(path, concat("at most ", kMaxNodes, " nodes, got ", nodes->size()));
     for (size_t i = 0; i < nodes->size(); ++i) {
       ObjectReader n((*nodes)[i], concat(path, "[", i, "]"), kNodeFields);
       NodeConfig node;
+      if (auto v = n.text("address")) {
+        const std::string problem = nodeAddressProblem(*v);
+        if (!problem.empty()) throw SpecError(n.pathOf("address"), problem);
+        node.address = *v;
+      }
       if (auto v = n.real("speed", Interval{0.0, 1000.0, false, true})) node.speed = *v;
       if (auto v = n.real("bandwidth_mbps", kNonNegative)) node.bandwidthMbps = *v;
       if (auto v = n.real("latency_ms", Interval{0.0, 10000.0, true, true})) node.latencyMs = *v;
       n.finish();
+      // All nodes are running daemons at their addresses, or none is: a run either starts
+      // its local cluster or uses the given one, never half of each.
+      if (i > 0 && node.address.empty() != c.nodes.front().address.empty())
+        throw SpecError(n.pathOf("address"),
+                        node.address.empty()
+                            ? "missing, and cluster.nodes[0] has one; either every node has "
+                              "an address (running dtlab-node daemons) or none does (local "
+                              "nodes)"
+                            : "cluster.nodes[0] has no address; either every node has an "
+                              "address (running dtlab-node daemons) or none does (local "
+                              "nodes)");
+      for (size_t j = 0; j < c.nodes.size() && !node.address.empty(); ++j)
+        if (c.nodes[j].address == node.address)
+          throw SpecError(n.pathOf("address"),
+                          concat("'", node.address, "' is also cluster.nodes[", j,
+                                 "]; a daemon runs one job at a time, so each node needs its "
+                                 "own address"));
       c.nodes.push_back(node);
+    }
+    const int64_t count = static_cast<int64_t>(c.nodes.size());
+    if (c.remote()) {
+      if (localNodes && *localNodes != count)
+        throw SpecError(r.pathOf("local_nodes"),
+                        concat("must be left out or equal the number of nodes (", count,
+                               ") when the nodes have addresses, got ", *localNodes));
+      c.localNodes = count;
+    } else if (count > 1 && count != c.localNodes) {
+      throw SpecError(path, concat("must have one entry (for every node) or local_nodes (",
+                                   c.localNodes, ") entries, got ", count));
     }
   }
   r.finish();
@@ -911,6 +943,56 @@ std::vector<std::string> partitionNames() {
   return namesOf(kPartitionNames);
 }
 
+std::string nodeAddressProblem(std::string_view address) {
+  constexpr size_t kMaxAddressBytes = 255;
+  const std::string quoted = "'" + std::string(address.substr(0, 64)) + "'";
+  const char* expected = " (expected HOST:PORT, e.g. node1:7070 or [fe80::1]:7070)";
+  if (address.empty()) return std::string("must be HOST:PORT of a running dtlab-node, got \"\"");
+  if (address.size() > kMaxAddressBytes)
+    return concat("at most ", kMaxAddressBytes, " bytes, got ", address.size());
+  for (char ch : address)
+    if (std::isspace(static_cast<unsigned char>(ch)) ||
+        std::iscntrl(static_cast<unsigned char>(ch)))
+      return "must not contain spaces or control characters, got " + quoted;
+  if (address.find("://") != std::string_view::npos)
+    return "give HOST:PORT without a scheme, got " + quoted + expected;
+  std::string_view host;
+  std::string_view port;
+  if (address.front() == '[') {
+    const size_t close = address.find(']');
+    if (close == std::string_view::npos) return "unclosed '[' in " + quoted + expected;
+    host = address.substr(1, close - 1);
+    if (close + 1 >= address.size() || address[close + 1] != ':')
+      return "missing :PORT after the bracketed host in " + quoted + expected;
+    port = address.substr(close + 2);
+    const bool hexOrColon = std::all_of(host.begin(), host.end(), [](char ch) {
+      return std::isxdigit(static_cast<unsigned char>(ch)) || ch == ':' || ch == '.';
+    });
+    if (host.empty()) return "missing host name in " + quoted + expected;
+    if (!hexOrColon || host.find(':') == std::string_view::npos)
+      return "brackets hold an IPv6 address, got " + quoted + expected;
+  } else {
+    const size_t colon = address.rfind(':');
+    if (colon == std::string_view::npos) return "missing :PORT in " + quoted + expected;
+    host = address.substr(0, colon);
+    port = address.substr(colon + 1);
+    if (host.empty()) return "missing host name in " + quoted + expected;
+    if (host.find(':') != std::string_view::npos)
+      return "an IPv6 address goes in brackets, as [ADDRESS]:PORT, got " + quoted;
+    const bool nameCharacters = std::all_of(host.begin(), host.end(), [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.' || ch == '_';
+    });
+    if (!nameCharacters)
+      return "the host may hold letters, digits, '-', '.' and '_' only, got " + quoted;
+  }
+  int value = 0;
+  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || value < 1 ||
+      value > 65535)
+    return "the port must be an integer in 1..65535, got " + quoted;
+  return {};
+}
+
 ExperimentSpec parseExperimentSpec(const json& document) {
   try {
     ExperimentSpec spec;
@@ -989,9 +1071,20 @@ json toJson(const ExperimentSpec& spec) {
   const ScheduleConfig& s = o.schedule;
   const TrainingConfig& t = spec.training;
   json nodes = json::array();
-  for (const NodeConfig& n : spec.cluster.nodes)
-    nodes.push_back(
-        {{"speed", n.speed}, {"bandwidth_mbps", n.bandwidthMbps}, {"latency_ms", n.latencyMs}});
+  for (const NodeConfig& n : spec.cluster.nodes) {
+    json node = json::object();
+    if (!n.address.empty()) node["address"] = n.address;
+    node["speed"] = n.speed;
+    node["bandwidth_mbps"] = n.bandwidthMbps;
+    node["latency_ms"] = n.latencyMs;
+    nodes.push_back(node);
+  }
+  // A remote cluster's size is its list of addresses; "local_nodes" would only mislead.
+  json cluster = json::object();
+  if (!spec.cluster.remote()) cluster["local_nodes"] = spec.cluster.localNodes;
+  cluster["nodes"] = nodes;
+  cluster["threads_per_node"] = spec.cluster.threadsPerNode;
+  cluster["device"] = spec.cluster.device;
   json variants = json::array();
   for (const VariantConfig& v : spec.variants) {
     variants.push_back({{"name", v.name},
@@ -1048,11 +1141,7 @@ json toJson(const ExperimentSpec& spec) {
         {"target_accuracy", t.targetAccuracy ? json(*t.targetAccuracy) : json(nullptr)},
         {"eval_interval", t.evalInterval},
         {"threads", t.threads}}},
-      {"cluster",
-       {{"local_nodes", spec.cluster.localNodes},
-        {"nodes", nodes},
-        {"threads_per_node", spec.cluster.threadsPerNode},
-        {"device", spec.cluster.device}}},
+      {"cluster", cluster},
       {"variants", variants},
   };
 }

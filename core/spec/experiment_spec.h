@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -125,19 +126,27 @@ struct TrainingConfig {
   bool operator==(const TrainingConfig&) const = default;
 };
 
-// Compute and link emulation of one node (DESIGN.md: heterogeneity is simulated per node
-// where the hardware is uniform). Defaults leave the real machine as it is.
+// One node of the cluster: where it runs, and its compute and link emulation (DESIGN.md:
+// heterogeneity is simulated per node where the hardware is uniform). Defaults leave the
+// real machine as it is.
 struct NodeConfig {
   double speed = 1.0;          // compute is stretched to 1/speed of its real time
   double bandwidthMbps = 0.0;  // 0: unlimited
   double latencyMs = 0.0;
+  // "host:port" (IPv6 as "[addr]:port") of a running dtlab-node daemon; empty: a local node
+  // that the run starts itself. A remote node applies the emulation above per job, in place
+  // of its own --speed/--bandwidth-mbps/--latency-ms. Its token is not part of the spec.
+  std::string address;
 
   bool operator==(const NodeConfig&) const = default;
 };
 
-// The cluster a run uses when none is given on the command line: `localNodes` daemons
-// started on loopback. `nodes` is empty (all defaults), one entry (applies to every node)
-// or one entry per node.
+// The cluster a run uses when none is given on the command line. Either a local cluster:
+// `localNodes` daemons started on loopback, `nodes` empty (all defaults), one entry
+// (applies to every node) or one entry per node, none with an address. Or a remote
+// cluster: one entry per running daemon, every one with an address (ranks follow the
+// list); `localNodes` then equals the number of nodes (the JSON leaves it out, or gives
+// that number) and `threadsPerNode` is not used (each daemon has its own --threads).
 struct ClusterConfig {
   int64_t localNodes = 1;
   std::vector<NodeConfig> nodes;
@@ -147,6 +156,14 @@ struct ClusterConfig {
   NodeConfig node(int64_t index) const {
     if (nodes.empty()) return {};
     return nodes.size() == 1 ? nodes.front() : nodes.at(static_cast<std::size_t>(index));
+  }
+  // Whether the nodes are running daemons at the nodes' addresses (a parsed spec has
+  // addresses on all nodes or on none).
+  bool remote() const { return !nodes.empty() && !nodes.front().address.empty(); }
+  std::vector<std::string> addresses() const {
+    std::vector<std::string> out;
+    for (const NodeConfig& n : nodes) out.push_back(n.address);
+    return out;
   }
   bool operator==(const ClusterConfig&) const = default;
 };
@@ -191,6 +208,10 @@ ExperimentSpec parseExperimentSpecText(const std::string& text);  // also report
 ExperimentSpec loadExperimentSpec(const std::string& path);       // names the file in errors
 // Complete JSON with every default filled in; parseExperimentSpec(toJson(s)) == s.
 nlohmann::json toJson(const ExperimentSpec& spec);
+
+// Empty when `address` is a usable "host:port" of a node daemon (host: a name, an IPv4
+// address, or an IPv6 address in brackets; port 1..65535), else why not.
+std::string nodeAddressProblem(std::string_view address);
 
 // The names used in JSON ("gaussian_blobs", "relu", "sgd", "cosine", ...).
 const char* toString(DatasetKind kind);

@@ -14,6 +14,9 @@ namespace dtlab::remote {
 // change would make an old peer misread a message, not for added optional fields.
 inline constexpr uint32_t kProtocolVersion = 2;
 
+// The capability (NodeInfo.capabilities) of a node that applies StartJobRequest.emulation.
+inline constexpr std::string_view kJobEmulationCapability = "job_emulation";
+
 // Size limits. gRPC enforces the message cap before our handlers run; the per-field caps
 // give a message naming the field instead of a generic RESOURCE_EXHAUSTED.
 inline constexpr int kMaxRequestBytes = 4 << 20;         // server max receive message size

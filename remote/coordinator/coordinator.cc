@@ -36,6 +36,43 @@ std::string newJobId() {
   return text;
 }
 
+std::shared_ptr<grpc::Channel> channelTo(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(16 << 20);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+// Step a for one node: GetInfo with a deadline, its protocol version checked.
+NodeSummary getInfo(pb::NodeService::Stub& stub, const std::string& address,
+                    const std::string& token, std::chrono::milliseconds deadline) {
+  grpc::ClientContext context;
+  prepareClientContext(context, token, deadline);
+  pb::GetInfoRequest request;
+  request.set_protocol_version(kProtocolVersion);
+  pb::NodeInfo info;
+  const grpc::Status status = stub.GetInfo(&context, request, &info);
+  if (!status.ok()) throw Error("node " + address + ": " + describeStatus(status));
+  if (info.protocol_version() != kProtocolVersion)
+    throw Error("node " + address + " speaks protocol " + std::to_string(info.protocol_version()) +
+                ", this coordinator " + std::to_string(kProtocolVersion) + ": update one of them");
+  NodeSummary s;
+  s.advertiseHost = info.advertise_host();
+  s.capabilities.assign(info.capabilities().begin(), info.capabilities().end());
+  s.address = address;
+  s.programVersion = info.program_version();
+  s.hostname = info.hostname();
+  s.speed = info.speed();
+  s.bandwidthMbps = info.bandwidth_mbps();
+  s.latencyMs = info.latency_ms();
+  s.cores = info.cores();
+  s.busy = info.busy();
+  s.workerThreads = info.worker_threads();
+  for (const pb::DeviceInfo& d : info.devices())
+    s.devices.push_back(d.name() + " (" + std::to_string(d.slots()) +
+                        (d.slots() == 1 ? " slot)" : " slots)"));
+  return s;
+}
+
 }  // namespace
 
 struct Coordinator::Impl {
@@ -48,13 +85,18 @@ struct Coordinator::Impl {
   std::vector<NodeSummary> summaries;  // from connect()
   CoordinatorOptions options;
 
-  void prepare(grpc::ClientContext& context, std::chrono::milliseconds deadline) const {
-    prepareClientContext(context, options.token, deadline);
+  const std::string& token(std::size_t i) const {
+    const auto it = options.nodeTokens.find(nodes[i].address);
+    return it == options.nodeTokens.end() ? options.token : it->second;
+  }
+  void prepare(grpc::ClientContext& context, std::size_t i,
+               std::chrono::milliseconds deadline) const {
+    prepareClientContext(context, token(i), deadline);
   }
   std::string label(std::size_t i) const { return nodes[i].name + " (" + nodes[i].address + ")"; }
   void cancelJob(std::size_t i, const std::string& jobId, bool abort = false) const {
     grpc::ClientContext context;
-    prepare(context, std::chrono::milliseconds(1000));
+    prepare(context, i, std::chrono::milliseconds(1000));
     pb::CancelJobRequest request;
     request.set_protocol_version(kProtocolVersion);
     request.set_job_id(jobId);
@@ -67,13 +109,12 @@ struct Coordinator::Impl {
 Coordinator::Coordinator(std::vector<std::string> addresses, CoordinatorOptions options)
     : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
+  if (!impl_->options.emulation.empty() && impl_->options.emulation.size() != addresses.size())
+    throw Error("per-node emulation for " + std::to_string(impl_->options.emulation.size()) +
+                " nodes, but " + std::to_string(addresses.size()) + " node addresses");
   for (std::size_t i = 0; i < addresses.size(); ++i) {
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(16 << 20);
-    auto channel =
-        grpc::CreateCustomChannel(addresses[i], grpc::InsecureChannelCredentials(), args);
-    impl_->nodes.push_back(
-        {addresses[i], "node" + std::to_string(i), pb::NodeService::NewStub(channel)});
+    impl_->nodes.push_back({addresses[i], "node" + std::to_string(i),
+                            pb::NodeService::NewStub(channelTo(addresses[i]))});
   }
 }
 
@@ -83,32 +124,25 @@ std::vector<NodeSummary> Coordinator::connect() {
   if (impl_->nodes.empty()) throw Error("no nodes to run on");
   std::vector<NodeSummary> out;
   for (std::size_t i = 0; i < impl_->nodes.size(); ++i) {
-    grpc::ClientContext context;
-    impl_->prepare(context, impl_->options.callDeadline);
-    pb::GetInfoRequest request;
-    request.set_protocol_version(kProtocolVersion);
-    pb::NodeInfo info;
-    const grpc::Status status = impl_->nodes[i].stub->GetInfo(&context, request, &info);
-    if (!status.ok())
-      throw Error("node " + impl_->nodes[i].address + ": " + describeStatus(status));
-    if (info.protocol_version() != kProtocolVersion)
-      throw Error("node " + impl_->nodes[i].address + " speaks protocol " +
-                  std::to_string(info.protocol_version()) + ", this coordinator " +
-                  std::to_string(kProtocolVersion) + ": update one of them");
-    NodeSummary s;
-    s.advertiseHost = info.advertise_host();
-    s.capabilities.assign(info.capabilities().begin(), info.capabilities().end());
-    s.address = impl_->nodes[i].address;
+    NodeSummary s = getInfo(*impl_->nodes[i].stub, impl_->nodes[i].address, impl_->token(i),
+                            impl_->options.callDeadline);
     s.name = impl_->nodes[i].name;
-    s.programVersion = info.program_version();
-    s.hostname = info.hostname();
-    s.speed = info.speed();
-    s.cores = info.cores();
-    s.busy = info.busy();
+    const bool emulates = std::find(s.capabilities.begin(), s.capabilities.end(),
+                                    kJobEmulationCapability) != s.capabilities.end();
+    if (!impl_->options.emulation.empty() && !emulates)
+      throw Error("node " + s.address + " (dtlab-node " + s.programVersion +
+                  ") cannot apply the topology's per-node speed, bandwidth and latency: update "
+                  "it to this version of dtlab-node");
     out.push_back(s);
   }
   impl_->summaries = out;
   return out;
+}
+
+NodeSummary queryNode(const std::string& address, const std::string& token,
+                      std::chrono::milliseconds deadline) {
+  auto stub = pb::NodeService::NewStub(channelTo(address));
+  return getInfo(*stub, address, token, deadline);
 }
 
 namespace {
@@ -176,7 +210,7 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
   try {
     for (; started < world; ++started) {
       grpc::ClientContext context;
-      impl.prepare(context, std::chrono::milliseconds(10000));
+      impl.prepare(context, started, std::chrono::milliseconds(10000));
       pb::StartJobRequest request;
       request.set_protocol_version(kProtocolVersion);
       request.set_job_id(jobId);
@@ -189,6 +223,13 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
       request.set_reached_host(parseHostPort(impl.nodes[started].address, "node address").host);
       request.set_heartbeat_ms(static_cast<uint64_t>(impl.options.heartbeatInterval.count()));
       request.set_connect_timeout_ms(static_cast<uint64_t>(impl.options.connectTimeout.count()));
+      if (!impl.options.emulation.empty()) {
+        const core::NodeConfig& node = impl.options.emulation[started];
+        pb::NodeEmulation* emulation = request.mutable_emulation();
+        emulation->set_speed(node.speed);
+        emulation->set_bandwidth_mbps(node.bandwidthMbps);
+        emulation->set_latency_ms(node.latencyMs);
+      }
       pb::StartJobResponse response;
       const grpc::Status status = impl.nodes[started].stub->StartJob(&context, request, &response);
       if (!status.ok())
@@ -214,7 +255,7 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
   std::condition_variable changed;
   for (std::size_t i = 0; i < world; ++i) {
     watches[i].context = std::make_unique<grpc::ClientContext>();
-    prepareClientContext(*watches[i].context, impl.options.token,
+    prepareClientContext(*watches[i].context, impl.token(i),
                          std::chrono::duration_cast<std::chrono::milliseconds>(kStreamDeadline));
     readers.emplace_back([&, i] {
       pb::WatchJobRequest request;

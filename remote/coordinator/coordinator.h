@@ -2,17 +2,26 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "core/spec/experiment_spec.h"
 #include "core/metrics/metrics.h"
+#include "core/spec/experiment_spec.h"
 
 namespace dtlab::remote {
 
 struct CoordinatorOptions {
   std::string token;  // sent as "authorization: Bearer <token>" when not empty
+  // Tokens of particular nodes, by the address given to the Coordinator, in place of
+  // `token` (daemons on different machines may have different tokens).
+  std::map<std::string, std::string> nodeTokens;
+  // The compute and link emulation of each rank (one entry per node, in the order of the
+  // addresses), sent with every job: the spec's node entries when the nodes are the spec's
+  // own (cluster.nodes[i].address). Empty: each daemon applies its own flags. Every node
+  // must then list the capability "job_emulation".
+  std::vector<core::NodeConfig> emulation;
   std::chrono::milliseconds callDeadline{5000};
   // A node whose WatchJob stream is silent this long is lost. Nodes send a heartbeat
   // every heartbeatInterval, so this only fires on a dead or wedged node.
@@ -37,7 +46,18 @@ struct NodeSummary {
   bool busy = false;
   std::string advertiseHost;  // "" when the node leaves it to the coordinator
   std::vector<std::string> capabilities;
+  std::vector<std::string> devices;  // "cpu (1 slot)"
+  int workerThreads = 0;
+  // The daemon's own emulation flags (what a job without per-job emulation gets).
+  double bandwidthMbps = 0.0;
+  double latencyMs = 0.0;
 };
+
+// GetInfo on one node, as connect() asks each node, with its own deadline. Throws
+// dtlab::Error naming the address: unreachable, wrong or missing token, protocol mismatch.
+// For a check of single nodes (a topology editor's "test connection").
+NodeSummary queryNode(const std::string& address, const std::string& token,
+                      std::chrono::milliseconds deadline = std::chrono::milliseconds(5000));
 
 // The client side of a run: connects to the nodes, assigns ranks (the order of the
 // node list), starts the job everywhere, merges the metric streams into one sink, and

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <thread>
@@ -130,10 +131,12 @@ void NodeService::fillInfo(proto::NodeInfo& info) {
   double load[1] = {0.0};
   info.set_load(getloadavg(load, 1) == 1 ? load[0] / cores : 0.0);
   info.add_capabilities("gloo");
+  info.add_capabilities(std::string(kJobEmulationCapability));
   for (const std::string& strategy : core::registeredStrategyNames())
     info.add_capabilities(strategy);
   info.set_advertise_host(advertiseHost());
   info.set_cores(cores);
+  info.set_worker_threads(options_.threads);
   std::lock_guard<std::mutex> lock(mutex_);
   if (current_ && current_->running()) {
     info.set_busy(true);
@@ -201,6 +204,18 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
     }
   }
 
+  if (request.has_emulation()) {
+    const proto::NodeEmulation& e = request.emulation();
+    if (!(e.speed() > 0.0 && e.speed() <= 1000.0))
+      return invalid("emulation.speed: must be in (0, 1000], got " + std::to_string(e.speed()));
+    if (!(e.bandwidth_mbps() >= 0.0 && std::isfinite(e.bandwidth_mbps())))
+      return invalid("emulation.bandwidth_mbps: must be >= 0 (0: unlimited), got " +
+                     std::to_string(e.bandwidth_mbps()));
+    if (!(e.latency_ms() >= 0.0 && e.latency_ms() <= 10000.0))
+      return invalid("emulation.latency_ms: must be in [0, 10000], got " +
+                     std::to_string(e.latency_ms()));
+  }
+
   core::ExperimentSpec spec;
   try {
     spec = core::parseExperimentSpecText(request.spec_json());
@@ -236,6 +251,14 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
                                                                  : hostName();
   settings.bandwidthMbps = options_.bandwidthMbps;
   settings.latencyMs = options_.latencyMs;
+  if (request.has_emulation()) {
+    // The spec's entry for this node: a topology describes its nodes completely.
+    settings.work.node.speed = request.emulation().speed();
+    settings.work.node.bandwidthMbps = request.emulation().bandwidth_mbps();
+    settings.work.node.latencyMs = request.emulation().latency_ms();
+    settings.bandwidthMbps = request.emulation().bandwidth_mbps();
+    settings.latencyMs = request.emulation().latency_ms();
+  }
   settings.heartbeat = std::chrono::milliseconds(heartbeatMs);
   settings.connectTimeout =
       connectMs != 0 ? std::chrono::milliseconds(connectMs) : options_.connectTimeout;
@@ -259,7 +282,12 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
     current_ = std::make_shared<Job>(std::move(settings));
   }
   logAt(LogLevel::kInfo, "job ", request.job_id(), " accepted: rank ", request.rank(), " of ",
-        world, ", variant ", request.variant());
+        world, ", variant ", request.variant(),
+        request.has_emulation()
+            ? ", emulating speed " + std::to_string(request.emulation().speed()) + ", " +
+                  std::to_string(request.emulation().bandwidth_mbps()) + " Mbit/s, " +
+                  std::to_string(request.emulation().latency_ms()) + " ms (the job's)"
+            : std::string());
   // The previous job has published its result, so its thread is ending; join it outside
   // the lock (a watcher may still hold it, then the last owner joins).
   previous.reset();

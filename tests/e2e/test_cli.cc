@@ -105,6 +105,45 @@ class TestCli : public QObject {
              qPrintable(o.err));
   }
 
+  // A spec whose cluster names running daemons by address trains on them, each daemon with
+  // the spec's emulation for it (the daemons were started without any), with the token.
+  void runUsesTheDaemonsTheSpecNames() {
+    remote::LocalCluster cluster(kNode, std::vector<remote::LocalNodeOptions>(2), "s3cret");
+    QTemporaryDir dir;
+    core::ExperimentSpec spec = smallSpec();
+    spec.cluster.nodes = {core::NodeConfig{}, core::NodeConfig{}};
+    for (int i = 0; i < 2; ++i) {
+      spec.cluster.nodes[static_cast<std::size_t>(i)].address = cluster.address(i);
+      // Every step's all-reduce waits this long: 20 steps take over a second only if the
+      // nodes apply it.
+      spec.cluster.nodes[static_cast<std::size_t>(i)].latencyMs = 60.0;
+    }
+    spec.cluster.localNodes = 2;
+    const QString path = writeSpec(dir, spec);
+    const QString project = dir.filePath("p.dtlab");
+    const Outcome o = cli({"run", path, "--quiet", "--token", "s3cret", "--project", project});
+    QVERIFY2(o.exitCode == 0, qPrintable(o.err));
+    const auto out = nlohmann::json::parse(o.out.trimmed().split('\n').last().toStdString());
+    const nlohmann::json& run = out["runs"][0];
+    QCOMPARE(run["status"], nlohmann::json("completed"));
+    QCOMPARE(run["steps"], nlohmann::json(20));
+    QCOMPARE(run["param_checksum"].size(), 2u);  // two replicas: both daemons trained
+    QVERIFY2(run["wall_s"].get<double>() > 20 * 0.060, run.dump().c_str());
+
+    // Without the token the daemons refuse, and the message says which one and why.
+    const Outcome refused = cli({"run", path, "--quiet"});
+    QCOMPARE(refused.exitCode, 1);
+    QVERIFY2(refused.err.contains(QString::fromStdString(cluster.address(0))) &&
+                 refused.err.contains("UNAUTHENTICATED"),
+             qPrintable(refused.err));
+
+    // --local-nodes still overrides: the same topology tried on this machine.
+    const Outcome local = cli({"run", path, "--quiet", "--local-nodes", "2"});
+    QVERIFY2(local.exitCode == 0, qPrintable(local.err));
+    const Outcome contradiction = cli({"run", path, "--quiet", "--local-nodes", "3"});
+    QCOMPARE(contradiction.exitCode, 2);
+  }
+
   // The second variant cannot start (its node stopped answering during the first, which
   // failed naming it): both summaries are printed, the first one's too.
   void summariesSurviveAVariantThatCannotStart() {

@@ -78,20 +78,27 @@ void ClusterController::work(RunRequest request) {
     std::unique_ptr<remote::LocalCluster> cluster;
     std::vector<std::string> nodes;
     for (const QString& n : request.nodes) nodes.push_back(n.toStdString());
+    remote::CoordinatorOptions options;
+    options.token = request.token.toStdString();
+    for (int i = 0; i < request.tokens.size() && i < request.nodes.size(); ++i)
+      if (!request.tokens[i].isEmpty())
+        options.nodeTokens[request.nodes[i].toStdString()] = request.tokens[i].toStdString();
+    if (nodes.empty() && spec.cluster.remote()) nodes = spec.cluster.addresses();
+    // The spec's own daemons run with its emulation: the topology describes them completely.
+    if (spec.cluster.remote() && nodes == spec.cluster.addresses())
+      options.emulation = spec.cluster.nodes;
     if (nodes.empty()) {
-      std::vector<remote::LocalNodeOptions> options;
+      std::vector<remote::LocalNodeOptions> local;
       for (int64_t i = 0; i < spec.cluster.localNodes; ++i) {
         const core::NodeConfig node =
             spec.cluster.nodes.empty() ? core::NodeConfig{} : spec.cluster.node(i);
-        options.push_back(
+        local.push_back(
             {node.speed, node.bandwidthMbps, node.latencyMs, spec.cluster.threadsPerNode});
       }
-      cluster = std::make_unique<remote::LocalCluster>(remote::defaultNodeBinary(), options,
+      cluster = std::make_unique<remote::LocalCluster>(remote::defaultNodeBinary(), local,
                                                        request.token.toStdString());
       nodes = cluster->addresses();
     }
-    remote::CoordinatorOptions options;
-    options.token = request.token.toStdString();
     remote::Coordinator coordinator(nodes, options);
     coordinator.connect();
 

@@ -15,11 +15,16 @@ class LiveFeed;
 struct RunRequest {
   QString projectPath;
   core::ExperimentSpec spec;
-  // Empty: start spec.cluster.local_nodes local dtlab-node daemons (with the spec's per-node
-  // speed, bandwidth and latency) and stop them afterwards. Otherwise "host:port" of
-  // running daemons.
+  // "host:port" of running daemons, in rank order. When they are the spec's own remote nodes
+  // (cluster.nodes[i].address), each daemon is given its node entry's speed, bandwidth and
+  // latency for the run; other daemons use their own flags. Empty: the spec's remote nodes
+  // if it names any, else spec.cluster.local_nodes local daemons (with the spec's per-node
+  // settings) started for the run and stopped afterwards.
   QStringList nodes;
-  QString token;
+  // Each node's token, parallel to `nodes` ("" or missing: `token`). Never stored with the
+  // spec: the GUI keeps them in the user's settings.
+  QStringList tokens;
+  QString token;  // every node's token unless `tokens` says otherwise; local daemons get it
 };
 
 // How far the current run is, sent at most every 100 ms.

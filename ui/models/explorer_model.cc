@@ -62,8 +62,16 @@ QString entityDetail(Group g, const nlohmann::json& c) {
           .arg(integer(c, "train_size"))
           .arg(integer(c, "test_size"));
     case Group::kTopologies: {
-      const qint64 nodes = integer(c, "local_nodes", 1);
-      return QString("%1 local node%2").arg(nodes).arg(nodes == 1 ? "" : "s");
+      // A remote topology lists its daemons by address and has no local node count.
+      const bool remote = c.is_object() && c.contains("nodes") && c["nodes"].is_array() &&
+                          !c["nodes"].empty() && c["nodes"][0].is_object() &&
+                          c["nodes"][0].contains("address");
+      const qint64 nodes =
+          remote ? static_cast<qint64>(c["nodes"].size()) : integer(c, "local_nodes", 1);
+      return QString("%1 %2 node%3")
+          .arg(nodes)
+          .arg(remote ? "remote" : "local")
+          .arg(nodes == 1 ? "" : "s");
     }
     case Group::kExperiments: {
       const auto variants = c.is_object() && c.contains("variants") && c["variants"].is_array()

@@ -8,13 +8,28 @@
 
 namespace dtlab::ui {
 
-// The nodes of a local topology, one row each, editable in place: emulated compute speed,
+// The tokens of node daemons, kept per address in the user's settings (QSettings group
+// "node_tokens"), never in a spec or a project file: projects are shared with colleagues,
+// tokens are not.
+namespace node_tokens {
+QString token(const QString& address);
+// An empty token forgets the address's one.
+void setToken(const QString& address, const QString& token);
+}  // namespace node_tokens
+
+// The nodes of a topology, one row each, editable in place. A row is a local node (a
+// dtlab-node the run starts on this machine) or a remote one (a running daemon at an
+// address, with a token kept in the user's settings); either way its emulated compute speed,
 // link bandwidth and latency (the spec's cluster.nodes), and what a connection test found.
+// The spec's parser judges the result: a table mixing local and remote rows, or a remote
+// row without a usable address, is reported there.
 class TopologyModel final : public QAbstractTableModel {
   Q_OBJECT
  public:
   enum Columns {
     kNodeColumn,
+    kAddressColumn,
+    kTokenColumn,
     kSpeedColumn,
     kBandwidthColumn,
     kLatencyColumn,
@@ -23,25 +38,34 @@ class TopologyModel final : public QAbstractTableModel {
   };
 
   struct Node {
+    bool remote = false;
+    QString address;  // remote rows: "host:port"
     double speed = 1.0;
     double bandwidthMbps = 0.0;  // 0: unlimited
     double latencyMs = 0.0;
     QString found;  // the last connection test's answer ("" before one)
+    bool foundError = false;
   };
 
   explicit TopologyModel(QObject* parent = nullptr);
 
-  // From / to the spec's "cluster" object (local_nodes and nodes; other fields kept).
+  // From / to the spec's "cluster" object (local_nodes and nodes; other fields kept). A
+  // cluster of remote rows is written without local_nodes (its size is its list).
   void setCluster(const nlohmann::json& cluster);
   nlohmann::json cluster() const;
   void addNodes(int count);
+  // Adds a remote row for the daemon at `address` (may be empty: to be typed in the table).
+  void addRemoteNode(const QString& address = {});
   void removeNode(int row);
-  void setFound(int row, const QString& text);
+  void setFound(int row, const QString& text, bool error = false);
   const std::vector<Node>& nodes() const { return nodes_; }
+  bool hasRemoteNodes() const;
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  // The token column stores the value in the user's settings, under the row's address; its
+  // EditRole reads as "" (a token is never shown again).
   bool setData(const QModelIndex& index, const QVariant& value, int role = Qt::EditRole) override;
   Qt::ItemFlags flags(const QModelIndex& index) const override;
   QVariant headerData(int section, Qt::Orientation orientation,

@@ -7,6 +7,7 @@
 #include <QtWidgets/QLineEdit>
 #include <QtWidgets/QPushButton>
 #include <QtWidgets/QSpinBox>
+#include <QtWidgets/QStyledItemDelegate>
 #include <QtWidgets/QTableView>
 #include <QtWidgets/QVBoxLayout>
 
@@ -17,6 +18,50 @@
 #include "ui/models/topology_model.h"
 
 namespace dtlab::ui {
+namespace {
+
+// The token cell's editor: typed blind, starts empty (a stored token is never shown), and an
+// empty entry forgets the token.
+class TokenDelegate final : public QStyledItemDelegate {
+ public:
+  using QStyledItemDelegate::QStyledItemDelegate;
+  QWidget* createEditor(QWidget* parent, const QStyleOptionViewItem&,
+                        const QModelIndex&) const override {
+    auto* editor = new QLineEdit(parent);
+    editor->setEchoMode(QLineEdit::Password);
+    editor->setPlaceholderText(QObject::tr("token (empty: none)"));
+    return editor;
+  }
+  void setEditorData(QWidget* editor, const QModelIndex&) const override {
+    static_cast<QLineEdit*>(editor)->clear();
+  }
+  void setModelData(QWidget* editor, QAbstractItemModel* model,
+                    const QModelIndex& index) const override {
+    model->setData(index, static_cast<QLineEdit*>(editor)->text());
+  }
+};
+
+// One line of what a node's GetInfo said. A remote node's own emulation flags are only its
+// default: the topology's values apply to the jobs it runs from here.
+QString describe(const remote::NodeSummary& n, bool remoteRow) {
+  QStringList devices;
+  for (const std::string& d : n.devices) devices << QString::fromStdString(d);
+  QString text = QObject::tr("dtlab-node %1 on %2: %3, %4 worker threads, %5 cores, ")
+                     .arg(QString::fromStdString(n.programVersion),
+                          QString::fromStdString(n.hostname), devices.join(", "))
+                     .arg(n.workerThreads)
+                     .arg(n.cores);
+  if (!remoteRow) text += QObject::tr("speed %1, ").arg(n.speed);
+  text += n.busy ? QObject::tr("busy") : QObject::tr("idle");
+  if (remoteRow && (n.speed != 1.0 || n.bandwidthMbps > 0.0 || n.latencyMs > 0.0))
+    text += QObject::tr(" (its own flags: speed %1, %2 Mbit/s, %3 ms; this topology's apply)")
+                .arg(n.speed)
+                .arg(n.bandwidthMbps)
+                .arg(n.latencyMs);
+  return text;
+}
+
+}  // namespace
 
 TopologyPage::TopologyPage(QWidget* parent)
     : QWidget(parent),
@@ -27,7 +72,8 @@ TopologyPage::TopologyPage(QWidget* parent)
       table_(new QTableView(this)),
       error_(new QLabel(this)),
       save_(new QPushButton(tr("Save to project"), this)),
-      test_(new QPushButton(tr("Test connection"), this)) {
+      test_(new QPushButton(tr("Test connection"), this)),
+      addRemote_(new QPushButton(tr("Add remote node"), this)) {
   name_->setObjectName("name");
   threads_->setObjectName("threads_per_node");
   threads_->setRange(1, 256);
@@ -36,20 +82,27 @@ TopologyPage::TopologyPage(QWidget* parent)
   error_->setWordWrap(true);
   error_->setStyleSheet("color: #b02020;");
   table_->setModel(model_);
-  table_->verticalHeader()->hide();
+  table_->setItemDelegateForColumn(TopologyModel::kTokenColumn, new TokenDelegate(table_));
+  table_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_->horizontalHeader()->setStretchLastSection(true);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  test_->setToolTip(tr("Start these daemons on this machine and ask each what it is"));
+  test_->setToolTip(
+      tr("Start the local daemons on this machine, reach the remote ones, and ask "
+         "each node what it is"));
+  addRemote_->setToolTip(
+      tr("A dtlab-node already running on another machine: type its host:port and its token "
+         "into the new row"));
 
   auto* form = new QFormLayout();
   form->addRow(tr("Name"), name_);
-  form->addRow(tr("CPU threads per node"), threads_);
+  form->addRow(tr("CPU threads per local node"), threads_);
   auto* add = new QPushButton(tr("Add local nodes"), this);
   auto* remove = new QPushButton(tr("Remove selected node"), this);
   auto* buttons = new QHBoxLayout();
   buttons->addWidget(addCount_);
   buttons->addWidget(add);
+  buttons->addWidget(addRemote_);
   buttons->addWidget(remove);
   buttons->addStretch(1);
   buttons->addWidget(test_);
@@ -62,11 +115,26 @@ TopologyPage::TopologyPage(QWidget* parent)
   layout->addWidget(error_);
 
   connect(add, &QPushButton::clicked, this, [this] { addNodes(addCount_->value()); });
+  connect(addRemote_, &QPushButton::clicked, this, [this] {
+    addRemoteNode();
+    // Straight to typing the address.
+    const QModelIndex address =
+        model_->index(model_->rowCount() - 1, TopologyModel::kAddressColumn);
+    table_->setCurrentIndex(address);
+    table_->edit(address);
+  });
   connect(remove, &QPushButton::clicked, this, [this] {
     model_->removeNode(table_->currentIndex().row());
     validate();
   });
+  connect(model_, &QAbstractItemModel::rowsRemoved, this, [this] { validate(); });
   connect(model_, &QAbstractItemModel::dataChanged, this, [this] { validate(); });
+  // Rows that move make a running test's answers land on the wrong rows: drop them.
+  for (auto signal : {&QAbstractItemModel::rowsInserted, &QAbstractItemModel::rowsRemoved})
+    connect(model_, signal, this, [this] {
+      ++testGeneration_;
+      testsPending_ = 0;
+    });
   connect(threads_, &QSpinBox::valueChanged, this, [this] { validate(); });
   connect(name_, &QLineEdit::textChanged, this, [this] { validate(); });
   connect(test_, &QPushButton::clicked, this, [this] { testConnection(); });
@@ -78,6 +146,8 @@ TopologyPage::TopologyPage(QWidget* parent)
 
 void TopologyPage::edit(qint64 id, const QString& name, const nlohmann::json& cluster) {
   id_ = id;
+  ++testGeneration_;
+  testsPending_ = 0;
   loading_ = true;  // the setters below validate; the form is complete only after them
   name_->setText(name);
   model_->setCluster(cluster);
@@ -85,6 +155,10 @@ void TopologyPage::edit(qint64 id, const QString& name, const nlohmann::json& cl
   loading_ = false;
   editState_.loadStarted();
   validate();
+}
+
+QString TopologyPage::nodeToken(const QString& address) {
+  return node_tokens::token(address);
 }
 
 QString TopologyPage::name() const {
@@ -106,6 +180,11 @@ void TopologyPage::addNodes(int count) {
   validate();
 }
 
+void TopologyPage::addRemoteNode(const QString& address) {
+  model_->addRemoteNode(address);
+  validate();
+}
+
 // The spec's parser is the judge: its message names the field (cluster.nodes[1].speed: ...).
 void TopologyPage::validate() {
   QString problem;
@@ -119,15 +198,58 @@ void TopologyPage::validate() {
   error_->setVisible(!problem.isEmpty());
   save_->setEnabled(problem.isEmpty());
   save_->setToolTip(problem.isEmpty() ? tr("Store this topology in the project") : problem);
-  test_->setEnabled(problem.isEmpty());
+  test_->setEnabled(problem.isEmpty() && testsPending_ == 0);
+  // Remote daemons run with their own --threads.
+  const bool local = !model_->hasRemoteNodes();
+  threads_->setEnabled(local);
+  threads_->setToolTip(local ? tr("CPU threads of each local node's worker")
+                             : tr("Remote daemons use their own --threads (Test connection "
+                                  "shows it)"));
   if (!loading_ && editState_.update(name() + '\n' + QString::fromStdString(cluster().dump())))
     emit modifiedChanged(editState_.modified());
 }
 
+void TopologyPage::finishTest(int generation, bool ok) {
+  if (generation != testGeneration_) return;
+  testOk_ = testOk_ && ok;
+  if (--testsPending_ > 0) return;
+  validate();  // enables the button again
+  emit connectionTested(testOk_);
+}
+
 void TopologyPage::testConnection() {
-  test_->setEnabled(false);
-  for (int row = 0; row < model_->rowCount(); ++row) model_->setFound(row, tr("starting..."));
   const core::ExperimentSpec spec = core::parseExperimentSpec({{"cluster", cluster()}});
+  const int generation = ++testGeneration_;
+  testOk_ = true;
+  test_->setEnabled(false);
+
+  // Remote rows: one GetInfo each, in parallel, so one unreachable node neither fails nor
+  // delays the others' answers.
+  std::vector<int> localRows;
+  for (int row = 0; row < model_->rowCount(); ++row) {
+    const TopologyModel::Node& node = model_->nodes()[static_cast<std::size_t>(row)];
+    if (!node.remote) {
+      localRows.push_back(row);
+      model_->setFound(row, tr("starting..."));
+      continue;
+    }
+    model_->setFound(row, tr("asking..."));
+    ++testsPending_;
+    const std::string address = node.address.toStdString();
+    const std::string token = node_tokens::token(node.address).toStdString();
+    runInBackground<remote::NodeSummary>(
+        this, [address, token] { return remote::queryNode(address, token); },
+        [this, row, generation](const std::optional<remote::NodeSummary>& found,
+                                const QString& error) {
+          if (generation != testGeneration_) return;
+          model_->setFound(row, found ? describe(*found, true) : error, !found);
+          finishTest(generation, found.has_value());
+        });
+  }
+  if (localRows.empty()) return;
+
+  // Local rows: the daemons a run would start, started for real and asked.
+  ++testsPending_;
   runInBackground<std::vector<remote::NodeSummary>>(
       this,
       [spec] {
@@ -142,23 +264,17 @@ void TopologyPage::testConnection() {
         remote::Coordinator coordinator(cluster.addresses(), {});
         return coordinator.connect();
       },
-      [this](const std::optional<std::vector<remote::NodeSummary>>& found, const QString& error) {
-        test_->setEnabled(true);
-        if (!found) {
-          for (int row = 0; row < model_->rowCount(); ++row) model_->setFound(row, error);
-          emit connectionTested(false);
-          return;
+      [this, localRows, generation](const std::optional<std::vector<remote::NodeSummary>>& found,
+                                    const QString& error) {
+        if (generation != testGeneration_) return;
+        for (std::size_t i = 0; i < localRows.size(); ++i) {
+          if (found && i < found->size()) {
+            model_->setFound(localRows[i], describe((*found)[i], false));
+          } else {
+            model_->setFound(localRows[i], error, true);
+          }
         }
-        for (std::size_t i = 0; i < found->size(); ++i) {
-          const remote::NodeSummary& n = (*found)[i];
-          model_->setFound(static_cast<int>(i), tr("dtlab-node %1 on %2, %3 cores, speed %4, %5")
-                                                    .arg(QString::fromStdString(n.programVersion),
-                                                         QString::fromStdString(n.hostname))
-                                                    .arg(n.cores)
-                                                    .arg(n.speed)
-                                                    .arg(n.busy ? tr("busy") : tr("idle")));
-        }
-        emit connectionTested(true);
+        finishTest(generation, found.has_value());
       });
 }
 

@@ -16,40 +16,51 @@ namespace dtlab::ui {
 
 class TopologyModel;
 
-// The topology editor: the local cluster a run starts (how many dtlab-node daemons, each
-// one's emulated speed, bandwidth and latency, CPU threads per node), checked by the spec's
-// parser as you type; "Test connection" starts those daemons for real and shows what each
-// one's GetInfo answers.
+// The topology editor: the cluster a run uses. Local nodes are dtlab-node daemons the run
+// starts on this machine (with CPU threads per node); remote nodes are running daemons at an
+// address, each with a token kept in the user's settings (never in the project). Every node
+// has its emulated speed, bandwidth and latency (remote daemons apply them per job). Checked
+// by the spec's parser as you type; "Test connection" starts the local daemons for real and
+// asks each node, local or remote, what its GetInfo answers (a row that cannot be reached,
+// or refuses the token, says so on its own row).
 class TopologyPage final : public QWidget {
   Q_OBJECT
  public:
   explicit TopologyPage(QWidget* parent = nullptr);
 
-  // id < 0: a new topology, not yet saved.
+  // id < 0: a new topology, not yet saved. Resets isModified().
   void edit(qint64 id, const QString& name, const nlohmann::json& cluster);
   qint64 id() const { return id_; }
   QString name() const;
   nlohmann::json cluster() const;
   QString error() const;
-  // Whether the form differs from what was loaded or last saved.
-  bool isModified() const { return editState_.modified(); }
   TopologyModel* model() const { return model_; }
   QPushButton* saveButton() const { return save_; }
   QPushButton* testButton() const { return test_; }
+  QPushButton* addRemoteButton() const { return addRemote_; }
   // Adds `count` local nodes with default settings.
   void addNodes(int count);
+  // Adds a remote node for the daemon at `address` (empty: typed into the table later).
+  void addRemoteNode(const QString& address = {});
+  // Whether the form differs from what was loaded or last saved: the name, the nodes or the
+  // threads (a token is not part of the topology: it goes to the user's settings at once).
+  bool isModified() const { return editState_.modified(); }
+  // The token this user keeps for the daemon at `address` ("" when none): what the table's
+  // token column edits (node_tokens in ui/models/topology_model.h).
+  static QString nodeToken(const QString& address);
 
  signals:
   void saveRequested(qint64 id, const QString& name, const QString& configJson);
+  // After a test: ok when every node answered.
   void connectionTested(bool ok);
   void modifiedChanged(bool modified);
 
  private:
   void validate();
   void testConnection();
+  void finishTest(int generation, bool ok);
 
   qint64 id_ = -1;
-  bool loading_ = false;
   TopologyModel* model_;
   QLineEdit* name_;
   QSpinBox* threads_;
@@ -58,7 +69,14 @@ class TopologyPage final : public QWidget {
   QLabel* error_;
   QPushButton* save_;
   QPushButton* test_;
+  QPushButton* addRemote_;
   EditState editState_;
+  bool loading_ = false;  // inside edit(): the widgets' signals are not user edits
+  // A test's answers go to the rows they were asked for: an edit() in between makes them
+  // stale (its generation is no longer current).
+  int testGeneration_ = 0;
+  int testsPending_ = 0;
+  bool testOk_ = true;
 };
 
 }  // namespace dtlab::ui

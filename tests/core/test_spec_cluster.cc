@@ -1,0 +1,166 @@
+// The spec's cluster object: local clusters and clusters of running daemons named by address.
+#include <QtTest/QtTest>
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/spec/experiment_spec.h"
+
+using dtlab::core::ExperimentSpec;
+using dtlab::core::NodeConfig;
+using dtlab::core::SpecError;
+using nlohmann::json;
+
+namespace {
+
+std::optional<SpecError> specErrorOf(const json& cluster) {
+  try {
+    dtlab::core::parseExperimentSpec({{"cluster", cluster}});
+  } catch (const SpecError& e) {
+    return e;
+  }
+  return std::nullopt;
+}
+
+json remoteNodes(std::initializer_list<const char*> addresses) {
+  json nodes = json::array();
+  for (const char* a : addresses) nodes.push_back({{"address", a}});
+  return nodes;
+}
+
+}  // namespace
+
+class TestSpecCluster : public QObject {
+  Q_OBJECT
+ private slots:
+  void remoteClusterListsItsDaemonsInRankOrder() {
+    const ExperimentSpec spec = dtlab::core::parseExperimentSpec(
+        {{"cluster",
+          {{"nodes",
+            {{{"address", "node-a.lab:7070"}, {"speed", 0.5}},
+             {{"address", "10.0.0.7:7071"}, {"latency_ms", 2.5}, {"bandwidth_mbps", 100}},
+             {{"address", "[fe80::1]:7072"}}}}}}});
+    QVERIFY(spec.cluster.remote());
+    QCOMPARE(spec.cluster.localNodes, int64_t{3});  // the node count, not a local cluster
+    QCOMPARE(spec.cluster.addresses(),
+             (std::vector<std::string>{"node-a.lab:7070", "10.0.0.7:7071", "[fe80::1]:7072"}));
+    QCOMPARE(spec.cluster.nodes[0].speed, 0.5);
+    QCOMPARE(spec.cluster.nodes[1].latencyMs, 2.5);
+    QCOMPARE(spec.cluster.nodes[1].bandwidthMbps, 100.0);
+    QCOMPARE(spec.cluster.nodes[2].speed, 1.0);
+
+    const ExperimentSpec one =
+        dtlab::core::parseExperimentSpec({{"cluster", {{"nodes", remoteNodes({"solo:1"})}}}});
+    QVERIFY(one.cluster.remote());
+    QCOMPARE(one.cluster.localNodes, int64_t{1});
+
+    const ExperimentSpec local =
+        dtlab::core::parseExperimentSpec({{"cluster", {{"local_nodes", 2}}}});
+    QVERIFY(!local.cluster.remote());
+  }
+
+  void localNodesOfARemoteClusterIsItsCountOrAbsent() {
+    json cluster = {{"local_nodes", 2}, {"nodes", remoteNodes({"a:1", "b:2"})}};
+    QVERIFY(!specErrorOf(cluster));
+    cluster["local_nodes"] = 3;
+    const auto e = specErrorOf(cluster);
+    QVERIFY(e);
+    QCOMPARE(QString::fromStdString(e->path()), QString("cluster.local_nodes"));
+    QVERIFY2(e->reason().find("equal the number of nodes (2)") != std::string::npos, e->what());
+  }
+
+  void roundTripKeepsAddressesAndWritesNoLocalNodes() {
+    ExperimentSpec spec;
+    spec.cluster.nodes = {NodeConfig{}, NodeConfig{}};
+    spec.cluster.nodes[0].address = "gpu-box:7070";
+    spec.cluster.nodes[0].speed = 0.25;
+    spec.cluster.nodes[1].address = "[::1]:7071";
+    spec.cluster.nodes[1].latencyMs = 5.0;
+    spec.cluster.localNodes = 2;
+    const json document = dtlab::core::toJson(spec);
+    QVERIFY2(!document["cluster"].contains("local_nodes"), document.dump().c_str());
+    QCOMPARE(document["cluster"]["nodes"][0]["address"], json("gpu-box:7070"));
+    QCOMPARE(document["cluster"]["nodes"][1]["address"], json("[::1]:7071"));
+    QVERIFY(dtlab::core::parseExperimentSpec(document) == spec);
+    QVERIFY(dtlab::core::parseExperimentSpecText(document.dump()) == spec);
+
+    // A local cluster is written as before: local_nodes, and nodes without addresses.
+    ExperimentSpec local;
+    local.cluster.localNodes = 2;
+    local.cluster.nodes = {NodeConfig{}, NodeConfig{}};
+    const json localDocument = dtlab::core::toJson(local);
+    QCOMPARE(localDocument["cluster"]["local_nodes"], json(2));
+    QVERIFY(!localDocument["cluster"]["nodes"][0].contains("address"));
+    QVERIFY(dtlab::core::parseExperimentSpec(localDocument) == local);
+  }
+
+  void invalidClusters_data() {
+    QTest::addColumn<QByteArray>("cluster");
+    QTest::addColumn<QString>("path");
+    QTest::addColumn<QString>("phrase");
+    const auto row = [](const char* name, const json& cluster, const char* path,
+                        const char* phrase) {
+      QTest::newRow(name) << QByteArray::fromStdString(cluster.dump()) << QString(path)
+                          << QString(phrase);
+    };
+    row("mixed: a local node after remote ones",
+        {{"nodes", {{{"address", "a:1"}}, {{"address", "b:2"}}, {{"speed", 2}}}}},
+        "cluster.nodes[2].address", "either every node has an address");
+    row("mixed: a remote node after a local one",
+        {{"nodes", {{{"speed", 2}}, {{"address", "b:2"}}}}}, "cluster.nodes[1].address",
+        "cluster.nodes[0] has no address");
+    row("port zero", {{"nodes", remoteNodes({"a:1", "b:2", "c:0"})}}, "cluster.nodes[2].address",
+        "1..65535");
+    row("port too large", {{"nodes", remoteNodes({"a:65536"})}}, "cluster.nodes[0].address",
+        "1..65535");
+    row("port not a number", {{"nodes", remoteNodes({"a:http"})}}, "cluster.nodes[0].address",
+        "1..65535");
+    row("empty port", {{"nodes", remoteNodes({"a:"})}}, "cluster.nodes[0].address", "1..65535");
+    row("no port", {{"nodes", remoteNodes({"node1"})}}, "cluster.nodes[0].address",
+        "missing :PORT");
+    row("no host", {{"nodes", remoteNodes({"a:1", ":7070"})}}, "cluster.nodes[1].address",
+        "missing host name");
+    row("empty bracketed host", {{"nodes", remoteNodes({"[]:7070"})}}, "cluster.nodes[0].address",
+        "missing host name");
+    row("empty address", {{"nodes", remoteNodes({""})}}, "cluster.nodes[0].address", "HOST:PORT");
+    row("ipv6 without brackets", {{"nodes", remoteNodes({"::1:7070"})}}, "cluster.nodes[0].address",
+        "in brackets");
+    row("bracketed host without port", {{"nodes", remoteNodes({"[::1]"})}},
+        "cluster.nodes[0].address", "missing :PORT");
+    row("space in host", {{"nodes", remoteNodes({"my host:1"})}}, "cluster.nodes[0].address",
+        "spaces");
+    row("scheme", {{"nodes", remoteNodes({"http://a:1"})}}, "cluster.nodes[0].address",
+        "without a scheme");
+    row("odd host character", {{"nodes", remoteNodes({"a/b:1"})}}, "cluster.nodes[0].address",
+        "letters, digits");
+    row("not a string", {{"nodes", {{{"address", 7070}}}}}, "cluster.nodes[0].address",
+        "must be a string");
+    row("same daemon twice", {{"nodes", remoteNodes({"a:1", "b:2", "a:1"})}},
+        "cluster.nodes[2].address", "also cluster.nodes[0]");
+    row("address typo", {{"nodes", {{{"adress", "a:1"}}}}}, "cluster.nodes[0].adress",
+        "did you mean 'address'");
+  }
+
+  void invalidClusters() {
+    QFETCH(QByteArray, cluster);
+    QFETCH(QString, path);
+    QFETCH(QString, phrase);
+    const auto e = specErrorOf(json::parse(cluster.toStdString()));
+    QVERIFY2(e, cluster.constData());
+    QCOMPARE(QString::fromStdString(e->path()), path);
+    QVERIFY2(QString::fromStdString(e->reason()).contains(phrase), e->what());
+    // what() reads "path: reason", as every other spec error.
+    QVERIFY2(QString(e->what()).startsWith(path + ": "), e->what());
+  }
+
+  void addressProblemIsEmptyForUsableAddresses() {
+    for (const char* ok : {"localhost:1", "127.0.0.1:65535", "node_3.cluster-a.example:7070",
+                           "[::1]:7070", "[2001:db8::7]:443", "[::ffff:10.0.0.1]:80"})
+      QVERIFY2(dtlab::core::nodeAddressProblem(ok).empty(), ok);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestSpecCluster)
+#include "test_spec_cluster.moc"

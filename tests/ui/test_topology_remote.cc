@@ -1,0 +1,236 @@
+// Topologies of running daemons, driven through the real topology page and window under
+// QT_QPA_PLATFORM=offscreen, against real token-protected dtlab-node daemons on loopback.
+#include <QtTest/QAbstractItemModelTester>
+#include <QtTest/QtTest>
+
+#include <QtCore/QDateTime>
+#include <QtCore/QFile>
+#include <QtCore/QSettings>
+#include <QtCore/QStandardPaths>
+#include <QtCore/QTemporaryDir>
+#include <QtGui/QAction>
+#include <QtWidgets/QPushButton>
+#include <QtWidgets/QTreeView>
+
+#include "core/store/project_store.h"
+#include "remote/cluster/local_cluster.h"
+#include "ui/controller/experiment_controller.h"
+#include "ui/main_window.h"
+#include "ui/models/explorer_model.h"
+#include "ui/models/project_snapshot.h"
+#include "ui/models/topology_model.h"
+#include "ui/pages/topology_page.h"
+
+#include "tests/ui/ui_support.h"
+
+using namespace dtlab;
+
+namespace {
+
+const std::string kNode = DTLAB_BINARY_DIR "/app/dtlab-node";
+
+QString found(const ui::TopologyModel* model, int row) {
+  return model->index(row, ui::TopologyModel::kFoundColumn).data().toString();
+}
+
+// Every byte SQLite keeps for the project: the file and, if present, its write-ahead log.
+QByteArray projectBytes(const QString& path) {
+  QByteArray bytes;
+  for (const QString& p : {path, path + "-wal", path + "-journal"}) {
+    QFile file(p);
+    if (file.open(QIODevice::ReadOnly)) bytes += file.readAll();
+  }
+  return bytes;
+}
+
+// Turns the page's table into remote rows for `addresses`, as a user does: "Add remote node",
+// type the address and the token, remove the local rows.
+void makeRemote(ui::TopologyPage& page, const std::vector<std::string>& addresses,
+                const std::vector<QString>& tokens) {
+  ui::TopologyModel* model = page.model();
+  const int localRows = model->rowCount();
+  for (std::size_t i = 0; i < addresses.size(); ++i) {
+    page.addRemoteButton()->click();
+    const int row = model->rowCount() - 1;
+    QVERIFY(model->setData(model->index(row, ui::TopologyModel::kAddressColumn),
+                           QString::fromStdString(addresses[i])));
+    QVERIFY(model->setData(model->index(row, ui::TopologyModel::kTokenColumn), tokens[i]));
+  }
+  // Local and remote rows together are not a cluster: the spec says so on the first remote row.
+  QVERIFY2(page.error().contains(QString("cluster.nodes[%1].address").arg(localRows)),
+           qPrintable(page.error()));
+  QVERIFY(!page.saveButton()->isEnabled());
+  for (int i = 0; i < localRows; ++i) model->removeNode(0);
+  QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
+}
+
+}  // namespace
+
+class TestTopologyRemote : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    // Tokens go to the user's settings: here a directory of this test's own.
+    QVERIFY(settingsDir_.isValid());
+    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, settingsDir_.path());
+    QCoreApplication::setOrganizationName("DTLabTest");
+    QCoreApplication::setApplicationName("test_topology_remote");
+  }
+
+  // Remote rows ask their own daemon with their own token; a wrong token or an unreachable
+  // daemon is that row's answer, and the other rows still show what their daemons are.
+  void testConnectionAsksEachRemoteNode() {
+    remote::LocalCluster cluster(kNode, std::vector<remote::LocalNodeOptions>(2), "right-token");
+    ui::TopologyPage page;
+    page.edit(-1, "lab", {{"local_nodes", 1}});
+    ui::TopologyModel* model = page.model();
+    QAbstractItemModelTester tester(model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QVERIFY(!page.isModified());
+    QSignalSpy modified(&page, &ui::TopologyPage::modifiedChanged);
+
+    makeRemote(page, {cluster.address(0), cluster.address(1), "127.0.0.1:1"},
+               {"right-token", "wrong-token", ""});
+    QVERIFY(page.isModified());
+    QCOMPARE(modified.size(), 1);
+    QCOMPARE(modified.first().first().toBool(), true);
+    QCOMPARE(model->rowCount(), 3);
+    QCOMPARE(model->index(0, ui::TopologyModel::kNodeColumn).data().toString(), QString("remote"));
+    QCOMPARE(model->headerData(2, Qt::Vertical).toString(), QString("2"));  // cluster.nodes[2]
+    // A token is shown masked and never read back, not even by its editor.
+    const QModelIndex token = model->index(0, ui::TopologyModel::kTokenColumn);
+    QCOMPARE(token.data().toString(), QString("\u2022\u2022\u2022\u2022 set"));
+    QCOMPARE(token.data(Qt::EditRole).toString(), QString());
+    QCOMPARE(model->index(2, ui::TopologyModel::kTokenColumn).data().toString(), QString("none"));
+    // ... and is not part of the topology.
+    QVERIFY(page.cluster().dump().find("token") == std::string::npos);
+
+    QSignalSpy tested(&page, &ui::TopologyPage::connectionTested);
+    page.testButton()->click();
+    QVERIFY(tested.wait(30000));
+    QCOMPARE(tested.first().first().toBool(), false);
+    QVERIFY2(found(model, 0).startsWith("dtlab-node") && found(model, 0).contains("cpu (1 slot)") &&
+                 found(model, 0).contains("1 worker threads") && found(model, 0).contains("idle"),
+             qPrintable(found(model, 0)));
+    QVERIFY2(found(model, 1).contains("UNAUTHENTICATED") &&
+                 found(model, 1).contains("token does not match"),
+             qPrintable(found(model, 1)));
+    QVERIFY2(found(model, 2).contains("127.0.0.1:1") && found(model, 2).contains("UNAVAILABLE"),
+             qPrintable(found(model, 2)));
+    QCOMPARE(model->index(1, ui::TopologyModel::kFoundColumn).data(Qt::ForegroundRole).isValid(),
+             true);
+    QVERIFY(page.testButton()->isEnabled());
+
+    // The right token for row 1, the unreachable row gone: every node answers.
+    QVERIFY(model->setData(model->index(1, ui::TopologyModel::kTokenColumn), "right-token"));
+    model->removeNode(2);
+    tested.clear();
+    page.testButton()->click();
+    QVERIFY(tested.wait(30000));
+    QCOMPARE(tested.first().first().toBool(), true);
+    for (int row = 0; row < 2; ++row)
+      QVERIFY2(found(model, row).startsWith("dtlab-node"), qPrintable(found(model, row)));
+
+    // edit() is the saved state: not modified, and a token change does not make it so (the
+    // token lives in the user's settings, not in the topology).
+    page.edit(7, "lab", page.cluster());
+    QVERIFY(!page.isModified());
+    QCOMPARE(modified.last().first().toBool(), false);
+    QVERIFY(model->setData(model->index(0, ui::TopologyModel::kTokenColumn), "right-token"));
+    QVERIFY(!page.isModified());
+    QVERIFY(model->setData(model->index(0, ui::TopologyModel::kLatencyColumn), 3.0));
+    QVERIFY(page.isModified());
+  }
+
+  // Addresses that the spec refuses show its message, naming the row's field.
+  void badAddressesAreNamedByRow() {
+    ui::TopologyPage page;
+    page.edit(-1, "lab", {{"nodes", {{{"address", "a:1"}}, {{"address", "b:2"}}}}});
+    QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
+    ui::TopologyModel* model = page.model();
+    QVERIFY(model->setData(model->index(1, ui::TopologyModel::kAddressColumn), "b:99999"));
+    QVERIFY2(page.error().startsWith("cluster.nodes[1].address: the port must be"),
+             qPrintable(page.error()));
+    QVERIFY(!page.testButton()->isEnabled());
+    QVERIFY(model->setData(model->index(1, ui::TopologyModel::kAddressColumn), ":7070"));
+    QVERIFY2(page.error().contains("missing host name"), qPrintable(page.error()));
+    page.addRemoteNode();  // its address not typed yet
+    QVERIFY(model->setData(model->index(1, ui::TopologyModel::kAddressColumn), "b:2"));
+    QVERIFY2(page.error().startsWith("cluster.nodes[2].address"), qPrintable(page.error()));
+  }
+
+  // A remote topology saved from the page and an experiment on it run from the window: the
+  // run completes on the daemons (with the topology's latency, applied per job), and no token
+  // is in the project file.
+  void runsAnExperimentOnARemoteTopologyFromTheWindow() {
+    const QString token = "tok-" + QString::number(QDateTime::currentMSecsSinceEpoch());
+    remote::LocalCluster cluster(kNode, std::vector<remote::LocalNodeOptions>(2),
+                                 token.toStdString());
+    QTemporaryDir dir;
+    const QString path = dir.filePath("p.dtlab");
+    core::ProjectStore::create(path.toStdString());
+    ui::MainWindow window;
+    window.setQuietErrors(true);
+    window.show();
+    window.openProject(path);
+    QSignalSpy loaded(&window, &ui::MainWindow::projectLoaded);
+    QVERIFY(loaded.wait(20000));
+
+    window.newTopology();
+    ui::TopologyPage* page = window.topologyPage();
+    makeRemote(*page, cluster.addresses(), {token, token});
+    for (int row = 0; row < 2; ++row)
+      QVERIFY(page->model()->setData(page->model()->index(row, ui::TopologyModel::kLatencyColumn),
+                                     40.0));
+    page->saveButton()->click();
+    QTRY_COMPARE_WITH_TIMEOUT(window.explorerModel()->snapshot().topologies.size(), std::size_t{1},
+                              10000);
+    const nlohmann::json saved = window.explorerModel()->snapshot().topologies.front().config;
+    QVERIFY2(!saved.contains("local_nodes"), saved.dump().c_str());
+    QCOMPARE(saved["nodes"][1]["address"], nlohmann::json(cluster.address(1)));
+    QTRY_VERIFY_WITH_TIMEOUT(!page->isModified(), 10000);  // the saved state is the new baseline
+
+    // An experiment on that topology, stored as the experiment editor stores one.
+    core::ExperimentSpec spec = ui_test::smallSpec("remote pair", 20);
+    spec.cluster = core::parseExperimentSpec({{"cluster", saved}}).cluster;
+    {
+      auto store = core::ProjectStore::open(path.toStdString());
+      store->putEntity(core::EntityKind::kExperiment, spec.name, core::toJson(spec));
+    }
+    QTRY_COMPARE_WITH_TIMEOUT(window.explorerModel()->snapshot().experiments.size(), std::size_t{1},
+                              20000);
+    window.explorerView()->setCurrentIndex(window.explorerModel()->find(
+        "experiment", window.explorerModel()->snapshot().experiments.front().id));
+    QVERIFY2(window.runAction()->isEnabled(), qPrintable(window.runAction()->toolTip()));
+    QSignalSpy finished(window.controller(), &ui::ExperimentController::finished);
+    QSignalSpy runFinished(window.controller(), &ui::ExperimentController::runFinished);
+    QSignalSpy problems(window.controller(), &ui::ExperimentController::problem);
+    window.runAction()->trigger();
+    QVERIFY(finished.wait(120000));
+    QVERIFY2(problems.isEmpty(),
+             problems.isEmpty() ? "" : qPrintable(problems.first().first().toString()));
+    QCOMPARE(runFinished.size(), 1);
+    QCOMPARE(runFinished.first().at(1).toString(), QString("completed"));
+
+    const ui::ProjectSnapshot snapshot = ui::readProjectSnapshot(path.toStdString());
+    QCOMPARE(snapshot.runs.size(), std::size_t{1});
+    QCOMPARE(snapshot.runs.front().status, std::string("completed"));
+    const nlohmann::json& summary = snapshot.summaries.front();
+    QCOMPARE(summary["param_checksum"].size(), 2u);  // both daemons trained
+    // 20 all-reduces behind 40 ms of emulated latency: the topology's, not the daemons' own.
+    QVERIFY2(summary["wall_s"].get<double>() > 20 * 0.040, summary.dump().c_str());
+
+    // The token is in this user's settings, and nowhere in the project.
+    QCOMPARE(ui::node_tokens::token(QString::fromStdString(cluster.address(0))), token);
+    const QByteArray bytes = projectBytes(path);
+    QVERIFY(bytes.size() > 0);
+    QVERIFY(!bytes.contains(token.toUtf8()));
+    QVERIFY(bytes.contains(QByteArray::fromStdString(cluster.address(0))));
+  }
+
+ private:
+  QTemporaryDir settingsDir_;
+};
+
+QTEST_MAIN(TestTopologyRemote)
+#include "test_topology_remote.moc"
