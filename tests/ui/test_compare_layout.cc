@@ -281,6 +281,41 @@ class TestCompareLayout : public QObject {
     QCOMPARE(second.comparePage()->panel(1)->settings().metric, std::string("test_accuracy"));
   }
 
+  // What the command line asks while the saved layout is being read (--page compare --chart
+  // ...) wins over it, but only what changes something: the command line passes the default
+  // metric whether or not --chart was given. Asking does not write the project.
+  void askedWhileRestoringWinsOverTheSavedLayout() {
+    QTemporaryDir dir;
+    const std::string path = makeProject(dir);
+    ui::CompareLayout saved;
+    saved.charts = {settings("test_accuracy", ui::ChartX::kStep, ui::MemberReduction::kMean, 0.0),
+                    settings("step_ms", ui::ChartX::kStep, ui::MemberReduction::kMean, 0.5)};
+    saved.runs = std::vector<int64_t>{2};
+    core::ProjectStore::open(path)->setMetadata(ui::kCompareLayoutKey,
+                                                ui::compareLayoutToJson(saved));
+    ui::ComparePage page;
+    QSignalSpy restored(&page, &ui::ComparePage::layoutRestored);
+    QSignalSpy written(&page, &ui::ComparePage::layoutSaved);
+    QSignalSpy shown(&page, &ui::ComparePage::chartShown);
+    page.setSnapshot(ui::readProjectSnapshot(path));
+    page.setChosenRuns({1, 3});
+    page.setMetric("loss");  // the default: changes nothing, the saved metric stays
+    page.setXAxis(ui::ChartX::kWallSeconds);
+    page.setReduction(ui::MemberReduction::kMean);
+    QVERIFY(restored.wait(20000));
+    QCOMPARE(page.chartCount(), 2);
+    QCOMPARE(page.panel(0)->settings(),
+             settings("test_accuracy", ui::ChartX::kWallSeconds, ui::MemberReduction::kMean, 0.0));
+    QCOMPARE(page.panel(1)->settings(), saved.charts[1]);
+    QCOMPARE(page.runsModel()->chosen(), (std::vector<int64_t>{1, 3}));
+    if (shown.isEmpty()) QVERIFY(shown.wait(20000));
+    QCOMPARE(page.chart()->curves().size(), std::size_t{2});
+    QCOMPARE(page.chart()->xAxis->label(), QString("wall time (s)"));
+    QTest::qWait(800);
+    QVERIFY(written.isEmpty());
+    QCOMPARE(storedLayout(path), std::optional<std::string>(ui::compareLayoutToJson(saved)));
+  }
+
   // Garbage in the key: the project opens, the page starts as a project without a layout and
   // says why; the key is left as it was until the user changes the layout.
   void garbageLayoutGivesTheDefaultAndAMessage() {
@@ -388,7 +423,7 @@ class TestCompareLayout : public QObject {
     QVERIFY(
         model.index(4, M::kStepsColumn).data(Qt::ToolTipRole).toString().contains("no summary"));
     QCOMPARE(model.headerData(M::kMaxStalenessColumn, Qt::Horizontal).toString(),
-             QString("Stale. max"));
+             QString("Stale.\nmax"));
 
     // When a summary has them, they are shown and sort as numbers.
     ui::ProjectSnapshot snapshot = ui::readProjectSnapshot(path);
@@ -415,7 +450,19 @@ class TestCompareLayout : public QObject {
     auto page = openPage(path);
     QVERIFY(page);
     QTableView* view = page->runsView();
-    view->sortByColumn(M::kStepsColumn, Qt::DescendingOrder);  // 30, 25, 20 steps: 1, 3, 2
+    // Two clicks on the Steps header: descending, 30, 25, 20 steps: runs 1, 3, 2. The title
+    // says so (Qt's own indicator stays hidden: it would widen every column).
+    QHeaderView* header = view->horizontalHeader();
+    const QPoint steps(header->sectionViewportPosition(M::kStepsColumn) + 8, header->height() / 2);
+    QTest::mouseClick(header->viewport(), Qt::LeftButton, {}, steps);
+    QCOMPARE(page->sortedRuns()->sortColumn(), int(M::kStepsColumn));
+    QCOMPARE(page->sortedRuns()->sortOrder(), Qt::AscendingOrder);
+    QTest::mouseClick(header->viewport(), Qt::LeftButton, {}, steps);
+    QCOMPARE(page->sortedRuns()->sortOrder(), Qt::DescendingOrder);
+    QCOMPARE(shownOrder(*page->sortedRuns()), (std::vector<int64_t>{1, 3, 2}));
+    QCOMPARE(page->sortedRuns()->headerData(M::kStepsColumn, Qt::Horizontal).toString(),
+             QString("Steps \u25bc"));
+    QVERIFY(!header->isSortIndicatorShown());
     view->selectionModel()->select(page->sortedRuns()->index(0, 0),
                                    QItemSelectionModel::Select | QItemSelectionModel::Rows);
     view->selectionModel()->select(page->sortedRuns()->index(2, 0),
@@ -429,11 +476,11 @@ class TestCompareLayout : public QObject {
     copy->trigger();
     const QStringList lines = QGuiApplication::clipboard()->text().split('\n', Qt::SkipEmptyParts);
     QCOMPARE(lines.size(), 3);
-    const QStringList header = lines[0].split('\t');
-    QCOMPARE(header.size(), int(M::kColumnCount));
-    QCOMPARE(header[0], QString("Run"));
-    QCOMPARE(header[M::kSamplesPerSColumn], QString("Samples/s"));
-    QCOMPARE(header[M::kMeanStalenessColumn], QString("Mean staleness"));
+    const QStringList titles = lines[0].split('\t');
+    QCOMPARE(titles.size(), int(M::kColumnCount));
+    QCOMPARE(titles[0], QString("Run"));
+    QCOMPARE(titles[M::kSamplesPerSColumn], QString("Samples/s"));
+    QCOMPARE(titles[M::kMeanStalenessColumn], QString("Mean staleness"));
     const QStringList first = lines[1].split('\t');
     QCOMPARE(first.size(), int(M::kColumnCount));
     QCOMPARE(first[0], QString("#1 first"));

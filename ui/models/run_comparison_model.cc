@@ -8,8 +8,9 @@
 namespace dtlab::ui {
 namespace {
 
-// Per column: its CSV name, its title in the table's header (short: the table shares the
-// page with the chart) and in Markdown, and the decimals its numbers are shown with.
+// Per column: its CSV name, its title in the table's header (short, on two lines where that
+// makes the column narrower: fourteen columns share the page's width with the explorer) and
+// in Markdown and copies, and the decimals its numbers are shown with.
 struct ColumnInfo {
   const char* csvName;
   const char* header;
@@ -21,15 +22,15 @@ constexpr ColumnInfo kColumns[RunComparisonModel::kColumnCount] = {
     {"strategy", "Strategy", "Strategy", 0},
     {"status", "Status", "Status", 0},
     {"steps", "Steps", "Steps", 0},
-    {"samples_per_s", "Samples/s", "Samples/s", 0},
-    {"final_test_accuracy", "Accuracy", "Final test accuracy", 4},
-    {"time_to_target_s", "Target (s)", "Time to target (s)", 2},
+    {"samples_per_s", "Samples\n/s", "Samples/s", 0},
+    {"final_test_accuracy", "Final\naccuracy", "Final test accuracy", 4},
+    {"time_to_target_s", "Time to\ntarget (s)", "Time to target (s)", 2},
     {"mean_utilization", "Util.", "Mean utilisation", 3},
-    {"mean_wait_fraction", "Waiting", "Wait fraction", 3},
-    {"mean_staleness", "Stale. mean", "Mean staleness", 2},
-    {"max_staleness", "Stale. max", "Max staleness", 0},
-    {"bytes_per_sample", "Comm. B/sample", "Communication (bytes/sample)", 0},
-    {"peak_mem_bytes", "Peak MiB", "Peak memory (MiB)", 1},
+    {"mean_wait_fraction", "Wait\nfraction", "Wait fraction", 3},
+    {"mean_staleness", "Stale.\nmean", "Mean staleness", 2},
+    {"max_staleness", "Stale.\nmax", "Max staleness", 0},
+    {"bytes_per_sample", "Comm.\nB/sample", "Communication (bytes/sample)", 0},
+    {"peak_mem_bytes", "Peak\nMiB", "Peak memory (MiB)", 1},
 };
 
 // Whether the run's spec set a target accuracy (else there is no time to target to reach).
@@ -265,8 +266,10 @@ QVariant RunComparisonModel::data(const QModelIndex& index, int role) const {
     case Qt::DecorationRole:
       return index.column() == kRunColumn ? QVariant(runColour(row.run.id)) : QVariant();
     case Qt::ToolTipRole:
-      if (index.column() == kRunColumn && !row.run.error.empty())
-        return QString::fromStdString(row.run.error);
+      if (index.column() == kRunColumn)  // the full name where the column is narrower
+        return row.run.error.empty() ? text(row, kRunColumn)
+                                     : QString("%1: %2").arg(text(row, kRunColumn),
+                                                             QString::fromStdString(row.run.error));
       if (index.column() != kRunColumn && !value(row, index.column()).isValid())
         return unknownTip(row, index.column());
       return {};
@@ -343,6 +346,20 @@ QString RunComparisonModel::toTsv(const std::vector<int64_t>& runIds) const {
 
 RunComparisonSortModel::RunComparisonSortModel(QObject* parent) : QSortFilterProxyModel(parent) {
   setSortRole(RunComparisonModel::SortRole);
+}
+
+void RunComparisonSortModel::sort(int column, Qt::SortOrder order) {
+  QSortFilterProxyModel::sort(column, order);
+  emit headerDataChanged(Qt::Horizontal, 0, columnCount() - 1);
+}
+
+QVariant RunComparisonSortModel::headerData(int section, Qt::Orientation orientation,
+                                            int role) const {
+  QVariant title = QSortFilterProxyModel::headerData(section, orientation, role);
+  if (role != Qt::DisplayRole || orientation != Qt::Horizontal || section != sortColumn())
+    return title;
+  return title.toString() + (sortOrder() == Qt::AscendingOrder ? QStringLiteral(" \u25b2")
+                                                               : QStringLiteral(" \u25bc"));
 }
 
 bool RunComparisonSortModel::lessThan(const QModelIndex& left, const QModelIndex& right) const {

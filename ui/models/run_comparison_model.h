@@ -89,11 +89,17 @@ class RunComparisonModel final : public QAbstractTableModel {
 
 // The runs table in the order of a clicked header: numbers as numbers, text as text, and runs
 // without a value (no summary yet, target not reached, not recorded) last in either order.
-// Equal values keep the run order.
+// Equal values keep the run order. The sorted column's title ends in an arrow: Qt's own sort
+// indicator widens every column of the header by its width while it is shown, which would
+// cost a table of fourteen columns its last ones beside the explorer.
 class RunComparisonSortModel final : public QSortFilterProxyModel {
   Q_OBJECT
  public:
   explicit RunComparisonSortModel(QObject* parent = nullptr);
+
+  void sort(int column, Qt::SortOrder order = Qt::AscendingOrder) override;
+  QVariant headerData(int section, Qt::Orientation orientation,
+                      int role = Qt::DisplayRole) const override;
 
  protected:
   bool lessThan(const QModelIndex& left, const QModelIndex& right) const override;

@@ -82,21 +82,20 @@ ComparePage::ComparePage(QWidget* parent)
   // The runs table, sortable by any column (numbers as numbers, unknowns last).
   sorted_->setSourceModel(runs_);
   runsView_->setModel(sorted_);
-  // In run order until a header is clicked. Qt widens every column for a sort indicator while
-  // one is shown, which would cost the table its last columns beside the explorer: it is
-  // shown once the user sorts.
+  // In run order until a header is clicked; the sorted column's title says which way (the
+  // sort model's arrow, not Qt's indicator: see RunComparisonSortModel).
   QHeaderView* header = runsView_->horizontalHeader();
   header->setSortIndicator(-1, Qt::AscendingOrder);
-  runsView_->setSortingEnabled(true);  // shows the indicator, too
+  runsView_->setSortingEnabled(true);
   header->setSortIndicatorShown(false);
-  connect(header, &QHeaderView::sortIndicatorChanged, this, [this, header](int section) {
-    header->setSortIndicatorShown(section >= 0);
-    layoutChanged();
-  });
+  connect(header, &QHeaderView::sortIndicatorChanged, this, [this] { layoutChanged(); });
   runsView_->verticalHeader()->hide();
   runsView_->verticalHeader()->setDefaultSectionSize(runsView_->fontMetrics().height() + 8);
+  // The figures as wide as they need; the run's name takes the rest, elided where the page is
+  // narrow (its tooltip has the whole name).
   header->setSectionResizeMode(QHeaderView::ResizeToContents);
-  header->setStretchLastSection(true);
+  header->setSectionResizeMode(RunComparisonModel::kRunColumn, QHeaderView::Stretch);
+  runsView_->setTextElideMode(Qt::ElideMiddle);
   runsView_->setSelectionBehavior(QAbstractItemView::SelectRows);
   runsView_->setAlternatingRowColors(true);
   runsView_->setToolTip(
@@ -465,30 +464,37 @@ void ComparePage::fitTableHeight() {
 
 // ----- setters for the command line and tests
 
+// While the saved layout is on its way, a setter that changes what is shown is remembered and
+// applied again over the restored layout; one that changes nothing (the command line passes
+// its defaults, e.g. the metric loss, whether or not --chart was given) is not.
 void ComparePage::setChosenRuns(const std::vector<int64_t>& runIds) {
-  if (layoutPending_) asked_.push_back([this, runIds] { runs_->setChosen(runIds); });
+  if (layoutPending_ && runIds != runs_->chosen())
+    asked_.push_back([this, runIds] { runs_->setChosen(runIds); });
   runs_->setChosen(runIds);
   refreshPanels();
 }
 
 void ComparePage::setMetric(const QString& metric) {
-  if (layoutPending_) asked_.push_back([this, metric] { panel(current_)->setMetric(metric); });
+  if (layoutPending_ && metric.toStdString() != panel(current_)->settings().metric)
+    asked_.push_back([this, metric] { panel(current_)->setMetric(metric); });
   panel(current_)->setMetric(metric);
 }
 
 void ComparePage::setXAxis(ChartX x) {
-  if (layoutPending_) asked_.push_back([this, x] { panel(current_)->setXAxis(x); });
+  if (layoutPending_ && x != panel(current_)->settings().x)
+    asked_.push_back([this, x] { panel(current_)->setXAxis(x); });
   panel(current_)->setXAxis(x);
 }
 
 void ComparePage::setReduction(MemberReduction reduction) {
-  if (layoutPending_)
+  if (layoutPending_ && reduction != panel(current_)->settings().reduction)
     asked_.push_back([this, reduction] { panel(current_)->setReduction(reduction); });
   panel(current_)->setReduction(reduction);
 }
 
 void ComparePage::setSmoothing(double weight) {
-  if (layoutPending_) asked_.push_back([this, weight] { panel(current_)->setSmoothing(weight); });
+  if (layoutPending_ && weight != panel(current_)->settings().smoothing)
+    asked_.push_back([this, weight] { panel(current_)->setSmoothing(weight); });
   panel(current_)->setSmoothing(weight);
 }
 

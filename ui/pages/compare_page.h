@@ -47,8 +47,9 @@ class ComparePage final : public QWidget {
   void setSnapshot(const ProjectSnapshot& snapshot);
 
   // What the controls choose, for the command line and tests. The chart setters act on the
-  // current chart. Called while a project's saved layout is still on its way, they are applied
-  // again once it is restored: what was asked for wins.
+  // current chart. Called while a project's saved layout is still on its way, a setter that
+  // changes what is shown is applied again once the layout is restored: what was asked for
+  // wins (one that changes nothing, such as the command line's default metric, does not).
   void setChosenRuns(const std::vector<int64_t>& runIds);
   void setMetric(const QString& metric);  // a name of the metric table
   void setXAxis(ChartX x);
