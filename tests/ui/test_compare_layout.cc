@@ -316,6 +316,30 @@ class TestCompareLayout : public QObject {
     QCOMPARE(storedLayout(path), std::optional<std::string>(ui::compareLayoutToJson(saved)));
   }
 
+  // A chart too short for a two-line y-axis label (several charts on a small screen) says what
+  // was done with the workers' series in its title instead.
+  void shortChartsMoveTheLabelsSecondLineIntoTheTitle() {
+    QTemporaryDir dir;
+    const std::string path = makeProject(dir);
+    ui::ComparisonRequest r;
+    r.metric = "loss";
+    r.runIds = {1, 2};
+    ui::ComparisonChart chart;
+    chart.setData(ui::readComparison(path, r));
+    chart.resize(800, 500);
+    chart.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    QCOMPARE(chart.yAxis->label(), QString("loss\nmean over workers at each step"));
+    QVERIFY(!chart.title().contains("mean over workers"));
+    chart.resize(800, 250);
+    QTRY_COMPARE(chart.yAxis->label(), QString("loss"));
+    QVERIFY2(chart.title().endsWith("(mean over workers at each step)"), qPrintable(chart.title()));
+    chart.setSmoothing(0.5);  // a redraw keeps it
+    QCOMPARE(chart.yAxis->label(), QString("loss"));
+    chart.resize(800, 500);
+    QTRY_COMPARE(chart.yAxis->label(), QString("loss\nmean over workers at each step"));
+  }
+
   // Garbage in the key: the project opens, the page starts as a project without a layout and
   // says why; the key is left as it was until the user changes the layout.
   void garbageLayoutGivesTheDefaultAndAMessage() {
