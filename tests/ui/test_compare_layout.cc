@@ -14,6 +14,7 @@
 #include <QtGui/QGuiApplication>
 #include <QtWidgets/QApplication>
 #include <QtWidgets/QHeaderView>
+#include <QtWidgets/QPushButton>
 #include <QtWidgets/QSlider>
 #include <QtWidgets/QSplitter>
 #include <QtWidgets/QTableView>
@@ -186,7 +187,7 @@ class TestCompareLayout : public QObject {
       QVERIFY(saved.wait(10000));
       QTest::qWait(800);  // more than the debounce: everything was one write
       QCOMPARE(saved.count(), 1);
-      expected = page->layout();
+      expected = page->compareLayout();
       QCOMPARE(expected.charts.size(), std::size_t{3});
       QCOMPARE(expected.runs, (std::optional<std::vector<int64_t>>{{1, 3}}));
       QCOMPARE(expected.sortColumn, std::string("samples_per_s"));
@@ -217,7 +218,7 @@ class TestCompareLayout : public QObject {
     QCOMPARE(again->runsView()->horizontalHeader()->sortIndicatorSection(),
              int(M::kSamplesPerSColumn));
     QCOMPARE(again->runsView()->horizontalHeader()->sortIndicatorOrder(), Qt::DescendingOrder);
-    QCOMPARE(again->layout(), expected);  // splitter sizes included
+    QCOMPARE(again->compareLayout(), expected);  // splitter sizes included
     // Each chart draws its own metric of the chosen runs.
     QCOMPARE(again->panel(1)->chart()->yAxis->label(), QString("test_accuracy"));
     QCOMPARE(again->panel(1)->chart()->xAxis->label(), QString("wall time (s)"));
@@ -233,6 +234,23 @@ class TestCompareLayout : public QObject {
     QVERIFY(saved.wait(10000));
     QStringList problems;
     QCOMPARE(ui::parseCompareLayout(*storedLayout(path), problems).charts.size(), std::size_t{2});
+
+    // Up to eight charts; the last one cannot be removed.
+    QPushButton* add = nullptr;
+    for (QPushButton* b : again->findChildren<QPushButton*>())
+      if (b->text() == "Add chart") add = b;
+    QVERIFY(add != nullptr);
+    while (again->chartCount() < 8) {
+      QVERIFY(add->isEnabled());
+      add->click();
+    }
+    QVERIFY(!add->isEnabled());
+    QCOMPARE(again->addChart(), -1);
+    QCOMPARE(again->chartCount(), 8);
+    while (again->chartCount() > 1) again->removeChart(again->chartCount() - 1);
+    again->removeChart(0);
+    QCOMPARE(again->chartCount(), 1);
+    QVERIFY(add->isEnabled());
   }
 
   // In the window, which re-reads the file when it changes: the page's own write comes back
@@ -257,7 +275,7 @@ class TestCompareLayout : public QObject {
     QVERIFY(slider != nullptr);
     for (int step = 0; step < 100; ++step) slider->setValue(step);  // a drag
     QVERIFY(saved.wait(10000));
-    const ui::CompareLayout written = page->layout();
+    const ui::CompareLayout written = page->compareLayout();
     QCOMPARE(written.charts[1].smoothing, 0.99);
     // The window notices the file changed (it polls every second) and hands the page a new
     // snapshot, which re-reads the charts: nothing more is written, nothing is reset.
@@ -265,7 +283,7 @@ class TestCompareLayout : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!shown.isEmpty(), 10000);
     QTest::qWait(2500);
     QCOMPARE(saved.count(), 1);
-    QCOMPARE(page->layout(), written);
+    QCOMPARE(page->compareLayout(), written);
     QCOMPARE(page->chartCount(), 2);
 
     // A second window on the file finds the charts.

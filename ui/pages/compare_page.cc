@@ -128,9 +128,8 @@ ComparePage::ComparePage(QWidget* parent)
   // The charts, and what their exports share.
   charts_->setChildrenCollapsible(false);
   connect(charts_, &QSplitter::splitterMoved, this, [this] { layoutChanged(); });
-  auto* add =
-      button(tr("Add chart"), tr("Another chart of the checked runs, below the others"), this);
-  connect(add, &QPushButton::clicked, this, [this] { addChart(); });
+  addButton_ = button(tr("Add chart"), QString(), this);
+  connect(addButton_, &QPushButton::clicked, this, [this] { addChart(); });
   exportWidth_->setRange(100, 20000);
   exportHeight_->setRange(100, 20000);
   exportDpi_->setRange(48, 1200);
@@ -140,7 +139,7 @@ ComparePage::ComparePage(QWidget* parent)
   exportDpi_->setToolTip(tr("PNG only: the image has size x DPI / 96 pixels"));
   setExportOptions({});
   auto* chartRow = new QHBoxLayout;
-  chartRow->addWidget(add);
+  chartRow->addWidget(addButton_);
   chartRow->addStretch(1);
   chartRow->addWidget(caption(tr("Chart exports (each chart's Export menu):"), this));
   chartRow->addWidget(exportWidth_);
@@ -181,7 +180,7 @@ ComparePage::ComparePage(QWidget* parent)
 ComparePage::~ComparePage() {
   // A change not written yet is written still; nothing waits for it.
   if (!saveTimer_->isActive() || path_.empty()) return;
-  const std::string text = compareLayoutToJson(layout());
+  const std::string text = compareLayoutToJson(compareLayout());
   if (text == saved_) return;
   QFuture<void> write = QtConcurrent::run([path = path_, text] {
     try {
@@ -234,7 +233,7 @@ int ComparePage::addChart(const ChartSettings& settings) {
   const int n = chartCount();
   const int total = std::max(charts_->height(), 200 * n);
   charts_->setSizes(QList<int>(n, total / n));
-  for (int i = 0; i < n; ++i) panel(i)->setRemovable(n > 1);
+  syncChartButtons();
   p->setSource(path_, runs_->chosen());
   setCurrentChart(n - 1);
   layoutChanged();
@@ -261,11 +260,19 @@ void ComparePage::removeChart(int index) {
   p->hide();
   p->setParent(nullptr);  // out of the splitter now; deleted once its signal has returned
   p->deleteLater();
-  for (int i = 0; i < chartCount(); ++i) panel(i)->setRemovable(chartCount() > 1);
+  syncChartButtons();
   setCurrentChart(
       std::min(current_ >= index && current_ > 0 ? current_ - 1 : current_, chartCount() - 1));
   layoutChanged();
   checkShown();
+}
+
+void ComparePage::syncChartButtons() {
+  const int n = chartCount();
+  for (int i = 0; i < n; ++i) panel(i)->setRemovable(n > 1);
+  addButton_->setEnabled(n < kMaxCharts);
+  addButton_->setToolTip(n < kMaxCharts ? tr("Another chart of the checked runs, below the others")
+                                        : tr("At most %1 charts").arg(kMaxCharts));
 }
 
 void ComparePage::setCurrentChart(int index) {
@@ -303,7 +310,7 @@ void ComparePage::setSnapshot(const ProjectSnapshot& snapshot) {
     return;
   }
   // Another project: the default layout at once, then the one it keeps once read.
-  applyLayout(CompareLayout{});
+  applyCompareLayout(CompareLayout{});
   readLayout();
 }
 
@@ -344,7 +351,7 @@ void ComparePage::readLayout() {
           saved_ = **stored;
           QStringList problems;
           const CompareLayout layout = parseCompareLayout(saved_, problems);
-          applyLayout(layout);
+          applyCompareLayout(layout);
           if (!problems.isEmpty())
             emit notice(tr("The project's saved comparison layout (%1): %2")
                             .arg(kCompareLayoutKey, problems.join("; ")));
@@ -359,7 +366,7 @@ void ComparePage::readLayout() {
       });
 }
 
-CompareLayout ComparePage::layout() const {
+CompareLayout ComparePage::compareLayout() const {
   CompareLayout l;
   l.charts.clear();
   for (int i = 0; i < chartCount(); ++i) l.charts.push_back(panel(i)->settings());
@@ -375,7 +382,7 @@ CompareLayout ComparePage::layout() const {
   return l;
 }
 
-void ComparePage::applyLayout(const CompareLayout& layout) {
+void ComparePage::applyCompareLayout(const CompareLayout& layout) {
   ++applying_;
   const auto wanted =
       static_cast<int>(std::clamp<std::size_t>(layout.charts.size(), 1, kMaxCharts));
@@ -388,8 +395,8 @@ void ComparePage::applyLayout(const CompareLayout& layout) {
   for (int i = 0; i < wanted; ++i) {
     panel(i)->setSettings(layout.charts.empty() ? ChartSettings{}
                                                 : layout.charts[static_cast<std::size_t>(i)]);
-    panel(i)->setRemovable(wanted > 1);
   }
+  syncChartButtons();
   current_ = -1;
   setCurrentChart(std::clamp(layout.current, 0, wanted - 1));
 
@@ -430,7 +437,7 @@ void ComparePage::layoutChanged() {
 
 void ComparePage::saveLayout() {
   if (path_.empty()) return;
-  const std::string text = compareLayoutToJson(layout());
+  const std::string text = compareLayoutToJson(compareLayout());
   if (text == saved_) return;
   saved_ = text;
   runInBackground<bool>(

@@ -11,6 +11,7 @@
 #include "ui/models/compare_layout.h"
 #include "ui/models/project_snapshot.h"
 
+class QPushButton;
 class QSpinBox;
 class QSplitter;
 class QTableView;
@@ -69,8 +70,8 @@ class ComparePage final : public QWidget {
   void setCurrentChart(int index);
 
   // The page as it would be saved now, and as it is applied when a project is opened.
-  CompareLayout layout() const;
-  void applyLayout(const CompareLayout& layout);
+  CompareLayout compareLayout() const;
+  void applyCompareLayout(const CompareLayout& layout);
 
   // What the Export buttons do once a file name is chosen. Throw ExportError.
   void exportChartTo(const QString& path);  // the current chart: .png, .svg, .pdf, .csv
@@ -112,6 +113,7 @@ class ComparePage final : public QWidget {
   void exportTableAs(bool markdown);
   QString suggestedName(const QString& fileName) const;  // beside the project
   void fitTableHeight();
+  void syncChartButtons();  // remove buttons (the last chart stays) and Add chart (a limit)
   void refreshPanels();
 
   RunComparisonModel* runs_;
@@ -123,6 +125,7 @@ class ComparePage final : public QWidget {
   QSpinBox* exportHeight_;
   QSpinBox* exportDpi_;
   QTimer* saveTimer_;
+  QPushButton* addButton_ = nullptr;
 
   std::string path_;
   int current_ = 0;
