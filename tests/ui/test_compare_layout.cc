@@ -354,6 +354,17 @@ class TestCompareLayout : public QObject {
     QVERIFY2(chart.title().endsWith("(mean over workers at each step)"), qPrintable(chart.title()));
     chart.setSmoothing(0.5);  // a redraw keeps it
     QCOMPARE(chart.yAxis->label(), QString("loss"));
+    // An export is laid out for its own size (as `dtlab --chart ... --export` draws it), and
+    // the chart on screen stays as it was.
+    const QString svg = dir.filePath("tall.svg");
+    ui::exportChart(chart, svg, {QSize(800, 500), 96});
+    QFile file(svg);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QByteArray drawn = file.readAll();
+    QVERIFY(drawn.contains("mean over workers at each step"));
+    QVERIFY(!drawn.contains("(mean over workers at each step)"));
+    QCOMPARE(chart.yAxis->label(), QString("loss"));
+    QVERIFY(chart.title().endsWith("(mean over workers at each step)"));
     chart.resize(800, 500);
     QTRY_COMPARE(chart.yAxis->label(), QString("loss\nmean over workers at each step"));
   }

@@ -124,13 +124,16 @@ void ComparisonChart::fitLegend(int width) {
   legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, /*rearrange=*/true);
 }
 
+void ComparisonChart::fitToSize(QSize size) {
+  fitLegend(size.width());
+  const bool compact = size.height() < kCompactHeight;
+  if (compact == compact_) return;
+  compact_ = compact;
+  setLabels();
+}
+
 void ComparisonChart::resizeEvent(QResizeEvent* event) {
-  fitLegend(event->size().width());
-  const bool compact = event->size().height() < kCompactHeight;
-  if (compact != compact_) {
-    compact_ = compact;
-    setLabels();
-  }
+  fitToSize(event->size());
   QCustomPlot::resizeEvent(event);
 }
 

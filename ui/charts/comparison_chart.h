@@ -48,6 +48,9 @@ class ComparisonChart final : public QCustomPlot {
   // Sets the legend's columns to as many as fit across `width` pixels. The chart does it for
   // its own width; an export at another size does it for that size, then for the chart's.
   void fitLegend(int width);
+  // fitLegend(size.width()), and the y-axis label on one line or two by size.height(): what
+  // the chart does on each resize, and an export for its own size.
+  void fitToSize(QSize size);
 
  protected:
   void resizeEvent(QResizeEvent* event) override;
