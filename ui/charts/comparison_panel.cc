@@ -64,7 +64,9 @@ ComparisonPanel::ComparisonPanel(QWidget* parent)
   smoothing_->setRange(0, kSmoothingSteps - 1);
   smoothing_->setToolTip(
       tr("Exponential moving average, debiased (as TensorBoard smooths); 0 draws the raw values"));
-  smoothing_->setMinimumWidth(80);
+  // Narrow at least: the toolbar sets the page's minimum width, and the window's (a 1000 px
+  // window must still fit the explorer beside it).
+  smoothing_->setMinimumWidth(50);
   smoothingValue_->setMinimumWidth(smoothingValue_->fontMetrics().horizontalAdvance("0.000"));
   syncReductionChoice();
 
@@ -115,17 +117,17 @@ ComparisonPanel::ComparisonPanel(QWidget* parent)
   bar->setSpacing(4);
   bar->addWidget(caption(tr("Metric"), this));
   bar->addWidget(metric_);
-  bar->addSpacing(6);
+  bar->addSpacing(4);
   bar->addWidget(caption(tr("Workers"), this));
   bar->addWidget(reduction_);
-  bar->addSpacing(6);
+  bar->addSpacing(4);
   bar->addWidget(caption(tr("X axis"), this));
   bar->addWidget(xAxis_);
-  bar->addSpacing(6);
+  bar->addSpacing(4);
   bar->addWidget(caption(tr("Smoothing"), this));
   bar->addWidget(smoothing_, 1);
   bar->addWidget(smoothingValue_);
-  bar->addSpacing(6);
+  bar->addSpacing(4);
   bar->addWidget(export_);
   bar->addWidget(remove_);
   auto* layout = new QVBoxLayout(this);

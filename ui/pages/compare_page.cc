@@ -11,6 +11,7 @@
 #include <QtWidgets/QHeaderView>
 #include <QtWidgets/QLabel>
 #include <QtWidgets/QPushButton>
+#include <QtWidgets/QScrollArea>
 #include <QtWidgets/QScrollBar>
 #include <QtWidgets/QSpinBox>
 #include <QtWidgets/QSplitter>
@@ -155,7 +156,15 @@ ComparePage::ComparePage(QWidget* parent)
   auto* bottom = new QWidget(this);
   auto* bottomLayout = new QVBoxLayout(bottom);
   bottomLayout->setContentsMargins(0, 0, 0, 0);
-  bottomLayout->addWidget(charts_, 1);
+  // Eight charts do not fit every screen: past their minimum heights they scroll, rather than
+  // make the window taller than the screen.
+  auto* scroll = new QScrollArea(bottom);
+  scroll->setWidget(charts_);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  bottomLayout->addWidget(scroll, 1);
+  chartScroll_ = scroll;
   bottomLayout->addLayout(chartRow);
   split_->addWidget(top);
   split_->addWidget(bottom);
@@ -175,6 +184,9 @@ ComparePage::ComparePage(QWidget* parent)
   ++applying_;
   addChart(ChartSettings{});
   --applying_;
+  // Only height scrolls: the page is as wide as a chart's toolbar needs.
+  chartScroll_->setMinimumWidth(charts_->minimumSizeHint().width() +
+                                chartScroll_->verticalScrollBar()->sizeHint().width());
 }
 
 ComparePage::~ComparePage() {

@@ -12,6 +12,7 @@
 #include "ui/models/project_snapshot.h"
 
 class QPushButton;
+class QScrollArea;
 class QSpinBox;
 class QSplitter;
 class QTableView;
@@ -121,6 +122,7 @@ class ComparePage final : public QWidget {
   QTableView* runsView_;
   QSplitter* split_;
   QSplitter* charts_;
+  QScrollArea* chartScroll_ = nullptr;
   QSpinBox* exportWidth_;
   QSpinBox* exportHeight_;
   QSpinBox* exportDpi_;
