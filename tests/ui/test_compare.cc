@@ -246,17 +246,17 @@ class TestCompare : public QObject {
     QCOMPARE(csv.size(), 3);
     QCOMPARE(csv[0], QString("run,name,strategy,status,steps,samples_per_s,final_test_accuracy,"
                              "time_to_target_s,mean_utilization,mean_wait_fraction,"
-                             "peak_mem_bytes"));
+                             "mean_staleness,max_staleness,bytes_per_sample,peak_mem_bytes"));
     QVERIFY2(csv[1].startsWith("1,first,single,completed,30,"), qPrintable(csv[1]));
     QVERIFY2(csv[2].startsWith("3,pair,sync_allreduce,completed,25,"), qPrintable(csv[2]));
-    QCOMPARE(csv[1].split(',').size(), 11);
+    QCOMPARE(csv[1].split(',').size(), 14);
     QCOMPARE(csv[1].split(',')[7], QString());  // no time to target: empty, not 0
     const QStringList md = model.toMarkdown().trimmed().split('\n');
     QCOMPARE(md.size(), 4);
     QVERIFY2(md[0].startsWith("| Run | Strategy | Status | Steps |"), qPrintable(md[0]));
     QVERIFY2(QRegularExpression(R"(^\|( :?-{3,}:? \|)+$)").match(md[1]).hasMatch(),
              qPrintable(md[1]));
-    QCOMPARE(md[1].count('|'), 11);
+    QCOMPARE(md[1].count('|'), 14);
     QVERIFY(md[2].startsWith("| #1 first | single | completed | 30 |"));
   }
 

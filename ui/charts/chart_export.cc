@@ -107,11 +107,11 @@ void exportChart(ComparisonChart& chart, const QString& path, const ChartExportO
   struct Relayout {
     ComparisonChart& chart;
     ~Relayout() {
-      chart.fitLegend(chart.width());
+      chart.fitToSize(chart.size());
       chart.replot(QCustomPlot::rpQueuedReplot);
     }
   } relayout{chart};
-  chart.fitLegend(size.width());
+  chart.fitToSize(size);
   bool ok = true;
   switch (*format) {
     case ChartFormat::kPng:

@@ -10,6 +10,9 @@ namespace dtlab::ui {
 namespace {
 
 constexpr int kLegendMargin = 8;
+// Below this height the y-axis is too short for a two-line label: its second line (what was
+// done with the members' series) moves into the title.
+constexpr int kCompactHeight = 330;
 
 QString fromView(std::string_view text) {
   return QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()));
@@ -121,8 +124,16 @@ void ComparisonChart::fitLegend(int width) {
   legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, /*rearrange=*/true);
 }
 
+void ComparisonChart::fitToSize(QSize size) {
+  fitLegend(size.width());
+  const bool compact = size.height() < kCompactHeight;
+  if (compact == compact_) return;
+  compact_ = compact;
+  setLabels();
+}
+
 void ComparisonChart::resizeEvent(QResizeEvent* event) {
-  fitLegend(event->size().width());
+  fitToSize(event->size());
   QCustomPlot::resizeEvent(event);
 }
 
@@ -150,6 +161,21 @@ void ComparisonChart::setNote(const QString& text) {
   }
 }
 
+void ComparisonChart::setLabels() {
+  const core::MetricInfo* metric = core::findMetric(data_.request.metric);
+  if (metric == nullptr || data_.series.empty()) return;
+  const QString values = describeValues(data_.request);
+  QString title = QString("%1: %2").arg(fromView(metric->name), fromView(metric->description));
+  if (compact_ && values.contains('\n')) {
+    title += QString(" (%1)").arg(values.section('\n', 1));
+    yAxis->setLabel(values.section('\n', 0, 0));
+  } else {
+    yAxis->setLabel(values);
+  }
+  title_->setText(title);
+  replot(QCustomPlot::rpQueuedReplot);
+}
+
 void ComparisonChart::redraw() {
   clearGraphs();
   curves_.clear();
@@ -165,8 +191,7 @@ void ComparisonChart::redraw() {
     replot(QCustomPlot::rpQueuedReplot);
     return;
   }
-  title_->setText(QString("%1: %2").arg(fromView(metric->name), fromView(metric->description)));
-  yAxis->setLabel(describeValues(request));
+  setLabels();
   const double scale = displayScale(*metric);
   const bool smooth = smoothing_ > 0.0;
 

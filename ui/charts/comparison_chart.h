@@ -12,7 +12,9 @@ namespace dtlab::ui {
 // One metric of several runs overlaid, over QCustomPlot: one curve per run in its colour
 // (ui/charts/palette.h), optionally smoothed with the raw curve faint behind it, axis labels
 // with the metric table's units, the legend below the plot, and a note inside the chart when
-// the store downsampled a curve, it is smoothed, or a run has no points. Title, legend and
+// the store downsampled a curve, it is smoothed, or a run has no points. On a chart too short
+// for a two-line y-axis label, the label's second line (mean over workers, worker 0) moves
+// into the title. Title, legend and
 // note are part of the plot, so every export (ui/charts/chart_export.h) carries them.
 // Drawing only: the data are read elsewhere (readComparison, off the GUI thread).
 class ComparisonChart final : public QCustomPlot {
@@ -46,16 +48,21 @@ class ComparisonChart final : public QCustomPlot {
   // Sets the legend's columns to as many as fit across `width` pixels. The chart does it for
   // its own width; an export at another size does it for that size, then for the chart's.
   void fitLegend(int width);
+  // fitLegend(size.width()), and the y-axis label on one line or two by size.height(): what
+  // the chart does on each resize, and an export for its own size.
+  void fitToSize(QSize size);
 
  protected:
   void resizeEvent(QResizeEvent* event) override;
 
  private:
   void redraw();
+  void setLabels();  // title and y-axis label, compact or not
   void setNote(const QString& text);
 
   ComparisonData data_;
   double smoothing_ = 0.0;
+  bool compact_ = false;  // shorter than kCompactHeight
   std::vector<Curve> curves_;
   QCPTextElement* title_;
   QCPTextElement* note_;

@@ -8,8 +8,9 @@
 namespace dtlab::ui {
 namespace {
 
-// Per column: its CSV name, its title in the table's header (short: the table shares the
-// page with the chart) and in Markdown, and the decimals its numbers are shown with.
+// Per column: its CSV name, its title in the table's header (short, on two lines where that
+// makes the column narrower: fourteen columns share the page's width with the explorer) and
+// in Markdown and copies, and the decimals its numbers are shown with.
 struct ColumnInfo {
   const char* csvName;
   const char* header;
@@ -21,12 +22,15 @@ constexpr ColumnInfo kColumns[RunComparisonModel::kColumnCount] = {
     {"strategy", "Strategy", "Strategy", 0},
     {"status", "Status", "Status", 0},
     {"steps", "Steps", "Steps", 0},
-    {"samples_per_s", "Samples/s", "Samples/s", 0},
-    {"final_test_accuracy", "Accuracy", "Final test accuracy", 4},
-    {"time_to_target_s", "Target (s)", "Time to target (s)", 2},
+    {"samples_per_s", "Samples\n/s", "Samples/s", 0},
+    {"final_test_accuracy", "Final\naccuracy", "Final test accuracy", 4},
+    {"time_to_target_s", "Time to\ntarget (s)", "Time to target (s)", 2},
     {"mean_utilization", "Util.", "Mean utilisation", 3},
-    {"mean_wait_fraction", "Waiting", "Wait fraction", 3},
-    {"peak_mem_bytes", "Peak MiB", "Peak memory (MiB)", 1},
+    {"mean_wait_fraction", "Wait\nfraction", "Wait fraction", 3},
+    {"mean_staleness", "Stale.\nmean", "Mean staleness", 2},
+    {"max_staleness", "Stale.\nmax", "Max staleness", 0},
+    {"bytes_per_sample", "Comm.\nB/sample", "Communication (bytes/sample)", 0},
+    {"peak_mem_bytes", "Peak\nMiB", "Peak memory (MiB)", 1},
 };
 
 // Whether the run's spec set a target accuracy (else there is no time to target to reach).
@@ -52,9 +56,27 @@ QString markdownCell(QString text) {
   return text.replace('|', "\\|").replace('\n', ' ');
 }
 
+QString tsvCell(QString text) {
+  return text.replace('\t', ' ').replace('\n', ' ');
+}
+
+// What the table shows for a figure the run does not have.
+const QString kUnknown = QStringLiteral("\u2013");
+
 }  // namespace
 
 RunComparisonModel::RunComparisonModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+QString RunComparisonModel::columnName(int column) {
+  if (column < 0 || column >= kColumnCount) return {};
+  return QString::fromLatin1(kColumns[column].csvName);
+}
+
+int RunComparisonModel::columnNamed(const QString& name) {
+  for (int column = 0; column < kColumnCount; ++column)
+    if (name == QLatin1String(kColumns[column].csvName)) return column;
+  return -1;
+}
 
 void RunComparisonModel::setSnapshot(const ProjectSnapshot& snapshot) {
   std::vector<Row> rows;
@@ -121,6 +143,14 @@ QVariant RunComparisonModel::headerData(int section, Qt::Orientation orientation
       return tr("Mean utilisation: compute time / step time");
     case kWaitColumn:
       return tr("Wait fraction: share of step time blocked on peers or servers");
+    case kMeanStalenessColumn:
+      return tr(
+          "Mean staleness: server version at push minus the version pulled, averaged "
+          "over the run's pushes (asynchronous strategies)");
+    case kMaxStalenessColumn:
+      return tr("Largest staleness of any push in the run");
+    case kBytesPerSampleColumn:
+      return tr("Communication per sample: bytes the run's workers sent per trained sample");
     case kPeakMemoryColumn:
       return tr("Peak resident memory of the largest worker (MiB)");
     default:
@@ -158,6 +188,12 @@ QVariant RunComparisonModel::value(const Row& row, int column) const {
       return summaryNumber(s, "mean_utilization");
     case kWaitColumn:
       return summaryNumber(s, "mean_wait_fraction");
+    case kMeanStalenessColumn:
+      return summaryNumber(s, "mean_staleness");
+    case kMaxStalenessColumn:
+      return summaryNumber(s, "max_staleness");
+    case kBytesPerSampleColumn:
+      return summaryNumber(s, "bytes_per_sample");
     case kPeakMemoryColumn: {
       // The summary has one figure per worker; the table shows the largest.
       if (!s.is_object() || !s.contains("peak_mem_bytes") || !s["peak_mem_bytes"].is_array())
@@ -180,13 +216,33 @@ QString RunComparisonModel::text(const Row& row, int column) const {
     // A finished run without a time to target did not reach it, or had none to reach.
     if (column == kTimeToTargetColumn && row.summary.is_object())
       return hasTarget(row.run) ? tr("not reached") : tr("none set");
-    return QStringLiteral("-");
+    return kUnknown;
   }
   if (!numeric(column)) return v.toString();
   if (column == kPeakMemoryColumn)
     return QString::number(v.toDouble() / (1024.0 * 1024.0), 'f', kColumns[column].decimals);
   if (column == kStepsColumn) return QString::number(v.toLongLong());
   return QString::number(v.toDouble(), 'f', kColumns[column].decimals);
+}
+
+// Why a cell shows no figure.
+QString RunComparisonModel::unknownTip(const Row& row, int column) const {
+  if (!row.summary.is_object())
+    return tr("Run #%1 has no summary yet (it is running, or ended without one)").arg(row.run.id);
+  switch (column) {
+    case kTimeToTargetColumn:
+      return hasTarget(row.run) ? tr("The run did not reach its target accuracy")
+                                : tr("The run's spec sets no target accuracy");
+    case kMeanStalenessColumn:
+    case kMaxStalenessColumn:
+    case kBytesPerSampleColumn:
+      return tr("Run #%1 did not record %2: its summary has no '%3' (runs recorded before "
+                "DTLab measured it)")
+          .arg(row.run.id)
+          .arg(tr(kColumns[column].title).toLower(), QString::fromLatin1(kColumns[column].csvName));
+    default:
+      return tr("Run #%1 did not record %2").arg(row.run.id).arg(tr(kColumns[column].title));
+  }
 }
 
 QVariant RunComparisonModel::data(const QModelIndex& index, int role) const {
@@ -210,8 +266,12 @@ QVariant RunComparisonModel::data(const QModelIndex& index, int role) const {
     case Qt::DecorationRole:
       return index.column() == kRunColumn ? QVariant(runColour(row.run.id)) : QVariant();
     case Qt::ToolTipRole:
-      if (index.column() == kRunColumn && !row.run.error.empty())
-        return QString::fromStdString(row.run.error);
+      if (index.column() == kRunColumn)  // the full name where the column is narrower
+        return row.run.error.empty() ? text(row, kRunColumn)
+                                     : QString("%1: %2").arg(text(row, kRunColumn),
+                                                             QString::fromStdString(row.run.error));
+      if (index.column() != kRunColumn && !value(row, index.column()).isValid())
+        return unknownTip(row, index.column());
       return {};
     default:
       return {};
@@ -267,6 +327,54 @@ QString RunComparisonModel::toMarkdown() const {
     out += "| " + cells.join(" | ") + " |\n";
   }
   return out;
+}
+
+QString RunComparisonModel::toTsv(const std::vector<int64_t>& runIds) const {
+  QStringList header;
+  for (int column = 0; column < kColumnCount; ++column) header << tr(kColumns[column].title);
+  QString out = header.join('\t') + '\n';
+  for (const int64_t id : runIds) {
+    const auto row =
+        std::find_if(rows_.begin(), rows_.end(), [id](const Row& r) { return r.run.id == id; });
+    if (row == rows_.end()) continue;
+    QStringList cells;
+    for (int column = 0; column < kColumnCount; ++column) cells << tsvCell(text(*row, column));
+    out += cells.join('\t') + '\n';
+  }
+  return out;
+}
+
+RunComparisonSortModel::RunComparisonSortModel(QObject* parent) : QSortFilterProxyModel(parent) {
+  setSortRole(RunComparisonModel::SortRole);
+}
+
+void RunComparisonSortModel::sort(int column, Qt::SortOrder order) {
+  QSortFilterProxyModel::sort(column, order);
+  emit headerDataChanged(Qt::Horizontal, 0, columnCount() - 1);
+}
+
+QVariant RunComparisonSortModel::headerData(int section, Qt::Orientation orientation,
+                                            int role) const {
+  QVariant title = QSortFilterProxyModel::headerData(section, orientation, role);
+  if (role != Qt::DisplayRole || orientation != Qt::Horizontal || section != sortColumn())
+    return title;
+  return title.toString() + (sortOrder() == Qt::AscendingOrder ? QStringLiteral(" \u25b2")
+                                                               : QStringLiteral(" \u25bc"));
+}
+
+bool RunComparisonSortModel::lessThan(const QModelIndex& left, const QModelIndex& right) const {
+  const QVariant a = left.data(sortRole());
+  const QVariant b = right.data(sortRole());
+  // Descending order asks lessThan(right, left): an unknown value is then the least, so that
+  // it still comes last.
+  const bool unknownIsGreatest = sortOrder() == Qt::AscendingOrder;
+  if (!a.isValid() || !b.isValid()) {
+    if (a.isValid() == b.isValid()) return false;
+    return a.isValid() == unknownIsGreatest;
+  }
+  if (a.typeId() == QMetaType::QString || b.typeId() == QMetaType::QString)
+    return a.toString().localeAwareCompare(b.toString()) < 0;
+  return a.toDouble() < b.toDouble();
 }
 
 }  // namespace dtlab::ui

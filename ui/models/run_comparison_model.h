@@ -1,6 +1,7 @@
 #pragma once
 
 #include <QtCore/QAbstractTableModel>
+#include <QtCore/QSortFilterProxyModel>
 
 #include <cstdint>
 #include <set>
@@ -27,6 +28,9 @@ class RunComparisonModel final : public QAbstractTableModel {
     kTimeToTargetColumn,
     kUtilizationColumn,
     kWaitColumn,
+    kMeanStalenessColumn,  // summary fields a later strategy release records; "–" until then
+    kMaxStalenessColumn,
+    kBytesPerSampleColumn,  // communication per sample
     kPeakMemoryColumn,
     kColumnCount
   };
@@ -38,6 +42,10 @@ class RunComparisonModel final : public QAbstractTableModel {
     // What the columns sort by: the run id for the run column, else ValueRole.
     SortRole,
   };
+
+  // A column's machine name (its CSV header, e.g. "samples_per_s"), and back (-1: none).
+  static QString columnName(int column);
+  static int columnNamed(const QString& name);
 
   explicit RunComparisonModel(QObject* parent = nullptr);
 
@@ -51,6 +59,9 @@ class RunComparisonModel final : public QAbstractTableModel {
   // Markdown table with the columns' titles and the text the table shows.
   QString toCsv() const;
   QString toMarkdown() const;
+  // These runs' rows (in the order given) as tab-separated text for the clipboard: a line of
+  // the columns' titles, then the text the table shows, one line per run.
+  QString toTsv(const std::vector<int64_t>& runIds) const;
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
@@ -70,9 +81,28 @@ class RunComparisonModel final : public QAbstractTableModel {
   };
   QVariant value(const Row& row, int column) const;
   QString text(const Row& row, int column) const;
+  QString unknownTip(const Row& row, int column) const;
 
   std::vector<Row> rows_;
   std::set<int64_t> chosen_;
+};
+
+// The runs table in the order of a clicked header: numbers as numbers, text as text, and runs
+// without a value (no summary yet, target not reached, not recorded) last in either order.
+// Equal values keep the run order. The sorted column's title ends in an arrow: Qt's own sort
+// indicator widens every column of the header by its width while it is shown, which would
+// cost a table of fourteen columns its last ones beside the explorer.
+class RunComparisonSortModel final : public QSortFilterProxyModel {
+  Q_OBJECT
+ public:
+  explicit RunComparisonSortModel(QObject* parent = nullptr);
+
+  void sort(int column, Qt::SortOrder order = Qt::AscendingOrder) override;
+  QVariant headerData(int section, Qt::Orientation orientation,
+                      int role = Qt::DisplayRole) const override;
+
+ protected:
+  bool lessThan(const QModelIndex& left, const QModelIndex& right) const override;
 };
 
 }  // namespace dtlab::ui

@@ -2,27 +2,30 @@
 
 #include <QtCore/QDir>
 #include <QtCore/QFileInfo>
-#include <QtCore/QSortFilterProxyModel>
 #include <QtCore/QTimer>
-#include <QtWidgets/QComboBox>
+#include <QtGui/QAction>
+#include <QtGui/QClipboard>
+#include <QtGui/QGuiApplication>
 #include <QtWidgets/QFileDialog>
 #include <QtWidgets/QHBoxLayout>
 #include <QtWidgets/QHeaderView>
 #include <QtWidgets/QLabel>
 #include <QtWidgets/QPushButton>
+#include <QtWidgets/QScrollArea>
 #include <QtWidgets/QScrollBar>
-#include <QtWidgets/QSlider>
 #include <QtWidgets/QSpinBox>
 #include <QtWidgets/QSplitter>
 #include <QtWidgets/QTableView>
 #include <QtWidgets/QVBoxLayout>
 
 #include <algorithm>
-#include <cmath>
 #include <iterator>
+#include <map>
 
+#include "core/store/project_store.h"
 #include "ui/background.h"
 #include "ui/charts/comparison_chart.h"
+#include "ui/charts/comparison_panel.h"
 #include "ui/charts/palette.h"
 #include "ui/models/run_comparison_model.h"
 
@@ -31,11 +34,12 @@ namespace {
 
 // A project opened here starts with its latest runs chosen, as many as there are colours.
 constexpr std::size_t kDefaultRuns = std::size(kRunPalette);
-constexpr int kSmoothingSteps = 100;  // the slider's steps over [0, 1)
-
-QString fromView(std::string_view text) {
-  return QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()));
-}
+constexpr int kMaxCharts = 8;
+// A slider drag or a splitter drag is many changes: the layout is written once they pause.
+constexpr int kSaveDelayMs = 500;
+// What "Add chart" shows next, the first not on the page yet.
+constexpr const char* kNextMetrics[] = {"loss",    "test_accuracy", "samples_per_s", "step_ms",
+                                        "wait_ms", "utilization",   "staleness",     "comm_ms"};
 
 QLabel* caption(const QString& text, QWidget* parent) {
   auto* label = new QLabel(text, parent);
@@ -50,50 +54,65 @@ QPushButton* button(const QString& text, const QString& tip, QWidget* parent) {
   return b;
 }
 
+// Sizes worth keeping: a splitter that was never laid out reports zeros.
+std::vector<int> shownSizes(const QList<int>& sizes) {
+  if (sizes.isEmpty() || std::any_of(sizes.begin(), sizes.end(), [](int s) { return s <= 0; }))
+    return {};
+  return {sizes.begin(), sizes.end()};
+}
+
 }  // namespace
 
 ComparePage::ComparePage(QWidget* parent)
     : QWidget(parent),
       runs_(new RunComparisonModel(this)),
+      sorted_(new RunComparisonSortModel(this)),
       runsView_(new QTableView(this)),
       split_(new QSplitter(Qt::Vertical, this)),
-      metric_(new QComboBox(this)),
-      reduction_(new QComboBox(this)),
-      xAxis_(new QComboBox(this)),
-      smoothing_(new QSlider(Qt::Horizontal, this)),
-      smoothingValue_(new QLabel(this)),
-      chart_(new ComparisonChart(this)),
+      charts_(new QSplitter(Qt::Vertical, this)),
       exportWidth_(new QSpinBox(this)),
       exportHeight_(new QSpinBox(this)),
-      exportDpi_(new QSpinBox(this)) {
+      exportDpi_(new QSpinBox(this)),
+      saveTimer_(new QTimer(this)) {
   auto* title = new QLabel(tr("Compare runs"), this);
   QFont big = title->font();
   big.setPointSizeF(big.pointSizeF() * 1.35);
   big.setBold(true);
   title->setFont(big);
 
-  // The runs table, sortable by any column (numbers as numbers).
-  auto* sorted = new QSortFilterProxyModel(this);
-  sorted->setSourceModel(runs_);
-  sorted->setSortRole(RunComparisonModel::SortRole);
-  runsView_->setModel(sorted);
-  // In run order until a header is clicked. Qt widens every column for a sort indicator while
-  // one is shown, which would cost the table its last columns beside the explorer: it is
-  // shown once the user sorts.
+  // The runs table, sortable by any column (numbers as numbers, unknowns last).
+  sorted_->setSourceModel(runs_);
+  runsView_->setModel(sorted_);
+  // In run order until a header is clicked; the sorted column's title says which way (the
+  // sort model's arrow, not Qt's indicator: see RunComparisonSortModel).
   QHeaderView* header = runsView_->horizontalHeader();
   header->setSortIndicator(-1, Qt::AscendingOrder);
-  runsView_->setSortingEnabled(true);  // shows the indicator, too
+  runsView_->setSortingEnabled(true);
   header->setSortIndicatorShown(false);
-  connect(header, &QHeaderView::sortIndicatorChanged, this,
-          [header](int section) { header->setSortIndicatorShown(section >= 0); });
+  connect(header, &QHeaderView::sortIndicatorChanged, this, [this] { layoutChanged(); });
   runsView_->verticalHeader()->hide();
   runsView_->verticalHeader()->setDefaultSectionSize(runsView_->fontMetrics().height() + 8);
-  runsView_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  runsView_->horizontalHeader()->setStretchLastSection(true);
+  // The figures as wide as they need; the run's name takes the rest, elided where the page is
+  // narrow (its tooltip has the whole name).
+  header->setSectionResizeMode(QHeaderView::ResizeToContents);
+  header->setSectionResizeMode(RunComparisonModel::kRunColumn, QHeaderView::Stretch);
+  runsView_->setTextElideMode(Qt::ElideMiddle);
   runsView_->setSelectionBehavior(QAbstractItemView::SelectRows);
   runsView_->setAlternatingRowColors(true);
-  runsView_->setToolTip(tr("Check the runs to overlay in the chart and to export in the table."));
-  connect(runs_, &RunComparisonModel::chosenChanged, this, [this] { scheduleRead(); });
+  runsView_->setToolTip(
+      tr("Check the runs to overlay in the charts and to export in the table. Ctrl+C copies the "
+         "selected rows."));
+  connect(runs_, &RunComparisonModel::chosenChanged, this, [this] {
+    refreshPanels();
+    layoutChanged();
+  });
+  auto* copy = new QAction(tr("&Copy rows"), runsView_);
+  copy->setShortcut(QKeySequence::Copy);
+  copy->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+  copy->setToolTip(tr("The selected rows as tab-separated text, with a line of titles"));
+  connect(copy, &QAction::triggered, this, [this] { copySelectedRows(); });
+  runsView_->addAction(copy);
+  runsView_->setContextMenuPolicy(Qt::ActionsContextMenu);
 
   auto* tableCsv = button(tr("CSV..."), tr("The checked runs' figures as CSV"), this);
   auto* tableMd =
@@ -105,55 +124,13 @@ ComparePage::ComparePage(QWidget* parent)
   tableRow->addWidget(tableCsv);
   tableRow->addWidget(tableMd);
   tableRow->addStretch(1);
+  tableRow->addWidget(caption(tr("Ctrl+C copies the selected rows"), this));
 
-  // What to draw.
-  for (const core::MetricInfo& m : core::kMetricTable) {
-    const QString name = fromView(m.name);
-    metric_->addItem(m.unit.empty() ? name : QString("%1 (%2)").arg(name, fromView(m.unit)), name);
-    metric_->setItemData(
-        metric_->count() - 1,
-        QString("%1 (per %2)").arg(fromView(m.description), core::toString(m.scope)),
-        Qt::ToolTipRole);
-  }
-  metric_->setCurrentIndex(metric_->findData(QString(core::metric::kLoss)));
-  metric_->setMaxVisibleItems(static_cast<int>(core::kMetricTable.size()));
-  reduction_->addItem(QString(), static_cast<int>(MemberReduction::kMean));
-  reduction_->addItem(QString(), static_cast<int>(MemberReduction::kFirst));
-  reduction_->setToolTip(tr("How the series of a run's workers (or nodes) become one curve"));
-  xAxis_->addItem(tr("step"), static_cast<int>(ChartX::kStep));
-  xAxis_->addItem(tr("wall time (s)"), static_cast<int>(ChartX::kWallSeconds));
-  smoothing_->setRange(0, kSmoothingSteps - 1);
-  smoothing_->setToolTip(
-      tr("Exponential moving average, debiased (as TensorBoard smooths); 0 draws the raw values"));
-  smoothing_->setMinimumWidth(120);
-  smoothingValue_->setMinimumWidth(smoothingValue_->fontMetrics().horizontalAdvance("0.000"));
-  syncReductionChoice();
-  connect(metric_, &QComboBox::currentIndexChanged, this, [this] {
-    syncReductionChoice();
-    scheduleRead();
-  });
-  connect(reduction_, &QComboBox::currentIndexChanged, this, [this] { scheduleRead(); });
-  connect(xAxis_, &QComboBox::currentIndexChanged, this, [this] { scheduleRead(); });
-  connect(smoothing_, &QSlider::valueChanged, this, [this](int step) {
-    const double weight = static_cast<double>(step) / kSmoothingSteps;
-    smoothingValue_->setText(QString::number(weight, 'f', 2));
-    chart_->setSmoothing(weight);  // the points are at hand: no read
-  });
-  auto* controls = new QHBoxLayout;
-  controls->addWidget(caption(tr("Metric"), this));
-  controls->addWidget(metric_);
-  controls->addSpacing(8);
-  controls->addWidget(caption(tr("Workers"), this));
-  controls->addWidget(reduction_);
-  controls->addSpacing(8);
-  controls->addWidget(caption(tr("X axis"), this));
-  controls->addWidget(xAxis_);
-  controls->addSpacing(8);
-  controls->addWidget(caption(tr("Smoothing"), this));
-  controls->addWidget(smoothing_, 1);
-  controls->addWidget(smoothingValue_);
-
-  // Export of the chart.
+  // The charts, and what their exports share.
+  charts_->setChildrenCollapsible(false);
+  connect(charts_, &QSplitter::splitterMoved, this, [this] { layoutChanged(); });
+  addButton_ = button(tr("Add chart"), QString(), this);
+  connect(addButton_, &QPushButton::clicked, this, [this] { addChart(); });
   exportWidth_->setRange(100, 20000);
   exportHeight_->setRange(100, 20000);
   exportDpi_->setRange(48, 1200);
@@ -163,26 +140,13 @@ ComparePage::ComparePage(QWidget* parent)
   exportDpi_->setToolTip(tr("PNG only: the image has size x DPI / 96 pixels"));
   setExportOptions({});
   auto* chartRow = new QHBoxLayout;
-  chartRow->addWidget(caption(tr("Export chart:"), this));
+  chartRow->addWidget(addButton_);
+  chartRow->addStretch(1);
+  chartRow->addWidget(caption(tr("Chart exports (each chart's Export menu):"), this));
   chartRow->addWidget(exportWidth_);
   chartRow->addWidget(caption(QStringLiteral("\u00d7"), this));
   chartRow->addWidget(exportHeight_);
   chartRow->addWidget(exportDpi_);
-  const struct {
-    const char* text;
-    ChartFormat format;
-    const char* tip;
-  } formats[] = {{"PNG...", ChartFormat::kPng, "A picture at the size and DPI on the left"},
-                 {"SVG...", ChartFormat::kSvg, "Vectors, for editing and the web"},
-                 {"PDF...", ChartFormat::kPdf, "One page, vectors, fonts embedded"},
-                 {"CSV...", ChartFormat::kCsv, "The plotted points: run, x, value, smoothed"}};
-  for (const auto& f : formats) {
-    auto* b = button(tr(f.text), tr(f.tip), this);
-    const ChartFormat format = f.format;
-    connect(b, &QPushButton::clicked, this, [this, format] { exportChartAs(format); });
-    chartRow->addWidget(b);
-  }
-  chartRow->addStretch(1);
 
   auto* top = new QWidget(this);
   auto* topLayout = new QVBoxLayout(top);
@@ -192,48 +156,319 @@ ComparePage::ComparePage(QWidget* parent)
   auto* bottom = new QWidget(this);
   auto* bottomLayout = new QVBoxLayout(bottom);
   bottomLayout->setContentsMargins(0, 0, 0, 0);
-  bottomLayout->addLayout(controls);
-  bottomLayout->addWidget(chart_, 1);
+  // Eight charts do not fit every screen: past their minimum heights they scroll, rather than
+  // make the window taller than the screen.
+  auto* scroll = new QScrollArea(bottom);
+  scroll->setWidget(charts_);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  bottomLayout->addWidget(scroll, 1);
+  chartScroll_ = scroll;
   bottomLayout->addLayout(chartRow);
   split_->addWidget(top);
   split_->addWidget(bottom);
   split_->setStretchFactor(0, 0);
   split_->setStretchFactor(1, 1);
   split_->setChildrenCollapsible(false);
+  connect(split_, &QSplitter::splitterMoved, this, [this] { layoutChanged(); });
 
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(title);
   layout->addWidget(split_, 1);
 
-  setSmoothing(0.6);  // TensorBoard's default
+  saveTimer_->setSingleShot(true);
+  saveTimer_->setInterval(kSaveDelayMs);
+  connect(saveTimer_, &QTimer::timeout, this, [this] { saveLayout(); });
+
+  ++applying_;
+  addChart(ChartSettings{});
+  --applying_;
+  // Only height scrolls: the page is as wide as a chart's toolbar needs.
+  chartScroll_->setMinimumWidth(charts_->minimumSizeHint().width() +
+                                chartScroll_->verticalScrollBar()->sizeHint().width());
 }
 
-void ComparePage::syncReductionChoice() {
-  const core::MetricInfo* m = core::findMetric(metric_->currentData().toString().toStdString());
-  const bool nodes = m != nullptr && m->scope == core::MetricScope::kNode;
-  const bool run = m != nullptr && m->scope == core::MetricScope::kRun;
-  reduction_->setItemText(0, run     ? tr("(the run's own)")
-                             : nodes ? tr("mean over nodes")
-                                     : tr("mean over workers"));
-  reduction_->setItemText(1, run ? tr("(the run's own)") : nodes ? tr("node 0") : tr("worker 0"));
-  reduction_->setEnabled(!run);
+ComparePage::~ComparePage() {
+  // A change not written yet is written still; nothing waits for it.
+  if (!saveTimer_->isActive() || path_.empty()) return;
+  const std::string text = compareLayoutToJson(compareLayout());
+  if (text == saved_) return;
+  QFuture<void> write = QtConcurrent::run([path = path_, text] {
+    try {
+      core::ProjectStore::open(path)->setMetadata(kCompareLayoutKey, text);
+    } catch (const std::exception&) {
+      // The page is gone: there is no one left to tell.
+    }
+  });
+  Q_UNUSED(write);
 }
+
+// ----- charts
+
+int ComparePage::chartCount() const {
+  return charts_->count();
+}
+
+ComparisonPanel* ComparePage::panel(int index) const {
+  return index >= 0 && index < charts_->count()
+             ? static_cast<ComparisonPanel*>(charts_->widget(index))
+             : nullptr;
+}
+
+ComparisonChart* ComparePage::chart() const {
+  return panel(current_)->chart();
+}
+
+void ComparePage::wirePanel(ComparisonPanel* p) {
+  connect(p, &ComparisonPanel::shown, this, [this] { checkShown(); });
+  connect(p, &ComparisonPanel::failed, this, [this](const QString& message) {
+    emit failed(message);
+    checkShown();
+  });
+  connect(p, &ComparisonPanel::settingsChanged, this, [this] { layoutChanged(); });
+  connect(p, &ComparisonPanel::activated, this,
+          [this, p] { setCurrentChart(charts_->indexOf(p)); });
+  connect(p, &ComparisonPanel::removeRequested, this,
+          [this, p] { removeChart(charts_->indexOf(p)); });
+  connect(p, &ComparisonPanel::exportRequested, this,
+          [this, p](ChartFormat format) { exportChartAs(charts_->indexOf(p), format); });
+}
+
+int ComparePage::addChart(const ChartSettings& settings) {
+  if (chartCount() >= kMaxCharts) return -1;
+  auto* p = new ComparisonPanel(charts_);
+  p->setSettings(settings);
+  wirePanel(p);
+  charts_->addWidget(p);
+  // New charts share the height equally with the others.
+  const int n = chartCount();
+  const int total = std::max(charts_->height(), 200 * n);
+  charts_->setSizes(QList<int>(n, total / n));
+  syncChartButtons();
+  p->setSource(path_, runs_->chosen());
+  setCurrentChart(n - 1);
+  layoutChanged();
+  return n - 1;
+}
+
+int ComparePage::addChart() {
+  ChartSettings settings =
+      panel(current_) != nullptr ? panel(current_)->settings() : ChartSettings{};
+  std::vector<std::string> shown;
+  for (int i = 0; i < chartCount(); ++i) shown.push_back(panel(i)->settings().metric);
+  for (const char* metric : kNextMetrics) {
+    if (std::find(shown.begin(), shown.end(), metric) == shown.end()) {
+      settings.metric = metric;
+      break;
+    }
+  }
+  return addChart(settings);
+}
+
+void ComparePage::removeChart(int index) {
+  ComparisonPanel* p = panel(index);
+  if (p == nullptr || chartCount() <= 1) return;
+  p->hide();
+  p->setParent(nullptr);  // out of the splitter now; deleted once its signal has returned
+  p->deleteLater();
+  syncChartButtons();
+  setCurrentChart(
+      std::min(current_ >= index && current_ > 0 ? current_ - 1 : current_, chartCount() - 1));
+  layoutChanged();
+  checkShown();
+}
+
+void ComparePage::syncChartButtons() {
+  const int n = chartCount();
+  for (int i = 0; i < n; ++i) panel(i)->setRemovable(n > 1);
+  addButton_->setEnabled(n < kMaxCharts);
+  addButton_->setToolTip(n < kMaxCharts ? tr("Another chart of the checked runs, below the others")
+                                        : tr("At most %1 charts").arg(kMaxCharts));
+}
+
+void ComparePage::setCurrentChart(int index) {
+  if (index < 0 || index >= chartCount()) return;
+  const bool changed = index != current_;
+  current_ = index;
+  for (int i = 0; i < chartCount(); ++i) panel(i)->setCurrent(chartCount() > 1 && i == current_);
+  if (changed) layoutChanged();
+}
+
+void ComparePage::refreshPanels() {
+  const std::vector<int64_t> chosen = runs_->chosen();
+  for (int i = 0; i < chartCount(); ++i) panel(i)->setSource(path_, chosen);
+}
+
+void ComparePage::checkShown() {
+  if (layoutPending_) return;
+  for (int i = 0; i < chartCount(); ++i)
+    if (!panel(i)->upToDate()) return;
+  emit chartShown();
+}
+
+// ----- the project
 
 void ComparePage::setSnapshot(const ProjectSnapshot& snapshot) {
   const bool sameProject = snapshot.path == path_;
+  if (!sameProject && saveTimer_->isActive()) {
+    saveTimer_->stop();
+    saveLayout();  // the project being left keeps its last change
+  }
   path_ = snapshot.path;
   runs_->setSnapshot(snapshot);
-  if (!sameProject) {
-    std::vector<int64_t> ids = runs_->runIds();
-    if (ids.size() > kDefaultRuns)
-      ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(kDefaultRuns));
-    runs_->setChosen(ids);
-    fitTableHeight();
+  if (sameProject) {
+    refreshPanels();  // new points
+    return;
   }
-  scheduleRead();
+  // Another project: the default layout at once, then the one it keeps once read.
+  applyCompareLayout(CompareLayout{});
+  readLayout();
 }
 
-// The table as high as its rows (up to kDefaultRuns of them), the chart the rest.
+void ComparePage::chooseDefaultRuns() {
+  std::vector<int64_t> ids = runs_->runIds();
+  if (ids.size() > kDefaultRuns)
+    ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(kDefaultRuns));
+  runs_->setChosen(ids);
+}
+
+void ComparePage::readLayout() {
+  const quint64 id = ++layoutRead_;
+  saved_.clear();
+  asked_.clear();
+  if (path_.empty()) {
+    layoutPending_ = false;
+    emit layoutRestored();
+    return;
+  }
+  layoutPending_ = true;
+  using Stored = std::optional<std::string>;
+  runInBackground<Stored>(
+      this,
+      [path = path_]() -> Stored {
+        const std::map<std::string, std::string> metadata =
+            core::ProjectStore::open(path, /*readOnly=*/true)->metadata();
+        const auto it = metadata.find(kCompareLayoutKey);
+        return it == metadata.end() ? Stored() : Stored(it->second);
+      },
+      [this, id](const std::optional<Stored>& stored, const QString& error) {
+        if (id != layoutRead_) return;  // another project was opened meanwhile
+        layoutPending_ = false;
+        const std::vector<std::function<void()>> asked = std::move(asked_);
+        asked_.clear();
+        if (!stored) {
+          emit notice(tr("Cannot read the saved comparison layout: %1").arg(error));
+        } else if (*stored) {
+          saved_ = **stored;
+          QStringList problems;
+          const CompareLayout layout = parseCompareLayout(saved_, problems);
+          applyCompareLayout(layout);
+          if (!problems.isEmpty())
+            emit notice(tr("The project's saved comparison layout (%1): %2")
+                            .arg(kCompareLayoutKey, problems.join("; ")));
+        }
+        // What was asked while the layout was on its way wins over it, without being saved
+        // for that alone (a screenshot from the command line leaves the project as it was).
+        ++applying_;
+        for (const auto& ask : asked) ask();
+        --applying_;
+        emit layoutRestored();
+        checkShown();
+      });
+}
+
+CompareLayout ComparePage::compareLayout() const {
+  CompareLayout l;
+  l.charts.clear();
+  for (int i = 0; i < chartCount(); ++i) l.charts.push_back(panel(i)->settings());
+  l.current = current_;
+  l.runs = runs_->chosen();
+  l.splitter = shownSizes(split_->sizes());
+  l.chartSplitter = shownSizes(charts_->sizes());
+  const int column = runsView_->horizontalHeader()->sortIndicatorSection();
+  if (column >= 0 && column < RunComparisonModel::kColumnCount) {
+    l.sortColumn = RunComparisonModel::columnName(column).toStdString();
+    l.sortDescending = runsView_->horizontalHeader()->sortIndicatorOrder() == Qt::DescendingOrder;
+  }
+  return l;
+}
+
+void ComparePage::applyCompareLayout(const CompareLayout& layout) {
+  ++applying_;
+  const auto wanted =
+      static_cast<int>(std::clamp<std::size_t>(layout.charts.size(), 1, kMaxCharts));
+  while (chartCount() > wanted) {
+    ComparisonPanel* p = panel(chartCount() - 1);
+    p->setParent(nullptr);
+    p->deleteLater();
+  }
+  while (chartCount() < wanted) addChart(ChartSettings{});
+  for (int i = 0; i < wanted; ++i) {
+    panel(i)->setSettings(layout.charts.empty() ? ChartSettings{}
+                                                : layout.charts[static_cast<std::size_t>(i)]);
+  }
+  syncChartButtons();
+  current_ = -1;
+  setCurrentChart(std::clamp(layout.current, 0, wanted - 1));
+
+  if (layout.runs)
+    runs_->setChosen(*layout.runs);
+  else
+    chooseDefaultRuns();
+
+  if (layout.splitter.size() == 2)
+    split_->setSizes({layout.splitter[0], layout.splitter[1]});
+  else
+    fitTableHeight();
+  if (layout.chartSplitter.size() == static_cast<std::size_t>(wanted))
+    charts_->setSizes(QList<int>(layout.chartSplitter.begin(), layout.chartSplitter.end()));
+  else
+    charts_->setSizes(QList<int>(wanted, std::max(charts_->height(), 200 * wanted) / wanted));
+
+  QHeaderView* header = runsView_->horizontalHeader();
+  const int column =
+      layout.sortColumn.empty()
+          ? -1
+          : RunComparisonModel::columnNamed(QString::fromStdString(layout.sortColumn));
+  if (!layout.sortColumn.empty() && column < 0)
+    emit notice(tr("The saved comparison layout sorts by '%1', a column this DTLab does not "
+                   "have: the table is in run order")
+                    .arg(QString::fromStdString(layout.sortColumn)));
+  header->setSortIndicator(column,
+                           layout.sortDescending ? Qt::DescendingOrder : Qt::AscendingOrder);
+
+  refreshPanels();
+  --applying_;
+}
+
+void ComparePage::layoutChanged() {
+  if (applying_ > 0 || layoutPending_ || path_.empty()) return;
+  saveTimer_->start();  // restarted by each change: one write once they pause
+}
+
+void ComparePage::saveLayout() {
+  if (path_.empty()) return;
+  const std::string text = compareLayoutToJson(compareLayout());
+  if (text == saved_) return;
+  saved_ = text;
+  runInBackground<bool>(
+      this,
+      [path = path_, text] {
+        core::ProjectStore::open(path)->setMetadata(kCompareLayoutKey, text);
+        return true;
+      },
+      [this](const std::optional<bool>& written, const QString& error) {
+        if (!written) {
+          saved_.clear();  // the next change tries again
+          emit notice(tr("Cannot save the comparison layout in the project: %1").arg(error));
+          return;
+        }
+        emit layoutSaved();
+      });
+}
+
+// The table as high as its rows (up to kDefaultRuns of them), the charts the rest.
 void ComparePage::fitTableHeight() {
   const int rows = std::clamp(runs_->rowCount(), 2, static_cast<int>(kDefaultRuns));
   const int table = runsView_->horizontalHeader()->sizeHint().height() +
@@ -246,31 +481,40 @@ void ComparePage::fitTableHeight() {
   split_->setSizes({top, std::max(total - top, 300)});
 }
 
+// ----- setters for the command line and tests
+
+// While the saved layout is on its way, a setter that changes what is shown is remembered and
+// applied again over the restored layout; one that changes nothing (the command line passes
+// its defaults, e.g. the metric loss, whether or not --chart was given) is not.
 void ComparePage::setChosenRuns(const std::vector<int64_t>& runIds) {
+  if (layoutPending_ && runIds != runs_->chosen())
+    asked_.push_back([this, runIds] { runs_->setChosen(runIds); });
   runs_->setChosen(runIds);
-  scheduleRead();
+  refreshPanels();
 }
 
 void ComparePage::setMetric(const QString& metric) {
-  const int index = metric_->findData(metric);
-  if (index >= 0) metric_->setCurrentIndex(index);
+  if (layoutPending_ && metric.toStdString() != panel(current_)->settings().metric)
+    asked_.push_back([this, metric] { panel(current_)->setMetric(metric); });
+  panel(current_)->setMetric(metric);
 }
 
 void ComparePage::setXAxis(ChartX x) {
-  xAxis_->setCurrentIndex(xAxis_->findData(static_cast<int>(x)));
+  if (layoutPending_ && x != panel(current_)->settings().x)
+    asked_.push_back([this, x] { panel(current_)->setXAxis(x); });
+  panel(current_)->setXAxis(x);
 }
 
 void ComparePage::setReduction(MemberReduction reduction) {
-  reduction_->setCurrentIndex(reduction_->findData(static_cast<int>(reduction)));
+  if (layoutPending_ && reduction != panel(current_)->settings().reduction)
+    asked_.push_back([this, reduction] { panel(current_)->setReduction(reduction); });
+  panel(current_)->setReduction(reduction);
 }
 
 void ComparePage::setSmoothing(double weight) {
-  {
-    const QSignalBlocker block(smoothing_);
-    smoothing_->setValue(static_cast<int>(std::lround(weight * kSmoothingSteps)));
-  }
-  smoothingValue_->setText(QString::number(weight, 'f', 2));
-  chart_->setSmoothing(weight);
+  if (layoutPending_ && weight != panel(current_)->settings().smoothing)
+    asked_.push_back([this, weight] { panel(current_)->setSmoothing(weight); });
+  panel(current_)->setSmoothing(weight);
 }
 
 void ComparePage::setExportOptions(const ChartExportOptions& options) {
@@ -280,47 +524,19 @@ void ComparePage::setExportOptions(const ChartExportOptions& options) {
 }
 
 ComparisonRequest ComparePage::request() const {
-  ComparisonRequest r;
-  r.metric = metric_->currentData().toString().toStdString();
-  r.runIds = runs_->chosen();
-  r.x = static_cast<ChartX>(xAxis_->currentData().toInt());
-  r.reduction = static_cast<MemberReduction>(reduction_->currentData().toInt());
-  return r;
+  return panel(current_)->request();
 }
 
-void ComparePage::scheduleRead() {
-  // Several changes in one go (a new snapshot that also changes the choice) make one read.
-  if (readScheduled_) return;
-  readScheduled_ = true;
-  QTimer::singleShot(0, this, [this] {
-    readScheduled_ = false;
-    read();
-  });
-}
-
-void ComparePage::read() {
-  const quint64 request = ++request_;
-  const ComparisonRequest what = this->request();
-  if (path_.empty() || what.runIds.empty()) {
-    chart_->setData({what, {}});
-    emit chartShown();
-    return;
-  }
-  runInBackground<ComparisonData>(
-      this, [path = path_, what] { return readComparison(path, what); },
-      [this, request](const std::optional<ComparisonData>& data, const QString& error) {
-        if (request != request_) return;  // the choice changed meanwhile
-        if (!data) {
-          emit failed(tr("Cannot read the chart: %1").arg(error));
-          return;
-        }
-        chart_->setData(*data);
-        emit chartShown();
-      });
-}
+// ----- exports and the clipboard
 
 void ComparePage::exportChartTo(const QString& path) {
-  exportChart(*chart_, path,
+  exportChartTo(current_, path);
+}
+
+void ComparePage::exportChartTo(int index, const QString& path) {
+  ComparisonPanel* p = panel(index);
+  if (p == nullptr) throw ExportError(QString("no chart %1").arg(index + 1).toStdString());
+  exportChart(*p->chart(), path,
               {QSize(exportWidth_->value(), exportHeight_->value()), exportDpi_->value()});
 }
 
@@ -335,25 +551,41 @@ void ComparePage::exportTableTo(const QString& path) {
     throw ExportError(QString("%1: tables export as .csv or .md").arg(path).toStdString());
 }
 
+QString ComparePage::copySelectedRows() {
+  QModelIndexList rows = runsView_->selectionModel()->selectedRows();
+  if (rows.isEmpty()) return {};
+  std::sort(rows.begin(), rows.end(),
+            [](const QModelIndex& a, const QModelIndex& b) { return a.row() < b.row(); });
+  std::vector<int64_t> ids;
+  for (const QModelIndex& row : rows)
+    ids.push_back(row.data(RunComparisonModel::IdRole).toLongLong());
+  const QString text = runs_->toTsv(ids);
+  QGuiApplication::clipboard()->setText(text);
+  return text;
+}
+
 QString ComparePage::suggestedName(const QString& fileName) const {
   if (path_.empty()) return fileName;
   return QFileInfo(QString::fromStdString(path_)).absoluteDir().filePath(fileName);
 }
 
-void ComparePage::exportChartAs(ChartFormat format) {
+void ComparePage::exportChartAs(int index, ChartFormat format) {
   static const char* const kExtensions[] = {"png", "svg", "pdf", "csv"};
   static const char* const kFilters[] = {"PNG images (*.png)", "SVG drawings (*.svg)",
                                          "PDF documents (*.pdf)", "CSV files (*.csv)"};
+  ComparisonPanel* p = panel(index);
+  if (p == nullptr) return;
   const auto i = static_cast<std::size_t>(format);
   const QString extension = kExtensions[i];
-  const QString base = QString("%1_%2").arg(metric_->currentData().toString(),
-                                            xAxis_->currentIndex() == 0 ? "step" : "wall");
+  const ChartSettings settings = p->settings();
+  const QString base =
+      QString("%1_%2").arg(QString::fromStdString(settings.metric), toString(settings.x));
   QString path = QFileDialog::getSaveFileName(
       this, tr("Export chart"), suggestedName(base + '.' + extension), tr(kFilters[i]));
   if (path.isEmpty()) return;
   if (QFileInfo(path).suffix().isEmpty()) path += '.' + extension;
   try {
-    exportChartTo(path);
+    exportChartTo(index, path);
   } catch (const std::exception& e) {
     emit failed(QString::fromUtf8(e.what()));
   }
