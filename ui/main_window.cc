@@ -132,6 +132,9 @@ MainWindow::MainWindow(QWidget* parent)
           [this] { updateModifiedMark(); });
   connect(pages_, &QStackedWidget::currentChanged, this, [this] { updateModifiedMark(); });
   connect(comparePage_, &ComparePage::failed, this, [this](const QString& m) { fail(m); });
+  // A saved chart layout the page could not use in full: said, not asked about.
+  connect(comparePage_, &ComparePage::notice, this,
+          [this](const QString& m) { statusBar()->showMessage(m, 10000); });
 
   auto* split = new QSplitter(Qt::Horizontal, this);
   split->setObjectName("mainSplitter");
@@ -730,11 +733,20 @@ bool MainWindow::maySwitchAway(bool saveNow) {
     const QScopedValueRollback asking(asking_, true);
     answer = box.exec();
   }
-  if (answer == QMessageBox::Discard) return true;
-  if (answer != QMessageBox::Save) return false;  // Cancel, Escape, the close button
+  if (answer != QMessageBox::Save && answer != QMessageBox::Discard)
+    return false;  // Cancel, Escape, the close button
+  // Asked once: the page may stay on screen a moment longer (a run's page is read first), and
+  // a reload meanwhile must not ask again.
+  const auto settled = [this] {
+    if (datasetPage_ == pages_->currentWidget()) datasetPage_->markUnmodified();
+    if (topologyPage_ == pages_->currentWidget()) topologyPage_->markUnmodified();
+    if (experimentPage_ == pages_->currentWidget()) experimentPage_->markUnmodified();
+    return true;
+  };
+  if (answer == QMessageBox::Discard) return settled();
   if (!saveNow) {
     saveEntity(e.kind, e.id, e.name, e.json, /*reshow=*/false);
-    return true;
+    return settled();
   }
   // The window is closing: there is no later moment to report a failure, so write now (a row).
   try {
@@ -744,7 +756,7 @@ bool MainWindow::maySwitchAway(bool saveNow) {
     fail(tr("Cannot save %1 %2: %3").arg(e.kind, e.name, QString::fromUtf8(error.what())));
     return false;
   }
-  return true;
+  return settled();
 }
 
 bool MainWindow::saveCurrent() {

@@ -167,6 +167,10 @@ class TestProjectFile : public QObject {
       Answer discard(QMessageBox::Discard);
       window.selectRun(1);
       QVERIFY(discard.asked());
+      // Answered once: while the run's page is read the editor is still on screen, and a
+      // reload meanwhile (the file changed) must not ask again.
+      QVERIFY(!window.topologyPage()->isModified());
+      QVERIFY(!window.isWindowModified());
       QVERIFY(waitForRun(window));
     }
     const auto topology =

@@ -227,8 +227,7 @@ void DatasetPage::changed() {
     problem = QString::fromUtf8(e.what());
   }
   showError(problem);
-  if (editState_.update(name() + '\n' + QString::fromStdString(config().dump())))
-    emit modifiedChanged(editState_.modified());
+  if (editState_.update(content())) emit modifiedChanged(editState_.modified());
   debounce_->start();
 }
 
@@ -347,6 +346,15 @@ void DatasetPage::showPreview(const DatasetPreview& p) {
   shardNote_->setText(QString::fromStdString(p.shardNote));
   shardNote_->setVisible(!p.shardNote.empty());
   emit previewShown();
+}
+
+QString DatasetPage::content() const {
+  return name() + '\n' + QString::fromStdString(config().dump());
+}
+
+void DatasetPage::markUnmodified() {
+  editState_.loadStarted();
+  if (editState_.update(content())) emit modifiedChanged(false);
 }
 
 }  // namespace dtlab::ui

@@ -38,6 +38,9 @@ class DatasetPage final : public QWidget {
   QString error() const;
   // Whether the form differs from what was loaded or last saved.
   bool isModified() const { return editState_.modified(); }
+  // The form as it is becomes the baseline (its changes were saved elsewhere, or the user
+  // chose to drop them as the page is left).
+  void markUnmodified();
   QPushButton* saveButton() const { return save_; }
   QSpinBox* workersBox() const { return workers_; }
   QCustomPlot* scatter() const { return scatter_; }
@@ -80,6 +83,7 @@ class DatasetPage final : public QWidget {
   QTimer* debounce_;
   DatasetPreview preview_;
   EditState editState_;
+  QString content() const;  // what EditState compares
 };
 
 }  // namespace dtlab::ui

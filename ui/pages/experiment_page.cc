@@ -320,8 +320,7 @@ void ExperimentPage::formChanged() {
   put(spec_, "training", "eval_interval", evalInterval_->value());
   spec_["variants"] = variants_->variants();
   validate();
-  if (editState_.update(QString::fromStdString(spec_.dump())))
-    emit modifiedChanged(editState_.modified());
+  if (editState_.update(content())) emit modifiedChanged(editState_.modified());
 }
 
 void ExperimentPage::validate() {
@@ -377,6 +376,15 @@ void ExperimentPage::validate() {
     summary_->clear();
   }
   emit validated();
+}
+
+QString ExperimentPage::content() const {
+  return QString::fromStdString(spec_.dump());
+}
+
+void ExperimentPage::markUnmodified() {
+  editState_.loadStarted();
+  if (editState_.update(content())) emit modifiedChanged(false);
 }
 
 }  // namespace dtlab::ui

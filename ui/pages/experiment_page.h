@@ -42,6 +42,9 @@ class ExperimentPage final : public QWidget {
   QString error() const { return error_; }
   // Whether the form differs from what was loaded or last saved.
   bool isModified() const { return editState_.modified(); }
+  // The form as it is becomes the baseline (its changes were saved elsewhere, or the user
+  // chose to drop them as the page is left).
+  void markUnmodified();
   // Where the error is shown: the field path it names ("optimizer.lr"), or "" (general).
   QString errorField() const { return errorField_; }
   // Whether Run may start (no other run going; the page does not know, the window tells it).
@@ -97,6 +100,7 @@ class ExperimentPage final : public QWidget {
   // Field path -> its editor and the label beside it that shows an error about it.
   std::map<QString, std::pair<QWidget*, QLabel*>> fields_;
   EditState editState_;
+  QString content() const;  // what EditState compares
 };
 
 }  // namespace dtlab::ui

@@ -205,8 +205,7 @@ void TopologyPage::validate() {
   threads_->setToolTip(local ? tr("CPU threads of each local node's worker")
                              : tr("Remote daemons use their own --threads (Test connection "
                                   "shows it)"));
-  if (!loading_ && editState_.update(name() + '\n' + QString::fromStdString(cluster().dump())))
-    emit modifiedChanged(editState_.modified());
+  if (!loading_ && editState_.update(content())) emit modifiedChanged(editState_.modified());
 }
 
 void TopologyPage::finishTest(int generation, bool ok) {
@@ -276,6 +275,15 @@ void TopologyPage::testConnection() {
         }
         finishTest(generation, found.has_value());
       });
+}
+
+QString TopologyPage::content() const {
+  return name() + '\n' + QString::fromStdString(cluster().dump());
+}
+
+void TopologyPage::markUnmodified() {
+  editState_.loadStarted();
+  if (editState_.update(content())) emit modifiedChanged(false);
 }
 
 }  // namespace dtlab::ui

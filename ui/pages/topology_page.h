@@ -45,6 +45,9 @@ class TopologyPage final : public QWidget {
   // Whether the form differs from what was loaded or last saved: the name, the nodes or the
   // threads (a token is not part of the topology: it goes to the user's settings at once).
   bool isModified() const { return editState_.modified(); }
+  // The form as it is becomes the baseline (its changes were saved elsewhere, or the user
+  // chose to drop them as the page is left).
+  void markUnmodified();
   // The token this user keeps for the daemon at `address` ("" when none): what the table's
   // token column edits (node_tokens in ui/models/topology_model.h).
   static QString nodeToken(const QString& address);
@@ -71,7 +74,8 @@ class TopologyPage final : public QWidget {
   QPushButton* test_;
   QPushButton* addRemote_;
   EditState editState_;
-  bool loading_ = false;  // inside edit(): the widgets' signals are not user edits
+  QString content() const;  // what EditState compares
+  bool loading_ = false;    // inside edit(): the widgets' signals are not user edits
   // A test's answers go to the rows they were asked for: an edit() in between makes them
   // stale (its generation is no longer current).
   int testGeneration_ = 0;
