@@ -208,42 +208,83 @@ class TestDashboard : public QObject {
     for (Dash::Chart c : kCharts) QCOMPARE(pointsOn(d, c), 0);
 
     // In batches, as the 40 ms timer hands them over.
-    std::map<std::string, int> perKey;
     for (std::size_t i = 0; i < live_.size(); i += 500) {
       const std::size_t end = std::min(live_.size(), i + 500);
       page->appendLive(std::vector<ui::LivePoint>(live_.begin() + static_cast<long>(i),
                                                   live_.begin() + static_cast<long>(end)));
     }
-    for (const ui::LivePoint& p : live_)
-      ++perKey[std::string(core::kMetricTable[static_cast<std::size_t>(p.metric)].name)];
-    QCOMPARE(pointsOn(d, Dash::kLossChart),
-             perKey["loss"] + perKey["test_loss"] + perKey["test_accuracy"]);
-    QCOMPARE(pointsOn(d, Dash::kThroughputChart), perKey["samples_per_s"]);
-    QCOMPARE(pointsOn(d, Dash::kStepTimeChart),
-             perKey["compute_ms"] + perKey["comm_ms"] + perKey["wait_ms"]);
-    QCOMPARE(pointsOn(d, Dash::kUtilisationChart), perKey["cpu_util"]);
-    QCOMPARE(pointsOn(d, Dash::kChosenChart), perKey["mem_bytes"]);
+    std::map<std::pair<int, int>, int> perSeries;  // (metric, worker or node) -> points fed
+    std::map<std::string, int> perKey;
+    for (const ui::LivePoint& p : live_) {
+      const core::MetricInfo& m = core::kMetricTable[static_cast<std::size_t>(p.metric)];
+      const int owner = m.scope == core::MetricScope::kWorker ? p.worker
+                        : m.scope == core::MetricScope::kNode ? p.node
+                                                              : -1;
+      ++perSeries[{p.metric, owner}];
+      ++perKey[std::string(m.name)];
+    }
+    // Each chart has a series for each worker / node that fed its metrics, with every point
+    // fed, or (past the bound) between half the bound and the bound.
+    const auto check = [&](Dash::Chart chart, std::set<std::string> keys) {
+      int expected = 0;
+      for (const auto& [series, n] : perSeries)
+        expected += keys.count(
+            std::string(core::kMetricTable[static_cast<std::size_t>(series.first)].name));
+      QCOMPARE(d.graphs(chart).size(), expected);
+      for (QCPGraph* g : d.graphs(chart)) {
+        const int metric = g->property("metric").toInt();
+        QVERIFY(keys.count(std::string(core::kMetricTable[static_cast<std::size_t>(metric)].name)));
+        const int n = perSeries[{metric, g->property("owner").toInt()}];
+        if (n < Dash::kMaxLivePoints)
+          QCOMPARE(g->data()->size(), n);
+        else
+          QVERIFY(g->data()->size() >= Dash::kMaxLivePoints / 2 &&
+                  g->data()->size() <= Dash::kMaxLivePoints);
+      }
+    };
+    check(Dash::kLossChart, {"loss", "test_loss", "test_accuracy"});
+    check(Dash::kThroughputChart, {"samples_per_s"});
+    check(Dash::kStepTimeChart, {"compute_ms", "comm_ms", "wait_ms"});
+    check(Dash::kUtilisationChart, {"cpu_util"});
+    check(Dash::kChosenChart, {"mem_bytes"});
+    if (QTest::currentTestFailed()) return;
     QVERIFY(perKey["cpu_util"] >= 2);  // both nodes sampled at least once
     QCOMPARE(seriesOn(d, Dash::kUtilisationChart),
              seriesOn(*shownPage(detail_)->chart(), Dash::kUtilisationChart));
+    // Drawn without antialiasing while points stream (cheaper replots), with it once they stop.
+    QVERIFY(d.notAntialiasedElements().testFlag(QCP::aePlottables));
+    QTRY_VERIFY_WITH_TIMEOUT(!d.notAntialiasedElements().testFlag(QCP::aePlottables), 3000);
     // Following the run: the x range ends at its last step.
     QCOMPARE(d.xRange().upper, static_cast<double>(detail_.summary["steps"].get<int64_t>()));
 
-    // In-memory series are bounded: a series past the bound keeps every other point.
+    // In-memory series are bounded: a series past the bound keeps one point of two, and its
+    // spikes among them.
+    auto fresh = shownPage(started);
+    Dash& f = *fresh->chart();
+    f.setSmoothing(0.0);
     ui::LivePoint p = live_.front();
     p.metric = 0;  // loss
     p.worker = 0;
     std::vector<ui::LivePoint> many;
     for (int i = 0; i < Dash::kMaxLivePoints + 1000; ++i) {
-      p.step = 1000000 + i;
+      p.step = i + 1;
+      p.value = i == 1234 ? 100.0 : i == Dash::kMaxLivePoints + 501 ? 50.0 : 1.0;
       many.push_back(p);
     }
-    QVERIFY(page->chartNote().isEmpty());
-    page->appendLive(many);
-    for (QCPGraph* g : d.graphs(Dash::kLossChart))
-      QVERIFY(g->data()->size() <= Dash::kMaxLivePoints);
-    QVERIFY(d.downsampled());
-    QVERIFY2(page->chartNote().contains("reduced"), qPrintable(page->chartNote()));
+    QVERIFY(fresh->chartNote().isEmpty());
+    fresh->appendLive(many);
+    QCOMPARE(f.graphs(Dash::kLossChart).size(), 1);
+    QCPGraph* loss = f.graphs(Dash::kLossChart).front();
+    QVERIFY(loss->data()->size() <= Dash::kMaxLivePoints);
+    QVERIFY(loss->data()->size() >= Dash::kMaxLivePoints / 2);
+    QVERIFY(loss->data()->at(loss->data()->size() - 1)->key >
+            Dash::kMaxLivePoints + 990);  // still the whole run
+    QList<double> spikes;
+    for (auto it = loss->data()->constBegin(); it != loss->data()->constEnd(); ++it)
+      if (it->value > 1.0) spikes << it->value;
+    QCOMPARE(spikes, (QList<double>{100.0, 50.0}));
+    QVERIFY(f.downsampled());
+    QVERIFY2(fresh->chartNote().contains("reduced"), qPrintable(fresh->chartNote()));
   }
 
   // Steps, seconds since the start, or the time of day: the keys change, the points stay.

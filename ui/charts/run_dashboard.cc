@@ -97,13 +97,19 @@ std::string defaultChoice(const std::vector<core::RunMetric>& metrics) {
 
 }  // namespace
 
-RunDashboard::RunDashboard(QWidget* parent) : QCustomPlot(parent) {
+RunDashboard::RunDashboard(QWidget* parent) : QCustomPlot(parent), settle_(new QTimer(this)) {
   chosen_ = core::metric::kStepMs;
   setAutoAddPlottableToLegend(false);
   setNoAntialiasingOnDrag(true);
   setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   setMouseTracking(true);  // the crosshair follows the mouse without a button held
   buildLayout();
+  settle_->setSingleShot(true);
+  settle_->setInterval(400);
+  connect(settle_, &QTimer::timeout, this, [this] {
+    setNotAntialiasedElements(QCP::aeNone);
+    replot(rpQueuedReplot);
+  });
   connect(this, &QCustomPlot::mouseMove, this, [this](QMouseEvent* e) { moveCrosshair(e); });
   connect(this, &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent*) { resetView(); });
   connect(this, &QCustomPlot::legendClick, this,
@@ -663,41 +669,57 @@ void RunDashboard::appendLive(const std::vector<LivePoint>& points) {
     Series& s = series_[seriesFor(p.metric, owner)];
     // Points the store had already given when the page was shown come again: skip them.
     if (!s.steps.empty() && static_cast<double>(p.step) < s.steps.back()) continue;
-    if (s.stride > 1 && ++s.skipped < s.stride) continue;
-    s.skipped = 0;
-    if (s.values.empty()) {
-      s.minValue = s.maxValue = p.value;
-    } else {
-      s.minValue = std::min(s.minValue, p.value);
-      s.maxValue = std::max(s.maxValue, p.value);
+    LivePoint point = p;
+    if (s.stride > 1) {
+      // Thinned: of each `stride` new points, the one farthest from the last point kept, so
+      // that a spike survives.
+      const double last = s.values.back();
+      if (s.pending == 0 || std::abs(p.value - last) > std::abs(s.candidate.value - last))
+        s.candidate = p;
+      if (++s.pending < s.stride) continue;
+      s.pending = 0;
+      point = s.candidate;
     }
-    s.steps.push_back(static_cast<double>(p.step));
-    s.seconds.push_back(p.wallMs / 1000.0);
-    s.values.push_back(p.value);
+    if (s.values.empty()) {
+      s.minValue = s.maxValue = point.value;
+    } else {
+      s.minValue = std::min(s.minValue, point.value);
+      s.maxValue = std::max(s.maxValue, point.value);
+    }
+    s.steps.push_back(static_cast<double>(point.step));
+    s.seconds.push_back(point.wallMs / 1000.0);
+    s.values.push_back(point.value);
     // Percentiles again at every power of two, then every 1024 points (they move slowly).
     const std::size_t n = s.values.size();
     if ((n & (n - 1)) == 0 || n % 1024 == 0) updateBounds(s);
     const double key = keyOf(s, s.values.size() - 1);
-    double value = p.value;
+    double value = point.value;
     if (smoothed(s)) {
-      s.ema = smoothing_ * s.ema + (1.0 - smoothing_) * p.value;
+      s.ema = smoothing_ * s.ema + (1.0 - smoothing_) * point.value;
       s.emaDecay *= smoothing_;
       value = s.ema / (1.0 - s.emaDecay);
     }
-    value *= scaleOf(row(p.metric));
+    value *= scaleOf(row(point.metric));
     for (QCPGraph* g : s.graphs) g->addData(key, value);
     added = true;
     if (static_cast<int>(s.values.size()) < kMaxLivePoints) continue;
-    // The bound: every other point of the run so far, and from now on every other new one.
+    // The bound: of every two points so far the one farther from the point kept before it,
+    // and from now on one of every `stride` new ones.
     std::size_t kept = 0;
     for (std::size_t i = 0; i < s.values.size(); i += 2, ++kept) {
-      s.steps[kept] = s.steps[i];
-      s.seconds[kept] = s.seconds[i];
-      s.values[kept] = s.values[i];
+      std::size_t pick = i;
+      if (i + 1 < s.values.size() && kept > 0 &&
+          std::abs(s.values[i + 1] - s.values[kept - 1]) >
+              std::abs(s.values[i] - s.values[kept - 1]))
+        pick = i + 1;
+      s.steps[kept] = s.steps[pick];
+      s.seconds[kept] = s.seconds[pick];
+      s.values[kept] = s.values[pick];
     }
     s.steps.resize(kept);
     s.seconds.resize(kept);
     s.values.resize(kept);
+    restartSmoothing(s);
     s.stride *= 2;
     s.downsampled = true;
     QVector<double> keys(static_cast<qsizetype>(kept));
@@ -707,6 +729,8 @@ void RunDashboard::appendLive(const std::vector<LivePoint>& points) {
   }
   if (!added) return;
   if (following_) fitView();
+  setNotAntialiasedElements(QCP::aePlottables);
+  settle_->start();
   replot(rpQueuedReplot);
 }
 

@@ -2,6 +2,8 @@
 
 #include <qcustomplot.h>
 
+#include <QtCore/QTimer>
+
 #include <array>
 #include <map>
 #include <set>
@@ -34,10 +36,12 @@ class RunDashboard final : public QCustomPlot {
  public:
   enum Chart { kLossChart, kThroughputChart, kStepTimeChart, kUtilisationChart, kChosenChart };
   static constexpr int kChartCount = 5;
-  // Points per series kept in memory. A live series that reaches it keeps every other point
-  // and from then on every other new one (so it always spans the whole run, at a coarser
-  // resolution; the page says so); history comes from the store, downsampled there.
-  static constexpr int kMaxLivePoints = 50000;
+  // Points per series kept in memory and drawn. A live series that reaches it keeps one of
+  // every two points (the one farther from its predecessor, so spikes stay) and from then on
+  // one of every two new ones, then four...: it always spans the whole run, at about the
+  // resolution the store gives history (2,000 points a series) and a chart's width can show.
+  // Replots cost time in proportion to the points drawn (five charts, dozens of series).
+  static constexpr int kMaxLivePoints = 4096;
 
   explicit RunDashboard(QWidget* parent = nullptr);
 
@@ -91,8 +95,9 @@ class RunDashboard final : public QCustomPlot {
     int owner = -1;  // worker (worker scope), node (node scope), -1 (run)
     std::vector<double> steps, seconds, values;
     bool downsampled = false;
-    int stride = 1;  // live: keep every stride-th new point (see kMaxLivePoints)
-    int skipped = 0;
+    int stride = 1;   // live: keep one of every `stride` new points (see kMaxLivePoints)
+    int pending = 0;  // new points since the last one kept
+    LivePoint candidate;
     double minValue = 0.0, maxValue = 0.0;
     // What the y-axis spans for timings and rates: their 1st to 99th percentile, so that a
     // slow first step or a pause does not flatten the rest (the line leaves the chart there).
@@ -112,6 +117,9 @@ class RunDashboard final : public QCustomPlot {
   };
 
   std::array<Panel, kChartCount> panels_;
+  // While live points stream, curves are drawn without antialiasing (it doubles the cost of a
+  // replot of dozens of noisy series); this timer restores it once they stop.
+  QTimer* settle_;
   std::vector<Series> series_;
   std::map<std::pair<int, int>, std::size_t> seriesIndex_;  // (metric, owner) -> series_
   std::vector<core::RunEvent> events_;
