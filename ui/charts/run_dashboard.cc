@@ -66,10 +66,11 @@ int rowOf(std::string_view key) {
 
 // The components of a step have a colour each; a worker's line on that chart is in its
 // component's colour (the crosshair names the worker).
+// Waits are drawn lighter: they are often the largest and noisiest, and would hide the rest.
 QColor componentColour(std::string_view key) {
   if (key == core::metric::kComputeMs) return QColor(0, 158, 115);
-  if (key == core::metric::kCommMs) return QColor(0, 114, 178);
-  return QColor(213, 94, 0);  // wait
+  if (key == core::metric::kCommMs) return QColor(0, 114, 178, 210);
+  return QColor(213, 94, 0, 130);  // wait
 }
 
 QColor eventColour(const std::string& kind) {
@@ -132,8 +133,8 @@ void RunDashboard::buildLayout() {
   QFont small = font();
   small.setPointSizeF(font().pointSizeF() * 0.85);
   const std::array<QString, kChartCount> titles = {
-      tr("Loss per worker, test accuracy"), tr("Throughput per worker"),
-      tr("Step time per worker: compute, communication, wait"), tr("CPU use per node"), QString()};
+      tr("Loss per worker; test loss and accuracy"), tr("Throughput per worker"),
+      tr("Step time per worker: compute, comm., wait"), tr("CPU use per node"), QString()};
   // Edges that line up: the first column of both rows, and the second row's wide chart with
   // the columns it spans.
   auto* left0 = new QCPMarginGroup(this);

@@ -168,9 +168,9 @@ QString RunPage::valuesAt(double x, RunDashboard::Chart chart) const {
 void RunPage::updateNote() {
   chartNote_->setText(
       dashboard_->downsampled()
-          ? tr("Long series are drawn reduced: read from the store, to each interval's minimum "
-               "and maximum; live, to every n-th point past %1 points a series. The y-axis of "
-               "timings and rates spans their 1st to 99th percentile.")
+          ? tr("Long series are drawn reduced (from the store: each interval's minimum and "
+               "maximum; live, past %1 points a series: one point of every few). Axes of "
+               "timings and rates span their 1st to 99th percentile.")
                 .arg(kMaxLivePoints)
           : QString());
   chartNote_->setVisible(!chartNote_->text().isEmpty());
