@@ -12,6 +12,7 @@
 #include <QtCore/QTemporaryDir>
 #include <QtWidgets/QApplication>
 #include <QtWidgets/QComboBox>
+#include <QtWidgets/QPlainTextEdit>
 
 #include "core/metrics/metric_table.h"
 #include "core/store/project_store.h"
@@ -192,8 +193,14 @@ class TestDashboard : public QObject {
   // run as it started (no points yet), grow the chart of each metric by exactly them.
   void liveFeedOfEveryMetricGrowsTheRightChart() {
     std::set<int> kinds;
-    for (const ui::LivePoint& p : live_) kinds.insert(p.metric);
-    QCOMPARE(kinds.size(), core::kMetricTable.size());  // every row of the table travelled
+    QStringList events;
+    for (const ui::LivePoint& p : live_)
+      if (p.event != nullptr)
+        events << QString::fromStdString(p.event->kind);
+      else
+        kinds.insert(p.metric);
+    QCOMPARE(kinds.size(), core::kMetricTable.size());   // every row of the table travelled
+    QCOMPARE(events, (QStringList{"start", "finish"}));  // and the run's events
 
     ui::RunDetail started;
     started.run = detail_.run;
@@ -202,7 +209,8 @@ class TestDashboard : public QObject {
     for (Dash::Chart c : kCharts) QCOMPARE(pointsOn(d, c), 0);
     page->chooseMetric("mem_bytes");
     // Points of another run are not drawn.
-    ui::LivePoint stray = live_.front();
+    ui::LivePoint stray =
+        *std::find_if(live_.begin(), live_.end(), [](const ui::LivePoint& p) { return !p.event; });
     stray.runId = runId_ + 100;
     page->appendLive({stray});
     for (Dash::Chart c : kCharts) QCOMPARE(pointsOn(d, c), 0);
@@ -216,6 +224,7 @@ class TestDashboard : public QObject {
     std::map<std::pair<int, int>, int> perSeries;  // (metric, worker or node) -> points fed
     std::map<std::string, int> perKey;
     for (const ui::LivePoint& p : live_) {
+      if (p.event != nullptr) continue;
       const core::MetricInfo& m = core::kMetricTable[static_cast<std::size_t>(p.metric)];
       const int owner = m.scope == core::MetricScope::kWorker ? p.worker
                         : m.scope == core::MetricScope::kNode ? p.node
@@ -251,6 +260,18 @@ class TestDashboard : public QObject {
     QVERIFY(perKey["cpu_util"] >= 2);  // both nodes sampled at least once
     QCOMPARE(seriesOn(d, Dash::kUtilisationChart),
              seriesOn(*shownPage(detail_)->chart(), Dash::kUtilisationChart));
+    // An event that comes live (as the controller sends a node lost) is marked on every chart
+    // and listed.
+    for (Dash::Chart c : kCharts) QCOMPARE(d.eventMarkerCount(c), 0);  // start, finish: unmarked
+    ui::LivePoint lost;
+    lost.runId = runId_;
+    lost.metric = -1;
+    lost.event = std::make_shared<const core::RunEvent>(
+        core::RunEvent{30, 450.0, "node_lost", "node 1 missed its heartbeat"});
+    page->appendLive({lost});
+    for (Dash::Chart c : kCharts) QCOMPARE(d.eventMarkerCount(c), 1);
+    QVERIFY(page->findChild<QPlainTextEdit*>()->toPlainText().contains(
+        "node_lost   node 1 missed its heartbeat"));
     // Drawn without antialiasing while points stream (cheaper replots), with it once they stop.
     QVERIFY(d.notAntialiasedElements().testFlag(QCP::aePlottables));
     QTRY_VERIFY_WITH_TIMEOUT(!d.notAntialiasedElements().testFlag(QCP::aePlottables), 3000);
@@ -262,7 +283,8 @@ class TestDashboard : public QObject {
     auto fresh = shownPage(started);
     Dash& f = *fresh->chart();
     f.setSmoothing(0.0);
-    ui::LivePoint p = live_.front();
+    ui::LivePoint p;
+    p.runId = runId_;
     p.metric = 0;  // loss
     p.worker = 0;
     std::vector<ui::LivePoint> many;

@@ -659,7 +659,13 @@ void RunDashboard::toggleSeries(QCPGraph* graph) {
 
 void RunDashboard::appendLive(const std::vector<LivePoint>& points) {
   bool added = false;
+  bool events = false;
   for (const LivePoint& p : points) {
+    if (p.runId == runId_ && p.event != nullptr) {
+      events_.push_back(*p.event);
+      events = added = true;
+      continue;
+    }
     if (p.runId != runId_ || p.metric < 0 ||
         p.metric >= static_cast<int>(core::kMetricTable.size()))
       continue;
@@ -729,6 +735,7 @@ void RunDashboard::appendLive(const std::vector<LivePoint>& points) {
     for (QCPGraph* g : s.graphs) g->setData(keys, values, true);
   }
   if (!added) return;
+  if (events) drawMarkers();
   if (following_) fitView();
   setNotAntialiasedElements(QCP::aePlottables);
   settle_->start();

@@ -49,7 +49,8 @@ class RunDashboard final : public QCustomPlot {
   // recorded elsewhere), the x-axis, the chosen metric, hidden series and a zoomed view
   // stay as the user left them.
   void setRun(const RunDetail& detail);
-  // Appends live points of the run on screen (others are ignored): one replot, queued.
+  // Appends live points of the run on screen (others are ignored), and marks its events:
+  // one replot, queued.
   void appendLive(const std::vector<LivePoint>& points);
 
   void setXAxis(RunXAxis axis);
@@ -82,6 +83,8 @@ class RunDashboard final : public QCustomPlot {
   bool downsampled() const;
   // The x range every chart shows.
   QCPRange xRange() const { return panels_[kLossChart].rect->axis(QCPAxis::atBottom)->range(); }
+  // The run's events: those it was shown with, then those that came live.
+  const std::vector<core::RunEvent>& events() const { return events_; }
 
  signals:
   void chosenMetricChanged(const QString& key);

@@ -17,7 +17,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Feeds every metric of every worker, node and evaluation to the live charts (one point per
-// row of the metric table; NaN, e.g. a regression's accuracy, was not measured), and turns
+// row of the metric table; NaN, e.g. a regression's accuracy, was not measured) and every
+// event of the run, and turns
 // rank 0's steps into RunProgress signals at most every 100 ms (the training threads report
 // far more often than a status bar can show).
 class ProgressSink final : public core::MetricSink {
@@ -26,6 +27,15 @@ class ProgressSink final : public core::MetricSink {
       : owner_(owner), feed_(feed), runId_(runId), base_(base) {}
   void onEval(const core::EvalMetrics& m) override { pushAll(m, -1, -1); }
   void onNode(const core::NodeMetrics& m) override { pushAll(m, -1, m.node); }
+  void onEvent(const core::RunEvent& e) override {
+    LivePoint p;
+    p.runId = runId_;
+    p.metric = -1;
+    p.step = e.step;
+    p.wallMs = e.wallMs;
+    p.event = std::make_shared<const core::RunEvent>(e);
+    feed_->push(p);
+  }
   void onStep(const core::StepMetrics& m) override {
     pushAll(m, m.worker, -1);
     if (m.worker != 0) return;

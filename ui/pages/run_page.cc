@@ -24,6 +24,14 @@ QString number(const nlohmann::json& j, const char* key, int decimals) {
   return QString::number(j[key].get<double>(), 'f', decimals);
 }
 
+QString eventLine(const core::RunEvent& e) {
+  return QString("step %1  %2 ms  %3  %4\n")
+      .arg(e.step, 6)
+      .arg(e.wallMs, 9, 'f', 1)
+      .arg(QString::fromStdString(e.kind), -10)
+      .arg(QString::fromStdString(e.detail));
+}
+
 }  // namespace
 
 RunPage::RunPage(QWidget* parent)
@@ -143,7 +151,11 @@ QString RunPage::chartNote() const {
 
 void RunPage::appendLive(const std::vector<LivePoint>& points) {
   const bool before = dashboard_->downsampled();
+  const std::size_t events = dashboard_->events().size();
   dashboard_->appendLive(points);
+  // Events that came live join the list too.
+  for (std::size_t i = events; i < dashboard_->events().size(); ++i)
+    events_->appendPlainText(eventLine(dashboard_->events()[i]).trimmed());
   if (dashboard_->downsampled() != before) updateNote();
 }
 
@@ -215,12 +227,7 @@ void RunPage::showRun(const RunDetail& d) {
 
   metrics_->setMetrics(d.metrics);
   QString text;
-  for (const core::RunEvent& e : d.events)
-    text += QString("step %1  %2 ms  %3  %4\n")
-                .arg(e.step, 6)
-                .arg(e.wallMs, 9, 'f', 1)
-                .arg(QString::fromStdString(e.kind), -10)
-                .arg(QString::fromStdString(e.detail));
+  for (const core::RunEvent& e : d.events) text += eventLine(e);
   events_->setPlainText(text);
 }
 
