@@ -374,10 +374,12 @@ void RunDashboard::setRun(const RunDetail& detail) {
     following_ = true;
   }
   if (!userChose_) chosen_ = defaultChoice(detail.metrics);
-  rebuild();
+  // A run re-read while another process records it: the redraw waits for the event loop,
+  // like a live batch's.
+  rebuild(sameRun ? rpQueuedReplot : rpRefreshHint);
 }
 
-void RunDashboard::rebuild() {
+void RunDashboard::rebuild(RefreshPriority refresh) {
   hideCrosshair();
   for (Panel& p : panels_) p.legend->clearItems();  // before their graphs go
   clearGraphs();
@@ -423,7 +425,7 @@ void RunDashboard::rebuild() {
   drawMarkers();
   updateNotes();
   if (following_) fitView();
-  replot();
+  replot(refresh);
 }
 
 void RunDashboard::drawMarkers() {

@@ -137,7 +137,7 @@ class RunDashboard final : public QCustomPlot {
   bool linking_ = false;   // inside a programmatic x range change
 
   void buildLayout();
-  void rebuild();
+  void rebuild(RefreshPriority refresh = rpRefreshHint);
   void placeSeries(std::size_t index);
   void addSeriesGraph(std::size_t index, Chart chart, bool rightAxis);
   void drawMarkers();
