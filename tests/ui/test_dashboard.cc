@@ -351,6 +351,13 @@ class TestDashboard : public QObject {
                                                      std::llround(samples->seconds.front() * 1000))
                           .toString("hh:mm:ss")),
         qPrintable(at));
+    // The run lasted about 2.5 s: its ticks fall on fractions of a second, and say so.
+    QCOMPARE(d.rect(Dash::kLossChart)
+                 ->axis(QCPAxis::atBottom)
+                 ->ticker()
+                 .dynamicCast<QCPAxisTickerDateTime>()
+                 ->dateTimeFormat(),
+             QString("hh:mm:ss.zzz"));
     // Every chart follows, the markers too.
     QVERIFY(d.xRange().lower > 1.6e9);
     for (Dash::Chart c : kCharts) QCOMPARE(d.rect(c)->axis(QCPAxis::atBottom)->range(), d.xRange());

@@ -180,6 +180,7 @@ void RunDashboard::buildLayout() {
               panels_[static_cast<std::size_t>(o)].rect->axis(QCPAxis::atBottom)->setRange(range);
           linking_ = false;
           following_ = false;
+          fitTimeFormat(range);
         });
     for (QCPMarginGroup* g : c == kLossChart || c == kUtilisationChart
                                  ? std::vector<QCPMarginGroup*>{left0, right0}
@@ -424,7 +425,10 @@ void RunDashboard::rebuild(RefreshPriority refresh) {
       ->setLabel(axisLabel(text(core::metric::kTestAccuracy), unitOf(core::metric::kTestAccuracy)));
   drawMarkers();
   updateNotes();
-  if (following_) fitView();
+  if (following_)
+    fitView();
+  else
+    fitTimeFormat(xRange());
   replot(refresh);
 }
 
@@ -570,6 +574,7 @@ void RunDashboard::fitView() {
   }
   if (hi - lo < 1e-9) hi = lo + 1.0;
   linking_ = true;
+  fitTimeFormat(QCPRange(lo, hi));
   for (Panel& p : panels_) {
     p.rect->axis(QCPAxis::atBottom)->setRange(lo, hi);
     for (QCPAxis* axis : {p.rect->axis(QCPAxis::atLeft), p.rect->axis(QCPAxis::atRight)}) {
@@ -602,6 +607,17 @@ void RunDashboard::fitView() {
     }
   }
   linking_ = false;
+}
+
+void RunDashboard::fitTimeFormat(const QCPRange& range) {
+  // Ticks of a few seconds' span fall on fractions of a second: show them.
+  auto ticker = panels_[kLossChart]
+                    .rect->axis(QCPAxis::atBottom)
+                    ->ticker()
+                    .dynamicCast<QCPAxisTickerDateTime>();
+  if (ticker != nullptr)
+    ticker->setDateTimeFormat(range.size() < 8.0 ? QStringLiteral("hh:mm:ss.zzz")
+                                                 : QStringLiteral("hh:mm:ss"));
 }
 
 void RunDashboard::resetView() {

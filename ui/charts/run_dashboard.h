@@ -147,6 +147,7 @@ class RunDashboard final : public QCustomPlot {
   // The values a graph of `s` draws: smoothed or not, in the display unit.
   QVector<double> drawnValues(const Series& s) const;
   void fitView();
+  void fitTimeFormat(const QCPRange& range);
   void updateNotes();
   void moveCrosshair(QMouseEvent* event);
   void hideCrosshair();
