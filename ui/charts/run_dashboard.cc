@@ -206,7 +206,7 @@ void RunDashboard::buildLayout() {
     p.cursor->setClipAxisRect(p.rect);
     p.cursor->point1->setAxes(x, p.rect->axis(QCPAxis::atLeft));
     p.cursor->point2->setAxes(x, p.rect->axis(QCPAxis::atLeft));
-    p.cursor->setPen(QPen(QColor(0, 0, 0, 90), 1, Qt::DotLine));
+    p.cursor->setPen(QPen(QColor(40, 40, 40, 160), 1));  // solid: the grid is dotted
     p.cursor->setVisible(false);
     p.cursorText = new QCPItemText(this);
     p.cursorText->setLayer(QStringLiteral("overlay"));
@@ -216,7 +216,7 @@ void RunDashboard::buildLayout() {
     p.cursorText->position->setCoords(0.01, 0.01);
     p.cursorText->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
     p.cursorText->setTextAlignment(Qt::AlignLeft);
-    p.cursorText->setFont(small);
+    p.cursorText->setFont(font());
     p.cursorText->setBrush(QColor(255, 255, 255, 230));
     p.cursorText->setPen(QPen(QColor(0, 0, 0, 60)));
     p.cursorText->setPadding(QMargins(4, 2, 4, 2));
