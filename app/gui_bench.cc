@@ -236,7 +236,7 @@ int runGuiBench(const QStringList& args) {
               dtlabMedian > 0 ? plainMedian / dtlabMedian : 0.0);
   std::printf(
       "  event loop (5 ms timer lateness): idle p50 %.2f ms p99 %.2f ms; while a 4-node "
-      "run streams into the live run page (%d points drawn): p50 %.2f ms, "
+      "run streams into the live run page (%d points drawn on its five charts): p50 %.2f ms, "
       "event_loop_p99_ms %.2f\n",
       percentile(idle, 0.5), percentile(idle, 0.99), livePoints, percentile(streaming, 0.5),
       percentile(streaming, 0.99));

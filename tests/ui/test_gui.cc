@@ -67,6 +67,13 @@ void prepareGui(QProcess& gui) {
   gui.setProcessEnvironment(env);
 }
 
+// The run page's curve of that name ("loss, worker 0") on its loss chart.
+QCPGraph* namedGraph(const ui::RunDashboard& chart, const QString& name) {
+  for (QCPGraph* g : chart.graphs(ui::RunDashboard::kLossChart))
+    if (g->property("fullName").toString() == name) return g;
+  return nullptr;
+}
+
 template <typename Signal>
 bool waitFor(ui::MainWindow& w, Signal signal, int ms = 20000) {
   QSignalSpy spy(&w, signal);
@@ -162,10 +169,12 @@ class TestGui : public QObject {
     QVERIFY(waitFor(window, &ui::MainWindow::runShown));
     QCOMPARE(window.currentPage(), static_cast<QWidget*>(window.runPage()));
     QCOMPARE(window.runPage()->headline(), QString("Run #1: first"));
-    QCustomPlot* chart = window.runPage()->chart();
-    QCOMPARE(chart->graphCount(), 2);  // the worker's loss and the test accuracy
-    QCOMPARE(chart->graph(0)->data()->size(), 30);
-    QCOMPARE(chart->graph(1)->data()->size(), 3);  // evaluations at steps 10, 20, 30
+    ui::RunDashboard* chart = window.runPage()->chart();
+    // The worker's loss, the test loss and the test accuracy.
+    QCOMPARE(chart->graphs(ui::RunDashboard::kLossChart).size(), 3);
+    QCOMPARE(namedGraph(*chart, "loss, worker 0")->data()->size(), 30);
+    // Evaluations at steps 10, 20, 30.
+    QCOMPARE(namedGraph(*chart, "test_accuracy")->data()->size(), 3);
 
     window.explorerView()->setCurrentIndex(window.explorerModel()->find("dataset", 1));
     QCOMPARE(window.currentPage(), static_cast<QWidget*>(window.datasetPage()));
@@ -644,28 +653,37 @@ class TestGui : public QObject {
     window.selectRun(1);
     QVERIFY(waitFor(window, &ui::MainWindow::runShown));
     ui::RunPage* page = window.runPage();
-    QCustomPlot* chart = page->chart();
-    // The crosshair's two items, and the event's line and label.
-    QCOMPARE(chart->itemCount(), 4);
-    QCOMPARE(chart->xAxis->label(), QString("step"));
-    QCOMPARE(chart->graph(0)->data()->at(0)->key, 1.0);  // step 1
+    ui::RunDashboard* chart = page->chart();
+    QCPGraph* worker0 = namedGraph(*chart, "loss, worker 0");
+    QCPGraph* accuracy = namedGraph(*chart, "test_accuracy");
+    // The event's line on every chart, and its name on the first.
+    QCOMPARE(chart->eventMarkerCount(ui::RunDashboard::kLossChart), 1);
+    QCOMPARE(chart->eventMarkerCount(ui::RunDashboard::kThroughputChart), 1);
+    QCOMPARE(chart->rect(ui::RunDashboard::kLossChart)->axis(QCPAxis::atBottom)->label(),
+             QString("step"));
+    QCOMPARE(worker0->data()->at(0)->key, 1.0);  // step 1
     QVERIFY(page->valuesAt(10.0).contains("loss, worker 0: "));
     QVERIFY(page->valuesAt(10.0).startsWith("step 10"));
 
-    page->setWallTimeAxis(true);
-    QCOMPARE(chart->xAxis->label(), QString("wall time (s)"));
-    QCOMPARE(chart->graphCount(), 2);
-    QCOMPARE(chart->graph(0)->data()->size(), 30);
-    QVERIFY(chart->graph(0)->data()->at(0)->key < 60.0);  // seconds, not steps
-    QCOMPARE(chart->itemCount(), 4);
+    page->setXAxis(ui::RunXAxis::kSeconds);
+    QCOMPARE(chart->rect(ui::RunDashboard::kLossChart)->axis(QCPAxis::atBottom)->label(),
+             QString("time since the run started (s)"));
+    worker0 = namedGraph(*chart, "loss, worker 0");  // drawn anew
+    accuracy = namedGraph(*chart, "test_accuracy");
+    QCOMPARE(chart->graphs(ui::RunDashboard::kLossChart).size(), 3);
+    QCOMPARE(worker0->data()->size(), 30);
+    QVERIFY(worker0->data()->at(0)->key < 60.0);  // seconds, not steps
+    QCOMPARE(chart->eventMarkerCount(ui::RunDashboard::kLossChart), 1);
 
-    page->toggleSeries(0);
-    QVERIFY(!chart->graph(0)->visible());
-    const QString values = page->valuesAt(chart->graph(1)->data()->at(2)->key);
-    QVERIFY2(!values.contains("loss, worker 0") && values.contains("test accuracy"),
+    int index = 0;
+    while (chart->graph(index) != worker0) ++index;
+    page->toggleSeries(index);
+    QVERIFY(!worker0->visible());
+    const QString values = page->valuesAt(accuracy->data()->at(2)->key);
+    QVERIFY2(!values.contains("loss, worker 0") && values.contains("test_accuracy"),
              qPrintable(values));
-    page->toggleSeries(0);
-    QVERIFY(chart->graph(0)->visible());
+    page->toggleSeries(index);
+    QVERIFY(worker0->visible());
   }
 
   void damagedFileIsReportedAndNothingChanges() {

@@ -1,5 +1,6 @@
 #include "ui/controller/cluster_controller.h"
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <mutex>
@@ -15,18 +16,28 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Feeds every worker's loss and the run's accuracy to the live charts, and turns rank 0's
-// steps into RunProgress signals at most every 100 ms (the training threads report far more
-// often than a status bar can show).
+// Feeds every metric of every worker, node and evaluation to the live charts (one point per
+// row of the metric table; NaN, e.g. a regression's accuracy, was not measured) and every
+// event of the run, and turns
+// rank 0's steps into RunProgress signals at most every 100 ms (the training threads report
+// far more often than a status bar can show).
 class ProgressSink final : public core::MetricSink {
  public:
   ProgressSink(ExperimentController* owner, LiveFeed* feed, qint64 runId, RunProgress base)
       : owner_(owner), feed_(feed), runId_(runId), base_(base) {}
-  void onEval(const core::EvalMetrics& m) override {
-    if (!std::isnan(m.testAccuracy)) feed_->push({runId_, -1, m.step, m.wallMs, m.testAccuracy});
+  void onEval(const core::EvalMetrics& m) override { pushAll(m, -1, -1); }
+  void onNode(const core::NodeMetrics& m) override { pushAll(m, -1, m.node); }
+  void onEvent(const core::RunEvent& e) override {
+    LivePoint p;
+    p.runId = runId_;
+    p.metric = -1;
+    p.step = e.step;
+    p.wallMs = e.wallMs;
+    p.event = std::make_shared<const core::RunEvent>(e);
+    feed_->push(p);
   }
   void onStep(const core::StepMetrics& m) override {
-    feed_->push({runId_, m.worker, m.step, m.wallMs, m.loss});
+    pushAll(m, m.worker, -1);
     if (m.worker != 0) return;
     std::lock_guard lock(mutex_);
     const auto now = Clock::now();
@@ -40,6 +51,26 @@ class ProgressSink final : public core::MetricSink {
   }
 
  private:
+  template <typename Record>
+  void pushAll(const Record& record, int worker, int node) {
+    const auto rows = core::metricsOf(core::scopeOf<Record>());
+    std::array<LivePoint, core::kMetricTable.size()> points;
+    std::size_t n = 0;
+    for (const core::MetricInfo* row : rows) {
+      const double value = record.*core::fieldOf<Record>(*row);
+      if (std::isnan(value)) continue;
+      LivePoint& p = points[n++];
+      p.runId = runId_;
+      p.metric = static_cast<int>(row - core::kMetricTable.data());
+      p.worker = worker;
+      p.node = node;
+      p.step = record.step;
+      p.wallMs = record.wallMs;
+      p.value = value;
+    }
+    feed_->push(std::span<const LivePoint>(points.data(), n));
+  }
+
   ExperimentController* owner_;
   LiveFeed* feed_;
   qint64 runId_;

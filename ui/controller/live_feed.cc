@@ -3,11 +3,16 @@
 namespace dtlab::ui {
 
 void LiveFeed::push(const LivePoint& point) {
+  push(std::span<const LivePoint>(&point, 1));
+}
+
+void LiveFeed::push(std::span<const LivePoint> points) {
+  if (points.empty()) return;
   bool first = false;
   {
     std::lock_guard lock(mutex_);
     first = points_.empty();
-    points_.push_back(point);
+    points_.insert(points_.end(), points.begin(), points.end());
   }
   if (first)
     QMetaObject::invokeMethod(

@@ -1,5 +1,6 @@
 #include "ui/models/project_snapshot.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace dtlab::ui {
@@ -29,10 +30,6 @@ RunDetail readRunDetail(const std::string& path, int64_t runId, int64_t maxPoint
   d.metrics = store->runMetrics(runId);
   d.events = store->events(runId);
   for (const core::SeriesInfo& s : store->series(runId)) {
-    const bool workerLoss = s.key == core::metric::kLoss && s.worker >= 0;
-    const bool runCurve = s.node == core::kNoNode && (s.key == core::metric::kTestAccuracy ||
-                                                      s.key == core::metric::kTestLoss);
-    if (!workerLoss && !runCurve) continue;
     core::SeriesQuery query;
     query.seriesId = s.id;
     query.buckets = static_cast<int>(std::max<int64_t>(1, maxPoints / 2));
@@ -40,6 +37,7 @@ RunDetail readRunDetail(const std::string& path, int64_t runId, int64_t maxPoint
     RunDetail::Curve curve;
     curve.key = s.key;
     curve.worker = s.worker;
+    curve.node = s.node;
     curve.downsampled = data.downsampled;
     for (const core::SeriesPoint& p : data.points) {
       if (std::isnan(p.value)) continue;

@@ -28,21 +28,23 @@ struct ProjectSnapshot {
 // missing, damaged or newer file) with a message naming the file.
 ProjectSnapshot readProjectSnapshot(const std::string& path);
 
-// One run's detail for its page: metric aggregates, the loss and accuracy curves (at most
-// `maxPoints` points each, downsampled by the store when longer), events.
+// One run's detail for its page: metric aggregates, every series of the run (every metric of
+// the metric table, of every worker, node and the run itself; at most `maxPoints` points each,
+// reduced by the store to each interval's minimum and maximum when longer), events.
 struct RunDetail {
   core::RunRecord run;
   nlohmann::json summary;  // null while running
   std::vector<core::RunMetric> metrics;
   struct Curve {
     std::string key;
-    int worker = -1;  // -1: the run's own series
+    int worker = -1;  // the worker of a worker-scope series, else -1
+    int node = -1;    // the node of a node-scope series (or the worker's node), else -1
     std::vector<double> steps;
     std::vector<double> seconds;  // wall-clock time since the run started
     std::vector<double> values;
     bool downsampled = false;
   };
-  std::vector<Curve> curves;  // loss of every worker, test_accuracy and test_loss of the run
+  std::vector<Curve> curves;  // in the store's order: by key, node, worker
   std::vector<core::RunEvent> events;
 };
 RunDetail readRunDetail(const std::string& path, int64_t runId, int64_t maxPoints = 2000);

@@ -1,19 +1,19 @@
 #include "ui/pages/run_page.h"
 
-#include <qcustomplot.h>
-
-#include <cmath>
+#include <algorithm>
 
 #include <QtWidgets/QComboBox>
+#include <QtWidgets/QDoubleSpinBox>
 #include <QtWidgets/QHBoxLayout>
 #include <QtWidgets/QHeaderView>
 #include <QtWidgets/QLabel>
 #include <QtWidgets/QPlainTextEdit>
+#include <QtWidgets/QPushButton>
 #include <QtWidgets/QSplitter>
 #include <QtWidgets/QTableView>
 #include <QtWidgets/QVBoxLayout>
 
-#include "ui/charts/palette.h"
+#include "core/metrics/metric_table.h"
 #include "ui/models/run_metrics_model.h"
 
 namespace dtlab::ui {
@@ -24,6 +24,14 @@ QString number(const nlohmann::json& j, const char* key, int decimals) {
   return QString::number(j[key].get<double>(), 'f', decimals);
 }
 
+QString eventLine(const core::RunEvent& e) {
+  return QString("step %1  %2 ms  %3  %4\n")
+      .arg(e.step, 6)
+      .arg(e.wallMs, 9, 'f', 1)
+      .arg(QString::fromStdString(e.kind), -10)
+      .arg(QString::fromStdString(e.detail));
+}
+
 }  // namespace
 
 RunPage::RunPage(QWidget* parent)
@@ -31,11 +39,12 @@ RunPage::RunPage(QWidget* parent)
       title_(new QLabel(this)),
       facts_(new QLabel(this)),
       chartNote_(new QLabel(this)),
-      chart_(new QCustomPlot(this)),
+      dashboard_(new RunDashboard(this)),
       metrics_(new RunMetricsModel(this)),
       metricsView_(new QTableView(this)),
       events_(new QPlainTextEdit(this)),
-      xAxis_(new QComboBox(this)) {
+      xAxis_(new QComboBox(this)),
+      metricChoice_(new QComboBox(this)) {
   QFont big = title_->font();
   big.setPointSizeF(big.pointSizeF() * 1.35);
   big.setBold(true);
@@ -44,39 +53,45 @@ RunPage::RunPage(QWidget* parent)
   facts_->setWordWrap(true);
   facts_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   chartNote_->setStyleSheet("color: #666;");
+  chartNote_->setWordWrap(true);
 
-  chart_->setMinimumHeight(260);
-  chart_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
-  chart_->xAxis->setLabel(tr("step"));
-  chart_->yAxis->setLabel(tr("training loss"));
-  chart_->yAxis2->setLabel(tr("test accuracy"));
-  chart_->yAxis2->setVisible(true);
-  chart_->legend->setVisible(true);
-  // Loss falls to the bottom and accuracy rises to the top: the middle right stays free.
-  chart_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignRight | Qt::AlignVCenter);
-  // A crosshair that follows the mouse and lists every visible series' value under it.
-  crossLine_ = new QCPItemStraightLine(chart_);
-  crossLine_->setPen(QPen(QColor(0, 0, 0, 90), 1, Qt::DotLine));
-  crossLine_->setVisible(false);
-  crossText_ = new QCPItemText(chart_);
-  crossText_->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
-  crossText_->position->setType(QCPItemPosition::ptAxisRectRatio);
-  crossText_->position->setCoords(0.01, 0.01);
-  crossText_->setTextAlignment(Qt::AlignLeft);
-  crossText_->setBrush(QColor(255, 255, 255, 220));
-  crossText_->setPadding(QMargins(4, 2, 4, 2));
-  crossText_->setVisible(false);
-  connect(chart_, &QCustomPlot::mouseMove, this, [this](QMouseEvent* e) { moveCrosshair(e); });
-  // A click on a legend entry hides or shows its series.
-  connect(chart_, &QCustomPlot::legendClick, this,
-          [this](QCPLegend*, QCPAbstractLegendItem* item, QMouseEvent*) {
-            if (auto* entry = qobject_cast<QCPPlottableLegendItem*>(item))
-              for (int g = 0; g < chart_->graphCount(); ++g)
-                if (chart_->graph(g) == entry->plottable()) toggleSeries(g);
-          });
-  xAxis_->addItems({tr("x: step"), tr("x: wall time (s)")});
+  dashboard_->setMinimumHeight(380);
+  xAxis_->addItems({tr("x: step"), tr("x: time since start (s)"), tr("x: wall-clock time")});
+  xAxis_->setToolTip(tr("What the x-axis of every chart counts"));
   connect(xAxis_, &QComboBox::currentIndexChanged, this,
-          [this](int index) { setWallTimeAxis(index == 1); });
+          [this](int index) { dashboard_->setXAxis(static_cast<RunXAxis>(index)); });
+  // Every metric of the table can be chosen; the ones this run has no points of say so.
+  for (const core::MetricInfo& m : core::kMetricTable) {
+    const QString name = QString::fromUtf8(m.name.data(), static_cast<qsizetype>(m.name.size()));
+    const QString unit = QString::fromUtf8(m.unit.data(), static_cast<qsizetype>(m.unit.size()));
+    metricChoice_->addItem(unit.isEmpty() ? name : QString("%1 (%2)").arg(name, unit), name);
+    metricChoice_->setItemData(
+        metricChoice_->count() - 1,
+        QString("%1, per %2: %3")
+            .arg(name, core::toString(m.scope),
+                 QString::fromUtf8(m.description.data(),
+                                   static_cast<qsizetype>(m.description.size()))),
+        Qt::ToolTipRole);
+  }
+  metricChoice_->setToolTip(tr("The metric of the fifth chart (any metric of the metric table)"));
+  connect(metricChoice_, &QComboBox::activated, this, [this](int index) {
+    dashboard_->chooseMetric(metricChoice_->itemData(index).toString().toStdString());
+  });
+  connect(dashboard_, &RunDashboard::chosenMetricChanged, this, [this](const QString& key) {
+    metricChoice_->setCurrentIndex(metricChoice_->findData(key));
+  });
+  auto* smoothing = new QDoubleSpinBox(this);
+  smoothing->setRange(0.0, 0.99);
+  smoothing->setSingleStep(0.1);
+  smoothing->setDecimals(2);
+  smoothing->setValue(dashboard_->smoothing());
+  smoothing->setPrefix(tr("smoothing "));
+  smoothing->setToolTip(
+      tr("Moving average of each worker's per-step series (TensorBoard's, debiased); 0: raw"));
+  connect(smoothing, &QDoubleSpinBox::valueChanged, dashboard_, &RunDashboard::setSmoothing);
+  auto* reset = new QPushButton(tr("Reset view"), this);
+  reset->setToolTip(tr("Show the whole run on every chart (or double-click a chart)"));
+  connect(reset, &QPushButton::clicked, dashboard_, &RunDashboard::resetView);
 
   metricsView_->setModel(metrics_);
   metricsView_->verticalHeader()->hide();
@@ -99,15 +114,26 @@ RunPage::RunPage(QWidget* parent)
   auto* topLayout = new QVBoxLayout(top);
   topLayout->setContentsMargins(0, 0, 0, 0);
   auto* chartBar = new QHBoxLayout();
-  chartBar->addStretch(1);
+  auto* hint = new QLabel(
+      tr("Drag to pan, wheel to zoom: every chart follows. Click a legend entry to hide its "
+         "series."),
+      this);
+  hint->setWordWrap(true);
+  hint->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // never widens the page
+  hint->setStyleSheet("color: #666;");
+  chartBar->addWidget(hint, 1);
+  chartBar->addWidget(new QLabel(tr("Fifth chart:"), this));
+  chartBar->addWidget(metricChoice_);
   chartBar->addWidget(xAxis_);
+  chartBar->addWidget(smoothing);
+  chartBar->addWidget(reset);
   topLayout->addLayout(chartBar);
-  topLayout->addWidget(chart_, 1);
+  topLayout->addWidget(dashboard_, 1);
   topLayout->addWidget(chartNote_);
   split->addWidget(top);
   split->addWidget(lower);
   split->setStretchFactor(0, 3);
-  split->setStretchFactor(1, 2);
+  split->setStretchFactor(1, 1);
 
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(title_);
@@ -119,100 +145,47 @@ QString RunPage::headline() const {
   return title_->text();
 }
 
-void RunPage::appendLive(const std::vector<LivePoint>& points) {
-  const bool wall = xAxis_->currentIndex() == 1;
-  bool added = false;
-  for (const LivePoint& p : points) {
-    if (p.runId != runId_) continue;
-    // Kept in the detail too, so that switching the x-axis redraws them.
-    RunDetail::Curve* curve = nullptr;
-    for (RunDetail::Curve& c : detail_.curves)
-      if ((p.worker < 0 && c.key == core::metric::kTestAccuracy) ||
-          (p.worker >= 0 && c.key == core::metric::kLoss && c.worker == p.worker))
-        curve = &c;
-    if (curve == nullptr) {
-      RunDetail::Curve added;
-      added.key = p.worker < 0 ? core::metric::kTestAccuracy : core::metric::kLoss;
-      added.worker = p.worker < 0 ? -1 : p.worker;
-      detail_.curves.push_back(std::move(added));
-      curve = &detail_.curves.back();
-    }
-    if (static_cast<int>(curve->steps.size()) < kMaxLivePoints) {
-      curve->steps.push_back(static_cast<double>(p.step));
-      curve->seconds.push_back(p.wallMs / 1000.0);
-      curve->values.push_back(p.value);
-    }
-    QCPGraph* graph = nullptr;
-    for (int g = 0; g < chart_->graphCount(); ++g)
-      if (chart_->graph(g)->property("worker").toInt() == p.worker) graph = chart_->graph(g);
-    if (graph == nullptr) {
-      // The first point of a worker (or of the accuracy) this page has seen.
-      const bool accuracy = p.worker < 0;
-      graph = chart_->addGraph(chart_->xAxis, accuracy ? chart_->yAxis2 : chart_->yAxis);
-      QPen pen(seriesColour(static_cast<std::size_t>(chart_->graphCount() - 1)));
-      pen.setWidthF(accuracy ? 2.0 : 1.0);  // wide lines of many points are slow to draw
-      if (accuracy) pen.setStyle(Qt::DashLine);
-      graph->setPen(pen);
-      graph->setName(accuracy ? tr("test accuracy") : tr("loss, worker %1").arg(p.worker));
-      graph->setProperty("worker", p.worker);
-    }
-    // Points arrive in order per worker: appending keeps the data sorted without a sort.
-    graph->addData(wall ? p.wallMs / 1000.0 : static_cast<double>(p.step), p.value);
-    if (graph->data()->size() > kMaxLivePoints)
-      graph->data()->removeBefore(graph->data()->at(graph->data()->size() - kMaxLivePoints)->key);
-    added = true;
-  }
-  if (!added) return;
-  chart_->xAxis->rescale();
-  chart_->yAxis->rescale();
-  chart_->replot(QCustomPlot::rpQueuedReplot);
+QString RunPage::chartNote() const {
+  return chartNote_->text();
 }
 
-void RunPage::setWallTimeAxis(bool wall) {
-  if ((xAxis_->currentIndex() == 1) != wall) {
-    xAxis_->setCurrentIndex(wall ? 1 : 0);  // calls back here
-    return;
-  }
-  drawChart();
+void RunPage::appendLive(const std::vector<LivePoint>& points) {
+  const bool before = dashboard_->downsampled();
+  const std::size_t events = dashboard_->events().size();
+  dashboard_->appendLive(points);
+  // Events that came live join the list too.
+  for (std::size_t i = events; i < dashboard_->events().size(); ++i)
+    events_->appendPlainText(eventLine(dashboard_->events()[i]).trimmed());
+  if (dashboard_->downsampled() != before) updateNote();
+}
+
+void RunPage::setXAxis(RunXAxis axis) {
+  if (xAxis_->currentIndex() != static_cast<int>(axis))
+    xAxis_->setCurrentIndex(static_cast<int>(axis));  // calls the dashboard
+}
+
+void RunPage::chooseMetric(const QString& key) {
+  dashboard_->chooseMetric(key.toStdString());
 }
 
 void RunPage::toggleSeries(int graph) {
-  if (graph < 0 || graph >= chart_->graphCount()) return;
-  QCPGraph* g = chart_->graph(graph);
-  g->setVisible(!g->visible());
-  if (QCPPlottableLegendItem* item = chart_->legend->itemWithPlottable(g))
-    item->setTextColor(g->visible() ? Qt::black : QColor(160, 160, 160));
-  chart_->replot(QCustomPlot::rpQueuedReplot);
+  if (graph >= 0 && graph < dashboard_->graphCount())
+    dashboard_->toggleSeries(dashboard_->graph(graph));
 }
 
-QString RunPage::valuesAt(double x) const {
-  QStringList lines;
-  for (int g = 0; g < chart_->graphCount(); ++g) {
-    QCPGraph* graph = chart_->graph(g);
-    if (!graph->visible() || graph->data()->isEmpty()) continue;
-    // The last point at or before x.
-    auto it = graph->data()->findEnd(x, false);
-    if (it == graph->data()->constBegin()) continue;
-    --it;
-    lines << QString("%1: %2").arg(graph->name()).arg(it->value, 0, 'g', 5);
-  }
-  if (lines.isEmpty()) return {};
-  const bool wall = xAxis_->currentIndex() == 1;
-  return (wall ? tr("%1 s").arg(x, 0, 'f', 2) : tr("step %1").arg(std::llround(x))) + "\n" +
-         lines.join("\n");
+QString RunPage::valuesAt(double x, RunDashboard::Chart chart) const {
+  return dashboard_->valuesAt(chart, x);
 }
 
-void RunPage::moveCrosshair(QMouseEvent* event) {
-  const double x = chart_->xAxis->pixelToCoord(event->position().x());
-  const QString text = valuesAt(x);
-  crossLine_->setVisible(!text.isEmpty());
-  crossText_->setVisible(!text.isEmpty());
-  if (!text.isEmpty()) {
-    crossLine_->point1->setCoords(x, 0);
-    crossLine_->point2->setCoords(x, 1);
-    crossText_->setText(text);
-  }
-  chart_->replot(QCustomPlot::rpQueuedReplot);
+void RunPage::updateNote() {
+  chartNote_->setText(
+      dashboard_->downsampled()
+          ? tr("Long series are drawn reduced (from the store: each interval's minimum and "
+               "maximum; live, past %1 points a series: one point of every few). Axes of "
+               "timings and rates span their 1st to 99th percentile.")
+                .arg(kMaxLivePoints)
+          : QString());
+  chartNote_->setVisible(!chartNote_->text().isEmpty());
 }
 
 void RunPage::showRun(const RunDetail& d) {
@@ -239,79 +212,23 @@ void RunPage::showRun(const RunDetail& d) {
              "</span>";
   facts_->setText(facts);
 
-  detail_ = d;
-  drawChart();
+  dashboard_->setRun(d);
+  updateNote();
+  // The chooser says which metrics this run has points of.
+  for (int i = 0; i < metricChoice_->count(); ++i) {
+    const std::string key = metricChoice_->itemData(i).toString().toStdString();
+    const bool recorded = std::any_of(d.metrics.begin(), d.metrics.end(),
+                                      [&](const core::RunMetric& m) { return m.key == key; });
+    metricChoice_->setItemData(i, recorded ? QVariant() : QVariant(QColor(150, 150, 150)),
+                               Qt::ForegroundRole);
+  }
+  metricChoice_->setCurrentIndex(
+      metricChoice_->findData(QString::fromStdString(dashboard_->chosenMetric())));
 
   metrics_->setMetrics(d.metrics);
   QString text;
-  for (const core::RunEvent& e : d.events)
-    text += QString("step %1  %2 ms  %3  %4\n")
-                .arg(e.step, 6)
-                .arg(e.wallMs, 9, 'f', 1)
-                .arg(QString::fromStdString(e.kind), -10)
-                .arg(QString::fromStdString(e.detail));
+  for (const core::RunEvent& e : d.events) text += eventLine(e);
   events_->setPlainText(text);
-}
-
-// Curves and event markers of detail_, against steps or wall time.
-void RunPage::drawChart() {
-  const bool wall = xAxis_->currentIndex() == 1;
-  chart_->clearGraphs();
-  // Event markers are rebuilt; the crosshair items stay.
-  for (int i = chart_->itemCount() - 1; i >= 0; --i) {
-    QCPAbstractItem* item = chart_->item(i);
-    if (item != crossLine_ && item != crossText_) chart_->removeItem(item);
-  }
-  bool downsampled = false;
-  bool haveAccuracy = false;
-  std::size_t colour = 0;
-  for (const RunDetail::Curve& c : detail_.curves) {
-    const bool accuracy = c.key == core::metric::kTestAccuracy;
-    if (c.key == core::metric::kTestLoss) continue;  // the chart compares train loss and accuracy
-    QCPGraph* g = chart_->addGraph(chart_->xAxis, accuracy ? chart_->yAxis2 : chart_->yAxis);
-    const std::vector<double>& xs =
-        wall && c.seconds.size() == c.steps.size() ? c.seconds : c.steps;
-    g->setData(QVector<double>(xs.begin(), xs.end()),
-               QVector<double>(c.values.begin(), c.values.end()), !wall);
-    QPen pen(seriesColour(colour++));
-    pen.setWidthF(accuracy ? 2.0 : 1.0);  // wide lines of many points are slow to draw
-    if (accuracy) {
-      pen.setStyle(Qt::DashLine);
-      g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
-      haveAccuracy = true;
-    }
-    g->setPen(pen);
-    g->setName(accuracy ? tr("test accuracy") : tr("loss, worker %1").arg(c.worker));
-    g->setProperty("worker", accuracy ? -1 : c.worker);
-    downsampled = downsampled || c.downsampled;
-  }
-  // What happened during the run (rebalances, switches, a node lost, a cancel), where it did.
-  for (const core::RunEvent& e : detail_.events) {
-    if (e.kind == "start" || e.kind == "finish") continue;
-    const double x = wall ? e.wallMs / 1000.0 : static_cast<double>(e.step);
-    auto* line = new QCPItemStraightLine(chart_);
-    line->setPen(QPen(QColor(176, 32, 32, 160), 1, Qt::DashLine));
-    line->point1->setCoords(x, 0);
-    line->point2->setCoords(x, 1);
-    auto* label = new QCPItemText(chart_);
-    label->position->setTypeX(QCPItemPosition::ptPlotCoords);
-    label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
-    label->position->setCoords(x, 0.02);  // from the top, where the loss has fallen away
-    label->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
-    label->setRotation(-90);
-    label->setColor(QColor(176, 32, 32));
-    label->setText(QString::fromStdString(e.kind));
-  }
-  chart_->xAxis->setLabel(wall ? tr("wall time (s)") : tr("step"));
-  chart_->rescaleAxes();
-  if (haveAccuracy) chart_->yAxis2->setRange(0.0, 1.0);
-  chart_->replot();
-  chartNote_->setText(detail_.curves.empty() ? tr("No points recorded yet.")
-                      : downsampled
-                          ? tr("Long series are shown reduced to their minimum and maximum per "
-                               "interval (downsampled by the store).")
-                          : QString());
-  chartNote_->setVisible(!chartNote_->text().isEmpty());
 }
 
 }  // namespace dtlab::ui
