@@ -491,11 +491,12 @@ int benchStore(const std::vector<std::string>& argv) {
 }
 
 TrainRecording::TrainRecording(const std::string& projectPath, const core::ExperimentSpec& spec,
-                               core::MetricSink* progress, const std::string& strategy) {
+                               core::MetricSink* progress, const std::string& strategy,
+                               const std::string& runName) {
   bool created = false;
   store_ = ProjectStore::openOrCreate(projectPath, &created);
   if (created) std::fprintf(stderr, "created project %s\n", projectPath.c_str());
-  recording_ = std::make_unique<core::RunRecording>(*store_, spec, strategy);
+  recording_ = std::make_unique<core::RunRecording>(*store_, spec, strategy, runName);
   sink_ = std::make_unique<core::FanOutSink>(
       std::vector<core::MetricSink*>{progress, &recording_->sink()});
 }

@@ -28,7 +28,8 @@ class TrainRecording {
  public:
   // strategy: "single" for `train`, the variant's strategy for `run`.
   TrainRecording(const std::string& projectPath, const core::ExperimentSpec& spec,
-                 core::MetricSink* progress, const std::string& strategy = "single");
+                 core::MetricSink* progress, const std::string& strategy = "single",
+                 const std::string& runName = "");
   ~TrainRecording();
   core::MetricSink* sink();
   // Commits the last points and the summary. A store failure is printed to stderr and

@@ -90,10 +90,10 @@ int runCommand(const std::vector<std::string>& argv) {
     // --project records each variant as a run: series, events and summary as they happen.
     std::unique_ptr<TrainRecording> recording;
     if (args.has("--project")) {
-      core::ExperimentSpec named = spec;
-      named.name = spec.name + "/" + spec.variants[v].name;
-      recording = std::make_unique<TrainRecording>(args.value("--project", ""), named, &progress,
-                                                   core::toString(spec.variants[v].strategy));
+      // The experiment is the spec with all its variants; each variant's run belongs to it.
+      recording = std::make_unique<TrainRecording>(args.value("--project", ""), spec, &progress,
+                                                   core::toString(spec.variants[v].strategy),
+                                                   spec.name + "/" + spec.variants[v].name);
     }
     core::RunSummary summary;
     try {

@@ -163,6 +163,10 @@ MainWindow::MainWindow(QWidget* parent)
           [this](qint64 runId, const QString& variant) {
             followRun_ = runId;
             liveRun_ = runId;
+            // The run stored the experiment as it ran: the editor showing it has nothing to save.
+            if (experimentPage_->isModified() &&
+                QString::fromStdString(experimentPage_->spec().dump()) == runningSpec_)
+              experimentPage_->markUnmodified();
             statusBar()->showMessage(tr("Running %1 (run #%2)...").arg(variant).arg(runId));
             reload();
           });
@@ -455,6 +459,7 @@ void MainWindow::runSpec(const QString& specJson) {
     request.tokens << TopologyPage::nodeToken(QString::fromStdString(address));
   }
   if (!controller_->start(request)) return;
+  runningSpec_ = specJson;
   runProgress_->setRange(0, 0);
   runProgress_->show();
   statusBar()->showMessage((remoteNodes ? tr("Starting %1 on %2 remote nodes...")

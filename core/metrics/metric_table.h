@@ -130,6 +130,7 @@ inline constexpr const char* kStepMs = "step_ms";
 inline constexpr const char* kComputeMs = "compute_ms";
 inline constexpr const char* kCommMs = "comm_ms";
 inline constexpr const char* kWaitMs = "wait_ms";
+inline constexpr const char* kBatchShare = "batch_share";
 inline constexpr const char* kTestLoss = "test_loss";
 inline constexpr const char* kTestAccuracy = "test_accuracy";
 }  // namespace metric

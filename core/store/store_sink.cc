@@ -63,12 +63,13 @@ void StoreSink::onEvent(const RunEvent& e) {
 }
 
 RunRecording::RunRecording(ProjectStore& store, const ExperimentSpec& spec,
-                           const std::string& strategy, AppenderOptions options)
+                           const std::string& strategy, const std::string& runName,
+                           AppenderOptions options)
     : store_(store) {
   const nlohmann::json specJson = toJson(spec);
   RunStart start;
   start.experimentId = store.putEntity(EntityKind::kExperiment, spec.name, specJson);
-  start.name = spec.name;
+  start.name = runName.empty() ? spec.name : runName;
   start.strategy = strategy;
   start.seed = spec.seed;
   start.spec = specJson;

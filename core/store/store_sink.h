@@ -56,11 +56,13 @@ class StoreSink : public MetricSink {
 // Records a whole local run in a project: stores the spec as the experiment of that name
 // (creating or updating it), begins a run with the exact spec, records metrics as they
 // happen through its own appender, and on finish() commits the last points and stores
-// the summary. A recording dropped without finish() marks the run failed.
+// the summary. A recording dropped without finish() marks the run failed. runName: the
+// run's name ("" for the spec's; a variant's run is "EXPERIMENT/VARIANT" and belongs to the
+// experiment, not to an experiment of its own).
 class RunRecording {
  public:
   RunRecording(ProjectStore& store, const ExperimentSpec& spec, const std::string& strategy,
-               AppenderOptions options = {});
+               const std::string& runName = "", AppenderOptions options = {});
   ~RunRecording();
   RunRecording(const RunRecording&) = delete;
   RunRecording& operator=(const RunRecording&) = delete;

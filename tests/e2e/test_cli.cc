@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/spec/experiment_spec.h"
+#include "core/store/project_store.h"
 #include "remote/cluster/local_cluster.h"
 #include "tests/e2e/e2e_support.h"
 
@@ -90,6 +91,46 @@ class TestCli : public QObject {
     const Outcome unknown = cli({"frobnicate", "--help"});
     QCOMPARE(unknown.exitCode, 2);
     QVERIFY(unknown.err.contains("unknown command 'frobnicate'"));
+  }
+
+  // `--version` names the libraries in use as well as DTLab's own version.
+  void versionListsTheLibraries() {
+    const Outcome o = cli({"--version"});
+    QCOMPARE(o.exitCode, 0);
+    for (const char* library : {"dtlab-cli ", "SQLite 3.", "oneDNN ", "Gloo ", "gRPC 1."})
+      QVERIFY2(o.out.contains(library), qPrintable(o.out));
+  }
+
+  // With --project, the experiment is stored once, as the spec with all its variants, and each
+  // variant's run belongs to it as EXPERIMENT/VARIANT (not an experiment of its own).
+  void projectHoldsTheExperimentOnceAndARunPerVariant() {
+    QTemporaryDir dir;
+    core::ExperimentSpec spec = smallSpec();
+    spec.name = "pair";
+    spec.training.maxSteps = 6;
+    spec.cluster.localNodes = 2;
+    core::VariantConfig hetero;
+    hetero.name = "hetero";
+    hetero.partition = core::PartitionScheme::kSpeedProportional;
+    hetero.rebalanceEvery = 2;
+    spec.variants = {core::VariantConfig{"equal"}, hetero};
+    const QString project = dir.filePath("p.dtlab");
+    const Outcome o = cli({"run", writeSpec(dir, spec), "--quiet", "--project", project});
+    QVERIFY2(o.exitCode == 0, qPrintable(o.err));
+    auto store = core::ProjectStore::open(project.toStdString(), true);
+    const std::vector<core::Entity> experiments = store->entities(core::EntityKind::kExperiment);
+    QCOMPARE(experiments.size(), std::size_t{1});
+    QCOMPARE(experiments[0].name, std::string("pair"));
+    QCOMPARE(core::parseExperimentSpec(experiments[0].config).variants.size(), std::size_t{2});
+    const std::vector<core::RunRecord> runs = store->runs();
+    QCOMPARE(runs.size(), std::size_t{2});
+    std::set<std::string> names;
+    for (const core::RunRecord& r : runs) {
+      names.insert(r.name);
+      QCOMPARE(r.experimentId, std::optional<int64_t>(experiments[0].id));
+      QCOMPARE(r.status, std::string("completed"));
+    }
+    QCOMPARE(names, (std::set<std::string>{"pair/equal", "pair/hetero"}));
   }
 
   void localNodesContradictingThePerNodeListIsAnError() {

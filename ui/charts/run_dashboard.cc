@@ -489,7 +489,9 @@ void RunDashboard::updateBounds(Series& s) {
 }
 
 bool RunDashboard::smoothed(const Series& s) const {
-  return smoothing_ > 0.0 && row(s.metric).scope == core::MetricScope::kWorker;
+  // A batch share is a decision, not a noisy measurement: its steps are drawn as they are.
+  return smoothing_ > 0.0 && row(s.metric).scope == core::MetricScope::kWorker &&
+         row(s.metric).name != std::string_view(core::metric::kBatchShare);
 }
 
 void RunDashboard::restartSmoothing(Series& s) const {

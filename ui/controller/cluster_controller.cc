@@ -137,12 +137,13 @@ void ClusterController::work(RunRequest request) {
     const int64_t stepsPerEpoch = spec.dataset.trainSize / spec.training.batchSize;
     const int variants = static_cast<int>(spec.variants.size());
     for (int v = 0; v < variants && !cancel_.load(); ++v) {
-      core::ExperimentSpec named = spec;
-      named.name = spec.name + "/" + spec.variants[static_cast<std::size_t>(v)].name;
+      const std::string runName = spec.name + "/" + spec.variants[static_cast<std::size_t>(v)].name;
       const QString variant =
           QString::fromStdString(spec.variants[static_cast<std::size_t>(v)].name);
+      // The experiment is the spec with all its variants; each variant's run belongs to it.
       core::RunRecording recording(
-          *store, named, core::toString(spec.variants[static_cast<std::size_t>(v)].strategy));
+          *store, spec, core::toString(spec.variants[static_cast<std::size_t>(v)].strategy),
+          runName);
       const qint64 runId = recording.runId();
       emit runStarted(runId, variant);
       RunProgress base;
@@ -156,7 +157,7 @@ void ClusterController::work(RunRequest request) {
       try {
         summary = coordinator.run(spec, v, &sink, &cancel_);
       } catch (const std::exception& e) {
-        summary.name = named.name;
+        summary.name = runName;
         summary.status = core::RunStatus::kFailed;
         summary.stopReason = core::StopReason::kError;
         summary.error = e.what();

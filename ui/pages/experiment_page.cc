@@ -120,7 +120,10 @@ ExperimentPage::ExperimentPage(QWidget* parent)
   variantsView_->setModel(variants_);
   variantsView_->setItemDelegate(new ChoiceDelegate(variantsView_));
   variantsView_->verticalHeader()->hide();
-  variantsView_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  // Names (the variant's) take what is left; the other columns show their values whole.
+  variantsView_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  variantsView_->horizontalHeader()->setSectionResizeMode(VariantsModel::kNameColumn,
+                                                          QHeaderView::Stretch);
   variantsView_->setMinimumHeight(120);
 
   auto* what = new QFormLayout();
@@ -175,12 +178,15 @@ ExperimentPage::ExperimentPage(QWidget* parent)
   left->addStretch(1);
   auto* right = new QVBoxLayout();
   right->addWidget(box(tr("Limits"), limits));
-  right->addWidget(
-      box(tr("Strategy variants (one run each, same data and initial weights)"), variantLayout));
+  right->addStretch(1);
   columns->addLayout(left, 1);
   columns->addLayout(right, 1);
   auto* layout = new QVBoxLayout(this);
-  layout->addLayout(columns, 1);
+  layout->addLayout(columns);
+  // The variants get the page's width: a row holds a strategy and its every setting.
+  layout->addWidget(
+      box(tr("Strategy variants (one run each, same data and initial weights)"), variantLayout),
+      1);
   layout->addWidget(generalError_);
   layout->addLayout(actions);
 
