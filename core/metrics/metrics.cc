@@ -87,9 +87,13 @@ nlohmann::json toJson(const RunSummary& s) {
                         {"time_to_target_s", optionalNumber(s.timeToTargetS)},
                         {"mean_utilization", s.meanUtilization},
                         {"mean_wait_fraction", s.meanWaitFraction},
+                        {"utilization", s.utilization},
+                        {"nodes", s.nodes},
+                        {"rebalances", s.rebalances},
                         {"param_checksum", s.paramChecksum},
                         {"peak_mem_bytes", s.peakMemBytes},
                         {"events", events}};
+  if (!s.partition.empty()) out["partition"] = s.partition;
   if (!s.error.empty()) out["error"] = s.error;
   return out;
 }

@@ -48,8 +48,8 @@ constexpr std::string_view kSpecFields[] = {"name",      "seed",     "dataset", 
 constexpr std::string_view kClusterFields[] = {"local_nodes", "nodes", "threads_per_node",
                                                "device"};
 constexpr std::string_view kNodeFields[] = {"address", "speed", "bandwidth_mbps", "latency_ms"};
-constexpr std::string_view kVariantFields[] = {"name", "strategy", "partition", "bucket_kb",
-                                               "rebalance_every"};
+constexpr std::string_view kVariantFields[] = {"name",      "strategy",        "partition",
+                                               "bucket_kb", "rebalance_every", "nodes"};
 constexpr std::string_view kDatasetFields[] = {
     "kind",          "train_size",    "test_size",   "classes",   "features", "separation", "noise",
     "teacher_width", "teacher_depth", "label_noise", "grid_size", "turns",    "seed"};
@@ -783,7 +783,9 @@ ClusterConfig parseCluster(ObjectReader& r) {
   return c;
 }
 
-std::vector<VariantConfig> parseVariants(const json* list, const std::string& path) {
+// clusterNodes: how many nodes the cluster has, which a variant's `nodes` may not exceed.
+std::vector<VariantConfig> parseVariants(const json* list, const std::string& path,
+                                         int64_t clusterNodes) {
   std::vector<VariantConfig> variants;
   if (list == nullptr) return {VariantConfig{"sync_allreduce"}};
   if (!list->is_array() || list->empty())
@@ -800,6 +802,12 @@ std::vector<VariantConfig> parseVariants(const json* list, const std::string& pa
         throw SpecError(r.pathOf("rebalance_every"),
                         "applies only to \"partition\": \"speed_proportional\"");
       v.rebalanceEvery = *every;
+    }
+    if (auto n = r.integer("nodes", 1, kMaxNodes)) {
+      if (*n > clusterNodes)
+        throw SpecError(r.pathOf("nodes"),
+                        concat("at most the cluster's ", clusterNodes, " nodes, got ", *n));
+      v.nodes = *n;
     }
     v.name = toString(v.strategy);
     if (auto name = r.text("name")) {
@@ -1022,7 +1030,8 @@ ExperimentSpec parseExperimentSpec(const json& document) {
     spec.training = parseTraining(training, spec.dataset);
     ObjectReader cluster = r.child("cluster", kClusterFields);
     spec.cluster = parseCluster(cluster);
-    spec.variants = parseVariants(r.find("variants"), r.pathOf("variants"));
+    spec.variants =
+        parseVariants(r.find("variants"), r.pathOf("variants"), spec.cluster.localNodes);
     r.finish();
     return spec;
   } catch (const json::exception& e) {
@@ -1093,6 +1102,7 @@ json toJson(const ExperimentSpec& spec) {
                         {"bucket_kb", v.bucketKb}});
     if (v.partition == PartitionScheme::kSpeedProportional)
       variants.back()["rebalance_every"] = v.rebalanceEvery;
+    if (v.nodes > 0) variants.back()["nodes"] = v.nodes;
   }
   return json{
       {"name", spec.name},

@@ -181,6 +181,7 @@ struct VariantConfig {
   PartitionScheme partition = PartitionScheme::kEqual;
   int64_t bucketKb = 1024;      // gradient bucket size for all-reduce overlapped with backward
   int64_t rebalanceEvery = 20;  // speed_proportional: steps between rebalances
+  int64_t nodes = 0;  // run on the cluster's first `nodes` nodes only (a baseline); 0: all
 
   bool operator==(const VariantConfig&) const = default;
 };

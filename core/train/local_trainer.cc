@@ -92,6 +92,7 @@ RunSummary trainLocal(const ExperimentSpec& spec, const LocalTrainOptions& optio
   summary.finalTestLoss = r.finalTestLoss;
   summary.timeToTargetS = r.timeToTargetS;
   summary.meanUtilization = r.stepMsTotal > 0.0 ? r.computeMsTotal / r.stepMsTotal : 0.0;
+  summary.utilization = {summary.meanUtilization};
   summary.meanWaitFraction = r.stepMsTotal > 0.0 ? r.waitMsTotal / r.stepMsTotal : 0.0;
   if (!r.paramChecksum.empty()) summary.paramChecksum = {r.paramChecksum};
   summary.peakMemBytes = {peak};

@@ -168,11 +168,16 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
                                   core::MetricSink* sink, const std::atomic<bool>* cancel) {
   Impl& impl = *impl_;
   if (impl.summaries.size() != impl.nodes.size()) connect();
-  const std::size_t world = impl.nodes.size();
+  const core::VariantConfig& chosen = spec.variants.at(static_cast<std::size_t>(variant));
+  // A variant may run on the first `nodes` nodes only (a baseline beside the whole cluster).
+  if (chosen.nodes > static_cast<int64_t>(impl.nodes.size()))
+    throw Error("variant '" + chosen.name + "' asks for " + std::to_string(chosen.nodes) +
+                " nodes; the cluster has " + std::to_string(impl.nodes.size()));
+  const std::size_t world =
+      chosen.nodes > 0 ? static_cast<std::size_t>(chosen.nodes) : impl.nodes.size();
   const std::string jobId = newJobId();
   const std::string specJson = core::toJson(spec).dump();
   const Clock::time_point start = Clock::now();
-  const core::VariantConfig& chosen = spec.variants.at(static_cast<std::size_t>(variant));
   const std::string strategy = core::toString(chosen.strategy);
   for (std::size_t i = 0; i < world; ++i) {
     const auto& caps = impl.summaries[i].capabilities;
@@ -361,6 +366,8 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
     summary.peakMemBytes.push_back(r.peak_mem_bytes());
     summary.samples += r.samples();
     maxStepMs = std::max(maxStepMs, r.step_ms_total());
+    summary.utilization.push_back(
+        r.step_ms_total() > 0.0 ? r.compute_ms_total() / r.step_ms_total() : 0.0);
     if (r.step_ms_total() > 0.0) {
       utilization += r.compute_ms_total() / r.step_ms_total() / static_cast<double>(world);
       waitFraction += r.wait_ms_total() / r.step_ms_total() / static_cast<double>(world);
@@ -417,6 +424,10 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
       maxStepMs > 0.0 ? static_cast<double>(summary.samples) * 1000.0 / maxStepMs : 0.0;
   summary.meanUtilization = utilization;
   summary.meanWaitFraction = waitFraction;
+  summary.partition = core::toString(chosen.partition);
+  summary.nodes = static_cast<int64_t>(world);
+  summary.rebalances = std::count_if(summary.events.begin(), summary.events.end(),
+                                     [](const core::RunEvent& e) { return e.kind == "rebalance"; });
   summary.wallS = std::chrono::duration<double>(Clock::now() - start).count();
   addEvent(summary.steps, "finish",
            std::string(core::toString(summary.status)) + " (" + core::toString(summary.stopReason) +

@@ -1,4 +1,5 @@
-// The spec's cluster object: local clusters and clusters of running daemons named by address.
+// The spec's cluster object: local clusters and clusters of running daemons named by address,
+// and a variant that runs on the cluster's first nodes only.
 #include <QtTest/QtTest>
 
 #include <optional>
@@ -153,6 +154,38 @@ class TestSpecCluster : public QObject {
     QVERIFY2(QString::fromStdString(e->reason()).contains(phrase), e->what());
     // what() reads "path: reason", as every other spec error.
     QVERIFY2(QString(e->what()).startsWith(path + ": "), e->what());
+  }
+
+  // A baseline inside one experiment: a variant on the first N nodes of the cluster.
+  void variantNodesIsAtMostTheCluster() {
+    const auto spec = [](const json& cluster, const json& variant) {
+      return dtlab::core::parseExperimentSpec(
+          {{"cluster", cluster}, {"variants", json::array({{{"name", "all"}}, variant})}});
+    };
+    const ExperimentSpec baseline =
+        spec({{"local_nodes", 4}}, {{"name", "one node"}, {"nodes", 1}});
+    QCOMPARE(baseline.variants[0].nodes, int64_t{0});  // all
+    QCOMPARE(baseline.variants[1].nodes, int64_t{1});
+    QCOMPARE(dtlab::core::parseExperimentSpec(dtlab::core::toJson(baseline)), baseline);
+    QVERIFY(!dtlab::core::toJson(baseline)["variants"][0].contains("nodes"));
+    // The cluster's size is what the nodes are counted against, remote clusters too.
+    QCOMPARE(spec({{"nodes", remoteNodes({"a:1", "b:2"})}}, {{"name", "two"}, {"nodes", 2}})
+                 .variants[1]
+                 .nodes,
+             int64_t{2});
+    try {
+      spec({{"local_nodes", 2}}, {{"name", "three"}, {"nodes", 3}});
+      QFAIL("accepted 3 nodes of 2");
+    } catch (const SpecError& e) {
+      QCOMPARE(std::string(e.what()),
+               std::string("variants[1].nodes: at most the cluster's 2 nodes, got 3"));
+    }
+    try {
+      spec({{"local_nodes", 2}}, {{"name", "none"}, {"nodes", 0}});
+      QFAIL("accepted 0 nodes");
+    } catch (const SpecError& e) {
+      QVERIFY2(std::string(e.what()).find("variants[1].nodes: ") == 0, e.what());
+    }
   }
 
   void addressProblemIsEmptyForUsableAddresses() {

@@ -113,7 +113,10 @@ class TestCli : public QObject {
     hetero.name = "hetero";
     hetero.partition = core::PartitionScheme::kSpeedProportional;
     hetero.rebalanceEvery = 2;
-    spec.variants = {core::VariantConfig{"equal"}, hetero};
+    core::VariantConfig alone;
+    alone.name = "alone";
+    alone.nodes = 1;  // the baseline: the first node only
+    spec.variants = {core::VariantConfig{"equal"}, hetero, alone};
     const QString project = dir.filePath("p.dtlab");
     const Outcome o = cli({"run", writeSpec(dir, spec), "--quiet", "--project", project});
     QVERIFY2(o.exitCode == 0, qPrintable(o.err));
@@ -121,16 +124,34 @@ class TestCli : public QObject {
     const std::vector<core::Entity> experiments = store->entities(core::EntityKind::kExperiment);
     QCOMPARE(experiments.size(), std::size_t{1});
     QCOMPARE(experiments[0].name, std::string("pair"));
-    QCOMPARE(core::parseExperimentSpec(experiments[0].config).variants.size(), std::size_t{2});
+    QCOMPARE(core::parseExperimentSpec(experiments[0].config).variants.size(), std::size_t{3});
     const std::vector<core::RunRecord> runs = store->runs();
-    QCOMPARE(runs.size(), std::size_t{2});
+    QCOMPARE(runs.size(), std::size_t{3});
     std::set<std::string> names;
     for (const core::RunRecord& r : runs) {
       names.insert(r.name);
       QCOMPARE(r.experimentId, std::optional<int64_t>(experiments[0].id));
       QCOMPARE(r.status, std::string("completed"));
     }
-    QCOMPARE(names, (std::set<std::string>{"pair/equal", "pair/hetero"}));
+    QCOMPARE(names, (std::set<std::string>{"pair/equal", "pair/hetero", "pair/alone"}));
+
+    // The summaries echo the partition and the workers, with each worker's utilisation and
+    // how often the shares moved (events of kind "rebalance").
+    const auto out = nlohmann::json::parse(o.out.trimmed().split('\n').last().toStdString());
+    QCOMPARE(out["runs"][0]["partition"], nlohmann::json("equal"));
+    QCOMPARE(out["runs"][1]["partition"], nlohmann::json("speed_proportional"));
+    for (const nlohmann::json& run : out["runs"]) {
+      const std::size_t nodes = run["name"] == "alone" ? 1 : 2;
+      QCOMPARE(run["nodes"], nlohmann::json(nodes));
+      QCOMPARE(run["param_checksum"].size(), nodes);  // one replica a worker
+      QCOMPARE(run["utilization"].size(), nodes);
+      for (const nlohmann::json& u : run["utilization"])
+        QVERIFY2(u.get<double>() > 0.0 && u.get<double>() <= 1.0, run.dump().c_str());
+      int64_t moves = 0;
+      for (const nlohmann::json& e : run["events"]) moves += e["kind"] == "rebalance";
+      QCOMPARE(run["rebalances"], nlohmann::json(moves));
+    }
+    QCOMPARE(out["runs"][0]["rebalances"], nlohmann::json(0));
   }
 
   void localNodesContradictingThePerNodeListIsAnError() {

@@ -500,6 +500,17 @@ class TestGui : public QObject {
     QVERIFY(variants->setData(partition, "equal"));
     QVERIFY(!page->spec()["variants"][1].contains("rebalance_every"));
     QVERIFY2(page->error().isEmpty(), qPrintable(page->error()));
+    // A baseline on the first node only; more nodes than the cluster has is the spec's error.
+    const QModelIndex nodes = variants->index(1, ui::VariantsModel::kNodesColumn);
+    QCOMPARE(nodes.data().toString(), QString("all"));
+    QVERIFY(variants->setData(nodes, "1"));
+    QCOMPARE(page->spec()["variants"][1]["nodes"], nlohmann::json(1));
+    QVERIFY(variants->setData(nodes, "9"));
+    QVERIFY2(page->error().startsWith("variants[1].nodes: at most the cluster's"),
+             qPrintable(page->error()));
+    QVERIFY(variants->setData(nodes, "all"));
+    QVERIFY(!page->spec()["variants"][1].contains("nodes"));
+    QVERIFY2(page->error().isEmpty(), qPrintable(page->error()));
 
     // The project's dataset and topology, a short run; save, then run from the page.
     static_cast<QComboBox*>(page->field("dataset"))->setCurrentText("small blobs");

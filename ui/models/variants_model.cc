@@ -20,6 +20,8 @@ const char* VariantsModel::keyOf(int column) {
       return "bucket_kb";
     case kRebalanceColumn:
       return "rebalance_every";
+    case kNodesColumn:
+      return "nodes";
     default:
       return "";
   }
@@ -72,6 +74,8 @@ QVariant VariantsModel::headerData(int section, Qt::Orientation orientation, int
       return tr("Bucket (KiB)");
     case kRebalanceColumn:
       return tr("Rebalance every (steps)");
+    case kNodesColumn:
+      return tr("Nodes");
     default:
       return {};
   }
@@ -100,6 +104,8 @@ QVariant VariantsModel::data(const QModelIndex& index, int role) const {
     for (const std::string& name : names) choices << QString::fromStdString(name);
     return choices;
   }
+  if (role == Qt::ToolTipRole && index.column() == kNodesColumn)
+    return tr("Run on the cluster's first N nodes only (a baseline); empty or 0: all");
   if (role == Qt::ToolTipRole && index.column() == kRebalanceColumn)
     return speedProportional(index.row())
                ? tr("Steps between rebalances of the batch shares by measured speed")
@@ -114,6 +120,7 @@ QVariant VariantsModel::data(const QModelIndex& index, int role) const {
     if (index.column() == kBucketColumn) return 1024;
     if (index.column() == kRebalanceColumn)
       return speedProportional(index.row()) ? QVariant(20) : QVariant(QStringLiteral("-"));
+    if (index.column() == kNodesColumn) return tr("all");
     return {};
   }
   const nlohmann::json& v = row[key];
@@ -127,6 +134,21 @@ bool VariantsModel::setData(const QModelIndex& index, const QVariant& value, int
   if (!index.isValid() || role != Qt::EditRole || index.row() >= rowCount()) return false;
   nlohmann::json& row = rows_[static_cast<std::size_t>(index.row())];
   const char* key = keyOf(index.column());
+  if (index.column() == kNodesColumn) {
+    // Empty, "all" or 0: every node of the cluster (the field is left out).
+    const QString text = value.toString().trimmed();
+    bool ok = false;
+    const qint64 nodes = text.toLongLong(&ok);
+    if (text.isEmpty() || text == tr("all") || (ok && nodes == 0)) {
+      row.erase("nodes");
+    } else if (ok) {
+      row[key] = nodes;
+    } else {
+      return false;
+    }
+    emit dataChanged(index, index);
+    return true;
+  }
   if (index.column() == kBucketColumn || index.column() == kRebalanceColumn) {
     if (index.column() == kRebalanceColumn && !speedProportional(index.row())) return false;
     bool ok = false;

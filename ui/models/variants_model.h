@@ -7,7 +7,8 @@
 namespace dtlab::ui {
 
 // The strategy variants of an experiment, one row each, edited in place: name, strategy,
-// partition (with its rebalance period for speed_proportional), gradient bucket size. The spec's
+// partition (with its rebalance period for speed_proportional), gradient bucket size, and
+// the nodes it runs on (the cluster's first N, for a baseline). The spec's
 // parser judges the values (unknown strategy, duplicate names); the model only keeps them, as the
 // JSON the spec holds.
 class VariantsModel final : public QAbstractTableModel {
@@ -19,6 +20,7 @@ class VariantsModel final : public QAbstractTableModel {
     kPartitionColumn,
     kBucketColumn,
     kRebalanceColumn,  // speed_proportional only
+    kNodesColumn,      // the first N nodes only; "all" when absent
     kColumnCount
   };
   enum Roles {
