@@ -129,6 +129,21 @@ class TestSpeedProportional : public QObject {
     QCOMPARE(partitionNames(), (std::vector<std::string>{"equal", "speed_proportional"}));
   }
 
+  // The example comparison: the 1-node baseline, the equal split and the scheduler, on two
+  // nodes of emulated speeds 1 and 0.25.
+  void exampleSpecComparesBaselineEqualAndScheduler() {
+    const ExperimentSpec spec =
+        loadExperimentSpec(DTLAB_SOURCE_DIR "/resources/specs/hetero_2node.json");
+    QCOMPARE(spec.cluster.localNodes, int64_t{2});
+    QCOMPARE(spec.cluster.node(0).speed, 1.0);
+    QCOMPARE(spec.cluster.node(1).speed, 0.25);
+    QCOMPARE(spec.variants.size(), std::size_t{3});
+    QCOMPARE(spec.variants[0].nodes, int64_t{1});
+    QCOMPARE(spec.variants[1].partition, PartitionScheme::kEqual);
+    QCOMPARE(spec.variants[2].partition, PartitionScheme::kSpeedProportional);
+    QVERIFY(spec.training.targetAccuracy.has_value());
+  }
+
   void countsFollowSpeedsAndSumToTheBatch() {
     QCOMPARE(proportionalCounts({1.0, 0.25}, 250), (std::vector<int64_t>{200, 50}));
     QCOMPARE(proportionalCounts({1.0, 1.0, 0.5, 0.25}, 256),
