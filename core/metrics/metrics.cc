@@ -90,6 +90,7 @@ nlohmann::json toJson(const RunSummary& s) {
                         {"utilization", s.utilization},
                         {"nodes", s.nodes},
                         {"rebalances", s.rebalances},
+                        {"contended", s.contended},
                         {"param_checksum", s.paramChecksum},
                         {"peak_mem_bytes", s.peakMemBytes},
                         {"events", events}};

@@ -54,10 +54,11 @@ struct RunSummary {
   std::optional<double> timeToTargetS;
   double meanUtilization = 0.0;
   double meanWaitFraction = 0.0;
-  std::string partition;             // the variant's ("" for a single-process run)
-  int64_t nodes = 1;                 // workers the run had
-  std::vector<double> utilization;   // per worker: compute / step wall time
-  int64_t rebalances = 0;            // speed_proportional: times the shares moved
+  std::string partition;            // the variant's ("" for a single-process run)
+  int64_t nodes = 1;                // workers the run had
+  std::vector<double> utilization;  // per worker: compute / step wall time
+  int64_t rebalances = 0;           // speed_proportional: times the shares moved
+  bool contended = false;  // more busy worker threads than cores on a host (a contention event)
   std::vector<std::string> paramChecksum;  // one per replica
   std::vector<int64_t> peakMemBytes;       // peak resident memory per worker (0: unknown)
   std::vector<RunEvent> events;

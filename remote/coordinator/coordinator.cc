@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -202,6 +203,25 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
     summary.events.push_back(std::move(e));
   };
 
+  // Workers that share a host's cores slow each other down: the run says so (an event and
+  // the summary), since its timings then measure the contention too.
+  std::map<std::string, std::vector<std::size_t>> byHost;
+  for (std::size_t i = 0; i < world; ++i) byHost[impl.summaries[i].hostname].push_back(i);
+  for (const auto& [host, members] : byHost) {
+    int threads = 0;
+    std::string who;
+    for (std::size_t i : members) {
+      threads += std::max(1, impl.summaries[i].workerThreads);
+      who += (who.empty() ? "" : ", ") + impl.label(i);
+    }
+    const int cores = impl.summaries[members.front()].cores;
+    if (cores <= 0 || threads <= cores) continue;
+    summary.contended = true;
+    addEvent(0, "contention",
+             "host " + host + ": " + std::to_string(threads) + " busy worker threads on " +
+                 std::to_string(cores) + " cores (" + who + "); timings include the contention");
+  }
+
   // Rank 0's rendezvous: at the host its peers can reach, on the port it serves on.
   const HostPort lead = parseHostPort(impl.nodes[0].address, "node address");
   const std::string leadHost =
@@ -366,8 +386,8 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
     summary.peakMemBytes.push_back(r.peak_mem_bytes());
     summary.samples += r.samples();
     maxStepMs = std::max(maxStepMs, r.step_ms_total());
-    summary.utilization.push_back(
-        r.step_ms_total() > 0.0 ? r.compute_ms_total() / r.step_ms_total() : 0.0);
+    summary.utilization.push_back(r.step_ms_total() > 0.0 ? r.compute_ms_total() / r.step_ms_total()
+                                                          : 0.0);
     if (r.step_ms_total() > 0.0) {
       utilization += r.compute_ms_total() / r.step_ms_total() / static_cast<double>(world);
       waitFraction += r.wait_ms_total() / r.step_ms_total() / static_cast<double>(world);

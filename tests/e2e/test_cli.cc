@@ -154,6 +154,42 @@ class TestCli : public QObject {
     QCOMPARE(out["runs"][0]["rebalances"], nlohmann::json(0));
   }
 
+  // Two local nodes with as many worker threads as this machine has cores: more busy threads
+  // than cores, which the run says in an event and in its summary. One node of one thread does
+  // not contend.
+  void oversubscribedHostIsSaid() {
+    QTemporaryDir dir;
+    core::ExperimentSpec spec = smallSpec();
+    spec.training.maxSteps = 4;
+    spec.cluster.localNodes = 2;
+    spec.cluster.threadsPerNode =
+        static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const Outcome busy = cli({"run", writeSpec(dir, spec), "--quiet"});
+    QVERIFY2(busy.exitCode == 0, qPrintable(busy.err));
+    const auto out = nlohmann::json::parse(busy.out.trimmed().split('\n').last().toStdString());
+    const nlohmann::json& run = out["runs"][0];
+    QCOMPARE(run["contended"], nlohmann::json(true));
+    bool said = false;
+    for (const nlohmann::json& e : run["events"])
+      if (e["kind"] == "contention") {
+        said = true;
+        const std::string detail = e["detail"].get<std::string>();
+        QVERIFY2(detail.find(std::to_string(2 * spec.cluster.threadsPerNode) +
+                             " busy worker threads on ") != std::string::npos,
+                 detail.c_str());
+        QVERIFY2(detail.find("timings include the contention") != std::string::npos,
+                 detail.c_str());
+      }
+    QVERIFY(said);
+
+    spec.cluster.localNodes = 1;
+    spec.cluster.threadsPerNode = 1;
+    const Outcome alone = cli({"run", writeSpec(dir, spec), "--quiet"});
+    QVERIFY2(alone.exitCode == 0, qPrintable(alone.err));
+    const auto quiet = nlohmann::json::parse(alone.out.trimmed().split('\n').last().toStdString());
+    QCOMPARE(quiet["runs"][0]["contended"], nlohmann::json(false));
+  }
+
   void localNodesContradictingThePerNodeListIsAnError() {
     QTemporaryDir dir;
     core::ExperimentSpec spec = smallSpec();
