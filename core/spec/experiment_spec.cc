@@ -47,7 +47,10 @@ constexpr std::string_view kSpecFields[] = {"name",      "seed",     "dataset", 
                                             "optimizer", "training", "cluster", "variants"};
 constexpr std::string_view kClusterFields[] = {"local_nodes", "nodes", "threads_per_node",
                                                "device"};
-constexpr std::string_view kNodeFields[] = {"address", "speed", "bandwidth_mbps", "latency_ms"};
+constexpr std::string_view kNodeFields[] = {"address",    "speed",          "bandwidth_mbps",
+                                            "latency_ms", "speed_schedule", "straggler"};
+constexpr std::string_view kSpeedChangeFields[] = {"at_step", "speed"};
+constexpr std::string_view kStragglerFields[] = {"probability", "pause_ms"};
 constexpr std::string_view kVariantFields[] = {"name",      "strategy",        "partition",
                                                "bucket_kb", "rebalance_every", "nodes"};
 constexpr std::string_view kDatasetFields[] = {
@@ -747,6 +750,36 @@ ClusterConfig parseCluster(ObjectReader& r) {
       if (auto v = n.real("speed", Interval{0.0, 1000.0, false, true})) node.speed = *v;
       if (auto v = n.real("bandwidth_mbps", kNonNegative)) node.bandwidthMbps = *v;
       if (auto v = n.real("latency_ms", Interval{0.0, 10000.0, true, true})) node.latencyMs = *v;
+      if (const json* schedule = n.find("speed_schedule")) {
+        const std::string at = n.pathOf("speed_schedule");
+        if (!schedule->is_array())
+          throw SpecError(
+              at, "must be a list of {\"at_step\": N, \"speed\": F}, got " + describe(*schedule));
+        if (schedule->size() > 4096)
+          throw SpecError(at, concat("at most 4096 changes, got ", schedule->size()));
+        for (size_t k = 0; k < schedule->size(); ++k) {
+          ObjectReader change((*schedule)[k], concat(at, "[", k, "]"), kSpeedChangeFields);
+          const auto step = change.integer("at_step", 1, int64_t{1} << 40);
+          const auto speed = change.real("speed", Interval{0.0, 1000.0, false, true});
+          change.finish();
+          if (!step)
+            throw SpecError(change.pathOf("at_step"), "missing: the step the speed applies from");
+          if (!speed) throw SpecError(change.pathOf("speed"), "missing: the speed from at_step on");
+          if (!node.speedSchedule.empty() && *step <= node.speedSchedule.back().atStep)
+            throw SpecError(change.pathOf("at_step"),
+                            concat("must come after the previous change's step ",
+                                   node.speedSchedule.back().atStep, ", got ", *step));
+          node.speedSchedule.push_back({*step, *speed});
+        }
+      }
+      if (n.find("straggler") != nullptr) {
+        ObjectReader straggler = n.child("straggler", kStragglerFields);
+        if (auto v = straggler.real("probability", Interval{0.0, 1.0, true, true}))
+          node.straggler.probability = *v;
+        if (auto v = straggler.real("pause_ms", Interval{0.0, 600000.0, true, true}))
+          node.straggler.pauseMs = *v;
+        straggler.finish();
+      }
       n.finish();
       // All nodes are running daemons at their addresses, or none is: a run either starts
       // its local cluster or uses the given one, never half of each.
@@ -1086,6 +1119,15 @@ json toJson(const ExperimentSpec& spec) {
     node["speed"] = n.speed;
     node["bandwidth_mbps"] = n.bandwidthMbps;
     node["latency_ms"] = n.latencyMs;
+    if (!n.speedSchedule.empty()) {
+      json schedule = json::array();
+      for (const SpeedChange& c : n.speedSchedule)
+        schedule.push_back({{"at_step", c.atStep}, {"speed", c.speed}});
+      node["speed_schedule"] = schedule;
+    }
+    if (n.straggler.probability > 0.0 || n.straggler.pauseMs > 0.0)
+      node["straggler"] = {{"probability", n.straggler.probability},
+                           {"pause_ms", n.straggler.pauseMs}};
     nodes.push_back(node);
   }
   // A remote cluster's size is its list of addresses; "local_nodes" would only mislead.

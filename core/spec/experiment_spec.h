@@ -129,6 +129,20 @@ struct TrainingConfig {
 // One node of the cluster: where it runs, and its compute and link emulation (DESIGN.md:
 // heterogeneity is simulated per node where the hardware is uniform). Defaults leave the
 // real machine as it is.
+// From step `atStep` on, the node computes at `speed` (emulated; see NodeConfig::speed).
+struct SpeedChange {
+  int64_t atStep = 1;
+  double speed = 1.0;
+  bool operator==(const SpeedChange&) const = default;
+};
+
+// Random pauses: at each step, with `probability`, the node stalls for `pauseMs` (a straggler).
+struct StragglerConfig {
+  double probability = 0.0;
+  double pauseMs = 0.0;
+  bool operator==(const StragglerConfig&) const = default;
+};
+
 struct NodeConfig {
   double speed = 1.0;          // compute is stretched to 1/speed of its real time
   double bandwidthMbps = 0.0;  // 0: unlimited
@@ -137,6 +151,16 @@ struct NodeConfig {
   // that the run starts itself. A remote node applies the emulation above per job, in place
   // of its own --speed/--bandwidth-mbps/--latency-ms. Its token is not part of the spec.
   std::string address;
+
+  // The speed changes during the run (steps in increasing order); before the first, `speed`.
+  std::vector<SpeedChange> speedSchedule;
+  StragglerConfig straggler;
+  double speedAt(int64_t step) const {
+    double at = speed;
+    for (const SpeedChange& c : speedSchedule)
+      if (step >= c.atStep) at = c.speed;
+    return at;
+  }
 
   bool operator==(const NodeConfig&) const = default;
 };

@@ -9,6 +9,7 @@
 #include "core/backend/backend.h"
 #include "core/comm/communicator.h"
 #include "core/comm/gradient_buckets.h"
+#include "core/common/random.h"
 #include "core/data/dataset.h"
 
 namespace dtlab::core {
@@ -94,6 +95,16 @@ StepReport SyncAllReduce::step(int64_t step, const Votes& local, Votes& agreed) 
   const int64_t params = model.parameterCount();
   worker.loadBatch();
   const Clock::time_point t1 = Clock::now();
+  const NodeConfig& node = context_.job.node;
+  marker_->stretch = 1.0 / node.speedAt(step) - 1.0;  // a speed_schedule moves it
+  if (node.straggler.probability > 0.0) {
+    // A straggler's pause, drawn from the run's seed, this rank and the step: reproducible.
+    Rng rng(deriveSeed(context_.job.spec.seed, 0x57a6, static_cast<uint64_t>(context_.job.rank),
+                       static_cast<uint64_t>(step)));
+    if (rng.uniform() < node.straggler.probability)
+      std::this_thread::sleep_for(
+          std::chrono::duration<double, std::milli>(node.straggler.pauseMs));
+  }
   float* control = model.control();
   std::copy(local.values.begin(), local.values.end(), control);
   if (buckets_) buckets_->markReady(params, params + Votes::kCount);

@@ -259,6 +259,15 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
     settings.bandwidthMbps = request.emulation().bandwidth_mbps();
     settings.latencyMs = request.emulation().latency_ms();
   }
+  // A speed that changes during the run and straggler pauses come with the spec's entry for
+  // this rank (one entry: every node's).
+  const core::ClusterConfig& cluster = settings.work.spec.cluster;
+  if (cluster.nodes.size() == 1 ||
+      static_cast<std::size_t>(request.rank()) < cluster.nodes.size()) {
+    const core::NodeConfig& entry = cluster.node(cluster.nodes.size() == 1 ? 0 : request.rank());
+    settings.work.node.speedSchedule = entry.speedSchedule;
+    settings.work.node.straggler = entry.straggler;
+  }
   settings.heartbeat = std::chrono::milliseconds(heartbeatMs);
   settings.connectTimeout =
       connectMs != 0 ? std::chrono::milliseconds(connectMs) : options_.connectTimeout;

@@ -156,6 +156,53 @@ class TestSpecCluster : public QObject {
     QVERIFY2(QString(e->what()).startsWith(path + ": "), e->what());
   }
 
+  // A node whose speed changes during the run, and one that pauses at random.
+  void speedScheduleAndStraggler() {
+    const json drifting = {
+        {"speed", 1.0},
+        {"speed_schedule",
+         {{{"at_step", 100}, {"speed", 0.3}}, {{"at_step", 200}, {"speed", 0.6}}}},
+        {"straggler", {{"probability", 0.05}, {"pause_ms", 200}}}};
+    const ExperimentSpec spec = dtlab::core::parseExperimentSpec(
+        {{"cluster", {{"local_nodes", 2}, {"nodes", json::array({{{"speed", 1.0}}, drifting})}}}});
+    const NodeConfig& node = spec.cluster.nodes[1];
+    QCOMPARE(node.speedSchedule.size(), std::size_t{2});
+    QCOMPARE(node.speedAt(99), 1.0);
+    QCOMPARE(node.speedAt(100), 0.3);
+    QCOMPARE(node.speedAt(250), 0.6);
+    QCOMPARE(node.straggler.probability, 0.05);
+    QCOMPARE(node.straggler.pauseMs, 200.0);
+    QCOMPARE(dtlab::core::parseExperimentSpec(dtlab::core::toJson(spec)), spec);
+    QVERIFY(!dtlab::core::toJson(spec)["cluster"]["nodes"][0].contains("speed_schedule"));
+
+    const auto errorOf = [](const json& entry) -> std::string {
+      try {
+        dtlab::core::parseExperimentSpec({{"cluster", {{"nodes", json::array({entry})}}}});
+      } catch (const SpecError& e) {
+        return e.what();
+      }
+      return "accepted";
+    };
+    const auto change = [](int step, double speed) {
+      return json{{"at_step", step}, {"speed", speed}};
+    };
+    QCOMPARE(errorOf({{"speed_schedule", {change(5, 0.5), change(5, 0.7)}}}),
+             std::string("cluster.nodes[0].speed_schedule[1].at_step: must come after the "
+                         "previous change's step 5, got 5"));
+    QCOMPARE(errorOf({{"speed_schedule", json::array({{{"speed", 0.5}}})}}),
+             std::string("cluster.nodes[0].speed_schedule[0].at_step: missing: the step the "
+                         "speed applies from"));
+    for (const auto& [entry, path] : std::vector<std::pair<json, std::string>>{
+             {{{"speed_schedule", json::array({change(5, 0.0)})}},
+              "cluster.nodes[0].speed_schedule[0].speed: "},
+             {{{"speed_schedule", 3}}, "cluster.nodes[0].speed_schedule: must be a list"},
+             {{{"straggler", {{"probability", 1.5}}}}, "cluster.nodes[0].straggler.probability: "},
+             {{{"straggler", {{"pause", 10}}}}, "cluster.nodes[0].straggler.pause: "}}) {
+      const std::string error = errorOf(entry);
+      QVERIFY2(error.find(path) == 0, error.c_str());
+    }
+  }
+
   // A baseline inside one experiment: a variant on the first N nodes of the cluster.
   void variantNodesIsAtMostTheCluster() {
     const auto spec = [](const json& cluster, const json& variant) {

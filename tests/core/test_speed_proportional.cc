@@ -75,7 +75,7 @@ ExperimentSpec heavySpec(int64_t steps, int64_t every) {
 }
 
 std::vector<WorkerResult> runRanks(const ExperimentSpec& spec, const std::vector<double>& speeds,
-                                   MetricSink* sink) {
+                                   MetricSink* sink, const std::vector<NodeConfig>& nodes = {}) {
   gloo::rendezvous::HashStore store;
   const int world = static_cast<int>(speeds.size());
   std::vector<WorkerResult> results(speeds.size());
@@ -86,6 +86,7 @@ std::vector<WorkerResult> runRanks(const ExperimentSpec& spec, const std::vector
       job.spec = spec;
       job.rank = rank;
       job.world = world;
+      if (!nodes.empty()) job.node = nodes[static_cast<std::size_t>(rank)];
       job.node.speed = speeds[static_cast<std::size_t>(rank)];
       auto comm = std::make_unique<GlooCommunicator>(store, rank, world);
       results[static_cast<std::size_t>(rank)] = runWorker(job, comm.get(), sink, nullptr);
@@ -265,6 +266,47 @@ class TestSpeedProportional : public QObject {
       mean += recorder.shares[0][step] / 50.0;
     }
     QVERIFY2(mean > 0.68 && mean < 0.9, qPrintable(QString::number(mean)));
+  }
+
+  // Node 1 slows from 1 to 0.25 at step 30 (its speed_schedule): the shares, near equal before,
+  // move towards node 0 within three rebalance periods of 10 steps.
+  void sharesFollowASpeedScheduleChange() {
+    Recorder recorder;
+    std::vector<NodeConfig> nodes(2);
+    nodes[1].speedSchedule = {{30, 0.25}};
+    QCOMPARE(nodes[1].speedAt(29), 1.0);
+    QCOMPARE(nodes[1].speedAt(30), 0.25);
+    const std::vector<WorkerResult> results =
+        runRanks(heavySpec(70, 10), {1.0, 1.0}, &recorder, nodes);
+    for (const WorkerResult& r : results)
+      QVERIFY2(std::string(toString(r.status)) == "completed", r.error.c_str());
+    QCOMPARE(results[1].paramChecksum, results[0].paramChecksum);
+    for (const RunEvent& e : recorder.events)
+      if (e.kind == "rebalance")
+        qInfo("step %lld: %s", static_cast<long long>(e.step), e.detail.c_str());
+    const std::vector<double>& fast = recorder.shares[0];
+    QVERIFY2(fast[29] < 0.65, qPrintable(QString::number(fast[29])));  // before the change
+    QVERIFY2(fast[60] > 0.65, qPrintable(QString::number(fast[60])));  // 3 periods after it
+    QVERIFY2(fast[69] > 0.65, qPrintable(QString::number(fast[69])));
+  }
+
+  // A straggler pauses for pause_ms with its probability at each step, inside its compute
+  // (the node is slow, as far as its peers and the scheduler can tell).
+  void stragglerPausesItsSteps() {
+    ExperimentSpec spec = heavySpec(8, 100);
+    spec.model.hidden = {32};
+    std::vector<NodeConfig> nodes(2);
+    nodes[1].straggler = {1.0, 40.0};  // every step
+    const std::vector<WorkerResult> results = runRanks(spec, {1.0, 1.0}, nullptr, nodes);
+    for (const WorkerResult& r : results)
+      QVERIFY2(std::string(toString(r.status)) == "completed", r.error.c_str());
+    QVERIFY2(results[1].computeMsTotal >= 8 * 40.0,
+             qPrintable(QString::number(results[1].computeMsTotal)));
+    QVERIFY2(results[0].computeMsTotal < 8 * 40.0,
+             qPrintable(QString::number(results[0].computeMsTotal)));
+    // Its peer waits for it.
+    QVERIFY2(results[0].waitMsTotal > 8 * 20.0,
+             qPrintable(QString::number(results[0].waitMsTotal)));
   }
 };
 

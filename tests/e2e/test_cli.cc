@@ -190,6 +190,26 @@ class TestCli : public QObject {
     QCOMPARE(quiet["runs"][0]["contended"], nlohmann::json(false));
   }
 
+  // A spec's straggler reaches the daemon that is that node: every one of its steps pauses
+  // (probability 1), so its peer waits, and the run takes at least the pauses.
+  void stragglerInTheSpecReachesItsDaemon() {
+    QTemporaryDir dir;
+    core::ExperimentSpec spec = smallSpec();
+    spec.training.maxSteps = 6;
+    spec.cluster.localNodes = 2;
+    spec.cluster.nodes = {core::NodeConfig{}, core::NodeConfig{}};
+    spec.cluster.nodes[1].straggler = {1.0, 60.0};
+    spec.cluster.nodes[1].speedSchedule = {{3, 0.5}};
+    const Outcome o = cli({"run", writeSpec(dir, spec), "--quiet"});
+    QVERIFY2(o.exitCode == 0, qPrintable(o.err));
+    const auto out = nlohmann::json::parse(o.out.trimmed().split('\n').last().toStdString());
+    const nlohmann::json& run = out["runs"][0];
+    QCOMPARE(run["status"], nlohmann::json("completed"));
+    QVERIFY2(run["wall_s"].get<double>() > 6 * 0.060, run.dump().c_str());
+    // Node 0 spent its steps waiting for node 1.
+    QVERIFY2(run["utilization"][0].get<double>() < 0.5, run.dump().c_str());
+  }
+
   void localNodesContradictingThePerNodeListIsAnError() {
     QTemporaryDir dir;
     core::ExperimentSpec spec = smallSpec();

@@ -408,6 +408,19 @@ class TestGui : public QObject {
     QCOMPARE(page->saveButton()->toolTip(), page->error());
     QVERIFY(model->setData(model->index(1, ui::TopologyModel::kSpeedColumn), 0.5));
     QVERIFY2(page->error().isEmpty(), qPrintable(page->error()));
+    // Node 2 slows down mid-run and pauses at random: typed as text, checked by the spec.
+    const QModelIndex schedule = model->index(1, ui::TopologyModel::kScheduleColumn);
+    const QModelIndex straggler = model->index(1, ui::TopologyModel::kStragglerColumn);
+    QVERIFY(model->setData(schedule, "100:0.25, 50:1"));
+    QVERIFY2(page->error().startsWith("cluster.nodes[1].speed_schedule[1].at_step"),
+             qPrintable(page->error()));
+    QVERIFY(model->setData(schedule, "50:1, 100:0.25"));
+    QVERIFY(model->setData(straggler, "half"));
+    QVERIFY2(page->error().startsWith("cluster.nodes[1].straggler"), qPrintable(page->error()));
+    QVERIFY(model->setData(straggler, "0.05:200"));
+    QVERIFY2(page->error().isEmpty(), qPrintable(page->error()));
+    QCOMPARE(schedule.data().toString(), QString("50:1, 100:0.25"));
+    QCOMPARE(straggler.data().toString(), QString("0.05:200"));
     page->addNodes(1);
     QCOMPARE(model->rowCount(), 3);
 
@@ -428,6 +441,11 @@ class TestGui : public QObject {
     const nlohmann::json saved = window.explorerModel()->snapshot().topologies.front().config;
     QCOMPARE(saved["local_nodes"], nlohmann::json(3));
     QCOMPARE(saved["nodes"][1]["speed"], nlohmann::json(0.5));
+    QCOMPARE(saved["nodes"][1]["speed_schedule"][1],
+             (nlohmann::json{{"at_step", 100}, {"speed", 0.25}}));
+    QCOMPARE(saved["nodes"][1]["straggler"],
+             (nlohmann::json{{"probability", 0.05}, {"pause_ms", 200}}));
+    QVERIFY(!saved["nodes"][0].contains("speed_schedule"));
   }
 
   // The experiment editor: an invalid value shows the spec's message next to its field and

@@ -7,6 +7,62 @@
 #include <algorithm>
 
 namespace dtlab::ui {
+namespace {
+
+QString number(const nlohmann::json& v) {
+  return v.is_number() ? QString::number(v.get<double>(), 'g', 6)
+                       : QString::fromStdString(v.dump());
+}
+
+// "30:0.25, 100:1" for [{"at_step": 30, "speed": 0.25}, {"at_step": 100, "speed": 1}].
+QString scheduleText(const nlohmann::json& schedule) {
+  if (schedule.is_null()) return {};
+  if (!schedule.is_array()) return QString::fromStdString(schedule.dump());
+  QStringList parts;
+  for (const nlohmann::json& c : schedule)
+    parts << (c.is_object() ? number(c.value("at_step", nlohmann::json())) + ":" +
+                                  number(c.value("speed", nlohmann::json()))
+                            : QString::fromStdString(c.dump()));
+  return parts.join(", ");
+}
+
+// The text back to the spec's list; what is not STEP:SPEED is passed on as it is, so that the
+// spec's parser names the entry.
+nlohmann::json parseScheduleText(const QString& text) {
+  if (text.isEmpty()) return nullptr;
+  nlohmann::json list = nlohmann::json::array();
+  for (const QString& part : text.split(',', Qt::SkipEmptyParts)) {
+    const QStringList pair = part.trimmed().split(':');
+    bool stepOk = false, speedOk = false;
+    const qint64 step = pair.size() == 2 ? pair[0].trimmed().toLongLong(&stepOk) : 0;
+    const double speed = pair.size() == 2 ? pair[1].trimmed().toDouble(&speedOk) : 0.0;
+    if (stepOk && speedOk)
+      list.push_back({{"at_step", step}, {"speed", speed}});
+    else
+      list.push_back(part.trimmed().toStdString());
+  }
+  return list;
+}
+
+// "0.05:200" for {"probability": 0.05, "pause_ms": 200}.
+QString stragglerText(const nlohmann::json& straggler) {
+  if (straggler.is_null()) return {};
+  if (!straggler.is_object()) return QString::fromStdString(straggler.dump());
+  return number(straggler.value("probability", nlohmann::json(0))) + ":" +
+         number(straggler.value("pause_ms", nlohmann::json(0)));
+}
+
+nlohmann::json parseStragglerText(const QString& text) {
+  if (text.isEmpty()) return nullptr;
+  const QStringList pair = text.split(':');
+  bool pOk = false, msOk = false;
+  const double p = pair.size() == 2 ? pair[0].trimmed().toDouble(&pOk) : 0.0;
+  const double ms = pair.size() == 2 ? pair[1].trimmed().toDouble(&msOk) : 0.0;
+  if (pOk && msOk) return {{"probability", p}, {"pause_ms", ms}};
+  return text.toStdString();  // the spec's parser says what is wrong with it
+}
+
+}  // namespace
 
 namespace node_tokens {
 
@@ -63,6 +119,8 @@ void TopologyModel::setCluster(const nlohmann::json& c) {
     node.speed = n.value("speed", 1.0);
     node.bandwidthMbps = n.value("bandwidth_mbps", 0.0);
     node.latencyMs = n.value("latency_ms", 0.0);
+    if (n.contains("speed_schedule")) node.speedSchedule = n["speed_schedule"];
+    if (n.contains("straggler")) node.straggler = n["straggler"];
   }
   endResetModel();
 }
@@ -78,6 +136,8 @@ nlohmann::json TopologyModel::cluster() const {
         {"speed", n.speed}, {"bandwidth_mbps", n.bandwidthMbps}, {"latency_ms", n.latencyMs}};
     // An empty address stays in: the spec then says that it is missing, on this row.
     if (n.remote) node["address"] = n.address.trimmed().toStdString();
+    if (!n.speedSchedule.is_null()) node["speed_schedule"] = n.speedSchedule;
+    if (!n.straggler.is_null()) node["straggler"] = n.straggler;
     list.push_back(node);
   }
   c["nodes"] = list;
@@ -159,6 +219,10 @@ QVariant TopologyModel::headerData(int section, Qt::Orientation orientation, int
       return tr("Bandwidth (Mbit/s, 0 = unlimited)");
     case kLatencyColumn:
       return tr("Latency (ms)");
+    case kScheduleColumn:
+      return tr("Speed schedule (step:speed, ...)");
+    case kStragglerColumn:
+      return tr("Straggler (probability:pause ms)");
     case kFoundColumn:
       return tr("Connection test");
     default:
@@ -170,7 +234,7 @@ Qt::ItemFlags TopologyModel::flags(const QModelIndex& index) const {
   if (!index.isValid()) return Qt::NoItemFlags;
   Qt::ItemFlags f = Qt::ItemIsEnabled | Qt::ItemIsSelectable;
   const bool remote = nodes_[static_cast<std::size_t>(index.row())].remote;
-  if (index.column() >= kSpeedColumn && index.column() <= kLatencyColumn) f |= Qt::ItemIsEditable;
+  if (index.column() >= kSpeedColumn && index.column() <= kStragglerColumn) f |= Qt::ItemIsEditable;
   if (remote && index.column() == kAddressColumn) f |= Qt::ItemIsEditable;
   // A token is stored under the address: none can be given before the address.
   if (remote && index.column() == kTokenColumn &&
@@ -223,6 +287,10 @@ QVariant TopologyModel::data(const QModelIndex& index, int role) const {
       return n.bandwidthMbps;
     case kLatencyColumn:
       return n.latencyMs;
+    case kScheduleColumn:
+      return scheduleText(n.speedSchedule);
+    case kStragglerColumn:
+      return stragglerText(n.straggler);
     case kFoundColumn:
       return n.found;
     default:
@@ -242,6 +310,13 @@ bool TopologyModel::setData(const QModelIndex& index, const QVariant& value, int
   }
   if (index.column() == kTokenColumn) {
     node_tokens::setToken(n.address, value.toString());
+    emit dataChanged(index, index);
+    return true;
+  }
+  if (index.column() == kScheduleColumn || index.column() == kStragglerColumn) {
+    const QString text = value.toString().trimmed();
+    nlohmann::json& field = index.column() == kScheduleColumn ? n.speedSchedule : n.straggler;
+    field = index.column() == kScheduleColumn ? parseScheduleText(text) : parseStragglerText(text);
     emit dataChanged(index, index);
     return true;
   }

@@ -33,6 +33,8 @@ class TopologyModel final : public QAbstractTableModel {
     kSpeedColumn,
     kBandwidthColumn,
     kLatencyColumn,
+    kScheduleColumn,   // the speed_schedule, as text "STEP:SPEED, ..."
+    kStragglerColumn,  // the straggler, as text "PROBABILITY:PAUSE_MS"
     kFoundColumn,
     kColumnCount
   };
@@ -43,6 +45,9 @@ class TopologyModel final : public QAbstractTableModel {
     double speed = 1.0;
     double bandwidthMbps = 0.0;  // 0: unlimited
     double latencyMs = 0.0;
+    // As the spec has them (null when absent); the spec's parser judges them.
+    nlohmann::json speedSchedule;
+    nlohmann::json straggler;
     QString found;  // the last connection test's answer ("" before one)
     bool foundError = false;
   };
