@@ -419,8 +419,10 @@ class TestGui : public QObject {
     QVERIFY2(page->error().startsWith("cluster.nodes[1].straggler"), qPrintable(page->error()));
     QVERIFY(model->setData(straggler, "0.05:200"));
     QVERIFY2(page->error().isEmpty(), qPrintable(page->error()));
-    QCOMPARE(schedule.data().toString(), QString("50:1, 100:0.25"));
-    QCOMPARE(straggler.data().toString(), QString("0.05:200"));
+    QCOMPARE(schedule.data(Qt::EditRole).toString(), QString("50:1, 100:0.25"));
+    QCOMPARE(schedule.data().toString(), QString("step 50 \u2192 1, step 100 \u2192 0.25"));
+    QCOMPARE(straggler.data(Qt::EditRole).toString(), QString("0.05:200"));
+    QCOMPARE(straggler.data().toString(), QString("5% \u00d7 200 ms"));
     page->addNodes(1);
     QCOMPARE(model->rowCount(), 3);
 

@@ -52,6 +52,29 @@ QString stragglerText(const nlohmann::json& straggler) {
          number(straggler.value("pause_ms", nlohmann::json(0)));
 }
 
+// What the cells show: "step 100 → 0.3, step 300 → 1" and "5% × 200 ms" (the edit text when
+// the value is not of that shape: the spec's message then says what is wrong).
+QString scheduleDisplay(const nlohmann::json& schedule) {
+  if (!schedule.is_array()) return scheduleText(schedule);
+  QStringList parts;
+  for (const nlohmann::json& c : schedule) {
+    if (!c.is_object()) return scheduleText(schedule);
+    parts << QString("step %1 \u2192 %2")
+                 .arg(number(c.value("at_step", nlohmann::json())),
+                      number(c.value("speed", nlohmann::json())));
+  }
+  return parts.join(", ");
+}
+
+QString stragglerDisplay(const nlohmann::json& straggler) {
+  if (!straggler.is_object() || !straggler.value("probability", nlohmann::json()).is_number() ||
+      !straggler.value("pause_ms", nlohmann::json()).is_number())
+    return stragglerText(straggler);
+  return QString("%1% \u00d7 %2 ms")
+      .arg(QString::number(straggler["probability"].get<double>() * 100.0, 'g', 4),
+           number(straggler["pause_ms"]));
+}
+
 nlohmann::json parseStragglerText(const QString& text) {
   if (text.isEmpty()) return nullptr;
   const QStringList pair = text.split(':');
@@ -199,6 +222,14 @@ QVariant TopologyModel::headerData(int section, Qt::Orientation orientation, int
     if (role == Qt::ToolTipRole) return tr("cluster.nodes[%1]: the node of rank %1").arg(section);
     return {};
   }
+  if (role == Qt::ToolTipRole && section == kBandwidthColumn)
+    return tr("Emulated link bandwidth; 0 = unlimited");
+  if (role == Qt::ToolTipRole && section == kScheduleColumn)
+    return tr("The node's speed from a step on, as step:speed, ... (e.g. 100:0.3, 300:1)");
+  if (role == Qt::ToolTipRole && section == kStragglerColumn)
+    return tr(
+        "Random pauses, as probability:pause ms (e.g. 0.05:200: a 200 ms stall in 5% of "
+        "the steps)");
   if (role == Qt::ToolTipRole && section == kTokenColumn)
     return tr(
         "A remote daemon's --token, kept in your settings on this computer (per address), "
@@ -216,13 +247,13 @@ QVariant TopologyModel::headerData(int section, Qt::Orientation orientation, int
     case kSpeedColumn:
       return tr("Speed (x real)");
     case kBandwidthColumn:
-      return tr("Bandwidth (Mbit/s, 0 = unlimited)");
+      return tr("Bandwidth (Mbit/s)");
     case kLatencyColumn:
       return tr("Latency (ms)");
     case kScheduleColumn:
-      return tr("Speed schedule (step:speed, ...)");
+      return tr("Speed schedule");
     case kStragglerColumn:
-      return tr("Straggler (probability:pause ms)");
+      return tr("Straggler");
     case kFoundColumn:
       return tr("Connection test");
     default:
@@ -288,9 +319,9 @@ QVariant TopologyModel::data(const QModelIndex& index, int role) const {
     case kLatencyColumn:
       return n.latencyMs;
     case kScheduleColumn:
-      return scheduleText(n.speedSchedule);
+      return edit ? scheduleText(n.speedSchedule) : scheduleDisplay(n.speedSchedule);
     case kStragglerColumn:
-      return stragglerText(n.straggler);
+      return edit ? stragglerText(n.straggler) : stragglerDisplay(n.straggler);
     case kFoundColumn:
       return n.found;
     default:
