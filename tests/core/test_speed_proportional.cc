@@ -143,6 +143,13 @@ class TestSpeedProportional : public QObject {
     QCOMPARE(spec.variants[1].partition, PartitionScheme::kEqual);
     QCOMPARE(spec.variants[2].partition, PartitionScheme::kSpeedProportional);
     QVERIFY(spec.training.targetAccuracy.has_value());
+
+    // The drifting node: full speed, then 0.3 from step 50; equal split against the scheduler.
+    const ExperimentSpec drift = loadExperimentSpec(DTLAB_SOURCE_DIR "/resources/specs/drift.json");
+    QCOMPARE(drift.cluster.node(1).speedAt(49), 1.0);
+    QCOMPARE(drift.cluster.node(1).speedAt(50), 0.3);
+    QCOMPARE(drift.variants.size(), std::size_t{2});
+    QCOMPARE(drift.variants[1].partition, PartitionScheme::kSpeedProportional);
   }
 
   void countsFollowSpeedsAndSumToTheBatch() {
