@@ -10,11 +10,16 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "app/args.h"
 #include "core/common/config.h"
+#include "core/spec/experiment_spec.h"
 #include "remote/common/auth.h"
 #include "remote/common/log.h"
 #include "remote/common/versions.h"
@@ -41,6 +46,9 @@ options:
   --speed F               emulated compute speed, > 0 (default 1: real speed)
   --bandwidth-mbps F      emulated link bandwidth in Mbit/s, 0 = unlimited (default 0)
   --latency-ms F          emulated link latency per message, >= 0 (default 0)
+  --speed-schedule S      the speed from a step on, as STEP:SPEED,... (e.g. 100:0.3,300:1)
+  --straggler P:MS        stall for MS milliseconds in a share P of the steps (e.g. 0.05:200)
+                          (a job's spec entry, when it has these, goes first)
   --token T               require "authorization: Bearer T" on every call; mandatory
                           when --listen is not a loopback address
   --threads N             CPU threads of the worker (default 1)
@@ -48,6 +56,62 @@ options:
   --log-level L           error, warn, info or debug (default info)
   --version, --help
 )";
+
+// A:B with two numbers, or nullopt.
+std::optional<std::pair<double, double>> numberPair(const std::string& text) {
+  const std::size_t colon = text.find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  double a = 0.0, b = 0.0;
+  const char* first = text.data();
+  const char* mid = first + colon;
+  const char* last = first + text.size();
+  const auto ra = std::from_chars(first, mid, a);
+  const auto rb = std::from_chars(mid + 1, last, b);
+  if (colon == 0 || ra.ec != std::errc() || ra.ptr != mid || rb.ec != std::errc() || rb.ptr != last)
+    return std::nullopt;
+  return std::make_pair(a, b);
+}
+
+// --speed-schedule and --straggler, checked by the spec's own rules (its message, the flag's
+// name in front).
+void parseDrift(const Args& args, dtlab::remote::NodeOptions& options) {
+  nlohmann::json entry = nlohmann::json::object();
+  if (args.has("--speed-schedule")) {
+    const std::string text = args.value("--speed-schedule", "");
+    nlohmann::json list = nlohmann::json::array();
+    std::size_t begin = 0;
+    while (begin <= text.size()) {
+      const std::size_t end = std::min(text.find(',', begin), text.size());
+      const auto change = numberPair(text.substr(begin, end - begin));
+      if (!change || change->first != std::floor(change->first))
+        throw UsageError("--speed-schedule: expected STEP:SPEED,... (e.g. 100:0.3,300:1), got '" +
+                         text + "'");
+      list.push_back({{"at_step", static_cast<int64_t>(change->first)}, {"speed", change->second}});
+      begin = end + 1;
+    }
+    entry["speed_schedule"] = list;
+  }
+  if (args.has("--straggler")) {
+    const std::string text = args.value("--straggler", "");
+    const auto straggler = numberPair(text);
+    if (!straggler)
+      throw UsageError("--straggler: expected PROBABILITY:PAUSE_MS (e.g. 0.05:200), got '" + text +
+                       "'");
+    entry["straggler"] = {{"probability", straggler->first}, {"pause_ms", straggler->second}};
+  }
+  try {
+    const dtlab::core::NodeConfig node =
+        dtlab::core::parseExperimentSpec({{"cluster", {{"nodes", nlohmann::json::array({entry})}}}})
+            .cluster.nodes.at(0);
+    options.speedSchedule = node.speedSchedule;
+    options.straggler = node.straggler;
+  } catch (const dtlab::core::SpecError& e) {
+    const bool schedule = e.path().find("speed_schedule") != std::string::npos;
+    const std::string field = e.path().substr(e.path().rfind('.') + 1);  // at_step, probability...
+    throw UsageError(std::string(schedule ? "--speed-schedule" : "--straggler") + ": " + field +
+                     " " + e.reason());
+  }
+}
 
 double number(const Args& args, const std::string& flag, double fallback) {
   if (!args.has(flag)) return fallback;
@@ -95,6 +159,7 @@ dtlab::remote::NodeOptions parseOptions(const Args& args) {
   options.latencyMs = number(args, "--latency-ms", 0.0);
   if (options.latencyMs < 0.0)
     throw UsageError("--latency-ms: must be >= 0, got " + args.value("--latency-ms", ""));
+  parseDrift(args, options);
   options.token = args.value("--token", "");
   if (args.has("--token") && options.token.empty()) throw UsageError("--token: must not be empty");
   if (options.token.empty() && !dtlab::remote::isLoopbackHost(listen.host))
@@ -130,11 +195,11 @@ int main(int argc, char** argv) {
   const std::vector<std::string> argvList(argv + 1, argv + argc);
   dtlab::remote::NodeOptions options;
   try {
-    const Args args(
-        argvList,
-        {"--listen", "--devices", "--speed", "--bandwidth-mbps", "--latency-ms", "--token",
-         "--threads", "--name", "--log-level", "--advertise", "--connect-timeout"},
-        {"--help", "--version"});
+    const Args args(argvList,
+                    {"--listen", "--devices", "--speed", "--bandwidth-mbps", "--latency-ms",
+                     "--speed-schedule", "--straggler", "--token", "--threads", "--name",
+                     "--log-level", "--advertise", "--connect-timeout"},
+                    {"--help", "--version"});
     if (args.has("--help")) {
       std::cout << kUsage;
       return 0;

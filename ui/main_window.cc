@@ -402,8 +402,8 @@ void MainWindow::updateRunActions() {
   if (why.isEmpty() && !experimentPage_->error().isEmpty())
     why = tr("The experiment is invalid: %1").arg(experimentPage_->error());
   runAction_->setEnabled(why.isEmpty());
-  runAction_->setToolTip(why.isEmpty() ? tr("Run every variant of the experiment on its local "
-                                            "cluster, recorded into this project")
+  runAction_->setToolTip(why.isEmpty() ? tr("Run every variant of the experiment on its cluster "
+                                            "(local or remote), recorded into this project")
                                        : why);
   runAction_->setStatusTip(runAction_->toolTip());
   saveAsAction_->setEnabled(!path_.isEmpty() && !controller_->busy());

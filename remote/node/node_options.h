@@ -2,6 +2,9 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
+
+#include "core/spec/experiment_spec.h"
 
 namespace dtlab::remote {
 
@@ -12,6 +15,9 @@ struct NodeOptions {
   double speed = 1.0;                  // emulated compute speed (1 = real)
   double bandwidthMbps = 0.0;          // emulated link, 0 = unlimited
   double latencyMs = 0.0;
+  // --speed-schedule and --straggler: what a job gets when its spec's entry has none.
+  std::vector<core::SpeedChange> speedSchedule;
+  core::StragglerConfig straggler;
   std::string token;  // required unless listening on loopback
   int threads = 1;    // CPU threads of the worker's backend
   std::string name;   // empty: "<hostname>:<port>"

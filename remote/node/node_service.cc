@@ -259,14 +259,16 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
     settings.bandwidthMbps = request.emulation().bandwidth_mbps();
     settings.latencyMs = request.emulation().latency_ms();
   }
-  // A speed that changes during the run and straggler pauses come with the spec's entry for
-  // this rank (one entry: every node's).
+  // A speed that changes during the run and straggler pauses: the spec's entry for this rank
+  // (one entry: every node's) when it has them, else this daemon's flags.
+  settings.work.node.speedSchedule = options_.speedSchedule;
+  settings.work.node.straggler = options_.straggler;
   const core::ClusterConfig& cluster = settings.work.spec.cluster;
   if (cluster.nodes.size() == 1 ||
       static_cast<std::size_t>(request.rank()) < cluster.nodes.size()) {
     const core::NodeConfig& entry = cluster.node(cluster.nodes.size() == 1 ? 0 : request.rank());
-    settings.work.node.speedSchedule = entry.speedSchedule;
-    settings.work.node.straggler = entry.straggler;
+    if (!entry.speedSchedule.empty()) settings.work.node.speedSchedule = entry.speedSchedule;
+    if (entry.straggler != core::StragglerConfig{}) settings.work.node.straggler = entry.straggler;
   }
   settings.heartbeat = std::chrono::milliseconds(heartbeatMs);
   settings.connectTimeout =

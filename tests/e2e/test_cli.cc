@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -207,6 +208,39 @@ class TestCli : public QObject {
     QCOMPARE(run["status"], nlohmann::json("completed"));
     QVERIFY2(run["wall_s"].get<double>() > 6 * 0.060, run.dump().c_str());
     // Node 0 spent its steps waiting for node 1.
+    QVERIFY2(run["utilization"][0].get<double>() < 0.5, run.dump().c_str());
+  }
+
+  // A daemon started with --straggler stalls every step (probability 1) of a job whose spec
+  // says nothing of stragglers; its peer waits for it.
+  void daemonStragglerFlagStallsItsSteps() {
+    std::vector<std::unique_ptr<QProcess>> daemons;
+    QStringList nodes;
+    for (const QStringList& extra : {QStringList{}, QStringList{"--straggler", "1:60"}}) {
+      auto daemon = std::make_unique<QProcess>();
+      daemon->start(QString::fromStdString(kNode), QStringList{"--listen", "127.0.0.1:0"} + extra);
+      QVERIFY(daemon->waitForStarted(10000));
+      QByteArray out;
+      while (!out.contains('\n') && daemon->waitForReadyRead(10000))
+        out += daemon->readAllStandardOutput();
+      const int at = out.indexOf("listening on ");
+      QVERIFY2(at >= 0, out.constData());
+      const int end = out.indexOf('\n', at);
+      nodes << "--node" << QString::fromUtf8(out.mid(at + 13, end - at - 13)).trimmed();
+      daemons.push_back(std::move(daemon));
+    }
+    QTemporaryDir dir;
+    core::ExperimentSpec spec = smallSpec();
+    spec.training.maxSteps = 6;
+    const Outcome o = cli(QStringList{"run", writeSpec(dir, spec), "--quiet"} + nodes);
+    for (auto& d : daemons) {
+      d->terminate();
+      d->waitForFinished(10000);
+    }
+    QVERIFY2(o.exitCode == 0, qPrintable(o.err));
+    const auto out = nlohmann::json::parse(o.out.trimmed().split('\n').last().toStdString());
+    const nlohmann::json& run = out["runs"][0];
+    QVERIFY2(run["wall_s"].get<double>() > 6 * 0.060, run.dump().c_str());
     QVERIFY2(run["utilization"][0].get<double>() < 0.5, run.dump().c_str());
   }
 

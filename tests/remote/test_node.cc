@@ -303,6 +303,17 @@ class TestNode : public QObject {
     QCOMPARE(code, 2);
     QVERIFY2(err.contains("--advertise: expected a host name or address without a port"),
              qPrintable(err));
+    QVERIFY(run({"--speed-schedule", "100"}, &code, &err));
+    QCOMPARE(code, 2);
+    QVERIFY2(err.contains("--speed-schedule: expected STEP:SPEED"), qPrintable(err));
+    QVERIFY(run({"--speed-schedule", "100:0.3,50:1"}, &code, &err));
+    QCOMPARE(code, 2);
+    QVERIFY2(
+        err.contains("--speed-schedule: at_step must come after the previous change's step 100"),
+        qPrintable(err));
+    QVERIFY(run({"--straggler", "2:10"}, &code, &err));
+    QCOMPARE(code, 2);
+    QVERIFY2(err.contains("--straggler: probability must be in [0, 1]"), qPrintable(err));
     QVERIFY(run({"--connect-timeout", "0"}, &code, &err));
     QCOMPARE(code, 2);
     QVERIFY2(err.contains("--connect-timeout"), qPrintable(err));

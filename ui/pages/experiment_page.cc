@@ -185,8 +185,7 @@ ExperimentPage::ExperimentPage(QWidget* parent)
   layout->addLayout(columns);
   // The variants get the page's width: a row holds a strategy and its every setting.
   layout->addWidget(
-      box(tr("Strategy variants (one run each, same data and initial weights)"), variantLayout),
-      1);
+      box(tr("Strategy variants (one run each, same data and initial weights)"), variantLayout), 1);
   layout->addWidget(generalError_);
   layout->addLayout(actions);
 
@@ -361,8 +360,7 @@ void ExperimentPage::validate() {
   save_->setToolTip(error_.isEmpty() ? tr("Store this experiment in the project") : error_);
   const QString whyNot = !error_.isEmpty() ? error_ : runBlocked_;
   run_->setEnabled(whyNot.isEmpty());
-  run_->setToolTip(whyNot.isEmpty() ? tr("Run every variant on the experiment's local cluster")
-                                    : whyNot);
+  run_->setToolTip(whyNot.isEmpty() ? tr("Run every variant on the experiment's cluster") : whyNot);
   if (error_.isEmpty()) {
     const int64_t stepsPerEpoch =
         parsed.dataset.trainSize / std::max<int64_t>(1, parsed.training.batchSize);
@@ -374,7 +372,9 @@ void ExperimentPage::validate() {
         tr("%1 on %2 training samples, %3, %4, %5")
             .arg(QString::fromUtf8(core::toString(parsed.dataset.kind)))
             .arg(parsed.dataset.trainSize)
-            .arg(count(parsed.cluster.localNodes, "local node", "local nodes"))
+            .arg(parsed.cluster.remote()
+                     ? count(parsed.cluster.localNodes, "remote node", "remote nodes")
+                     : count(parsed.cluster.localNodes, "local node", "local nodes"))
             .arg(count(static_cast<int64_t>(parsed.variants.size()), "variant", "variants"))
             .arg(steps > 0 ? tr("up to %1 steps each").arg(steps)
                            : tr("no step limit (time or target ends it)")));
