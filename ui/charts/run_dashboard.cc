@@ -655,28 +655,6 @@ void RunDashboard::chooseMetric(const std::string& key) {
   emit chosenMetricChanged(QString::fromStdString(key));
 }
 
-void RunDashboard::toggleSeries(QCPGraph* graph) {
-  if (graph == nullptr) return;
-  const QString group = graph->property("group").toString();
-  const bool visible = !graph->visible();
-  QCPAxisRect* rect = graph->keyAxis()->axisRect();
-  for (QCPGraph* g : rect->graphs()) {
-    if (g->property("group").toString() != group) continue;
-    g->setVisible(visible);
-    if (visible)
-      hidden_.erase(hiddenKey(g));
-    else
-      hidden_.insert(hiddenKey(g));
-  }
-  for (Panel& p : panels_)
-    if (p.rect == rect)
-      for (int i = 0; i < p.legend->itemCount(); ++i)
-        if (auto* item = qobject_cast<QCPPlottableLegendItem*>(p.legend->item(i)))
-          item->setTextColor(item->plottable()->visible() ? Qt::black : QColor(160, 160, 160));
-  if (following_) fitView();
-  replot(rpQueuedReplot);
-}
-
 void RunDashboard::appendLive(const std::vector<LivePoint>& points) {
   bool added = false;
   bool events = false;
@@ -760,73 +738,6 @@ void RunDashboard::appendLive(const std::vector<LivePoint>& points) {
   setNotAntialiasedElements(QCP::aePlottables);
   settle_->start();
   replot(rpQueuedReplot);
-}
-
-QString RunDashboard::valuesAt(Chart chart, double x) const {
-  QStringList lines;
-  for (QCPGraph* g : panels_[chart].rect->graphs()) {
-    if (!g->visible() || g->data()->isEmpty()) continue;
-    auto it = g->data()->findEnd(x, false);  // the last point at or before x
-    if (it == g->data()->constBegin()) continue;
-    --it;
-    const QString unit = g->property("unit").toString();
-    lines << QString("%1: %2%3%4")
-                 .arg(g->property("fullName").toString())
-                 .arg(it->value, 0, 'g', 5)
-                 .arg(unit.isEmpty() ? QString() : " " + unit)
-                 .arg(g->property("smoothed").toBool() ? tr(" (smoothed)") : QString());
-  }
-  if (lines.isEmpty()) return {};
-  QString head;
-  switch (xMode_) {
-    case RunXAxis::kStep:
-      head = tr("step %1").arg(std::llround(x));
-      break;
-    case RunXAxis::kSeconds:
-      head = tr("%1 s").arg(x, 0, 'f', 2);
-      break;
-    case RunXAxis::kWallClock:
-      head = QDateTime::fromMSecsSinceEpoch(std::llround(x * 1000.0)).toString("hh:mm:ss.zzz");
-      break;
-  }
-  return head + "\n" + lines.join("\n");
-}
-
-void RunDashboard::moveCrosshair(QMouseEvent* event) {
-  QCPAxisRect* under = axisRectAt(event->position());
-  int hovered = -1;
-  for (int c = 0; c < kChartCount; ++c)
-    if (panels_[static_cast<std::size_t>(c)].rect == under) hovered = c;
-  if (hovered < 0) {
-    hideCrosshair();
-    return;
-  }
-  const double x = under->axis(QCPAxis::atBottom)->pixelToCoord(event->position().x());
-  for (int c = 0; c < kChartCount; ++c) {
-    Panel& p = panels_[static_cast<std::size_t>(c)];
-    p.cursor->point1->setCoords(x, 0);
-    p.cursor->point2->setCoords(x, 1);
-    p.cursor->setVisible(true);
-    const QString values = c == hovered ? valuesAt(static_cast<Chart>(c), x) : QString();
-    p.cursorText->setVisible(!values.isEmpty());
-    if (!values.isEmpty()) p.cursorText->setText(values);
-  }
-  layer(QStringLiteral("overlay"))->replot();
-}
-
-void RunDashboard::hideCrosshair() {
-  bool shown = false;
-  for (Panel& p : panels_) {
-    shown = shown || p.cursor->visible();
-    p.cursor->setVisible(false);
-    p.cursorText->setVisible(false);
-  }
-  if (shown) layer(QStringLiteral("overlay"))->replot();
-}
-
-void RunDashboard::leaveEvent(QEvent* event) {
-  hideCrosshair();
-  QCustomPlot::leaveEvent(event);
 }
 
 }  // namespace dtlab::ui
