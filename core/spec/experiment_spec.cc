@@ -51,8 +51,9 @@ constexpr std::string_view kNodeFields[] = {"address",    "speed",          "ban
                                             "latency_ms", "speed_schedule", "straggler"};
 constexpr std::string_view kSpeedChangeFields[] = {"at_step", "speed"};
 constexpr std::string_view kStragglerFields[] = {"probability", "pause_ms"};
-constexpr std::string_view kVariantFields[] = {"name",      "strategy",        "partition",
-                                               "bucket_kb", "rebalance_every", "nodes"};
+constexpr std::string_view kVariantFields[] = {
+    "name",      "strategy", "partition", "bucket_kb", "rebalance_every", "nodes", "ps_shards",
+    "staleness", "period",   "policy",    "switch_at", "straggler_ratio", "window"};
 constexpr std::string_view kDatasetFields[] = {
     "kind",          "train_size",    "test_size",   "classes",   "features", "separation", "noise",
     "teacher_width", "teacher_depth", "label_noise", "grid_size", "turns",    "seed"};
@@ -97,7 +98,13 @@ constexpr NamedValue<ScheduleKind> kScheduleNames[] = {{ScheduleKind::kConstant,
                                                        {ScheduleKind::kCosine, "cosine"}};
 
 constexpr NamedValue<StrategyKind> kStrategyNames[] = {
-    {StrategyKind::kSyncAllReduce, "sync_allreduce"}};
+    {StrategyKind::kSyncAllReduce, "sync_allreduce"},
+    {StrategyKind::kAsyncPs, "async_ps"},
+    {StrategyKind::kSsp, "ssp"},
+    {StrategyKind::kLocalSgd, "local_sgd"},
+    {StrategyKind::kHybrid, "hybrid"}};
+constexpr NamedValue<HybridPolicy> kHybridPolicyNames[] = {
+    {HybridPolicy::kSyncThenAsync, "sync_then_async"}, {HybridPolicy::kAdaptive, "adaptive"}};
 constexpr NamedValue<PartitionScheme> kPartitionNames[] = {
     {PartitionScheme::kEqual, "equal"},
     {PartitionScheme::kSpeedProportional, "speed_proportional"}};
@@ -828,7 +835,20 @@ std::vector<VariantConfig> parseVariants(const json* list, const std::string& pa
     ObjectReader r((*list)[i], concat(path, "[", i, "]"), kVariantFields);
     VariantConfig v;
     if (auto s = r.choice("strategy", kStrategyNames)) v.strategy = *s;
+    const std::string strategy = concat("\"strategy\": \"", toString(v.strategy), "\"");
+    // A field that only some strategies read is refused elsewhere, so that a variant never
+    // silently ignores what it says.
+    auto onlyFor = [&](std::string_view key, bool applies, std::string_view forWhom) {
+      if (!applies && r.has(key))
+        throw SpecError(r.pathOf(key), concat("applies only to ", forWhom, ", not to ", strategy));
+    };
     if (auto p = r.choice("partition", kPartitionNames)) v.partition = *p;
+    if (v.partition == PartitionScheme::kSpeedProportional &&
+        v.strategy != StrategyKind::kSyncAllReduce)
+      throw SpecError(r.pathOf("partition"),
+                      concat("\"speed_proportional\" applies only to \"strategy\": "
+                             "\"sync_allreduce\", not to ",
+                             strategy));
     if (auto b = r.integer("bucket_kb", 1, int64_t{1} << 21)) v.bucketKb = *b;
     if (auto every = r.integer("rebalance_every", 1, 1'000'000)) {
       if (v.partition != PartitionScheme::kSpeedProportional)
@@ -842,6 +862,33 @@ std::vector<VariantConfig> parseVariants(const json* list, const std::string& pa
                         concat("at most the cluster's ", clusterNodes, " nodes, got ", *n));
       v.nodes = *n;
     }
+    const int64_t runNodes = v.nodes > 0 ? v.nodes : clusterNodes;
+    onlyFor("ps_shards", v.usesParameterServer(), "async_ps, ssp and hybrid");
+    if (auto n = r.integer("ps_shards", 1, kMaxNodes)) {
+      if (*n > runNodes)
+        throw SpecError(r.pathOf("ps_shards"),
+                        concat("at most the variant's ", runNodes,
+                               " nodes (shards live on the first ps_shards nodes), got ", *n));
+      v.psShards = *n;
+    }
+    onlyFor("staleness", v.strategy == StrategyKind::kSsp, "ssp");
+    if (auto n = r.integer("staleness", 0, 1'000'000)) v.staleness = *n;
+    onlyFor("period", v.strategy == StrategyKind::kLocalSgd, "local_sgd");
+    if (auto n = r.integer("period", 1, 1'000'000)) v.period = *n;
+    onlyFor("policy", v.strategy == StrategyKind::kHybrid, "hybrid");
+    if (auto p = r.choice("policy", kHybridPolicyNames)) v.policy = *p;
+    const bool fixedSwitch =
+        v.strategy == StrategyKind::kHybrid && v.policy == HybridPolicy::kSyncThenAsync;
+    const bool adaptive =
+        v.strategy == StrategyKind::kHybrid && v.policy == HybridPolicy::kAdaptive;
+    onlyFor("switch_at", fixedSwitch,
+            "\"strategy\": \"hybrid\" with \"policy\": \"sync_then_async\"");
+    if (auto f = r.real("switch_at", Interval{0.0, 1.0, false, false})) v.switchAt = *f;
+    onlyFor("straggler_ratio", adaptive, "\"strategy\": \"hybrid\" with \"policy\": \"adaptive\"");
+    if (auto f = r.real("straggler_ratio", Interval{1.0, 1000.0, false, true}))
+      v.stragglerRatio = *f;
+    onlyFor("window", adaptive, "\"strategy\": \"hybrid\" with \"policy\": \"adaptive\"");
+    if (auto n = r.integer("window", 1, 1'000'000)) v.window = *n;
     v.name = toString(v.strategy);
     if (auto name = r.text("name")) {
       if (name->empty() || name->size() > kMaxNameBytes)
@@ -970,6 +1017,9 @@ const char* toString(StrategyKind kind) {
 const char* toString(PartitionScheme scheme) {
   return nameOf(kPartitionNames, scheme);
 }
+const char* toString(HybridPolicy policy) {
+  return nameOf(kHybridPolicyNames, policy);
+}
 
 template <typename E, size_t N>
 std::vector<std::string> namesOf(const NamedValue<E> (&names)[N]) {
@@ -982,6 +1032,9 @@ std::vector<std::string> strategyNames() {
 }
 std::vector<std::string> partitionNames() {
   return namesOf(kPartitionNames);
+}
+std::vector<std::string> hybridPolicyNames() {
+  return namesOf(kHybridPolicyNames);
 }
 
 std::string nodeAddressProblem(std::string_view address) {
@@ -1145,6 +1198,19 @@ json toJson(const ExperimentSpec& spec) {
     if (v.partition == PartitionScheme::kSpeedProportional)
       variants.back()["rebalance_every"] = v.rebalanceEvery;
     if (v.nodes > 0) variants.back()["nodes"] = v.nodes;
+    json& out = variants.back();
+    if (v.usesParameterServer() && v.psShards > 0) out["ps_shards"] = v.psShards;
+    if (v.strategy == StrategyKind::kSsp) out["staleness"] = v.staleness;
+    if (v.strategy == StrategyKind::kLocalSgd) out["period"] = v.period;
+    if (v.strategy == StrategyKind::kHybrid) {
+      out["policy"] = toString(v.policy);
+      if (v.policy == HybridPolicy::kSyncThenAsync) {
+        out["switch_at"] = v.switchAt;
+      } else {
+        out["straggler_ratio"] = v.stragglerRatio;
+        out["window"] = v.window;
+      }
+    }
   }
   return json{
       {"name", spec.name},

@@ -192,7 +192,13 @@ struct ClusterConfig {
   bool operator==(const ClusterConfig&) const = default;
 };
 
-enum class StrategyKind { kSyncAllReduce };
+// DESIGN.md's strategy table: synchronous all-reduce, asynchronous parameter server, bounded
+// staleness (stale synchronous parallel), local SGD with periodic averaging, and a hybrid
+// that switches between synchronous and asynchronous training during the run.
+enum class StrategyKind { kSyncAllReduce, kAsyncPs, kSsp, kLocalSgd, kHybrid };
+// When a hybrid switches: at a fixed fraction of the run (synchronous first), or from the
+// measured straggler ratio (slowest / median step time), both ways, with hysteresis.
+enum class HybridPolicy { kSyncThenAsync, kAdaptive };
 // How sync_allreduce splits each global batch: near-equal slices, or slices proportional
 // to each worker's measured speed (heterogeneity-aware scheduling), re-measured and
 // rebalanced every `rebalance_every` steps.
@@ -206,6 +212,21 @@ struct VariantConfig {
   int64_t bucketKb = 1024;      // gradient bucket size for all-reduce overlapped with backward
   int64_t rebalanceEvery = 20;  // speed_proportional: steps between rebalances
   int64_t nodes = 0;  // run on the cluster's first `nodes` nodes only (a baseline); 0: all
+  // Parameter-server strategies (async_ps, ssp, hybrid): how many nodes hold a shard of the
+  // parameters (contiguous ranges, on the first ps_shards nodes); 0: every node of the run.
+  int64_t psShards = 0;
+  int64_t staleness = 3;  // ssp: a worker may be at most this many clocks ahead of the slowest
+  int64_t period = 8;     // local_sgd: local steps between model averages (1: synchronous SGD)
+  HybridPolicy policy = HybridPolicy::kSyncThenAsync;  // hybrid
+  double switchAt = 0.5;        // hybrid sync_then_async: fraction of the run's steps
+  double stragglerRatio = 1.5;  // hybrid adaptive: slowest/median step time that means async
+  int64_t window = 20;          // hybrid adaptive: steps the ratio must hold before a switch
+
+  // Whether workers exchange gradients and weights through parameter-server shards.
+  bool usesParameterServer() const {
+    return strategy == StrategyKind::kAsyncPs || strategy == StrategyKind::kSsp ||
+           strategy == StrategyKind::kHybrid;
+  }
 
   bool operator==(const VariantConfig&) const = default;
 };
@@ -247,8 +268,10 @@ const char* toString(OptimizerKind kind);
 const char* toString(ScheduleKind kind);
 const char* toString(StrategyKind kind);
 const char* toString(PartitionScheme scheme);
+const char* toString(HybridPolicy policy);
 // Every name the spec accepts for "strategy" / "partition", in the order the spec lists them.
 std::vector<std::string> strategyNames();
 std::vector<std::string> partitionNames();
+std::vector<std::string> hybridPolicyNames();
 
 }  // namespace dtlab::core
