@@ -60,6 +60,8 @@ class Communicator {
   // Payload bytes this rank has sent since creation (transport headers excluded), for the
   // comm metrics.
   virtual int64_t bytesSent() const = 0;
+  // Payload bytes this rank has received, counted the same way.
+  virtual int64_t bytesReceived() const = 0;
 };
 
 }  // namespace dtlab::core

@@ -48,6 +48,7 @@ class EmulatedLinkCommunicator final : public Communicator {
   void allGather(const float* in, int64_t count, float* out) override;
   void barrier() override;
   int64_t bytesSent() const override { return inner_->bytesSent(); }
+  int64_t bytesReceived() const override { return inner_->bytesReceived(); }
 
   // Modelled duration in seconds of one collective over `bytes` (see the class comment).
   static double modelledSeconds(Collective collective, int size, int64_t bytes,

@@ -156,6 +156,7 @@ struct GlooCommunicator::Impl {
   std::shared_ptr<gloo::transport::Device> device;
   std::shared_ptr<MeshContext> context;
   std::atomic<int64_t> bytesSent{0};
+  std::atomic<int64_t> bytesReceived{0};
   // First failure; every later call refuses to run (the group is out of step).
   std::string brokenBy;
   CommFailure brokenKind = CommFailure::kPeerClosed;
@@ -404,6 +405,7 @@ void GlooCommunicator::Impl::runExchange(float* data, int64_t count) {
   }
   sumInRankOrder(data, sources.data(), size, count);
   bytesSent.fetch_add(static_cast<int64_t>(bytes) * (size - 1), std::memory_order_relaxed);
+  bytesReceived.fetch_add(static_cast<int64_t>(bytes) * (size - 1), std::memory_order_relaxed);
 }
 
 // Direct reduce-scatter + all-gather, pipelined in segments. Chunk j of the buffer belongs to
@@ -506,7 +508,10 @@ void GlooCommunicator::Impl::runOwn(float* data, int64_t count) {
     for (int64_t s = segments(chunkLength(p)); s > 0; --s) reduceScatterSend[p]->waitSend();
     for (int64_t s = mySegments; s > 0; --s) gatherSend[p]->waitSend();
   }
+  // Every chunk a rank sends, another receives, and the pattern is the same on every rank.
   bytesSent.fetch_add(sentFloats * static_cast<int64_t>(sizeof(float)), std::memory_order_relaxed);
+  bytesReceived.fetch_add(sentFloats * static_cast<int64_t>(sizeof(float)),
+                          std::memory_order_relaxed);
 }
 
 void GlooCommunicator::Impl::runClassic(AllReduceAlgorithm algorithm, float* data, int64_t count) {
@@ -556,6 +561,7 @@ void GlooCommunicator::Impl::runClassic(AllReduceAlgorithm algorithm, float* dat
   // power-of-two groups. Good enough for the metric; the exact figure is Gloo's business.
   const int64_t bytes = count * static_cast<int64_t>(sizeof(float));
   bytesSent.fetch_add(2 * (size - 1) * bytes / size, std::memory_order_relaxed);
+  bytesReceived.fetch_add(2 * (size - 1) * bytes / size, std::memory_order_relaxed);
 }
 
 void GlooCommunicator::Impl::runGlooAllreduce(float* data, int64_t count) {
@@ -568,6 +574,7 @@ void GlooCommunicator::Impl::runGlooAllreduce(float* data, int64_t count) {
   gloo::allreduce(opts);
   const int64_t bytes = count * static_cast<int64_t>(sizeof(float));
   bytesSent.fetch_add(2 * (size - 1) * bytes / size, std::memory_order_relaxed);
+  bytesReceived.fetch_add(2 * (size - 1) * bytes / size, std::memory_order_relaxed);
 }
 
 GlooCommunicator::GlooCommunicator(gloo::rendezvous::Store& store, int rank, int size,
@@ -634,6 +641,10 @@ int GlooCommunicator::size() const {
 }
 int64_t GlooCommunicator::bytesSent() const {
   return impl_->bytesSent.load(std::memory_order_relaxed);
+}
+
+int64_t GlooCommunicator::bytesReceived() const {
+  return impl_->bytesReceived.load(std::memory_order_relaxed);
 }
 
 // Auto selection, from busbw (GB/s, median per call, benchAllReduce) between processes on
@@ -739,6 +750,9 @@ void GlooCommunicator::broadcast(float* data, int64_t count, int root) {
   }
   impl.bytesSent.fetch_add(children * count * static_cast<int64_t>(sizeof(float)),
                            std::memory_order_relaxed);
+  if (virtualRank != 0)  // everyone but the root receives the buffer once, from its parent
+    impl.bytesReceived.fetch_add(count * static_cast<int64_t>(sizeof(float)),
+                                 std::memory_order_relaxed);
 }
 
 void GlooCommunicator::allGather(const float* in, int64_t count, float* out) {
@@ -764,6 +778,8 @@ void GlooCommunicator::allGather(const float* in, int64_t count, float* out) {
                });
   impl.bytesSent.fetch_add((impl.size - 1) * count * static_cast<int64_t>(sizeof(float)),
                            std::memory_order_relaxed);
+  impl.bytesReceived.fetch_add((impl.size - 1) * count * static_cast<int64_t>(sizeof(float)),
+                               std::memory_order_relaxed);
 }
 
 void GlooCommunicator::barrier() {

@@ -82,6 +82,7 @@ class GlooCommunicator final : public Communicator {
   void allGather(const float* in, int64_t count, float* out) override;
   void barrier() override;
   int64_t bytesSent() const override;
+  int64_t bytesReceived() const override;
 
   // The algorithm an all-reduce of `count` floats runs with (kAuto resolved).
   AllReduceAlgorithm algorithmFor(int64_t count) const;

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -30,6 +31,11 @@ struct StepMetrics {
   double utilization = 0.0;  // computeMs / stepMs
   double batchShare = 1.0;
   double staleness = 0.0;
+  double bytesSent = 0.0;      // payload bytes this worker's step sent (collectives, pushes)
+  double bytesReceived = 0.0;  // and received (collectives, pulls)
+  // Relative L2 distance between the weights the worker computed its gradient on and the
+  // server's copy when it next pulled (asynchronous modes; NaN: not measured).
+  double divergence = std::numeric_limits<double>::quiet_NaN();
 };
 
 // One node's resource use over a sampling interval (the node daemon samples its process).
@@ -65,7 +71,7 @@ struct MetricInfo {
 };
 
 // A value that is NaN was not measured (accuracy of a regression): it gets no point.
-inline constexpr std::array<MetricInfo, 14> kMetricTable = {{
+inline constexpr std::array<MetricInfo, 17> kMetricTable = {{
     {"loss", "", MetricScope::kWorker, "training loss of the worker's batch", &StepMetrics::loss},
     {"samples_per_s", "samples/s", MetricScope::kWorker, "samples the worker trained per second",
      &StepMetrics::samplesPerS},
@@ -81,6 +87,13 @@ inline constexpr std::array<MetricInfo, 14> kMetricTable = {{
      &StepMetrics::batchShare},
     {"staleness", "versions", MetricScope::kWorker,
      "server version at push minus the version pulled", &StepMetrics::staleness},
+    {"bytes_sent", "bytes", MetricScope::kWorker, "payload bytes the worker's step sent",
+     &StepMetrics::bytesSent},
+    {"bytes_received", "bytes", MetricScope::kWorker, "payload bytes the worker's step received",
+     &StepMetrics::bytesReceived},
+    {"divergence", "", MetricScope::kWorker,
+     "relative distance of the worker's replica from the server copy (async modes)",
+     &StepMetrics::divergence},
     {"cpu_util", "", MetricScope::kNode, "CPU use of the node's process, share of all cores",
      nullptr, &NodeMetrics::cpuUtil},
     {"gpu_util", "", MetricScope::kNode, "GPU use of the node's devices", nullptr,
@@ -131,6 +144,10 @@ inline constexpr const char* kComputeMs = "compute_ms";
 inline constexpr const char* kCommMs = "comm_ms";
 inline constexpr const char* kWaitMs = "wait_ms";
 inline constexpr const char* kBatchShare = "batch_share";
+inline constexpr const char* kStaleness = "staleness";
+inline constexpr const char* kBytesSent = "bytes_sent";
+inline constexpr const char* kBytesReceived = "bytes_received";
+inline constexpr const char* kDivergence = "divergence";
 inline constexpr const char* kTestLoss = "test_loss";
 inline constexpr const char* kTestAccuracy = "test_accuracy";
 }  // namespace metric

@@ -1,5 +1,6 @@
 #include "core/metrics/metrics.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <utility>
@@ -71,6 +72,53 @@ nlohmann::json toJson(const RunEvent& event) {
           {"detail", event.detail}};
 }
 
+void ExchangeTotals::add(const StepMetrics& step) {
+  if (stalenessHistogram.empty()) stalenessHistogram.assign(kStalenessBuckets, 0);
+  ++steps;
+  const double staleness = std::max(0.0, step.staleness);
+  stalenessSum += staleness;
+  maxStaleness = std::max(maxStaleness, staleness);
+  const auto bucket = static_cast<std::size_t>(
+      std::min<double>(std::floor(staleness + 0.5), kStalenessBuckets - 1));
+  ++stalenessHistogram[bucket];
+  bytesSent += static_cast<int64_t>(step.bytesSent);
+  bytesReceived += static_cast<int64_t>(step.bytesReceived);
+  if (std::isfinite(step.divergence)) {
+    divergenceSum += step.divergence;
+    ++divergenceSteps;
+  }
+}
+
+void ExchangeTotals::merge(const ExchangeTotals& other) {
+  if (!other.stalenessHistogram.empty()) {
+    stalenessHistogram.resize(std::max(stalenessHistogram.size(), other.stalenessHistogram.size()));
+    for (std::size_t i = 0; i < other.stalenessHistogram.size(); ++i)
+      stalenessHistogram[i] += other.stalenessHistogram[i];
+  }
+  steps += other.steps;
+  stalenessSum += other.stalenessSum;
+  maxStaleness = std::max(maxStaleness, other.maxStaleness);
+  bytesSent += other.bytesSent;
+  bytesReceived += other.bytesReceived;
+  divergenceSum += other.divergenceSum;
+  divergenceSteps += other.divergenceSteps;
+}
+
+void summarizeExchange(const ExchangeTotals& t, RunSummary& s) {
+  s.meanStaleness = t.steps > 0 ? t.stalenessSum / static_cast<double>(t.steps) : 0.0;
+  s.maxStaleness = t.maxStaleness;
+  s.stalenessHistogram = t.stalenessHistogram;
+  // Trim the empty tail so that a synchronous run's histogram reads [steps].
+  while (s.stalenessHistogram.size() > 1 && s.stalenessHistogram.back() == 0)
+    s.stalenessHistogram.pop_back();
+  s.bytesPerSample = s.samples > 0 ? static_cast<double>(t.bytesSent + t.bytesReceived) /
+                                         static_cast<double>(s.samples)
+                                   : 0.0;
+  s.meanDivergence = t.divergenceSteps > 0
+                         ? std::optional(t.divergenceSum / static_cast<double>(t.divergenceSteps))
+                         : std::nullopt;
+}
+
 nlohmann::json toJson(const RunSummary& s) {
   nlohmann::json events = nlohmann::json::array();
   for (const RunEvent& e : s.events) events.push_back(toJson(e));
@@ -90,6 +138,12 @@ nlohmann::json toJson(const RunSummary& s) {
                         {"utilization", s.utilization},
                         {"nodes", s.nodes},
                         {"rebalances", s.rebalances},
+                        {"switches", s.switches},
+                        {"mean_staleness", s.meanStaleness},
+                        {"max_staleness", s.maxStaleness},
+                        {"staleness_histogram", s.stalenessHistogram},
+                        {"bytes_per_sample", s.bytesPerSample},
+                        {"mean_divergence", optionalNumber(s.meanDivergence)},
                         {"contended", s.contended},
                         {"param_checksum", s.paramChecksum},
                         {"peak_mem_bytes", s.peakMemBytes},

@@ -38,6 +38,25 @@ const char* toString(StopReason reason);
 RunStatus parseRunStatus(std::string_view text);
 StopReason parseStopReason(std::string_view text);
 
+// What a worker's steps add up to for the summary's consistency and communication figures;
+// the node daemon sends it with the worker's result and the coordinator merges the workers'.
+struct ExchangeTotals {
+  // Staleness histogram: bucket s counts steps with staleness s; the last bucket counts
+  // kStalenessBuckets - 1 or more.
+  static constexpr int kStalenessBuckets = 32;
+  int64_t steps = 0;
+  double stalenessSum = 0.0;
+  double maxStaleness = 0.0;
+  std::vector<int64_t> stalenessHistogram;  // empty until a step is added
+  int64_t bytesSent = 0;
+  int64_t bytesReceived = 0;
+  double divergenceSum = 0.0;
+  int64_t divergenceSteps = 0;  // steps that measured a divergence
+
+  void add(const StepMetrics& step);
+  void merge(const ExchangeTotals& other);
+};
+
 // What `dtlab-cli` prints per run (DESIGN.md, "Run summary").
 struct RunSummary {
   std::string name;
@@ -58,11 +77,22 @@ struct RunSummary {
   int64_t nodes = 1;                // workers the run had
   std::vector<double> utilization;  // per worker: compute / step wall time
   int64_t rebalances = 0;           // speed_proportional: times the shares moved
+  int64_t switches = 0;             // hybrid: times the run switched between sync and async
+  double meanStaleness = 0.0;       // over every worker's steps
+  double maxStaleness = 0.0;
+  std::vector<int64_t> stalenessHistogram;  // as ExchangeTotals
+  // Bytes in and out of the workers' links (collectives, pushes, pulls) per sample trained.
+  double bytesPerSample = 0.0;
+  std::optional<double> meanDivergence;  // asynchronous modes only
   bool contended = false;  // more busy worker threads than cores on a host (a contention event)
   std::vector<std::string> paramChecksum;  // one per replica
   std::vector<int64_t> peakMemBytes;       // peak resident memory per worker (0: unknown)
   std::vector<RunEvent> events;
 };
+
+// Fills the summary's staleness, communication and divergence figures from the merged totals
+// of its workers; `samples` is the run's.
+void summarizeExchange(const ExchangeTotals& totals, RunSummary& summary);
 
 nlohmann::json toJson(const RunSummary& summary);
 nlohmann::json toJson(const RunEvent& event);

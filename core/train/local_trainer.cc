@@ -96,6 +96,7 @@ RunSummary trainLocal(const ExperimentSpec& spec, const LocalTrainOptions& optio
   summary.meanWaitFraction = r.stepMsTotal > 0.0 ? r.waitMsTotal / r.stepMsTotal : 0.0;
   if (!r.paramChecksum.empty()) summary.paramChecksum = {r.paramChecksum};
   summary.peakMemBytes = {peak};
+  summarizeExchange(r.exchange, summary);
   summary.events = std::move(recorder.events);
   RunEvent finish{
       summary.steps, summary.wallS * 1000.0, "finish",

@@ -3,8 +3,8 @@
 #include <atomic>
 #include <string>
 
-#include "core/spec/experiment_spec.h"
 #include "core/metrics/metrics.h"
+#include "core/spec/experiment_spec.h"
 
 namespace dtlab::core {
 

@@ -3,13 +3,14 @@
 #include <array>
 #include <atomic>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "core/spec/experiment_spec.h"
 #include "core/metrics/metrics.h"
+#include "core/spec/experiment_spec.h"
 
 namespace dtlab::core {
 
@@ -62,6 +63,7 @@ struct WorkerResult {
   double computeMsTotal = 0.0;
   double stepMsTotal = 0.0;
   double waitMsTotal = 0.0;
+  ExchangeTotals exchange;  // staleness, bytes and divergence of this rank's steps
   std::string paramChecksum;
   std::optional<double> finalTestAccuracy;
   std::optional<double> finalTestLoss;
@@ -98,6 +100,11 @@ struct StepReport {
   double waitMs = 0.0;  // time the training thread sat blocked on peers or servers
   double batchShare = 1.0;
   double staleness = 0.0;
+  // Bytes moved outside the communicator (parameter-server pushes and pulls); the loop adds
+  // the communicator's own counts.
+  int64_t bytesSent = 0;
+  int64_t bytesReceived = 0;
+  double divergence = std::numeric_limits<double>::quiet_NaN();
   bool votesAgreed = false;  // the step's communication carried the votes: `agreed` is set
 };
 

@@ -152,6 +152,8 @@ WorkerResult TrainingLoop::run() {
     ++step;
     const Votes local = localVotes(trainStart);
     Votes agreed;
+    const int64_t sentBefore = comm_ != nullptr && job_.world > 1 ? comm_->bytesSent() : 0;
+    const int64_t receivedBefore = comm_ != nullptr && job_.world > 1 ? comm_->bytesReceived() : 0;
     const Clock::time_point t0 = Clock::now();
     const StepReport r = strategy->step(step, local, agreed);
     const Clock::time_point t1 = Clock::now();
@@ -169,6 +171,14 @@ WorkerResult TrainingLoop::run() {
     m.utilization = m.stepMs > 0.0 ? m.computeMs / m.stepMs : 1.0;
     m.batchShare = r.batchShare;
     m.staleness = r.staleness;
+    m.bytesSent = static_cast<double>(r.bytesSent);
+    m.bytesReceived = static_cast<double>(r.bytesReceived);
+    if (comm_ != nullptr && job_.world > 1) {
+      m.bytesSent += static_cast<double>(comm_->bytesSent() - sentBefore);
+      m.bytesReceived += static_cast<double>(comm_->bytesReceived() - receivedBefore);
+    }
+    m.divergence = r.divergence;
+    result_.exchange.add(m);
     result_.computeMsTotal += m.computeMs;
     result_.stepMsTotal += m.stepMs;
     result_.waitMsTotal += m.waitMs;

@@ -379,9 +379,20 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
   double waitFraction = 0.0;
   summary.status = core::RunStatus::kCompleted;
   int bestCause = 99;
+  core::ExchangeTotals exchange;
   for (std::size_t i = 0; i < world; ++i) {
     const Watch& w = watches[i];
     const pb::JobResult& r = w.result;
+    core::ExchangeTotals x;
+    x.steps = r.exchange_steps();
+    x.stalenessSum = r.staleness_sum();
+    x.maxStaleness = r.max_staleness();
+    x.stalenessHistogram.assign(r.staleness_histogram().begin(), r.staleness_histogram().end());
+    x.bytesSent = r.bytes_sent_total();
+    x.bytesReceived = r.bytes_received_total();
+    x.divergenceSum = r.divergence_sum();
+    x.divergenceSteps = r.divergence_steps();
+    exchange.merge(x);
     summary.paramChecksum.push_back(r.param_checksum());
     summary.peakMemBytes.push_back(r.peak_mem_bytes());
     summary.samples += r.samples();
@@ -446,8 +457,12 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
   summary.meanWaitFraction = waitFraction;
   summary.partition = core::toString(chosen.partition);
   summary.nodes = static_cast<int64_t>(world);
+  summarizeExchange(exchange, summary);
   summary.rebalances = std::count_if(summary.events.begin(), summary.events.end(),
                                      [](const core::RunEvent& e) { return e.kind == "rebalance"; });
+  summary.switches =
+      std::count_if(summary.events.begin(), summary.events.end(),
+                    [](const core::RunEvent& e) { return e.kind == "strategy_switch"; });
   summary.wallS = std::chrono::duration<double>(Clock::now() - start).count();
   addEvent(summary.steps, "finish",
            std::string(core::toString(summary.status)) + " (" + core::toString(summary.stopReason) +

@@ -29,6 +29,15 @@ void toProto(const core::WorkerResult& r, proto::JobResult& out) {
   out.set_compute_ms_total(r.computeMsTotal);
   out.set_step_ms_total(r.stepMsTotal);
   out.set_wait_ms_total(r.waitMsTotal);
+  const core::ExchangeTotals& x = r.exchange;
+  out.set_exchange_steps(x.steps);
+  out.set_staleness_sum(x.stalenessSum);
+  out.set_max_staleness(x.maxStaleness);
+  for (int64_t count : x.stalenessHistogram) out.add_staleness_histogram(count);
+  out.set_bytes_sent_total(x.bytesSent);
+  out.set_bytes_received_total(x.bytesReceived);
+  out.set_divergence_sum(x.divergenceSum);
+  out.set_divergence_steps(x.divergenceSteps);
   out.set_param_checksum(r.paramChecksum);
   out.set_has_test_accuracy(r.finalTestAccuracy.has_value());
   out.set_final_test_accuracy(r.finalTestAccuracy.value_or(0.0));

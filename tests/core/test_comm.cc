@@ -651,6 +651,7 @@ class TestComm : public QObject {
       }
       void barrier() override { inner_.barrier(); }
       int64_t bytesSent() const override { return inner_.bytesSent(); }
+      int64_t bytesReceived() const override { return inner_.bytesReceived(); }
 
      private:
       Communicator& inner_;
