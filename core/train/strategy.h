@@ -17,6 +17,7 @@ namespace dtlab::core {
 class AbortSignal;
 class Backend;
 class Communicator;
+class ParameterClient;
 class Dataset;
 class Worker;
 
@@ -112,6 +113,9 @@ struct StepReport {
 struct StrategyContext {
   const WorkerJob& job;
   Communicator* comm;  // null when world == 1
+  // The parameter server's blocks, for strategies that use one; null: a single-process run
+  // (the strategy serves its parameters itself) or a strategy that has none.
+  ParameterClient* ps;
   const Dataset& dataset;
   Backend& backend;
   int64_t totalSteps;  // for the learning-rate schedule; 0: unbounded
@@ -141,6 +145,22 @@ class Strategy {
   virtual bool evaluates() const = 0;
   // Global batch per step, for the epoch arithmetic.
   virtual int64_t globalBatch() const = 0;
+
+  // Whether the run's step budget (totalSteps global batches; 0: none) is spent after this
+  // rank's `step`. Synchronous strategies: when this rank has taken totalSteps steps.
+  // Asynchronous ones count every worker's steps, so a fast worker takes more of them.
+  virtual bool budgetSpent(int64_t step, int64_t totalSteps) const {
+    return totalSteps > 0 && step >= totalSteps;
+  }
+  // The run's progress in global batches after this rank's `step` (the evaluation interval
+  // and the step of evaluation points count these).
+  virtual int64_t globalStep(int64_t step) const { return step; }
+  // Called on the evaluating rank before it evaluates replica() (an asynchronous worker
+  // fetches the server's current weights first).
+  virtual void beforeEvaluate() {}
+  // This rank trains no more (called after the final evaluation): release what other ranks
+  // may wait on. Also called, ignoring errors, when the run fails.
+  virtual void finish() {}
 };
 
 // Runs one rank of the job's strategy variant to the end (stopping conditions as in
@@ -149,7 +169,9 @@ class Strategy {
 // Errors (a peer lost, a collective failing) come back as status kFailed with the message
 // and its origin; `cancel` stops at the next step boundary. Metrics go to sink with
 // StepMetrics::worker = rank.
+// `ps` serves the parameters of parameter-server strategies across processes (null: the
+// strategy serves them in this process, which needs world == 1).
 WorkerResult runWorker(const WorkerJob& job, Communicator* comm, MetricSink* sink,
-                       const std::atomic<bool>* cancel);
+                       const std::atomic<bool>* cancel, ParameterClient* ps = nullptr);
 
 }  // namespace dtlab::core

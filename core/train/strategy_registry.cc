@@ -1,5 +1,6 @@
 #include "core/train/strategy_registry.h"
 
+#include "core/train/async_ps.h"
 #include "core/train/sync_allreduce.h"
 
 namespace dtlab::core {
@@ -9,6 +10,14 @@ const std::vector<StrategyInfo>& strategyRegistry() {
       {StrategyKind::kSyncAllReduce,
        [](StrategyContext& c) -> std::unique_ptr<Strategy> {
          return std::make_unique<SyncAllReduce>(c);
+       }},
+      {StrategyKind::kAsyncPs,
+       [](StrategyContext& c) -> std::unique_ptr<Strategy> {
+         return std::make_unique<AsyncPs>(c);
+       }},
+      {StrategyKind::kSsp,
+       [](StrategyContext& c) -> std::unique_ptr<Strategy> {
+         return std::make_unique<AsyncPs>(c);
        }},
   };
   return registry;

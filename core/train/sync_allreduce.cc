@@ -25,23 +25,6 @@ static_assert(Votes::kCount <= Mlp::kControlSlots, "the votes must fit the contr
 
 }  // namespace
 
-// Emulated speed stretches compute where it happens: before a layer's gradients are handed
-// to the communication thread, the time since the previous hand-off is stretched, so a slow
-// node's gradients really arrive late at its peers.
-struct SyncAllReduce::SpeedMarker final : GradientListener {
-  GradientBuckets* buckets = nullptr;
-  double stretch = 0.0;
-  Clock::time_point last;
-  void onGradientsReady(int64_t begin, int64_t end) override {
-    if (stretch > 0.0) {
-      std::this_thread::sleep_for(
-          std::chrono::duration<double, std::milli>(stretch * msBetween(last, Clock::now())));
-      last = Clock::now();
-    }
-    if (buckets != nullptr) buckets->markReady(begin, end);
-  }
-};
-
 SyncAllReduce::SyncAllReduce(StrategyContext& context)
     : context_(context), global_(context.job.spec.training.batchSize) {}
 
@@ -77,9 +60,10 @@ std::string SyncAllReduce::setUp() {
     buckets_ = std::make_unique<GradientBuckets>(*context_.comm, model.grads(),
                                                  params + Votes::kCount, blocks, options);
   }
-  marker_ = std::make_unique<SpeedMarker>();
-  marker_->buckets = buckets_.get();
-  marker_->stretch = 1.0 / job.node.speed - 1.0;
+  emulation_ = std::make_unique<ComputeEmulation>(job.node, job.spec.seed, job.rank);
+  if (buckets_)
+    emulation_->setNext(
+        [b = buckets_.get()](int64_t begin, int64_t end) { b->markReady(begin, end); });
   std::string detail =
       std::to_string(slice_.count) + " of " + std::to_string(global_) + " samples per step";
   const VariantConfig& variant = job.spec.variants[static_cast<std::size_t>(job.variant)];
@@ -95,21 +79,11 @@ StepReport SyncAllReduce::step(int64_t step, const Votes& local, Votes& agreed) 
   const int64_t params = model.parameterCount();
   worker.loadBatch();
   const Clock::time_point t1 = Clock::now();
-  const NodeConfig& node = context_.job.node;
-  marker_->stretch = 1.0 / node.speedAt(step) - 1.0;  // a speed_schedule moves it
-  if (node.straggler.probability > 0.0) {
-    // A straggler's pause, drawn from the run's seed, this rank and the step: reproducible.
-    Rng rng(deriveSeed(context_.job.spec.seed, 0x57a6, static_cast<uint64_t>(context_.job.rank),
-                       static_cast<uint64_t>(step)));
-    if (rng.uniform() < node.straggler.probability)
-      std::this_thread::sleep_for(
-          std::chrono::duration<double, std::milli>(node.straggler.pauseMs));
-  }
+  emulation_->beginStep(step);  // a straggler's pause lands here, inside compute
   float* control = model.control();
   std::copy(local.values.begin(), local.values.end(), control);
   if (buckets_) buckets_->markReady(params, params + Votes::kCount);
-  marker_->last = Clock::now();
-  const double loss = worker.computeGradients(1.0f / static_cast<float>(global_), marker_.get());
+  const double loss = worker.computeGradients(1.0f / static_cast<float>(global_), emulation_.get());
   const Clock::time_point t2 = Clock::now();
   if (buckets_) buckets_->waitAll();
   const Clock::time_point t3 = Clock::now();

@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "core/train/compute_emulation.h"
 #include "core/train/speed_shares.h"
 #include "core/train/strategy.h"
 #include "core/train/worker.h"
@@ -39,8 +40,7 @@ class SyncAllReduce final : public Strategy {
   BatchSlice slice_;
   std::unique_ptr<Worker> worker_;
   std::unique_ptr<GradientBuckets> buckets_;
-  struct SpeedMarker;
-  std::unique_ptr<SpeedMarker> marker_;
+  std::unique_ptr<ComputeEmulation> emulation_;
   // speed_proportional: every rank's slice size (the same on all ranks) and this rank's speed.
   void rebalance(int64_t step);
   std::vector<int64_t> counts_;

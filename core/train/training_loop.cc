@@ -29,8 +29,8 @@ std::string formatLoss(double loss) {
 class TrainingLoop {
  public:
   TrainingLoop(const WorkerJob& job, Communicator* comm, MetricSink* sink,
-               const std::atomic<bool>* cancel)
-      : job_(job), spec_(job.spec), comm_(comm), sink_(sink), cancel_(cancel) {}
+               const std::atomic<bool>* cancel, ParameterClient* ps)
+      : job_(job), spec_(job.spec), comm_(comm), sink_(sink), cancel_(cancel), ps_(ps) {}
 
   WorkerResult run();
 
@@ -51,6 +51,7 @@ class TrainingLoop {
   Communicator* comm_;
   MetricSink* sink_;
   const std::atomic<bool>* cancel_;
+  ParameterClient* ps_;
   Clock::time_point start_ = Clock::now();
   std::unique_ptr<Dataset> dataset_;
   std::unique_ptr<Backend> backend_;
@@ -60,6 +61,7 @@ class TrainingLoop {
   std::string divergedBecause_;
   std::string evalFailedBecause_;
   int64_t lastEvalStep_ = -1;
+  int64_t lastEvalProgress_ = 0;  // the global step of the last evaluation
 };
 
 Votes TrainingLoop::localVotes(Clock::time_point trainStart) const {
@@ -92,14 +94,16 @@ bool TrainingLoop::evaluate(Strategy& strategy, int64_t step) {
   Votes v = localVotes(start_);
   v[Votes::kCancel] = 0.0f;  // evaluation decides only errors and the target
   v[Votes::kTimeUp] = 0.0f;
+  const int64_t progress = strategy.globalStep(step);
   if (strategy.evaluates() && evalFailedBecause_.empty()) {
     try {
       if (testX_.rows() == 0) materialize(*dataset_, Split::kTest, testX_, testY_);
+      strategy.beforeEvaluate();
       const Evaluation e = strategy.replica().evaluate(testX_, testY_);
       const double wallMs = msBetween(start_, Clock::now());
       result_.finalTestLoss = e.loss;
       result_.finalTestAccuracy = std::isnan(e.accuracy) ? std::nullopt : std::optional(e.accuracy);
-      if (sink_ != nullptr) sink_->onEval({step, wallMs, e.loss, e.accuracy});
+      if (sink_ != nullptr) sink_->onEval({progress, wallMs, e.loss, e.accuracy});
       if (spec_.training.targetAccuracy && !std::isnan(e.accuracy) &&
           e.accuracy >= *spec_.training.targetAccuracy)
         v[Votes::kTargetReached] = 1.0f;
@@ -110,6 +114,7 @@ bool TrainingLoop::evaluate(Strategy& strategy, int64_t step) {
     }
   }
   lastEvalStep_ = step;
+  lastEvalProgress_ = progress;
   const Votes agreed = strategy.agree(v);
   failOnAgreedErrors(agreed, step);
   const bool reached = agreed.any(Votes::kTargetReached);
@@ -126,6 +131,7 @@ WorkerResult TrainingLoop::run() {
   const int64_t totalSteps = plannedSteps(spec_, stepsPerEpoch);
   StrategyContext context{job_,
                           job_.world > 1 ? comm_ : nullptr,
+                          ps_,
                           *dataset_,
                           *backend_,
                           totalSteps,
@@ -144,9 +150,10 @@ WorkerResult TrainingLoop::run() {
   StopReason stop = StopReason::kNone;
   const Clock::time_point trainStart = Clock::now();
   for (;;) {
-    if (totalSteps > 0 && step >= totalSteps) {
-      stop = spec_.training.maxSteps > 0 && step >= spec_.training.maxSteps ? StopReason::kMaxSteps
-                                                                            : StopReason::kEpochs;
+    if (strategy->budgetSpent(step, totalSteps)) {
+      stop = spec_.training.maxSteps > 0 && strategy->globalStep(step) >= spec_.training.maxSteps
+                 ? StopReason::kMaxSteps
+                 : StopReason::kEpochs;
       break;
     }
     ++step;
@@ -202,8 +209,15 @@ WorkerResult TrainingLoop::run() {
         stop = StopReason::kMaxSeconds;
         break;
       }
+      // Only asynchronous strategies hear of a target on a step: the evaluating rank reached
+      // it and the others learn it from the server.
+      if (agreed.any(Votes::kTargetReached)) {
+        stop = StopReason::kTargetAccuracy;
+        break;
+      }
     }
-    if (spec_.training.evalInterval > 0 && step % spec_.training.evalInterval == 0 &&
+    const int64_t interval = spec_.training.evalInterval;
+    if (interval > 0 && strategy->globalStep(step) / interval > lastEvalProgress_ / interval &&
         evaluate(*strategy, step)) {
       stop = StopReason::kTargetAccuracy;
       break;
@@ -214,9 +228,10 @@ WorkerResult TrainingLoop::run() {
   // depends only on what every rank agreed on, so all ranks make the same collective call.)
   if (lastEvalStep_ != step && evaluate(*strategy, step) && stop != StopReason::kCancelled)
     stop = StopReason::kTargetAccuracy;
+  strategy->finish();
   result_.status = stop == StopReason::kCancelled ? RunStatus::kCancelled : RunStatus::kCompleted;
   result_.stopReason = stop;
-  result_.steps = step;
+  result_.steps = strategy->globalStep(step);  // asynchronous: the run's, not this rank's
   std::vector<float> finalParams = strategy->replica().model().paramsToHost();
   result_.paramChecksum = paramChecksum(finalParams);
   if (job_.keepParams) result_.params = std::move(finalParams);
@@ -247,7 +262,7 @@ FailureOrigin parseFailureOrigin(std::string_view text) {
 }
 
 WorkerResult runWorker(const WorkerJob& job, Communicator* comm, MetricSink* sink,
-                       const std::atomic<bool>* cancel) {
+                       const std::atomic<bool>* cancel, ParameterClient* ps) {
   const Clock::time_point start = Clock::now();
   WorkerResult result;
   auto fail = [&](FailureOrigin origin, const char* message) {
@@ -264,10 +279,14 @@ WorkerResult runWorker(const WorkerJob& job, Communicator* comm, MetricSink* sin
     if (job.world < 1 || job.rank < 0 || job.rank >= job.world)
       throw Error("rank " + std::to_string(job.rank) + " outside a world of " +
                   std::to_string(job.world));
-    if (job.world > 1 && (comm == nullptr || comm->size() != job.world || comm->rank() != job.rank))
+    // Workers of a parameter server talk only to the servers; every other kind needs the group.
+    const StrategyKind kind = job.spec.variants[static_cast<std::size_t>(job.variant)].strategy;
+    const bool needsGroup = kind != StrategyKind::kAsyncPs && kind != StrategyKind::kSsp;
+    if (job.world > 1 && (comm != nullptr || needsGroup) &&
+        (comm == nullptr || comm->size() != job.world || comm->rank() != job.rank))
       throw Error("the communicator does not match rank " + std::to_string(job.rank) + " of " +
                   std::to_string(job.world));
-    result = TrainingLoop(job, comm, sink, cancel).run();
+    result = TrainingLoop(job, comm, sink, cancel, ps).run();
   } catch (const RunFailure& e) {
     fail(e.origin(), e.what());
   } catch (const CommError& e) {

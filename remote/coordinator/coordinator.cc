@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/common/check.h"
+#include "core/train/parameter_server.h"
 #include "core/train/strategy.h"
 #include "remote/common/auth.h"
 #include "remote/common/client.h"
@@ -222,13 +223,21 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
                  std::to_string(cores) + " cores (" + who + "); timings include the contention");
   }
 
-  // Rank 0's rendezvous: at the host its peers can reach, on the port it serves on.
-  const HostPort lead = parseHostPort(impl.nodes[0].address, "node address");
-  const std::string leadHost =
-      impl.summaries[0].advertiseHost.empty() ? lead.host : impl.summaries[0].advertiseHost;
-  const std::string rendezvous =
-      (leadHost.find(':') != std::string::npos ? "[" + leadHost + "]" : leadHost) + ":" +
-      std::to_string(lead.port);
+  // A node's services as its peers reach them: its advertised host (else the host the
+  // coordinator dialled) on the port it serves on.
+  auto reachable = [&](std::size_t i) {
+    const HostPort at = parseHostPort(impl.nodes[i].address, "node address");
+    const std::string host =
+        impl.summaries[i].advertiseHost.empty() ? at.host : impl.summaries[i].advertiseHost;
+    return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+           std::to_string(at.port);
+  };
+  const std::string rendezvous = reachable(0);  // rank 0's rendezvous
+  // Parameter-server variants: shard k on rank k.
+  std::vector<std::string> psAddresses;
+  if (chosen.usesParameterServer() && world > 1)
+    for (int k = 0; k < core::psShardCount(chosen, static_cast<int>(world)); ++k)
+      psAddresses.push_back(reachable(static_cast<std::size_t>(k)));
 
   // b. Start everywhere.
   std::size_t started = 0;
@@ -248,6 +257,10 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
       request.set_reached_host(parseHostPort(impl.nodes[started].address, "node address").host);
       request.set_heartbeat_ms(static_cast<uint64_t>(impl.options.heartbeatInterval.count()));
       request.set_connect_timeout_ms(static_cast<uint64_t>(impl.options.connectTimeout.count()));
+      for (std::size_t k = 0; k < psAddresses.size(); ++k) {
+        request.add_ps_addresses(psAddresses[k]);
+        request.add_ps_names(impl.nodes[k].name);
+      }
       if (!impl.options.emulation.empty()) {
         const core::NodeConfig& node = impl.options.emulation[started];
         pb::NodeEmulation* emulation = request.mutable_emulation();

@@ -10,6 +10,7 @@
 #include "core/comm/gloo_communicator.h"
 #include "core/common/process_memory.h"
 #include "remote/common/log.h"
+#include "remote/node/parameter_client.h"
 #include "remote/rendezvous_store.h"
 
 namespace dtlab::remote {
@@ -158,8 +159,24 @@ core::WorkerResult Job::runWithCommunicator() {
                           core::FailureOrigin::kCommunication);
     }
   }
+  // Parameter-server strategies talk to the shards' daemons (this one's included) over gRPC.
+  std::unique_ptr<GrpcParameterClient> ps;
+  const core::VariantConfig& variant =
+      work.spec.variants.at(static_cast<std::size_t>(work.variant));
+  if (variant.usesParameterServer() && work.world > 1) {
+    ParameterClientOptions options;
+    options.jobId = settings_.jobId;
+    options.addresses = settings_.psAddresses;
+    options.names = settings_.psNames;
+    options.token = settings_.token;
+    options.worker = work.rank;
+    options.connectTimeout = settings_.connectTimeout;
+    options.abort = &abort_;
+    ps = std::make_unique<GrpcParameterClient>(
+        core::psLayoutFor(work.spec, work.variant, work.world), std::move(options));
+  }
   // comm (and with it the Gloo connections) goes before the result is published.
-  return core::runWorker(work, comm.get(), &buffer_, &cancel_);
+  return core::runWorker(work, comm.get(), &buffer_, &cancel_, ps.get());
 }
 
 void Job::sampleLoop() {

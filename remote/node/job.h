@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/comm/abort_signal.h"
 #include "core/train/strategy.h"
@@ -27,6 +28,9 @@ struct JobSettings {
   double latencyMs = 0.0;
   std::chrono::milliseconds heartbeat{1000};
   std::chrono::milliseconds connectTimeout{30000};
+  // Parameter-server strategies: the shards' daemons (host:port) and names, in shard order.
+  std::vector<std::string> psAddresses;
+  std::vector<std::string> psNames;
 };
 
 // One job on this node: a thread that builds the collective group and calls runWorker, and

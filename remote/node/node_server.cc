@@ -48,7 +48,9 @@ NodeServer::NodeServer(NodeOptions options) : options_(std::move(options)) {
                            grpc::InsecureServerCredentials(), &port_);
   rendezvousService_ = std::make_unique<RendezvousService>(table_, options_.token);
   builder.RegisterService(rendezvousService_.get());
-  nodeService_ = std::make_unique<NodeService>(options_, host_, table_, hub_);
+  parameterService_ = std::make_unique<ParameterService>(parameters_, options_.token);
+  builder.RegisterService(parameterService_.get());
+  nodeService_ = std::make_unique<NodeService>(options_, host_, table_, hub_, parameters_);
   builder.RegisterService(nodeService_.get());
   // The default name needs the bound port; until it is set (microseconds) it is the host.
   name_ = options_.name.empty() ? localHostName() : options_.name;
@@ -90,6 +92,7 @@ bool NodeServer::shutdown(std::chrono::milliseconds jobGrace) {
   }
   hub_.waitAllDone(kStreamDrain);
   table_.shutdown();
+  parameters_.clear();
   server_->Shutdown(std::chrono::system_clock::now() + kServerShutdownDeadline);
   server_->Wait();
   hub_.stop();

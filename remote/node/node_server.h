@@ -8,13 +8,15 @@
 
 #include "remote/node/node_options.h"
 #include "remote/node/node_service.h"
+#include "remote/node/parameter_service.h"
 #include "remote/node/rendezvous_service.h"
 #include "remote/node/rendezvous_table.h"
 #include "remote/node/watch_hub.h"
 
 namespace dtlab::remote {
 
-// A running dtlab-node: the gRPC server with the NodeService and the Rendezvous service.
+// A running dtlab-node: the gRPC server with the NodeService, the Rendezvous service and the
+// ParameterServer service.
 // The constructor validates the options (a token is required unless listening on
 // loopback), binds and starts serving; it throws dtlab::Error with a message for the user
 // when it cannot.
@@ -47,6 +49,8 @@ class NodeServer {
   int port_ = 0;
   std::string name_;
   RendezvousTable table_;
+  ParameterTable parameters_;
+  std::unique_ptr<ParameterService> parameterService_;
   WatchHub hub_;
   std::unique_ptr<RendezvousService> rendezvousService_;
   std::unique_ptr<NodeService> nodeService_;

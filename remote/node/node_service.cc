@@ -10,6 +10,8 @@
 
 #include "core/common/config.h"
 #include "core/spec/experiment_spec.h"
+#include "core/train/local_trainer.h"
+#include "core/train/parameter_server.h"
 #include "core/train/strategy_registry.h"
 #include "remote/common/auth.h"
 #include "remote/common/log.h"
@@ -88,8 +90,12 @@ int64_t unixMs() {
 }  // namespace
 
 NodeService::NodeService(const NodeOptions& options, std::string listenHost,
-                         RendezvousTable& rendezvous, WatchHub& hub)
-    : options_(options), listenHost_(std::move(listenHost)), rendezvous_(rendezvous), hub_(hub) {}
+                         RendezvousTable& rendezvous, WatchHub& hub, ParameterTable& parameters)
+    : options_(options),
+      listenHost_(std::move(listenHost)),
+      rendezvous_(rendezvous),
+      parameters_(parameters),
+      hub_(hub) {}
 
 NodeService::~NodeService() = default;
 
@@ -230,8 +236,47 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
                    std::to_string(variants) + " variants), got " +
                    std::to_string(request.variant()));
 
+  // Parameter-server variants: where the shards are, and this node's shard if it has one.
+  std::shared_ptr<core::ParameterHost> shardHost;
+  std::vector<std::string> psAddresses(request.ps_addresses().begin(),
+                                       request.ps_addresses().end());
+  std::vector<std::string> psNames(request.ps_names().begin(), request.ps_names().end());
+  const core::VariantConfig& chosen = spec.variants[static_cast<std::size_t>(request.variant())];
+  if (chosen.usesParameterServer() && world > 1) {
+    const int shards = core::psShardCount(chosen, world);
+    if (static_cast<int>(psAddresses.size()) != shards)
+      return invalid("ps_addresses: the variant has " + std::to_string(shards) +
+                     " parameter-server shards, got " + std::to_string(psAddresses.size()) +
+                     " addresses");
+    if (!psNames.empty() && psNames.size() != psAddresses.size())
+      return invalid("ps_names: one per ps_addresses entry, got " + std::to_string(psNames.size()));
+    for (const std::string& address : psAddresses) {
+      if (grpc::Status s = checkFieldSize("ps_addresses", address.size(), kMaxAddressBytes);
+          !s.ok())
+        return s;
+      try {
+        parseHostPort(address, "ps_addresses");
+      } catch (const std::exception& e) {
+        return invalid(e.what());
+      }
+    }
+    if (request.rank() < shards) {
+      try {
+        const int64_t global = spec.training.batchSize;
+        shardHost = core::makeParameterHost(
+            spec, request.variant(), world, request.rank(),
+            core::plannedSteps(spec, spec.dataset.trainSize / std::max<int64_t>(global, 1)));
+      } catch (const std::exception& e) {
+        return invalid(std::string("spec_json: cannot serve parameter shard ") +
+                       std::to_string(request.rank()) + ": " + e.what());
+      }
+    }
+  }
+
   const std::string nodeName = name();
   JobSettings settings;
+  settings.psAddresses = std::move(psAddresses);
+  settings.psNames = std::move(psNames);
   settings.jobId = request.job_id();
   settings.nodeName = request.node_name().empty() ? nodeName : request.node_name();
   settings.work.spec = std::move(spec);
@@ -289,6 +334,11 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
     // Earlier jobs' rendezvous keys go; this job's keys may already be here (ranks that
     // started before this one).
     rendezvous_.clearExceptPrefix(request.job_id() + "/");
+    // Likewise the parameter shards: the last job's go, this job's are served from now on.
+    if (shardHost)
+      parameters_.install(request.job_id(), std::move(shardHost));
+    else
+      parameters_.clear();
     previous = std::move(current_);
     current_ = std::make_shared<Job>(std::move(settings));
   }

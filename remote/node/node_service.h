@@ -7,6 +7,7 @@
 
 #include "remote/node/job.h"
 #include "remote/node/node_options.h"
+#include "remote/node/parameter_service.h"
 #include "remote/node/rendezvous_table.h"
 #include "remote/node/watch_hub.h"
 #include "remote/proto/dtlab.grpc.pb.h"
@@ -28,7 +29,9 @@ namespace dtlab::remote {
 //             until the caller cancels or waits for that job). A job id that already ran
 //             here is ALREADY_EXISTS (ids are unique per run, and its rendezvous keys would
 //             be stale). On success it clears other jobs' rendezvous keys and starts the
-//             Job thread; the reply does not wait for the collective group.
+//             Job thread; the reply does not wait for the collective group. For a
+//             parameter-server variant it needs ps_addresses (one per shard), and a node
+//             whose rank is below their number installs its shard's blocks first.
 //   WatchJob  NOT_FOUND unless job_id is the current or last job; otherwise a stream (see
 //             WatchHub) ending with one update that has finished = true and the result. The
 //             last job's result stays watchable until the next StartJob.
@@ -41,7 +44,7 @@ class NodeService final : public proto::NodeService::CallbackService {
  public:
   // listenHost: the host the node listens on (the default collective address).
   NodeService(const NodeOptions& options, std::string listenHost, RendezvousTable& rendezvous,
-              WatchHub& hub);
+              WatchHub& hub, ParameterTable& parameters);
   ~NodeService() override;
 
   grpc::ServerUnaryReactor* GetInfo(grpc::CallbackServerContext* context,
@@ -77,6 +80,7 @@ class NodeService final : public proto::NodeService::CallbackService {
 
   const std::string listenHost_;
   RendezvousTable& rendezvous_;
+  ParameterTable& parameters_;
   WatchHub& hub_;
 
   mutable std::mutex mutex_;

@@ -205,8 +205,9 @@ class TestStoreExport : public QObject {
     QCOMPARE(*store->runSummary(runId), toJson(summary));
     QCOMPARE(store->entity(EntityKind::kExperiment, *run.experimentId)->name,
              std::string("recorded"));
-    // Nine per-step series for the one worker, test loss and accuracy for the run.
-    QCOMPARE(store->series(runId).size(), std::size_t{11});
+    // Eleven per-step series for the one worker (not divergence, which only asynchronous
+    // strategies measure), test loss and accuracy for the run.
+    QCOMPARE(store->series(runId).size(), std::size_t{13});
     std::map<std::string, RunMetric> metrics;
     for (const RunMetric& m : store->runMetrics(runId)) metrics[m.key] = m;
     QCOMPARE(metrics["loss"].count, summary.steps);
@@ -257,7 +258,7 @@ class TestStoreExport : public QObject {
     r = cli({"project", "show", "p.dtlab", "1", "--json"});
     QVERIFY2(r.exitCode == 0, r.err.c_str());
     const nlohmann::json shown = nlohmann::json::parse(r.out);
-    QCOMPARE(shown["series"].size(), std::size_t{11});
+    QCOMPARE(shown["series"].size(), std::size_t{13});
     QCOMPARE(shown["summary"], trained["runs"][0]);
     r = cli({"project", "show", "p.dtlab"});
     QVERIFY2(r.exitCode == 0 && r.out.find("CLI test") != std::string::npos, r.out.c_str());

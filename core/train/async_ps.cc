@@ -1,0 +1,146 @@
+#include "core/train/async_ps.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "core/data/dataset.h"
+
+namespace dtlab::core {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double msBetween(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+}  // namespace
+
+AsyncPs::AsyncPs(StrategyContext& context)
+    : context_(context), global_(context.job.spec.training.batchSize) {}
+
+AsyncPs::~AsyncPs() {
+  try {
+    finish();
+  } catch (...) {  // a failing run: the server may be gone already
+  }
+}
+
+std::string AsyncPs::setUp() {
+  const WorkerJob& job = context_.job;
+  const VariantConfig& variant = job.spec.variants[static_cast<std::size_t>(job.variant)];
+  if (variant.strategy == StrategyKind::kSsp) staleness_ = variant.staleness;
+  if (global_ < job.world)
+    throw Error("training.batch_size " + std::to_string(global_) + " is smaller than the " +
+                std::to_string(job.world) + " workers: every worker needs at least one sample");
+  localBatch_ = BatchSlice::equal(global_, job.rank, job.world).count;
+  // Each worker draws from its own contiguous part of the training set (the samples are
+  // i.i.d. draws of the generator, so a range is as good as a shuffled subset, and a range
+  // costs no index memory); one worker draws from all of it, like a single learner.
+  const int64_t n = context_.dataset.size(Split::kTrain);
+  const int64_t begin = n * job.rank / job.world;
+  const int64_t end = n * (job.rank + 1) / job.world;
+  if (end - begin < localBatch_)
+    throw Error("rank " + std::to_string(job.rank) + "'s part of the training set (" +
+                std::to_string(end - begin) + " samples) is smaller than its batch of " +
+                std::to_string(localBatch_));
+  std::vector<int64_t> samples(static_cast<std::size_t>(end - begin));
+  for (int64_t i = begin; i < end; ++i) samples[static_cast<std::size_t>(i - begin)] = i;
+  worker_ =
+      std::make_unique<Worker>(job.spec, context_.backend, context_.dataset, std::move(samples),
+                               BatchSlice::whole(localBatch_), context_.totalSteps * job.world);
+  emulation_ = std::make_unique<ComputeEmulation>(job.node, job.spec.seed, job.rank);
+
+  Mlp& model = worker_->model();
+  ps_ = context_.ps;
+  if (ps_ == nullptr) {
+    if (job.world != 1)
+      throw Error(std::string(toString(variant.strategy)) + " on " + std::to_string(job.world) +
+                  " workers needs parameter-server shards, and this worker was given none");
+    ownHost_ = makeParameterHost(job.spec, job.variant, 1, -1, context_.totalSteps);
+    std::vector<PsBlock> layout = psLayoutFor(job.spec, job.variant, 1);
+    ownClient_ = std::make_unique<LocalParameterClient>(*ownHost_, layout, job.rank);
+    ps_ = ownClient_.get();
+  }
+  DTLAB_ENFORCE(!ps_->layout().empty() && ps_->layout().back().end == model.parameterCount(),
+                "the parameter server's layout does not cover the model's ", model.parameterCount(),
+                " parameters");
+  // Every worker offers its initial weights (the same, from the run's seed); the first wins.
+  ps_->init(model.params());
+
+  int shards = 0;
+  for (const PsBlock& b : ps_->layout()) shards = std::max(shards, b.shard + 1);
+  std::string detail = std::to_string(localBatch_) + " samples per push, " +
+                       std::to_string(shards) + (shards == 1 ? " shard" : " shards") + " in " +
+                       std::to_string(ps_->layout().size()) +
+                       (ps_->layout().size() == 1 ? " block" : " blocks");
+  if (staleness_ >= 0) detail += ", staleness bound " + std::to_string(staleness_);
+  return detail;
+}
+
+StepReport AsyncPs::step(int64_t step, const Votes& local, Votes& agreed) {
+  Worker& worker = *worker_;
+  Mlp& model = worker.model();
+  StepReport r;
+  const int64_t sent = ps_->bytesSent();
+  const int64_t received = ps_->bytesReceived();
+
+  // ssp: the slowest worker still training must have pushed clock_ - staleness times.
+  if (staleness_ >= 0 && clock_ - staleness_ > 0) r.waitMs = ps_->waitForClock(clock_ - staleness_);
+  const Clock::time_point t0 = Clock::now();
+  const PullOutcome pulled = ps_->pull(model.params(), versions_);
+  const Clock::time_point t1 = Clock::now();
+  if (measureDivergence_ && pulled.normSquared > 0.0)
+    r.divergence = std::sqrt(pulled.distanceSquared / pulled.normSquared);
+
+  worker.loadBatch();
+  const Clock::time_point t2 = Clock::now();
+  emulation_->beginStep(step);
+  r.loss = worker.computeGradients(1.0f / static_cast<float>(localBatch_), emulation_.get());
+  const Clock::time_point t3 = Clock::now();
+  const PushOutcome pushed =
+      ps_->push(context_.job.rank, clock_ + 1, model.grads(), versions_, local);
+  const Clock::time_point t4 = Clock::now();
+  ++clock_;
+  board_ = pushed.board;
+  measureDivergence_ = true;
+
+  r.samples = localBatch_;
+  r.computeMs = msBetween(t2, t3);
+  r.commMs = msBetween(t0, t1) + msBetween(t3, t4);
+  r.staleness = static_cast<double>(pushed.staleness);
+  r.batchShare = static_cast<double>(localBatch_) / static_cast<double>(global_);
+  r.bytesSent = ps_->bytesSent() - sent;
+  r.bytesReceived = ps_->bytesReceived() - received;
+  agreed = board_.votes;
+  r.votesAgreed = true;
+  return r;
+}
+
+Votes AsyncPs::agree(const Votes& local) {
+  board_ = ps_->agree(context_.job.rank, clock_, local);
+  return board_.votes;
+}
+
+bool AsyncPs::budgetSpent(int64_t /*step*/, int64_t totalSteps) const {
+  return totalSteps > 0 && board_.totalPushes >= totalSteps * context_.job.world;
+}
+
+int64_t AsyncPs::globalStep(int64_t /*step*/) const {
+  return board_.totalPushes / context_.job.world;
+}
+
+void AsyncPs::beforeEvaluate() {
+  // Evaluate what the server holds now, not this worker's last (stale) pull.
+  ps_->pull(worker_->model().params(), versions_);
+  measureDivergence_ = false;
+}
+
+void AsyncPs::finish() {
+  if (finished_ || ps_ == nullptr) return;
+  finished_ = true;
+  ps_->leave(context_.job.rank);
+}
+
+}  // namespace dtlab::core

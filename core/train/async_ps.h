@@ -1,0 +1,62 @@
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/train/compute_emulation.h"
+#include "core/train/parameter_server.h"
+#include "core/train/strategy.h"
+#include "core/train/worker.h"
+
+namespace dtlab::core {
+
+// async_ps and ssp (DESIGN.md's strategy table): every worker loops pull -> compute -> push
+// against the parameter server on its own clock, on its own contiguous part of the training
+// set, with a local batch of its equal share of the global batch. The server applies the
+// run's optimizer to each gradient as it arrives; staleness is how many updates other
+// workers got in between a worker's pull and its push.
+//
+//   async_ps: nobody waits.
+//   ssp:      a worker about to compute its step c+1 (c pushes done) first waits until the
+//             slowest worker still training has pushed c - staleness times (Ho et al., 2013),
+//             and that time is its wait_ms.
+//
+// The run's budget is shared: it ends when all workers' pushes add up to the run's planned
+// global batches (a fast worker does more of them). Stop votes go through the server's board
+// (sticky), so the ranks need no collective and never wait for each other to stop; rank 0
+// evaluates the server's current weights at every eval_interval global batches.
+class AsyncPs final : public Strategy {
+ public:
+  explicit AsyncPs(StrategyContext& context);
+  ~AsyncPs() override;
+
+  std::string setUp() override;
+  StepReport step(int64_t step, const Votes& local, Votes& agreed) override;
+  Votes agree(const Votes& local) override;
+  Worker& replica() override { return *worker_; }
+  bool evaluates() const override { return context_.job.rank == 0; }
+  int64_t globalBatch() const override { return global_; }
+  bool budgetSpent(int64_t step, int64_t totalSteps) const override;
+  int64_t globalStep(int64_t step) const override;
+  void beforeEvaluate() override;
+  void finish() override;
+
+ private:
+  StrategyContext& context_;
+  int64_t global_;
+  int64_t localBatch_ = 0;
+  int64_t staleness_ = -1;  // ssp's bound; -1: async_ps, no wait
+  std::unique_ptr<Worker> worker_;
+  std::unique_ptr<ComputeEmulation> emulation_;
+  // A single-process run serves its parameters itself.
+  std::unique_ptr<ParameterHost> ownHost_;
+  std::unique_ptr<ParameterClient> ownClient_;
+  ParameterClient* ps_ = nullptr;
+  std::vector<int64_t> versions_;  // of the blocks last pulled
+  int64_t clock_ = 0;              // pushes this worker completed
+  BoardState board_;
+  bool measureDivergence_ = false;  // the replica holds the weights of the last gradient
+  bool finished_ = false;
+};
+
+}  // namespace dtlab::core

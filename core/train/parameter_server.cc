@@ -1,0 +1,337 @@
+#include "core/train/parameter_server.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/comm/abort_signal.h"
+#include "core/comm/communicator.h"
+
+namespace dtlab::core {
+
+std::vector<PsBlock> psLayout(int64_t paramCount, int shards) {
+  DTLAB_ENFORCE(shards >= 1 && paramCount >= shards, "cannot split ", paramCount,
+                " parameters over ", shards, " shards");
+  std::vector<PsBlock> layout;
+  for (int s = 0; s < shards; ++s) {
+    const int64_t begin = paramCount * s / shards;
+    const int64_t end = paramCount * (s + 1) / shards;
+    const int64_t pieces = (end - begin + kMaxBlockFloats - 1) / kMaxBlockFloats;
+    for (int64_t p = 0; p < pieces; ++p)
+      layout.push_back(
+          {s, begin + (end - begin) * p / pieces, begin + (end - begin) * (p + 1) / pieces});
+  }
+  return layout;
+}
+
+int64_t modelParameterCount(const ExperimentSpec& spec) {
+  int64_t count = 0;
+  int64_t inputs = spec.dataset.features;
+  for (int64_t width : spec.model.hidden) {
+    count += (inputs + 1) * width;
+    inputs = width;
+  }
+  return count + (inputs + 1) * spec.dataset.classes;
+}
+
+std::vector<PsBlock> psLayoutFor(const ExperimentSpec& spec, int variant, int world) {
+  return psLayout(modelParameterCount(spec),
+                  psShardCount(spec.variants.at(static_cast<std::size_t>(variant)), world));
+}
+
+int psShardCount(const VariantConfig& variant, int world) {
+  return variant.psShards > 0 ? static_cast<int>(std::min<int64_t>(variant.psShards, world))
+                              : world;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ParameterBlock
+
+ParameterBlock::ParameterBlock(const ExperimentSpec& spec, PsBlock block, int64_t pushBatch,
+                               int64_t updatesPlanned)
+    : block_(block),
+      optimizer_(makeOptimizer(spec.optimizer)),
+      schedule_(spec.optimizer, pushBatch, updatesPlanned) {
+  optimizer_->init(block.size());
+}
+
+bool ParameterBlock::init(const float* values, int64_t count) {
+  DTLAB_ENFORCE(count == block_.size(), "block [", block_.begin, ", ", block_.end, ") holds ",
+                block_.size(), " parameters, got ", count);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (initialized_) return false;
+  params_.assign(values, values + count);
+  initialized_ = true;
+  return true;
+}
+
+bool ParameterBlock::initialized() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return initialized_;
+}
+
+int64_t ParameterBlock::pull(float* out, PullOutcome* measure) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!initialized_) throw Error("parameter block pulled before any worker initialised it");
+  if (measure != nullptr)
+    copyMeasuringDistance(out, params_.data(), block_.size(), *measure);
+  else
+    std::memcpy(out, params_.data(), params_.size() * sizeof(float));
+  return version_;
+}
+
+int64_t ParameterBlock::push(const float* gradient, int64_t count, int64_t basedOn) {
+  DTLAB_ENFORCE(count == block_.size(), "block [", block_.begin, ", ", block_.end, ") takes ",
+                block_.size(), " gradient values, got ", count);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!initialized_) throw Error("gradient pushed to a parameter block before its initial values");
+  DTLAB_ENFORCE(basedOn >= 0 && basedOn <= version_, "a gradient of version ", basedOn,
+                " pushed to a block at version ", version_);
+  const int64_t appliedTo = version_;
+  ++version_;
+  // The elementwise update of a range equals the same range of a whole-buffer update
+  // (optimizer.h), so a sharded server computes what one learner would.
+  optimizer_->update(params_.data(), gradient, 0, count, version_, schedule_.at(version_));
+  return appliedTo;
+}
+
+int64_t ParameterBlock::version() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return version_;
+}
+
+// ---------------------------------------------------------------------------------------------
+// WorkerBoard
+
+WorkerBoard::WorkerBoard(int workers)
+    : clocks_(static_cast<std::size_t>(workers), 0), left_(static_cast<std::size_t>(workers)) {}
+
+int64_t WorkerBoard::minClockLocked() const {
+  int64_t least = -1;
+  for (std::size_t w = 0; w < clocks_.size(); ++w)
+    if (!left_[w] && (least < 0 || clocks_[w] < least)) least = clocks_[w];
+  // Nobody left training: nothing holds anyone back.
+  return least < 0 ? std::numeric_limits<int64_t>::max() : least;
+}
+
+std::vector<std::function<void()>> WorkerBoard::takeReadyLocked() {
+  std::vector<std::function<void()>> ready;
+  const int64_t least = minClockLocked();
+  for (auto it = waits_.begin(); it != waits_.end();) {
+    if (it->second.first <= least) {
+      ready.push_back(std::move(it->second.second));
+      it = waits_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return ready;
+}
+
+BoardState WorkerBoard::report(int worker, int64_t clock, const Votes& votes) {
+  DTLAB_ENFORCE(worker >= 0 && worker < static_cast<int>(clocks_.size()), "worker ", worker,
+                " outside the run's ", clocks_.size());
+  std::vector<std::function<void()>> ready;
+  BoardState state;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& mine = clocks_[static_cast<std::size_t>(worker)];
+    mine = std::max(mine, clock);
+    for (int v = 0; v < Votes::kCount; ++v)
+      votes_.values[static_cast<std::size_t>(v)] =
+          std::max(votes_.values[static_cast<std::size_t>(v)],
+                   votes.values[static_cast<std::size_t>(v)] > 0.5f ? 1.0f : 0.0f);
+    ready = takeReadyLocked();
+  }
+  for (auto& callback : ready) callback();
+  return this->state();
+}
+
+BoardState WorkerBoard::state() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  BoardState s;
+  s.votes = votes_;
+  for (int64_t c : clocks_) s.totalPushes += c;
+  s.minClock = minClockLocked();
+  return s;
+}
+
+void WorkerBoard::leave(int worker) {
+  std::vector<std::function<void()>> ready;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (worker < 0 || worker >= static_cast<int>(left_.size())) return;
+    left_[static_cast<std::size_t>(worker)] = true;
+    ready = takeReadyLocked();
+  }
+  for (auto& callback : ready) callback();
+}
+
+bool WorkerBoard::everyoneLeft() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::all_of(left_.begin(), left_.end(), [](bool b) { return b; });
+}
+
+uint64_t WorkerBoard::whenClockReached(int64_t clock, std::function<void()> ready) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (minClockLocked() < clock) {
+      const uint64_t id = nextWait_++;
+      waits_.emplace(id, std::make_pair(clock, std::move(ready)));
+      return id;
+    }
+  }
+  ready();
+  return 0;
+}
+
+bool WorkerBoard::cancelWait(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return waits_.erase(id) > 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ParameterHost
+
+ParameterHost::ParameterHost(const ExperimentSpec& spec, const std::vector<PsBlock>& layout,
+                             int shard, int workers, int64_t pushBatch, int64_t updatesPlanned)
+    : workers_(workers), left_(static_cast<std::size_t>(workers)) {
+  for (const PsBlock& b : layout)
+    blocks_.push_back(shard < 0 || b.shard == shard
+                          ? std::make_unique<ParameterBlock>(spec, b, pushBatch, updatesPlanned)
+                          : nullptr);
+  if (!layout.empty() && (shard < 0 || layout.front().shard == shard))
+    board_ = std::make_unique<WorkerBoard>(workers);
+}
+
+ParameterBlock* ParameterHost::block(int index) {
+  if (index < 0 || index >= static_cast<int>(blocks_.size())) return nullptr;
+  return blocks_[static_cast<std::size_t>(index)].get();
+}
+
+void ParameterHost::leave(int worker) {
+  if (board_) board_->leave(worker);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (worker < 0 || worker >= workers_) return;
+    left_[static_cast<std::size_t>(worker)] = true;
+  }
+  changed_.notify_all();
+}
+
+bool ParameterHost::everyoneLeft() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::all_of(left_.begin(), left_.end(), [](bool b) { return b; });
+}
+
+bool ParameterHost::waitEveryoneLeft(std::chrono::milliseconds timeout, const AbortSignal* abort) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    if (std::all_of(left_.begin(), left_.end(), [](bool b) { return b; })) return true;
+    if ((abort != nullptr && abort->aborted()) || std::chrono::steady_clock::now() >= until)
+      return false;
+    changed_.wait_for(lock, std::chrono::milliseconds(100));
+  }
+}
+
+std::unique_ptr<ParameterHost> makeParameterHost(const ExperimentSpec& spec, int variant, int world,
+                                                 int shard, int64_t totalSteps) {
+  // Each push averages over the worker's equal share of the global batch (the largest share
+  // when the batch does not divide: the linear scaling rule needs one number).
+  const int64_t pushBatch = (spec.training.batchSize + world - 1) / world;
+  return std::make_unique<ParameterHost>(spec, psLayoutFor(spec, variant, world), shard, world,
+                                         pushBatch, psUpdatesPlanned(totalSteps, world));
+}
+
+// ---------------------------------------------------------------------------------------------
+// LocalParameterClient
+
+void copyMeasuringDistance(float* dst, const float* src, int64_t count, PullOutcome& outcome) {
+  double distance = 0.0;
+  double norm = 0.0;
+  for (int64_t i = 0; i < count; ++i) {
+    const double next = src[i];
+    const double d = next - dst[i];
+    distance += d * d;
+    norm += next * next;
+    dst[i] = src[i];
+  }
+  outcome.distanceSquared += distance;
+  outcome.normSquared += norm;
+}
+
+LocalParameterClient::LocalParameterClient(ParameterHost& host, std::vector<PsBlock> layout,
+                                           int worker, const AbortSignal* abort)
+    : host_(host), layout_(std::move(layout)), worker_(worker), abort_(abort) {
+  for (int b = 0; b < static_cast<int>(layout_.size()); ++b)
+    DTLAB_ENFORCE(host_.block(b) != nullptr, "a local parameter client needs every block");
+  DTLAB_ENFORCE(host_.board() != nullptr, "a local parameter client needs the board");
+}
+
+void LocalParameterClient::init(const float* params) {
+  for (int b = 0; b < static_cast<int>(layout_.size()); ++b) {
+    const PsBlock& block = layout_[static_cast<std::size_t>(b)];
+    host_.block(b)->init(params + block.begin, block.size());
+  }
+}
+
+double LocalParameterClient::waitForClock(int64_t clock) {
+  const auto start = std::chrono::steady_clock::now();
+  auto reached = std::make_shared<std::pair<std::mutex, std::condition_variable>>();
+  auto done = std::make_shared<bool>(false);
+  const uint64_t id = host_.board()->whenClockReached(clock, [reached, done] {
+    {
+      std::lock_guard<std::mutex> lock(reached->first);
+      *done = true;
+    }
+    reached->second.notify_all();
+  });
+  if (id != 0) {
+    std::unique_lock<std::mutex> lock(reached->first);
+    while (!*done) {
+      if (abort_ != nullptr && abort_->aborted()) {
+        lock.unlock();
+        host_.board()->cancelWait(id);
+        throw CommError(CommFailure::kAborted, "waiting for the slowest worker (clock " +
+                                                   std::to_string(clock) +
+                                                   ") aborted: " + abort_->reason());
+      }
+      reached->second.wait_for(lock, std::chrono::milliseconds(50));
+    }
+  }
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+PullOutcome LocalParameterClient::pull(float* params, std::vector<int64_t>& versions) {
+  PullOutcome outcome;
+  versions.resize(layout_.size());
+  for (int b = 0; b < static_cast<int>(layout_.size()); ++b) {
+    const PsBlock& block = layout_[static_cast<std::size_t>(b)];
+    versions[static_cast<std::size_t>(b)] = host_.block(b)->pull(params + block.begin, &outcome);
+  }
+  return outcome;
+}
+
+PushOutcome LocalParameterClient::push(int worker, int64_t clock, const float* grads,
+                                       const std::vector<int64_t>& basedOn, const Votes& votes) {
+  PushOutcome outcome;
+  for (int b = 0; b < static_cast<int>(layout_.size()); ++b) {
+    const PsBlock& block = layout_[static_cast<std::size_t>(b)];
+    const int64_t base = basedOn.at(static_cast<std::size_t>(b));
+    const int64_t appliedTo = host_.block(b)->push(grads + block.begin, block.size(), base);
+    outcome.staleness = std::max(outcome.staleness, appliedTo - base);
+  }
+  outcome.board = host_.board()->report(worker, clock, votes);
+  return outcome;
+}
+
+BoardState LocalParameterClient::agree(int worker, int64_t clock, const Votes& votes) {
+  return host_.board()->report(worker, clock, votes);
+}
+
+void LocalParameterClient::leave(int worker) {
+  host_.leave(worker);
+}
+
+}  // namespace dtlab::core

@@ -1,0 +1,239 @@
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/optim/lr_schedule.h"
+#include "core/optim/optimizer.h"
+#include "core/spec/experiment_spec.h"
+#include "core/train/strategy.h"
+
+namespace dtlab::core {
+
+class AbortSignal;
+
+// The parameter server of async_ps, ssp and the asynchronous phase of hybrid (DESIGN.md's
+// strategy table). The flat parameter buffer is split into `shards` contiguous ranges, one
+// per shard node (the first ps_shards nodes of the run), and each range into blocks small
+// enough for one message. A block is the unit the server applies updates to: it has its own
+// version (pushes applied), its own optimizer state, its own lock, so pushes and pulls of
+// different blocks (and shards) proceed side by side.
+//
+// This header is the server's logic and the interface a worker talks to; remote/ serves the
+// blocks of a node over gRPC (ParameterServer service) and implements the client over it.
+// Tests and single-process runs use LocalParameterClient, which calls the blocks directly.
+
+// Largest block, in floats: a pull reply or a push request stays under the node's 4 MiB
+// message limit with room for the envelope.
+inline constexpr int64_t kMaxBlockFloats = int64_t{512} * 1024;
+
+struct PsBlock {
+  int shard = 0;  // the node (rank) that serves it
+  int64_t begin = 0;
+  int64_t end = 0;
+  int64_t size() const { return end - begin; }
+};
+
+// Near-equal contiguous shard ranges of paramCount floats over `shards` nodes, each cut into
+// near-equal blocks of at most kMaxBlockFloats; blocks in buffer order.
+std::vector<PsBlock> psLayout(int64_t paramCount, int shards);
+class ParameterHost;
+// The host of shard `shard` (-1: every block, a single process) of a run of the spec's variant
+// on `world` workers planning totalSteps global batches: every node builds the same one from
+// the spec alone.
+std::unique_ptr<ParameterHost> makeParameterHost(const ExperimentSpec& spec, int variant, int world,
+                                                 int shard, int64_t totalSteps);
+
+// The parameter count of the spec's model (every node computes the layout from the spec
+// alone; the worker checks it against the model it built).
+int64_t modelParameterCount(const ExperimentSpec& spec);
+// The layout of a run of the spec's variant on `world` workers.
+std::vector<PsBlock> psLayoutFor(const ExperimentSpec& spec, int variant, int world);
+// The variant's number of shards: ps_shards, or every node of the run.
+int psShardCount(const VariantConfig& variant, int world);
+// Optimizer steps the server plans for a run of totalSteps global batches on `world` workers,
+// each pushing the gradient of its equal share of the batch: one per push.
+inline int64_t psUpdatesPlanned(int64_t totalSteps, int world) {
+  return totalSteps * world;
+}
+
+// What a pull measures while it copies: the squared L2 distance of the new parameters from
+// those the destination held (the replica a worker last computed on), and their squared norm.
+struct PullOutcome {
+  double distanceSquared = 0.0;
+  double normSquared = 0.0;
+};
+
+// Copies `count` floats from src to dst, adding to `outcome` the squared distance between the
+// old and new dst and the new dst's squared norm, in one pass.
+void copyMeasuringDistance(float* dst, const float* src, int64_t count, PullOutcome& outcome);
+
+// One block on its server: parameters, optimizer state and version. Thread safe.
+//
+// The run's optimizer runs here: push applies it with learning rate schedule.at(version + 1),
+// the schedule spanning every update of the run, exactly as one sequential learner would, so
+// a single worker under async_ps follows sequential SGD bit for bit.
+class ParameterBlock {
+ public:
+  // updatesPlanned: optimizer steps the run plans (the cosine schedule's length);
+  // pushBatch: the samples each push's gradient averages over (the linear scaling rule).
+  ParameterBlock(const ExperimentSpec& spec, PsBlock block, int64_t pushBatch,
+                 int64_t updatesPlanned);
+
+  const PsBlock& block() const { return block_; }
+  // The first worker's initial values win; later calls (the same values, from the same seed)
+  // are ignored. Returns whether this call initialised the block.
+  bool init(const float* values, int64_t count);
+  bool initialized() const;
+  // Copies the parameters to out (block().size() floats); returns their version. With
+  // `measure`, out holds the worker's replica of the block and the copy measures how far it
+  // was from the server's. Throws dtlab::Error before init.
+  int64_t pull(float* out, PullOutcome* measure = nullptr) const;
+  // Applies one optimizer step with `gradient` (block().size() floats), computed from the
+  // parameters of version basedOn. Returns the version the gradient was applied to (its
+  // staleness is that minus basedOn).
+  int64_t push(const float* gradient, int64_t count, int64_t basedOn);
+  int64_t version() const;
+
+ private:
+  PsBlock block_;
+  mutable std::mutex mutex_;
+  bool initialized_ = false;
+  std::vector<float> params_;
+  std::unique_ptr<Optimizer> optimizer_;
+  LrSchedule schedule_;
+  int64_t version_ = 0;
+};
+
+// What the board answers a worker: the votes every worker cast so far (sticky: a stop once
+// voted stays), and how far the run has come.
+struct BoardState {
+  Votes votes;
+  int64_t totalPushes = 0;  // every worker's clock added up
+  int64_t minClock = 0;     // the slowest worker still training
+};
+
+// The workers' shared state of one run, kept with block 0 on shard 0: each worker's clock
+// (pushes it completed), the votes (cancel, time up, divergence, evaluation failure, target)
+// and who has left. SSP waits on it. Thread safe.
+class WorkerBoard {
+ public:
+  explicit WorkerBoard(int workers);
+
+  // Records worker's clock and votes; returns the board. A clock never goes back.
+  BoardState report(int worker, int64_t clock, const Votes& votes);
+  BoardState state() const;
+  // A worker that left (finished or failed) no longer holds the others back.
+  void leave(int worker);
+  bool everyoneLeft() const;
+  // Runs `ready` once the slowest worker still training has reached `clock` (at once when it
+  // has, else on the report that gets it there, or when everyone it waits for has left).
+  // Returns an id for cancelWait, or 0 when `ready` already ran.
+  uint64_t whenClockReached(int64_t clock, std::function<void()> ready);
+  // Forgets a pending wait; false when its callback ran (or is running) already.
+  bool cancelWait(uint64_t id);
+
+ private:
+  int64_t minClockLocked() const;
+  // Takes the callbacks whose clock has come, to run them outside the lock.
+  std::vector<std::function<void()>> takeReadyLocked();
+
+  mutable std::mutex mutex_;
+  std::vector<int64_t> clocks_;
+  std::vector<bool> left_;
+  Votes votes_;
+  uint64_t nextWait_ = 1;
+  std::map<uint64_t, std::pair<int64_t, std::function<void()>>> waits_;
+};
+
+// The blocks one node serves in one run, and the board when it serves block 0.
+class ParameterHost {
+ public:
+  // Serves the blocks of `layout` whose shard is `shard` (all of them when shard < 0).
+  ParameterHost(const ExperimentSpec& spec, const std::vector<PsBlock>& layout, int shard,
+                int workers, int64_t pushBatch, int64_t updatesPlanned);
+
+  // The block with this global index, or null when this host does not serve it.
+  ParameterBlock* block(int index);
+  WorkerBoard* board() { return board_.get(); }
+  int workers() const { return workers_; }
+  // Every worker has sent leave() to this host.
+  void leave(int worker);
+  bool everyoneLeft() const;
+  // Waits until everyone left; false on timeout or when abort fires first.
+  bool waitEveryoneLeft(std::chrono::milliseconds timeout, const AbortSignal* abort);
+
+ private:
+  std::vector<std::unique_ptr<ParameterBlock>> blocks_;  // by global index; null: elsewhere
+  std::unique_ptr<WorkerBoard> board_;
+  int workers_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<bool> left_;
+};
+
+// What a push reports back to the worker.
+struct PushOutcome {
+  int64_t staleness = 0;  // the most any block had moved on since the worker's pull
+  BoardState board;       // after this push's clock was reported
+};
+
+// A worker's view of the parameter server: every block, on whichever node serves it.
+// Implementations issue the calls of different blocks concurrently. Errors throw CommError
+// naming the shard's node (a lost shard fails the run).
+class ParameterClient {
+ public:
+  virtual ~ParameterClient() = default;
+  virtual const std::vector<PsBlock>& layout() const = 0;
+  // Seeds every block with the initial parameters (the first worker's call wins).
+  virtual void init(const float* params) = 0;
+  // Blocks until the slowest worker still training has reached `clock`; returns the time
+  // waited in ms.
+  virtual double waitForClock(int64_t clock) = 0;
+  // Pulls every block into params (versions[b] receives block b's version) and measures the
+  // replica's divergence from the server while copying.
+  virtual PullOutcome pull(float* params, std::vector<int64_t>& versions) = 0;
+  // Pushes the gradient of every block, computed from `basedOn`, then reports this worker's
+  // clock (pushes done, this one included) and votes to the board.
+  virtual PushOutcome push(int worker, int64_t clock, const float* grads,
+                           const std::vector<int64_t>& basedOn, const Votes& votes) = 0;
+  // Reports the votes without a push (evaluation verdicts); returns the board.
+  virtual BoardState agree(int worker, int64_t clock, const Votes& votes) = 0;
+  // This worker will not push again: tells the board and every host.
+  virtual void leave(int worker) = 0;
+  // Payload bytes moved so far (parameters and gradients).
+  virtual int64_t bytesSent() const = 0;
+  virtual int64_t bytesReceived() const = 0;
+};
+
+// Calls the blocks of `host` (which must serve every block) in this process; waits honour
+// `abort` and `cancel`.
+class LocalParameterClient final : public ParameterClient {
+ public:
+  LocalParameterClient(ParameterHost& host, std::vector<PsBlock> layout, int worker,
+                       const AbortSignal* abort = nullptr);
+  const std::vector<PsBlock>& layout() const override { return layout_; }
+  void init(const float* params) override;
+  double waitForClock(int64_t clock) override;
+  PullOutcome pull(float* params, std::vector<int64_t>& versions) override;
+  PushOutcome push(int worker, int64_t clock, const float* grads,
+                   const std::vector<int64_t>& basedOn, const Votes& votes) override;
+  BoardState agree(int worker, int64_t clock, const Votes& votes) override;
+  void leave(int worker) override;
+  int64_t bytesSent() const override { return 0; }  // nothing crosses a link
+  int64_t bytesReceived() const override { return 0; }
+
+ private:
+  ParameterHost& host_;
+  std::vector<PsBlock> layout_;
+  int worker_;
+  const AbortSignal* abort_;
+};
+
+}  // namespace dtlab::core

@@ -1,0 +1,242 @@
+#include "remote/node/parameter_client.h"
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "core/comm/abort_signal.h"
+#include "core/comm/communicator.h"
+#include "remote/common/client.h"
+#include "remote/common/protocol.h"
+#include "remote/node/parameter_service.h"
+
+namespace dtlab::remote {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A WaitClock call lasts at most this long before the client asks again, so that an abort
+// ends a wait within it.
+constexpr std::chrono::milliseconds kWaitSlice{1000};
+constexpr std::chrono::milliseconds kInitRetry{50};
+
+// Counts callbacks of calls issued together and wakes the issuer when all are in.
+class Latch {
+ public:
+  explicit Latch(std::size_t count) : left_(count) {}
+  void done() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (--left_ == 0) changed_.notify_all();
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [this] { return left_ == 0; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::size_t left_;
+};
+
+// One call per block, issued at once, awaited together.
+template <typename Request, typename Response>
+struct Calls {
+  explicit Calls(std::size_t n) : contexts(n), requests(n), responses(n), statuses(n), latch(n) {}
+  std::vector<grpc::ClientContext> contexts;
+  std::vector<Request> requests;
+  std::vector<Response> responses;
+  std::vector<grpc::Status> statuses;
+  Latch latch;
+};
+
+}  // namespace
+
+struct GrpcParameterClient::Shard {
+  std::unique_ptr<proto::ParameterServer::Stub> stub;
+};
+
+GrpcParameterClient::GrpcParameterClient(std::vector<core::PsBlock> layout,
+                                         ParameterClientOptions options)
+    : layout_(std::move(layout)), options_(std::move(options)) {
+  int shards = 0;
+  for (const core::PsBlock& b : layout_) shards = std::max(shards, b.shard + 1);
+  DTLAB_ENFORCE(static_cast<int>(options_.addresses.size()) >= shards, "the layout has ", shards,
+                " shards and the job names ", options_.addresses.size(), " shard addresses");
+  for (const std::string& address : options_.addresses) {
+    auto shard = std::make_unique<Shard>();
+    shard->stub = proto::ParameterServer::NewStub(makeNodeChannel(address));
+    shards_.push_back(std::move(shard));
+  }
+}
+
+GrpcParameterClient::~GrpcParameterClient() = default;
+
+void GrpcParameterClient::fail(int shard, const char* what, const grpc::Status& status) const {
+  const std::size_t s = static_cast<std::size_t>(shard);
+  const std::string node = s < options_.names.size() && !options_.names[s].empty()
+                               ? options_.names[s] + " (" + options_.addresses[s] + ")"
+                               : options_.addresses[s];
+  const std::string message = std::string(what) + " parameter-server shard " +
+                              std::to_string(shard) + " on node " + node +
+                              " failed: " + describeStatus(status);
+  if (options_.abort != nullptr && options_.abort->aborted())
+    throw core::CommError(core::CommFailure::kAborted, message);
+  throw core::CommError(status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
+                            ? core::CommFailure::kTimeout
+                            : core::CommFailure::kPeerClosed,
+                        message);
+}
+
+void GrpcParameterClient::init(const float* params) {
+  const auto until = Clock::now() + options_.connectTimeout;
+  for (std::size_t b = 0; b < layout_.size(); ++b) {
+    const core::PsBlock& block = layout_[b];
+    proto::PsInitRequest request;
+    request.set_protocol_version(kProtocolVersion);
+    request.set_job_id(options_.jobId);
+    request.set_block(static_cast<int>(b));
+    request.set_values(reinterpret_cast<const char*>(params + block.begin),
+                       static_cast<std::size_t>(block.size()) * sizeof(float));
+    for (;;) {
+      grpc::ClientContext context;
+      prepareClientContext(context, options_.token, options_.callTimeout);
+      context.set_wait_for_ready(true);  // the shard's daemon may still be starting its job
+      proto::PsInitResponse response;
+      const grpc::Status status =
+          shards_[static_cast<std::size_t>(block.shard)]->stub->Init(&context, request, &response);
+      if (status.ok()) break;
+      // NOT_FOUND: the shard's daemon has not accepted this job yet; ask again.
+      const bool early = status.error_code() == grpc::StatusCode::NOT_FOUND;
+      if (!early || Clock::now() >= until || (options_.abort && options_.abort->aborted()))
+        fail(block.shard, "initialising", status);
+      std::this_thread::sleep_for(kInitRetry);
+    }
+    bytesSent_ += static_cast<int64_t>(request.values().size());
+  }
+}
+
+double GrpcParameterClient::waitForClock(int64_t clock) {
+  const auto start = Clock::now();
+  for (;;) {
+    grpc::ClientContext context;
+    prepareClientContext(context, options_.token, kWaitSlice);
+    proto::PsWaitRequest request;
+    request.set_protocol_version(kProtocolVersion);
+    request.set_job_id(options_.jobId);
+    request.set_clock(clock);
+    proto::PsWaitResponse response;
+    const grpc::Status status = shards_[0]->stub->WaitClock(&context, request, &response);
+    if (status.ok()) break;
+    if (options_.abort != nullptr && options_.abort->aborted())
+      throw core::CommError(core::CommFailure::kAborted,
+                            "waiting for the slowest worker aborted: " + options_.abort->reason());
+    if (status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED)
+      fail(0, "waiting for the slowest worker at", status);
+  }
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+core::PullOutcome GrpcParameterClient::pull(float* params, std::vector<int64_t>& versions) {
+  const std::size_t n = layout_.size();
+  Calls<proto::PsPullRequest, proto::PsPullResponse> calls(n);
+  for (std::size_t b = 0; b < n; ++b) {
+    prepareClientContext(calls.contexts[b], options_.token, options_.callTimeout);
+    calls.requests[b].set_protocol_version(kProtocolVersion);
+    calls.requests[b].set_job_id(options_.jobId);
+    calls.requests[b].set_block(static_cast<int>(b));
+    shards_[static_cast<std::size_t>(layout_[b].shard)]->stub->async()->Pull(
+        &calls.contexts[b], &calls.requests[b], &calls.responses[b],
+        [&calls, b](grpc::Status status) {
+          calls.statuses[b] = std::move(status);
+          calls.latch.done();
+        });
+  }
+  calls.latch.wait();
+  core::PullOutcome outcome;
+  versions.resize(n);
+  for (std::size_t b = 0; b < n; ++b) {
+    const core::PsBlock& block = layout_[b];
+    if (!calls.statuses[b].ok()) fail(block.shard, "pulling from", calls.statuses[b]);
+    const std::string& values = calls.responses[b].values();
+    if (values.size() != static_cast<std::size_t>(block.size()) * sizeof(float))
+      fail(block.shard, "pulling from",
+           {grpc::StatusCode::DATA_LOSS, "a block of " + std::to_string(values.size()) + " bytes"});
+    core::copyMeasuringDistance(params + block.begin, reinterpret_cast<const float*>(values.data()),
+                                block.size(), outcome);
+    versions[b] = calls.responses[b].version();
+    bytesReceived_ += static_cast<int64_t>(values.size());
+  }
+  return outcome;
+}
+
+core::PushOutcome GrpcParameterClient::push(int worker, int64_t clock, const float* grads,
+                                            const std::vector<int64_t>& basedOn,
+                                            const core::Votes& votes) {
+  const std::size_t n = layout_.size();
+  Calls<proto::PsPushRequest, proto::PsPushResponse> calls(n);
+  for (std::size_t b = 0; b < n; ++b) {
+    const core::PsBlock& block = layout_[b];
+    prepareClientContext(calls.contexts[b], options_.token, options_.callTimeout);
+    proto::PsPushRequest& request = calls.requests[b];
+    request.set_protocol_version(kProtocolVersion);
+    request.set_job_id(options_.jobId);
+    request.set_block(static_cast<int>(b));
+    request.set_based_on(basedOn.at(b));
+    request.set_gradient(reinterpret_cast<const char*>(grads + block.begin),
+                         static_cast<std::size_t>(block.size()) * sizeof(float));
+    shards_[static_cast<std::size_t>(block.shard)]->stub->async()->Push(
+        &calls.contexts[b], &request, &calls.responses[b], [&calls, b](grpc::Status status) {
+          calls.statuses[b] = std::move(status);
+          calls.latch.done();
+        });
+  }
+  calls.latch.wait();
+  core::PushOutcome outcome;
+  for (std::size_t b = 0; b < n; ++b) {
+    if (!calls.statuses[b].ok()) fail(layout_[b].shard, "pushing to", calls.statuses[b]);
+    outcome.staleness =
+        std::max(outcome.staleness, calls.responses[b].applied_to() - basedOn.at(b));
+    bytesSent_ += static_cast<int64_t>(calls.requests[b].gradient().size());
+  }
+  // The clock moves only once every block has the gradient: ssp's bound counts whole updates.
+  outcome.board = report(worker, clock, votes);
+  return outcome;
+}
+
+core::BoardState GrpcParameterClient::report(int worker, int64_t clock, const core::Votes& votes) {
+  grpc::ClientContext context;
+  prepareClientContext(context, options_.token, options_.callTimeout);
+  proto::PsReportRequest request;
+  request.set_protocol_version(kProtocolVersion);
+  request.set_job_id(options_.jobId);
+  request.set_worker(worker);
+  request.set_clock(clock);
+  for (float v : votes.values) request.add_votes(v);
+  proto::PsBoard response;
+  const grpc::Status status = shards_[0]->stub->Report(&context, request, &response);
+  if (!status.ok()) fail(0, "reporting to", status);
+  return fromProto(response);
+}
+
+core::BoardState GrpcParameterClient::agree(int worker, int64_t clock, const core::Votes& votes) {
+  return report(worker, clock, votes);
+}
+
+void GrpcParameterClient::leave(int worker) {
+  // Every shard hears it (each keeps its own count of who is done); a shard that is gone
+  // needs no telling, so errors are not thrown here.
+  for (std::size_t s = 0; s < shards_.size(); ++s) {
+    grpc::ClientContext context;
+    prepareClientContext(context, options_.token, std::chrono::milliseconds(3000));
+    proto::PsLeaveRequest request;
+    request.set_protocol_version(kProtocolVersion);
+    request.set_job_id(options_.jobId);
+    request.set_worker(worker);
+    proto::PsLeaveResponse response;
+    shards_[s]->stub->Leave(&context, request, &response);
+  }
+}
+
+}  // namespace dtlab::remote

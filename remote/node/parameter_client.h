@@ -1,0 +1,64 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/train/parameter_server.h"
+#include "remote/proto/dtlab.grpc.pb.h"
+
+namespace dtlab::core {
+class AbortSignal;
+}
+
+namespace dtlab::remote {
+
+struct ParameterClientOptions {
+  std::string jobId;
+  std::vector<std::string> addresses;  // shard k's daemon, host:port
+  std::vector<std::string> names;      // how the coordinator names those nodes (messages)
+  std::string token;
+  int worker = 0;
+  // How long Init keeps asking a shard that has not accepted the job yet.
+  std::chrono::milliseconds connectTimeout{30000};
+  std::chrono::milliseconds callTimeout{15000};  // every other call
+  const core::AbortSignal* abort = nullptr;      // ends waits and retries
+};
+
+// core::ParameterClient over the ParameterServer service of the shards' daemons. The calls of
+// one pull or push (one per block) are issued together on gRPC's callback API and awaited
+// together, so the shards work side by side; payloads go straight from the model's buffers
+// into the request and from the reply into the model. Failures throw CommError naming the
+// shard's node: kPeerClosed when it cannot be reached (a killed shard: at once), kTimeout when
+// it does not answer within callTimeout, kAborted when the job aborts.
+class GrpcParameterClient final : public core::ParameterClient {
+ public:
+  GrpcParameterClient(std::vector<core::PsBlock> layout, ParameterClientOptions options);
+  ~GrpcParameterClient() override;
+
+  const std::vector<core::PsBlock>& layout() const override { return layout_; }
+  void init(const float* params) override;
+  double waitForClock(int64_t clock) override;
+  core::PullOutcome pull(float* params, std::vector<int64_t>& versions) override;
+  core::PushOutcome push(int worker, int64_t clock, const float* grads,
+                         const std::vector<int64_t>& basedOn, const core::Votes& votes) override;
+  core::BoardState agree(int worker, int64_t clock, const core::Votes& votes) override;
+  void leave(int worker) override;
+  int64_t bytesSent() const override { return bytesSent_.load(); }
+  int64_t bytesReceived() const override { return bytesReceived_.load(); }
+
+ private:
+  struct Shard;
+  core::BoardState report(int worker, int64_t clock, const core::Votes& votes);
+  [[noreturn]] void fail(int shard, const char* what, const grpc::Status& status) const;
+
+  std::vector<core::PsBlock> layout_;
+  ParameterClientOptions options_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::atomic<int64_t> bytesSent_{0};
+  std::atomic<int64_t> bytesReceived_{0};
+};
+
+}  // namespace dtlab::remote

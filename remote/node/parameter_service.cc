@@ -1,0 +1,259 @@
+#include "remote/node/parameter_service.h"
+
+#include <cstring>
+#include <limits>
+
+#include "remote/common/auth.h"
+#include "remote/common/protocol.h"
+
+namespace dtlab::remote {
+
+namespace {
+
+grpc::ServerUnaryReactor* finishNow(grpc::CallbackServerContext* context,
+                                    const grpc::Status& status) {
+  auto* reactor = context->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
+}
+
+grpc::Status invalid(const std::string& message) {
+  return {grpc::StatusCode::INVALID_ARGUMENT, message};
+}
+
+// The block `index` of the host, or INVALID_ARGUMENT / NOT_FOUND naming it.
+grpc::Status blockOf(core::ParameterHost& host, int index, core::ParameterBlock*& block) {
+  block = host.block(index);
+  if (block == nullptr)
+    return {grpc::StatusCode::INVALID_ARGUMENT,
+            "block: " + std::to_string(index) + " is not served by this node"};
+  return grpc::Status::OK;
+}
+
+grpc::Status checkPayload(const char* field, std::size_t bytes, const core::PsBlock& block) {
+  const std::size_t expected = static_cast<std::size_t>(block.size()) * sizeof(float);
+  if (bytes != expected)
+    return invalid(std::string(field) + ": block [" + std::to_string(block.begin) + ", " +
+                   std::to_string(block.end) + ") takes " + std::to_string(expected) +
+                   " bytes, got " + std::to_string(bytes));
+  return grpc::Status::OK;
+}
+
+grpc::Status checkWorker(const core::ParameterHost& host, int worker) {
+  if (worker < 0 || worker >= host.workers())
+    return invalid("worker: must be in [0, " + std::to_string(host.workers()) + "), got " +
+                   std::to_string(worker));
+  return grpc::Status::OK;
+}
+
+grpc::Status asStatus(const std::exception& e) {
+  return {grpc::StatusCode::FAILED_PRECONDITION, e.what()};
+}
+
+// A WaitClock the board answers later. The board may call back on another thread at the same
+// moment the call is cancelled: the shared state makes Finish happen exactly once, and never
+// after gRPC deleted the reactor.
+class ClockWaitReactor final : public grpc::ServerUnaryReactor {
+ public:
+  struct State {
+    std::mutex mutex;
+    ClockWaitReactor* reactor = nullptr;  // null once finished
+    uint64_t waitId = 0;                  // the board's id of the pending wait
+  };
+
+  explicit ClockWaitReactor(std::shared_ptr<core::ParameterHost> host)
+      : host_(std::move(host)), state_(std::make_shared<State>()) {
+    state_->reactor = this;
+  }
+
+  // May finish before it returns (the slowest is there already): touches only locals after.
+  void start(int64_t clock) {
+    std::shared_ptr<State> state = state_;
+    const uint64_t id =
+        host_->board()->whenClockReached(clock, [state] { finishOnce(*state, grpc::Status::OK); });
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->waitId = id;
+  }
+
+  void OnCancel() override {
+    uint64_t id = 0;
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      id = state_->waitId;
+    }
+    if (id != 0) host_->board()->cancelWait(id);
+    finishOnce(*state_, {grpc::StatusCode::CANCELLED, "the wait was cancelled"});
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  static void finishOnce(State& state, const grpc::Status& status) {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    if (state.reactor == nullptr) return;
+    ClockWaitReactor* reactor = state.reactor;
+    state.reactor = nullptr;
+    reactor->Finish(status);
+  }
+
+  std::shared_ptr<core::ParameterHost> host_;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace
+
+void ParameterTable::install(const std::string& jobId, std::shared_ptr<core::ParameterHost> host) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  hosts_.clear();
+  hosts_[jobId] = std::move(host);
+}
+
+std::shared_ptr<core::ParameterHost> ParameterTable::find(const std::string& jobId) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = hosts_.find(jobId);
+  return it == hosts_.end() ? nullptr : it->second;
+}
+
+void ParameterTable::clear() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  hosts_.clear();
+}
+
+void toProto(const core::BoardState& state, proto::PsBoard& out) {
+  out.clear_votes();
+  for (float v : state.votes.values) out.add_votes(v);
+  out.set_total_pushes(state.totalPushes);
+  out.set_min_clock(state.minClock == std::numeric_limits<int64_t>::max() ? -1 : state.minClock);
+}
+
+core::BoardState fromProto(const proto::PsBoard& board) {
+  core::BoardState state;
+  for (int i = 0; i < board.votes_size() && i < core::Votes::kCount; ++i)
+    state.votes.values[static_cast<std::size_t>(i)] = board.votes(i);
+  state.totalPushes = board.total_pushes();
+  state.minClock = board.min_clock() < 0 ? std::numeric_limits<int64_t>::max() : board.min_clock();
+  return state;
+}
+
+ParameterService::ParameterService(ParameterTable& table, std::string token)
+    : table_(table), token_(std::move(token)) {}
+
+grpc::Status ParameterService::hostFor(grpc::CallbackServerContext& context,
+                                       uint32_t protocolVersion, const std::string& jobId,
+                                       std::shared_ptr<core::ParameterHost>& host) {
+  grpc::Status status = checkBearerToken(context, token_);
+  if (status.ok()) status = checkProtocolVersion(protocolVersion);
+  if (!status.ok()) return status;
+  host = table_.find(jobId);
+  if (!host)
+    return {grpc::StatusCode::NOT_FOUND,
+            "job_id: this node serves no parameter shard of job '" + jobId + "' (yet)"};
+  return grpc::Status::OK;
+}
+
+grpc::ServerUnaryReactor* ParameterService::Init(grpc::CallbackServerContext* context,
+                                                 const proto::PsInitRequest* request,
+                                                 proto::PsInitResponse* /*response*/) {
+  std::shared_ptr<core::ParameterHost> host;
+  core::ParameterBlock* block = nullptr;
+  grpc::Status status = hostFor(*context, request->protocol_version(), request->job_id(), host);
+  if (status.ok()) status = blockOf(*host, request->block(), block);
+  if (status.ok()) status = checkPayload("values", request->values().size(), block->block());
+  if (status.ok()) {
+    try {
+      block->init(reinterpret_cast<const float*>(request->values().data()), block->block().size());
+    } catch (const std::exception& e) {
+      status = asStatus(e);
+    }
+  }
+  return finishNow(context, status);
+}
+
+grpc::ServerUnaryReactor* ParameterService::Pull(grpc::CallbackServerContext* context,
+                                                 const proto::PsPullRequest* request,
+                                                 proto::PsPullResponse* response) {
+  std::shared_ptr<core::ParameterHost> host;
+  core::ParameterBlock* block = nullptr;
+  grpc::Status status = hostFor(*context, request->protocol_version(), request->job_id(), host);
+  if (status.ok()) status = blockOf(*host, request->block(), block);
+  if (status.ok()) {
+    try {
+      std::string* values = response->mutable_values();
+      values->resize(static_cast<std::size_t>(block->block().size()) * sizeof(float));
+      response->set_version(block->pull(reinterpret_cast<float*>(values->data())));
+    } catch (const std::exception& e) {
+      status = asStatus(e);
+    }
+  }
+  return finishNow(context, status);
+}
+
+grpc::ServerUnaryReactor* ParameterService::Push(grpc::CallbackServerContext* context,
+                                                 const proto::PsPushRequest* request,
+                                                 proto::PsPushResponse* response) {
+  std::shared_ptr<core::ParameterHost> host;
+  core::ParameterBlock* block = nullptr;
+  grpc::Status status = hostFor(*context, request->protocol_version(), request->job_id(), host);
+  if (status.ok()) status = blockOf(*host, request->block(), block);
+  if (status.ok()) status = checkPayload("gradient", request->gradient().size(), block->block());
+  if (status.ok() && request->based_on() < 0)
+    status = invalid("based_on: must be >= 0, got " + std::to_string(request->based_on()));
+  if (status.ok()) {
+    try {
+      response->set_applied_to(
+          block->push(reinterpret_cast<const float*>(request->gradient().data()),
+                      block->block().size(), request->based_on()));
+    } catch (const std::exception& e) {
+      status = invalid(std::string("based_on: ") + e.what());
+    }
+  }
+  return finishNow(context, status);
+}
+
+grpc::ServerUnaryReactor* ParameterService::Report(grpc::CallbackServerContext* context,
+                                                   const proto::PsReportRequest* request,
+                                                   proto::PsBoard* response) {
+  std::shared_ptr<core::ParameterHost> host;
+  grpc::Status status = hostFor(*context, request->protocol_version(), request->job_id(), host);
+  if (status.ok() && host->board() == nullptr)
+    status = invalid("job_id: this node does not keep the board of job '" + request->job_id() +
+                     "' (shard 0 does)");
+  if (status.ok()) status = checkWorker(*host, request->worker());
+  if (status.ok() && request->clock() < 0)
+    status = invalid("clock: must be >= 0, got " + std::to_string(request->clock()));
+  if (status.ok() && request->votes_size() > core::Votes::kCount)
+    status = invalid("votes: at most " + std::to_string(core::Votes::kCount) + ", got " +
+                     std::to_string(request->votes_size()));
+  if (status.ok()) {
+    core::Votes votes;
+    for (int i = 0; i < request->votes_size(); ++i)
+      votes.values[static_cast<std::size_t>(i)] = request->votes(i);
+    toProto(host->board()->report(request->worker(), request->clock(), votes), *response);
+  }
+  return finishNow(context, status);
+}
+
+grpc::ServerUnaryReactor* ParameterService::WaitClock(grpc::CallbackServerContext* context,
+                                                      const proto::PsWaitRequest* request,
+                                                      proto::PsWaitResponse* /*response*/) {
+  std::shared_ptr<core::ParameterHost> host;
+  grpc::Status status = hostFor(*context, request->protocol_version(), request->job_id(), host);
+  if (status.ok() && host->board() == nullptr)
+    status = invalid("job_id: this node does not keep the board of job '" + request->job_id() +
+                     "' (shard 0 does)");
+  if (!status.ok()) return finishNow(context, status);
+  auto* reactor = new ClockWaitReactor(host);
+  reactor->start(request->clock());
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterService::Leave(grpc::CallbackServerContext* context,
+                                                  const proto::PsLeaveRequest* request,
+                                                  proto::PsLeaveResponse* /*response*/) {
+  std::shared_ptr<core::ParameterHost> host;
+  grpc::Status status = hostFor(*context, request->protocol_version(), request->job_id(), host);
+  if (status.ok()) status = checkWorker(*host, request->worker());
+  if (status.ok()) host->leave(request->worker());
+  return finishNow(context, status);
+}
+
+}  // namespace dtlab::remote

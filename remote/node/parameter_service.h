@@ -1,0 +1,71 @@
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/train/parameter_server.h"
+#include "remote/proto/dtlab.grpc.pb.h"
+
+namespace dtlab::remote {
+
+// The parameter-server blocks this node serves, by job. StartJob installs a job's host
+// before the job's thread starts (a worker elsewhere may call as soon as its own job runs;
+// until then it gets NOT_FOUND and retries); the host stays until the next job is installed,
+// so workers of the same run that finish later than this node's own worker are still served.
+class ParameterTable {
+ public:
+  // Drops every other job's host.
+  void install(const std::string& jobId, std::shared_ptr<core::ParameterHost> host);
+  std::shared_ptr<core::ParameterHost> find(const std::string& jobId) const;
+  void clear();
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<core::ParameterHost>> hosts_;
+};
+
+// The ParameterServer service (remote/proto/dtlab.proto): a thin shell over the blocks and
+// the board of core::ParameterHost. Every call: bearer token (UNAUTHENTICATED), protocol
+// version (FAILED_PRECONDITION), the job (NOT_FOUND), the block or worker index and payload
+// size (INVALID_ARGUMENT naming the field). A WaitClock that cannot be answered yet holds no
+// gRPC thread: the board answers it when the slowest worker gets there, or the call ends
+// with the caller's deadline (CANCELLED on this side).
+class ParameterService final : public proto::ParameterServer::CallbackService {
+ public:
+  ParameterService(ParameterTable& table, std::string token);
+
+  grpc::ServerUnaryReactor* Init(grpc::CallbackServerContext* context,
+                                 const proto::PsInitRequest* request,
+                                 proto::PsInitResponse* response) override;
+  grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* context,
+                                 const proto::PsPullRequest* request,
+                                 proto::PsPullResponse* response) override;
+  grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* context,
+                                 const proto::PsPushRequest* request,
+                                 proto::PsPushResponse* response) override;
+  grpc::ServerUnaryReactor* Report(grpc::CallbackServerContext* context,
+                                   const proto::PsReportRequest* request,
+                                   proto::PsBoard* response) override;
+  grpc::ServerUnaryReactor* WaitClock(grpc::CallbackServerContext* context,
+                                      const proto::PsWaitRequest* request,
+                                      proto::PsWaitResponse* response) override;
+  grpc::ServerUnaryReactor* Leave(grpc::CallbackServerContext* context,
+                                  const proto::PsLeaveRequest* request,
+                                  proto::PsLeaveResponse* response) override;
+
+ private:
+  // The job's host after the common checks, or the status that refuses the call.
+  grpc::Status hostFor(grpc::CallbackServerContext& context, uint32_t protocolVersion,
+                       const std::string& jobId, std::shared_ptr<core::ParameterHost>& host);
+
+  ParameterTable& table_;
+  const std::string token_;
+};
+
+// Board state on the wire and back.
+void toProto(const core::BoardState& state, proto::PsBoard& out);
+core::BoardState fromProto(const proto::PsBoard& board);
+
+}  // namespace dtlab::remote
