@@ -11,6 +11,7 @@
 
 #include "app/args.h"
 #include "app/bench_command.h"
+#include "app/compare_command.h"
 #include "app/progress.h"
 #include "app/project_command.h"
 #include "app/run_command.h"
@@ -42,6 +43,7 @@ commands:
       daemons are started with it). The last line of stdout is {"runs":[...]}, one
       summary per variant with a parameter checksum per replica. --project records
       every variant as a run (series per worker, events, summary) in the project file.
+      At the end, the variants' comparison table (as `compare` prints it) goes to stderr.
       --connect-timeout: seconds the nodes may take to connect to each other (default:
       each node's own, 30). SIGINT/SIGTERM cancels the run; a second one exits at once.
 )";
@@ -57,6 +59,12 @@ constexpr const char* kUsageAfterBench = R"(  project new P.dtlab [--name NAME]
   export-trace P.dtlab RUN [-o trace.json] [--from-step A] [--to-step B]
       The run's per-worker compute / communication / wait spans as Chrome
       trace-event JSON, for https://ui.perfetto.dev or chrome://tracing.
+  compare P.dtlab [EXPERIMENT] [--format table|csv|json]
+      An experiment's variants side by side, one row per variant (its latest run):
+      staleness (mean, max), divergence, time to target, samples/s, utilisation, wait
+      fraction, communication per sample, peak memory, final test accuracy, and why it
+      stopped. EXPERIMENT: a name (default: the project's most recent). A figure a run
+      did not record shows as "–" (CSV: empty field, JSON: null).
   version
   help [COMMAND], COMMAND --help
       This text, or the part of it about one command.
@@ -145,6 +153,7 @@ int main(int argc, char** argv) {
     if (command == "bench") return dtlab::app::benchCommand(args);
     if (command == "project") return dtlab::app::projectCommand(args);
     if (command == "export-trace") return dtlab::app::exportTraceCommand(args);
+    if (command == "compare") return dtlab::app::compareCommand(args);
     if (command == "version" || command == "--version") {
       std::cout << "dtlab-cli " << DTLAB_VERSION << "\n";
       for (const std::string& library : dtlab::remote::libraryVersions())

@@ -507,6 +507,10 @@ core::MetricSink* TrainRecording::sink() {
   return sink_.get();
 }
 
+int64_t TrainRecording::runId() const {
+  return recording_->runId();
+}
+
 bool TrainRecording::finish(const core::RunSummary& summary) {
   try {
     recording_->finish(summary);

@@ -1,11 +1,12 @@
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "core/spec/experiment_spec.h"
 #include "core/metrics/metrics.h"
+#include "core/spec/experiment_spec.h"
 
 namespace dtlab::core {
 class ProjectStore;
@@ -32,6 +33,7 @@ class TrainRecording {
                  const std::string& runName = "");
   ~TrainRecording();
   core::MetricSink* sink();
+  int64_t runId() const;
   // Commits the last points and the summary. A store failure is printed to stderr and
   // returns false; the summary is still the caller's to print.
   bool finish(const core::RunSummary& summary);

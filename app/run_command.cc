@@ -12,6 +12,7 @@
 #include "app/progress.h"
 #include "app/project_command.h"
 #include "core/spec/experiment_spec.h"
+#include "core/store/comparison.h"
 #include "core/train/local_trainer.h"
 #include "remote/cluster/local_cluster.h"
 #include "remote/coordinator/coordinator.h"
@@ -82,6 +83,11 @@ int runCommand(const std::vector<std::string>& argv) {
   coordinator.connect();
 
   nlohmann::json runs = nlohmann::json::array();
+  // The variants side by side, as `dtlab-cli compare` shows them, for stderr at the end.
+  core::Comparison comparison;
+  comparison.experiment = spec.name;
+  comparison.project = args.value("--project", "");
+  const std::optional<double> target = core::specTargetAccuracy(core::toJson(spec));
   bool failed = false;
   const int64_t stepsPerEpoch = spec.dataset.trainSize / spec.training.batchSize;
   for (std::size_t v = 0; v < spec.variants.size() && !interrupted.load(); ++v) {
@@ -109,12 +115,15 @@ int runCommand(const std::vector<std::string>& argv) {
     }
     if (recording && !recording->finish(summary)) failed = true;
     runs.push_back(core::toJson(summary));
+    comparison.rows.push_back(core::comparisonRow(runs.back(), target));
+    if (recording) comparison.rows.back().runId = recording->runId();
     if (summary.status == core::RunStatus::kFailed) {
       failed = true;
       std::cerr << "dtlab-cli run: " << summary.name << " failed: " << summary.error << "\n";
     }
   }
   std::cout << nlohmann::json{{"runs", runs}}.dump() << std::endl;
+  std::cerr << core::comparisonTable(comparison) << std::flush;
   if (interrupted.load()) return 130;
   return failed ? 1 : 0;
 }

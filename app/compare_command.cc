@@ -1,0 +1,40 @@
+#include "app/compare_command.h"
+
+#include <iostream>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "app/args.h"
+#include "core/store/comparison.h"
+#include "core/store/project_store.h"
+
+namespace dtlab::app {
+
+std::string comparisonFormat(const std::string& format) {
+  if (format != "table" && format != "csv" && format != "json")
+    throw UsageError("--format: expected table, csv or json, got '" + format + "'");
+  return format;
+}
+
+int compareCommand(const std::vector<std::string>& argv) {
+  const Args args(argv, {"--format"}, {});
+  if (args.positionals().empty() || args.positionals().size() > 2)
+    throw UsageError("expected P.dtlab [EXPERIMENT]");
+  // Checked before the file is opened, so that a typo is a usage error whatever the file.
+  const std::string format = comparisonFormat(args.value("--format", "table"));
+  std::optional<std::string> experiment;
+  if (args.positionals().size() == 2) experiment = args.positionals()[1];
+  auto store = core::ProjectStore::open(args.positionals()[0]);
+  const core::Comparison comparison = core::compareExperiment(*store, experiment);
+  if (format == "json")
+    std::cout << core::comparisonJson(comparison).dump() << "\n";
+  else if (format == "csv")
+    std::cout << core::comparisonCsv(comparison);
+  else
+    std::cout << core::comparisonTable(comparison);
+  std::cout.flush();
+  return std::cout ? 0 : 1;
+}
+
+}  // namespace dtlab::app

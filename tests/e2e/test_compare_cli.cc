@@ -1,0 +1,271 @@
+// `dtlab-cli compare` as a user meets it: a two-variant experiment run on two local nodes into
+// a project, then compared in every format against the summaries `run` printed; the table at
+// the end of `run`; a summary of an older version shown with its missing figures missing; and
+// the errors for a wrong experiment, format or file.
+#include <QtTest/QtTest>
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/spec/experiment_spec.h"
+#include "tests/e2e/e2e_support.h"
+
+using namespace dtlab;
+
+namespace {
+
+using e2e::kCli;
+using e2e::writeSpec;
+
+struct Outcome {
+  int exitCode = -1;
+  QString out;
+  QString err;
+};
+
+Outcome cli(const QStringList& args, int timeoutMs = 60000) {
+  QProcess p;
+  p.start(kCli, args);
+  Outcome o;
+  if (!p.waitForFinished(timeoutMs)) {
+    p.kill();
+    p.waitForFinished();
+    o.err = "timed out";
+    return o;
+  }
+  o.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  o.out = QString::fromUtf8(p.readAllStandardOutput());
+  o.err = QString::fromUtf8(p.readAllStandardError());
+  return o;
+}
+
+// Two local nodes, the equal split against the heterogeneity-aware one: a second or two.
+core::ExperimentSpec twoVariantSpec() {
+  core::ExperimentSpec spec;
+  spec.name = "sched";
+  spec.seed = 5;
+  spec.dataset.trainSize = 2048;
+  spec.dataset.testSize = 256;
+  spec.dataset.features = 8;
+  spec.dataset.classes = 2;
+  spec.model.hidden = {16};
+  spec.training.batchSize = 32;
+  spec.training.epochs = 0;
+  spec.training.maxSteps = 30;
+  spec.training.evalInterval = 10;
+  spec.cluster.localNodes = 2;
+  core::VariantConfig equal;
+  equal.name = "equal";
+  core::VariantConfig hetero;
+  hetero.name = "hetero";
+  hetero.partition = core::PartitionScheme::kSpeedProportional;
+  hetero.rebalanceEvery = 10;
+  spec.variants = {equal, hetero};
+  return spec;
+}
+
+QStringList nonEmptyLines(const QString& text) {
+  return text.split('\n', Qt::SkipEmptyParts);
+}
+
+// Replaces a run's stored summary, as an older DTLab would have written it.
+void storeSummary(const QString& project, int64_t runId, const nlohmann::json& summary) {
+  sqlite3* db = nullptr;
+  QCOMPARE(sqlite3_open(project.toUtf8().constData(), &db), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  QCOMPARE(sqlite3_prepare_v2(db, "UPDATE run_summaries SET summary = ? WHERE run_id = ?", -1, &s,
+                              nullptr),
+           SQLITE_OK);
+  const std::string text = summary.dump();
+  sqlite3_bind_text(s, 1, text.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(s, 2, runId);
+  QCOMPARE(sqlite3_step(s), SQLITE_DONE);
+  QCOMPARE(sqlite3_changes(db), 1);
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+}
+
+}  // namespace
+
+class TestCompareCli : public QObject {
+  Q_OBJECT
+ private:
+  QTemporaryDir dir_;
+  QString project_;
+  Outcome run_;
+  nlohmann::json summaries_;  // what `run` printed, one per variant
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    project_ = dir_.filePath("p.dtlab");
+    run_ = cli({"run", writeSpec(dir_, twoVariantSpec()), "--quiet", "--project", project_});
+    QVERIFY2(run_.exitCode == 0, qPrintable(run_.err));
+    summaries_ = nlohmann::json::parse(nonEmptyLines(run_.out).last().toStdString())["runs"];
+    QCOMPARE(summaries_.size(), 2u);
+  }
+
+  // stdout keeps its contract (last line {"runs":[...]}); the table goes to stderr, a row per
+  // variant under the column titles.
+  void runPrintsTheTableOnStderr() {
+    QVERIFY(run_.out.trimmed().split('\n').last().startsWith("{\"runs\":["));
+    QVERIFY2(!run_.out.contains("staleness mean"), qPrintable(run_.out));
+    const QStringList err = nonEmptyLines(run_.err);
+    const auto heading = std::find_if(err.begin(), err.end(), [](const QString& l) {
+      return l.startsWith("experiment \"sched\"");
+    });
+    QVERIFY2(heading != err.end(), qPrintable(run_.err));
+    QVERIFY2(heading->contains(": 2 variants"), qPrintable(*heading));
+    QVERIFY2(std::distance(heading, err.end()) == 4, qPrintable(run_.err));
+    const QString titles = *(heading + 1);
+    for (const char* title : {"variant", "staleness mean", "to target (s)", "samples/s",
+                              "comm (B/sample)", "peak mem (MiB)", "test acc", "outcome"})
+      QVERIFY2(titles.contains(title), qPrintable(titles));
+    QVERIFY2((heading + 2)->trimmed().startsWith("equal "), qPrintable(run_.err));
+    QVERIFY2((heading + 3)->trimmed().startsWith("hetero "), qPrintable(run_.err));
+  }
+
+  // The JSON rows are the variants, and their figures are the summaries' own.
+  void jsonRowsAreTheSummaries() {
+    const Outcome o = cli({"compare", project_, "--format", "json"});
+    QVERIFY2(o.exitCode == 0, qPrintable(o.err));
+    const nlohmann::json out = nlohmann::json::parse(o.out.toStdString());
+    QCOMPARE(out["experiment"], nlohmann::json("sched"));
+    QCOMPARE(out["most_recent"], nlohmann::json(true));
+    const nlohmann::json& rows = out["rows"];
+    QCOMPARE(rows.size(), 2u);
+    for (std::size_t i = 0; i < 2; ++i) {
+      const nlohmann::json& row = rows[i];
+      const nlohmann::json& summary = summaries_[i];
+      QCOMPARE(row["variant"], summary["name"]);
+      for (const char* key :
+           {"strategy", "partition", "nodes", "status", "stop_reason", "samples_per_s",
+            "final_test_accuracy", "time_to_target_s", "mean_utilization", "mean_wait_fraction",
+            "mean_staleness", "max_staleness", "bytes_per_sample", "wall_s"})
+        QVERIFY2(row[key] == summary[key], (std::string(key) + ": " + row.dump()).c_str());
+      // Synchronous runs measure no divergence: null, not 0.
+      QVERIFY2(summary["mean_divergence"].is_null(), summary.dump().c_str());
+      QVERIFY(row["mean_divergence"].is_null());
+      const auto& peaks = summary["peak_mem_bytes"];
+      QCOMPARE(peaks.size(), 2u);
+      QCOMPARE(row["peak_mem_bytes"].get<int64_t>(),
+               std::max(peaks[0].get<int64_t>(), peaks[1].get<int64_t>()));
+      QVERIFY(row["samples_per_s"].get<double>() > 0.0);
+      QVERIFY(run_.err.contains(QString("recorded run %1 in").arg(row["run_id"].get<int64_t>())));
+    }
+    QCOMPARE(rows[0]["partition"], nlohmann::json("equal"));
+    QCOMPARE(rows[1]["partition"], nlohmann::json("speed_proportional"));
+
+    // Named, the same rows, not marked as the most recent.
+    const Outcome named = cli({"compare", project_, "sched", "--format=json"});
+    QVERIFY2(named.exitCode == 0, qPrintable(named.err));
+    const nlohmann::json byName = nlohmann::json::parse(named.out.toStdString());
+    QCOMPARE(byName["most_recent"], nlohmann::json(false));
+    QCOMPARE(byName["rows"], rows);
+  }
+
+  // CSV: a header of machine names and one line per variant; what is not measured is empty.
+  void csvHasAHeaderAndALinePerVariant() {
+    const Outcome o = cli({"compare", project_, "--format", "csv"});
+    QVERIFY2(o.exitCode == 0, qPrintable(o.err));
+    const QStringList lines = nonEmptyLines(o.out);
+    QCOMPARE(lines.size(), 3);
+    const QStringList header = lines[0].split(',');
+    QCOMPARE(header.first(), QString("variant"));
+    for (const char* column : {"samples_per_s", "mean_divergence", "bytes_per_sample",
+                               "peak_mem_bytes", "final_test_accuracy", "outcome"})
+      QVERIFY2(header.contains(column), qPrintable(lines[0]));
+    for (int i = 1; i <= 2; ++i) {
+      const QStringList fields = lines[i].split(',');
+      QCOMPARE(fields.size(), header.size());
+      QCOMPARE(fields[0], QString::fromStdString(summaries_[i - 1]["name"].get<std::string>()));
+      QCOMPARE(fields[header.indexOf("mean_divergence")], QString());
+      QCOMPARE(fields[header.indexOf("samples_per_s")].toDouble(),
+               summaries_[i - 1]["samples_per_s"].get<double>());
+    }
+  }
+
+  // A run recorded by an older version has a summary without the consistency, communication
+  // and memory figures: "–" in the table, empty in CSV, null in JSON; the other row keeps its.
+  void olderSummaryShowsMissingFigures() {
+    nlohmann::json old = summaries_[0];
+    for (const char* key : {"mean_staleness", "max_staleness", "staleness_histogram",
+                            "bytes_per_sample", "mean_divergence", "switches", "partition", "nodes",
+                            "peak_mem_bytes", "stop_reason", "contended"})
+      old.erase(key);
+    const Outcome json = cli({"compare", project_, "--format", "json"});
+    const int64_t runId =
+        nlohmann::json::parse(json.out.toStdString())["rows"][0]["run_id"].get<int64_t>();
+    storeSummary(project_, runId, old);
+
+    const Outcome after = cli({"compare", project_, "--format", "json"});
+    QVERIFY2(after.exitCode == 0, qPrintable(after.err));
+    const nlohmann::json rows = nlohmann::json::parse(after.out.toStdString())["rows"];
+    for (const char* key : {"mean_staleness", "max_staleness", "bytes_per_sample", "nodes",
+                            "partition", "peak_mem_bytes", "stop_reason"}) {
+      QVERIFY2(rows[0][key].is_null(), (std::string(key) + ": " + rows[0].dump()).c_str());
+      QVERIFY2(!rows[1][key].is_null(), (std::string(key) + ": " + rows[1].dump()).c_str());
+    }
+    QCOMPARE(rows[0]["samples_per_s"], summaries_[0]["samples_per_s"]);
+
+    const Outcome csv = cli({"compare", project_, "--format", "csv"});
+    const QStringList lines = nonEmptyLines(csv.out);
+    const QStringList header = lines[0].split(',');
+    QCOMPARE(lines[1].split(',')[header.indexOf("bytes_per_sample")], QString());
+    QVERIFY(!lines[2].split(',')[header.indexOf("bytes_per_sample")].isEmpty());
+
+    const Outcome table = cli({"compare", project_});
+    QVERIFY2(table.exitCode == 0, qPrintable(table.err));
+    const QStringList text = nonEmptyLines(table.out);
+    QCOMPARE(text.size(), 4);
+    QVERIFY2(text[0].contains("experiment \"sched\" (the most recent in"), qPrintable(text[0]));
+    // The old row's staleness mean is "–" where the new row has 0.00.
+    const int column = text[1].indexOf("staleness mean") + QString("staleness mean").size() - 1;
+    QCOMPARE(text[2].at(column), QChar(0x2013));
+    QVERIFY2(text[3].mid(column - 3, 4) == "0.00", qPrintable(text[3]));
+    storeSummary(project_, runId, summaries_[0]);  // as it was, for the other tests
+  }
+
+  void errorsSayWhatIsWrong() {
+    const Outcome unknown = cli({"compare", project_, "nope"});
+    QCOMPARE(unknown.exitCode, 1);
+    QVERIFY2(unknown.err.contains("no experiment 'nope'") &&
+                 unknown.err.contains("(experiments: sched)"),
+             qPrintable(unknown.err));
+
+    const Outcome format = cli({"compare", project_, "--format", "xml"});
+    QCOMPARE(format.exitCode, 2);
+    QVERIFY2(format.err.contains("--format: expected table, csv or json, got 'xml'"),
+             qPrintable(format.err));
+    QVERIFY(format.out.isEmpty());
+
+    const Outcome missing = cli({"compare", dir_.filePath("none.dtlab")});
+    QCOMPARE(missing.exitCode, 1);
+    QVERIFY2(missing.err.contains("no such project file"), qPrintable(missing.err));
+
+    const QString notProject = dir_.filePath("spec.json");  // a JSON file, not SQLite
+    const Outcome wrong = cli({"compare", notProject});
+    QCOMPARE(wrong.exitCode, 1);
+    QVERIFY2(wrong.err.contains("not a DTLab project"), qPrintable(wrong.err));
+
+    const Outcome noArgs = cli({"compare"});
+    QCOMPARE(noArgs.exitCode, 2);
+  }
+
+  void helpNamesCompare() {
+    const Outcome all = cli({"--help"});
+    QCOMPARE(all.exitCode, 0);
+    QVERIFY(all.out.contains("\n  compare P.dtlab [EXPERIMENT] [--format table|csv|json]"));
+    const Outcome one = cli({"compare", "--help"});
+    QCOMPARE(one.exitCode, 0);
+    QVERIFY2(one.out.contains("  compare ") && !one.out.contains("\n  run "), qPrintable(one.out));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCompareCli)
+#include "test_compare_cli.moc"
