@@ -1,5 +1,6 @@
 #include "core/train/strategy_registry.h"
 
+#include "core/train/local_sgd.h"
 #include "core/train/sync_allreduce.h"
 
 namespace dtlab::core {
@@ -9,6 +10,10 @@ const std::vector<StrategyInfo>& strategyRegistry() {
       {StrategyKind::kSyncAllReduce,
        [](StrategyContext& c) -> std::unique_ptr<Strategy> {
          return std::make_unique<SyncAllReduce>(c);
+       }},
+      {StrategyKind::kLocalSgd,
+       [](StrategyContext& c) -> std::unique_ptr<Strategy> {
+         return std::make_unique<LocalSgd>(c);
        }},
   };
   return registry;
