@@ -1,6 +1,7 @@
 #include "core/train/strategy_registry.h"
 
 #include "core/train/async_ps.h"
+#include "core/train/local_sgd.h"
 #include "core/train/sync_allreduce.h"
 
 namespace dtlab::core {
@@ -18,6 +19,10 @@ const std::vector<StrategyInfo>& strategyRegistry() {
       {StrategyKind::kSsp,
        [](StrategyContext& c) -> std::unique_ptr<Strategy> {
          return std::make_unique<AsyncPs>(c);
+       }},
+      {StrategyKind::kLocalSgd,
+       [](StrategyContext& c) -> std::unique_ptr<Strategy> {
+         return std::make_unique<LocalSgd>(c);
        }},
   };
   return registry;

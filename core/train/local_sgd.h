@@ -1,0 +1,70 @@
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/train/compute_emulation.h"
+#include "core/train/strategy.h"
+#include "core/train/worker.h"
+
+namespace dtlab::core {
+
+// Local SGD (periodic model averaging): every rank trains its own replica on its slice of each
+// global batch (BatchSlice::equal, the samples sync_allreduce would draw), applying its own
+// optimizer to the mean-loss gradient of that slice without talking to anyone. Every `period`
+// steps the parameters are averaged by one all-reduce, each rank's weighted by its share of
+// the samples all ranks trained on since the previous average (FedAvg), so that unequal
+// slices (a global batch that does not divide by the ranks) count by their samples. After an
+// average the replicas are identical. The stop votes ride behind the parameters in the same
+// all-reduce; on the steps in between nothing is communicated and nothing is agreed.
+//
+// Only the parameters are averaged; each rank keeps its own optimizer state (momentum, Adam
+// moments). Averaging them too would double the traffic, and for SGD with momentum it is not
+// needed for the property that defines the scheme: with period 1 the average of the ranks'
+// updates is linear in their gradients and momenta, so the weighted mean of the momenta
+// evolves exactly as sync_allreduce's single momentum and the parameters follow its
+// trajectory (up to summation order). With longer periods each rank's momentum reflects its
+// own local trajectory, as in the usual Local SGD formulations.
+//
+// What is evaluated is always an averaged model. The last planned step averages (the run's
+// result is the average, and every rank checksums the same replica). An evaluation step that
+// is not an averaging step averages into the model for the evaluation only: each rank keeps
+// its own parameters aside and resumes from them at its next step, so the training trajectory
+// does not depend on training.eval_interval; that average costs one all-reduce and carries
+// the votes too. Cancel and time limits therefore take effect at the next average or
+// evaluation, the only steps where every rank learns of them.
+class LocalSgd final : public Strategy {
+ public:
+  explicit LocalSgd(StrategyContext& context);
+  ~LocalSgd() override;
+
+  std::string setUp() override;
+  StepReport step(int64_t step, const Votes& local, Votes& agreed) override;
+  Votes agree(const Votes& local) override;
+  Worker& replica() override { return *worker_; }
+  // Every evaluation sees replicas that were just averaged, so one rank is enough.
+  bool evaluates() const override { return context_.job.rank == 0; }
+  int64_t globalBatch() const override { return global_; }
+
+ private:
+  // Replaces this rank's parameters by the sample-weighted average over all ranks and sums
+  // the votes in the same all-reduce.
+  void average(const Votes& local, Votes& agreed);
+
+  StrategyContext& context_;
+  int64_t global_;
+  int64_t period_;
+  BatchSlice slice_;
+  std::unique_ptr<Worker> worker_;
+  std::unique_ptr<ComputeEmulation> emulation_;
+  // Samples this rank, and all ranks together, trained on since the last average.
+  int64_t samplesSinceAverage_ = 0;
+  int64_t allSamplesSinceAverage_ = 0;
+  // Host staging for the all-reduce: the weighted parameters, then the votes.
+  std::vector<float> buffer_;
+  // This rank's own parameters while the model holds an average made for an evaluation.
+  std::vector<float> ownParams_;
+  bool holdsEvaluationAverage_ = false;
+};
+
+}  // namespace dtlab::core
