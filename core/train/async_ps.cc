@@ -99,8 +99,13 @@ StepReport AsyncPs::step(int64_t step, const Votes& local, Votes& agreed) {
   emulation_->beginStep(step);
   r.loss = worker.computeGradients(1.0f / static_cast<float>(localBatch_), emulation_.get());
   const Clock::time_point t3 = Clock::now();
-  const PushOutcome pushed =
-      ps_->push(context_.job.rank, clock_ + 1, model.grads(), versions_, local);
+  WorkerReport report;
+  report.worker = context_.job.rank;
+  report.clock = clock_ + 1;
+  report.votes = local;
+  report.computeMs = msBetween(t2, t3);
+  report.phase = phase_;
+  const PushOutcome pushed = ps_->push(model.grads(), versions_, report);
   const Clock::time_point t4 = Clock::now();
   ++clock_;
   board_ = pushed.board;
@@ -119,8 +124,20 @@ StepReport AsyncPs::step(int64_t step, const Votes& local, Votes& agreed) {
 }
 
 Votes AsyncPs::agree(const Votes& local) {
-  board_ = ps_->agree(context_.job.rank, clock_, local);
+  WorkerReport report;
+  report.worker = context_.job.rank;
+  report.clock = clock_;
+  report.votes = local;
+  board_ = ps_->agree(report);
   return board_.votes;
+}
+
+const BoardState& AsyncPs::refreshBoard() {
+  WorkerReport report;
+  report.worker = context_.job.rank;
+  report.clock = clock_;
+  board_ = ps_->agree(report);
+  return board_;
 }
 
 bool AsyncPs::budgetSpent(int64_t /*step*/, int64_t totalSteps) const {

@@ -41,6 +41,19 @@ class AsyncPs final : public Strategy {
   void beforeEvaluate() override;
   void finish() override;
 
+  // For hybrid, which runs this strategy during its asynchronous phases.
+  const BoardState& board() const { return board_; }
+  ParameterClient& client() { return *ps_; }
+  // The asynchronous phase the pushes report (-1: not a hybrid run).
+  // A new phase starts from the server's values: the replica held before says nothing about
+  // how stale this worker's gradients are, so the next pull measures no divergence.
+  void setPhase(int64_t phase) {
+    phase_ = phase;
+    measureDivergence_ = false;
+  }
+  // Reads the board afresh (without voting anything).
+  const BoardState& refreshBoard();
+
  private:
   StrategyContext& context_;
   int64_t global_;
@@ -55,6 +68,7 @@ class AsyncPs final : public Strategy {
   std::vector<int64_t> versions_;  // of the blocks last pulled
   int64_t clock_ = 0;              // pushes this worker completed
   BoardState board_;
+  int64_t phase_ = -1;
   bool measureDivergence_ = false;  // the replica holds the weights of the last gradient
   bool finished_ = false;
 };

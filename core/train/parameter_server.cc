@@ -1,6 +1,7 @@
 #include "core/train/parameter_server.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/comm/abort_signal.h"
@@ -69,6 +70,17 @@ bool ParameterBlock::initialized() const {
   return initialized_;
 }
 
+void ParameterBlock::reset(const float* values, int64_t count, int64_t version, int64_t epoch) {
+  DTLAB_ENFORCE(count == block_.size(), "block [", block_.begin, ", ", block_.end, ") holds ",
+                block_.size(), " parameters, got ", count);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (epoch <= epoch_) return;
+  params_.assign(values, values + count);
+  initialized_ = true;
+  version_ = version;
+  epoch_ = epoch;
+}
+
 int64_t ParameterBlock::pull(float* out, PullOutcome* measure) const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!initialized_) throw Error("parameter block pulled before any worker initialised it");
@@ -102,8 +114,11 @@ int64_t ParameterBlock::version() const {
 // ---------------------------------------------------------------------------------------------
 // WorkerBoard
 
-WorkerBoard::WorkerBoard(int workers)
-    : clocks_(static_cast<std::size_t>(workers), 0), left_(static_cast<std::size_t>(workers)) {}
+WorkerBoard::WorkerBoard(int workers, BoardWatch watch)
+    : clocks_(static_cast<std::size_t>(workers), 0),
+      left_(static_cast<std::size_t>(workers)),
+      watch_(watch),
+      policy_(watch.above, watch.window * workers) {}
 
 int64_t WorkerBoard::minClockLocked() const {
   int64_t least = -1;
@@ -127,32 +142,68 @@ std::vector<std::function<void()>> WorkerBoard::takeReadyLocked() {
   return ready;
 }
 
-BoardState WorkerBoard::report(int worker, int64_t clock, const Votes& votes) {
-  DTLAB_ENFORCE(worker >= 0 && worker < static_cast<int>(clocks_.size()), "worker ", worker,
+BoardState WorkerBoard::report(const WorkerReport& r) {
+  DTLAB_ENFORCE(r.worker >= 0 && r.worker < static_cast<int>(clocks_.size()), "worker ", r.worker,
                 " outside the run's ", clocks_.size());
   std::vector<std::function<void()>> ready;
   BoardState state;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto& mine = clocks_[static_cast<std::size_t>(worker)];
-    mine = std::max(mine, clock);
-    for (int v = 0; v < Votes::kCount; ++v)
-      votes_.values[static_cast<std::size_t>(v)] =
-          std::max(votes_.values[static_cast<std::size_t>(v)],
-                   votes.values[static_cast<std::size_t>(v)] > 0.5f ? 1.0f : 0.0f);
+    auto& mine = clocks_[static_cast<std::size_t>(r.worker)];
+    mine = std::max(mine, r.clock);
+    for (std::size_t v = 0; v < votes_.values.size(); ++v)
+      votes_.values[v] = std::max(votes_.values[v], r.votes.values[v] > 0.5f ? 1.0f : 0.0f);
+    if (watch_.enabled && r.phase >= 0) watchLocked(r);
     ready = takeReadyLocked();
+    state = stateLocked();
   }
   for (auto& callback : ready) callback();
-  return this->state();
+  return state;
 }
 
-BoardState WorkerBoard::state() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+void WorkerBoard::watchLocked(const WorkerReport& r) {
+  if (r.phase > phase_) {  // a new asynchronous phase: measure afresh
+    phase_ = r.phase;
+    computeMs_.assign(clocks_.size(), std::numeric_limits<double>::quiet_NaN());
+    policy_.reset();
+  }
+  if (r.phase != phase_ || endPhase_ >= phase_ || !std::isfinite(r.computeMs)) return;
+  // Smoothed per worker: reports arrive one worker at a time, and a single preempted step
+  // should not decide for everyone.
+  double& mine = computeMs_[static_cast<std::size_t>(r.worker)];
+  mine = std::isfinite(mine) ? 0.7 * mine + 0.3 * r.computeMs : r.computeMs;
+  std::vector<double> active;
+  for (std::size_t w = 0; w < computeMs_.size(); ++w)
+    if (!left_[w]) active.push_back(computeMs_[w]);
+  if (std::any_of(active.begin(), active.end(), [](double t) { return !std::isfinite(t); }))
+    return;  // not every worker has reported in this phase yet
+  ratio_ = stragglerRatio(active);
+  if (!policy_.switchFromAsync(ratio_)) return;
+  int64_t pushes = 0;
+  for (int64_t c : clocks_) pushes += c;
+  const bool ending =
+      std::any_of(votes_.values.begin(), votes_.values.end(), [](float v) { return v > 0.5f; }) ||
+      std::any_of(left_.begin(), left_.end(), [](bool b) { return b; }) ||
+      (watch_.budgetPushes > 0 && pushes >= watch_.budgetPushes);
+  if (ending) return;
+  endPhase_ = phase_;
+  endRatio_ = ratio_;
+}
+
+BoardState WorkerBoard::stateLocked() const {
   BoardState s;
   s.votes = votes_;
   for (int64_t c : clocks_) s.totalPushes += c;
   s.minClock = minClockLocked();
+  s.stragglerRatio = ratio_;
+  s.endPhase = endPhase_;
+  s.endRatio = endRatio_;
   return s;
+}
+
+BoardState WorkerBoard::state() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stateLocked();
 }
 
 void WorkerBoard::leave(int worker) {
@@ -193,14 +244,15 @@ bool WorkerBoard::cancelWait(uint64_t id) {
 // ParameterHost
 
 ParameterHost::ParameterHost(const ExperimentSpec& spec, const std::vector<PsBlock>& layout,
-                             int shard, int workers, int64_t pushBatch, int64_t updatesPlanned)
+                             int shard, int workers, int64_t pushBatch, int64_t updatesPlanned,
+                             BoardWatch watch)
     : workers_(workers), left_(static_cast<std::size_t>(workers)) {
   for (const PsBlock& b : layout)
     blocks_.push_back(shard < 0 || b.shard == shard
                           ? std::make_unique<ParameterBlock>(spec, b, pushBatch, updatesPlanned)
                           : nullptr);
   if (!layout.empty() && (shard < 0 || layout.front().shard == shard))
-    board_ = std::make_unique<WorkerBoard>(workers);
+    board_ = std::make_unique<WorkerBoard>(workers, watch);
 }
 
 ParameterBlock* ParameterHost::block(int index) {
@@ -239,8 +291,14 @@ std::unique_ptr<ParameterHost> makeParameterHost(const ExperimentSpec& spec, int
   // Each push averages over the worker's equal share of the global batch (the largest share
   // when the batch does not divide: the linear scaling rule needs one number).
   const int64_t pushBatch = (spec.training.batchSize + world - 1) / world;
+  const VariantConfig& v = spec.variants.at(static_cast<std::size_t>(variant));
+  BoardWatch watch;
+  watch.enabled = v.strategy == StrategyKind::kHybrid && v.policy == HybridPolicy::kAdaptive;
+  watch.above = v.stragglerRatio;
+  watch.window = v.window;
+  watch.budgetPushes = psUpdatesPlanned(totalSteps, world);
   return std::make_unique<ParameterHost>(spec, psLayoutFor(spec, variant, world), shard, world,
-                                         pushBatch, psUpdatesPlanned(totalSteps, world));
+                                         pushBatch, psUpdatesPlanned(totalSteps, world), watch);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -266,6 +324,13 @@ LocalParameterClient::LocalParameterClient(ParameterHost& host, std::vector<PsBl
   for (int b = 0; b < static_cast<int>(layout_.size()); ++b)
     DTLAB_ENFORCE(host_.block(b) != nullptr, "a local parameter client needs every block");
   DTLAB_ENFORCE(host_.board() != nullptr, "a local parameter client needs the board");
+}
+
+void LocalParameterClient::reset(const float* params, int64_t version, int64_t epoch) {
+  for (int b = 0; b < static_cast<int>(layout_.size()); ++b) {
+    const PsBlock& block = layout_[static_cast<std::size_t>(b)];
+    host_.block(b)->reset(params + block.begin, block.size(), version, epoch);
+  }
 }
 
 void LocalParameterClient::init(const float* params) {
@@ -313,8 +378,8 @@ PullOutcome LocalParameterClient::pull(float* params, std::vector<int64_t>& vers
   return outcome;
 }
 
-PushOutcome LocalParameterClient::push(int worker, int64_t clock, const float* grads,
-                                       const std::vector<int64_t>& basedOn, const Votes& votes) {
+PushOutcome LocalParameterClient::push(const float* grads, const std::vector<int64_t>& basedOn,
+                                       const WorkerReport& report) {
   PushOutcome outcome;
   for (int b = 0; b < static_cast<int>(layout_.size()); ++b) {
     const PsBlock& block = layout_[static_cast<std::size_t>(b)];
@@ -322,12 +387,12 @@ PushOutcome LocalParameterClient::push(int worker, int64_t clock, const float* g
     const int64_t appliedTo = host_.block(b)->push(grads + block.begin, block.size(), base);
     outcome.staleness = std::max(outcome.staleness, appliedTo - base);
   }
-  outcome.board = host_.board()->report(worker, clock, votes);
+  outcome.board = host_.board()->report(report);
   return outcome;
 }
 
-BoardState LocalParameterClient::agree(int worker, int64_t clock, const Votes& votes) {
-  return host_.board()->report(worker, clock, votes);
+BoardState LocalParameterClient::agree(const WorkerReport& report) {
+  return host_.board()->report(report);
 }
 
 void LocalParameterClient::leave(int worker) {

@@ -3,6 +3,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -13,6 +14,7 @@
 #include "core/optim/optimizer.h"
 #include "core/spec/experiment_spec.h"
 #include "core/train/strategy.h"
+#include "core/train/switch_policy.h"
 
 namespace dtlab::core {
 
@@ -91,6 +93,10 @@ class ParameterBlock {
   // are ignored. Returns whether this call initialised the block.
   bool init(const float* values, int64_t count);
   bool initialized() const;
+  // Replaces the parameters and the version (the run's progress in pushes) when `epoch` is
+  // newer than the block's: every worker of a hybrid run sends the same values when it
+  // switches to asynchronous training, and the first one's go in. The optimizer state stays.
+  void reset(const float* values, int64_t count, int64_t version, int64_t epoch);
   // Copies the parameters to out (block().size() floats); returns their version. With
   // `measure`, out holds the worker's replica of the block and the copy measures how far it
   // was from the server's. Throws dtlab::Error before init.
@@ -109,6 +115,7 @@ class ParameterBlock {
   std::unique_ptr<Optimizer> optimizer_;
   LrSchedule schedule_;
   int64_t version_ = 0;
+  int64_t epoch_ = 0;
 };
 
 // What the board answers a worker: the votes every worker cast so far (sticky: a stop once
@@ -117,6 +124,32 @@ struct BoardState {
   Votes votes;
   int64_t totalPushes = 0;  // every worker's clock added up
   int64_t minClock = 0;     // the slowest worker still training
+  // hybrid adaptive: the straggler ratio of the latest compute times, and the asynchronous
+  // phase the board asks the workers to end (-1: none) with the ratio that decided it.
+  double stragglerRatio = 1.0;
+  int64_t endPhase = -1;
+  double endRatio = 0.0;
+};
+
+// What a worker tells the board with a push or an agreement.
+struct WorkerReport {
+  int worker = 0;
+  int64_t clock = 0;  // pushes completed
+  Votes votes;
+  double computeMs = std::numeric_limits<double>::quiet_NaN();  // of the step just pushed
+  int64_t phase = -1;  // hybrid: which asynchronous phase the worker is in
+};
+
+// hybrid adaptive, on the board: during an asynchronous phase, the straggler ratio of the
+// workers' latest compute times; when it stays low for the policy's window (counted in
+// reports, window x workers), the board asks everyone back to synchronous training. Never
+// once the run is ending (a stop vote, a worker gone, the budget spent): a worker that
+// stops could not join the others' synchronous steps.
+struct BoardWatch {
+  bool enabled = false;
+  double above = 1.5;
+  int64_t window = 20;
+  int64_t budgetPushes = 0;  // 0: none
 };
 
 // The workers' shared state of one run, kept with block 0 on shard 0: each worker's clock
@@ -124,10 +157,10 @@ struct BoardState {
 // and who has left. SSP waits on it. Thread safe.
 class WorkerBoard {
  public:
-  explicit WorkerBoard(int workers);
+  explicit WorkerBoard(int workers, BoardWatch watch = {});
 
   // Records worker's clock and votes; returns the board. A clock never goes back.
-  BoardState report(int worker, int64_t clock, const Votes& votes);
+  BoardState report(const WorkerReport& report);
   BoardState state() const;
   // A worker that left (finished or failed) no longer holds the others back.
   void leave(int worker);
@@ -141,8 +174,10 @@ class WorkerBoard {
 
  private:
   int64_t minClockLocked() const;
+  BoardState stateLocked() const;
   // Takes the callbacks whose clock has come, to run them outside the lock.
   std::vector<std::function<void()>> takeReadyLocked();
+  void watchLocked(const WorkerReport& report);
 
   mutable std::mutex mutex_;
   std::vector<int64_t> clocks_;
@@ -150,6 +185,13 @@ class WorkerBoard {
   Votes votes_;
   uint64_t nextWait_ = 1;
   std::map<uint64_t, std::pair<int64_t, std::function<void()>>> waits_;
+  BoardWatch watch_;
+  SwitchPolicy policy_;
+  int64_t phase_ = -1;             // the asynchronous phase being watched
+  std::vector<double> computeMs_;  // each worker's latest, in that phase
+  double ratio_ = 1.0;
+  int64_t endPhase_ = -1;
+  double endRatio_ = 0.0;
 };
 
 // The blocks one node serves in one run, and the board when it serves block 0.
@@ -157,7 +199,7 @@ class ParameterHost {
  public:
   // Serves the blocks of `layout` whose shard is `shard` (all of them when shard < 0).
   ParameterHost(const ExperimentSpec& spec, const std::vector<PsBlock>& layout, int shard,
-                int workers, int64_t pushBatch, int64_t updatesPlanned);
+                int workers, int64_t pushBatch, int64_t updatesPlanned, BoardWatch watch = {});
 
   // The block with this global index, or null when this host does not serve it.
   ParameterBlock* block(int index);
@@ -193,18 +235,20 @@ class ParameterClient {
   virtual const std::vector<PsBlock>& layout() const = 0;
   // Seeds every block with the initial parameters (the first worker's call wins).
   virtual void init(const float* params) = 0;
+  // Replaces every block's parameters and version (ParameterBlock::reset).
+  virtual void reset(const float* params, int64_t version, int64_t epoch) = 0;
   // Blocks until the slowest worker still training has reached `clock`; returns the time
   // waited in ms.
   virtual double waitForClock(int64_t clock) = 0;
   // Pulls every block into params (versions[b] receives block b's version) and measures the
   // replica's divergence from the server while copying.
   virtual PullOutcome pull(float* params, std::vector<int64_t>& versions) = 0;
-  // Pushes the gradient of every block, computed from `basedOn`, then reports this worker's
-  // clock (pushes done, this one included) and votes to the board.
-  virtual PushOutcome push(int worker, int64_t clock, const float* grads,
-                           const std::vector<int64_t>& basedOn, const Votes& votes) = 0;
-  // Reports the votes without a push (evaluation verdicts); returns the board.
-  virtual BoardState agree(int worker, int64_t clock, const Votes& votes) = 0;
+  // Pushes the gradient of every block, computed from `basedOn`, then reports to the board
+  // (report.clock: pushes done, this one included).
+  virtual PushOutcome push(const float* grads, const std::vector<int64_t>& basedOn,
+                           const WorkerReport& report) = 0;
+  // Reports without a push (evaluation verdicts); returns the board.
+  virtual BoardState agree(const WorkerReport& report) = 0;
   // This worker will not push again: tells the board and every host.
   virtual void leave(int worker) = 0;
   // Payload bytes moved so far (parameters and gradients).
@@ -220,11 +264,12 @@ class LocalParameterClient final : public ParameterClient {
                        const AbortSignal* abort = nullptr);
   const std::vector<PsBlock>& layout() const override { return layout_; }
   void init(const float* params) override;
+  void reset(const float* params, int64_t version, int64_t epoch) override;
   double waitForClock(int64_t clock) override;
   PullOutcome pull(float* params, std::vector<int64_t>& versions) override;
-  PushOutcome push(int worker, int64_t clock, const float* grads,
-                   const std::vector<int64_t>& basedOn, const Votes& votes) override;
-  BoardState agree(int worker, int64_t clock, const Votes& votes) override;
+  PushOutcome push(const float* grads, const std::vector<int64_t>& basedOn,
+                   const WorkerReport& report) override;
+  BoardState agree(const WorkerReport& report) override;
   void leave(int worker) override;
   int64_t bytesSent() const override { return 0; }  // nothing crosses a link
   int64_t bytesReceived() const override { return 0; }

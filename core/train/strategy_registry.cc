@@ -1,6 +1,7 @@
 #include "core/train/strategy_registry.h"
 
 #include "core/train/async_ps.h"
+#include "core/train/hybrid.h"
 #include "core/train/local_sgd.h"
 #include "core/train/sync_allreduce.h"
 
@@ -24,6 +25,8 @@ const std::vector<StrategyInfo>& strategyRegistry() {
        [](StrategyContext& c) -> std::unique_ptr<Strategy> {
          return std::make_unique<LocalSgd>(c);
        }},
+      {StrategyKind::kHybrid,
+       [](StrategyContext& c) -> std::unique_ptr<Strategy> { return std::make_unique<Hybrid>(c); }},
   };
   return registry;
 }

@@ -90,6 +90,15 @@ void GrpcParameterClient::fail(int shard, const char* what, const grpc::Status& 
 }
 
 void GrpcParameterClient::init(const float* params) {
+  sendValues(params, 0, 0);
+}
+
+void GrpcParameterClient::reset(const float* params, int64_t version, int64_t epoch) {
+  DTLAB_ENFORCE(epoch > 0, "a reset needs an epoch > 0");
+  sendValues(params, version, epoch);
+}
+
+void GrpcParameterClient::sendValues(const float* params, int64_t version, int64_t epoch) {
   const auto until = Clock::now() + options_.connectTimeout;
   for (std::size_t b = 0; b < layout_.size(); ++b) {
     const core::PsBlock& block = layout_[b];
@@ -99,6 +108,8 @@ void GrpcParameterClient::init(const float* params) {
     request.set_block(static_cast<int>(b));
     request.set_values(reinterpret_cast<const char*>(params + block.begin),
                        static_cast<std::size_t>(block.size()) * sizeof(float));
+    request.set_epoch(epoch);
+    request.set_version(version);
     for (;;) {
       grpc::ClientContext context;
       prepareClientContext(context, options_.token, options_.callTimeout);
@@ -108,9 +119,9 @@ void GrpcParameterClient::init(const float* params) {
           shards_[static_cast<std::size_t>(block.shard)]->stub->Init(&context, request, &response);
       if (status.ok()) break;
       // NOT_FOUND: the shard's daemon has not accepted this job yet; ask again.
-      const bool early = status.error_code() == grpc::StatusCode::NOT_FOUND;
+      const bool early = status.error_code() == grpc::StatusCode::NOT_FOUND && epoch == 0;
       if (!early || Clock::now() >= until || (options_.abort && options_.abort->aborted()))
-        fail(block.shard, "initialising", status);
+        fail(block.shard, epoch == 0 ? "initialising" : "resetting", status);
       std::this_thread::sleep_for(kInitRetry);
     }
     bytesSent_ += static_cast<int64_t>(request.values().size());
@@ -171,9 +182,8 @@ core::PullOutcome GrpcParameterClient::pull(float* params, std::vector<int64_t>&
   return outcome;
 }
 
-core::PushOutcome GrpcParameterClient::push(int worker, int64_t clock, const float* grads,
-                                            const std::vector<int64_t>& basedOn,
-                                            const core::Votes& votes) {
+core::PushOutcome GrpcParameterClient::push(const float* grads, const std::vector<int64_t>& basedOn,
+                                            const core::WorkerReport& report) {
   const std::size_t n = layout_.size();
   Calls<proto::PsPushRequest, proto::PsPushResponse> calls(n);
   for (std::size_t b = 0; b < n; ++b) {
@@ -201,27 +211,29 @@ core::PushOutcome GrpcParameterClient::push(int worker, int64_t clock, const flo
     bytesSent_ += static_cast<int64_t>(calls.requests[b].gradient().size());
   }
   // The clock moves only once every block has the gradient: ssp's bound counts whole updates.
-  outcome.board = report(worker, clock, votes);
+  outcome.board = this->report(report);
   return outcome;
 }
 
-core::BoardState GrpcParameterClient::report(int worker, int64_t clock, const core::Votes& votes) {
+core::BoardState GrpcParameterClient::report(const core::WorkerReport& r) {
   grpc::ClientContext context;
   prepareClientContext(context, options_.token, options_.callTimeout);
   proto::PsReportRequest request;
   request.set_protocol_version(kProtocolVersion);
   request.set_job_id(options_.jobId);
-  request.set_worker(worker);
-  request.set_clock(clock);
-  for (float v : votes.values) request.add_votes(v);
+  request.set_worker(r.worker);
+  request.set_clock(r.clock);
+  for (float v : r.votes.values) request.add_votes(v);
+  request.set_compute_ms(r.computeMs);
+  request.set_phase(r.phase);
   proto::PsBoard response;
   const grpc::Status status = shards_[0]->stub->Report(&context, request, &response);
   if (!status.ok()) fail(0, "reporting to", status);
   return fromProto(response);
 }
 
-core::BoardState GrpcParameterClient::agree(int worker, int64_t clock, const core::Votes& votes) {
-  return report(worker, clock, votes);
+core::BoardState GrpcParameterClient::agree(const core::WorkerReport& r) {
+  return report(r);
 }
 
 void GrpcParameterClient::leave(int worker) {

@@ -40,18 +40,22 @@ class GrpcParameterClient final : public core::ParameterClient {
 
   const std::vector<core::PsBlock>& layout() const override { return layout_; }
   void init(const float* params) override;
+  void reset(const float* params, int64_t version, int64_t epoch) override;
   double waitForClock(int64_t clock) override;
   core::PullOutcome pull(float* params, std::vector<int64_t>& versions) override;
-  core::PushOutcome push(int worker, int64_t clock, const float* grads,
-                         const std::vector<int64_t>& basedOn, const core::Votes& votes) override;
-  core::BoardState agree(int worker, int64_t clock, const core::Votes& votes) override;
+  core::PushOutcome push(const float* grads, const std::vector<int64_t>& basedOn,
+                         const core::WorkerReport& report) override;
+  core::BoardState agree(const core::WorkerReport& report) override;
   void leave(int worker) override;
   int64_t bytesSent() const override { return bytesSent_.load(); }
   int64_t bytesReceived() const override { return bytesReceived_.load(); }
 
  private:
   struct Shard;
-  core::BoardState report(int worker, int64_t clock, const core::Votes& votes);
+  core::BoardState report(const core::WorkerReport& report);
+  // Sends every block its values (init: epoch 0, retrying a shard that has not accepted the
+  // job yet; reset: epoch > 0).
+  void sendValues(const float* params, int64_t version, int64_t epoch);
   [[noreturn]] void fail(int shard, const char* what, const grpc::Status& status) const;
 
   std::vector<core::PsBlock> layout_;

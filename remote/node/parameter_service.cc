@@ -123,6 +123,9 @@ void toProto(const core::BoardState& state, proto::PsBoard& out) {
   for (float v : state.votes.values) out.add_votes(v);
   out.set_total_pushes(state.totalPushes);
   out.set_min_clock(state.minClock == std::numeric_limits<int64_t>::max() ? -1 : state.minClock);
+  out.set_straggler_ratio(state.stragglerRatio);
+  out.set_end_phase(state.endPhase);
+  out.set_end_ratio(state.endRatio);
 }
 
 core::BoardState fromProto(const proto::PsBoard& board) {
@@ -131,6 +134,9 @@ core::BoardState fromProto(const proto::PsBoard& board) {
     state.votes.values[static_cast<std::size_t>(i)] = board.votes(i);
   state.totalPushes = board.total_pushes();
   state.minClock = board.min_clock() < 0 ? std::numeric_limits<int64_t>::max() : board.min_clock();
+  state.stragglerRatio = board.straggler_ratio();
+  state.endPhase = board.end_phase();
+  state.endRatio = board.end_ratio();
   return state;
 }
 
@@ -160,7 +166,11 @@ grpc::ServerUnaryReactor* ParameterService::Init(grpc::CallbackServerContext* co
   if (status.ok()) status = checkPayload("values", request->values().size(), block->block());
   if (status.ok()) {
     try {
-      block->init(reinterpret_cast<const float*>(request->values().data()), block->block().size());
+      const auto* values = reinterpret_cast<const float*>(request->values().data());
+      if (request->epoch() > 0)
+        block->reset(values, block->block().size(), request->version(), request->epoch());
+      else
+        block->init(values, block->block().size());
     } catch (const std::exception& e) {
       status = asStatus(e);
     }
@@ -224,10 +234,14 @@ grpc::ServerUnaryReactor* ParameterService::Report(grpc::CallbackServerContext* 
     status = invalid("votes: at most " + std::to_string(core::Votes::kCount) + ", got " +
                      std::to_string(request->votes_size()));
   if (status.ok()) {
-    core::Votes votes;
+    core::WorkerReport report;
+    report.worker = request->worker();
+    report.clock = request->clock();
     for (int i = 0; i < request->votes_size(); ++i)
-      votes.values[static_cast<std::size_t>(i)] = request->votes(i);
-    toProto(host->board()->report(request->worker(), request->clock(), votes), *response);
+      report.votes.values[static_cast<std::size_t>(i)] = request->votes(i);
+    report.computeMs = request->compute_ms();
+    report.phase = request->phase();
+    toProto(host->board()->report(report), *response);
   }
   return finishNow(context, status);
 }

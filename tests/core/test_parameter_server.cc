@@ -50,6 +50,9 @@ class RecordingClient final : public ParameterClient {
       : host_(host), inner_(host, layout, worker) {}
   const std::vector<PsBlock>& layout() const override { return inner_.layout(); }
   void init(const float* params) override { inner_.init(params); }
+  void reset(const float* params, int64_t version, int64_t epoch) override {
+    inner_.reset(params, version, epoch);
+  }
   double waitForClock(int64_t clock) override {
     ++waits;
     return inner_.waitForClock(clock);
@@ -61,17 +64,15 @@ class RecordingClient final : public ParameterClient {
     pendingLead_ = slowest == std::numeric_limits<int64_t>::max() ? 0 : pushes - slowest;
     return inner_.pull(params, versions);
   }
-  PushOutcome push(int worker, int64_t clock, const float* grads,
-                   const std::vector<int64_t>& basedOn, const Votes& votes) override {
-    PushOutcome o = inner_.push(worker, clock, grads, basedOn, votes);
+  PushOutcome push(const float* grads, const std::vector<int64_t>& basedOn,
+                   const WorkerReport& report) override {
+    PushOutcome o = inner_.push(grads, basedOn, report);
     maxLead = std::max(maxLead, pendingLead_);
     ++pushes;
     maxStaleness = std::max(maxStaleness, o.staleness);
     return o;
   }
-  BoardState agree(int worker, int64_t clock, const Votes& votes) override {
-    return inner_.agree(worker, clock, votes);
-  }
+  BoardState agree(const WorkerReport& report) override { return inner_.agree(report); }
   void leave(int worker) override { inner_.leave(worker); }
   int64_t bytesSent() const override { return 0; }
   int64_t bytesReceived() const override { return 0; }
@@ -86,6 +87,14 @@ class RecordingClient final : public ParameterClient {
   LocalParameterClient inner_;
   int64_t pendingLead_ = 0;
 };
+
+WorkerReport at(int worker, int64_t clock, const Votes& votes = {}) {
+  WorkerReport r;
+  r.worker = worker;
+  r.clock = clock;
+  r.votes = votes;
+  return r;
+}
 
 struct Ranks {
   bool everyoneLeft = false;  // every worker told the server it was done
@@ -183,10 +192,10 @@ class TestParameterServer : public QObject {
     QCOMPARE(released.load(), 1);
     const uint64_t id = board.whenClockReached(2, [&] { ++released; });
     QVERIFY(id != 0);
-    board.report(0, 5, {});
-    board.report(1, 2, {});
+    board.report(at(0, 5));
+    board.report(at(1, 2));
     QCOMPARE(released.load(), 1);  // worker 2 is still at 0
-    board.report(2, 1, {});
+    board.report(at(2, 1));
     QCOMPARE(released.load(), 1);
     board.leave(2);  // left: it holds nobody back
     QCOMPARE(released.load(), 2);
@@ -195,8 +204,8 @@ class TestParameterServer : public QObject {
     QVERIFY(board.cancelWait(late));
     Votes v;
     v[Votes::kTargetReached] = 1.0f;
-    board.report(1, 3, v);
-    const BoardState s = board.report(0, 6, {});
+    board.report(at(1, 3, v));
+    const BoardState s = board.report(at(0, 6));
     QVERIFY(s.votes.any(Votes::kTargetReached));  // sticky
     QCOMPARE(s.totalPushes, int64_t{6 + 3 + 1});
     QCOMPARE(s.minClock, int64_t{3});

@@ -45,7 +45,8 @@ core::ExperimentSpec psSpec() {
   spec.variants = {variant(R"({"strategy": "sync_allreduce"})"),
                    variant(R"({"strategy": "async_ps"})"),
                    variant(R"({"strategy": "ssp", "staleness": 1})"),
-                   variant(R"({"name": "one_shard", "strategy": "async_ps", "ps_shards": 1})")};
+                   variant(R"({"name": "one_shard", "strategy": "async_ps", "ps_shards": 1})"),
+                   variant(R"({"strategy": "hybrid", "switch_at": 0.5})")};
   return spec;
 }
 
@@ -86,7 +87,7 @@ class TestParameterServerCli : public QObject {
     const auto out = nlohmann::json::parse(
         QString::fromUtf8(p.readAllStandardOutput()).trimmed().split('\n').last().toStdString());
     const nlohmann::json& runs = out["runs"];
-    QCOMPARE(runs.size(), std::size_t{4});
+    QCOMPARE(runs.size(), std::size_t{5});
     const double params = static_cast<double>(core::modelParameterCount(spec));
     for (const nlohmann::json& run : runs) {
       QVERIFY2(run["status"] == "completed", run.dump().c_str());
@@ -116,6 +117,17 @@ class TestParameterServerCli : public QObject {
     // Under ssp the fast workers waited for the slow one; under async_ps nobody waited.
     QVERIFY2(runs[2]["mean_wait_fraction"].get<double>() > 0.0, runs[2].dump().c_str());
     QCOMPARE(runs[1]["mean_wait_fraction"].get<double>(), 0.0);
+    // hybrid: synchronous for 20 steps, then the server (reset over the wire to the
+    // synchronous weights) for the other 20.
+    const nlohmann::json& hybrid = runs[4];
+    QCOMPARE(hybrid["switches"].get<int64_t>(), int64_t{1});
+    QVERIFY2(hybrid["mean_staleness"].get<double>() > 0.0, hybrid.dump().c_str());
+    QVERIFY2(hybrid["final_test_accuracy"].get<double>() > 0.5, hybrid.dump().c_str());
+    const auto& events = hybrid["events"];
+    QVERIFY(std::any_of(events.begin(), events.end(), [](const nlohmann::json& e) {
+      return e["kind"] == "strategy_switch" && e["step"] == 20 &&
+             e["detail"].get<std::string>().find("sync -> async at step 20 of 40") == 0;
+    }));
   }
 
   void aKilledShardFailsTheRunWithinSecondsNamingItsNode() {

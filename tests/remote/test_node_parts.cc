@@ -8,6 +8,7 @@
 #include "remote/common/auth.h"
 #include "remote/common/protocol.h"
 #include "remote/node/job_buffer.h"
+#include "remote/node/parameter_service.h"
 #include "remote/node/rendezvous_table.h"
 
 // After the protocol headers: Qt's `slots` macro would otherwise rename DeviceInfo::slots().
@@ -218,6 +219,32 @@ class TestNodeParts : public QObject {
     QVERIFY_THROWS_EXCEPTION(dtlab::Error, parseHostPort("127.0.0.1", "x"));
     QVERIFY_THROWS_EXCEPTION(dtlab::Error, parseHostPort(":80", "x"));
     QVERIFY_THROWS_EXCEPTION(dtlab::Error, parseHostPort("h:70000", "x"));
+  }
+
+  // The parameter server's board crosses the wire whole: a field lost here silently breaks
+  // hybrid's switch back (it once did).
+  void boardSurvivesTheWire() {
+    dtlab::core::BoardState state;
+    state.votes[dtlab::core::Votes::kTimeUp] = 1.0f;
+    state.totalPushes = 1234;
+    state.minClock = 17;
+    state.stragglerRatio = 2.5;
+    state.endPhase = 3;
+    state.endRatio = 1.25;
+    dtlab::remote::proto::PsBoard wire;
+    dtlab::remote::toProto(state, wire);
+    const dtlab::core::BoardState back = dtlab::remote::fromProto(wire);
+    QCOMPARE(back.votes.values, state.votes.values);
+    QCOMPARE(back.totalPushes, state.totalPushes);
+    QCOMPARE(back.minClock, state.minClock);
+    QCOMPARE(back.stragglerRatio, state.stragglerRatio);
+    QCOMPARE(back.endPhase, state.endPhase);
+    QCOMPARE(back.endRatio, state.endRatio);
+    // Nobody training: the largest clock, not a number a worker would wait for.
+    state.minClock = std::numeric_limits<int64_t>::max();
+    dtlab::remote::toProto(state, wire);
+    QCOMPARE(wire.min_clock(), int64_t{-1});
+    QCOMPARE(dtlab::remote::fromProto(wire).minClock, std::numeric_limits<int64_t>::max());
   }
 };
 

@@ -1,0 +1,161 @@
+#include "core/train/hybrid.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "core/comm/communicator.h"
+#include "core/train/parameter_server.h"
+
+namespace dtlab::core {
+
+namespace {
+
+std::string fixed(double value, int digits) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+}  // namespace
+
+Hybrid::Hybrid(StrategyContext& context)
+    : context_(context),
+      variant_(context.job.spec.variants.at(static_cast<std::size_t>(context.job.variant))),
+      policy_(variant_.stragglerRatio, variant_.window) {}
+
+Hybrid::~Hybrid() {
+  try {
+    finish();
+  } catch (...) {  // a failing run: the server may be gone already
+  }
+}
+
+std::string Hybrid::setUp() {
+  sync_ = std::make_unique<SyncAllReduce>(context_);
+  async_ = std::make_unique<AsyncPs>(context_);
+  const std::string syncDetail = sync_->setUp();
+  const std::string asyncDetail = async_->setUp();
+  std::string detail = "hybrid ";
+  if (variant_.policy == HybridPolicy::kSyncThenAsync) {
+    if (context_.totalSteps <= 0)
+      throw Error(
+          "hybrid sync_then_async switches at a fraction of the run's steps, and this run has no "
+          "step budget: set training.epochs or training.max_steps");
+    switchStep_ = std::max<int64_t>(
+        1, std::llround(variant_.switchAt * static_cast<double>(context_.totalSteps)));
+    detail += "sync_then_async: synchronous until step " + std::to_string(switchStep_) + " of " +
+              std::to_string(context_.totalSteps);
+  } else {
+    detail += "adaptive: asynchronous while the straggler ratio stays above " +
+              fixed(policy_.above(), 2) + ", synchronous below " + fixed(policy_.backBelow(), 2) +
+              " (window " + std::to_string(policy_.window()) + " steps)";
+  }
+  return detail + "; sync: " + syncDetail + "; async: " + asyncDetail;
+}
+
+bool Hybrid::endRequested() const {
+  return inAsync_ && async_->board().endPhase >= phase_;
+}
+
+StepReport Hybrid::step(int64_t step, const Votes& local, Votes& agreed) {
+  if (endRequested()) switchToSync();
+  if (inAsync_) {
+    StepReport r = async_->step(step, local, agreed);
+    if (endRequested()) {
+      // Everyone must come to the synchronous steps: no stop while the request is pending
+      // (the synchronous steps vote again).
+      agreed[Votes::kCancel] = agreed[Votes::kTimeUp] = agreed[Votes::kTargetReached] = 0.0f;
+    }
+    return r;
+  }
+
+  const int64_t global = globalStep(step) + 1;
+  StepReport r = sync_->step(global, local, agreed);
+  ++syncSteps_;
+  if (variant_.policy == HybridPolicy::kSyncThenAsync) {
+    if (global == switchStep_)
+      switchToAsync("at step " + std::to_string(global) + " of " +
+                    std::to_string(context_.totalSteps) + " (switch_at " +
+                    fixed(variant_.switchAt, 2) + ")");
+    return r;
+  }
+  // adaptive: every rank learns every rank's compute time and decides the same.
+  std::vector<float> times(static_cast<std::size_t>(context_.job.world), 0.0f);
+  times[static_cast<std::size_t>(context_.job.rank)] = static_cast<float>(r.computeMs);
+  if (context_.comm != nullptr) context_.comm->allReduceSum(times.data(), context_.job.world);
+  // Smoothed per worker, like the board does: a straggler that pauses on some steps only
+  // shows in its mean compute time. Every rank computes the same from the same sums.
+  smoothedMs_.resize(times.size(), 0.0);
+  for (std::size_t w = 0; w < times.size(); ++w)
+    smoothedMs_[w] = smoothedMs_[w] > 0.0 ? 0.7 * smoothedMs_[w] + 0.3 * times[w] : times[w];
+  const std::vector<double>& measured = smoothedMs_;
+  const double ratio = stragglerRatio(measured);
+  if (policy_.switchFromSync(ratio)) {
+    const auto [least, most] = std::minmax_element(measured.begin(), measured.end());
+    switchToAsync("straggler ratio " + fixed(ratio, 2) + " above " + fixed(policy_.above(), 2) +
+                  " for " + std::to_string(policy_.window()) + " steps (compute " +
+                  fixed(*least, 1) + " to " + fixed(*most, 1) + " ms a step)");
+  }
+  return r;
+}
+
+void Hybrid::switchToAsync(const std::string& reason) {
+  const int64_t global = syncSteps_ + pushesSeen_ / context_.job.world;
+  ++phase_;
+  inAsync_ = true;
+  async_->setPhase(phase_);
+  // Every rank's synchronous replica is the same; the first to arrive seeds the server, at the
+  // run's progress in pushes (the server's schedule counts pushes).
+  async_->client().reset(sync_->replica().model().params(),
+                         psUpdatesPlanned(global, context_.job.world), phase_ + 1);
+  context_.event(global, "strategy_switch", "sync -> async " + reason);
+}
+
+void Hybrid::switchToSync() {
+  // Every rank has stopped pushing once all are here; then all read the same server.
+  if (context_.comm != nullptr) context_.comm->barrier();
+  const BoardState& board = async_->refreshBoard();
+  pushesSeen_ = board.totalPushes;
+  async_->beforeEvaluate();  // pulls the server's weights into the asynchronous replica
+  sync_->replica().model().setParams(async_->replica().model().paramsToHost());
+  inAsync_ = false;
+  policy_.reset();
+  smoothedMs_.clear();
+  const int64_t global = syncSteps_ + pushesSeen_ / context_.job.world;
+  context_.event(global, "strategy_switch",
+                 "async -> sync at step " + std::to_string(global) + ": straggler ratio " +
+                     fixed(board.endRatio, 2) + " below " + fixed(policy_.backBelow(), 2) +
+                     " for " + std::to_string(policy_.window()) + " steps");
+}
+
+Votes Hybrid::agree(const Votes& local) {
+  if (!inAsync_) return sync_->agree(local);
+  Votes agreed = async_->agree(local);
+  if (endRequested())
+    agreed[Votes::kCancel] = agreed[Votes::kTimeUp] = agreed[Votes::kTargetReached] = 0.0f;
+  return agreed;
+}
+
+Worker& Hybrid::replica() {
+  return inAsync_ ? async_->replica() : sync_->replica();
+}
+
+int64_t Hybrid::globalStep(int64_t /*step*/) const {
+  const int64_t pushes = inAsync_ ? async_->board().totalPushes : pushesSeen_;
+  return syncSteps_ + pushes / context_.job.world;
+}
+
+bool Hybrid::budgetSpent(int64_t step, int64_t totalSteps) const {
+  if (endRequested()) return false;
+  return totalSteps > 0 && globalStep(step) >= totalSteps;
+}
+
+void Hybrid::beforeEvaluate() {
+  if (inAsync_) async_->beforeEvaluate();
+}
+
+void Hybrid::finish() {
+  if (async_) async_->finish();
+}
+
+}  // namespace dtlab::core
