@@ -54,6 +54,11 @@ constexpr const char* kBenchUsage =
       points over W workers x the worker metrics, I times), and the latency of a
       downsampled query (R times), beside one row per point doing the same work
       (--reference rows, the default); repetitions interleaved, medians.
+  bench strategies [--specs DIR] [--only NAME,...] [--project P.dtlab] [--json]
+      The example comparisons of resources/specs (hetero_2node, hetero_4node, drift,
+      modes_straggler, noniid), each run once as `dtlab-cli run SPEC --quiet --project
+      P` runs it; then the README's results table and the claims (time to target
+      speed_proportional vs equal, async_ps vs sync samples/s) with measured figures.
 )";
 
 using Clock = std::chrono::steady_clock;
@@ -456,8 +461,9 @@ int benchCommand(const std::vector<std::string>& argv) {
   if (argv[0] == "allreduce-rank") return benchAllReduceRank(rest);
   if (argv[0] == "tcp-rank") return benchTcpRank(rest);
   if (argv[0] == "store") return benchStore(rest);
+  if (argv[0] == "strategies") return benchStrategies(rest);
   throw UsageError("bench: unknown benchmark '" + argv[0] +
-                   "' (expected core, train, allreduce or store)");
+                   "' (expected core, train, allreduce, store or strategies)");
 }
 
 }  // namespace dtlab::app

@@ -12,6 +12,9 @@ int benchCommand(const std::vector<std::string>& argv);
 // benchmark, since the figures mean little without it (and this machine may be shared).
 std::string machineDescription();
 
+// `dtlab-cli bench strategies`: the example comparisons and the README's results table.
+int benchStrategies(const std::vector<std::string>& argv);
+
 // The bench lines of the usage text (every benchmark and its flags).
 const char* benchUsage();
 

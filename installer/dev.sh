@@ -120,7 +120,9 @@ case "$cmd" in
     log "(or without a display: xvfb-run $build_dir/app/dtlab $example --screenshot out.png)"
     ;;
   bench)
-    deps --bench
+    # PyTorch serves the reference side of the speed benchmarks; the strategy comparisons
+    # have none (their reference is the equal split / synchronous variant in the same run).
+    if [ "${1:-core}" = "strategies" ]; then deps; else deps --bench; fi
     build
     "$build_dir/app/dtlab-cli" bench "${@:-core}"
     ;;

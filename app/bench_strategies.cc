@@ -1,0 +1,205 @@
+// dtlab-cli bench strategies: every example comparison of resources/specs run as a user runs
+// it (`dtlab-cli run SPEC --quiet --project P`, a child process each), then the README's
+// results table and the issue's claims, each with the figure that meets it or not.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "app/args.h"
+#include "app/bench_command.h"
+#include "core/spec/experiment_spec.h"
+#include "core/store/comparison.h"
+
+namespace dtlab::app {
+namespace {
+
+// The comparisons and what the issue claims for them.
+constexpr const char* kSpecs[] = {"hetero_2node", "hetero_4node", "drift", "modes_straggler",
+                                  "noniid"};
+
+std::string quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string selfPath() {
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  return error ? "dtlab-cli" : self.string();
+}
+
+// Runs the spec through `dtlab-cli run` and returns its summaries ({"runs": [...]}).
+nlohmann::json runSpec(const std::string& spec, const std::string& project) {
+  const std::string command =
+      quoted(selfPath()) + " run " + quoted(spec) + " --quiet --project " + quoted(project);
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) throw Error("cannot run: " + command);
+  std::string output;
+  char buffer[4096];
+  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
+  pclose(pipe);  // a failed variant exits 1; its summary says why, and the table shows it
+  const auto last = output.find_last_of('\n', output.size() >= 2 ? output.size() - 2 : 0);
+  const std::string line = last == std::string::npos ? output : output.substr(last + 1);
+  try {
+    return nlohmann::json::parse(line);
+  } catch (const std::exception&) {
+    throw Error("dtlab-cli run " + spec + " printed no summaries (see its errors above)");
+  }
+}
+
+std::string number(const std::optional<double>& v, int digits) {
+  if (!v) return "–";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", digits, *v);
+  return text;
+}
+
+const nlohmann::json* runNamed(const nlohmann::json& runs, const std::string& name) {
+  for (const nlohmann::json& r : runs)
+    if (r.value("name", "") == name) return &r;
+  return nullptr;
+}
+
+std::optional<double> field(const nlohmann::json* run, const char* key) {
+  if (run == nullptr || !run->contains(key) || !(*run)[key].is_number()) return std::nullopt;
+  return (*run)[key].get<double>();
+}
+
+struct Claim {
+  std::string text;
+  std::optional<double> measured;
+  double threshold = 0.0;
+  bool met() const { return measured && *measured >= threshold; }
+};
+
+// a / b when both exist and b > 0.
+std::optional<double> ratio(std::optional<double> a, std::optional<double> b) {
+  if (!a || !b || *b <= 0.0) return std::nullopt;
+  return *a / *b;
+}
+
+std::vector<Claim> claimsOf(const std::string& name, const nlohmann::json& runs) {
+  std::vector<Claim> claims;
+  if (name == "hetero_2node" || name == "drift") {
+    const nlohmann::json* equal = runNamed(runs, "equal");
+    const nlohmann::json* fast = runNamed(runs, "speed_proportional");
+    claims.push_back({name + ": speed_proportional reaches the target sooner than equal (x)",
+                      ratio(field(equal, "time_to_target_s"), field(fast, "time_to_target_s")),
+                      name == "drift" ? 1.5 : 2.0});
+    if (name == "hetero_2node" && fast != nullptr && (*fast)["utilization"].is_array()) {
+      std::optional<double> least;
+      for (const nlohmann::json& u : (*fast)["utilization"])
+        least = std::min(least.value_or(1.0), u.get<double>());
+      claims.push_back({name + ": speed_proportional's lowest worker utilisation", least, 0.85});
+    }
+  }
+  if (name == "modes_straggler") {
+    claims.push_back({name + ": async_ps samples/s over sync_allreduce's (x)",
+                      ratio(field(runNamed(runs, "async_ps"), "samples_per_s"),
+                            field(runNamed(runs, "sync_allreduce"), "samples_per_s")),
+                      1.5});
+  }
+  return claims;
+}
+
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  return text;
+}
+
+constexpr const char* kUsage = R"(usage: dtlab-cli bench strategies [--specs DIR] [--only NAME,...]
+                                  [--project P.dtlab] [--json]
+  Runs the example comparisons (hetero_2node, hetero_4node, drift, modes_straggler,
+  noniid) from DIR (default: the source tree's resources/specs) with `dtlab-cli run SPEC
+  --quiet --project P` one after another, then prints the results table (markdown, as in
+  the README) and the claims with the measured figures. P defaults to strategies.dtlab in
+  the working directory; the runs stay there for `dtlab-cli compare` and the GUI.
+)";
+
+}  // namespace
+
+int benchStrategies(const std::vector<std::string>& argv) {
+  if (std::any_of(argv.begin(), argv.end(), [](const std::string& a) { return a == "--help"; })) {
+    std::printf("%s", kUsage);
+    return 0;
+  }
+  const Args args(argv, {"--specs", "--only", "--project"}, {"--json"});
+  if (!args.positionals().empty())
+    throw UsageError("bench strategies: unexpected '" + args.positionals()[0] + "'");
+  const std::string dir = args.value("--specs", DTLAB_SOURCE_DIR "/resources/specs");
+  const std::string project = args.value("--project", "strategies.dtlab");
+  std::vector<std::string> names(std::begin(kSpecs), std::end(kSpecs));
+  if (args.has("--only")) {
+    names.clear();
+    std::stringstream list(args.value("--only", ""));
+    for (std::string name; std::getline(list, name, ',');) {
+      if (std::find(std::begin(kSpecs), std::end(kSpecs), name) == std::end(kSpecs))
+        throw UsageError("--only: unknown comparison '" + name +
+                         "' (hetero_2node, hetero_4node, drift, modes_straggler, noniid)");
+      names.push_back(name);
+    }
+  }
+
+  std::string table =
+      "| comparison | variant | time to target (s) | samples/s | utilisation | wait | "
+      "staleness mean/max | comm (KiB/sample) | test accuracy | outcome |\n"
+      "|---|---|---|---|---|---|---|---|---|---|\n";
+  std::vector<Claim> claims;
+  nlohmann::json all = nlohmann::json::object();
+  for (const std::string& name : names) {
+    const std::string path = dir + "/" + name + ".json";
+    const core::ExperimentSpec spec = core::loadExperimentSpec(path);  // errors name the file
+    std::cerr << "bench strategies: " << name << " (" << spec.variants.size() << " variants)"
+              << std::endl;
+    const nlohmann::json runs = runSpec(path, project)["runs"];
+    all[name] = runs;
+    const std::optional<double> target = core::specTargetAccuracy(core::toJson(spec));
+    for (const nlohmann::json& summary : runs) {
+      const core::ComparisonRow row = core::comparisonRow(summary, target);
+      const std::optional<double> kib =
+          row.bytesPerSample ? std::optional(*row.bytesPerSample / 1024.0) : std::nullopt;
+      table += "| " + name + " | " + row.variant + " | " + number(row.timeToTargetS, 2) + " | " +
+               number(row.samplesPerS, 0) + " | " + number(row.meanUtilization, 2) + " | " +
+               number(row.meanWaitFraction, 2) + " | " + number(row.meanStaleness, 2) + " / " +
+               number(row.maxStaleness, 0) + " | " + number(kib, 1) + " | " +
+               number(row.finalTestAccuracy, 3) + " | " + core::comparisonOutcome(row) + " |\n";
+    }
+    for (Claim& c : claimsOf(name, runs)) claims.push_back(std::move(c));
+  }
+
+  if (args.has("--json")) {
+    nlohmann::json out = {{"bench", "strategies"},
+                          {"machine", machineDescription()},
+                          {"runs", all},
+                          {"claims", nlohmann::json::array()}};
+    for (const Claim& c : claims)
+      out["claims"].push_back({{"claim", c.text},
+                               {"measured", c.measured ? nlohmann::json(*c.measured) : nullptr},
+                               {"at_least", c.threshold},
+                               {"met", c.met()}});
+    std::cout << out.dump() << std::endl;
+    return 0;
+  }
+  std::cout << "Measured " << today() << " by `dtlab-cli bench strategies`; "
+            << machineDescription() << "; project " << project << ".\n\n"
+            << table << "\n";
+  for (const Claim& c : claims)
+    std::cout << "- " << c.text << ": " << number(c.measured, 2) << " (claim: at least "
+              << number(c.threshold, 2) << ") " << (c.met() ? "met" : "NOT met") << "\n";
+  return 0;
+}
+
+}  // namespace dtlab::app

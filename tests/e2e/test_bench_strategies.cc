@@ -1,0 +1,102 @@
+// dtlab-cli bench strategies: runs the comparisons through `dtlab-cli run`, records them in a
+// project, and prints the results table and the claims with their measured figures. Here on
+// small stand-ins for the example specs (the real ones take minutes).
+#include <QtCore/QProcess>
+#include <QtTest/QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/e2e/e2e_support.h"
+
+using namespace dtlab;
+
+namespace {
+
+core::ExperimentSpec small(const nlohmann::json& cluster, const nlohmann::json& variants) {
+  core::ExperimentSpec spec =
+      core::parseExperimentSpec({{"cluster", cluster}, {"variants", variants}});
+  spec.seed = 5;
+  spec.dataset.trainSize = 4096;
+  spec.dataset.testSize = 512;
+  spec.dataset.features = 16;
+  spec.dataset.classes = 4;
+  spec.model.hidden = {64};
+  spec.training.batchSize = 64;
+  spec.training.epochs = 0;
+  spec.training.maxSteps = 60;
+  spec.training.evalInterval = 10;
+  spec.training.targetAccuracy = 0.5;
+  return spec;
+}
+
+void write(const QString& path, const core::ExperimentSpec& spec) {
+  QFile file(path);
+  QVERIFY(file.open(QIODevice::WriteOnly));
+  file.write(QByteArray::fromStdString(core::toJson(spec).dump()));
+}
+
+}  // namespace
+
+class TestBenchStrategies : public QObject {
+  Q_OBJECT
+ private slots:
+  void printsTheTableAndTheClaimsFromRealRuns() {
+    QTemporaryDir dir;
+    core::ExperimentSpec hetero =
+        small({{"local_nodes", 2}, {"nodes", {{{"speed", 1.0}}, {{"speed", 0.5}}}}},
+              {{{"name", "equal"}},
+               {{"name", "speed_proportional"}, {"partition", "speed_proportional"}}});
+    hetero.name = "hetero_2node";
+    write(dir.filePath("hetero_2node.json"), hetero);
+    core::ExperimentSpec modes =
+        small({{"local_nodes", 2}}, {{{"strategy", "sync_allreduce"}}, {{"strategy", "async_ps"}}});
+    modes.name = "modes_straggler";
+    write(dir.filePath("modes_straggler.json"), modes);
+
+    QProcess p;
+    p.setWorkingDirectory(dir.path());
+    p.start(e2e::kCli, {"bench", "strategies", "--specs", dir.path(), "--only",
+                        "hetero_2node,modes_straggler", "--json"});
+    QVERIFY(p.waitForFinished(180000));
+    const QString err = QString::fromUtf8(p.readAllStandardError());
+    QVERIFY2(p.exitCode() == 0, qPrintable(err));
+    const auto out = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
+    QCOMPARE(out["runs"]["hetero_2node"].size(), std::size_t{2});
+    QCOMPARE(out["runs"]["modes_straggler"].size(), std::size_t{2});
+    // Three claims, each with the figure measured from those runs.
+    QCOMPARE(out["claims"].size(), std::size_t{3});
+    const auto& runs = out["runs"]["modes_straggler"];
+    const double expected =
+        runs[1]["samples_per_s"].get<double>() / runs[0]["samples_per_s"].get<double>();
+    QCOMPARE(out["claims"][2]["measured"].get<double>(), expected);
+    QCOMPARE(out["claims"][2]["met"].get<bool>(), expected >= 1.5);
+    // The runs are in the project, for `dtlab-cli compare`.
+    QVERIFY(QFile::exists(dir.filePath("strategies.dtlab")));
+    QProcess compare;
+    compare.start(e2e::kCli, {"compare", dir.filePath("strategies.dtlab"), "hetero_2node"});
+    QVERIFY(compare.waitForFinished(30000));
+    QVERIFY2(compare.readAllStandardOutput().contains("speed_proportional"),
+             compare.readAllStandardError().constData());
+
+    // The markdown form: a row per variant and a line per claim.
+    QProcess table;
+    table.setWorkingDirectory(dir.path());
+    table.start(e2e::kCli, {"bench", "strategies", "--specs", dir.path(), "--only",
+                            "modes_straggler", "--project", dir.filePath("again.dtlab")});
+    QVERIFY(table.waitForFinished(180000));
+    const QString text = QString::fromUtf8(table.readAllStandardOutput());
+    QVERIFY2(text.contains("| modes_straggler | async_ps |"), qPrintable(text));
+    QVERIFY2(text.contains("async_ps samples/s over sync_allreduce's (x)"), qPrintable(text));
+  }
+
+  void unknownComparisonIsAUsageError() {
+    QProcess p;
+    p.start(e2e::kCli, {"bench", "strategies", "--only", "nonsense"});
+    QVERIFY(p.waitForFinished(30000));
+    QCOMPARE(p.exitCode(), 2);
+    QVERIFY(p.readAllStandardError().contains("unknown comparison 'nonsense'"));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestBenchStrategies)
+#include "test_bench_strategies.moc"
