@@ -34,7 +34,9 @@ struct StepMetrics {
   double bytesSent = 0.0;      // payload bytes this worker's step sent (collectives, pushes)
   double bytesReceived = 0.0;  // and received (collectives, pulls)
   // Relative L2 distance between the weights the worker computed its gradient on and the
-  // server's copy when it next pulled (asynchronous modes; NaN: not measured).
+  // server's copy when it next pulled (parameter-server modes; NaN: not measured). It
+  // includes the worker's own update, so a lone worker's figure is the baseline: the update
+  // size; what others pushed in between adds to it.
   double divergence = std::numeric_limits<double>::quiet_NaN();
 };
 
@@ -92,7 +94,8 @@ inline constexpr std::array<MetricInfo, 17> kMetricTable = {{
     {"bytes_received", "bytes", MetricScope::kWorker, "payload bytes the worker's step received",
      &StepMetrics::bytesReceived},
     {"divergence", "", MetricScope::kWorker,
-     "relative distance of the worker's replica from the server copy (async modes)",
+     "relative L2 distance of the weights the worker computed on from the server copy at its "
+     "next pull (parameter-server modes; includes its own update)",
      &StepMetrics::divergence},
     {"cpu_util", "", MetricScope::kNode, "CPU use of the node's process, share of all cores",
      nullptr, &NodeMetrics::cpuUtil},
