@@ -211,7 +211,8 @@ class TestCompare : public QObject {
     using M = ui::RunComparisonModel;
     QCOMPARE(model.index(0, M::kRunColumn).data().toString(), QString("#1 first"));
     QCOMPARE(model.index(2, M::kStrategyColumn).data().toString(), QString("sync_allreduce"));
-    QCOMPARE(model.index(2, M::kStatusColumn).data().toString(), QString("completed"));
+    // Not in an experiment, and stopped by the step limit (core::comparisonOutcome's words).
+    QCOMPARE(model.index(2, M::kOutcomeColumn).data().toString(), QString("step limit"));
     QCOMPARE(model.index(0, M::kStepsColumn).data().toString(), QString("30"));
     QCOMPARE(model.index(1, M::kStepsColumn).data(M::ValueRole).toLongLong(), 20);
     QVERIFY(model.index(0, M::kSamplesPerSColumn).data(M::ValueRole).toDouble() > 0.0);
@@ -244,20 +245,22 @@ class TestCompare : public QObject {
     // Exports: the chosen runs only.
     const QStringList csv = model.toCsv().trimmed().split('\n');
     QCOMPARE(csv.size(), 3);
-    QCOMPARE(csv[0], QString("run,name,strategy,status,steps,samples_per_s,final_test_accuracy,"
-                             "time_to_target_s,mean_utilization,mean_wait_fraction,"
-                             "mean_staleness,max_staleness,bytes_per_sample,peak_mem_bytes"));
-    QVERIFY2(csv[1].startsWith("1,first,single,completed,30,"), qPrintable(csv[1]));
-    QVERIFY2(csv[2].startsWith("3,pair,sync_allreduce,completed,25,"), qPrintable(csv[2]));
-    QCOMPARE(csv[1].split(',').size(), 14);
+    QCOMPARE(csv[0], QString("run,name,strategy,steps,mean_staleness,max_staleness,"
+                             "mean_divergence,time_to_target_s,samples_per_s,mean_utilization,"
+                             "mean_wait_fraction,bytes_per_sample,peak_mem_bytes,"
+                             "final_test_accuracy,outcome"));
+    QVERIFY2(csv[1].startsWith("1,first,single,30,0,0,,"), qPrintable(csv[1]));
+    QVERIFY2(csv[2].startsWith("3,pair,sync_allreduce,25,"), qPrintable(csv[2]));
+    QVERIFY2(csv[2].endsWith(",step limit"), qPrintable(csv[2]));
+    QCOMPARE(csv[1].split(',').size(), 15);
     QCOMPARE(csv[1].split(',')[7], QString());  // no time to target: empty, not 0
     const QStringList md = model.toMarkdown().trimmed().split('\n');
     QCOMPARE(md.size(), 4);
-    QVERIFY2(md[0].startsWith("| Run | Strategy | Status | Steps |"), qPrintable(md[0]));
+    QVERIFY2(md[0].startsWith("| Run | Strategy | Steps | Mean staleness |"), qPrintable(md[0]));
     QVERIFY2(QRegularExpression(R"(^\|( :?-{3,}:? \|)+$)").match(md[1]).hasMatch(),
              qPrintable(md[1]));
-    QCOMPARE(md[1].count('|'), 14);
-    QVERIFY(md[2].startsWith("| #1 first | single | completed | 30 |"));
+    QCOMPARE(md[1].count('|'), 15);
+    QVERIFY(md[2].startsWith("| #1 first | single | 30 |"));
   }
 
   // One curve per chosen run with every recorded point, labelled with the metric's unit and

@@ -29,8 +29,9 @@ using Dash = ui::RunDashboard;
 
 namespace {
 
-constexpr Dash::Chart kCharts[] = {Dash::kLossChart, Dash::kThroughputChart, Dash::kStepTimeChart,
-                                   Dash::kUtilisationChart, Dash::kChosenChart};
+constexpr Dash::Chart kCharts[] = {Dash::kLossChart,     Dash::kThroughputChart,
+                                   Dash::kStepTimeChart, Dash::kUtilisationChart,
+                                   Dash::kScheduleChart, Dash::kChosenChart};
 
 QString str(std::string_view s) {
   return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
@@ -106,6 +107,7 @@ class TestDashboard : public QObject {
       auto store = core::ProjectStore::open(path_);
       store->addEvent(runId_, {20, 300.0, "rebalance", "shares 0.5 0.5 -> 0.6 0.4"});
       store->addEvent(runId_, {40, 600.0, "node_lost", "node 1 missed its heartbeat"});
+      store->addEvent(runId_, {50, 750.0, "strategy_switch", "sync -> async at step 50"});
     }
     detail_ = ui::readRunDetail(path_, runId_);
   }
@@ -123,6 +125,22 @@ class TestDashboard : public QObject {
                             "comm_ms, worker 1", "wait_ms, worker 0", "wait_ms, worker 1"}));
     QCOMPARE(seriesOn(d, Dash::kUtilisationChart),
              (QSet<QString>{"cpu_util, node 0", "cpu_util, node 1"}));
+    // Each worker's share of the batch, and its staleness on the right axis (its own scale:
+    // versions), with one legend entry per metric.
+    QCOMPARE(seriesOn(d, Dash::kScheduleChart),
+             (QSet<QString>{"batch_share, worker 0", "batch_share, worker 1", "staleness, worker 0",
+                            "staleness, worker 1"}));
+    for (QCPGraph* g : d.graphs(Dash::kScheduleChart))
+      QCOMPARE(g->valueAxis()->axisType(),
+               g->property("fullName").toString().startsWith("staleness") ? QCPAxis::atRight
+                                                                          : QCPAxis::atLeft);
+    QCOMPARE(d.legend(Dash::kScheduleChart)->itemCount(), 2);
+    QCOMPARE(d.rect(Dash::kScheduleChart)->axis(QCPAxis::atRight)->label(),
+             QString("staleness (versions)"));
+    // Two equal workers: each has half of every batch.
+    for (QCPGraph* g : d.graphs(Dash::kScheduleChart))
+      if (g->property("fullName").toString().startsWith("batch_share"))
+        QCOMPARE(g->data()->at(g->data()->size() - 1)->value, 0.5);
     for (Dash::Chart c : kCharts) {
       QVERIFY2(!d.graphs(c).isEmpty(), qPrintable(d.note(c)));
       for (QCPGraph* g : d.graphs(c))
@@ -263,6 +281,7 @@ class TestDashboard : public QObject {
     check(Dash::kThroughputChart, {"samples_per_s"});
     check(Dash::kStepTimeChart, {"compute_ms", "comm_ms", "wait_ms"});
     check(Dash::kUtilisationChart, {"cpu_util"});
+    check(Dash::kScheduleChart, {"batch_share", "staleness"});
     check(Dash::kChosenChart, {"mem_bytes"});
     if (QTest::currentTestFailed()) return;
     QVERIFY(perKey["cpu_util"] >= 2);  // both nodes sampled at least once
@@ -447,19 +466,37 @@ class TestDashboard : public QObject {
                100000.0);  // all, the new point too
   }
 
-  // Events are lines on every chart, named on the first.
+  // Events are lines on every chart, a style per kind, named on the loss and schedule charts.
   void eventMarkersOnEveryChart() {
     auto page = shownPage(detail_);
     const Dash& d = *page->chart();
     int shown = 0;
     for (const core::RunEvent& e : detail_.events) shown += e.kind != "start" && e.kind != "finish";
-    QCOMPARE(shown, 2);  // the rebalance and the node lost
+    QCOMPARE(shown, 3);  // the rebalance, the node lost and the strategy switch
     for (Dash::Chart c : kCharts) QCOMPARE(d.eventMarkerCount(c), shown);
-    QStringList named;
+    // A switch says which way it went.
+    const QStringList names{"rebalance", "node_lost", "\u2192 async"};
+    QCOMPARE(d.eventLabels(Dash::kLossChart), names);
+    QCOMPARE(d.eventLabels(Dash::kScheduleChart), names);
+    QVERIFY(d.eventLabels(Dash::kThroughputChart).isEmpty());
+    int visibleNames = 0;
     for (int i = 0; i < d.itemCount(); ++i)
-      if (auto* text = qobject_cast<QCPItemText*>(d.item(i)); text && text->visible())
-        if (text->text() == "rebalance" || text->text() == "node_lost") named << text->text();
-    QCOMPARE(named.size(), 2);
+      if (auto* text = qobject_cast<QCPItemText*>(d.item(i));
+          text && text->visible() && names.contains(text->text()))
+        ++visibleNames;
+    QCOMPARE(visibleNames, 2 * shown);
+    // A rebalance and a switch are told apart by their lines too.
+    std::map<QString, QPen> pens;
+    for (int i = 0; i < d.itemCount(); ++i)
+      if (auto* line = qobject_cast<QCPItemStraightLine*>(d.item(i));
+          line && !line->property("event").isNull())
+        pens[line->property("event").toString()] = line->pen();
+    QCOMPARE(pens.size(), std::size_t{3});
+    QVERIFY(pens["rebalance"].style() != pens["strategy_switch"].style());
+    QVERIFY(pens["rebalance"].color() != pens["strategy_switch"].color());
+    QCOMPARE(Dash::eventLabel({0, 0.0, "strategy_switch", "switched to sync: ratio 1.1"}),
+             QString("\u2192 sync"));
+    QCOMPARE(Dash::eventLabel({0, 0.0, "strategy_switch", ""}), QString("switch"));
     // At the event's step, and at its time when the axis counts seconds.
     const auto markerKeys = [&](Dash::Chart c) {
       QList<double> keys;
@@ -470,9 +507,9 @@ class TestDashboard : public QObject {
       std::sort(keys.begin(), keys.end());
       return keys;
     };
-    QCOMPARE(markerKeys(Dash::kThroughputChart), (QList<double>{20.0, 40.0}));
+    QCOMPARE(markerKeys(Dash::kThroughputChart), (QList<double>{20.0, 40.0, 50.0}));
     page->setXAxis(ui::RunXAxis::kSeconds);
-    QCOMPARE(markerKeys(Dash::kUtilisationChart), (QList<double>{0.3, 0.6}));
+    QCOMPARE(markerKeys(Dash::kUtilisationChart), (QList<double>{0.3, 0.6, 0.75}));
     for (Dash::Chart c : kCharts) QCOMPARE(d.eventMarkerCount(c), shown);
   }
 

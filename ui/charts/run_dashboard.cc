@@ -15,8 +15,8 @@ namespace {
 
 using Chart = RunDashboard::Chart;
 
-// The fixed charts and the rows of the metric table each shows (the fifth chart shows the
-// row the user picks). A metric may also be chosen for the fifth chart: it is then drawn twice.
+// The fixed charts and the rows of the metric table each shows (the last chart shows the
+// row the user picks). A metric may also be chosen for the last chart: it is then drawn twice.
 struct Placement {
   std::string_view key;
   Chart chart;
@@ -31,7 +31,16 @@ constexpr Placement kPlacements[] = {
     {core::metric::kCommMs, RunDashboard::kStepTimeChart, false},
     {core::metric::kWaitMs, RunDashboard::kStepTimeChart, false},
     {"cpu_util", RunDashboard::kUtilisationChart, false},
+    {core::metric::kBatchShare, RunDashboard::kScheduleChart, false},
+    {core::metric::kStaleness, RunDashboard::kScheduleChart, true},
 };
+
+// Charts whose legend has one entry per metric, for every worker: the step-time chart's
+// components and the schedule chart's share and staleness (a worker's colour is its colour on
+// the other charts).
+bool groupedByMetric(Chart chart) {
+  return chart == RunDashboard::kStepTimeChart || chart == RunDashboard::kScheduleChart;
+}
 
 QString text(std::string_view s) {
   return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size()));
@@ -73,28 +82,42 @@ QColor componentColour(std::string_view key) {
   return QColor(213, 94, 0, 130);  // wait
 }
 
-QColor eventColour(const std::string& kind) {
-  if (kind == "node_lost") return QColor(200, 0, 0, 200);
-  if (kind == "cancel") return QColor(0, 0, 0, 170);
-  if (kind == "strategy_switch") return QColor(150, 60, 170, 190);
-  return QColor(120, 120, 120, 150);  // rebalance and the rest
-}
-
-// The fifth chart's metric for a run nobody chose one for: the one that tells this run's
-// story (staleness of an asynchronous run, shares of a rebalancing one), else memory.
+// The last chart's metric for a run nobody chose one for: one the fixed charts do not show
+// that tells this run's story (divergence of an asynchronous run, GPU use), else memory.
+// Shares and staleness have their own chart.
 std::string defaultChoice(const std::vector<core::RunMetric>& metrics) {
   const auto find = [&](std::string_view key) -> const core::RunMetric* {
     for (const core::RunMetric& m : metrics)
       if (m.key == key) return &m;
     return nullptr;
   };
-  if (const auto* m = find("staleness"); m && m->maxValue > 0) return "staleness";
-  if (const auto* m = find("batch_share"); m && m->maxValue - m->minValue > 1e-9)
-    return "batch_share";
+  if (const auto* m = find(core::metric::kDivergence); m && m->maxValue > 0)
+    return core::metric::kDivergence;
   if (const auto* m = find("gpu_util"); m && m->maxValue > 0) return "gpu_util";
   if (find("mem_bytes") != nullptr) return "mem_bytes";
   return core::metric::kStepMs;
 }
+
+// A chart title that gives way: its column is a third of the page whatever it says (a metric's
+// description can be long), and a title wider than its chart ends in "…".
+class ElidedTitle final : public QCPTextElement {
+ public:
+  ElidedTitle(QCustomPlot* plot, const QString& text, const QFont& font)
+      : QCPTextElement(plot, text, font) {}
+
+ protected:
+  QSize minimumOuterSizeHint() const override {
+    QSize hint = QCPTextElement::minimumOuterSizeHint();
+    hint.setWidth(std::min(hint.width(), 60));
+    return hint;
+  }
+  void draw(QCPPainter* painter) override {
+    const QString full = mText;
+    mText = QFontMetrics(mainFont()).elidedText(full, Qt::ElideRight, mRect.width());
+    QCPTextElement::draw(painter);
+    mText = full;
+  }
+};
 
 }  // namespace
 
@@ -133,14 +156,15 @@ void RunDashboard::buildLayout() {
   QFont small = font();
   small.setPointSizeF(font().pointSizeF() * 0.85);
   const std::array<QString, kChartCount> titles = {
-      tr("Loss per worker; test loss and accuracy"), tr("Throughput per worker"),
-      tr("Step time per worker: compute, comm., wait"), tr("CPU use per node"), QString()};
-  // Edges that line up: the first column of both rows, and the second row's wide chart with
-  // the columns it spans.
-  auto* left0 = new QCPMarginGroup(this);
-  auto* right0 = new QCPMarginGroup(this);
-  auto* left1 = new QCPMarginGroup(this);
-  auto* right2 = new QCPMarginGroup(this);
+      tr("Loss per worker; test loss and accuracy"),    tr("Throughput per worker"),
+      tr("Step time per worker: compute, comm., wait"), tr("CPU use per node"),
+      tr("Batch share and staleness per worker"),       QString()};
+  // Edges that line up: the charts of a column, in both rows.
+  std::array<QCPMarginGroup*, 3> lefts{}, rights{};
+  for (std::size_t column = 0; column < 3; ++column) {
+    lefts[column] = new QCPMarginGroup(this);
+    rights[column] = new QCPMarginGroup(this);
+  }
   for (int c = 0; c < kChartCount; ++c) {
     Panel& p = panels_[static_cast<std::size_t>(c)];
     auto* cell = new QCPLayoutGrid;
@@ -148,7 +172,7 @@ void RunDashboard::buildLayout() {
       top->addElement(0, c, cell);
     else
       bottom->addElement(0, c - 3, cell);
-    p.title = new QCPTextElement(this, titles[static_cast<std::size_t>(c)], titleFont);
+    p.title = new ElidedTitle(this, titles[static_cast<std::size_t>(c)], titleFont);
     p.rect = new QCPAxisRect(this);
     // Title, legend, chart: the legend above the curves covers none of them.
     p.legend = new QCPLegend;
@@ -163,7 +187,8 @@ void RunDashboard::buildLayout() {
     }
     p.rect->setupFullAxesBox();  // a frame; the right axis of the loss chart is accuracy
     p.rect->axis(QCPAxis::atTop)->setTickLabels(false);
-    p.rect->axis(QCPAxis::atRight)->setTickLabels(c == kLossChart);
+    // Right axes with a scale of their own: accuracy, staleness.
+    p.rect->axis(QCPAxis::atRight)->setTickLabels(c == kLossChart || c == kScheduleChart);
     QCPAxis* x = p.rect->axis(QCPAxis::atBottom);
     p.rect->setRangeDrag(Qt::Horizontal | Qt::Vertical);
     p.rect->setRangeDragAxes(x, p.rect->axis(QCPAxis::atLeft));
@@ -182,12 +207,8 @@ void RunDashboard::buildLayout() {
           following_ = false;
           fitTimeFormat(range);
         });
-    for (QCPMarginGroup* g : c == kLossChart || c == kUtilisationChart
-                                 ? std::vector<QCPMarginGroup*>{left0, right0}
-                             : c == kThroughputChart ? std::vector<QCPMarginGroup*>{left1}
-                             : c == kStepTimeChart   ? std::vector<QCPMarginGroup*>{right2}
-                                                     : std::vector<QCPMarginGroup*>{left1, right2})
-      p.rect->setMarginGroup(g == left0 || g == left1 ? QCP::msLeft : QCP::msRight, g);
+    p.rect->setMarginGroup(QCP::msLeft, lefts[static_cast<std::size_t>(c % 3)]);
+    p.rect->setMarginGroup(QCP::msRight, rights[static_cast<std::size_t>(c % 3)]);
 
     p.legend->setLayer(QStringLiteral("legend"));
     p.legend->setFont(small);
@@ -229,7 +250,11 @@ void RunDashboard::buildLayout() {
     p.note->setColor(QColor(110, 110, 110));
     p.note->setVisible(false);
   }
-  bottom->setColumnStretchFactors({1.0, 2.0});
+  // Staleness counts versions: whole numbers.
+  auto versions = QSharedPointer<QCPAxisTickerFixed>::create();
+  versions->setTickStep(1.0);
+  versions->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+  panels_[kScheduleChart].rect->axis(QCPAxis::atRight)->setTicker(versions);
   layer(QStringLiteral("overlay"))->setMode(QCPLayer::lmBuffered);
 }
 
@@ -299,18 +324,27 @@ void RunDashboard::addSeriesGraph(std::size_t index, Chart chart, bool rightAxis
   g->setData(keys, drawnValues(s), xMode_ == RunXAxis::kStep);
 
   const bool stepTime = chart == kStepTimeChart;
+  const bool grouped = groupedByMetric(chart);
   QPen pen(s.owner < 0
                ? (m.name == core::metric::kTestLoss ? QColor(120, 120, 120) : QColor(0, 0, 0))
            : stepTime ? componentColour(m.name)
                       : seriesColour(static_cast<std::size_t>(s.owner)));
   pen.setWidthF(1.0);  // wide lines of many points are slow to draw
+  // On the schedule chart a worker has its colour twice: its share is the thick line (steps
+  // that a rebalance moves), its staleness the thin, lighter one (noisy, on the right axis).
+  if (chart == kScheduleChart && m.name == core::metric::kBatchShare) pen.setWidthF(2.2);
+  if (chart == kScheduleChart && m.name == core::metric::kStaleness) {
+    QColor light = pen.color();
+    light.setAlpha(150);
+    pen.setColor(light);
+  }
   if (m.scope == core::MetricScope::kRun) {
     pen.setWidthF(1.6);  // a few evaluations, not thousands of steps
     pen.setStyle(m.name == core::metric::kTestLoss ? Qt::DotLine : Qt::DashLine);
     g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 4));
   }
   g->setPen(pen);
-  g->setName(stepTime ? text(m.name) : seriesName(s));
+  g->setName(grouped ? text(m.name) : seriesName(s));
   g->setProperty("fullName", seriesName(s));
   g->setProperty("unit", display.unit);
   g->setProperty("smoothed", smoothed(s));
@@ -318,15 +352,19 @@ void RunDashboard::addSeriesGraph(std::size_t index, Chart chart, bool rightAxis
   g->setProperty("chart", static_cast<int>(chart));
   g->setProperty("metric", s.metric);
   g->setProperty("owner", s.owner);
-  // A legend entry per series; on the step-time chart one per component, for all workers.
-  const QString group = stepTime ? text(m.name) : seriesName(s);
+  // A legend entry per series; on the step-time chart one per component, on the schedule chart
+  // one per metric, for all workers.
+  const QString group = grouped ? text(m.name) : seriesName(s);
   g->setProperty("group", group);
   bool first = true;
   for (QCPGraph* other : p.rect->graphs())
     if (other != g && other->property("group").toString() == group) first = false;
   if (first) {
     // Shorter in the legend: the chart's title says what is drawn.
-    if (!stepTime && m.scope != core::MetricScope::kRun)
+    if (chart == kScheduleChart)
+      g->setName(rightAxis ? tr("%1 (thin, right axis)").arg(text(m.name))
+                           : tr("%1 (thick)").arg(text(m.name)));
+    if (!grouped && m.scope != core::MetricScope::kRun)
       g->setName(m.scope == core::MetricScope::kWorker ? tr("worker %1").arg(s.owner)
                                                        : tr("node %1").arg(s.owner));
     g->addToLegend(p.legend);
@@ -413,6 +451,7 @@ void RunDashboard::rebuild(RefreshPriority refresh) {
       axisLabel(tr("throughput"), unitOf(core::metric::kSamplesPerS)),
       axisLabel(tr("time per step"), unitOf(core::metric::kComputeMs)),
       axisLabel(tr("cpu_util (share of all cores)"), unitOf("cpu_util")),
+      tr("batch_share (of the global batch)"),
       chosen ? axisLabel(text(chosen->name), chosenDisplay.unit) : QString()};
   for (int c = 0; c < kChartCount; ++c) {
     Panel& p = panels_[static_cast<std::size_t>(c)];
@@ -423,6 +462,9 @@ void RunDashboard::rebuild(RefreshPriority refresh) {
   panels_[kLossChart]
       .rect->axis(QCPAxis::atRight)
       ->setLabel(axisLabel(text(core::metric::kTestAccuracy), unitOf(core::metric::kTestAccuracy)));
+  panels_[kScheduleChart]
+      .rect->axis(QCPAxis::atRight)
+      ->setLabel(axisLabel(text(core::metric::kStaleness), unitOf(core::metric::kStaleness)));
   drawMarkers();
   updateNotes();
   if (following_)
@@ -430,50 +472,6 @@ void RunDashboard::rebuild(RefreshPriority refresh) {
   else
     fitTimeFormat(xRange());
   replot(refresh);
-}
-
-void RunDashboard::drawMarkers() {
-  for (Panel& p : panels_) {
-    for (QCPAbstractItem* item : p.markers) removeItem(item);
-    p.markers.clear();
-  }
-  std::vector<const core::RunEvent*> shown;
-  for (const core::RunEvent& e : events_)
-    if (e.kind != "start" && e.kind != "finish") shown.push_back(&e);
-  // Named on the first chart while they are few enough to read; a line on every chart.
-  const bool named = shown.size() <= 20;
-  for (int c = 0; c < kChartCount; ++c) {
-    Panel& p = panels_[static_cast<std::size_t>(c)];
-    QCPAxis* x = p.rect->axis(QCPAxis::atBottom);
-    QCPAxis* y = p.rect->axis(QCPAxis::atLeft);
-    for (const core::RunEvent* e : shown) {
-      const double key = xMode_ == RunXAxis::kStep      ? static_cast<double>(e->step)
-                         : xMode_ == RunXAxis::kSeconds ? e->wallMs / 1000.0
-                                                        : startS_ + e->wallMs / 1000.0;
-      auto* line = new QCPItemStraightLine(this);
-      line->setClipAxisRect(p.rect);
-      line->point1->setAxes(x, y);
-      line->point2->setAxes(x, y);
-      line->point1->setCoords(key, 0);
-      line->point2->setCoords(key, 1);
-      line->setPen(QPen(eventColour(e->kind), 1, Qt::DashLine));
-      line->setProperty("event", QString::fromStdString(e->kind));
-      p.markers.push_back(line);
-      if (c != kLossChart || !named) continue;
-      auto* label = new QCPItemText(this);
-      label->setClipAxisRect(p.rect);
-      label->position->setAxes(x, y);
-      label->position->setAxisRect(p.rect);
-      label->position->setTypeX(QCPItemPosition::ptPlotCoords);
-      label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
-      label->position->setCoords(key, 0.02);
-      label->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
-      label->setRotation(-90);
-      label->setColor(eventColour(e->kind).darker(130));
-      label->setText(QString::fromStdString(e->kind));
-      p.markers.push_back(label);
-    }
-  }
 }
 
 void RunDashboard::updateBounds(Series& s) {
@@ -531,13 +529,6 @@ void RunDashboard::setSmoothing(double weight) {
   }
 }
 
-int RunDashboard::eventMarkerCount(Chart chart) const {
-  int n = 0;
-  for (const QCPAbstractItem* item : panels_[chart].markers)
-    if (qobject_cast<const QCPItemStraightLine*>(item) != nullptr) ++n;
-  return n;
-}
-
 void RunDashboard::updateNotes() {
   for (int c = 0; c < kChartCount; ++c) {
     Panel& p = panels_[static_cast<std::size_t>(c)];
@@ -588,7 +579,7 @@ void RunDashboard::fitView() {
         if (s.values.empty()) continue;
         const double scale = scaleOf(row(s.metric));
         const std::string_view unit = row(s.metric).unit;
-        const bool robust = unit == "ms" || unit == "samples/s";
+        const bool robust = unit == "ms" || unit == "samples/s" || unit == "versions";
         ylo = std::min(ylo, (robust ? s.lowValue : s.minValue) * scale);
         yhi = std::max(yhi, (robust ? s.highValue : s.maxValue) * scale);
         accuracy = accuracy || row(s.metric).name == core::metric::kTestAccuracy;

@@ -20,22 +20,32 @@ namespace dtlab::ui {
 // the wall-clock time of day (from the run's recorded start).
 enum class RunXAxis { kStep, kSeconds, kWallClock };
 
-// A run's live dashboard: five charts in one QCustomPlot (one axis rect each, margins aligned
+// A run's live dashboard: six charts in one QCustomPlot (one axis rect each, margins aligned
 // by QCPMarginGroup), so that a batch of live points costs one replot for all of them:
 //   training loss per worker and test accuracy | throughput per worker | step time split
-//   into compute, communication and wait | utilisation per node and worker | one metric of
-//   the metric table that the user picks.
+//   into compute, communication and wait | utilisation per node | each worker's share of the
+//   batch and its staleness (what a scheduler and an asynchronous strategy decide) | one
+//   metric of the metric table that the user picks.
 // Which metric goes to which chart, and every axis unit, come from core::kMetricTable. The x
 // ranges are linked: a drag or a wheel turn on one chart moves all of them; a double click
 // (or resetView) shows everything again and follows a live run's new points. Events are
-// marked on every chart. The mouse shows a crosshair on every chart at the same x, with the
-// values of the visible series of the chart under it; a click on a legend entry hides or
-// shows its series.
+// marked on every chart: a
+// line per event, in a colour and style of its kind, named on the loss and the batch-share
+// charts (a rebalance, a strategy switch "→ async"). The mouse shows a crosshair on every chart at
+// the same x, with the values of the visible series of the chart under it; a click on a legend
+// entry hides or shows its series.
 class RunDashboard final : public QCustomPlot {
   Q_OBJECT
  public:
-  enum Chart { kLossChart, kThroughputChart, kStepTimeChart, kUtilisationChart, kChosenChart };
-  static constexpr int kChartCount = 5;
+  enum Chart {
+    kLossChart,
+    kThroughputChart,
+    kStepTimeChart,
+    kUtilisationChart,
+    kScheduleChart,  // batch_share per worker (left axis), staleness per worker (right axis)
+    kChosenChart
+  };
+  static constexpr int kChartCount = 6;
   // Points per series kept in memory and drawn. A live series that reaches it keeps one of
   // every two points (the one farther from its predecessor, so spikes stay) and from then on
   // one of every two new ones, then four...: it always spans the whole run, at about the
@@ -55,7 +65,7 @@ class RunDashboard final : public QCustomPlot {
 
   void setXAxis(RunXAxis axis);
   RunXAxis xAxisMode() const { return xMode_; }
-  // The fifth chart's metric: a row name of core::kMetricTable. Unknown names are ignored.
+  // The last chart's metric: a row name of core::kMetricTable. Unknown names are ignored.
   void chooseMetric(const std::string& key);
   const std::string& chosenMetric() const { return chosen_; }
   // TensorBoard's debiased moving average over each worker's per-step series, `weight` in
@@ -76,6 +86,12 @@ class RunDashboard final : public QCustomPlot {
   QCPLegend* legend(Chart chart) const { return panels_[chart].legend; }
   // The event lines drawn on `chart` (one per event but start and finish).
   int eventMarkerCount(Chart chart) const;
+  // The names written beside the event lines of `chart`, in event order ("rebalance",
+  // "→ async"); empty on charts that draw lines only, or when events are too many to name.
+  QStringList eventLabels(Chart chart) const;
+  // The short name of an event on the charts: its kind, or for a strategy switch the mode it
+  // switched to when its detail says ("→ async").
+  static QString eventLabel(const core::RunEvent& event);
   // What the chart says instead of curves ("not recorded in this run"), or "".
   QString note(Chart chart) const;
   // Whether a series shown is a reduction of the points measured (by the store or, live, by

@@ -10,7 +10,8 @@ namespace {
 
 // Per column: its CSV name, its title in the table's header (short, on two lines where that
 // makes the column narrower: fourteen columns share the page's width with the explorer) and
-// in Markdown and copies, and the decimals its numbers are shown with.
+// in Markdown and copies, and the decimals its numbers are shown with (-1: three significant
+// digits, as `dtlab-cli compare` shows divergence).
 struct ColumnInfo {
   const char* csvName;
   const char* header;
@@ -20,36 +21,26 @@ struct ColumnInfo {
 constexpr ColumnInfo kColumns[RunComparisonModel::kColumnCount] = {
     {"name", "Run", "Run", 0},
     {"strategy", "Strategy", "Strategy", 0},
-    {"status", "Status", "Status", 0},
     {"steps", "Steps", "Steps", 0},
-    {"samples_per_s", "Samples\n/s", "Samples/s", 0},
-    {"final_test_accuracy", "Final\naccuracy", "Final test accuracy", 4},
-    {"time_to_target_s", "Time to\ntarget (s)", "Time to target (s)", 2},
-    {"mean_utilization", "Util.", "Mean utilisation", 3},
-    {"mean_wait_fraction", "Wait\nfraction", "Wait fraction", 3},
     {"mean_staleness", "Stale.\nmean", "Mean staleness", 2},
     {"max_staleness", "Stale.\nmax", "Max staleness", 0},
+    {"mean_divergence", "Diver-\ngence", "Mean divergence", -1},
+    {"time_to_target_s", "Time to\ntarget (s)", "Time to target (s)", 2},
+    {"samples_per_s", "Samples\n/s", "Samples/s", 0},
+    {"mean_utilization", "Util.", "Mean utilisation", 3},
+    {"mean_wait_fraction", "Wait\nfraction", "Wait fraction", 3},
     {"bytes_per_sample", "Comm.\nB/sample", "Communication (bytes/sample)", 0},
     {"peak_mem_bytes", "Peak\nMiB", "Peak memory (MiB)", 1},
+    {"final_test_accuracy", "Final\naccuracy", "Final test accuracy", 4},
+    {"outcome", "Outcome", "Outcome", 0},
 };
 
-// Whether the run's spec set a target accuracy (else there is no time to target to reach).
-bool hasTarget(const core::RunRecord& run) {
-  const nlohmann::json& spec = run.spec;
-  if (!spec.is_object() || !spec.contains("training") || !spec["training"].is_object())
-    return false;
-  const nlohmann::json& training = spec["training"];
-  return training.contains("target_accuracy") && training["target_accuracy"].is_number() &&
-         training["target_accuracy"].get<double>() > 0.0;
-}
-
-QVariant summaryNumber(const nlohmann::json& summary, const char* key) {
-  if (!summary.is_object() || !summary.contains(key) || !summary[key].is_number()) return {};
-  return summary[key].get<double>();
+QVariant figure(const std::optional<double>& v) {
+  return v ? QVariant(*v) : QVariant();
 }
 
 bool numeric(int column) {
-  return column >= RunComparisonModel::kStepsColumn;
+  return column >= RunComparisonModel::kStepsColumn && column != RunComparisonModel::kOutcomeColumn;
 }
 
 QString markdownCell(QString text) {
@@ -80,9 +71,17 @@ int RunComparisonModel::columnNamed(const QString& name) {
 
 void RunComparisonModel::setSnapshot(const ProjectSnapshot& snapshot) {
   std::vector<Row> rows;
-  for (std::size_t i = 0; i < snapshot.runs.size(); ++i)
-    rows.push_back({snapshot.runs[i],
-                    i < snapshot.summaries.size() ? snapshot.summaries[i] : nlohmann::json()});
+  for (std::size_t i = 0; i < snapshot.runs.size(); ++i) {
+    const core::RunRecord& run = snapshot.runs[i];
+    const nlohmann::json summary =
+        i < snapshot.summaries.size() ? snapshot.summaries[i] : nlohmann::json();
+    std::string experiment;
+    for (const core::Entity& e : snapshot.experiments)
+      if (run.experimentId && *run.experimentId == e.id) experiment = e.name;
+    core::ComparisonRow figures = core::comparisonRow(
+        run, summary.is_object() ? std::optional(summary) : std::nullopt, experiment);
+    rows.push_back({run, summary, std::move(figures)});
+  }
   const bool sameRuns = std::equal(rows.begin(), rows.end(), rows_.begin(), rows_.end(),
                                    [](const Row& a, const Row& b) { return a.run.id == b.run.id; });
   const std::size_t chosenBefore = chosen_.size();
@@ -153,6 +152,12 @@ QVariant RunComparisonModel::headerData(int section, Qt::Orientation orientation
       return tr("Communication per sample: bytes the run's workers sent per trained sample");
     case kPeakMemoryColumn:
       return tr("Peak resident memory of the largest worker (MiB)");
+    case kDivergenceColumn:
+      return tr(
+          "Mean divergence: relative distance of the workers' replicas from the server copy "
+          "(asynchronous strategies)");
+    case kOutcomeColumn:
+      return tr("Why the run stopped, and whether it reached its target (as dtlab-cli compare)");
     default:
       return tr(kColumns[section].title);
   }
@@ -166,62 +171,66 @@ Qt::ItemFlags RunComparisonModel::flags(const QModelIndex& index) const {
 }
 
 QVariant RunComparisonModel::value(const Row& row, int column) const {
+  const core::ComparisonRow& f = row.figures;
   const nlohmann::json& s = row.summary;
   switch (column) {
     case kRunColumn:
       return QString::fromStdString(row.run.name);
     case kStrategyColumn:
-      return QString::fromStdString(row.run.strategy);
-    case kStatusColumn:
-      return QString::fromStdString(row.run.status);
+      return QString::fromStdString(f.strategy);
     case kStepsColumn:
       return s.is_object() && s.contains("steps") && s["steps"].is_number_integer()
                  ? QVariant::fromValue<qint64>(s["steps"].get<int64_t>())
                  : QVariant();
-    case kSamplesPerSColumn:
-      return summaryNumber(s, "samples_per_s");
-    case kAccuracyColumn:
-      return summaryNumber(s, "final_test_accuracy");
-    case kTimeToTargetColumn:
-      return summaryNumber(s, "time_to_target_s");
-    case kUtilizationColumn:
-      return summaryNumber(s, "mean_utilization");
-    case kWaitColumn:
-      return summaryNumber(s, "mean_wait_fraction");
     case kMeanStalenessColumn:
-      return summaryNumber(s, "mean_staleness");
+      return figure(f.meanStaleness);
     case kMaxStalenessColumn:
-      return summaryNumber(s, "max_staleness");
+      return figure(f.maxStaleness);
+    case kDivergenceColumn:
+      return figure(f.meanDivergence);
+    case kTimeToTargetColumn:
+      return figure(f.timeToTargetS);
+    case kSamplesPerSColumn:
+      return figure(f.samplesPerS);
+    case kUtilizationColumn:
+      return figure(f.meanUtilization);
+    case kWaitColumn:
+      return figure(f.meanWaitFraction);
     case kBytesPerSampleColumn:
-      return summaryNumber(s, "bytes_per_sample");
-    case kPeakMemoryColumn: {
-      // The summary has one figure per worker; the table shows the largest.
-      if (!s.is_object() || !s.contains("peak_mem_bytes") || !s["peak_mem_bytes"].is_array())
-        return {};
-      int64_t peak = 0;
-      for (const auto& v : s["peak_mem_bytes"])
-        if (v.is_number()) peak = std::max(peak, v.get<int64_t>());
-      return peak > 0 ? QVariant::fromValue<qint64>(peak) : QVariant();
-    }
+      return figure(f.bytesPerSample);
+    case kPeakMemoryColumn:
+      return f.peakMemBytes ? QVariant::fromValue<qint64>(*f.peakMemBytes) : QVariant();
+    case kAccuracyColumn:
+      return figure(f.finalTestAccuracy);
+    case kOutcomeColumn:
+      return QString::fromStdString(core::comparisonOutcome(f));
     default:
       return {};
   }
 }
 
+// "#id name" with the run's whole name (the experiment's too).
+QString RunComparisonModel::fullName(const Row& row) {
+  return QString("#%1 %2").arg(row.run.id).arg(QString::fromStdString(row.run.name));
+}
+
 QString RunComparisonModel::text(const Row& row, int column) const {
+  // A run of an experiment by its variant's name, as `dtlab-cli compare` names it (the
+  // experiment's name in front of every run would leave no room; the tooltip has it whole).
   if (column == kRunColumn)
-    return QString("#%1 %2").arg(row.run.id).arg(value(row, column).toString());
+    return QString("#%1 %2").arg(row.run.id).arg(QString::fromStdString(row.figures.variant));
   const QVariant v = value(row, column);
   if (!v.isValid()) {
     // A finished run without a time to target did not reach it, or had none to reach.
-    if (column == kTimeToTargetColumn && row.summary.is_object())
-      return hasTarget(row.run) ? tr("not reached") : tr("none set");
+    if (column == kTimeToTargetColumn && row.figures.hasSummary)
+      return row.figures.targetAccuracy ? tr("not reached") : tr("none set");
     return kUnknown;
   }
   if (!numeric(column)) return v.toString();
   if (column == kPeakMemoryColumn)
     return QString::number(v.toDouble() / (1024.0 * 1024.0), 'f', kColumns[column].decimals);
   if (column == kStepsColumn) return QString::number(v.toLongLong());
+  if (kColumns[column].decimals < 0) return QString::number(v.toDouble(), 'g', 3);
   return QString::number(v.toDouble(), 'f', kColumns[column].decimals);
 }
 
@@ -231,8 +240,15 @@ QString RunComparisonModel::unknownTip(const Row& row, int column) const {
     return tr("Run #%1 has no summary yet (it is running, or ended without one)").arg(row.run.id);
   switch (column) {
     case kTimeToTargetColumn:
-      return hasTarget(row.run) ? tr("The run did not reach its target accuracy")
-                                : tr("The run's spec sets no target accuracy");
+      return row.figures.targetAccuracy ? tr("The run did not reach its target accuracy")
+                                        : tr("The run's spec sets no target accuracy");
+    case kDivergenceColumn:
+      // A synchronous run's replicas are the server copy: nothing to diverge from.
+      if (row.figures.strategy == "sync_allreduce" || row.figures.strategy == "local_sgd" ||
+          row.figures.strategy == "single")
+        return tr("Only asynchronous strategies (async_ps, ssp, hybrid) measure divergence");
+      return tr("Run #%1 did not record divergence: its summary has no 'mean_divergence'")
+          .arg(row.run.id);
     case kMeanStalenessColumn:
     case kMaxStalenessColumn:
     case kBytesPerSampleColumn:
@@ -267,11 +283,13 @@ QVariant RunComparisonModel::data(const QModelIndex& index, int role) const {
       return index.column() == kRunColumn ? QVariant(runColour(row.run.id)) : QVariant();
     case Qt::ToolTipRole:
       if (index.column() == kRunColumn)  // the full name where the column is narrower
-        return row.run.error.empty() ? text(row, kRunColumn)
-                                     : QString("%1: %2").arg(text(row, kRunColumn),
-                                                             QString::fromStdString(row.run.error));
+        return row.run.error.empty()
+                   ? fullName(row)
+                   : QString("%1: %2").arg(fullName(row), QString::fromStdString(row.run.error));
       if (index.column() != kRunColumn && !value(row, index.column()).isValid())
         return unknownTip(row, index.column());
+      if (index.column() == kOutcomeColumn)  // elided where the column is narrower
+        return text(row, kOutcomeColumn);
       return {};
     default:
       return {};

@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "core/store/comparison.h"
 #include "ui/models/project_snapshot.h"
 
 namespace dtlab::ui {
@@ -15,23 +16,30 @@ namespace dtlab::ui {
 // check box (chosen runs are overlaid in the comparison chart and exported as the
 // comparison table) and the run's chart colour as a swatch. A new snapshot of the project
 // keeps the choice by run id.
+//
+// The figures are `dtlab-cli compare`'s, in its order: each row is core::comparisonRow() of the
+// run and its summary (consistency, time to target, throughput, utilisation, wait,
+// communication, memory, accuracy, outcome), so the page and the command never disagree.
 class RunComparisonModel final : public QAbstractTableModel {
   Q_OBJECT
  public:
   enum Columns {
     kRunColumn,  // "#id name", check box, colour swatch
     kStrategyColumn,
-    kStatusColumn,
     kStepsColumn,
-    kSamplesPerSColumn,
-    kAccuracyColumn,
+    kMeanStalenessColumn,  // consistency; "–" in summaries recorded before it was measured
+    kMaxStalenessColumn,
+    kDivergenceColumn,  // asynchronous strategies only
     kTimeToTargetColumn,
+    kSamplesPerSColumn,
     kUtilizationColumn,
     kWaitColumn,
-    kMeanStalenessColumn,  // summary fields a later strategy release records; "–" until then
-    kMaxStalenessColumn,
     kBytesPerSampleColumn,  // communication per sample
     kPeakMemoryColumn,
+    kAccuracyColumn,
+    // core::comparisonOutcome(): why the run stopped, in words; it says what a status would
+    // (running, cancelled, failed: why) and more (time limit, target not reached).
+    kOutcomeColumn,
     kColumnCount
   };
   enum Roles {
@@ -78,9 +86,11 @@ class RunComparisonModel final : public QAbstractTableModel {
   struct Row {
     core::RunRecord run;
     nlohmann::json summary;
+    core::ComparisonRow figures;  // what `dtlab-cli compare` shows of the run
   };
   QVariant value(const Row& row, int column) const;
   QString text(const Row& row, int column) const;
+  static QString fullName(const Row& row);
   QString unknownTip(const Row& row, int column) const;
 
   std::vector<Row> rows_;

@@ -96,6 +96,11 @@ ComparePage::ComparePage(QWidget* parent)
   // narrow (its tooltip has the whole name).
   header->setSectionResizeMode(QHeaderView::ResizeToContents);
   header->setSectionResizeMode(RunComparisonModel::kRunColumn, QHeaderView::Stretch);
+  // The outcome can be a long error: it gets the width of a typical one, elided beyond (its
+  // tooltip has it whole), so the run names keep their room; the user may widen it.
+  header->setSectionResizeMode(RunComparisonModel::kOutcomeColumn, QHeaderView::Interactive);
+  header->resizeSection(RunComparisonModel::kOutcomeColumn,
+                        runsView_->fontMetrics().horizontalAdvance(tr("target not reached")) + 12);
   runsView_->setTextElideMode(Qt::ElideMiddle);
   runsView_->setSelectionBehavior(QAbstractItemView::SelectRows);
   runsView_->setAlternatingRowColors(true);

@@ -22,8 +22,8 @@
 namespace dtlab::ui {
 namespace {
 
-// Cells that take one of a list of names (strategy, partition) are edited with a combo box of
-// exactly those names, from the spec.
+// Cells that take one of a list of names (strategy, partition, policy) are edited with a combo box
+// of exactly those names, from the spec.
 class ChoiceDelegate final : public QStyledItemDelegate {
  public:
   using QStyledItemDelegate::QStyledItemDelegate;

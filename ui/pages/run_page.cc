@@ -73,7 +73,7 @@ RunPage::RunPage(QWidget* parent)
                                    static_cast<qsizetype>(m.description.size()))),
         Qt::ToolTipRole);
   }
-  metricChoice_->setToolTip(tr("The metric of the fifth chart (any metric of the metric table)"));
+  metricChoice_->setToolTip(tr("The metric of the last chart (any metric of the metric table)"));
   connect(metricChoice_, &QComboBox::activated, this, [this](int index) {
     dashboard_->chooseMetric(metricChoice_->itemData(index).toString().toStdString());
   });
@@ -122,7 +122,7 @@ RunPage::RunPage(QWidget* parent)
   hint->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // never widens the page
   hint->setStyleSheet("color: #666;");
   chartBar->addWidget(hint, 1);
-  chartBar->addWidget(new QLabel(tr("Fifth chart:"), this));
+  chartBar->addWidget(new QLabel(tr("Sixth chart:"), this));
   chartBar->addWidget(metricChoice_);
   chartBar->addWidget(xAxis_);
   chartBar->addWidget(smoothing);

@@ -31,7 +31,7 @@ class RunPage final : public QWidget {
   qint64 runId() const { return runId_; }
   // Every chart's x-axis: steps, seconds since the run started, or the time of day.
   void setXAxis(RunXAxis axis);
-  // The fifth chart's metric (a row name of the metric table).
+  // The last chart's metric (a row name of the metric table).
   void chooseMetric(const QString& key);
   // Hides or shows a series (a graph of chart(), by index), as a click on its legend entry does.
   void toggleSeries(int graph);

@@ -1,0 +1,296 @@
+// The GUI of the strategies of DESIGN.md's table: the variants editor sets every strategy's
+// fields (and only its own, which the spec's parser insists on), and the compare page shows
+// the figures of `dtlab-cli compare` (core/store/comparison) for each run. Offscreen.
+#include <QtTest/QtTest>
+
+#include <QtCore/QTemporaryDir>
+#include <QtTest/QAbstractItemModelTester>
+#include <QtWidgets/QComboBox>
+#include <QtWidgets/QPushButton>
+#include <QtWidgets/QTableView>
+
+#include "core/spec/experiment_spec.h"
+#include "core/store/comparison.h"
+#include "core/store/project_store.h"
+#include "ui/models/project_snapshot.h"
+#include "ui/models/run_comparison_model.h"
+#include "ui/models/variants_model.h"
+#include "ui/pages/experiment_page.h"
+
+using namespace dtlab;
+using V = ui::VariantsModel;
+using M = ui::RunComparisonModel;
+
+namespace {
+
+// Every column with a field of one strategy (or one partition or policy) only.
+constexpr int kStrategyFields[] = {
+    V::kPartitionColumn, V::kRebalanceColumn,      V::kPsShardsColumn,
+    V::kStalenessColumn, V::kPeriodColumn,         V::kPolicyColumn,
+    V::kSwitchAtColumn,  V::kStragglerRatioColumn, V::kWindowColumn};
+
+// A spec of four local nodes with one variant per strategy, for the editor.
+nlohmann::json editorSpec() {
+  nlohmann::json variants = nlohmann::json::array();
+  for (const std::string& s : core::strategyNames())
+    variants.push_back({{"name", s}, {"strategy", s}});
+  return {{"name", "strategies"}, {"cluster", {{"local_nodes", 4}}}, {"variants", variants}};
+}
+
+}  // namespace
+
+class TestStrategiesGui : public QObject {
+  Q_OBJECT
+ private slots:
+  // Each strategy's own cells are editable and write their field into the spec; the others
+  // are empty, not editable, and a write to them is refused (the parser would refuse it).
+  void eachFieldIsEditableOnlyForItsStrategy() {
+    ui::ExperimentPage page;
+    page.edit(-1, editorSpec(), {}, {});
+    QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
+    V* model = page.variants();
+    QAbstractItemModelTester tester(model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QCOMPARE(model->rowCount(), 5);
+    // Which columns each row (strategy) may set, and a valid value for each.
+    const std::map<int, QVariant> valid = {
+        {V::kPsShardsColumn, "2"},  {V::kStalenessColumn, "5"},      {V::kPeriodColumn, 4},
+        {V::kSwitchAtColumn, 0.25}, {V::kStragglerRatioColumn, 2.0}, {V::kWindowColumn, "10"}};
+    const std::map<std::string, std::set<int>> own = {
+        {"sync_allreduce", {V::kPartitionColumn}},
+        {"async_ps", {V::kPsShardsColumn}},
+        {"ssp", {V::kPsShardsColumn, V::kStalenessColumn}},
+        {"local_sgd", {V::kPeriodColumn}},
+        {"hybrid", {V::kPsShardsColumn, V::kPolicyColumn, V::kSwitchAtColumn}},
+    };
+    for (int row = 0; row < model->rowCount(); ++row) {
+      const std::string strategy = core::strategyNames()[static_cast<std::size_t>(row)];
+      for (int column : kStrategyFields) {
+        const QModelIndex cell = model->index(row, column);
+        const bool mine = own.at(strategy).count(column) != 0;
+        const QString where = QString("%1, %2").arg(strategy.c_str(), V::keyOf(column));
+        QVERIFY2(bool(model->flags(cell) & Qt::ItemIsEditable) == mine, qPrintable(where));
+        QCOMPARE(cell.data(V::AppliesRole).toBool(), mine);
+        if (!mine) {
+          QVERIFY2(!cell.data().isValid(), qPrintable(where));  // shown empty
+          QVERIFY(cell.data(Qt::ToolTipRole).toString().startsWith("Only "));
+          QVERIFY(!model->setData(cell, valid.count(column) ? valid.at(column) : QVariant("x")));
+          QVERIFY2(!page.spec()["variants"][row].contains(V::keyOf(column)), qPrintable(where));
+          continue;
+        }
+        if (!valid.count(column)) continue;
+        QVERIFY2(model->setData(cell, valid.at(column)), qPrintable(where));
+        const nlohmann::json written = page.spec()["variants"][row][V::keyOf(column)];
+        QVERIFY2(written.is_number(), qPrintable(where + ": " + written.dump().c_str()));
+        QCOMPARE(written.get<double>(), valid.at(column).toDouble());
+        QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
+      }
+    }
+    // The spec's defaults where a field is left out, as the parser fills them in.
+    QCOMPARE(model->index(1, V::kPsShardsColumn).data().toString(), QString("2"));
+    QVERIFY(model->setData(model->index(1, V::kPsShardsColumn), "all"));
+    QVERIFY(!page.spec()["variants"][1].contains("ps_shards"));
+    QCOMPARE(model->index(1, V::kPsShardsColumn).data().toString(), QString("all"));
+    QCOMPARE(model->index(4, V::kPolicyColumn).data().toString(), QString("sync_then_async"));
+    QCOMPARE(model->index(4, V::kPolicyColumn).data(V::ChoicesRole).toStringList(),
+             QStringList({"sync_then_async", "adaptive"}));
+
+    // The adaptive policy: its ratio and window become editable, the switch point goes.
+    QVERIFY(model->setData(model->index(4, V::kPolicyColumn), "adaptive"));
+    QVERIFY(!page.spec()["variants"][4].contains("switch_at"));
+    QVERIFY(!(model->flags(model->index(4, V::kSwitchAtColumn)) & Qt::ItemIsEditable));
+    QCOMPARE(model->index(4, V::kStragglerRatioColumn).data().toDouble(), 1.5);
+    QCOMPARE(model->index(4, V::kWindowColumn).data().toLongLong(), qint64{20});
+    QVERIFY(model->setData(model->index(4, V::kStragglerRatioColumn), 2.0));
+    QVERIFY(model->setData(model->index(4, V::kWindowColumn), "10"));
+    QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
+    // What the editor wrote is what the spec reads.
+    const core::ExperimentSpec parsed = core::parseExperimentSpec(page.spec());
+    QCOMPARE(parsed.variants[2].staleness, int64_t{5});
+    QCOMPARE(parsed.variants[2].psShards, int64_t{2});
+    QCOMPARE(parsed.variants[3].period, int64_t{4});
+    QCOMPARE(parsed.variants[4].policy, core::HybridPolicy::kAdaptive);
+    QCOMPARE(parsed.variants[4].stragglerRatio, 2.0);
+    QCOMPARE(parsed.variants[4].window, int64_t{10});
+  }
+
+  // A new strategy, partition or policy drops the fields that no longer apply, so the spec
+  // stays one the parser accepts.
+  void switchingStrategyDropsInapplicableFields() {
+    ui::ExperimentPage page;
+    page.resize(1200, 800);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    page.edit(-1, editorSpec(), {}, {});
+    V* model = page.variants();
+    QSignalSpy changed(model, &QAbstractItemModel::dataChanged);
+    QVERIFY(model->setData(model->index(2, V::kPsShardsColumn), 3));
+    QVERIFY(model->setData(model->index(2, V::kStalenessColumn), 1));
+    changed.clear();
+    // In the table, as a user picks it from the combo box of the spec's names.
+    auto* view = page.findChild<QTableView*>();
+    const QModelIndex strategy = model->index(2, V::kStrategyColumn);
+    view->edit(strategy);
+    auto* box = view->viewport()->findChild<QComboBox*>();
+    QVERIFY(box != nullptr);
+    QCOMPARE(box->count(), static_cast<int>(core::strategyNames().size()));
+    box->setCurrentText("local_sgd");
+    QTest::keyClick(box, Qt::Key_Return);
+    QTRY_COMPARE_WITH_TIMEOUT(page.spec()["variants"][2]["strategy"], nlohmann::json("local_sgd"),
+                              5000);
+    const nlohmann::json row = page.spec()["variants"][2];
+    QVERIFY2(!row.contains("ps_shards") && !row.contains("staleness"), row.dump().c_str());
+    QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
+    // The whole row changed: its cells now show local_sgd's period and nothing of ssp.
+    QVERIFY(!changed.isEmpty());
+    QCOMPARE(changed.last().at(0).toModelIndex().column(), 0);
+    QCOMPARE(changed.last().at(1).toModelIndex().column(), V::kColumnCount - 1);
+    QCOMPARE(model->index(2, V::kPeriodColumn).data().toLongLong(), qint64{8});
+    QVERIFY(!model->index(2, V::kStalenessColumn).data().isValid());
+
+    // sync_allreduce by speed to async_ps: partition and rebalance period go.
+    QVERIFY(model->setData(model->index(0, V::kPartitionColumn), "speed_proportional"));
+    QVERIFY(model->setData(model->index(0, V::kRebalanceColumn), 7));
+    QCOMPARE(page.spec()["variants"][0]["rebalance_every"], nlohmann::json(7));
+    QVERIFY(model->setData(model->index(0, V::kStrategyColumn), "async_ps"));
+    QVERIFY(!page.spec()["variants"][0].contains("partition"));
+    QVERIFY(!page.spec()["variants"][0].contains("rebalance_every"));
+    // hybrid to ssp: policy and switch point go, the shards stay (both use a server).
+    QVERIFY(model->setData(model->index(4, V::kSwitchAtColumn), 0.3));
+    QVERIFY(model->setData(model->index(4, V::kPsShardsColumn), 2));
+    QVERIFY(model->setData(model->index(4, V::kStrategyColumn), "ssp"));
+    QCOMPARE(page.spec()["variants"][4],
+             nlohmann::json({{"name", "hybrid"}, {"strategy", "ssp"}, {"ps_shards", 2}}));
+    QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
+  }
+
+  // A value out of range, or not a number, is kept as typed and the parser's message stands
+  // under the variants table, naming the field.
+  void invalidValuesShowTheParsersMessage() {
+    ui::ExperimentPage page;
+    page.edit(-1, editorSpec(), {}, {});
+    V* model = page.variants();
+    struct Case {
+      int row, column;
+      QVariant value;
+      QString path;
+    };
+    const Case cases[] = {
+        {2, V::kStalenessColumn, "-1", "variants[2].staleness"},
+        {3, V::kPeriodColumn, "0", "variants[3].period"},
+        {3, V::kPeriodColumn, "often", "variants[3].period"},
+        {1, V::kPsShardsColumn, "5", "variants[1].ps_shards"},  // more than the 4 nodes
+        {4, V::kSwitchAtColumn, "1.0", "variants[4].switch_at"},
+        {4, V::kPolicyColumn, "adaptiv", "variants[4].policy"},
+    };
+    for (const Case& c : cases) {
+      const nlohmann::json before = page.spec()["variants"];
+      QVERIFY(model->setData(model->index(c.row, c.column), c.value));
+      QVERIFY2(page.error().startsWith(c.path + ": "), qPrintable(page.error()));
+      QCOMPARE(page.errorField(), QString("variants"));
+      QVERIFY(!page.saveButton()->isEnabled());
+      // The same message as the parser's for the spec as written.
+      try {
+        core::parseExperimentSpec(page.spec());
+        QFAIL("the parser accepted it");
+      } catch (const core::SpecError& e) {
+        QCOMPARE(page.error(), QString::fromUtf8(e.what()));
+      }
+      model->setVariants(before);
+      emit model->dataChanged(model->index(0, 0), model->index(0, 0));
+      QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
+    }
+  }
+
+  // The compare page's rows are core::comparisonRow() of each run: the figures `dtlab-cli
+  // compare` prints, equal to the summaries' values, with the outcome in its words.
+  void compareRowsAreTheCoreComparisonRows() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("p.dtlab").toStdString();
+    std::vector<core::RunSummary> summaries(3);
+    {
+      auto store = core::ProjectStore::create(path);
+      nlohmann::json spec = {{"name", "exp"},
+                             {"training", {{"target_accuracy", 0.9}}},
+                             {"variants",
+                              {{{"name", "sync"}, {"strategy", "sync_allreduce"}},
+                               {{"name", "async"}, {"strategy", "async_ps"}},
+                               {{"name", "stale"}, {"strategy", "ssp"}}}}};
+      const int64_t experiment = store->putEntity(core::EntityKind::kExperiment, "exp", spec);
+      const char* names[] = {"sync", "async", "stale"};
+      const char* strategies[] = {"sync_allreduce", "async_ps", "ssp"};
+      for (int i = 0; i < 3; ++i) {
+        core::RunStart start;
+        start.experimentId = experiment;
+        start.name = std::string("exp/") + names[i];
+        start.strategy = strategies[i];
+        start.spec = spec;
+        const int64_t id = store->beginRun(start);
+        core::RunSummary& s = summaries[static_cast<std::size_t>(i)];
+        s.name = start.name;
+        s.strategy = strategies[i];
+        s.status = core::RunStatus::kCompleted;
+        s.stopReason = i == 1 ? core::StopReason::kMaxSeconds : core::StopReason::kTargetAccuracy;
+        s.steps = 100 + i;
+        s.samplesPerS = 1000.0 * (i + 1);
+        s.finalTestAccuracy = i == 1 ? 0.85 : 0.91;
+        if (i != 1) s.timeToTargetS = 2.5 + i;
+        s.meanUtilization = 0.5 + 0.1 * i;
+        s.meanWaitFraction = 0.3 - 0.1 * i;
+        s.meanStaleness = i == 0 ? 0.0 : 1.25 * i;
+        s.maxStaleness = i == 0 ? 0.0 : 3.0 * i;
+        if (i != 0) s.meanDivergence = 0.0125 * i;
+        s.bytesPerSample = 4096.0 / (i + 1);
+        s.peakMemBytes = {int64_t{40} << 20, int64_t{(50 + i)} << 20};
+        store->finishRun(id, s);
+      }
+    }
+    M model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    const ui::ProjectSnapshot snapshot = ui::readProjectSnapshot(path);
+    model.setSnapshot(snapshot);
+    QCOMPARE(model.rowCount(), 3);
+    auto store = core::ProjectStore::open(path, true);
+    for (int i = 0; i < 3; ++i) {
+      const core::RunSummary& s = summaries[static_cast<std::size_t>(i)];
+      const core::RunRecord& run = snapshot.runs[static_cast<std::size_t>(i)];
+      const core::ComparisonRow expected =
+          core::comparisonRow(run, store->runSummary(run.id), "exp");
+      const auto value = [&](int column) { return model.index(i, column).data(M::ValueRole); };
+      // The figures, as the core computes them and as the summary holds them.
+      QCOMPARE(value(M::kMeanStalenessColumn).toDouble(), *expected.meanStaleness);
+      QCOMPARE(value(M::kMeanStalenessColumn).toDouble(), s.meanStaleness);
+      QCOMPARE(value(M::kMaxStalenessColumn).toDouble(), s.maxStaleness);
+      QCOMPARE(value(M::kDivergenceColumn).isValid(), s.meanDivergence.has_value());
+      if (s.meanDivergence) QCOMPARE(value(M::kDivergenceColumn).toDouble(), *s.meanDivergence);
+      QCOMPARE(value(M::kTimeToTargetColumn).isValid(), s.timeToTargetS.has_value());
+      if (s.timeToTargetS) QCOMPARE(value(M::kTimeToTargetColumn).toDouble(), *s.timeToTargetS);
+      QCOMPARE(value(M::kSamplesPerSColumn).toDouble(), s.samplesPerS);
+      QCOMPARE(value(M::kUtilizationColumn).toDouble(), s.meanUtilization);
+      QCOMPARE(value(M::kWaitColumn).toDouble(), s.meanWaitFraction);
+      QCOMPARE(value(M::kBytesPerSampleColumn).toDouble(), *expected.bytesPerSample);
+      QCOMPARE(value(M::kPeakMemoryColumn).toLongLong(), qint64{50 + i} << 20);  // the largest
+      QCOMPARE(value(M::kAccuracyColumn).toDouble(), *s.finalTestAccuracy);
+      QCOMPARE(model.index(i, M::kOutcomeColumn).data().toString(),
+               QString::fromStdString(core::comparisonOutcome(expected)));
+      // The variant's name, as the command names it; the tooltip has the run's whole name.
+      QCOMPARE(model.index(i, M::kRunColumn).data().toString(),
+               QString("#%1 %2").arg(run.id).arg(QString::fromStdString(expected.variant)));
+      QVERIFY(model.index(i, M::kRunColumn).data(Qt::ToolTipRole).toString().contains("exp/"));
+    }
+    QCOMPARE(model.index(0, M::kOutcomeColumn).data().toString(), QString("target reached"));
+    QCOMPARE(model.index(1, M::kOutcomeColumn).data().toString(),
+             QString("time limit, target not reached"));
+    QCOMPARE(model.index(1, M::kTimeToTargetColumn).data().toString(), QString("not reached"));
+    // Divergence: three significant digits as the command prints it; a synchronous run has
+    // none, and the tooltip says why.
+    QCOMPARE(model.index(1, M::kDivergenceColumn).data().toString(), QString("0.0125"));
+    QCOMPARE(model.index(0, M::kDivergenceColumn).data().toString(), QString("\u2013"));
+    QVERIFY(model.index(0, M::kDivergenceColumn)
+                .data(Qt::ToolTipRole)
+                .toString()
+                .contains("Only asynchronous strategies"));
+  }
+};
+
+QTEST_MAIN(TestStrategiesGui)
+#include "test_strategies_gui.moc"
