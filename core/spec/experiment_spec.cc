@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/spec/data_partition_checks.h"
+
 namespace dtlab::core {
 namespace {
 
@@ -65,7 +67,8 @@ constexpr std::string_view kScheduleFields[] = {"kind", "warmup_steps", "step_si
                                                 "min_lr"};
 constexpr std::string_view kTrainingFields[] = {"batch_size",  "epochs",          "max_steps",
                                                 "max_seconds", "target_accuracy", "eval_interval",
-                                                "threads"};
+                                                "threads",     "data_partition"};
+constexpr std::string_view kDataPartitionFields[] = {"kind", "alpha"};
 
 // ---------------------------------------------------------------------------------------------
 // Enum names.
@@ -105,6 +108,10 @@ constexpr NamedValue<StrategyKind> kStrategyNames[] = {
     {StrategyKind::kHybrid, "hybrid"}};
 constexpr NamedValue<HybridPolicy> kHybridPolicyNames[] = {
     {HybridPolicy::kSyncThenAsync, "sync_then_async"}, {HybridPolicy::kAdaptive, "adaptive"}};
+constexpr NamedValue<DataPartitionKind> kDataPartitionNames[] = {
+    {DataPartitionKind::kShared, "shared"},
+    {DataPartitionKind::kIid, "iid"},
+    {DataPartitionKind::kDirichlet, "dirichlet"}};
 constexpr NamedValue<PartitionScheme> kPartitionNames[] = {
     {PartitionScheme::kEqual, "equal"},
     {PartitionScheme::kSpeedProportional, "speed_proportional"}};
@@ -715,6 +722,13 @@ TrainingConfig parseTraining(ObjectReader& r, const DatasetConfig& data) {
   if (r.isSet("target_accuracy")) t.targetAccuracy = r.real("target_accuracy", kFraction);
   if (auto v = r.integer("eval_interval", 1, kMaxInt)) t.evalInterval = *v;
   if (auto v = r.integer("threads", 0, kMaxThreads)) t.threads = static_cast<int>(*v);
+  ObjectReader partition = r.child("data_partition", kDataPartitionFields);
+  if (auto v = partition.choice("kind", kDataPartitionNames)) t.dataPartition.kind = *v;
+  if (partition.has("alpha") && t.dataPartition.kind != DataPartitionKind::kDirichlet)
+    throw SpecError(partition.pathOf("alpha"), "applies only to \"kind\": \"dirichlet\"");
+  if (auto v = partition.real("alpha", kPositive)) t.dataPartition.alpha = *v;
+  partition.finish();
+  checkDataPartition(t.dataPartition, data, partition.path());
   if (t.batchSize > data.trainSize)
     throw SpecError(r.pathOf("batch_size"), concat("must not exceed dataset.train_size (",
                                                    data.trainSize, "), got ", t.batchSize));
@@ -1017,6 +1031,9 @@ const char* toString(StrategyKind kind) {
 const char* toString(PartitionScheme scheme) {
   return nameOf(kPartitionNames, scheme);
 }
+const char* toString(DataPartitionKind kind) {
+  return nameOf(kDataPartitionNames, kind);
+}
 const char* toString(HybridPolicy policy) {
   return nameOf(kHybridPolicyNames, policy);
 }
@@ -1118,6 +1135,7 @@ ExperimentSpec parseExperimentSpec(const json& document) {
     spec.cluster = parseCluster(cluster);
     spec.variants =
         parseVariants(r.find("variants"), r.pathOf("variants"), spec.cluster.localNodes);
+    checkVariantsTakeDataPartition(spec, r.pathOf("variants"));
     r.finish();
     return spec;
   } catch (const json::exception& e) {
@@ -1258,7 +1276,8 @@ json toJson(const ExperimentSpec& spec) {
         {"max_seconds", t.maxSeconds},
         {"target_accuracy", t.targetAccuracy ? json(*t.targetAccuracy) : json(nullptr)},
         {"eval_interval", t.evalInterval},
-        {"threads", t.threads}}},
+        {"threads", t.threads},
+        {"data_partition", dataPartitionJson(t.dataPartition)}}},
       {"cluster", cluster},
       {"variants", variants},
   };

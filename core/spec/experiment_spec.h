@@ -114,6 +114,22 @@ struct OptimizerConfig {
   bool operator==(const OptimizerConfig&) const = default;
 };
 
+// How the training set is divided among a run's workers (training.data_partition). kShared:
+// every worker draws from the whole set (sync_allreduce and local_sgd take slices of global
+// batches drawn from it, async_ps and ssp give each worker a contiguous range of it, which is
+// as good as a random subset because samples are i.i.d. draws of the generator). kIid and
+// kDirichlet give each worker its own shard (core/data/partition.h) and it draws its batches
+// only from that: kIid is a seeded random split, kDirichlet a label skew, each class spread
+// over the workers by Dir(alpha) proportions (smaller alpha: each worker sees fewer classes).
+enum class DataPartitionKind { kShared, kIid, kDirichlet };
+
+struct DataPartitionConfig {
+  DataPartitionKind kind = DataPartitionKind::kShared;
+  double alpha = 0.5;  // kDirichlet only
+
+  bool operator==(const DataPartitionConfig&) const = default;
+};
+
 struct TrainingConfig {
   int64_t batchSize = 128;               // global batch
   int64_t epochs = 5;                    // 0: no epoch limit
@@ -122,6 +138,7 @@ struct TrainingConfig {
   std::optional<double> targetAccuracy;  // stop when test accuracy reaches it
   int64_t evalInterval = 200;            // steps between evaluations (and at the end)
   int threads = 0;                       // 0: automatic (1 for small models, else all cores)
+  DataPartitionConfig dataPartition;
 
   bool operator==(const TrainingConfig&) const = default;
 };
@@ -269,6 +286,7 @@ const char* toString(ScheduleKind kind);
 const char* toString(StrategyKind kind);
 const char* toString(PartitionScheme scheme);
 const char* toString(HybridPolicy policy);
+const char* toString(DataPartitionKind kind);
 // Every name the spec accepts for "strategy" / "partition", in the order the spec lists them.
 std::vector<std::string> strategyNames();
 std::vector<std::string> partitionNames();

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/data/dataset.h"
+#include "core/train/data_shards.h"
 
 namespace dtlab::core {
 
@@ -35,21 +36,12 @@ std::string AsyncPs::setUp() {
     throw Error("training.batch_size " + std::to_string(global_) + " is smaller than the " +
                 std::to_string(job.world) + " workers: every worker needs at least one sample");
   localBatch_ = BatchSlice::equal(global_, job.rank, job.world).count;
-  // Each worker draws from its own contiguous part of the training set (the samples are
-  // i.i.d. draws of the generator, so a range is as good as a shuffled subset, and a range
-  // costs no index memory); one worker draws from all of it, like a single learner.
-  const int64_t n = context_.dataset.size(Split::kTrain);
-  const int64_t begin = n * job.rank / job.world;
-  const int64_t end = n * (job.rank + 1) / job.world;
-  if (end - begin < localBatch_)
-    throw Error("rank " + std::to_string(job.rank) + "'s part of the training set (" +
-                std::to_string(end - begin) + " samples) is smaller than its batch of " +
-                std::to_string(localBatch_));
-  std::vector<int64_t> samples(static_cast<std::size_t>(end - begin));
-  for (int64_t i = begin; i < end; ++i) samples[static_cast<std::size_t>(i - begin)] = i;
-  worker_ =
-      std::make_unique<Worker>(job.spec, context_.backend, context_.dataset, std::move(samples),
-                               BatchSlice::whole(localBatch_), context_.totalSteps * job.world);
+  // Its own contiguous range of the training set under "shared", else its own shard.
+  WorkerData data =
+      workerData(job.spec, context_.dataset, job.rank, job.world, SharedDraw::kContiguousRanges);
+  worker_ = std::make_unique<Worker>(job.spec, context_.backend, context_.dataset,
+                                     std::move(data.samples), data.slice,
+                                     context_.totalSteps * job.world);
   emulation_ = std::make_unique<ComputeEmulation>(job.node, job.spec.seed, job.rank);
 
   Mlp& model = worker_->model();
@@ -76,6 +68,7 @@ std::string AsyncPs::setUp() {
                        std::to_string(ps_->layout().size()) +
                        (ps_->layout().size() == 1 ? " block" : " blocks");
   if (staleness_ >= 0) detail += ", staleness bound " + std::to_string(staleness_);
+  if (!data.detail.empty()) detail += ", " + data.detail;
   return detail;
 }
 

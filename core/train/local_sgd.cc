@@ -9,6 +9,7 @@
 #include "core/comm/communicator.h"
 #include "core/common/random.h"
 #include "core/data/dataset.h"
+#include "core/train/data_shards.h"
 
 namespace dtlab::core {
 namespace {
@@ -35,11 +36,12 @@ std::string LocalSgd::setUp() {
                 std::to_string(job.world) + " workers: every worker needs at least one sample");
   if (period_ < 1)
     throw Error("local_sgd period must be at least 1, got " + std::to_string(period_));
-  std::vector<int64_t> all(static_cast<std::size_t>(context_.dataset.size(Split::kTrain)));
-  std::iota(all.begin(), all.end(), int64_t{0});
   slice_ = BatchSlice::equal(global_, job.rank, job.world);
-  worker_ = std::make_unique<Worker>(job.spec, context_.backend, context_.dataset, std::move(all),
-                                     slice_, context_.totalSteps);
+  WorkerData data =
+      workerData(job.spec, context_.dataset, job.rank, job.world, SharedDraw::kGlobalBatchSlices);
+  worker_ =
+      std::make_unique<Worker>(job.spec, context_.backend, context_.dataset,
+                               std::move(data.samples), data.slice, context_.totalSteps, global_);
   emulation_ = std::make_unique<ComputeEmulation>(job.node, job.spec.seed, job.rank);
   Mlp& model = worker_->model();
   const int64_t params = model.parameterCount();
@@ -49,7 +51,8 @@ std::string LocalSgd::setUp() {
     buffer_.resize(static_cast<std::size_t>(params + Votes::kCount));
   }
   return "local_sgd, period " + std::to_string(period_) + ", " + std::to_string(slice_.count) +
-         " of " + std::to_string(global_) + " samples per local step";
+         " of " + std::to_string(global_) + " samples per local step" +
+         (data.detail.empty() ? "" : ", " + data.detail);
 }
 
 StepReport LocalSgd::step(int64_t step, const Votes& local, Votes& agreed) {

@@ -11,6 +11,7 @@
 #include "core/comm/gradient_buckets.h"
 #include "core/common/random.h"
 #include "core/data/dataset.h"
+#include "core/train/data_shards.h"
 
 namespace dtlab::core {
 namespace {
@@ -35,13 +36,14 @@ std::string SyncAllReduce::setUp() {
   if (global_ < job.world)
     throw Error("training.batch_size " + std::to_string(global_) + " is smaller than the " +
                 std::to_string(job.world) + " workers: every worker needs at least one sample");
-  std::vector<int64_t> all(static_cast<std::size_t>(context_.dataset.size(Split::kTrain)));
-  std::iota(all.begin(), all.end(), int64_t{0});
   slice_ = BatchSlice::equal(global_, job.rank, job.world);
   for (int r = 0; r < job.world; ++r)
     counts_.push_back(BatchSlice::equal(global_, r, job.world).count);
-  worker_ = std::make_unique<Worker>(job.spec, context_.backend, context_.dataset, std::move(all),
-                                     slice_, context_.totalSteps);
+  WorkerData data =
+      workerData(job.spec, context_.dataset, job.rank, job.world, SharedDraw::kGlobalBatchSlices);
+  worker_ =
+      std::make_unique<Worker>(job.spec, context_.backend, context_.dataset,
+                               std::move(data.samples), data.slice, context_.totalSteps, global_);
   Mlp& model = worker_->model();
   const int64_t params = model.parameterCount();
   // Rank 0's initial weights everywhere: replicas start identical whatever their seeds.
@@ -70,6 +72,7 @@ std::string SyncAllReduce::setUp() {
   if (variant.partition == PartitionScheme::kSpeedProportional)
     detail +=
         ", rebalanced by measured speed every " + std::to_string(variant.rebalanceEvery) + " steps";
+  if (!data.detail.empty()) detail += ", " + data.detail;
   return detail;
 }
 

@@ -38,13 +38,14 @@ BatchSlice BatchSlice::equal(int64_t global, int rank, int world) {
 }
 
 Worker::Worker(const ExperimentSpec& spec, Backend& backend, const Dataset& dataset,
-               std::vector<int64_t> shard, BatchSlice slice, int64_t totalSteps)
+               std::vector<int64_t> shard, BatchSlice slice, int64_t totalSteps,
+               int64_t scheduleBatch)
     : spec_(spec),
       backend_(backend),
       task_(dataset.task()),
       model_(backend, dataset.features(), mlpLayers(spec.model, dataset.outputs())),
       optimizer_(backend.makeOptimizer(spec.optimizer)),
-      schedule_(spec.optimizer, slice.global, totalSteps),
+      schedule_(spec.optimizer, scheduleBatch > 0 ? scheduleBatch : slice.global, totalSteps),
       dataset_(dataset),
       shardSize_(static_cast<int64_t>(shard.size())),
       slice_(slice),

@@ -50,10 +50,13 @@ class Worker {
   // added. A single replica (slice = the whole global batch) visits every sample each
   // epoch anyway, so it generates the samples once, here, and regenerates nothing. A
   // contiguous range (the usual 0..n-1) is kept as its bounds, any other list as given.
-  // totalSteps feeds the learning-rate schedule (cosine); slice.global the linear
-  // scaling rule. `dataset` must outlive the worker.
+  // totalSteps feeds the learning-rate schedule (cosine); scheduleBatch the linear
+  // scaling rule (0: slice.global; a replica that draws whole batches of its share from its
+  // own shard passes the run's global batch, the batch its gradient becomes part of).
+  // `dataset` must outlive the worker.
   Worker(const ExperimentSpec& spec, Backend& backend, const Dataset& dataset,
-         std::vector<int64_t> samples, BatchSlice slice, int64_t totalSteps);
+         std::vector<int64_t> samples, BatchSlice slice, int64_t totalSteps,
+         int64_t scheduleBatch = 0);
 
   Mlp& model() { return model_; }
   const Mlp& model() const { return model_; }

@@ -715,7 +715,7 @@ class TestSpec : public QObject {
     QCOMPARE(document["model"].size(), 4u);
     QCOMPARE(document["optimizer"].size(), 11u);
     QCOMPARE(document["optimizer"]["schedule"].size(), 5u);
-    QCOMPARE(document["training"].size(), 7u);
+    QCOMPARE(document["training"].size(), 8u);
     QVERIFY(document["training"]["target_accuracy"].is_null());
     // Floats are written in their shortest form, not as the widened double.
     QCOMPARE(document["optimizer"]["lr"].dump(), std::string("0.05"));
