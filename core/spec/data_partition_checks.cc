@@ -27,9 +27,6 @@ void checkVariantsTakeDataPartition(const ExperimentSpec& spec, const std::strin
                       "drawn from the whole training set, so it needs training.data_partition "
                       "\"shared\"; " +
                           given + ", where each worker draws only from its own shard");
-    if (v.strategy == StrategyKind::kHybrid)
-      throw SpecError(at + ".strategy", "\"hybrid\" does not train on per-worker shards yet; " +
-                                            given + " (use \"shared\" for this experiment)");
   }
 }
 

@@ -16,9 +16,9 @@ namespace dtlab::core {
 void checkDataPartition(const DataPartitionConfig& partition, const DatasetConfig& dataset,
                         const std::string& path);
 
-// Throws SpecError naming the variant's field (`variantsPath`[i].partition or .strategy) when a
-// variant cannot train on per-worker shards (anything but "shared"): speed_proportional slices
-// every global batch drawn from the whole set, and hybrid does not draw from shards yet.
+// Throws SpecError naming the variant's field (`variantsPath`[i].partition) when a variant
+// cannot train on per-worker shards (anything but "shared"): speed_proportional slices every
+// global batch drawn from the whole set.
 void checkVariantsTakeDataPartition(const ExperimentSpec& spec, const std::string& variantsPath);
 
 // {"kind": ...}, plus "alpha" for dirichlet (the only kind that reads it; the parser refuses it
