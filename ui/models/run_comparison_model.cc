@@ -82,6 +82,9 @@ void RunComparisonModel::setSnapshot(const ProjectSnapshot& snapshot) {
         run, summary.is_object() ? std::optional(summary) : std::nullopt, experiment);
     rows.push_back({run, summary, std::move(figures)});
   }
+  std::set<int64_t> experiments;
+  for (const Row& r : rows) experiments.insert(r.run.experimentId.value_or(-1));
+  severalExperiments_ = experiments.size() > 1;
   const bool sameRuns = std::equal(rows.begin(), rows.end(), rows_.begin(), rows_.end(),
                                    [](const Row& a, const Row& b) { return a.run.id == b.run.id; });
   const std::size_t chosenBefore = chosen_.size();
@@ -215,10 +218,13 @@ QString RunComparisonModel::fullName(const Row& row) {
 }
 
 QString RunComparisonModel::text(const Row& row, int column) const {
-  // A run of an experiment by its variant's name, as `dtlab-cli compare` names it (the
-  // experiment's name in front of every run would leave no room; the tooltip has it whole).
+  // A run by its variant's name, as `dtlab-cli compare` names it, when all runs belong to one
+  // experiment; with several, variants repeat ("one_node" of two experiments), so the whole
+  // name (EXPERIMENT/VARIANT), elided in the middle where the column is narrow.
   if (column == kRunColumn)
-    return QString("#%1 %2").arg(row.run.id).arg(QString::fromStdString(row.figures.variant));
+    return severalExperiments_
+               ? fullName(row)
+               : QString("#%1 %2").arg(row.run.id).arg(QString::fromStdString(row.figures.variant));
   const QVariant v = value(row, column);
   if (!v.isValid()) {
     // A finished run without a time to target did not reach it, or had none to reach.

@@ -95,6 +95,7 @@ class RunComparisonModel final : public QAbstractTableModel {
 
   std::vector<Row> rows_;
   std::set<int64_t> chosen_;
+  bool severalExperiments_ = false;  // the runs belong to more than one experiment
 };
 
 // The runs table in the order of a clicked header: numbers as numbers, text as text, and runs

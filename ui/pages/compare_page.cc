@@ -92,15 +92,21 @@ ComparePage::ComparePage(QWidget* parent)
   connect(header, &QHeaderView::sortIndicatorChanged, this, [this] { layoutChanged(); });
   runsView_->verticalHeader()->hide();
   runsView_->verticalHeader()->setDefaultSectionSize(runsView_->fontMetrics().height() + 8);
-  // The figures as wide as they need; the run's name takes the rest, elided where the page is
-  // narrow (its tooltip has the whole name).
+  // The figures as wide as they need. The run's name gets room for a typical one whatever the
+  // page's width (a table of figures nobody can attribute is no use; the table scrolls
+  // sideways instead), elided beyond it (its tooltip has the whole name); the user may widen it.
   header->setSectionResizeMode(QHeaderView::ResizeToContents);
-  header->setSectionResizeMode(RunComparisonModel::kRunColumn, QHeaderView::Stretch);
-  // The outcome can be a long error: it gets the width of a typical one, elided beyond (its
-  // tooltip has it whole), so the run names keep their room; the user may widen it.
+  header->setSectionResizeMode(RunComparisonModel::kRunColumn, QHeaderView::Interactive);
+  header->resizeSection(
+      RunComparisonModel::kRunColumn,
+      runsView_->fontMetrics().horizontalAdvance(QStringLiteral("#00 modes_straggler/adaptive")) + 48);
+  // The outcome can be a long error: at least the width of a typical one, elided beyond (its
+  // tooltip has it whole); it takes whatever room is left.
   header->setSectionResizeMode(RunComparisonModel::kOutcomeColumn, QHeaderView::Interactive);
   header->resizeSection(RunComparisonModel::kOutcomeColumn,
                         runsView_->fontMetrics().horizontalAdvance(tr("target not reached")) + 12);
+  header->setStretchLastSection(RunComparisonModel::kOutcomeColumn ==
+                                RunComparisonModel::kColumnCount - 1);
   runsView_->setTextElideMode(Qt::ElideMiddle);
   runsView_->setSelectionBehavior(QAbstractItemView::SelectRows);
   runsView_->setAlternatingRowColors(true);
