@@ -120,10 +120,15 @@ ExperimentPage::ExperimentPage(QWidget* parent)
   variantsView_->setModel(variants_);
   variantsView_->setItemDelegate(new ChoiceDelegate(variantsView_));
   variantsView_->verticalHeader()->hide();
-  // Names (the variant's) take what is left; the other columns show their values whole.
-  variantsView_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  variantsView_->horizontalHeader()->setSectionResizeMode(VariantsModel::kNameColumn,
-                                                          QHeaderView::Stretch);
+  // The other columns show their values whole; the variant's name keeps room for a typical
+  // one however many settings columns there are (the table scrolls sideways rather than
+  // squeeze the names to "..."), and the user may widen it.
+  QHeaderView* variantsHeader = variantsView_->horizontalHeader();
+  variantsHeader->setSectionResizeMode(QHeaderView::ResizeToContents);
+  variantsHeader->setSectionResizeMode(VariantsModel::kNameColumn, QHeaderView::Interactive);
+  variantsHeader->resizeSection(
+      VariantsModel::kNameColumn,
+      variantsView_->fontMetrics().horizontalAdvance(QStringLiteral("speed_proportional")) + 16);
   variantsView_->setMinimumHeight(120);
 
   auto* what = new QFormLayout();
