@@ -1,0 +1,179 @@
+// Writing specs: toJson and the enums' names (the parser is experiment_spec.cc).
+#include <charconv>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "core/spec/data_partition_checks.h"
+#include "core/spec/experiment_spec.h"
+#include "core/spec/spec_names.h"
+
+namespace dtlab::core {
+
+using namespace spec_detail;
+using nlohmann::json;
+
+namespace {
+
+// The shortest decimal that reads back as the same float, so that written specs say 0.05 and
+// not 0.05000000074505806. Falls back to the exact double in the rare case where reading the
+// short form as a double and then narrowing it rounds differently.
+json floatJson(float value) {
+  if (!std::isfinite(value)) return static_cast<double>(value);
+  const std::string text = formatFloat(value);
+  double shortest = 0.0;
+  const auto result = std::from_chars(text.data(), text.data() + text.size(), shortest);
+  if (result.ec == std::errc() && static_cast<float>(shortest) == value) return shortest;
+  return static_cast<double>(value);
+}
+
+}  // namespace
+
+const char* toString(DatasetKind kind) {
+  return nameOf(kDatasetKindNames, kind);
+}
+const char* toString(Activation activation) {
+  return nameOf(kActivationNames, activation);
+}
+const char* toString(InitScheme init) {
+  return nameOf(kInitNames, init);
+}
+const char* toString(LossKind loss) {
+  return nameOf(kLossNames, loss);
+}
+const char* toString(OptimizerKind kind) {
+  return nameOf(kOptimizerNames, kind);
+}
+const char* toString(ScheduleKind kind) {
+  return nameOf(kScheduleNames, kind);
+}
+const char* toString(StrategyKind kind) {
+  return nameOf(kStrategyNames, kind);
+}
+const char* toString(PartitionScheme scheme) {
+  return nameOf(kPartitionNames, scheme);
+}
+const char* toString(DataPartitionKind kind) {
+  return nameOf(kDataPartitionNames, kind);
+}
+const char* toString(HybridPolicy policy) {
+  return nameOf(kHybridPolicyNames, policy);
+}
+
+std::vector<std::string> strategyNames() {
+  return namesOf(kStrategyNames);
+}
+std::vector<std::string> partitionNames() {
+  return namesOf(kPartitionNames);
+}
+std::vector<std::string> hybridPolicyNames() {
+  return namesOf(kHybridPolicyNames);
+}
+
+json toJson(const ExperimentSpec& spec) {
+  const DatasetConfig& d = spec.dataset;
+  const ModelConfig& m = spec.model;
+  const OptimizerConfig& o = spec.optimizer;
+  const ScheduleConfig& s = o.schedule;
+  const TrainingConfig& t = spec.training;
+  json nodes = json::array();
+  for (const NodeConfig& n : spec.cluster.nodes) {
+    json node = json::object();
+    if (!n.address.empty()) node["address"] = n.address;
+    node["speed"] = n.speed;
+    node["bandwidth_mbps"] = n.bandwidthMbps;
+    node["latency_ms"] = n.latencyMs;
+    if (!n.speedSchedule.empty()) {
+      json schedule = json::array();
+      for (const SpeedChange& c : n.speedSchedule)
+        schedule.push_back({{"at_step", c.atStep}, {"speed", c.speed}});
+      node["speed_schedule"] = schedule;
+    }
+    if (n.straggler.probability > 0.0 || n.straggler.pauseMs > 0.0)
+      node["straggler"] = {{"probability", n.straggler.probability},
+                           {"pause_ms", n.straggler.pauseMs}};
+    nodes.push_back(node);
+  }
+  // A remote cluster's size is its list of addresses; "local_nodes" would only mislead.
+  json cluster = json::object();
+  if (!spec.cluster.remote()) cluster["local_nodes"] = spec.cluster.localNodes;
+  cluster["nodes"] = nodes;
+  cluster["threads_per_node"] = spec.cluster.threadsPerNode;
+  cluster["device"] = spec.cluster.device;
+  json variants = json::array();
+  for (const VariantConfig& v : spec.variants) {
+    variants.push_back({{"name", v.name},
+                        {"strategy", toString(v.strategy)},
+                        {"partition", toString(v.partition)},
+                        {"bucket_kb", v.bucketKb}});
+    if (v.partition == PartitionScheme::kSpeedProportional)
+      variants.back()["rebalance_every"] = v.rebalanceEvery;
+    if (v.nodes > 0) variants.back()["nodes"] = v.nodes;
+    json& out = variants.back();
+    if (v.usesParameterServer() && v.psShards > 0) out["ps_shards"] = v.psShards;
+    if (v.strategy == StrategyKind::kSsp) out["staleness"] = v.staleness;
+    if (v.strategy == StrategyKind::kLocalSgd) out["period"] = v.period;
+    if (v.strategy == StrategyKind::kHybrid) {
+      out["policy"] = toString(v.policy);
+      if (v.policy == HybridPolicy::kSyncThenAsync) {
+        out["switch_at"] = v.switchAt;
+      } else {
+        out["straggler_ratio"] = v.stragglerRatio;
+        out["window"] = v.window;
+      }
+    }
+  }
+  return json{
+      {"name", spec.name},
+      {"seed", spec.seed},
+      {"dataset",
+       {{"kind", toString(d.kind)},
+        {"train_size", d.trainSize},
+        {"test_size", d.testSize},
+        {"classes", d.classes},
+        {"features", d.features},
+        {"separation", floatJson(d.separation)},
+        {"noise", floatJson(d.noise)},
+        {"teacher_width", d.teacherWidth},
+        {"teacher_depth", d.teacherDepth},
+        {"label_noise", floatJson(d.labelNoise)},
+        {"grid_size", d.gridSize},
+        {"turns", floatJson(d.turns)},
+        {"seed", d.seed}}},
+      {"model",
+       {{"hidden", m.hidden},
+        {"activation", toString(m.activation)},
+        {"init", toString(m.init)},
+        {"loss", toString(m.loss)}}},
+      {"optimizer",
+       {{"kind", toString(o.kind)},
+        {"lr", floatJson(o.lr)},
+        {"momentum", floatJson(o.momentum)},
+        {"nesterov", o.nesterov},
+        {"weight_decay", floatJson(o.weightDecay)},
+        {"beta1", floatJson(o.beta1)},
+        {"beta2", floatJson(o.beta2)},
+        {"eps", floatJson(o.eps)},
+        {"rho", floatJson(o.rho)},
+        {"schedule",
+         {{"kind", toString(s.kind)},
+          {"warmup_steps", s.warmupSteps},
+          {"step_size", s.stepSize},
+          {"gamma", floatJson(s.gamma)},
+          {"min_lr", floatJson(s.minLr)}}},
+        {"scale_lr_base_batch", o.scaleLrBaseBatch ? json(*o.scaleLrBaseBatch) : json(nullptr)}}},
+      {"training",
+       {{"batch_size", t.batchSize},
+        {"epochs", t.epochs},
+        {"max_steps", t.maxSteps},
+        {"max_seconds", t.maxSeconds},
+        {"target_accuracy", t.targetAccuracy ? json(*t.targetAccuracy) : json(nullptr)},
+        {"eval_interval", t.evalInterval},
+        {"threads", t.threads},
+        {"data_partition", dataPartitionJson(t.dataPartition)}}},
+      {"cluster", cluster},
+      {"variants", variants},
+  };
+}
+
+}  // namespace dtlab::core

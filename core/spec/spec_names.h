@@ -1,0 +1,74 @@
+#pragma once
+// The spec's JSON names of its enums, shared by the parser (experiment_spec.cc) and the
+// writer (experiment_spec_write.cc); internal to core/spec.
+#include <string>
+#include <vector>
+
+#include "core/spec/experiment_spec.h"
+
+namespace dtlab::core::spec_detail {
+
+template <typename E>
+struct NamedValue {
+  E value;
+  const char* name;
+};
+
+inline constexpr NamedValue<DatasetKind> kDatasetKindNames[] = {
+    {DatasetKind::kGaussianBlobs, "gaussian_blobs"},
+    {DatasetKind::kTwoSpirals, "two_spirals"},
+    {DatasetKind::kCheckerboard, "checkerboard"},
+    {DatasetKind::kTeacher, "teacher"},
+    {DatasetKind::kLinearRegression, "linear_regression"},
+    {DatasetKind::kShapes, "shapes"}};
+inline constexpr NamedValue<Activation> kActivationNames[] = {
+    {Activation::kReLU, "relu"}, {Activation::kGELU, "gelu"}, {Activation::kTanh, "tanh"}};
+inline constexpr NamedValue<InitScheme> kInitNames[] = {{InitScheme::kHe, "he"},
+                                                        {InitScheme::kXavier, "xavier"}};
+inline constexpr NamedValue<LossKind> kLossNames[] = {{LossKind::kCrossEntropy, "cross_entropy"},
+                                                      {LossKind::kMse, "mse"}};
+inline constexpr NamedValue<OptimizerKind> kOptimizerNames[] = {
+    {OptimizerKind::kSgd, "sgd"},
+    {OptimizerKind::kAdam, "adam"},
+    {OptimizerKind::kAdamW, "adamw"},
+    {OptimizerKind::kAdadelta, "adadelta"}};
+inline constexpr NamedValue<ScheduleKind> kScheduleNames[] = {{ScheduleKind::kConstant, "constant"},
+                                                              {ScheduleKind::kStep, "step"},
+                                                              {ScheduleKind::kCosine, "cosine"}};
+
+inline constexpr NamedValue<StrategyKind> kStrategyNames[] = {
+    {StrategyKind::kSyncAllReduce, "sync_allreduce"},
+    {StrategyKind::kAsyncPs, "async_ps"},
+    {StrategyKind::kSsp, "ssp"},
+    {StrategyKind::kLocalSgd, "local_sgd"},
+    {StrategyKind::kHybrid, "hybrid"}};
+inline constexpr NamedValue<HybridPolicy> kHybridPolicyNames[] = {
+    {HybridPolicy::kSyncThenAsync, "sync_then_async"}, {HybridPolicy::kAdaptive, "adaptive"}};
+inline constexpr NamedValue<DataPartitionKind> kDataPartitionNames[] = {
+    {DataPartitionKind::kShared, "shared"},
+    {DataPartitionKind::kIid, "iid"},
+    {DataPartitionKind::kDirichlet, "dirichlet"}};
+inline constexpr NamedValue<PartitionScheme> kPartitionNames[] = {
+    {PartitionScheme::kEqual, "equal"},
+    {PartitionScheme::kSpeedProportional, "speed_proportional"}};
+
+template <typename E, size_t N>
+const char* nameOf(const NamedValue<E> (&names)[N], E value) {
+  for (const auto& named : names)
+    if (named.value == value) return named.name;
+  // Only reachable with a value cast from an out-of-range integer.
+  return "invalid";
+}
+
+template <typename E, size_t N>
+std::vector<std::string> namesOf(const NamedValue<E> (&names)[N]) {
+  std::vector<std::string> out;
+  for (const auto& named : names) out.emplace_back(named.name);
+  return out;
+}
+
+// Numbers as messages and written specs show them: the shortest text that reads back the same.
+std::string formatNumber(double value);
+std::string formatFloat(float value);
+
+}  // namespace dtlab::core::spec_detail
