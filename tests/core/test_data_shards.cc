@@ -21,6 +21,7 @@
 #include "core/train/data_shards.h"
 #include "core/train/parameter_server.h"
 #include "core/train/strategy.h"
+#include "tests/core/rank_threads.h"
 
 using namespace dtlab::core;
 
@@ -75,44 +76,20 @@ class Recorder final : public MetricSink {
 
 std::vector<WorkerResult> runCollectiveRanks(const ExperimentSpec& spec, int world,
                                              MetricSink* sink) {
-  gloo::rendezvous::HashStore store;
-  std::vector<WorkerResult> results(static_cast<std::size_t>(world));
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < world; ++rank)
-    threads.emplace_back([&, rank] {
-      WorkerJob job;
-      job.spec = spec;
-      job.rank = rank;
-      job.world = world;
-      job.keepParams = true;
-      GlooCommunicator comm(store, rank, world);
-      results[static_cast<std::size_t>(rank)] = runWorker(job, &comm, sink, nullptr);
-    });
-  for (std::thread& t : threads) t.join();
-  return results;
+  test::RankThreads how;
+  how.nodes.resize(static_cast<std::size_t>(world));
+  how.sink = sink;
+  return test::runRankThreads(spec, how);
 }
 
 // Parameter-server workers as threads sharing one host that serves every block.
 std::vector<WorkerResult> runPsWorkers(const ExperimentSpec& spec, int world, MetricSink* sink) {
-  const std::vector<PsBlock> layout = psLayoutFor(spec, 0, world);
-  ParameterHost host(spec, layout, -1, world, spec.training.batchSize / world,
-                     psUpdatesPlanned(spec.training.maxSteps, world));
-  std::vector<std::unique_ptr<LocalParameterClient>> clients;
-  for (int r = 0; r < world; ++r)
-    clients.push_back(std::make_unique<LocalParameterClient>(host, layout, r));
-  std::vector<WorkerResult> results(static_cast<std::size_t>(world));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r)
-    threads.emplace_back([&, r] {
-      WorkerJob job;
-      job.spec = spec;
-      job.rank = r;
-      job.world = world;
-      results[static_cast<std::size_t>(r)] =
-          runWorker(job, nullptr, sink, nullptr, clients[static_cast<std::size_t>(r)].get());
-    });
-  for (std::thread& t : threads) t.join();
-  return results;
+  test::RankThreads how;
+  how.nodes.resize(static_cast<std::size_t>(world));
+  how.sink = sink;
+  how.group = false;
+  how.parameterServer = true;
+  return test::runRankThreads(spec, how);
 }
 
 // Mean over shards of the total-variation distance between a shard's label distribution and

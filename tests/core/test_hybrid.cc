@@ -16,6 +16,7 @@
 #include "core/train/parameter_server.h"
 #include "core/train/strategy.h"
 #include "core/train/switch_policy.h"
+#include "tests/core/rank_threads.h"
 
 using namespace dtlab::core;
 
@@ -65,27 +66,11 @@ ExperimentSpec hybridSpec(const nlohmann::json& variant, int64_t steps) {
 
 std::vector<WorkerResult> runRanks(const ExperimentSpec& spec, const std::vector<NodeConfig>& nodes,
                                    MetricSink* sink) {
-  gloo::rendezvous::HashStore store;
-  const int world = static_cast<int>(nodes.size());
-  const int64_t steps = spec.training.maxSteps;
-  std::unique_ptr<ParameterHost> host = makeParameterHost(spec, 0, world, -1, steps);
-  const std::vector<PsBlock> layout = psLayoutFor(spec, 0, world);
-  std::vector<WorkerResult> results(nodes.size());
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < world; ++rank)
-    threads.emplace_back([&, rank] {
-      WorkerJob job;
-      job.spec = spec;
-      job.rank = rank;
-      job.world = world;
-      job.node = nodes[static_cast<std::size_t>(rank)];
-      job.keepParams = true;
-      GlooCommunicator comm(store, rank, world);
-      LocalParameterClient client(*host, layout, rank);
-      results[static_cast<std::size_t>(rank)] = runWorker(job, &comm, sink, nullptr, &client);
-    });
-  for (auto& t : threads) t.join();
-  return results;
+  test::RankThreads how;
+  how.nodes = nodes;
+  how.sink = sink;
+  how.parameterServer = true;
+  return test::runRankThreads(spec, how);
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "core/train/speed_shares.h"
 #include "core/train/strategy.h"
 #include "core/train/worker.h"
+#include "tests/core/rank_threads.h"
 
 using namespace dtlab::core;
 
@@ -76,23 +77,11 @@ ExperimentSpec heavySpec(int64_t steps, int64_t every) {
 
 std::vector<WorkerResult> runRanks(const ExperimentSpec& spec, const std::vector<double>& speeds,
                                    MetricSink* sink, const std::vector<NodeConfig>& nodes = {}) {
-  gloo::rendezvous::HashStore store;
-  const int world = static_cast<int>(speeds.size());
-  std::vector<WorkerResult> results(speeds.size());
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < world; ++rank)
-    threads.emplace_back([&, rank] {
-      WorkerJob job;
-      job.spec = spec;
-      job.rank = rank;
-      job.world = world;
-      if (!nodes.empty()) job.node = nodes[static_cast<std::size_t>(rank)];
-      job.node.speed = speeds[static_cast<std::size_t>(rank)];
-      auto comm = std::make_unique<GlooCommunicator>(store, rank, world);
-      results[static_cast<std::size_t>(rank)] = runWorker(job, comm.get(), sink, nullptr);
-    });
-  for (auto& t : threads) t.join();
-  return results;
+  test::RankThreads how;
+  how.nodes = nodes.empty() ? std::vector<NodeConfig>(speeds.size()) : nodes;
+  for (std::size_t i = 0; i < speeds.size(); ++i) how.nodes[i].speed = speeds[i];
+  how.sink = sink;
+  return test::runRankThreads(spec, how);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "core/comm/gloo_communicator.h"
 #include "core/train/strategy.h"
+#include "tests/core/rank_threads.h"
 
 using namespace dtlab::core;
 
@@ -41,24 +42,11 @@ ExperimentSpec smallSpec() {
 std::vector<WorkerResult> runRanks(const ExperimentSpec& spec, int world,
                                    const std::atomic<bool>* cancel = nullptr,
                                    const std::vector<double>& speeds = {}) {
-  gloo::rendezvous::HashStore store;
-  std::vector<WorkerResult> results(static_cast<std::size_t>(world));
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < world; ++rank) {
-    threads.emplace_back([&, rank] {
-      WorkerJob job;
-      job.spec = spec;
-      job.rank = rank;
-      job.world = world;
-      job.keepParams = true;
-      if (!speeds.empty()) job.node.speed = speeds[static_cast<std::size_t>(rank)];
-      std::unique_ptr<GlooCommunicator> comm;
-      if (world > 1) comm = std::make_unique<GlooCommunicator>(store, rank, world);
-      results[static_cast<std::size_t>(rank)] = runWorker(job, comm.get(), nullptr, cancel);
-    });
-  }
-  for (auto& t : threads) t.join();
-  return results;
+  test::RankThreads how;
+  how.nodes = speeds.empty() ? std::vector<NodeConfig>(static_cast<std::size_t>(world))
+                             : test::nodesAt(speeds);
+  how.cancel = cancel;
+  return test::runRankThreads(spec, how);
 }
 
 // ||a - b|| / ||b||.
