@@ -21,31 +21,11 @@ using namespace dtlab;
 
 namespace {
 
+using e2e::cli;
 using e2e::kCli;
 using e2e::kNode;
+using e2e::Outcome;
 using e2e::writeSpec;
-
-struct Outcome {
-  int exitCode = -1;
-  QString out;
-  QString err;
-};
-
-Outcome cli(const QStringList& args, int timeoutMs = 60000) {
-  QProcess p;
-  p.start(kCli, args);
-  Outcome o;
-  if (!p.waitForFinished(timeoutMs)) {
-    p.kill();
-    p.waitForFinished();
-    o.err = "timed out";
-    return o;
-  }
-  o.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  o.out = QString::fromUtf8(p.readAllStandardOutput());
-  o.err = QString::fromUtf8(p.readAllStandardError());
-  return o;
-}
 
 core::ExperimentSpec smallSpec() {
   core::ExperimentSpec spec;
