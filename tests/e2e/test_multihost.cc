@@ -4,6 +4,7 @@
 // address fails the run. The namespaces and their addresses exist only inside this test
 // (10.213.0.0/24 on the bridge); no traffic leaves them. Needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN)
 // and iproute2: without them the tests skip and say why.
+#include <QtCore/QTemporaryDir>
 #include <QtTest/QtTest>
 
 #include <unistd.h>
@@ -192,6 +193,33 @@ class TestMultiHost : public QObject {
     QCOMPARE(checksums.size(), 3u);
     QCOMPARE(checksums[0], checksums[1]);
     QCOMPARE(checksums[0], checksums[2]);
+
+    // The parameter server across the same hosts: every worker pulls from and pushes to the
+    // shards of the other two at the addresses their nodes are reached at (a hybrid switches
+    // to them half way).
+    QTemporaryDir dir;
+    const QString psSpec = dir.filePath("ps.json");
+    {
+      QFile file(psSpec);
+      QVERIFY(file.open(QIODevice::WriteOnly));
+      file.write(R"({"name": "ps", "seed": 3,
+        "dataset": {"kind": "gaussian_blobs", "train_size": 4096, "test_size": 512,
+                    "features": 16, "classes": 4},
+        "model": {"hidden": [64]},
+        "training": {"batch_size": 96, "epochs": 0, "max_steps": 40, "eval_interval": 20},
+        "variants": [{"strategy": "async_ps"}, {"strategy": "hybrid", "switch_at": 0.5}]})");
+    }
+    const CliOutcome ps = runCli(
+        network.hub(),
+        {"run", psSpec, "--quiet", "--token", kToken, "--node", TestNetwork::address(1) + ":7000",
+         "--node", TestNetwork::address(2) + ":7000", "--node", TestNetwork::address(3) + ":7000"},
+        300000);
+    QVERIFY2(ps.exitCode == 0, qPrintable(ps.stderrText));
+    for (const auto& r : ps.summary.at("runs")) {
+      QVERIFY2(r.at("status") == "completed", r.dump().c_str());
+      QVERIFY2(r.at("bytes_per_sample").get<double>() > 0.0, r.dump().c_str());
+    }
+    QCOMPARE(ps.summary.at("runs").at(1).at("switches").get<int64_t>(), int64_t{1});
   }
 
   // A host whose advertised address swallows every packet (as a firewall that drops, or a
