@@ -6,6 +6,7 @@
 #include <QtCore/QTemporaryDir>
 #include <QtTest/QAbstractItemModelTester>
 #include <QtWidgets/QComboBox>
+#include <QtWidgets/QDoubleSpinBox>
 #include <QtWidgets/QPushButton>
 #include <QtWidgets/QTableView>
 
@@ -289,6 +290,39 @@ class TestStrategiesGui : public QObject {
                 .data(Qt::ToolTipRole)
                 .toString()
                 .contains("Only asynchronous strategies"));
+  }
+
+  // The training data's partition: shared by default, Dirichlet with its alpha, which only
+  // Dirichlet writes; a speed_proportional variant on shards is the parser's error.
+  void trainingDataPartitionIsEditable() {
+    ui::ExperimentPage page;
+    page.edit(-1, editorSpec(), {}, {});
+    auto* kind = qobject_cast<QComboBox*>(page.field("training.data_partition.kind"));
+    auto* alpha = qobject_cast<QDoubleSpinBox*>(page.field("training.data_partition.alpha"));
+    QVERIFY(kind != nullptr && alpha != nullptr);
+    QCOMPARE(page.spec()["training"]["data_partition"], nlohmann::json({{"kind", "shared"}}));
+    QVERIFY(!alpha->isEnabled());
+    kind->setCurrentIndex(kind->findData("dirichlet"));
+    alpha->setValue(0.2);
+    QVERIFY(alpha->isEnabled());
+    QCOMPARE(page.spec()["training"]["data_partition"],
+             nlohmann::json({{"kind", "dirichlet"}, {"alpha", 0.2}}));
+    QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
+    QCOMPARE(core::parseExperimentSpec(page.spec()).training.dataPartition.alpha, 0.2);
+    // Shards and a scheduler that slices global batches of the whole set do not mix.
+    page.variants()->setData(page.variants()->index(0, V::kPartitionColumn), "speed_proportional");
+    QVERIFY2(page.error().contains("speed_proportional"), qPrintable(page.error()));
+    page.variants()->setData(page.variants()->index(0, V::kPartitionColumn), "equal");
+    kind->setCurrentIndex(kind->findData("iid"));
+    QCOMPARE(page.spec()["training"]["data_partition"], nlohmann::json({{"kind", "iid"}}));
+    QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
+    // A stored spec's partition is what the form shows.
+    nlohmann::json stored = editorSpec();
+    stored["training"] = {{"data_partition", {{"kind", "dirichlet"}, {"alpha", 0.05}}}};
+    page.edit(-1, stored, {}, {});
+    QCOMPARE(kind->currentData().toString(), QString("dirichlet"));
+    QCOMPARE(alpha->value(), 0.05);
+    QVERIFY(!page.isModified());
   }
 };
 

@@ -91,6 +91,8 @@ class ExperimentPage final : public QWidget {
   QDoubleSpinBox* maxSeconds_;
   QDoubleSpinBox* target_;
   QSpinBox* evalInterval_;
+  QComboBox* dataPartition_;  // training.data_partition.kind
+  QDoubleSpinBox* alpha_;     // its Dirichlet concentration
   VariantsModel* variants_;
   QTableView* variantsView_;
   QLabel* summary_;
