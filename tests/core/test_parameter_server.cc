@@ -255,13 +255,14 @@ class TestParameterServer : public QObject {
     // The shared budget: 60 global batches of 48 = 180 pushes of 16, give or take the pushes
     // in flight when it ran out.
     QVERIFY2(pushes >= 180 && pushes <= 183, qPrintable(QString::number(pushes)));
-    // (Not by the speed ratio: the fast threads share two cores, the slow one mostly sleeps.)
-    QVERIFY2(ranks.clients[0]->pushes > ranks.clients[2]->pushes &&
-                 ranks.clients[1]->pushes > ranks.clients[2]->pushes,
-             qPrintable(QString("pushes %1, %2, %3")
-                            .arg(ranks.clients[0]->pushes)
-                            .arg(ranks.clients[1]->pushes)
-                            .arg(ranks.clients[2]->pushes)));
+    // Together, the two fast workers pushed more than twice as often as the slow one (not by
+    // the speed ratio, nor each for sure: the fast threads share two cores with whatever else
+    // runs, while the slow one mostly sleeps).
+    const auto& c = ranks.clients;
+    QVERIFY2(
+        c[0]->pushes + c[1]->pushes > 2 * c[2]->pushes,
+        qPrintable(
+            QString("pushes %1, %2, %3").arg(c[0]->pushes).arg(c[1]->pushes).arg(c[2]->pushes)));
     QVERIFY(ranks.clients[0]->maxStaleness > 0);
     QVERIFY(ranks.results[0].exchange.stalenessSum > 0.0);
     QVERIFY(ranks.results[0].exchange.divergenceSteps > 0);
