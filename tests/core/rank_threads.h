@@ -25,7 +25,29 @@ struct RankThreads {
   bool parameterServer = false;
 };
 
-// World `n` ranks with default nodes at the given speeds.
+// The small problem the strategy tests train: Gaussian blobs (4096 training samples, 16
+// features, 4 classes), a 32-32 MLP, SGD with momentum, a global batch of 64, `steps` steps.
+inline ExperimentSpec smallBlobsSpec(int64_t steps, int64_t evalInterval) {
+  ExperimentSpec spec;
+  spec.seed = 11;
+  spec.dataset.kind = DatasetKind::kGaussianBlobs;
+  spec.dataset.trainSize = 4096;
+  spec.dataset.testSize = 512;
+  spec.dataset.features = 16;
+  spec.dataset.classes = 4;
+  spec.dataset.seed = 11;
+  spec.model.hidden = {32, 32};
+  spec.optimizer.kind = OptimizerKind::kSgd;
+  spec.optimizer.lr = 0.05f;
+  spec.optimizer.momentum = 0.9f;
+  spec.training.batchSize = 64;
+  spec.training.epochs = 0;
+  spec.training.maxSteps = steps;
+  spec.training.evalInterval = evalInterval;
+  return spec;
+}
+
+// Nodes at the given speeds, one per rank.
 inline std::vector<NodeConfig> nodesAt(const std::vector<double>& speeds) {
   std::vector<NodeConfig> nodes(speeds.size());
   for (std::size_t i = 0; i < speeds.size(); ++i) nodes[i].speed = speeds[i];

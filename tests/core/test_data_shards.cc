@@ -28,22 +28,7 @@ using namespace dtlab::core;
 namespace {
 
 ExperimentSpec blobsSpec(StrategyKind strategy, DataPartitionKind partition, double alpha = 0.5) {
-  ExperimentSpec spec;
-  spec.seed = 11;
-  spec.dataset.kind = DatasetKind::kGaussianBlobs;
-  spec.dataset.trainSize = 4096;
-  spec.dataset.testSize = 512;
-  spec.dataset.features = 16;
-  spec.dataset.classes = 4;
-  spec.dataset.seed = 11;
-  spec.model.hidden = {32, 32};
-  spec.optimizer.kind = OptimizerKind::kSgd;
-  spec.optimizer.lr = 0.05f;
-  spec.optimizer.momentum = 0.9f;
-  spec.training.batchSize = 64;
-  spec.training.epochs = 0;
-  spec.training.maxSteps = 40;
-  spec.training.evalInterval = 20;
+  ExperimentSpec spec = test::smallBlobsSpec(40, 20);
   spec.training.dataPartition = {partition, alpha};
   VariantConfig v;
   v.strategy = strategy;

@@ -30,22 +30,7 @@ using namespace dtlab::core;
 namespace {
 
 ExperimentSpec smallSpec(StrategyKind strategy, int64_t period = 8) {
-  ExperimentSpec spec;
-  spec.seed = 11;
-  spec.dataset.kind = DatasetKind::kGaussianBlobs;
-  spec.dataset.trainSize = 4096;
-  spec.dataset.testSize = 512;
-  spec.dataset.features = 16;
-  spec.dataset.classes = 4;
-  spec.dataset.seed = 11;
-  spec.model.hidden = {32, 32};
-  spec.optimizer.kind = OptimizerKind::kSgd;
-  spec.optimizer.lr = 0.05f;
-  spec.optimizer.momentum = 0.9f;
-  spec.training.batchSize = 64;
-  spec.training.epochs = 0;
-  spec.training.maxSteps = 12;
-  spec.training.evalInterval = 6;
+  ExperimentSpec spec = test::smallBlobsSpec(12, 6);
   VariantConfig v;
   v.strategy = strategy;
   if (strategy == StrategyKind::kLocalSgd) v.period = period;

@@ -21,21 +21,7 @@ using namespace dtlab::core;
 namespace {
 
 ExperimentSpec smallSpec() {
-  ExperimentSpec spec;
-  spec.seed = 11;
-  spec.dataset.kind = DatasetKind::kGaussianBlobs;
-  spec.dataset.trainSize = 4096;
-  spec.dataset.testSize = 512;
-  spec.dataset.features = 16;
-  spec.dataset.classes = 4;
-  spec.dataset.seed = 11;
-  spec.model.hidden = {32, 32};
-  spec.optimizer.lr = 0.05f;
-  spec.training.batchSize = 64;
-  spec.training.epochs = 0;
-  spec.training.maxSteps = 10;
-  spec.training.evalInterval = 5;
-  return spec;
+  return test::smallBlobsSpec(10, 5);
 }
 
 // Runs `world` ranks of the job as threads; returns every rank's result.
