@@ -37,6 +37,11 @@ class SpeedEstimate {
   double value_ = 0.0;
 };
 
+// The first rebalance comes after this warm-up (or at rebalance_every, if that is sooner),
+// the later ones every rebalance_every steps; the first step is left out of the speed
+// estimate (it pays first-touch costs: allocations, kernel selection).
+inline constexpr int64_t kWarmupSteps = 3;
+
 // The dead band the scheduler uses: 2% of the global batch.
 inline constexpr double kShareDeadBand = 0.02;
 

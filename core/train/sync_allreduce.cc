@@ -109,8 +109,9 @@ StepReport SyncAllReduce::step(int64_t step, const Votes& local, Votes& agreed) 
       context_.job.spec.variants[static_cast<std::size_t>(context_.job.variant)];
   if (variant.partition == PartitionScheme::kSpeedProportional) {
     // Forward and backward scale with the slice; the update and the batch upload do not.
-    speed_.add(slice_.count, msBetween(t1, t2));
-    if (step % variant.rebalanceEvery == 0) rebalance(step);
+    if (step > 1) speed_.add(slice_.count, msBetween(t1, t2));
+    const int64_t warmup = std::min(kWarmupSteps, variant.rebalanceEvery);
+    if (step == warmup || step % variant.rebalanceEvery == 0) rebalance(step);
   }
   return r;
 }

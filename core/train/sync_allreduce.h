@@ -19,9 +19,10 @@ class GradientBuckets;
 // gradients, so agreeing costs nothing extra.
 //
 // Partition `equal`: near-equal slices. `speed_proportional`: slices start equal; each rank
-// measures its speed (samples per second of its forward and backward), and every
-// rebalance_every steps the ranks exchange their estimates and move to slices proportional
-// to them, unless no slice would move by more than the dead band; each move is an event.
+// measures its speed (samples per second of its forward and backward), and after a warm-up
+// of kWarmupSteps, then every rebalance_every steps, the ranks exchange their estimates and
+// move to slices proportional to them, unless no slice would move by more than the dead
+// band; each move is an event.
 class SyncAllReduce final : public Strategy {
  public:
   explicit SyncAllReduce(StrategyContext& context);
