@@ -58,7 +58,8 @@ bool Hybrid::endRequested() const {
 }
 
 StepReport Hybrid::step(int64_t step, const Votes& local, Votes& agreed) {
-  if (endRequested()) switchToSync();
+  const bool backToSync = endRequested();
+  if (backToSync) switchToSync();
   if (inAsync_) {
     StepReport r = async_->step(step, local, agreed);
     if (endRequested()) {
@@ -72,6 +73,7 @@ StepReport Hybrid::step(int64_t step, const Votes& local, Votes& agreed) {
   const int64_t global = globalStep(step) + 1;
   StepReport r = sync_->step(global, local, agreed);
   ++syncSteps_;
+  r.resynchronized = backToSync;
   if (variant_.policy == HybridPolicy::kSyncThenAsync) {
     if (global == switchStep_)
       switchToAsync("at step " + std::to_string(global) + " of " +

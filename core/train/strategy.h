@@ -106,6 +106,10 @@ struct StepReport {
   int64_t bytesSent = 0;
   int64_t bytesReceived = 0;
   double divergence = std::numeric_limits<double>::quiet_NaN();
+  // Every rank came to the same state in this step after acting on its own (hybrid back to
+  // synchronous): the loop restarts its evaluation schedule from this step's global step, so
+  // that all ranks make the same collective calls from here on.
+  bool resynchronized = false;
   bool votesAgreed = false;  // the step's communication carried the votes: `agreed` is set
 };
 

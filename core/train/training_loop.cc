@@ -186,6 +186,9 @@ WorkerResult TrainingLoop::run() {
     }
     m.divergence = r.divergence;
     result_.exchange.add(m);
+    // Ranks that evaluated on their own clocks (asynchronous) may have seen different interval
+    // boundaries; from a common state on, they count from the same one.
+    if (r.resynchronized) lastEvalProgress_ = strategy->globalStep(step) - 1;
     result_.computeMsTotal += m.computeMs;
     result_.stepMsTotal += m.stepMs;
     result_.waitMsTotal += m.waitMs;

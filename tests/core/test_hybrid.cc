@@ -154,6 +154,32 @@ class TestHybrid : public QObject {
       QCOMPARE(results[0].paramChecksum, results[2].paramChecksum);
     }
   }
+
+  // Evaluating often: during the asynchronous phase each rank evaluates on its own view of the
+  // run's progress, so the ranks have passed different evaluation boundaries when they come
+  // back together; the synchronous evaluations after that must still be the same collective
+  // calls on every rank (else they hang or mix up their all-reduces).
+  void evaluationsLineUpAgainAfterTheSwitchBack() {
+    ExperimentSpec spec = hybridSpec(
+        {{"strategy", "hybrid"}, {"policy", "adaptive"}, {"straggler_ratio", 3.0}, {"window", 5}},
+        400);
+    spec.training.evalInterval = 3;
+    std::vector<NodeConfig> nodes(3);
+    nodes[2].speed = 0.1;
+    nodes[2].speedSchedule = {{25, 1.0}};
+    Recorder recorder;
+    const std::vector<WorkerResult> results = runRanks(spec, nodes, &recorder);
+    for (const WorkerResult& r : results) {
+      QVERIFY2(r.status == RunStatus::kCompleted, r.error.c_str());
+      QCOMPARE(r.stopReason, StopReason::kMaxSteps);
+    }
+    const std::vector<RunEvent> switches = recorder.switches();
+    QVERIFY2(switches.size() >= 2, qPrintable(QString::number(switches.size())));
+    if (switches.size() % 2 == 0) {  // ended synchronous: one model everywhere
+      QCOMPARE(results[0].paramChecksum, results[1].paramChecksum);
+      QCOMPARE(results[0].paramChecksum, results[2].paramChecksum);
+    }
+  }
 };
 
 QTEST_GUILESS_MAIN(TestHybrid)
