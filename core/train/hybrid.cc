@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "core/comm/communicator.h"
 #include "core/train/parameter_server.h"
@@ -87,9 +88,8 @@ StepReport Hybrid::step(int64_t step, const Votes& local, Votes& agreed) {
   if (context_.comm != nullptr) context_.comm->allReduceSum(times.data(), context_.job.world);
   // Smoothed per worker, like the board does: a straggler that pauses on some steps only
   // shows in its mean compute time. Every rank computes the same from the same sums.
-  smoothedMs_.resize(times.size(), 0.0);
-  for (std::size_t w = 0; w < times.size(); ++w)
-    smoothedMs_[w] = smoothedMs_[w] > 0.0 ? 0.7 * smoothedMs_[w] + 0.3 * times[w] : times[w];
+  smoothedMs_.resize(times.size(), std::numeric_limits<double>::quiet_NaN());
+  for (std::size_t w = 0; w < times.size(); ++w) smoothInto(smoothedMs_[w], times[w]);
   const std::vector<double>& measured = smoothedMs_;
   const double ratio = stragglerRatio(measured);
   if (policy_.switchFromSync(ratio)) {

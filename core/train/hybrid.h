@@ -65,7 +65,8 @@ class Hybrid final : public Strategy {
   int64_t pushesSeen_ = 0;  // all workers' pushes, as of the last switch back (identical)
   int64_t phase_ = -1;      // the current or last asynchronous phase
   bool inAsync_ = false;
-  std::vector<double> smoothedMs_;  // adaptive, synchronous phase: each rank's compute time
+  // adaptive, synchronous phase: each rank's smoothed compute time (NaN: none yet)
+  std::vector<double> smoothedMs_;
 };
 
 }  // namespace dtlab::core

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 
 #include "core/comm/abort_signal.h"
@@ -63,11 +64,6 @@ bool ParameterBlock::init(const float* values, int64_t count) {
   params_.assign(values, values + count);
   initialized_ = true;
   return true;
-}
-
-bool ParameterBlock::initialized() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return initialized_;
 }
 
 void ParameterBlock::reset(const float* values, int64_t count, int64_t version, int64_t epoch) {
@@ -170,8 +166,7 @@ void WorkerBoard::watchLocked(const WorkerReport& r) {
   if (r.phase != phase_ || endPhase_ >= phase_ || !std::isfinite(r.computeMs)) return;
   // Smoothed per worker: reports arrive one worker at a time, and a single preempted step
   // should not decide for everyone.
-  double& mine = computeMs_[static_cast<std::size_t>(r.worker)];
-  mine = std::isfinite(mine) ? 0.7 * mine + 0.3 * r.computeMs : r.computeMs;
+  smoothInto(computeMs_[static_cast<std::size_t>(r.worker)], r.computeMs);
   std::vector<double> active;
   for (std::size_t w = 0; w < computeMs_.size(); ++w)
     if (!left_[w]) active.push_back(computeMs_[w]);
@@ -215,11 +210,6 @@ void WorkerBoard::leave(int worker) {
     ready = takeReadyLocked();
   }
   for (auto& callback : ready) callback();
-}
-
-bool WorkerBoard::everyoneLeft() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return std::all_of(left_.begin(), left_.end(), [](bool b) { return b; });
 }
 
 uint64_t WorkerBoard::whenClockReached(int64_t clock, std::function<void()> ready) {
@@ -267,23 +257,11 @@ void ParameterHost::leave(int worker) {
     if (worker < 0 || worker >= workers_) return;
     left_[static_cast<std::size_t>(worker)] = true;
   }
-  changed_.notify_all();
 }
 
 bool ParameterHost::everyoneLeft() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return std::all_of(left_.begin(), left_.end(), [](bool b) { return b; });
-}
-
-bool ParameterHost::waitEveryoneLeft(std::chrono::milliseconds timeout, const AbortSignal* abort) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  std::unique_lock<std::mutex> lock(mutex_);
-  for (;;) {
-    if (std::all_of(left_.begin(), left_.end(), [](bool b) { return b; })) return true;
-    if ((abort != nullptr && abort->aborted()) || std::chrono::steady_clock::now() >= until)
-      return false;
-    changed_.wait_for(lock, std::chrono::milliseconds(100));
-  }
 }
 
 std::unique_ptr<ParameterHost> makeParameterHost(const ExperimentSpec& spec, int variant, int world,

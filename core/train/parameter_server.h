@@ -1,6 +1,5 @@
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -92,7 +91,6 @@ class ParameterBlock {
   // The first worker's initial values win; later calls (the same values, from the same seed)
   // are ignored. Returns whether this call initialised the block.
   bool init(const float* values, int64_t count);
-  bool initialized() const;
   // Replaces the parameters and the version (the run's progress in pushes) when `epoch` is
   // newer than the block's: every worker of a hybrid run sends the same values when it
   // switches to asynchronous training, and the first one's go in. The optimizer state stays.
@@ -164,7 +162,6 @@ class WorkerBoard {
   BoardState state() const;
   // A worker that left (finished or failed) no longer holds the others back.
   void leave(int worker);
-  bool everyoneLeft() const;
   // Runs `ready` once the slowest worker still training has reached `clock` (at once when it
   // has, else on the report that gets it there, or when everyone it waits for has left).
   // Returns an id for cancelWait, or 0 when `ready` already ran.
@@ -208,15 +205,12 @@ class ParameterHost {
   // Every worker has sent leave() to this host.
   void leave(int worker);
   bool everyoneLeft() const;
-  // Waits until everyone left; false on timeout or when abort fires first.
-  bool waitEveryoneLeft(std::chrono::milliseconds timeout, const AbortSignal* abort);
 
  private:
   std::vector<std::unique_ptr<ParameterBlock>> blocks_;  // by global index; null: elsewhere
   std::unique_ptr<WorkerBoard> board_;
   int workers_;
   mutable std::mutex mutex_;
-  std::condition_variable changed_;
   std::vector<bool> left_;
 };
 

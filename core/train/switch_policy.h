@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -10,6 +11,12 @@ namespace dtlab::core {
 // in synchronous training every step takes as long as the slowest, so only the compute part
 // shows who the straggler is.
 double stragglerRatio(std::vector<double> computeMs);
+
+// Folds a compute time into a worker's exponential moving average (weight 0.3 for the new
+// time; NaN: no time yet), the smoothing both sides of hybrid's adaptive policy use.
+inline void smoothInto(double& average, double sample) {
+  average = std::isfinite(average) ? 0.7 * average + 0.3 * sample : sample;
+}
 
 // hybrid's adaptive policy: switch to asynchronous training when the straggler ratio stays
 // above `above` for `window` consecutive measurements, and back to synchronous when it stays

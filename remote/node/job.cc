@@ -169,7 +169,6 @@ core::WorkerResult Job::runWithCommunicator() {
     options.addresses = settings_.psAddresses;
     options.names = settings_.psNames;
     options.token = settings_.token;
-    options.worker = work.rank;
     options.connectTimeout = settings_.connectTimeout;
     options.abort = &abort_;
     ps = std::make_unique<GrpcParameterClient>(

@@ -20,7 +20,6 @@ struct ParameterClientOptions {
   std::vector<std::string> addresses;  // shard k's daemon, host:port
   std::vector<std::string> names;      // how the coordinator names those nodes (messages)
   std::string token;
-  int worker = 0;
   // How long Init keeps asking a shard that has not accepted the job yet.
   std::chrono::milliseconds connectTimeout{30000};
   std::chrono::milliseconds callTimeout{15000};  // every other call
