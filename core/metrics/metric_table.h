@@ -78,7 +78,7 @@ inline constexpr std::array<MetricInfo, 17> kMetricTable = {{
     {"samples_per_s", "samples/s", MetricScope::kWorker, "samples the worker trained per second",
      &StepMetrics::samplesPerS},
     {"step_ms", "ms", MetricScope::kWorker, "wall time of the worker's step", &StepMetrics::stepMs},
-    {"compute_ms", "ms", MetricScope::kWorker, "forward, backward and update",
+    {"compute_ms", "ms", MetricScope::kWorker, "batch preparation, forward, backward and update",
      &StepMetrics::computeMs},
     {"comm_ms", "ms", MetricScope::kWorker, "time in communication, hidden or not",
      &StepMetrics::commMs},

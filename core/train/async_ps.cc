@@ -42,7 +42,8 @@ std::string AsyncPs::setUp() {
   worker_ = std::make_unique<Worker>(job.spec, context_.backend, context_.dataset,
                                      std::move(data.samples), data.slice,
                                      context_.totalSteps * job.world);
-  emulation_ = std::make_unique<ComputeEmulation>(job.node, job.spec.seed, job.rank);
+  emulation_ = std::make_unique<ComputeEmulation>(job.node, job.spec.seed, job.rank,
+                                                  context_.backend.threads() == 1);
 
   Mlp& model = worker_->model();
   ps_ = context_.ps;
@@ -87,8 +88,8 @@ StepReport AsyncPs::step(int64_t step, const Votes& local, Votes& agreed) {
   if (measureDivergence_ && pulled.normSquared > 0.0)
     r.divergence = std::sqrt(pulled.distanceSquared / pulled.normSquared);
 
-  worker.loadBatch();
   const Clock::time_point t2 = Clock::now();
+  worker.loadBatch();
   emulation_->beginStep(step);
   r.loss = worker.computeGradients(1.0f / static_cast<float>(localBatch_), emulation_.get());
   const Clock::time_point t3 = Clock::now();

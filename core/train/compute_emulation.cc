@@ -1,14 +1,12 @@
 #include "core/train/compute_emulation.h"
 
+#include <chrono>
+#include <ctime>
 #include <thread>
 
 #include "core/common/random.h"
 
 namespace dtlab::core {
-
-namespace {
-using Clock = std::chrono::steady_clock;
-}  // namespace
 
 void ComputeEmulation::beginStep(int64_t step) {
   stretch_ = 1.0 / node_.speedAt(step) - 1.0;
@@ -18,14 +16,25 @@ void ComputeEmulation::beginStep(int64_t step) {
       std::this_thread::sleep_for(
           std::chrono::duration<double, std::milli>(node_.straggler.pauseMs));
   }
-  last_ = Clock::now();
+  lastMs_ = nowMs();
+}
+
+double ComputeEmulation::nowMs() const {
+  if (threadCpuTime_) {
+    timespec t{};
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) == 0)
+      return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+  }
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 void ComputeEmulation::onGradientsReady(int64_t begin, int64_t end) {
   if (stretch_ > 0.0) {
-    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(
-        stretch_ * std::chrono::duration<double, std::milli>(Clock::now() - last_).count()));
-    last_ = Clock::now();
+    std::this_thread::sleep_for(
+        std::chrono::duration<double, std::milli>(stretch_ * (nowMs() - lastMs_)));
+    lastMs_ = nowMs();
   }
   if (next_) next_(begin, end);
 }

@@ -42,7 +42,8 @@ std::string LocalSgd::setUp() {
   worker_ =
       std::make_unique<Worker>(job.spec, context_.backend, context_.dataset,
                                std::move(data.samples), data.slice, context_.totalSteps, global_);
-  emulation_ = std::make_unique<ComputeEmulation>(job.node, job.spec.seed, job.rank);
+  emulation_ = std::make_unique<ComputeEmulation>(job.node, job.spec.seed, job.rank,
+                                                  context_.backend.threads() == 1);
   Mlp& model = worker_->model();
   const int64_t params = model.parameterCount();
   // Rank 0's initial weights everywhere: replicas start identical whatever their seeds.
@@ -63,8 +64,8 @@ StepReport LocalSgd::step(int64_t step, const Votes& local, Votes& agreed) {
     worker.backend().upload(model.params(), ownParams_.data(), model.parameterCount());
     holdsEvaluationAverage_ = false;
   }
-  worker.loadBatch();
   const Clock::time_point t1 = Clock::now();
+  worker.loadBatch();
   // Emulated speed and straggler pauses, as every strategy has them: a slow node's local
   // steps take 1/speed of their real time, so it reaches the average late and its peers wait.
   emulation_->beginStep(step);

@@ -40,7 +40,7 @@ class SpeedEstimate {
 // The first rebalance comes after this warm-up (or at rebalance_every, if that is sooner),
 // the later ones every rebalance_every steps; the first step is left out of the speed
 // estimate (it pays first-touch costs: allocations, kernel selection).
-inline constexpr int64_t kWarmupSteps = 3;
+inline constexpr int64_t kWarmupSteps = 2;
 
 // The dead band the scheduler uses: 2% of the global batch.
 inline constexpr double kShareDeadBand = 0.02;

@@ -62,7 +62,8 @@ std::string SyncAllReduce::setUp() {
     buckets_ = std::make_unique<GradientBuckets>(*context_.comm, model.grads(),
                                                  params + Votes::kCount, blocks, options);
   }
-  emulation_ = std::make_unique<ComputeEmulation>(job.node, job.spec.seed, job.rank);
+  emulation_ = std::make_unique<ComputeEmulation>(job.node, job.spec.seed, job.rank,
+                                                  context_.backend.threads() == 1);
   if (buckets_)
     emulation_->setNext(
         [b = buckets_.get()](int64_t begin, int64_t end) { b->markReady(begin, end); });
@@ -80,8 +81,9 @@ StepReport SyncAllReduce::step(int64_t step, const Votes& local, Votes& agreed) 
   Worker& worker = *worker_;
   Mlp& model = worker.model();
   const int64_t params = model.parameterCount();
-  worker.loadBatch();
+  // Preparing the batch is the worker's own work (it scales with the slice): compute.
   const Clock::time_point t1 = Clock::now();
+  worker.loadBatch();
   emulation_->beginStep(step);  // a straggler's pause lands here, inside compute
   float* control = model.control();
   std::copy(local.values.begin(), local.values.end(), control);
@@ -108,7 +110,7 @@ StepReport SyncAllReduce::step(int64_t step, const Votes& local, Votes& agreed) 
   const VariantConfig& variant =
       context_.job.spec.variants[static_cast<std::size_t>(context_.job.variant)];
   if (variant.partition == PartitionScheme::kSpeedProportional) {
-    // Forward and backward scale with the slice; the update and the batch upload do not.
+    // Batch preparation, forward and backward scale with the slice; the update does not.
     if (step > 1) speed_.add(slice_.count, msBetween(t1, t2));
     const int64_t warmup = std::min(kWarmupSteps, variant.rebalanceEvery);
     if (step == warmup || step % variant.rebalanceEvery == 0) rebalance(step);
