@@ -88,17 +88,30 @@ double threadCpuMs() {
   return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
 }
 
-// Wall milliseconds from a step's start to its gradients' hand-off on a node at speed 0.25,
-// with `inside` as the step's compute.
-double emulatedStepMs(bool threadCpuClock, const std::function<void()>& inside) {
-  NodeConfig slow;
-  slow.speed = 0.25;
-  ComputeEmulation emulation(slow, 1, 0, threadCpuClock);
+// Wall milliseconds from a step's start to its gradients' hand-off, with `inside` as the
+// step's compute.
+double emulatedStepMs(ComputeEmulation& emulation, int64_t step,
+                      const std::function<void()>& inside) {
   const SteadyClock::time_point t0 = SteadyClock::now();
-  emulation.beginStep(1);
+  emulation.beginStep(step);
   inside();
   emulation.onGradientsReady(0, 1);
   return std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count();
+}
+
+// The first step of a node at speed 0.25.
+double firstSlowStepMs(bool threadCpuClock, const std::function<void()>& inside) {
+  NodeConfig slow;
+  slow.speed = 0.25;
+  ComputeEmulation emulation(slow, 1, 0, threadCpuClock);
+  return emulatedStepMs(emulation, 1, inside);
+}
+
+// Burns `ms` of this thread's CPU time.
+void workMs(double ms) {
+  const double until = threadCpuMs() + ms;
+  volatile double sink = 0.0;
+  while (threadCpuMs() < until) sink = sink + 1.0;
 }
 
 // The median of shares[begin, end) (steps begin + 1 .. end).
@@ -261,8 +274,10 @@ class TestSpeedProportional : public QObject {
   // move is an event naming the old and new shares and the speeds measured, the shares of
   // every step add up to the global batch, and the replicas stay identical. Settled means the
   // median share of each rank over the steps after the first full period: within 5% of the
-  // global batch of its speed's share. (Measured speeds include whatever else the machine
-  // runs, so a single step's share may stray further; the median says where they settle.)
+  // global batch of its speed's share. (A single step's share may stray further when the
+  // machine preempts a worker; the median says where they settle. The emulation stretches
+  // CPU time, and delays from outside load are passed on once, to every node alike: a
+  // machine kept busy by other work as well moves the shares towards equal.)
   void sharesFollowTheMeasuredSpeeds() {
     Recorder recorder;
     const std::vector<WorkerResult> results = runRanks(heavySpec(60, 10), {1.0, 0.25}, &recorder);
@@ -325,22 +340,17 @@ class TestSpeedProportional : public QObject {
     QVERIFY2(std::abs(after - 0.8) <= 0.05, qPrintable(QString::number(after)));
   }
 
-  // A slow node stretches the work its thread did, not the time the thread sat descheduled:
-  // on the thread's CPU clock, 20 ms of work at speed 0.25 hands its gradients on after
-  // 80 ms, while 20 ms without the CPU (asleep here, as a preempted thread would be) is
-  // passed on once. On the wall clock (a thread team computes) both are stretched.
+  // A slow node stretches the work its thread did, not a burst of time the thread sat
+  // descheduled: on the thread's CPU clock, 20 ms of work at speed 0.25 hands its gradients
+  // on after 80 ms, while 20 ms without the CPU (asleep here, as a preempted thread would
+  // be) is passed on once. On the wall clock (a thread team computes) both are stretched.
   void emulationStretchesWorkNotPreemption() {
-    const auto work = [] {
-      const double until = threadCpuMs() + 20.0;
-      volatile double sink = 0.0;
-      while (threadCpuMs() < until) sink = sink + 1.0;
-    };
     const auto descheduled = [] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); };
-    const double worked = emulatedStepMs(true, work);
+    const double worked = firstSlowStepMs(true, [] { workMs(20.0); });
     QVERIFY2(worked >= 79.0, qPrintable(QString::number(worked)));
-    const double preempted = emulatedStepMs(true, descheduled);
+    const double preempted = firstSlowStepMs(true, descheduled);
     QVERIFY2(preempted < 60.0, qPrintable(QString::number(preempted)));
-    const double wall = emulatedStepMs(false, descheduled);
+    const double wall = firstSlowStepMs(false, descheduled);
     QVERIFY2(wall >= 79.0, qPrintable(QString::number(wall)));
   }
 
