@@ -28,7 +28,7 @@ namespace dtlab::app {
 namespace {
 
 constexpr const char* kBenchUsage =
-    R"(  bench core [--threads N] [--batch B] [--in D] [--hidden H] [--layers L]
+    R"(  bench core [--device cpu|cuda:N] [--threads N] [--batch B] [--in D] [--hidden H] [--layers L]
              [--classes C] [--reps R] [--steps S] [--reference torch|none] [--json]
       Samples/s of full single-process training steps (forward, backward, SGD
       momentum), median of R repetitions of S steps (0: about 0.3 s), wall clock.
@@ -36,7 +36,8 @@ constexpr const char* kBenchUsage =
       (the default when PyTorch is installed) runs the same steps in PyTorch on
       OpenBLAS with the fastest kernel for this CPU, repetitions interleaved with
       DTLab's, and prints both, the ratio, each side's GEMM rate and the step's
-      share of the best sgemm rate measured.
+      share of the best sgemm rate measured. --device cuda:N: the steps on that GPU
+      (FP32), against the step's own GEMMs run alone on cuBLAS, both timed here.
   bench train [--local-nodes N] [model flags as bench core] [--reps R]
               [--steps S] [--warmup W] [--reference torch|none] [--json]
       sync_allreduce on N local dtlab-node daemons (1 thread each, default 2)
@@ -246,13 +247,64 @@ int benchTrain(const std::vector<std::string>& argv) {
   return 0;
 }
 
+// bench core on a GPU: the step against the same step's GEMMs alone on the device's library
+// (cuBLAS), both timed here; no CPU reference.
+int benchCoreOnDevice(const Args& args, core::CoreBenchConfig config, int64_t fixedSteps) {
+  if (args.has("--threads") || args.has("--reference"))
+    throw UsageError("--threads and --reference apply to --device cpu only");
+  config.threads = 1;
+  core::CoreStepBench bench(config);
+  const int64_t steps = fixedSteps > 0 ? fixedSteps : bench.stepsFor(config.secondsPerRepetition);
+  std::vector<double> rates;
+  for (int rep = 0; rep < config.repetitions; ++rep)
+    rates.push_back(static_cast<double>(steps * config.batch) / bench.timeSteps(steps));
+  const double rate = core::median(rates);
+  const double stepMs = 1000.0 * static_cast<double>(config.batch) / rate;
+  const double gflops = rate / static_cast<double>(config.batch) * bench.flopsPerStep() * 1e-9;
+  const core::StepGemmsResult gemms = core::benchStepGemms(config);
+  std::printf(
+      "bench core on %s: %s, batch %lld, cross-entropy, SGD momentum, FP32; %d repetitions of "
+      "%lld steps, wall clock\n",
+      config.device.c_str(), shapeText(config).c_str(), static_cast<long long>(config.batch),
+      config.repetitions, static_cast<long long>(steps));
+  std::printf("  training step:     %10.0f samples/s  %8.3f ms  %8.1f GFLOP/s\n", rate, stepMs,
+              gflops);
+  std::printf("  its %2d GEMMs alone:                      %8.3f ms  %8.1f GFLOP/s\n",
+              gemms.gemmsPerStep, gemms.ms, gemms.gflops);
+  std::printf("  step / GEMMs alone: %.0f%% of the GEMM throughput on the same shapes\n",
+              100.0 * gflops / gemms.gflops);
+  if (args.has("--json")) {
+    const nlohmann::json out = {{"bench", "core"},
+                                {"device", config.device},
+                                {"batch", config.batch},
+                                {"inputs", config.inputs},
+                                {"hidden", config.hidden},
+                                {"layers", config.layers},
+                                {"classes", config.classes},
+                                {"precision", "fp32"},
+                                {"steps", steps},
+                                {"samples_per_s", rate},
+                                {"step_ms", stepMs},
+                                {"gflops", gflops},
+                                {"repetition_samples_per_s", rates},
+                                {"gemms_alone_ms", gemms.ms},
+                                {"gemms_alone_gflops", gemms.gflops},
+                                {"gemm_fraction", gflops / gemms.gflops}};
+    std::printf("%s\n", out.dump().c_str());
+  }
+  return 0;
+}
+
 int benchCore(const std::vector<std::string>& argv) {
-  const Args args(argv, withShape({"--threads", "--reps", "--steps", "--reference"}), {"--json"});
+  const Args args(argv, withShape({"--device", "--threads", "--reps", "--steps", "--reference"}),
+                  {"--json"});
   if (!args.positionals().empty()) throw UsageError("unexpected argument " + args.positionals()[0]);
   core::CoreBenchConfig config;
   readShape(args, config);
   config.repetitions = static_cast<int>(args.integer("--reps", 7, 1, 1000));
   const int64_t fixedSteps = args.integer("--steps", 0, 0, 1000000);
+  config.device = args.value("--device", "cpu");
+  if (config.device != "cpu") return benchCoreOnDevice(args, config, fixedSteps);
   const bool reference = wantsReference(args);
   const int cores = core::availableCores();
   std::vector<int> threadCounts;

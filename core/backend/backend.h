@@ -32,6 +32,9 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+  // Waits for every kernel queued so far (a GPU backend's stream; nothing on the CPU, whose
+  // kernels return when done). Timers call it before reading the clock.
+  virtual void synchronize() {}
   // Worker threads the backend uses for one kernel (1 for a GPU backend).
   virtual int threads() const = 0;
 

@@ -118,10 +118,7 @@ class FlatState {
   int64_t size() const { return n_; }
   float* data(int k) { return buffers_[k].data(); }
   void checkRange(int64_t begin, int64_t end, int64_t step) const {
-    DTLAB_ENFORCE(n_ >= 0, "optimizer update before init()");
-    DTLAB_ENFORCE(0 <= begin && begin <= end && end <= n_, "optimizer update range [", begin, ", ",
-                  end, ") outside [0, ", n_, ")");
-    DTLAB_ENFORCE(step >= 1, "optimizer step counts from 1, got ", step);
+    checkUpdateRange(n_, begin, end, step);
   }
   std::vector<std::span<const float>> spans() const {
     std::vector<std::span<const float>> out;
@@ -204,18 +201,6 @@ class Sgd final : public Optimizer {
 //   v = v*beta2 + (1 - beta2)*g*g
 //   p = p + (-lr/bc1) * m / (sqrt(v)/sqrt(bc2) + eps),   bc_k = 1 - beta_k^step
 
-struct AdamScalars {
-  float w1;          // 1 - beta1, the lerp weight
-  float oneMinusW1;  // 1 - w1, used by lerp's second form
-  float beta2;
-  float w2;  // 1 - beta2
-  float bc2Sqrt;
-  float eps;
-  float negStepSize;  // -lr / bc1
-  float decayFactor;  // adamw: 1 - lr*wd
-  float weightDecay;  // adam: L2 coefficient
-};
-
 template <bool kDecoupled, bool kWeightDecay, bool kLowLerpWeight>
 void adamKernel(float* params, const float* grads, float* expAvg, float* expAvgSq, int64_t begin,
                 int64_t end, const AdamScalars& s) {
@@ -251,22 +236,9 @@ class Adam final : public Optimizer {
   void update(float* params, const float* grads, int64_t begin, int64_t end, int64_t step,
               float lr) override {
     state_.checkRange(begin, end, step);
-    const double lrD = decimalValue(lr);
-    const double t = static_cast<double>(step);
-    const double bc1 = 1.0 - std::pow(beta1_, t);
-    const double bc2 = 1.0 - std::pow(beta2_, t);
-    AdamScalars s;
-    s.w1 = static_cast<float>(1.0 - beta1_);
-    s.oneMinusW1 = 1.0f - s.w1;
-    s.beta2 = static_cast<float>(beta2_);
-    s.w2 = static_cast<float>(1.0 - beta2_);
-    s.bc2Sqrt = static_cast<float>(std::sqrt(bc2));
-    s.eps = eps_;
-    s.negStepSize = static_cast<float>(-(lrD / bc1));
-    s.decayFactor = static_cast<float>(1.0 - lrD * weightDecay_);
-    s.weightDecay = static_cast<float>(weightDecay_);
+    const AdamScalars s = adamScalars(beta1_, beta2_, eps_, weightDecay_, decoupled_, step, lr);
     const bool wd = weightDecay_ != 0.0;
-    const bool low = s.w1 < 0.5f;
+    const bool low = s.lowLerpWeight;
     using Kernel =
         void (*)(float*, const float*, float*, float*, int64_t, int64_t, const AdamScalars&);
     // [decoupled][weight decay][low lerp weight]
@@ -298,14 +270,6 @@ class Adam final : public Optimizer {
 //   delta = sqrt(acc + eps) / sqrt(sq + eps) * g;  acc = acc*rho + (1-rho)*delta*delta;
 //   p = p - lr*delta
 
-struct AdadeltaScalars {
-  float rho;
-  float w;  // 1 - rho
-  float eps;
-  float weightDecay;
-  float negLr;
-};
-
 template <bool kWeightDecay>
 void adadeltaKernel(float* params, const float* grads, float* squareAvg, float* accDelta,
                     int64_t begin, int64_t end, const AdadeltaScalars& s) {
@@ -330,12 +294,7 @@ class Adadelta final : public Optimizer {
   void update(float* params, const float* grads, int64_t begin, int64_t end, int64_t step,
               float lr) override {
     state_.checkRange(begin, end, step);
-    AdadeltaScalars s;
-    s.rho = static_cast<float>(rho_);
-    s.w = static_cast<float>(1.0 - rho_);
-    s.eps = eps_;
-    s.weightDecay = weightDecay_;
-    s.negLr = -lr;
+    const AdadeltaScalars s = adadeltaScalars(rho_, eps_, weightDecay_, lr);
     (weightDecay_ != 0.0f
          ? adadeltaKernel<true>
          : adadeltaKernel<false>)(params, grads, state_.data(0), state_.data(1), begin, end, s);
@@ -375,6 +334,44 @@ void requireNonNegative(const char* path, float value) {
 }
 
 }  // namespace
+
+AdamScalars adamScalars(double beta1, double beta2, float eps, double weightDecay, bool decoupled,
+                        int64_t step, float lr) {
+  const double lrD = decimalValue(lr);
+  const double t = static_cast<double>(step);
+  const double bc1 = 1.0 - std::pow(beta1, t);
+  const double bc2 = 1.0 - std::pow(beta2, t);
+  AdamScalars s{};
+  s.w1 = static_cast<float>(1.0 - beta1);
+  s.oneMinusW1 = 1.0f - s.w1;
+  s.beta2 = static_cast<float>(beta2);
+  s.w2 = static_cast<float>(1.0 - beta2);
+  s.bc2Sqrt = static_cast<float>(std::sqrt(bc2));
+  s.eps = eps;
+  s.negStepSize = static_cast<float>(-(lrD / bc1));
+  s.decayFactor = static_cast<float>(1.0 - lrD * weightDecay);
+  s.weightDecay = static_cast<float>(weightDecay);
+  s.decoupled = decoupled;
+  s.lowLerpWeight = s.w1 < 0.5f;
+  return s;
+}
+
+AdadeltaScalars adadeltaScalars(double rho, float eps, float weightDecay, float lr) {
+  AdadeltaScalars s{};
+  s.rho = static_cast<float>(rho);
+  s.w = static_cast<float>(1.0 - rho);
+  s.eps = eps;
+  s.weightDecay = weightDecay;
+  s.negLr = -lr;
+  return s;
+}
+
+void checkUpdateRange(int64_t size, int64_t begin, int64_t end, int64_t step) {
+  DTLAB_ENFORCE(size >= 0, "optimizer update before init()");
+  DTLAB_ENFORCE(0 <= begin && begin <= end && end <= size, "optimizer update range [", begin, ", ",
+                end, ") outside [0, ", size, ")");
+  DTLAB_ENFORCE(step >= 1, "optimizer step counts from 1, got ", step);
+}
 
 void validateOptimizerConfig(const OptimizerConfig& config) {
   requirePositive("optimizer.lr", config.lr);

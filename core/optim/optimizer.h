@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "core/optim/update_scalars.h"
 #include "core/spec/experiment_spec.h"
 
 namespace dtlab::core {
@@ -68,6 +69,15 @@ class Optimizer {
   // The same buffers, writable: restoring a checkpoint or a parameter-server shard.
   virtual std::vector<std::span<float>> mutableState() = 0;
 };
+
+// The per-step scalars of an update (update_scalars.h), from the double each config float
+// stands for, as PyTorch derives them; shared by the CPU and CUDA optimizers.
+AdamScalars adamScalars(double beta1, double beta2, float eps, double weightDecay, bool decoupled,
+                        int64_t step, float lr);
+AdadeltaScalars adadeltaScalars(double rho, float eps, float weightDecay, float lr);
+// Throws unless an optimizer of `size` parameters (-1: not initialised) may update [begin,
+// end) at `step` (from 1).
+void checkUpdateRange(int64_t size, int64_t begin, int64_t end, int64_t step);
 
 // Validates config (see validateOptimizerConfig) and builds the optimizer of its kind.
 std::unique_ptr<Optimizer> makeOptimizer(const OptimizerConfig& config);

@@ -47,9 +47,9 @@ struct CoreStepBench::Impl {
   explicit Impl(const CoreBenchConfig& c)
       : config(c),
         spec(makeSpec(c)),
-        backend(c.threads),
+        backend(makeBackend(c.device, c.threads)),
         dataset(makeDataset(spec.dataset)),
-        worker(spec, backend, *dataset, allSamples(spec), BatchSlice::whole(c.batch), 0) {}
+        worker(spec, *backend, *dataset, allSamples(spec), BatchSlice::whole(c.batch), 0) {}
 
   static ExperimentSpec makeSpec(const CoreBenchConfig& config) {
     DTLAB_ENFORCE(config.batch > 0 && config.inputs > 0 && config.hidden > 0 &&
@@ -81,7 +81,7 @@ struct CoreStepBench::Impl {
 
   CoreBenchConfig config;
   ExperimentSpec spec;
-  CpuBackend backend;
+  std::unique_ptr<Backend> backend;
   std::unique_ptr<Dataset> dataset;
   Worker worker;
   int64_t steps = 0;
@@ -109,6 +109,7 @@ int64_t CoreStepBench::stepsFor(double seconds) {
 double CoreStepBench::timeSteps(int64_t steps) {
   const Clock::time_point start = Clock::now();
   for (int64_t i = 0; i < steps; ++i) impl_->step();
+  impl_->backend->synchronize();
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
@@ -117,7 +118,7 @@ double CoreStepBench::flopsPerStep() const {
 }
 
 int CoreStepBench::threads() const {
-  return impl_->backend.threads();
+  return impl_->backend->threads();
 }
 
 CoreBenchResult benchCoreStep(const CoreBenchConfig& config) {
@@ -152,6 +153,51 @@ double benchGemmGflops(int threads, int64_t m, int64_t n, int64_t k, double seco
   backend.release(c);
   return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) /
          median(perCall) * 1e-9;
+}
+
+StepGemmsResult benchStepGemms(const CoreBenchConfig& config, double seconds) {
+  std::unique_ptr<Backend> backend = makeBackend(config.device, config.threads);
+  // Layer widths in -> hidden x layers -> classes; per layer (in, out) with rows = batch:
+  // forward X W (rows x out x in), weight gradient X^T dY (in x out x rows) and, past the
+  // first layer, input gradient dY W^T (rows x in x out), as Mlp computes them.
+  std::vector<int64_t> widths = {config.inputs};
+  for (int64_t l = 0; l < config.layers; ++l) widths.push_back(config.hidden);
+  widths.push_back(config.classes);
+  const int64_t rows = config.batch;
+  int64_t widest = 0;
+  for (int64_t w : widths) widest = std::max(widest, w);
+  float* x = backend->allocate(rows * widest);
+  float* dy = backend->allocate(rows * widest);
+  float* w = backend->allocate(widest * widest);
+  float* out = backend->allocate(std::max(rows, widest) * widest);
+  backend->fill(x, rows * widest, 0.5f);
+  backend->fill(dy, rows * widest, 0.25f);
+  backend->fill(w, widest * widest, 0.125f);
+  StepGemmsResult result;
+  double flops = 0.0;
+  auto sequence = [&] {
+    for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
+      const int64_t in = widths[l], o = widths[l + 1];
+      backend->gemm(false, false, rows, o, in, 1.0f, x, in, w, o, 0.0f, out, o);
+      backend->gemm(true, false, in, o, rows, 1.0f, x, in, dy, o, 0.0f, out, o);
+      if (l > 0) backend->gemm(false, true, rows, in, o, 1.0f, dy, o, w, o, 0.0f, out, in);
+    }
+    backend->synchronize();
+  };
+  for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
+    const double macs = static_cast<double>(rows * widths[l] * widths[l + 1]);
+    flops += 2.0 * macs * (l > 0 ? 3.0 : 2.0);
+    result.gemmsPerStep += l > 0 ? 3 : 2;
+  }
+  const std::vector<double> perCall = timeRepetitions(sequence, 3, 7, seconds / 7.0);
+  backend->release(x);
+  backend->release(dy);
+  backend->release(w);
+  backend->release(out);
+  const double s = median(perCall);
+  result.ms = s * 1000.0;
+  result.gflops = flops / s * 1e-9;
+  return result;
 }
 
 }  // namespace dtlab::core

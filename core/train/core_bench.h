@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace dtlab::core {
@@ -9,6 +10,7 @@ namespace dtlab::core {
 // `dtlab-cli bench core`: full single-process training steps of an MLP
 // in -> hidden x layers -> classes with cross-entropy and SGD with momentum.
 struct CoreBenchConfig {
+  std::string device = "cpu";  // "cpu" or "cuda[:N]"
   int threads = 1;
   int64_t batch = 256;
   int64_t inputs = 256;
@@ -57,6 +59,16 @@ CoreBenchResult benchCoreStep(const CoreBenchConfig& config);
 
 // Median GFLOP/s of the CPU backend's GEMM on C[m x n] = A[m x k] B[k x n].
 double benchGemmGflops(int threads, int64_t m, int64_t n, int64_t k, double seconds = 0.5);
+
+// The GEMMs of one training step of config's model (forward, weight and input gradients, in
+// the shapes and transposes the step uses them), alone on config.device's library: the
+// median milliseconds of the sequence and its GFLOP/s. A step can at best match this.
+struct StepGemmsResult {
+  double ms = 0.0;
+  double gflops = 0.0;
+  int gemmsPerStep = 0;
+};
+StepGemmsResult benchStepGemms(const CoreBenchConfig& config, double seconds = 1.0);
 
 double median(std::vector<double> values);
 

@@ -1,0 +1,351 @@
+#include "core/backend/cuda/cuda_backend.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <limits>
+
+#include "core/backend/cuda/cuda_kernels.h"
+#include "core/common/check.h"
+#include "core/optim/decimal_value.h"
+#include "core/optim/optimizer.h"
+
+namespace dtlab::core {
+
+void checkCuda(int status, const char* call, const char* file, int line) {
+  if (status == cudaSuccess) return;
+  const auto error = static_cast<cudaError_t>(status);
+  throw Error(detail::concat(call, " failed: ", cudaGetErrorName(error), " (",
+                             cudaGetErrorString(error), ") at ", file, ":", line));
+}
+
+void checkCublas(int status, const char* call, const char* file, int line) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  const auto error = static_cast<cublasStatus_t>(status);
+  throw Error(detail::concat(call, " failed: ", cublasGetStatusName(error), " (",
+                             cublasGetStatusString(error), ") at ", file, ":", line));
+}
+
+CudaDevices cudaDevices() {
+  CudaDevices devices;
+  const cudaError_t status = cudaGetDeviceCount(&devices.count);
+  if (status != cudaSuccess) {
+    devices.count = 0;
+    const char* meaning = status == cudaErrorInsufficientDriver
+                              ? "no NVIDIA driver, or one older than this CUDA runtime"
+                          : status == cudaErrorNoDevice ? "the driver sees no GPU"
+                                                        : cudaGetErrorString(status);
+    devices.why = detail::concat("no CUDA device: ", meaning,
+                                 " (cudaGetDeviceCount: ", cudaGetErrorName(status), ")");
+    cudaGetLastError();  // clear the sticky error of a missing driver
+  } else if (devices.count == 0) {
+    devices.why = "no CUDA device: the driver sees no GPU";
+  }
+  return devices;
+}
+
+namespace {
+
+cudaStream_t asStream(void* s) {
+  return static_cast<cudaStream_t>(s);
+}
+
+int activationCode(std::optional<Activation> act) {
+  if (!act) return cuda::kActNone;
+  switch (*act) {
+    case Activation::kReLU:
+      return cuda::kActReLU;
+    case Activation::kGELU:
+      return cuda::kActGELU;
+    case Activation::kTanh:
+      return cuda::kActTanh;
+  }
+  return cuda::kActNone;
+}
+
+// Device buffers of an optimizer's state, zeroed on init, freed with the optimizer.
+class DeviceState {
+ public:
+  explicit DeviceState(cudaStream_t stream) : stream_(stream) {}
+  ~DeviceState() { free(); }
+  DeviceState(const DeviceState&) = delete;
+  DeviceState& operator=(const DeviceState&) = delete;
+
+  void reset(int count, int64_t n) {
+    DTLAB_ENFORCE(n >= 0, "optimizer init: negative parameter count ", n);
+    free();
+    n_ = n;
+    for (int k = 0; k < count; ++k) {
+      float* p = nullptr;
+      if (n > 0) {
+        DTLAB_CUDA_CHECK(cudaMalloc(&p, static_cast<std::size_t>(n) * sizeof(float)));
+        buffers_.push_back(p);
+        DTLAB_CUDA_CHECK(
+            cudaMemsetAsync(p, 0, static_cast<std::size_t>(n) * sizeof(float), stream_));
+      } else {
+        buffers_.push_back(nullptr);
+      }
+    }
+  }
+  int64_t size() const { return n_; }
+  float* data(int k) { return buffers_[static_cast<std::size_t>(k)]; }
+  void checkRange(int64_t begin, int64_t end, int64_t step) const {
+    checkUpdateRange(n_, begin, end, step);
+  }
+  std::vector<std::span<const float>> spans() const {
+    std::vector<std::span<const float>> out;
+    for (float* p : buffers_) out.emplace_back(p, static_cast<std::size_t>(n_));
+    return out;
+  }
+  std::vector<std::span<float>> mutableSpans() {
+    std::vector<std::span<float>> out;
+    for (float* p : buffers_) out.emplace_back(p, static_cast<std::size_t>(n_));
+    return out;
+  }
+
+ private:
+  void free() noexcept {
+    if (!buffers_.empty()) cudaStreamSynchronize(stream_);
+    for (float* p : buffers_) cudaFree(p);
+    buffers_.clear();
+  }
+
+  cudaStream_t stream_;
+  int64_t n_ = -1;
+  std::vector<float*> buffers_;
+};
+
+// The CPU optimizers' semantics (core/optim/optimizer.h), each per-step scalar derived on the
+// host as they derive it, the elementwise update on the device.
+class CudaOptimizer final : public Optimizer {
+ public:
+  CudaOptimizer(const OptimizerConfig& config, cudaStream_t stream)
+      : config_(config), stream_(stream), state_(stream) {
+    validateOptimizerConfig(config);
+  }
+
+  void init(int64_t n) override { state_.reset(stateCount(), n); }
+
+  void update(float* params, const float* grads, int64_t begin, int64_t end, int64_t step,
+              float lr) override {
+    state_.checkRange(begin, end, step);
+    switch (config_.kind) {
+      case OptimizerKind::kSgd:
+        cuda::sgdUpdate(params, grads, config_.momentum != 0.0f ? state_.data(0) : nullptr, begin,
+                        end, config_.momentum, config_.nesterov, config_.weightDecay, -lr, stream_);
+        break;
+      case OptimizerKind::kAdam:
+      case OptimizerKind::kAdamW: {
+        const AdamScalars s = adamScalars(decimalValue(config_.beta1), decimalValue(config_.beta2),
+                                          config_.eps, decimalValue(config_.weightDecay),
+                                          config_.kind == OptimizerKind::kAdamW, step, lr);
+        cuda::adamUpdate(params, grads, state_.data(0), state_.data(1), begin, end, s, stream_);
+        break;
+      }
+      case OptimizerKind::kAdadelta:
+        cuda::adadeltaUpdate(
+            params, grads, state_.data(0), state_.data(1), begin, end,
+            adadeltaScalars(decimalValue(config_.rho), config_.eps, config_.weightDecay, lr),
+            stream_);
+        break;
+    }
+    DTLAB_CUDA_CHECK(cudaGetLastError());
+  }
+
+  const char* name() const override { return toString(config_.kind); }
+  int64_t size() const override { return state_.size(); }
+  std::vector<std::span<const float>> state() const override { return state_.spans(); }
+  std::vector<std::span<float>> mutableState() override { return state_.mutableSpans(); }
+
+ private:
+  int stateCount() const {
+    switch (config_.kind) {
+      case OptimizerKind::kSgd:
+        return config_.momentum != 0.0f ? 1 : 0;
+      case OptimizerKind::kAdam:
+      case OptimizerKind::kAdamW:
+      case OptimizerKind::kAdadelta:
+        return 2;
+    }
+    return 0;
+  }
+
+  OptimizerConfig config_;
+  cudaStream_t stream_;
+  DeviceState state_;
+};
+
+}  // namespace
+
+// Per-row scratch of the loss kernels and the pinned host copy of their totals.
+struct CudaBackend::LossScratch {
+  int64_t rows = 0;
+  float* rowLoss = nullptr;
+  int* rowCorrect = nullptr;
+  cuda::LossTotals* totals = nullptr;      // device
+  cuda::LossTotals* hostTotals = nullptr;  // pinned host
+};
+
+CudaBackend::CudaBackend(int device) : device_(device), loss_(std::make_unique<LossScratch>()) {
+  const CudaDevices devices = cudaDevices();
+  if (devices.count == 0)
+    throw Error("device 'cuda:" + std::to_string(device) + "': " + devices.why);
+  if (device < 0 || device >= devices.count)
+    throw Error(detail::concat("device 'cuda:", device, "' does not exist: this machine has ",
+                               devices.count, " CUDA device", devices.count == 1 ? "" : "s",
+                               " (cuda:0", devices.count > 1 ? " .. cuda:" : "",
+                               devices.count > 1 ? std::to_string(devices.count - 1) : "", ")"));
+  DTLAB_CUDA_CHECK(cudaSetDevice(device));
+  cudaDeviceProp props{};
+  DTLAB_CUDA_CHECK(cudaGetDeviceProperties(&props, device));
+  name_ = detail::concat("cuda:", device, " (", props.name, ")");
+  cudaStream_t stream = nullptr;
+  DTLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  stream_ = stream;
+  cublasHandle_t handle = nullptr;
+  DTLAB_CUBLAS_CHECK(cublasCreate(&handle));
+  cublas_ = handle;
+  DTLAB_CUBLAS_CHECK(cublasSetStream(handle, stream));
+  // FP32 GEMMs: the default math mode, no TF32 tensor-core rounding.
+  DTLAB_CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
+  DTLAB_CUDA_CHECK(cudaMallocHost(&loss_->hostTotals, sizeof(cuda::LossTotals)));
+  DTLAB_CUDA_CHECK(cudaMalloc(&loss_->totals, sizeof(cuda::LossTotals)));
+}
+
+CudaBackend::~CudaBackend() {
+  cudaSetDevice(device_);
+  if (stream_ != nullptr) cudaStreamSynchronize(asStream(stream_));
+  cudaFree(loss_->rowLoss);
+  cudaFree(loss_->rowCorrect);
+  cudaFree(loss_->totals);
+  cudaFreeHost(loss_->hostTotals);
+  if (cublas_ != nullptr) cublasDestroy(static_cast<cublasHandle_t>(cublas_));
+  if (stream_ != nullptr) cudaStreamDestroy(asStream(stream_));
+}
+
+void CudaBackend::synchronize() {
+  DTLAB_CUDA_CHECK(cudaStreamSynchronize(asStream(stream_)));
+}
+
+float* CudaBackend::allocate(int64_t count) {
+  if (count <= 0) return nullptr;
+  float* p = nullptr;
+  const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(float);
+  DTLAB_CUDA_CHECK(cudaMalloc(&p, bytes));
+  DTLAB_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, asStream(stream_)));
+  return p;
+}
+
+void CudaBackend::release(float* p) noexcept {
+  if (p == nullptr) return;
+  cudaStreamSynchronize(asStream(stream_));  // queued kernels may still use it
+  cudaFree(p);
+}
+
+void CudaBackend::upload(float* dst, const float* host, int64_t count) {
+  if (count <= 0) return;
+  DTLAB_CUDA_CHECK(cudaMemcpyAsync(dst, host, static_cast<std::size_t>(count) * sizeof(float),
+                                   cudaMemcpyHostToDevice, asStream(stream_)));
+  // The caller may reuse `host` as soon as this returns.
+  synchronize();
+}
+
+void CudaBackend::download(float* host, const float* src, int64_t count) {
+  if (count <= 0) return;
+  DTLAB_CUDA_CHECK(cudaMemcpyAsync(host, src, static_cast<std::size_t>(count) * sizeof(float),
+                                   cudaMemcpyDeviceToHost, asStream(stream_)));
+  synchronize();
+}
+
+void CudaBackend::fill(float* dst, int64_t count, float value) {
+  cuda::fill(dst, count, value, asStream(stream_));
+  DTLAB_CUDA_CHECK(cudaGetLastError());
+}
+
+// Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, and a row-major matrix is
+// its own transpose in column-major order: swap the operands, keep the flags and strides.
+void CudaBackend::gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha,
+                       const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                       float* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  constexpr int64_t kMaxDim = std::numeric_limits<int>::max();
+  DTLAB_ENFORCE(m <= kMaxDim && n <= kMaxDim && k <= kMaxDim && lda <= kMaxDim && ldb <= kMaxDim &&
+                    ldc <= kMaxDim,
+                "gemm ", m, "x", n, "x", k, " exceeds cuBLAS's 32-bit dimensions");
+  if (k == 0) {
+    DTLAB_ENFORCE(beta == 0.0f && ldc == n, "gemm with k = 0 needs beta = 0 and ldc = n");
+    fill(c, m * n, 0.0f);
+    return;
+  }
+  DTLAB_CUBLAS_CHECK(
+      cublasSgemm(static_cast<cublasHandle_t>(cublas_), transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+                  transA ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+                  static_cast<int>(k), &alpha, b, static_cast<int>(ldb), a, static_cast<int>(lda),
+                  &beta, c, static_cast<int>(ldc)));
+}
+
+void CudaBackend::biasActivation(const float* z, const float* bias, int64_t rows, int64_t cols,
+                                 std::optional<Activation> act, float* out, float* zOut) {
+  cuda::biasActivation(z, bias, rows, cols, activationCode(act), out, zOut, asStream(stream_));
+  DTLAB_CUDA_CHECK(cudaGetLastError());
+}
+
+void CudaBackend::activationBackward(const float* dOut, const float* z, const float* out,
+                                     int64_t rows, int64_t cols, std::optional<Activation> act,
+                                     float* dz, float* dBias) {
+  const bool gelu = act && *act == Activation::kGELU;
+  DTLAB_ENFORCE(!gelu || z != nullptr, "GELU backward needs the pre-activation");
+  cuda::activationBackward(dOut, gelu ? z : out, rows, cols, activationCode(act), dz, dBias,
+                           asStream(stream_));
+  DTLAB_CUDA_CHECK(cudaGetLastError());
+}
+
+CudaBackend::LossScratch& CudaBackend::lossScratch(int64_t rows) {
+  if (rows > loss_->rows) {
+    synchronize();
+    cudaFree(loss_->rowLoss);
+    cudaFree(loss_->rowCorrect);
+    loss_->rowLoss = nullptr;
+    loss_->rowCorrect = nullptr;
+    loss_->rows = 0;
+    DTLAB_CUDA_CHECK(cudaMalloc(&loss_->rowLoss, static_cast<std::size_t>(rows) * sizeof(float)));
+    DTLAB_CUDA_CHECK(cudaMalloc(&loss_->rowCorrect, static_cast<std::size_t>(rows) * sizeof(int)));
+    loss_->rows = rows;
+  }
+  return *loss_;
+}
+
+LossResult CudaBackend::takeTotals() {
+  DTLAB_CUDA_CHECK(cudaGetLastError());
+  DTLAB_CUDA_CHECK(cudaMemcpyAsync(loss_->hostTotals, loss_->totals, sizeof(cuda::LossTotals),
+                                   cudaMemcpyDeviceToHost, asStream(stream_)));
+  synchronize();
+  return {loss_->hostTotals->lossSum, static_cast<int64_t>(loss_->hostTotals->correct)};
+}
+
+LossResult CudaBackend::softmaxCrossEntropy(const float* logits, const float* labels, int64_t rows,
+                                            int64_t classes, float gradScale, float* dLogits) {
+  LossScratch& s = lossScratch(rows);
+  cuda::softmaxCrossEntropy(logits, labels, rows, classes, gradScale, dLogits, s.rowLoss,
+                            s.rowCorrect, s.totals, asStream(stream_));
+  return takeTotals();
+}
+
+LossResult CudaBackend::meanSquaredError(const float* pred, const float* target, int64_t rows,
+                                         int64_t outputs, float gradScale, float* dPred) {
+  LossScratch& s = lossScratch(rows);
+  cuda::meanSquaredError(pred, target, rows, outputs, gradScale, dPred, s.rowLoss, s.totals,
+                         asStream(stream_));
+  return takeTotals();
+}
+
+std::unique_ptr<Optimizer> CudaBackend::makeOptimizer(const OptimizerConfig& config) {
+  return std::make_unique<CudaOptimizer>(config, asStream(stream_));
+}
+
+void CudaBackend::optimizerUpdate(Optimizer& optimizer, float* params, const float* grads,
+                                  int64_t begin, int64_t end, int64_t step, float lr) {
+  optimizer.update(params, grads, begin, end, step, lr);
+}
+
+}  // namespace dtlab::core

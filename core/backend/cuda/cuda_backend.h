@@ -1,0 +1,85 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/backend/backend.h"
+
+// The CUDA backend (builds with DTLAB_HAVE_CUDA only): cuBLAS SGEMM in FP32 (no TF32: the
+// default math mode), our own kernels for everything else (cuda_kernels.cu), all on one
+// stream per backend. Kernels are asynchronous on that stream; the host waits only where it
+// needs a result: download(), the loss totals, and release() (memory may still be in use by
+// queued kernels). Memory is device memory; the optimizer's state lives on the device too.
+
+namespace dtlab::core {
+
+// Every CUDA runtime and cuBLAS call goes through these: a failure throws Error naming the
+// call as written and the library's message.
+void checkCuda(int status, const char* call, const char* file, int line);
+void checkCublas(int status, const char* call, const char* file, int line);
+#define DTLAB_CUDA_CHECK(call) \
+  ::dtlab::core::checkCuda(static_cast<int>(call), #call, __FILE__, __LINE__)
+#define DTLAB_CUBLAS_CHECK(call) \
+  ::dtlab::core::checkCublas(static_cast<int>(call), #call, __FILE__, __LINE__)
+
+// Devices the CUDA runtime sees: 0 when there is no driver or no GPU (`why` says which).
+struct CudaDevices {
+  int count = 0;
+  std::string why;  // when count == 0
+};
+CudaDevices cudaDevices();
+
+class CudaBackend final : public Backend {
+ public:
+  // Binds the calling thread to `device` (cudaSetDevice) and creates the stream and the
+  // cuBLAS handle; throws Error when the device is not there.
+  explicit CudaBackend(int device);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  // "cuda:N (device name)".
+  std::string name() const override { return name_; }
+  int threads() const override { return 1; }
+  int device() const { return device_; }
+  // The stream every kernel of this backend runs on (cudaStream_t).
+  void* stream() const { return stream_; }
+  // Waits for every kernel queued so far.
+  void synchronize() override;
+
+  float* allocate(int64_t count) override;
+  void release(float* p) noexcept override;
+  void upload(float* dst, const float* host, int64_t count) override;
+  void download(float* host, const float* src, int64_t count) override;
+  void fill(float* dst, int64_t count, float value) override;
+  void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) override;
+  void biasActivation(const float* z, const float* bias, int64_t rows, int64_t cols,
+                      std::optional<Activation> act, float* out, float* zOut) override;
+  void activationBackward(const float* dOut, const float* z, const float* out, int64_t rows,
+                          int64_t cols, std::optional<Activation> act, float* dz,
+                          float* dBias) override;
+  LossResult softmaxCrossEntropy(const float* logits, const float* labels, int64_t rows,
+                                 int64_t classes, float gradScale, float* dLogits) override;
+  LossResult meanSquaredError(const float* pred, const float* target, int64_t rows, int64_t outputs,
+                              float gradScale, float* dPred) override;
+  // An optimizer whose state is device memory on this backend's stream (its state() spans
+  // point to device memory).
+  std::unique_ptr<Optimizer> makeOptimizer(const OptimizerConfig& config) override;
+  void optimizerUpdate(Optimizer& optimizer, float* params, const float* grads, int64_t begin,
+                       int64_t end, int64_t step, float lr) override;
+
+ private:
+  struct LossScratch;
+  LossScratch& lossScratch(int64_t rows);
+  LossResult takeTotals();
+
+  int device_;
+  std::string name_;
+  void* stream_ = nullptr;  // cudaStream_t
+  void* cublas_ = nullptr;  // cublasHandle_t
+  std::unique_ptr<LossScratch> loss_;
+};
+
+}  // namespace dtlab::core
