@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 
@@ -10,12 +11,13 @@ namespace dtlab::core {
 
 // A node's emulated heterogeneity applied to one worker's compute (DESIGN.md: "compute is
 // stretched to 1/speed of its real time"), shared by every strategy:
-//   - speed (and a speed_schedule): before each layer's gradients are handed on, the compute
-//     since the previous hand-off is stretched, so a slow node's gradients really arrive late.
-//     When the backend computes on the calling thread, the compute is that thread's CPU time:
-//     time the thread sat preempted (other workers or communication threads on the same
-//     cores) is real delay, passed on once, not multiplied by 1/speed as if it were work.
-//     With a thread team it is wall time, contention included;
+//   - speed (and a speed_schedule): each layer's gradients are handed on no sooner than the
+//     step's work so far would take at the node's speed (work / speed after the step began),
+//     so a slow node's gradients really arrive late. When the backend computes on the calling
+//     thread, work is that thread's CPU time: time the thread sat preempted or waking up
+//     (other workers and communication threads share the cores) is not work, and it shows
+//     only where it exceeds the slack the slowdown leaves, as it would on a slower device of
+//     its own. With a thread team, work is wall time, contention included;
 //   - straggler pauses: at the start of a step, with the node's probability, drawn from the
 //     run's seed, the rank and the step (reproducible), inside the compute window.
 // Pass it as the GradientListener of Worker::computeGradients; `next` (the gradient buckets of
@@ -38,10 +40,13 @@ class ComputeEmulation final : public GradientListener {
   int rank_;
   std::function<void(int64_t, int64_t)> next_;
   bool threadCpuTime_;
-  double stretch_ = 0.0;
-  double lastMs_ = 0.0;  // the clock at the last hand-off (or the step's start)
+  using Clock = std::chrono::steady_clock;
+  double slowdown_ = 1.0;        // 1 / speed
+  Clock::time_point stepStart_;  // after the straggler pause
+  double lastWork_ = 0.0;        // the work clock at the last hand-off (or the step's start)
+  double workMs_ = 0.0;          // this step's work so far
 
-  double nowMs() const;
+  double workClockMs() const;
 };
 
 }  // namespace dtlab::core

@@ -181,10 +181,10 @@ class TestSpeedProportional : public QObject {
     QCOMPARE(spec.variants[2].partition, PartitionScheme::kSpeedProportional);
     QVERIFY(spec.training.targetAccuracy.has_value());
 
-    // The drifting node: full speed, then 0.3 from step 40; equal split against the scheduler.
+    // The drifting node: full speed, then 0.3 from step 30; equal split against the scheduler.
     const ExperimentSpec drift = loadExperimentSpec(DTLAB_SOURCE_DIR "/resources/specs/drift.json");
-    QCOMPARE(drift.cluster.node(1).speedAt(39), 1.0);
-    QCOMPARE(drift.cluster.node(1).speedAt(40), 0.3);
+    QCOMPARE(drift.cluster.node(1).speedAt(29), 1.0);
+    QCOMPARE(drift.cluster.node(1).speedAt(30), 0.3);
     QCOMPARE(drift.variants.size(), std::size_t{2});
     QCOMPARE(drift.variants[1].partition, PartitionScheme::kSpeedProportional);
   }
