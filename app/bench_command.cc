@@ -55,11 +55,12 @@ constexpr const char* kBenchUsage =
       points over W workers x the worker metrics, I times), and the latency of a
       downsampled query (R times), beside one row per point doing the same work
       (--reference rows, the default); repetitions interleaved, medians.
-  bench strategies [--specs DIR] [--only NAME,...] [--project P.dtlab] [--json]
+  bench strategies [--specs DIR] [--only NAME,...] [--reps R] [--project P.dtlab] [--json]
       The example comparisons of resources/specs (hetero_2node, hetero_4node, drift,
-      modes_straggler, noniid), each run once as `dtlab-cli run SPEC --quiet --project
-      P` runs it; then the README's results table and the claims (time to target
-      speed_proportional vs equal, async_ps vs sync samples/s) with measured figures.
+      modes_straggler, noniid), each run R times (default 3) as `dtlab-cli run SPEC
+      --quiet --project P` runs it; then the README's results table and the claims (time
+      to target speed_proportional vs equal, async_ps vs sync samples/s), each the median
+      of its R figures.
 )";
 
 using Clock = std::chrono::steady_clock;

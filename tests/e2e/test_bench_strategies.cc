@@ -2,9 +2,13 @@
 // project, and prints the results table and the claims with their measured figures. Here on
 // small stand-ins for the example specs (the real ones take minutes).
 #include <QtCore/QProcess>
+#include <QtCore/QRegularExpression>
 #include <QtTest/QtTest>
 
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <vector>
 
 #include "tests/e2e/e2e_support.h"
 
@@ -56,7 +60,7 @@ class TestBenchStrategies : public QObject {
     QProcess p;
     p.setWorkingDirectory(dir.path());
     p.start(e2e::kCli, {"bench", "strategies", "--specs", dir.path(), "--only",
-                        "hetero_2node,modes_straggler", "--json"});
+                        "hetero_2node,modes_straggler", "--reps", "1", "--json"});
     QVERIFY(p.waitForFinished(180000));
     const QString err = QString::fromUtf8(p.readAllStandardError());
     QVERIFY2(p.exitCode() == 0, qPrintable(err));
@@ -83,15 +87,30 @@ class TestBenchStrategies : public QObject {
     QVERIFY2(compare.readAllStandardOutput().contains("speed_proportional"),
              compare.readAllStandardError().constData());
 
-    // The markdown form: a row per variant and a line per claim.
+    // The markdown form, with the default three repetitions: a row per variant (of the median
+    // repetition), a line per claim with its median and the three figures, every run recorded.
     QProcess table;
     table.setWorkingDirectory(dir.path());
     table.start(e2e::kCli, {"bench", "strategies", "--specs", dir.path(), "--only",
                             "modes_straggler", "--project", dir.filePath("again.dtlab")});
-    QVERIFY(table.waitForFinished(180000));
+    QVERIFY(table.waitForFinished(300000));
     const QString text = QString::fromUtf8(table.readAllStandardOutput());
-    QVERIFY2(text.contains("| modes_straggler | async_ps |"), qPrintable(text));
-    QVERIFY2(text.contains("async_ps samples/s over sync_allreduce's (x)"), qPrintable(text));
+    QCOMPARE(text.count("| modes_straggler | async_ps |"), 1);
+    const QRegularExpression claim(
+        "async_ps samples/s over sync_allreduce's \\(x\\): ([0-9.]+) \\(median of 3: ([0-9.]+) "
+        "([0-9.]+) ([0-9.]+); claim: at least 1.50\\)");
+    const QRegularExpressionMatch m = claim.match(text);
+    QVERIFY2(m.hasMatch(), qPrintable(text));
+    std::vector<double> figures = {m.captured(2).toDouble(), m.captured(3).toDouble(),
+                                   m.captured(4).toDouble()};
+    std::sort(figures.begin(), figures.end());
+    QCOMPARE(m.captured(1).toDouble(), figures[1]);
+    QProcess list;
+    list.start(e2e::kCli, {"project", "list", dir.filePath("again.dtlab"), "--json"});
+    QVERIFY(list.waitForFinished(30000));
+    const auto listed = nlohmann::json::parse(list.readAllStandardOutput().toStdString());
+    QVERIFY2(listed.dump().find("\"runs\"") != std::string::npos, listed.dump().c_str());
+    QCOMPARE(listed["runs"].size(), std::size_t{6});
   }
 
   void unknownComparisonIsAUsageError() {
