@@ -32,6 +32,9 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+  // Whether the backend's memory is host memory that the collectives (Gloo) and the parameter
+  // client may read and write in place: the CPU's is, a GPU's is not.
+  virtual bool hostMemory() const { return true; }
   // Waits for every kernel queued so far (a GPU backend's stream; nothing on the CPU, whose
   // kernels return when done). Timers call it before reading the clock.
   virtual void synchronize() {}

@@ -85,8 +85,9 @@ StepReport SyncAllReduce::step(int64_t step, const Votes& local, Votes& agreed) 
   const Clock::time_point t1 = Clock::now();
   worker.loadBatch();
   emulation_->beginStep(step);  // a straggler's pause lands here, inside compute
+  // The votes go into the control slots through the backend (its memory may be a GPU's).
   float* control = model.control();
-  std::copy(local.values.begin(), local.values.end(), control);
+  worker.backend().upload(control, local.values.data(), Votes::kCount);
   if (buckets_) buckets_->markReady(params, params + Votes::kCount);
   const double loss = worker.computeGradients(1.0f / static_cast<float>(global_), emulation_.get());
   const Clock::time_point t2 = Clock::now();
@@ -94,7 +95,7 @@ StepReport SyncAllReduce::step(int64_t step, const Votes& local, Votes& agreed) 
   const Clock::time_point t3 = Clock::now();
   worker.applyUpdate(step);
   const Clock::time_point t4 = Clock::now();
-  std::copy_n(control, Votes::kCount, agreed.values.begin());
+  worker.backend().download(agreed.values.data(), control, Votes::kCount);
 
   StepReport r;
   r.loss = loss;

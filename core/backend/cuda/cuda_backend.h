@@ -42,6 +42,7 @@ class CudaBackend final : public Backend {
   // "cuda:N (device name)".
   std::string name() const override { return name_; }
   int threads() const override { return 1; }
+  bool hostMemory() const override { return false; }
   int device() const { return device_; }
   // The stream every kernel of this backend runs on (cudaStream_t).
   void* stream() const { return stream_; }
