@@ -14,25 +14,12 @@
 #include "core/common/random.h"
 #include "core/nn/mlp.h"
 #include "core/optim/optimizer.h"
+#include "tests/gpu/gpu_available.h"
 
 using namespace dtlab;
 using namespace dtlab::core;
 
 namespace {
-
-// Why the GPU cases cannot run here, or empty when they can.
-std::string whyNoGpu() {
-  for (const BackendInfo& info : availableBackends())
-    if (info.name == "cuda") return info.enabled ? std::string() : info.why;
-  return "no cuda backend listed";
-}
-
-#define SKIP_WITHOUT_GPU()                                                                 \
-  do {                                                                                     \
-    const std::string why = whyNoGpu();                                                    \
-    if (!why.empty())                                                                      \
-      QSKIP(qPrintable(QString("GPU test skipped: %1").arg(QString::fromStdString(why)))); \
-  } while (0)
 
 std::vector<float> randomVector(int64_t n, uint64_t seed, float scale = 1.0f) {
   Rng rng(seed);
@@ -100,7 +87,7 @@ class TestCudaBackend : public QObject {
   void init() {
     cpu_ = makeBackend("cpu", 1);
     gpu_.reset();
-    if (whyNoGpu().empty()) gpu_ = makeBackend("cuda:0", 1);
+    if (test::whyNoGpu().empty()) gpu_ = makeBackend("cuda:0", 1);
   }
 
   // Runs everywhere: device names are checked before any device is touched.

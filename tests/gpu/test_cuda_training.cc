@@ -10,24 +10,12 @@
 #include "core/backend/backend.h"
 #include "core/metrics/metrics.h"
 #include "core/train/local_trainer.h"
+#include "tests/gpu/gpu_available.h"
 
 using namespace dtlab;
 using namespace dtlab::core;
 
 namespace {
-
-std::string whyNoGpu() {
-  for (const BackendInfo& info : availableBackends())
-    if (info.name == "cuda") return info.enabled ? std::string() : info.why;
-  return "no cuda backend listed";
-}
-
-#define SKIP_WITHOUT_GPU()                                                           \
-  do {                                                                               \
-    const std::string why = whyNoGpu();                                              \
-    if (!why.empty())                                                                \
-      QSKIP(qPrintable(QString("GPU test skipped: %1").arg(QString::fromStdString(why)))); \
-  } while (0)
 
 struct Curve : MetricSink {
   void onStep(const StepMetrics& m) override { losses.push_back(m.loss); }
