@@ -28,8 +28,9 @@ namespace dtlab::app {
 namespace {
 
 constexpr const char* kBenchUsage =
-    R"(  bench core [--device cpu|cuda:N] [--threads N] [--batch B] [--in D] [--hidden H] [--layers L]
-             [--classes C] [--reps R] [--steps S] [--reference torch|none] [--json]
+    R"(  bench core [--device cpu|cuda:N] [--precision fp32|tf32|bf16] [--threads N] [--batch B]
+             [--in D] [--hidden H] [--layers L] [--classes C] [--reps R] [--steps S]
+             [--reference torch|none] [--json]
       Samples/s of full single-process training steps (forward, backward, SGD
       momentum), median of R repetitions of S steps (0: about 0.3 s), wall clock.
       Without --threads, every thread count from 1 to the cores. --reference torch
@@ -37,7 +38,8 @@ constexpr const char* kBenchUsage =
       OpenBLAS with the fastest kernel for this CPU, repetitions interleaved with
       DTLab's, and prints both, the ratio, each side's GEMM rate and the step's
       share of the best sgemm rate measured. --device cuda:N: the steps on that GPU
-      (FP32), against the step's own GEMMs run alone on cuBLAS, both timed here.
+      in --precision (default fp32), against the step's own GEMMs run alone on cuBLAS
+      in the same precision, both timed here.
   bench train [--local-nodes N] [model flags as bench core] [--reps R]
               [--steps S] [--warmup W] [--reference torch|none] [--json]
       sync_allreduce on N local dtlab-node daemons (1 thread each, default 2)
@@ -254,6 +256,15 @@ int benchCoreOnDevice(const Args& args, core::CoreBenchConfig config, int64_t fi
   if (args.has("--threads") || args.has("--reference"))
     throw UsageError("--threads and --reference apply to --device cpu only");
   config.threads = 1;
+  const std::string precision = args.value("--precision", "fp32");
+  bool known = false;
+  for (const core::Precision p :
+       {core::Precision::kFp32, core::Precision::kTf32, core::Precision::kBf16})
+    if (precision == core::toString(p)) {
+      config.precision = p;
+      known = true;
+    }
+  if (!known) throw UsageError("--precision: expected fp32, tf32 or bf16, got '" + precision + "'");
   core::CoreStepBench bench(config);
   const int64_t steps = fixedSteps > 0 ? fixedSteps : bench.stepsFor(config.secondsPerRepetition);
   std::vector<double> rates;
@@ -264,10 +275,10 @@ int benchCoreOnDevice(const Args& args, core::CoreBenchConfig config, int64_t fi
   const double gflops = rate / static_cast<double>(config.batch) * bench.flopsPerStep() * 1e-9;
   const core::StepGemmsResult gemms = core::benchStepGemms(config);
   std::printf(
-      "bench core on %s: %s, batch %lld, cross-entropy, SGD momentum, FP32; %d repetitions of "
+      "bench core on %s: %s, batch %lld, cross-entropy, SGD momentum, %s; %d repetitions of "
       "%lld steps, wall clock\n",
       config.device.c_str(), shapeText(config).c_str(), static_cast<long long>(config.batch),
-      config.repetitions, static_cast<long long>(steps));
+      core::toString(config.precision), config.repetitions, static_cast<long long>(steps));
   std::printf("  training step:     %10.0f samples/s  %8.3f ms  %8.1f GFLOP/s\n", rate, stepMs,
               gflops);
   std::printf("  its %2d GEMMs alone:                      %8.3f ms  %8.1f GFLOP/s\n",
@@ -282,7 +293,7 @@ int benchCoreOnDevice(const Args& args, core::CoreBenchConfig config, int64_t fi
                                 {"hidden", config.hidden},
                                 {"layers", config.layers},
                                 {"classes", config.classes},
-                                {"precision", "fp32"},
+                                {"precision", core::toString(config.precision)},
                                 {"steps", steps},
                                 {"samples_per_s", rate},
                                 {"step_ms", stepMs},
@@ -297,8 +308,9 @@ int benchCoreOnDevice(const Args& args, core::CoreBenchConfig config, int64_t fi
 }
 
 int benchCore(const std::vector<std::string>& argv) {
-  const Args args(argv, withShape({"--device", "--threads", "--reps", "--steps", "--reference"}),
-                  {"--json"});
+  const Args args(
+      argv, withShape({"--device", "--precision", "--threads", "--reps", "--steps", "--reference"}),
+      {"--json"});
   if (!args.positionals().empty()) throw UsageError("unexpected argument " + args.positionals()[0]);
   core::CoreBenchConfig config;
   readShape(args, config);
@@ -306,6 +318,10 @@ int benchCore(const std::vector<std::string>& argv) {
   const int64_t fixedSteps = args.integer("--steps", 0, 0, 1000000);
   config.device = args.value("--device", "cpu");
   if (config.device != "cpu") return benchCoreOnDevice(args, config, fixedSteps);
+  if (args.has("--precision") && args.value("--precision", "") != "fp32")
+    throw UsageError(
+        "--precision " + args.value("--precision", "") +
+        ": the CPU backend computes in fp32 only (tf32 and bf16 need --device cuda:N)");
   const bool reference = wantsReference(args);
   const int cores = core::availableCores();
   std::vector<int> threadCounts;

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/args.h"
+#include "core/backend/backend.h"
 #include "core/common/config.h"
 #include "core/spec/experiment_spec.h"
 #include "remote/common/auth.h"
@@ -42,7 +43,9 @@ options:
                           host the coordinator dialled)
   --connect-timeout S     seconds a job may take to connect to its peers before it fails
                           naming the one it could not reach (default 30)
-  --devices cpu|cpu:N     worker slots (default cpu = 1)
+  --devices cpu|cpu:N|cuda:N
+                          worker slots (default cpu = 1), or the GPU this daemon's worker
+                          trains on when a spec says cluster.device "cuda" (one per daemon)
   --speed F               emulated compute speed, > 0 (default 1: real speed)
   --bandwidth-mbps F      emulated link bandwidth in Mbit/s, 0 = unlimited (default 0)
   --latency-ms F          emulated link latency per message, >= 0 (default 0)
@@ -133,9 +136,25 @@ int parseSlots(const std::string& devices) {
       return slots;
     throw UsageError("--devices: cpu:N needs N in [1, 1024], got '" + devices + "'");
   }
-  if (devices.rfind("cuda", 0) == 0)
-    throw UsageError("--devices: this build has no CUDA support (use cpu or cpu:N)");
-  throw UsageError("--devices: expected cpu or cpu:N, got '" + devices + "'");
+  throw UsageError("--devices: expected cpu, cpu:N or cuda:N, got '" + devices + "'");
+}
+
+// --devices: CPU worker slots, or the one GPU of this daemon's workers (checked here, so that
+// a daemon without it never starts).
+void parseDevices(const std::string& devices, dtlab::remote::NodeOptions& options) {
+  if (devices.rfind("cuda", 0) == 0) {
+    if (devices.find(',') != std::string::npos)
+      throw UsageError("--devices " + devices +
+                       ": one GPU per daemon so far (a daemon runs one worker); start one "
+                       "dtlab-node per GPU, each with --devices cuda:N");
+    try {
+      options.gpu = dtlab::core::describeCudaDevice(devices).name;
+    } catch (const dtlab::Error& e) {
+      throw UsageError(std::string("--devices: ") + e.what());
+    }
+    return;
+  }
+  options.slots = parseSlots(devices);
 }
 
 dtlab::remote::NodeOptions parseOptions(const Args& args) {
@@ -148,7 +167,7 @@ dtlab::remote::NodeOptions parseOptions(const Args& args) {
   } catch (const dtlab::Error& e) {
     throw UsageError(e.what());
   }
-  options.slots = parseSlots(args.value("--devices", "cpu"));
+  parseDevices(args.value("--devices", "cpu"), options);
   options.speed = number(args, "--speed", 1.0);
   if (!(options.speed > 0.0))
     throw UsageError("--speed: must be > 0, got " + args.value("--speed", ""));

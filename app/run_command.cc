@@ -64,14 +64,8 @@ int runCommand(const std::vector<std::string>& argv) {
       throw UsageError("--local-nodes " + std::to_string(count) + " contradicts the spec's " +
                        std::to_string(spec.cluster.nodes.size()) +
                        " per-node entries in cluster.nodes (drop --local-nodes, or edit the spec)");
-    std::vector<remote::LocalNodeOptions> local;
-    for (int64_t i = 0; i < count; ++i) {
-      const core::NodeConfig node =
-          spec.cluster.nodes.empty() ? core::NodeConfig{} : spec.cluster.node(i);
-      local.push_back(
-          {node.speed, node.bandwidthMbps, node.latencyMs, spec.cluster.threadsPerNode});
-    }
-    cluster = std::make_unique<remote::LocalCluster>(remote::defaultNodeBinary(), local, token);
+    cluster = std::make_unique<remote::LocalCluster>(
+        remote::defaultNodeBinary(), remote::localNodeOptions(spec.cluster, count), token);
     nodes = cluster->addresses();
   }
 

@@ -89,7 +89,22 @@ struct BackendInfo {
   std::string why;       // when not enabled: what is missing
 };
 std::vector<BackendInfo> availableBackends();
-// "cpu" or "cuda[:N]"; threads applies to the CPU backend (0: all cores).
-std::unique_ptr<Backend> makeBackend(const std::string& device, int threads);
+// "cpu" or "cuda[:N]"; threads applies to the CPU backend (0: all cores). precision other than
+// kFp32 needs a CUDA device (the CPU backend computes in FP32 only).
+std::unique_ptr<Backend> makeBackend(const std::string& device, int threads,
+                                     Precision precision = Precision::kFp32);
+
+// A GPU a node can place workers on, as dtlab-node reports it (GetInfo).
+struct DeviceDescription {
+  std::string name;               // "cuda:0"
+  std::string model;              // "NVIDIA H200"
+  int64_t memoryBytes = 0;        // device memory in all
+  std::string computeCapability;  // "9.0"
+};
+// The CUDA device `device` names ("cuda" is cuda:0, or "cuda:N"). Throws Error saying why it
+// cannot be used: a malformed name, a build without CUDA, no driver or GPU, no such index.
+DeviceDescription describeCudaDevice(const std::string& device);
+// CUDA devices this process sees: 0 without CUDA support, a driver or a GPU.
+int cudaDeviceCount();
 
 }  // namespace dtlab::core

@@ -46,8 +46,10 @@ struct NodeMetrics {
   int64_t step = 0;  // the node's latest step when sampled (0 before the first)
   double wallMs = 0.0;
   double cpuUtil = 0.0;  // share of all the node's cores
-  double gpuUtil = 0.0;
+  // The node's GPU, when its worker trains on one (NaN on a CPU worker: not measured).
+  double gpuUtil = std::numeric_limits<double>::quiet_NaN();
   double memBytes = 0.0;  // resident bytes of the node's process
+  double gpuMemBytes = std::numeric_limits<double>::quiet_NaN();
 };
 
 // A run-level evaluation of the model on the test split.
@@ -73,7 +75,7 @@ struct MetricInfo {
 };
 
 // A value that is NaN was not measured (accuracy of a regression): it gets no point.
-inline constexpr std::array<MetricInfo, 17> kMetricTable = {{
+inline constexpr std::array<MetricInfo, 18> kMetricTable = {{
     {"loss", "", MetricScope::kWorker, "training loss of the worker's batch", &StepMetrics::loss},
     {"samples_per_s", "samples/s", MetricScope::kWorker, "samples the worker trained per second",
      &StepMetrics::samplesPerS},
@@ -99,10 +101,15 @@ inline constexpr std::array<MetricInfo, 17> kMetricTable = {{
      &StepMetrics::divergence},
     {"cpu_util", "", MetricScope::kNode, "CPU use of the node's process, share of all cores",
      nullptr, &NodeMetrics::cpuUtil},
-    {"gpu_util", "", MetricScope::kNode, "GPU use of the node's devices", nullptr,
-     &NodeMetrics::gpuUtil},
+    {"gpu_util", "", MetricScope::kNode,
+     "share of the interval the node's GPU was busy (NVML, else the worker's measured kernel "
+     "time)",
+     nullptr, &NodeMetrics::gpuUtil},
     {"mem_bytes", "bytes", MetricScope::kNode, "resident memory of the node's process", nullptr,
      &NodeMetrics::memBytes},
+    {"gpu_mem_bytes", "bytes", MetricScope::kNode,
+     "device memory in use on the node's GPU (all processes on it)", nullptr,
+     &NodeMetrics::gpuMemBytes},
     {"test_loss", "", MetricScope::kRun, "loss on the test split", nullptr, nullptr,
      &EvalMetrics::testLoss},
     {"test_accuracy", "", MetricScope::kRun, "accuracy on the test split (classification)", nullptr,
@@ -153,6 +160,13 @@ inline constexpr const char* kBytesReceived = "bytes_received";
 inline constexpr const char* kDivergence = "divergence";
 inline constexpr const char* kTestLoss = "test_loss";
 inline constexpr const char* kTestAccuracy = "test_accuracy";
+inline constexpr const char* kGpuUtil = "gpu_util";
+inline constexpr const char* kGpuMemBytes = "gpu_mem_bytes";
 }  // namespace metric
+
+// Whether only a worker training on a GPU has this metric (a CPU run records no points of it).
+constexpr bool gpuOnly(const MetricInfo& m) {
+  return m.name == metric::kGpuUtil || m.name == metric::kGpuMemBytes;
+}
 
 }  // namespace dtlab::core

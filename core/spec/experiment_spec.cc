@@ -89,7 +89,7 @@ constexpr std::string_view kScheduleFields[] = {"kind", "warmup_steps", "step_si
                                                 "min_lr"};
 constexpr std::string_view kTrainingFields[] = {"batch_size",  "epochs",          "max_steps",
                                                 "max_seconds", "target_accuracy", "eval_interval",
-                                                "threads",     "data_partition"};
+                                                "threads",     "precision",       "data_partition"};
 constexpr std::string_view kDataPartitionFields[] = {"kind", "alpha"};
 
 // What the kinds of dataset imply for the fields the parser fills in.
@@ -323,6 +323,7 @@ TrainingConfig parseTraining(ObjectReader& r, const DatasetConfig& data) {
   if (r.isSet("target_accuracy")) t.targetAccuracy = r.real("target_accuracy", kFraction);
   if (auto v = r.integer("eval_interval", 1, kMaxInt)) t.evalInterval = *v;
   if (auto v = r.integer("threads", 0, kMaxThreads)) t.threads = static_cast<int>(*v);
+  if (auto v = r.choice("precision", kPrecisionNames)) t.precision = *v;
   ObjectReader partition = r.child("data_partition", kDataPartitionFields);
   if (auto v = partition.choice("kind", kDataPartitionNames)) t.dataPartition.kind = *v;
   if (partition.has("alpha") && t.dataPartition.kind != DataPartitionKind::kDirichlet)
@@ -350,9 +351,11 @@ ClusterConfig parseCluster(ObjectReader& r) {
   if (auto v = r.integer("threads_per_node", 1, kMaxThreads))
     c.threadsPerNode = static_cast<int>(*v);
   if (auto v = r.text("device")) {
-    if (*v != "cpu")
+    if (*v != "cpu" && *v != "cuda")
       throw SpecError(r.pathOf("device"),
-                      "must be \"cpu\" (CUDA nodes come later), got " + r.describeField("device"));
+                      "must be \"cpu\" or \"cuda\" (the node daemons choose the GPU: dtlab-node "
+                      "--devices cuda:N), got " +
+                          r.describeField("device"));
     c.device = *v;
   }
   if (const json* nodes = r.find("nodes")) {
@@ -675,6 +678,11 @@ ExperimentSpec parseExperimentSpec(const json& document) {
     spec.training = parseTraining(training, spec.dataset);
     ObjectReader cluster = r.child("cluster", kClusterFields);
     spec.cluster = parseCluster(cluster);
+    if (spec.training.precision != Precision::kFp32 && spec.cluster.device != "cuda")
+      throw SpecError(training.pathOf("precision"),
+                      concat("\"", nameOf(kPrecisionNames, spec.training.precision),
+                             "\" needs \"cluster\": {\"device\": \"cuda\"}; the CPU backend "
+                             "computes in fp32 only"));
     spec.variants =
         parseVariants(r.find("variants"), r.pathOf("variants"), spec.cluster.localNodes);
     checkVariantsTakeDataPartition(spec, r.pathOf("variants"));

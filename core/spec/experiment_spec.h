@@ -130,14 +130,22 @@ struct DataPartitionConfig {
   bool operator==(const DataPartitionConfig&) const = default;
 };
 
+// The arithmetic of the training step's matrix products (training.precision). kFp32: IEEE
+// single precision everywhere. kTf32: products on tensor cores with inputs rounded to TF32
+// (10-bit mantissa), FP32 accumulation. kBf16: products with BF16 inputs (8-bit mantissa) and
+// FP32 accumulation, the weights kept and updated in FP32 (master weights). Only the CUDA
+// backend implements kTf32 and kBf16; the CPU backend computes in FP32.
+enum class Precision { kFp32, kTf32, kBf16 };
+
 struct TrainingConfig {
-  int64_t batchSize = 128;               // global batch
-  int64_t epochs = 5;                    // 0: no epoch limit
-  int64_t maxSteps = 0;                  // 0: no step limit
-  double maxSeconds = 0.0;               // 0: no time limit
-  std::optional<double> targetAccuracy;  // stop when test accuracy reaches it
-  int64_t evalInterval = 200;            // steps between evaluations (and at the end)
-  int threads = 0;                       // 0: automatic (1 for small models, else all cores)
+  int64_t batchSize = 128;                 // global batch
+  int64_t epochs = 5;                      // 0: no epoch limit
+  int64_t maxSteps = 0;                    // 0: no step limit
+  double maxSeconds = 0.0;                 // 0: no time limit
+  std::optional<double> targetAccuracy;    // stop when test accuracy reaches it
+  int64_t evalInterval = 200;              // steps between evaluations (and at the end)
+  int threads = 0;                         // 0: automatic (1 for small models, else all cores)
+  Precision precision = Precision::kFp32;  // kTf32 and kBf16 need cluster.device "cuda"
   DataPartitionConfig dataPartition;
 
   bool operator==(const TrainingConfig&) const = default;
@@ -192,6 +200,8 @@ struct ClusterConfig {
   int64_t localNodes = 1;
   std::vector<NodeConfig> nodes;
   int threadsPerNode = 1;
+  // Where workers train: "cpu", or "cuda" (each node's worker on the GPU its daemon was
+  // started with, dtlab-node --devices cuda:N; local nodes get one GPU each).
   std::string device = "cpu";
 
   NodeConfig node(int64_t index) const {
@@ -287,6 +297,7 @@ const char* toString(StrategyKind kind);
 const char* toString(PartitionScheme scheme);
 const char* toString(HybridPolicy policy);
 const char* toString(DataPartitionKind kind);
+const char* toString(Precision precision);  // "fp32", "tf32", "bf16"
 // Every name the spec accepts for "strategy" / "partition", in the order the spec lists them.
 std::vector<std::string> strategyNames();
 std::vector<std::string> partitionNames();

@@ -60,6 +60,10 @@ const char* toString(HybridPolicy policy) {
   return nameOf(kHybridPolicyNames, policy);
 }
 
+const char* toString(Precision precision) {
+  return nameOf(kPrecisionNames, precision);
+}
+
 std::vector<std::string> strategyNames() {
   return namesOf(kStrategyNames);
 }
@@ -170,6 +174,7 @@ json toJson(const ExperimentSpec& spec) {
         {"target_accuracy", t.targetAccuracy ? json(*t.targetAccuracy) : json(nullptr)},
         {"eval_interval", t.evalInterval},
         {"threads", t.threads},
+        {"precision", nameOf(kPrecisionNames, t.precision)},
         {"data_partition", dataPartitionJson(t.dataPartition)}}},
       {"cluster", cluster},
       {"variants", variants},

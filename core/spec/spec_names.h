@@ -44,6 +44,8 @@ inline constexpr NamedValue<StrategyKind> kStrategyNames[] = {
     {StrategyKind::kHybrid, "hybrid"}};
 inline constexpr NamedValue<HybridPolicy> kHybridPolicyNames[] = {
     {HybridPolicy::kSyncThenAsync, "sync_then_async"}, {HybridPolicy::kAdaptive, "adaptive"}};
+inline constexpr NamedValue<Precision> kPrecisionNames[] = {
+    {Precision::kFp32, "fp32"}, {Precision::kTf32, "tf32"}, {Precision::kBf16, "bf16"}};
 inline constexpr NamedValue<DataPartitionKind> kDataPartitionNames[] = {
     {DataPartitionKind::kShared, "shared"},
     {DataPartitionKind::kIid, "iid"},

@@ -47,7 +47,7 @@ struct CoreStepBench::Impl {
   explicit Impl(const CoreBenchConfig& c)
       : config(c),
         spec(makeSpec(c)),
-        backend(makeBackend(c.device, c.threads)),
+        backend(makeBackend(c.device, c.threads, c.precision)),
         dataset(makeDataset(spec.dataset)),
         worker(spec, *backend, *dataset, allSamples(spec), BatchSlice::whole(c.batch), 0) {}
 
@@ -156,7 +156,7 @@ double benchGemmGflops(int threads, int64_t m, int64_t n, int64_t k, double seco
 }
 
 StepGemmsResult benchStepGemms(const CoreBenchConfig& config, double seconds) {
-  std::unique_ptr<Backend> backend = makeBackend(config.device, config.threads);
+  std::unique_ptr<Backend> backend = makeBackend(config.device, config.threads, config.precision);
   // Layer widths in -> hidden x layers -> classes; per layer (in, out) with rows = batch:
   // forward X W (rows x out x in), weight gradient X^T dY (in x out x rows) and, past the
   // first layer, input gradient dY W^T (rows x in x out), as Mlp computes them.

@@ -5,12 +5,15 @@
 #include <string>
 #include <vector>
 
+#include "core/spec/experiment_spec.h"
+
 namespace dtlab::core {
 
 // `dtlab-cli bench core`: full single-process training steps of an MLP
 // in -> hidden x layers -> classes with cross-entropy and SGD with momentum.
 struct CoreBenchConfig {
-  std::string device = "cpu";  // "cpu" or "cuda[:N]"
+  std::string device = "cpu";              // "cpu" or "cuda[:N]"
+  Precision precision = Precision::kFp32;  // kTf32, kBf16: CUDA only
   int threads = 1;
   int64_t batch = 256;
   int64_t inputs = 256;

@@ -125,14 +125,14 @@ bool TrainingLoop::evaluate(Strategy& strategy, int64_t step) {
 
 WorkerResult TrainingLoop::run() {
   dataset_ = makeDataset(spec_.dataset);
-  backend_ = makeBackend(job_.device, job_.threads);
+  backend_ = makeBackend(job_.device, job_.threads, spec_.training.precision);
   const StrategyKind kind = spec_.variants[static_cast<std::size_t>(job_.variant)].strategy;
   if (!backend_->hostMemory() &&
-      (job_.world > 1 ||
-       (kind != StrategyKind::kSyncAllReduce && kind != StrategyKind::kLocalSgd)))
+      (job_.world > 1 || (kind != StrategyKind::kSyncAllReduce && kind != StrategyKind::kLocalSgd)))
     throw Error(detail::concat(
-        "device '", job_.device, "' trains one worker with sync_allreduce or local_sgd only, so far (",
-        job_.world, " worker", job_.world == 1 ? "" : "s", ", ", toString(kind),
+        "device '", job_.device,
+        "' trains one worker with sync_allreduce or local_sgd only, so far (", job_.world,
+        " worker", job_.world == 1 ? "" : "s", ", ", toString(kind),
         "): collectives on the GPU (NCCL) and the parameter server from GPU memory are not "
         "built yet; use device cpu"));
   const int64_t global = spec_.training.batchSize;

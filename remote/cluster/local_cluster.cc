@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/backend/backend.h"
 #include "core/common/check.h"
 
 namespace dtlab::remote {
@@ -47,6 +48,34 @@ std::string readListenLine(int fd, Clock::time_point deadline, pid_t pid) {
 
 }  // namespace
 
+std::vector<LocalNodeOptions> localNodeOptions(const core::ClusterConfig& cluster, int64_t count) {
+  const bool cuda = cluster.device == "cuda";
+  if (cuda) {
+    const int gpus = core::cudaDeviceCount();
+    if (gpus < count) {
+      std::string why;
+      for (const core::BackendInfo& b : core::availableBackends())
+        if (b.name == "cuda" && !b.enabled) why = " (" + b.why + ")";
+      throw Error("cluster.device \"cuda\" with " + std::to_string(count) + " local node" +
+                  (count == 1 ? "" : "s") + " needs " + std::to_string(count) + " GPU" +
+                  (count == 1 ? "" : "s") + ", one per node; this machine has " +
+                  std::to_string(gpus) + why);
+    }
+  }
+  std::vector<LocalNodeOptions> out;
+  for (int64_t i = 0; i < count; ++i) {
+    const core::NodeConfig node = cluster.nodes.empty() ? core::NodeConfig{} : cluster.node(i);
+    LocalNodeOptions o;
+    o.speed = node.speed;
+    o.bandwidthMbps = node.bandwidthMbps;
+    o.latencyMs = node.latencyMs;
+    o.threads = cluster.threadsPerNode;
+    if (cuda) o.devices = "cuda:" + std::to_string(i);
+    out.push_back(o);
+  }
+  return out;
+}
+
 std::string defaultNodeBinary() {
   if (const char* env = std::getenv("DTLAB_NODE_BINARY")) return env;
   std::error_code ec;
@@ -70,6 +99,7 @@ LocalCluster::LocalCluster(std::string nodeBinary, const std::vector<LocalNodeOp
           nodeBinary, "--listen", "127.0.0.1:0", "--name", "node" + std::to_string(i), "--speed",
           std::to_string(o.speed), "--bandwidth-mbps", std::to_string(o.bandwidthMbps),
           "--latency-ms", std::to_string(o.latencyMs), "--threads", std::to_string(o.threads),
+          "--devices", o.devices,
           // The launcher's own stderr is the user's terminal:
           // only problems, not every start and stop.
           "--log-level", "warn"};

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/spec/experiment_spec.h"
+
 namespace dtlab::remote {
 
 // How one local node daemon is started.
@@ -14,7 +16,14 @@ struct LocalNodeOptions {
   double bandwidthMbps = 0.0;
   double latencyMs = 0.0;
   int threads = 1;
+  std::string devices = "cpu";  // dtlab-node --devices: "cpu" or "cuda:N"
 };
+
+// The `count` local daemons a spec's cluster describes: each with its node entry's emulation
+// and the cluster's threads, and for cluster.device "cuda" a GPU of its own (node i on
+// cuda:i). Throws Error naming the numbers when this machine has fewer GPUs than nodes (two
+// ranks of one collective group cannot share a GPU).
+std::vector<LocalNodeOptions> localNodeOptions(const core::ClusterConfig& cluster, int64_t count);
 
 // The embedded default cluster: N `dtlab-node` processes on free loopback ports.
 //

@@ -70,8 +70,9 @@ NodeSummary getInfo(pb::NodeService::Stub& stub, const std::string& address,
   s.busy = info.busy();
   s.workerThreads = info.worker_threads();
   for (const pb::DeviceInfo& d : info.devices())
-    s.devices.push_back(d.name() + " (" + std::to_string(d.slots()) +
-                        (d.slots() == 1 ? " slot)" : " slots)"));
+    s.devices.push_back(d.kind() == "cuda" ? d.name() + " (" + d.detail() + ")"
+                                           : d.name() + " (" + std::to_string(d.slots()) +
+                                                 (d.slots() == 1 ? " slot)" : " slots)"));
   return s;
 }
 

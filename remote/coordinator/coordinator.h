@@ -46,7 +46,8 @@ struct NodeSummary {
   bool busy = false;
   std::string advertiseHost;  // "" when the node leaves it to the coordinator
   std::vector<std::string> capabilities;
-  std::vector<std::string> devices;  // "cpu (1 slot)"
+  // "cpu (1 slot)", "cuda:0 (NVIDIA H200, 139.8 GiB, compute capability 9.0)"
+  std::vector<std::string> devices;
   int workerThreads = 0;
   // The daemon's own emulation flags (what a job without per-job emulation gets).
   double bandwidthMbps = 0.0;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "core/backend/device_monitor.h"
 #include "core/comm/emulated_link_communicator.h"
 #include "core/comm/gloo_communicator.h"
 #include "core/common/process_memory.h"
@@ -180,6 +181,17 @@ core::WorkerResult Job::runWithCommunicator() {
 
 void Job::sampleLoop() {
   const int cores = std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+  // The worker's GPU, when it trains on one; a monitor that cannot start costs the GPU
+  // series, not the job (the worker itself reports why its device fails).
+  std::unique_ptr<core::DeviceMonitor> gpu;
+  try {
+    gpu = core::makeDeviceMonitor(settings_.work.device);
+    if (gpu)
+      logAt(LogLevel::kInfo, "job ", settings_.jobId, ": gpu_util of ", settings_.work.device,
+            " from ", gpu->source());
+  } catch (const std::exception& e) {
+    logAt(LogLevel::kWarn, "job ", settings_.jobId, ": no GPU metrics: ", e.what());
+  }
   auto lastWall = Clock::now();
   double lastCpu = processCpuSeconds();
   std::unique_lock<std::mutex> lock(mutex_);
@@ -207,7 +219,11 @@ void Job::sampleLoop() {
     sample.wallMs = msSince(started_);
     // Share of the whole machine (all cores) this process used since the last sample.
     sample.cpuUtil = wallS > 0 ? std::clamp((cpu - lastCpu) / (wallS * cores), 0.0, 1.0) : 0.0;
-    sample.gpuUtil = 0.0;  // CPU workers; the CUDA backend will measure its devices
+    if (gpu) {
+      const core::DeviceSample device = gpu->sample();
+      sample.gpuUtil = device.util;
+      sample.gpuMemBytes = device.memBytes;
+    }
     sample.memBytes = static_cast<double>(residentBytes());
     buffer_.onNode(sample);
     lastWall = now;

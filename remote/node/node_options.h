@@ -12,8 +12,11 @@ namespace dtlab::remote {
 struct NodeOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free one
   int slots = 1;                       // --devices cpu:N
-  double speed = 1.0;                  // emulated compute speed (1 = real)
-  double bandwidthMbps = 0.0;          // emulated link, 0 = unlimited
+  // --devices cuda:N: the GPU this daemon's workers train on when a spec asks for
+  // cluster.device "cuda" (checked at start); empty: CPU only.
+  std::string gpu;
+  double speed = 1.0;          // emulated compute speed (1 = real)
+  double bandwidthMbps = 0.0;  // emulated link, 0 = unlimited
   double latencyMs = 0.0;
   // --speed-schedule and --straggler: what a job gets when its spec's entry has none.
   std::vector<core::SpeedChange> speedSchedule;

@@ -4,10 +4,12 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <thread>
 
+#include "core/backend/backend.h"
 #include "core/common/config.h"
 #include "core/spec/experiment_spec.h"
 #include "core/train/local_trainer.h"
@@ -95,7 +97,9 @@ NodeService::NodeService(const NodeOptions& options, std::string listenHost,
       listenHost_(std::move(listenHost)),
       rendezvous_(rendezvous),
       parameters_(parameters),
-      hub_(hub) {}
+      hub_(hub) {
+  if (!options_.gpu.empty()) gpu_ = core::describeCudaDevice(options_.gpu);
+}
 
 NodeService::~NodeService() = default;
 
@@ -131,6 +135,19 @@ void NodeService::fillInfo(proto::NodeInfo& info) {
   cpu->set_slots(options_.slots);
   cpu->set_detail(model + ", " + std::to_string(cores) + " cores, " +
                   std::to_string(options_.threads) + " worker threads");
+  if (gpu_) {
+    proto::DeviceInfo* gpu = info.add_devices();
+    gpu->set_name(gpu_->name);
+    gpu->set_kind("cuda");
+    gpu->set_slots(1);
+    gpu->set_memory_bytes(gpu_->memoryBytes);
+    gpu->set_compute_capability(gpu_->computeCapability);
+    char memory[32];
+    std::snprintf(memory, sizeof memory, "%.1f GiB",
+                  static_cast<double>(gpu_->memoryBytes) / (1024.0 * 1024.0 * 1024.0));
+    gpu->set_detail(gpu_->model + ", " + memory + ", compute capability " +
+                    gpu_->computeCapability);
+  }
   info.set_speed(options_.speed);
   info.set_bandwidth_mbps(options_.bandwidthMbps);
   info.set_latency_ms(options_.latencyMs);
@@ -230,6 +247,11 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
   } catch (const std::exception& e) {
     return invalid(std::string("spec_json: ") + e.what());
   }
+  if (spec.cluster.device == "cuda" && options_.gpu.empty())
+    return {grpc::StatusCode::FAILED_PRECONDITION,
+            "node " + name() +
+                " has no GPU for cluster.device \"cuda\": it was started with --devices cpu "
+                "(start it with --devices cuda:N, or use cluster.device \"cpu\")"};
   const int variants = static_cast<int>(spec.variants.size());
   if (request.variant() < 0 || request.variant() >= variants)
     return invalid("variant: must be in [0, " + std::to_string(variants) + ") (the spec has " +
@@ -287,7 +309,7 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
   settings.work.node.bandwidthMbps = options_.bandwidthMbps;
   settings.work.node.latencyMs = options_.latencyMs;
   settings.work.threads = options_.threads;
-  settings.work.device = "cpu";
+  settings.work.device = settings.work.spec.cluster.device == "cuda" ? options_.gpu : "cpu";
   settings.rendezvousAddress = request.rendezvous_address();
   settings.token = options_.token;
   const std::string advertised = advertiseHost();

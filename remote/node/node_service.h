@@ -3,8 +3,10 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
+#include "core/backend/backend.h"
 #include "remote/node/job.h"
 #include "remote/node/node_options.h"
 #include "remote/node/parameter_service.h"
@@ -75,6 +77,7 @@ class NodeService final : public proto::NodeService::CallbackService {
   void fillInfo(proto::NodeInfo& info);
 
   const NodeOptions options_;
+  std::optional<core::DeviceDescription> gpu_;  // --devices cuda:N, described at start
   // --advertise, else a specific --listen host, else "" (see NodeInfo.advertise_host).
   std::string advertiseHost() const;
 

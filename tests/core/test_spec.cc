@@ -197,7 +197,12 @@ class TestSpec : public QObject {
                "(0, 1000]");
     invalidRow("node count", R"({"cluster": {"local_nodes": 2, "nodes": [{}, {}, {}]}})",
                "cluster.nodes", "local_nodes (2)");
-    invalidRow("gpu device", R"({"cluster": {"device": "cuda:0"}})", "cluster.device", "cpu");
+    invalidRow("gpu index", R"({"cluster": {"device": "cuda:0"}})", "cluster.device",
+               R"(must be "cpu" or "cuda" (the node daemons choose the GPU: dtlab-node --devices)");
+    invalidRow("unknown precision", R"({"training": {"precision": "fp16"}})", "training.precision",
+               "fp32, tf32, bf16");
+    invalidRow("bf16 on cpu", R"({"training": {"precision": "bf16"}})", "training.precision",
+               R"("bf16" needs "cluster": {"device": "cuda"}; the CPU backend computes in fp32)");
     invalidRow("unknown strategy", R"({"variants": [{"strategy": "gossip"}]})",
                "variants[0].strategy", "sync_allreduce");
     invalidRow("empty variants", R"({"variants": []})", "variants", "non-empty");
@@ -484,7 +489,8 @@ class TestSpec : public QObject {
     QCOMPARE(document["model"].size(), 4u);
     QCOMPARE(document["optimizer"].size(), 11u);
     QCOMPARE(document["optimizer"]["schedule"].size(), 5u);
-    QCOMPARE(document["training"].size(), 8u);
+    QCOMPARE(document["training"].size(), 9u);
+    QCOMPARE(document["training"]["precision"], json("fp32"));
     QVERIFY(document["training"]["target_accuracy"].is_null());
     // Floats are written in their shortest form, not as the widened double.
     QCOMPARE(document["optimizer"]["lr"].dump(), std::string("0.05"));

@@ -36,6 +36,23 @@ json remoteNodes(std::initializer_list<const char*> addresses) {
 class TestSpecCluster : public QObject {
   Q_OBJECT
  private slots:
+  // GPU runs: the device kind in the spec, the GPU each node's daemon was given; reduced
+  // precision only with it, and both written back as read.
+  void cudaDeviceAndPrecisionRoundTrip() {
+    for (const char* precision : {"fp32", "tf32", "bf16"}) {
+      const ExperimentSpec spec = dtlab::core::parseExperimentSpec(
+          {{"training", {{"precision", precision}}}, {"cluster", {{"device", "cuda"}}}});
+      QCOMPARE(spec.cluster.device, std::string("cuda"));
+      QCOMPARE(std::string(dtlab::core::toString(spec.training.precision)), std::string(precision));
+      QVERIFY(dtlab::core::parseExperimentSpec(dtlab::core::toJson(spec)) == spec);
+    }
+    const ExperimentSpec cpu = dtlab::core::parseExperimentSpec({{"cluster", json::object()}});
+    QCOMPARE(cpu.cluster.device, std::string("cpu"));
+    QVERIFY(cpu.training.precision == dtlab::core::Precision::kFp32);
+    const std::optional<SpecError> gpuIndex = specErrorOf({{"device", "gpu"}});
+    QVERIFY(gpuIndex && gpuIndex->path() == "cluster.device");
+  }
+
   void remoteClusterListsItsDaemonsInRankOrder() {
     const ExperimentSpec spec = dtlab::core::parseExperimentSpec(
         {{"cluster",

@@ -356,8 +356,9 @@ class TestRun : public QObject {
       if (m.scope == core::MetricScope::kWorker) owners = {{0, 0}, {1, 1}};
       if (m.scope == core::MetricScope::kNode) owners = {{0, -1}, {1, -1}};
       if (m.scope == core::MetricScope::kRun) owners = {{-1, -1}};
-      // Only asynchronous strategies measure divergence; this synchronous run has none.
-      if (name == core::metric::kDivergence) continue;
+      // Only asynchronous strategies measure divergence, only GPU workers the GPU's figures;
+      // this synchronous CPU run has none of them (tests/gpu checks the GPU's).
+      if (name == core::metric::kDivergence || core::gpuOnly(m)) continue;
       for (const auto& [node, worker] : owners) {
         const bool stored = std::any_of(
             shown["series"].begin(), shown["series"].end(), [&](const nlohmann::json& x) {

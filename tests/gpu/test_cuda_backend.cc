@@ -101,6 +101,12 @@ class TestCudaBackend : public QObject {
                  e.what());
       }
     }
+    try {
+      makeBackend("cpu", 1, Precision::kBf16);
+      QFAIL("a CPU backend took bf16");
+    } catch (const Error& e) {
+      QVERIFY2(std::string(e.what()).find("fp32 only") != std::string::npos, e.what());
+    }
     if (!DTLAB_HAVE_CUDA) {
       try {
         makeBackend("cuda:0", 1);
@@ -141,6 +147,33 @@ class TestCudaBackend : public QObject {
         }
         EXPECT_CLOSE(c.gpuValues(), c.cpuValues(), 1e-5);
       }
+  }
+
+  // tf32 and bf16 round the GEMM inputs (10- and 7-bit stored mantissas), accumulate in FP32:
+  // within their rounding of the FP32 result, and bf16 visibly not FP32 (it was used).
+  void reducedPrecisionGemmsMatchCpuWithinTheirRounding() {
+    SKIP_WITHOUT_GPU();
+    const int64_t m = 256, n = 192, k = 512;
+    for (const Precision precision : {Precision::kTf32, Precision::kBf16}) {
+      std::unique_ptr<Backend> gpu = makeBackend("cuda:0", 1, precision);
+      QVERIFY2(gpu->name().find(toString(precision)) != std::string::npos, gpu->name().c_str());
+      for (const bool transA : {false, true}) {
+        const std::vector<float> aHost = randomVector(m * k, 11);
+        const std::vector<float> bHost = randomVector(k * n, 12);
+        Pair a(*cpu_, *gpu, aHost), b(*cpu_, *gpu, bHost);
+        Pair c(*cpu_, *gpu, std::vector<float>(static_cast<std::size_t>(m * n), 0.0f));
+        cpu_->gemm(transA, false, m, n, k, 1.0f, a.onCpu, transA ? m : k, b.onCpu, n, 0.0f, c.onCpu,
+                   n);
+        gpu->gemm(transA, false, m, n, k, 1.0f, a.onGpu, transA ? m : k, b.onGpu, n, 0.0f, c.onGpu,
+                  n);
+        const double rel = relative(c.gpuValues(), c.cpuValues());
+        const double bound = precision == Precision::kTf32 ? 2e-3 : 1e-2;
+        QVERIFY2(rel <= bound,
+                 qPrintable(QString("%1: relative %2").arg(toString(precision)).arg(rel)));
+        if (precision == Precision::kBf16)
+          QVERIFY2(rel > 1e-5, qPrintable(QString("bf16 equal to fp32 (%1)").arg(rel)));
+      }
+    }
   }
 
   void activationsMatchCpu() {

@@ -77,6 +77,38 @@ class TestCudaTraining : public QObject {
     QVERIFY(cpu.evals.back().testAccuracy > cpu.evals.front().testAccuracy + 0.05);
   }
 
+  // tf32 and bf16 train as FP32 does, to within what their rounding moves the curve.
+  void reducedPrecisionFollowsTheFp32Curve() {
+    SKIP_WITHOUT_GPU();
+    LocalTrainOptions onGpu;
+    onGpu.device = "cuda:0";
+    Curve fp32;
+    const RunSummary base = trainLocal(smallSpec(), onGpu, &fp32);
+    QVERIFY2(base.status == RunStatus::kCompleted, base.error.c_str());
+    for (const Precision precision : {Precision::kTf32, Precision::kBf16}) {
+      ExperimentSpec spec = smallSpec();
+      spec.cluster.device = "cuda";
+      spec.training.precision = precision;
+      Curve curve;
+      const RunSummary s = trainLocal(spec, onGpu, &curve);
+      QVERIFY2(s.status == RunStatus::kCompleted, s.error.c_str());
+      QCOMPARE(curve.evals.size(), fp32.evals.size());
+      const double first = fp32.losses.front();
+      QVERIFY2(std::abs(curve.losses.front() - first) <= 2e-2 * first,
+               qPrintable(QString("%1: first loss %2 vs %3")
+                              .arg(toString(precision))
+                              .arg(curve.losses.front())
+                              .arg(first)));
+      for (std::size_t i = 0; i < fp32.evals.size(); ++i)
+        QVERIFY2(std::abs(curve.evals[i].testAccuracy - fp32.evals[i].testAccuracy) <= 0.04,
+                 qPrintable(QString("%1, step %2: accuracy %3 vs %4 in fp32")
+                                .arg(toString(precision))
+                                .arg(fp32.evals[i].step)
+                                .arg(curve.evals[i].testAccuracy)
+                                .arg(fp32.evals[i].testAccuracy)));
+    }
+  }
+
   void parameterServerOnTheGpuIsRefusedByName() {
     SKIP_WITHOUT_GPU();
     ExperimentSpec spec = smallSpec();

@@ -179,8 +179,9 @@ class TestDashboard : public QObject {
       emit chooser->activated(i);  // as a user's pick does
       QCOMPARE(d.chosenMetric(), std::string(m.name));
       const int expected = seriesOf[std::string(m.name)];
-      if (m.name == core::metric::kDivergence) {
-        // Only asynchronous strategies measure it; this synchronous run says so.
+      if (m.name == core::metric::kDivergence || core::gpuOnly(m)) {
+        // Only asynchronous strategies measure divergence, only GPU workers the GPU's use and
+        // memory; this synchronous CPU run says so.
         QCOMPARE(expected, 0);
         QCOMPARE(d.graphs(Dash::kChosenChart).size(), 0);
         QVERIFY(d.note(Dash::kChosenChart).contains("not recorded"));
@@ -224,8 +225,11 @@ class TestDashboard : public QObject {
         events << QString::fromStdString(p.event->kind);
       else
         kinds.insert(p.metric);
-    // Every row of the table travelled, but divergence, which a synchronous run does not measure.
-    QCOMPARE(kinds.size(), core::kMetricTable.size() - 1);
+    // Every row of the table travelled, but divergence, which a synchronous run does not measure,
+    // and the GPU's figures (a CPU run).
+    QCOMPARE(kinds.size(), core::kMetricTable.size() - 3);
+    for (const core::MetricInfo& m : core::kMetricTable)
+      if (core::gpuOnly(m)) QVERIFY(!kinds.count(static_cast<int>(&m - core::kMetricTable.data())));
     QCOMPARE(events, (QStringList{"start", "finish"}));  // and the run's events
 
     ui::RunDetail started;

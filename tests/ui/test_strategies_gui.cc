@@ -17,6 +17,7 @@
 #include "ui/models/run_comparison_model.h"
 #include "ui/models/variants_model.h"
 #include "ui/pages/experiment_page.h"
+#include "ui/pages/topology_page.h"
 
 using namespace dtlab;
 using V = ui::VariantsModel;
@@ -323,6 +324,40 @@ class TestStrategiesGui : public QObject {
     QCOMPARE(kind->currentData().toString(), QString("dirichlet"));
     QCOMPARE(alpha->value(), 0.05);
     QVERIFY(!page.isModified());
+  }
+
+  // GPUs: the topology says where workers train, the experiment its precision; reduced
+  // precision on a CPU topology is the parser's error, shown at the precision row.
+  void gpuTopologyAndPrecisionAreEditable() {
+    ui::TopologyPage topology;
+    topology.edit(-1, "gpus", {{"local_nodes", 1}, {"device", "cuda"}});
+    auto* device = topology.findChild<QComboBox*>("device");
+    QVERIFY(device != nullptr);
+    QCOMPARE(device->currentData().toString(), QString("cuda"));
+    QCOMPARE(topology.cluster()["device"], nlohmann::json("cuda"));
+    QVERIFY2(topology.error().isEmpty(), qPrintable(topology.error()));
+    device->setCurrentIndex(device->findData("cpu"));
+    QCOMPARE(topology.cluster()["device"], nlohmann::json("cpu"));
+    // A device the form does not offer stays as written, and the parser names it.
+    topology.edit(-1, "odd", {{"local_nodes", 1}, {"device", "tpu"}});
+    QVERIFY2(topology.error().startsWith("cluster.device"), qPrintable(topology.error()));
+
+    ui::ExperimentPage page;
+    page.edit(-1, editorSpec(), {}, {});
+    auto* precision = qobject_cast<QComboBox*>(page.field("training.precision"));
+    QVERIFY(precision != nullptr);
+    QCOMPARE(page.spec()["training"]["precision"], nlohmann::json("fp32"));
+    precision->setCurrentIndex(precision->findData("bf16"));
+    QCOMPARE(page.errorField(), QString("training.precision"));
+    QVERIFY2(page.error().contains("needs \"cluster\": {\"device\": \"cuda\"}"),
+             qPrintable(page.error()));
+    nlohmann::json onGpus = editorSpec();
+    onGpus["cluster"]["device"] = "cuda";
+    onGpus["training"] = {{"precision", "tf32"}};
+    page.edit(-1, onGpus, {}, {});
+    QCOMPARE(precision->currentData().toString(), QString("tf32"));
+    QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
+    QCOMPARE(core::parseExperimentSpec(page.spec()).training.precision, core::Precision::kTf32);
   }
 };
 

@@ -93,7 +93,8 @@ std::string defaultChoice(const std::vector<core::RunMetric>& metrics) {
   };
   if (const auto* m = find(core::metric::kDivergence); m && m->maxValue > 0)
     return core::metric::kDivergence;
-  if (const auto* m = find("gpu_util"); m && m->maxValue > 0) return "gpu_util";
+  if (const auto* m = find(core::metric::kGpuUtil); m && m->maxValue > 0)
+    return core::metric::kGpuUtil;
   if (find("mem_bytes") != nullptr) return "mem_bytes";
   return core::metric::kStepMs;
 }

@@ -119,15 +119,10 @@ void ClusterController::work(RunRequest request) {
     if (spec.cluster.remote() && nodes == spec.cluster.addresses())
       options.emulation = spec.cluster.nodes;
     if (nodes.empty()) {
-      std::vector<remote::LocalNodeOptions> local;
-      for (int64_t i = 0; i < spec.cluster.localNodes; ++i) {
-        const core::NodeConfig node =
-            spec.cluster.nodes.empty() ? core::NodeConfig{} : spec.cluster.node(i);
-        local.push_back(
-            {node.speed, node.bandwidthMbps, node.latencyMs, spec.cluster.threadsPerNode});
-      }
-      cluster = std::make_unique<remote::LocalCluster>(remote::defaultNodeBinary(), local,
-                                                       request.token.toStdString());
+      cluster = std::make_unique<remote::LocalCluster>(
+          remote::defaultNodeBinary(),
+          remote::localNodeOptions(spec.cluster, spec.cluster.localNodes),
+          request.token.toStdString());
       nodes = cluster->addresses();
     }
     remote::Coordinator coordinator(nodes, options);

@@ -101,6 +101,7 @@ ExperimentPage::ExperimentPage(QWidget* parent)
       target_(real(this, 0.0, 1.0, 4)),
       evalInterval_(spin(this, 0, 10'000'000)),
       dataPartition_(new QComboBox(this)),
+      precision_(new QComboBox(this)),
       alpha_(real(this, 0.0, 1000.0, 3)),
       variants_(new VariantsModel(this)),
       variantsView_(new QTableView(this)),
@@ -125,6 +126,19 @@ ExperimentPage::ExperimentPage(QWidget* parent)
                               tr("Each worker draws only from its own shard, whose classes "
                                  "follow Dirichlet(alpha) proportions: smaller alpha, more skew"),
                               Qt::ToolTipRole);
+  // Reduced precision is the GPU's: the parser refuses it on a CPU topology, next to this row.
+  precision_->addItem(tr("fp32"), "fp32");
+  precision_->addItem(tr("tf32 (GPU)"), "tf32");
+  precision_->addItem(tr("bf16 (GPU)"), "bf16");
+  precision_->setItemData(0, tr("IEEE single precision everywhere"), Qt::ToolTipRole);
+  precision_->setItemData(1,
+                          tr("Matrix products on tensor cores with TF32 inputs, FP32 "
+                             "accumulation; needs a topology on GPUs"),
+                          Qt::ToolTipRole);
+  precision_->setItemData(2,
+                          tr("Matrix products with BF16 inputs, FP32 accumulation, FP32 master "
+                             "weights; needs a topology on GPUs"),
+                          Qt::ToolTipRole);
   alpha_->setToolTip(
       tr("Dirichlet concentration: smaller is more skewed (0.1: a few classes a "
          "worker)"));
@@ -162,6 +176,7 @@ ExperimentPage::ExperimentPage(QWidget* parent)
   addRow(model, tr("Optimizer"), "optimizer.kind", optimizer_);
   addRow(model, tr("Learning rate"), "optimizer.lr", lr_);
   addRow(model, tr("Momentum (sgd)"), "optimizer.momentum", momentum_);
+  addRow(model, tr("Precision"), "training.precision", precision_);
   auto* limits = new QFormLayout();
   addRow(limits, tr("Global batch"), "training.batch_size", batch_);
   addRow(limits, tr("Epochs"), "training.epochs", epochs_);
@@ -220,7 +235,7 @@ ExperimentPage::ExperimentPage(QWidget* parent)
     connect(b, &QSpinBox::valueChanged, this, [this] { formChanged(); });
   for (QDoubleSpinBox* b : {lr_, momentum_, maxSeconds_, target_, alpha_})
     connect(b, &QDoubleSpinBox::valueChanged, this, [this] { formChanged(); });
-  for (QComboBox* b : {dataset_, topology_, activation_, optimizer_, dataPartition_})
+  for (QComboBox* b : {dataset_, topology_, activation_, optimizer_, dataPartition_, precision_})
     connect(b, &QComboBox::currentIndexChanged, this, [this] { formChanged(); });
   for (QLineEdit* e : {name_, hidden_})
     connect(e, &QLineEdit::textChanged, this, [this] { formChanged(); });
@@ -303,6 +318,11 @@ void ExperimentPage::edit(qint64 id, const nlohmann::json& spec,
   maxSeconds_->setValue(number("training", "max_seconds", 0.0));
   target_->setValue(number("training", "target_accuracy", 0.0));
   evalInterval_->setValue(static_cast<int>(number("training", "eval_interval", 200)));
+  const nlohmann::json precision = get(spec_, "training", "precision");
+  precision_->setCurrentIndex(
+      std::max(0, precision_->findData(precision.is_string()
+                                           ? QString::fromStdString(precision.get<std::string>())
+                                           : QString("fp32"))));
   const nlohmann::json partition = get(spec_, "training", "data_partition");
   const std::string partitionKind =
       partition.is_object() && partition.value("kind", nlohmann::json()).is_string()
@@ -360,6 +380,7 @@ void ExperimentPage::formChanged() {
     spec_["training"].erase("target_accuracy");
   }
   put(spec_, "training", "eval_interval", evalInterval_->value());
+  put(spec_, "training", "precision", precision_->currentData().toString().toStdString());
   // "alpha" only for Dirichlet shards: the parser refuses a field the kind does not read.
   const std::string partitionKind = dataPartition_->currentData().toString().toStdString();
   nlohmann::json partition = {{"kind", partitionKind}};
@@ -415,9 +436,12 @@ void ExperimentPage::validate() {
         tr("%1 on %2 training samples, %3, %4, %5")
             .arg(QString::fromUtf8(core::toString(parsed.dataset.kind)))
             .arg(parsed.dataset.trainSize)
-            .arg(parsed.cluster.remote()
-                     ? count(parsed.cluster.localNodes, "remote node", "remote nodes")
-                     : count(parsed.cluster.localNodes, "local node", "local nodes"))
+            .arg((parsed.cluster.remote()
+                      ? count(parsed.cluster.localNodes, "remote node", "remote nodes")
+                      : count(parsed.cluster.localNodes, "local node", "local nodes")) +
+                 (parsed.cluster.device == "cuda"
+                      ? tr(" on GPUs (%1)").arg(core::toString(parsed.training.precision))
+                      : QString()))
             .arg(count(static_cast<int64_t>(parsed.variants.size()), "variant", "variants"))
             .arg(steps > 0 ? tr("up to %1 steps each").arg(steps)
                            : tr("no step limit (time or target ends it)")));

@@ -92,6 +92,7 @@ class ExperimentPage final : public QWidget {
   QDoubleSpinBox* target_;
   QSpinBox* evalInterval_;
   QComboBox* dataPartition_;  // training.data_partition.kind
+  QComboBox* precision_;      // training.precision
   QDoubleSpinBox* alpha_;     // its Dirichlet concentration
   VariantsModel* variants_;
   QTableView* variantsView_;

@@ -1,5 +1,9 @@
 #include "ui/pages/topology_page.h"
 
+#include <algorithm>
+#include <string>
+
+#include <QtWidgets/QComboBox>
 #include <QtWidgets/QFormLayout>
 #include <QtWidgets/QHBoxLayout>
 #include <QtWidgets/QHeaderView>
@@ -68,6 +72,7 @@ TopologyPage::TopologyPage(QWidget* parent)
       model_(new TopologyModel(this)),
       name_(new QLineEdit(this)),
       threads_(new QSpinBox(this)),
+      device_(new QComboBox(this)),
       addCount_(new QSpinBox(this)),
       table_(new QTableView(this)),
       error_(new QLabel(this)),
@@ -77,6 +82,15 @@ TopologyPage::TopologyPage(QWidget* parent)
   name_->setObjectName("name");
   threads_->setObjectName("threads_per_node");
   threads_->setRange(1, 256);
+  device_->setObjectName("device");
+  device_->addItem(tr("CPU"), "cpu");
+  device_->addItem(tr("GPU (CUDA)"), "cuda");
+  device_->setItemData(0, tr("Workers train on the nodes' CPUs (Gloo collectives)"),
+                       Qt::ToolTipRole);
+  device_->setItemData(1,
+                       tr("Each node's worker trains on its GPU: local nodes get one GPU each, "
+                          "remote daemons the one they were started with (--devices cuda:N)"),
+                       Qt::ToolTipRole);
   addCount_->setRange(1, 64);
   addCount_->setValue(1);
   error_->setWordWrap(true);
@@ -96,6 +110,7 @@ TopologyPage::TopologyPage(QWidget* parent)
 
   auto* form = new QFormLayout();
   form->addRow(tr("Name"), name_);
+  form->addRow(tr("Workers train on"), device_);
   form->addRow(tr("CPU threads per local node"), threads_);
   auto* add = new QPushButton(tr("Add local nodes"), this);
   auto* remove = new QPushButton(tr("Remove selected node"), this);
@@ -136,6 +151,10 @@ TopologyPage::TopologyPage(QWidget* parent)
       testsPending_ = 0;
     });
   connect(threads_, &QSpinBox::valueChanged, this, [this] { validate(); });
+  connect(device_, &QComboBox::currentIndexChanged, this, [this] {
+    if (!loading_) unknownDevice_.clear();
+    validate();
+  });
   connect(name_, &QLineEdit::textChanged, this, [this] { validate(); });
   connect(test_, &QPushButton::clicked, this, [this] { testConnection(); });
   connect(save_, &QPushButton::clicked, this, [this] {
@@ -152,6 +171,13 @@ void TopologyPage::edit(qint64 id, const QString& name, const nlohmann::json& cl
   name_->setText(name);
   model_->setCluster(cluster);
   threads_->setValue(cluster.is_object() ? cluster.value("threads_per_node", 1) : 1);
+  const std::string device =
+      cluster.is_object() && cluster.value("device", nlohmann::json("cpu")).is_string()
+          ? cluster.value("device", std::string("cpu"))
+          : std::string("cpu");
+  // A device this page does not offer stays in the JSON's place: the parser names it.
+  device_->setCurrentIndex(std::max(0, device_->findData(QString::fromStdString(device))));
+  unknownDevice_ = device_->findData(QString::fromStdString(device)) < 0 ? device : "";
   loading_ = false;
   editState_.loadStarted();
   validate();
@@ -168,6 +194,8 @@ QString TopologyPage::name() const {
 nlohmann::json TopologyPage::cluster() const {
   nlohmann::json c = model_->cluster();
   c["threads_per_node"] = threads_->value();
+  c["device"] =
+      unknownDevice_.empty() ? device_->currentData().toString().toStdString() : unknownDevice_;
   return c;
 }
 
@@ -252,14 +280,9 @@ void TopologyPage::testConnection() {
   runInBackground<std::vector<remote::NodeSummary>>(
       this,
       [spec] {
-        std::vector<remote::LocalNodeOptions> options;
-        for (int64_t i = 0; i < spec.cluster.localNodes; ++i) {
-          const core::NodeConfig node =
-              spec.cluster.nodes.empty() ? core::NodeConfig{} : spec.cluster.node(i);
-          options.push_back(
-              {node.speed, node.bandwidthMbps, node.latencyMs, spec.cluster.threadsPerNode});
-        }
-        remote::LocalCluster cluster(remote::defaultNodeBinary(), options);
+        remote::LocalCluster cluster(
+            remote::defaultNodeBinary(),
+            remote::localNodeOptions(spec.cluster, spec.cluster.localNodes));
         remote::Coordinator coordinator(cluster.addresses(), {});
         return coordinator.connect();
       },

@@ -10,6 +10,7 @@ class QLabel;
 class QLineEdit;
 class QPushButton;
 class QSpinBox;
+class QComboBox;
 class QTableView;
 
 namespace dtlab::ui {
@@ -67,6 +68,10 @@ class TopologyPage final : public QWidget {
   TopologyModel* model_;
   QLineEdit* name_;
   QSpinBox* threads_;
+  QComboBox* device_;  // cluster.device: where the workers train
+  // A device in the loaded JSON that the combo does not offer: kept, so validation names it,
+  // until the user picks one.
+  std::string unknownDevice_;
   QSpinBox* addCount_;
   QTableView* table_;
   QLabel* error_;

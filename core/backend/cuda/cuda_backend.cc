@@ -3,6 +3,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <array>
+#include <atomic>
 #include <limits>
 
 #include "core/backend/cuda/cuda_kernels.h"
@@ -42,6 +44,41 @@ CudaDevices cudaDevices() {
     devices.why = "no CUDA device: the driver sees no GPU";
   }
   return devices;
+}
+
+namespace {
+
+// Busy microseconds per device index, summed over every backend of the process.
+constexpr int kMaxDevices = 64;
+std::array<std::atomic<int64_t>, kMaxDevices> gBusyUs{};
+
+}  // namespace
+
+double cudaBusyMs(int index) {
+  if (index < 0 || index >= kMaxDevices) return 0.0;
+  return static_cast<double>(gBusyUs[static_cast<std::size_t>(index)].load()) / 1000.0;
+}
+
+CudaDeviceProperties cudaDeviceProperties(int index) {
+  const CudaDevices devices = cudaDevices();
+  if (devices.count == 0)
+    throw Error("device 'cuda:" + std::to_string(index) + "': " + devices.why);
+  if (index < 0 || index >= devices.count)
+    throw Error(detail::concat("device 'cuda:", index, "' does not exist: this machine has ",
+                               devices.count, " CUDA device", devices.count == 1 ? "" : "s",
+                               " (cuda:0", devices.count > 1 ? " .. cuda:" : "",
+                               devices.count > 1 ? std::to_string(devices.count - 1) : "", ")"));
+  cudaDeviceProp props{};
+  DTLAB_CUDA_CHECK(cudaGetDeviceProperties(&props, index));
+  char bus[32] = {};
+  DTLAB_CUDA_CHECK(cudaDeviceGetPCIBusId(bus, sizeof bus, index));
+  CudaDeviceProperties p;
+  p.model = props.name;
+  p.memoryBytes = static_cast<int64_t>(props.totalGlobalMem);
+  p.major = props.major;
+  p.minor = props.minor;
+  p.pciBusId = bus;
+  return p;
 }
 
 namespace {
@@ -186,19 +223,18 @@ struct CudaBackend::LossScratch {
   cuda::LossTotals* hostTotals = nullptr;  // pinned host
 };
 
-CudaBackend::CudaBackend(int device) : device_(device), loss_(std::make_unique<LossScratch>()) {
-  const CudaDevices devices = cudaDevices();
-  if (devices.count == 0)
-    throw Error("device 'cuda:" + std::to_string(device) + "': " + devices.why);
-  if (device < 0 || device >= devices.count)
-    throw Error(detail::concat("device 'cuda:", device, "' does not exist: this machine has ",
-                               devices.count, " CUDA device", devices.count == 1 ? "" : "s",
-                               " (cuda:0", devices.count > 1 ? " .. cuda:" : "",
-                               devices.count > 1 ? std::to_string(devices.count - 1) : "", ")"));
+CudaBackend::CudaBackend(int device, Precision precision)
+    : device_(device), precision_(precision), loss_(std::make_unique<LossScratch>()) {
+  const CudaDeviceProperties props = cudaDeviceProperties(device);
   DTLAB_CUDA_CHECK(cudaSetDevice(device));
-  cudaDeviceProp props{};
-  DTLAB_CUDA_CHECK(cudaGetDeviceProperties(&props, device));
-  name_ = detail::concat("cuda:", device, " (", props.name, ")");
+  name_ = precision == Precision::kFp32
+              ? detail::concat("cuda:", device, " (", props.model, ")")
+              : detail::concat("cuda:", device, " (", props.model, ", ", toString(precision), ")");
+  if (precision == Precision::kBf16 && props.major < 8)
+    throw Error(detail::concat("device 'cuda:", device, "' (", props.model, ", compute capability ",
+                               props.major, ".", props.minor,
+                               "): training.precision \"bf16\" needs compute capability 8.0 or "
+                               "newer"));
   cudaStream_t stream = nullptr;
   DTLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   stream_ = stream;
@@ -206,8 +242,16 @@ CudaBackend::CudaBackend(int device) : device_(device), loss_(std::make_unique<L
   DTLAB_CUBLAS_CHECK(cublasCreate(&handle));
   cublas_ = handle;
   DTLAB_CUBLAS_CHECK(cublasSetStream(handle, stream));
-  // FP32 GEMMs: the default math mode, no TF32 tensor-core rounding.
-  DTLAB_CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
+  // fp32: the default math mode, no TF32 tensor-core rounding. tf32: cuBLAS may round FP32
+  // inputs to TF32 on tensor cores. bf16 GEMMs name their types and compute mode per call.
+  DTLAB_CUBLAS_CHECK(cublasSetMathMode(
+      handle, precision == Precision::kTf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  cudaEvent_t start = nullptr;
+  cudaEvent_t end = nullptr;
+  DTLAB_CUDA_CHECK(cudaEventCreate(&start));
+  busyStart_ = start;
+  DTLAB_CUDA_CHECK(cudaEventCreate(&end));
+  busyEnd_ = end;
   DTLAB_CUDA_CHECK(cudaMallocHost(&loss_->hostTotals, sizeof(cuda::LossTotals)));
   DTLAB_CUDA_CHECK(cudaMalloc(&loss_->totals, sizeof(cuda::LossTotals)));
 }
@@ -219,12 +263,34 @@ CudaBackend::~CudaBackend() {
   cudaFree(loss_->rowCorrect);
   cudaFree(loss_->totals);
   cudaFreeHost(loss_->hostTotals);
+  cudaFree(bf16_[0]);
+  cudaFree(bf16_[1]);
+  if (busyStart_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(busyStart_));
+  if (busyEnd_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(busyEnd_));
   if (cublas_ != nullptr) cublasDestroy(static_cast<cublasHandle_t>(cublas_));
   if (stream_ != nullptr) cudaStreamDestroy(asStream(stream_));
 }
 
+void CudaBackend::markBusy() {
+  if (busy_) return;
+  DTLAB_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(busyStart_), asStream(stream_)));
+  busy_ = true;
+}
+
 void CudaBackend::synchronize() {
+  if (!busy_) {
+    DTLAB_CUDA_CHECK(cudaStreamSynchronize(asStream(stream_)));
+    return;
+  }
+  const auto start = static_cast<cudaEvent_t>(busyStart_);
+  const auto end = static_cast<cudaEvent_t>(busyEnd_);
+  DTLAB_CUDA_CHECK(cudaEventRecord(end, asStream(stream_)));
+  busy_ = false;
   DTLAB_CUDA_CHECK(cudaStreamSynchronize(asStream(stream_)));
+  float ms = 0.0f;
+  DTLAB_CUDA_CHECK(cudaEventElapsedTime(&ms, start, end));
+  if (device_ >= 0 && device_ < kMaxDevices)
+    gBusyUs[static_cast<std::size_t>(device_)] += static_cast<int64_t>(ms * 1000.0f);
 }
 
 float* CudaBackend::allocate(int64_t count) {
@@ -232,6 +298,7 @@ float* CudaBackend::allocate(int64_t count) {
   float* p = nullptr;
   const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(float);
   DTLAB_CUDA_CHECK(cudaMalloc(&p, bytes));
+  markBusy();
   DTLAB_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, asStream(stream_)));
   return p;
 }
@@ -244,6 +311,7 @@ void CudaBackend::release(float* p) noexcept {
 
 void CudaBackend::upload(float* dst, const float* host, int64_t count) {
   if (count <= 0) return;
+  markBusy();
   DTLAB_CUDA_CHECK(cudaMemcpyAsync(dst, host, static_cast<std::size_t>(count) * sizeof(float),
                                    cudaMemcpyHostToDevice, asStream(stream_)));
   // The caller may reuse `host` as soon as this returns.
@@ -252,12 +320,14 @@ void CudaBackend::upload(float* dst, const float* host, int64_t count) {
 
 void CudaBackend::download(float* host, const float* src, int64_t count) {
   if (count <= 0) return;
+  markBusy();
   DTLAB_CUDA_CHECK(cudaMemcpyAsync(host, src, static_cast<std::size_t>(count) * sizeof(float),
                                    cudaMemcpyDeviceToHost, asStream(stream_)));
   synchronize();
 }
 
 void CudaBackend::fill(float* dst, int64_t count, float value) {
+  markBusy();
   cuda::fill(dst, count, value, asStream(stream_));
   DTLAB_CUDA_CHECK(cudaGetLastError());
 }
@@ -277,15 +347,48 @@ void CudaBackend::gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k
     fill(c, m * n, 0.0f);
     return;
   }
-  DTLAB_CUBLAS_CHECK(
-      cublasSgemm(static_cast<cublasHandle_t>(cublas_), transB ? CUBLAS_OP_T : CUBLAS_OP_N,
-                  transA ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
-                  static_cast<int>(k), &alpha, b, static_cast<int>(ldb), a, static_cast<int>(lda),
-                  &beta, c, static_cast<int>(ldc)));
+  markBusy();
+  const cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const auto handle = static_cast<cublasHandle_t>(cublas_);
+  if (precision_ != Precision::kBf16) {
+    DTLAB_CUBLAS_CHECK(cublasSgemm(handle, opB, opA, static_cast<int>(n), static_cast<int>(m),
+                                   static_cast<int>(k), &alpha, b, static_cast<int>(ldb), a,
+                                   static_cast<int>(lda), &beta, c, static_cast<int>(ldc)));
+    return;
+  }
+  // BF16 copies of the operands as stored (dense: the row stride becomes the width), then one
+  // product with FP32 accumulation into the FP32 output.
+  const int64_t aRows = transA ? k : m;
+  const int64_t aCols = transA ? m : k;
+  const int64_t bRows = transB ? n : k;
+  const int64_t bCols = transB ? k : n;
+  uint16_t* a16 = bf16Scratch(0, aRows * aCols);
+  uint16_t* b16 = bf16Scratch(1, bRows * bCols);
+  cuda::toBf16(a, aRows, aCols, lda, a16, asStream(stream_));
+  cuda::toBf16(b, bRows, bCols, ldb, b16, asStream(stream_));
+  DTLAB_CUDA_CHECK(cudaGetLastError());
+  DTLAB_CUBLAS_CHECK(cublasGemmEx(
+      handle, opB, opA, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b16,
+      CUDA_R_16BF, static_cast<int>(bCols), a16, CUDA_R_16BF, static_cast<int>(aCols), &beta, c,
+      CUDA_R_32F, static_cast<int>(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+uint16_t* CudaBackend::bf16Scratch(int which, int64_t count) {
+  if (count > bf16Capacity_[which]) {
+    synchronize();  // queued GEMMs may still read the old buffer
+    cudaFree(bf16_[which]);
+    bf16_[which] = nullptr;
+    bf16Capacity_[which] = 0;
+    DTLAB_CUDA_CHECK(cudaMalloc(&bf16_[which], static_cast<std::size_t>(count) * sizeof(uint16_t)));
+    bf16Capacity_[which] = count;
+  }
+  return bf16_[which];
 }
 
 void CudaBackend::biasActivation(const float* z, const float* bias, int64_t rows, int64_t cols,
                                  std::optional<Activation> act, float* out, float* zOut) {
+  markBusy();
   cuda::biasActivation(z, bias, rows, cols, activationCode(act), out, zOut, asStream(stream_));
   DTLAB_CUDA_CHECK(cudaGetLastError());
 }
@@ -295,6 +398,7 @@ void CudaBackend::activationBackward(const float* dOut, const float* z, const fl
                                      float* dz, float* dBias) {
   const bool gelu = act && *act == Activation::kGELU;
   DTLAB_ENFORCE(!gelu || z != nullptr, "GELU backward needs the pre-activation");
+  markBusy();
   cuda::activationBackward(dOut, gelu ? z : out, rows, cols, activationCode(act), dz, dBias,
                            asStream(stream_));
   DTLAB_CUDA_CHECK(cudaGetLastError());
@@ -326,6 +430,7 @@ LossResult CudaBackend::takeTotals() {
 LossResult CudaBackend::softmaxCrossEntropy(const float* logits, const float* labels, int64_t rows,
                                             int64_t classes, float gradScale, float* dLogits) {
   LossScratch& s = lossScratch(rows);
+  markBusy();
   cuda::softmaxCrossEntropy(logits, labels, rows, classes, gradScale, dLogits, s.rowLoss,
                             s.rowCorrect, s.totals, asStream(stream_));
   return takeTotals();
@@ -334,6 +439,7 @@ LossResult CudaBackend::softmaxCrossEntropy(const float* logits, const float* la
 LossResult CudaBackend::meanSquaredError(const float* pred, const float* target, int64_t rows,
                                          int64_t outputs, float gradScale, float* dPred) {
   LossScratch& s = lossScratch(rows);
+  markBusy();
   cuda::meanSquaredError(pred, target, rows, outputs, gradScale, dPred, s.rowLoss, s.totals,
                          asStream(stream_));
   return takeTotals();
@@ -345,6 +451,7 @@ std::unique_ptr<Optimizer> CudaBackend::makeOptimizer(const OptimizerConfig& con
 
 void CudaBackend::optimizerUpdate(Optimizer& optimizer, float* params, const float* grads,
                                   int64_t begin, int64_t end, int64_t step, float lr) {
+  markBusy();
   optimizer.update(params, grads, begin, end, step, lr);
 }
 

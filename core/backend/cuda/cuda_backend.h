@@ -5,12 +5,16 @@
 #include <string>
 
 #include "core/backend/backend.h"
+#include "core/backend/device_monitor.h"
 
-// The CUDA backend (builds with DTLAB_HAVE_CUDA only): cuBLAS SGEMM in FP32 (no TF32: the
-// default math mode), our own kernels for everything else (cuda_kernels.cu), all on one
-// stream per backend. Kernels are asynchronous on that stream; the host waits only where it
-// needs a result: download(), the loss totals, and release() (memory may still be in use by
-// queued kernels). Memory is device memory; the optimizer's state lives on the device too.
+// The CUDA backend (builds with DTLAB_HAVE_CUDA only): cuBLAS GEMMs in the run's precision
+// (fp32: SGEMM in the default math mode, no TF32 rounding; tf32: SGEMM on tensor cores with
+// TF32 inputs; bf16: GemmEx on BF16 copies of both operands, FP32 accumulation and output, so
+// weights, gradients and optimizer state stay FP32), our own kernels for everything else
+// (cuda_kernels.cu), all on one stream per backend. Kernels are asynchronous on that stream; the
+// host waits only where it needs a result: download(), the loss totals, and release() (memory may
+// still be in use by queued kernels). Memory is device memory; the optimizer's state lives on the
+// device too.
 
 namespace dtlab::core {
 
@@ -30,11 +34,30 @@ struct CudaDevices {
 };
 CudaDevices cudaDevices();
 
+// What the runtime says of device `index`; throws Error when there is no such device (naming
+// the devices there are, or why there are none).
+struct CudaDeviceProperties {
+  std::string model;  // "NVIDIA H200"
+  int64_t memoryBytes = 0;
+  int major = 0;  // compute capability
+  int minor = 0;
+  std::string pciBusId;  // "0000:1B:00.0": how NVML finds the same device
+};
+CudaDeviceProperties cudaDeviceProperties(int index);
+
+// Milliseconds this process's CUDA backends have kept device `index` busy (see
+// DeviceMonitor), summed since the process started; any thread may read it.
+double cudaBusyMs(int index);
+
+// The monitor of device `index` (cuda_monitor.cc): NVML when the driver has it, else
+// cudaBusyMs() and cudaMemGetInfo.
+std::unique_ptr<DeviceMonitor> makeCudaMonitor(int index);
+
 class CudaBackend final : public Backend {
  public:
   // Binds the calling thread to `device` (cudaSetDevice) and creates the stream and the
   // cuBLAS handle; throws Error when the device is not there.
-  explicit CudaBackend(int device);
+  explicit CudaBackend(int device, Precision precision = Precision::kFp32);
   ~CudaBackend() override;
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
@@ -44,9 +67,11 @@ class CudaBackend final : public Backend {
   int threads() const override { return 1; }
   bool hostMemory() const override { return false; }
   int device() const { return device_; }
+  Precision precision() const { return precision_; }
   // The stream every kernel of this backend runs on (cudaStream_t).
   void* stream() const { return stream_; }
-  // Waits for every kernel queued so far.
+  // Waits for every kernel queued so far, and adds the time the stream was busy since the
+  // first of them to cudaBusyMs().
   void synchronize() override;
 
   float* allocate(int64_t count) override;
@@ -75,12 +100,22 @@ class CudaBackend final : public Backend {
   struct LossScratch;
   LossScratch& lossScratch(int64_t rows);
   LossResult takeTotals();
+  // A device buffer of at least `count` BF16 values, grown (never shrunk) as GEMMs need.
+  uint16_t* bf16Scratch(int which, int64_t count);
+  // Called before queueing work: opens a busy span (an event on the stream) unless one is open.
+  void markBusy();
 
   int device_;
+  Precision precision_;
   std::string name_;
   void* stream_ = nullptr;  // cudaStream_t
   void* cublas_ = nullptr;  // cublasHandle_t
   std::unique_ptr<LossScratch> loss_;
+  void* busyStart_ = nullptr;  // cudaEvent_t recorded when a busy span opens
+  void* busyEnd_ = nullptr;    // cudaEvent_t recorded when synchronize() closes it
+  bool busy_ = false;
+  uint16_t* bf16_[2] = {nullptr, nullptr};  // the two operands of a bf16 GEMM
+  int64_t bf16Capacity_[2] = {0, 0};
 };
 
 }  // namespace dtlab::core

@@ -5,6 +5,7 @@
 // is reproducible on one device.
 #include "core/backend/cuda/cuda_kernels.h"
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 namespace dtlab::core::cuda {
@@ -49,6 +50,14 @@ __global__ void fillKernel(float* dst, int64_t n, float value) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
     dst[i] = value;
+}
+
+__global__ void toBf16Kernel(const float* src, int64_t rows, int64_t cols, int64_t ld,
+                             __nv_bfloat16* dst) {
+  const int64_t n = rows * cols;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    dst[i] = __float2bfloat16_rn(src[(i / cols) * ld + i % cols]);
 }
 
 __global__ void biasActivationKernel(const float* z, const float* bias, int64_t rows, int64_t cols,
@@ -231,6 +240,14 @@ __global__ void adadeltaKernel(float* params, const float* grads, float* squareA
 void fill(float* dst, int64_t count, float value, cudaStream_t stream) {
   if (count <= 0) return;
   fillKernel<<<blocksFor(count), kThreads, 0, stream>>>(dst, count, value);
+}
+
+void toBf16(const float* src, int64_t rows, int64_t cols, int64_t ld, uint16_t* dst,
+            cudaStream_t stream) {
+  const int64_t n = rows * cols;
+  if (n <= 0) return;
+  toBf16Kernel<<<blocksFor(n), kThreads, 0, stream>>>(src, rows, cols, ld,
+                                                      reinterpret_cast<__nv_bfloat16*>(dst));
 }
 
 void biasActivation(const float* z, const float* bias, int64_t rows, int64_t cols, int act,

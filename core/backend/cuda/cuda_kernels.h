@@ -18,6 +18,11 @@ enum ActivationCode : int { kActNone = -1, kActReLU = 0, kActGELU = 1, kActTanh 
 
 void fill(float* dst, int64_t count, float value, cudaStream_t stream);
 
+// dst (rows x cols, dense, BF16 bit patterns) = src (rows x cols, row stride ld) rounded to
+// nearest even: the operands of a BF16 matrix product.
+void toBf16(const float* src, int64_t rows, int64_t cols, int64_t ld, uint16_t* dst,
+            cudaStream_t stream);
+
 // out = act(z + bias) per row; zOut (when not null) = z + bias. out and zOut may equal z.
 void biasActivation(const float* z, const float* bias, int64_t rows, int64_t cols, int act,
                     float* out, float* zOut, cudaStream_t stream);
