@@ -38,6 +38,9 @@ class Backend {
   // Waits for every kernel queued so far (a GPU backend's stream; nothing on the CPU, whose
   // kernels return when done). Timers call it before reading the clock.
   virtual void synchronize() {}
+  // The stream the backend's kernels run on (a GPU backend's cudaStream_t; null on the CPU), for
+  // a device-memory communicator to order its collectives after them.
+  virtual void* stream() const { return nullptr; }
   // Worker threads the backend uses for one kernel (1 for a GPU backend).
   virtual int threads() const = 0;
 
@@ -106,5 +109,7 @@ struct DeviceDescription {
 DeviceDescription describeCudaDevice(const std::string& device);
 // CUDA devices this process sees: 0 without CUDA support, a driver or a GPU.
 int cudaDeviceCount();
+// N of "cuda:N" (0 for "cuda"); throws Error on any other text.
+int cudaDeviceIndex(const std::string& device);
 
 }  // namespace dtlab::core

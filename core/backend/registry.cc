@@ -88,6 +88,10 @@ std::unique_ptr<DeviceMonitor> makeDeviceMonitor(const std::string& device) {
 #endif
 }
 
+int cudaDeviceIndex(const std::string& device) {
+  return cudaIndex(device);
+}
+
 int cudaDeviceCount() {
 #if DTLAB_HAVE_CUDA
   return cudaDevices().count;

@@ -30,8 +30,9 @@ class CommError : public Error {
 // collectives in the same order with the same counts (and the same root); a mismatch is a
 // programming error that ends in a timeout, not in a diagnosis.
 //
-// Buffers are host memory (the CPU backend's float32 tensors). Thread safety: one thread
-// calls a communicator at a time; callers that use it from several threads (e.g. the
+// Buffers are host memory (the CPU backend's float32 tensors), or device memory for a
+// communicator whose deviceMemory() says so (NCCL; it takes host buffers too). Thread safety: one
+// thread calls a communicator at a time; callers that use it from several threads (e.g. the
 // gradient bucket thread and the training thread) serialise the calls themselves.
 //
 // Failures come back as CommError naming the collective, the count and the rank. After a
@@ -44,6 +45,13 @@ class Communicator {
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  // Whether the collectives work on a GPU's memory (NcclCommunicator), so that a GPU
+  // backend's buffers can be passed as they are.
+  virtual bool deviceMemory() const { return false; }
+  // For a device-memory communicator: the stream the caller's buffers are written on
+  // (cudaStream_t, Backend::stream()); every later collective first waits for the work queued
+  // on it. The others ignore it.
+  virtual void setComputeStream(void* /*stream*/) {}
 
   // In place: data[i] = sum over ranks of data[i].
   virtual void allReduceSum(float* data, int64_t count) = 0;

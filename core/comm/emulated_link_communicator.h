@@ -43,6 +43,8 @@ class EmulatedLinkCommunicator final : public Communicator {
 
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
+  bool deviceMemory() const override { return inner_->deviceMemory(); }
+  void setComputeStream(void* stream) override { inner_->setComputeStream(stream); }
   void allReduceSum(float* data, int64_t count) override;
   void broadcast(float* data, int64_t count, int root) override;
   void allGather(const float* in, int64_t count, float* out) override;

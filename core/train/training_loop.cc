@@ -127,14 +127,19 @@ WorkerResult TrainingLoop::run() {
   dataset_ = makeDataset(spec_.dataset);
   backend_ = makeBackend(job_.device, job_.threads, spec_.training.precision);
   const StrategyKind kind = spec_.variants[static_cast<std::size_t>(job_.variant)].strategy;
-  if (!backend_->hostMemory() &&
-      (job_.world > 1 || (kind != StrategyKind::kSyncAllReduce && kind != StrategyKind::kLocalSgd)))
-    throw Error(detail::concat(
-        "device '", job_.device,
-        "' trains one worker with sync_allreduce or local_sgd only, so far (", job_.world,
-        " worker", job_.world == 1 ? "" : "s", ", ", toString(kind),
-        "): collectives on the GPU (NCCL) and the parameter server from GPU memory are not "
-        "built yet; use device cpu"));
+  if (!backend_->hostMemory()) {
+    if (kind != StrategyKind::kSyncAllReduce && kind != StrategyKind::kLocalSgd)
+      throw Error(detail::concat("device '", job_.device,
+                                 "' trains with sync_allreduce or local_sgd only, so far (",
+                                 toString(kind),
+                                 "): the parameter server does not serve GPU memory yet; use "
+                                 "cluster.device \"cpu\" for it"));
+    if (job_.world > 1 && (comm_ == nullptr || !comm_->deviceMemory()))
+      throw Error(detail::concat("device '", job_.device, "' with ", job_.world,
+                                 " workers needs collectives on the GPU (NCCL); this group's "
+                                 "work on host memory"));
+    if (comm_ != nullptr) comm_->setComputeStream(backend_->stream());
+  }
   const int64_t global = spec_.training.batchSize;
   const int64_t stepsPerEpoch = dataset_->size(Split::kTrain) / global;
   const int64_t totalSteps = plannedSteps(spec_, stepsPerEpoch);

@@ -6,10 +6,15 @@
 #include <algorithm>
 #include <fstream>
 
+#include "core/backend/backend.h"
 #include "core/backend/device_monitor.h"
 #include "core/comm/emulated_link_communicator.h"
 #include "core/comm/gloo_communicator.h"
+#include "core/common/config.h"
 #include "core/common/process_memory.h"
+#if DTLAB_HAVE_CUDA
+#include "core/comm/nccl_communicator.h"
+#endif
 #include "remote/common/log.h"
 #include "remote/node/parameter_client.h"
 #include "remote/rendezvous_store.h"
@@ -141,12 +146,26 @@ core::WorkerResult Job::runWithCommunicator() {
       storeOptions.timeout = settings_.connectTimeout;
       storeOptions.cancel = &cancel_;  // an abort sets it too
       store = std::make_unique<RendezvousStore>(storeOptions);
-      core::GlooOptions glooOptions;
-      glooOptions.interfaceAddress = settings_.collectiveAddress;
-      glooOptions.keyPrefix = "gloo";
-      glooOptions.connectTimeout = settings_.connectTimeout;
-      glooOptions.abort = &abort_;
-      comm = std::make_unique<core::GlooCommunicator>(*store, work.rank, work.world, glooOptions);
+      if (work.device != "cpu") {
+        // GPU workers: NCCL, its id through the same rendezvous (one rank per GPU).
+#if DTLAB_HAVE_CUDA
+        core::NcclOptions ncclOptions;
+        ncclOptions.device = core::cudaDeviceIndex(work.device);
+        ncclOptions.keyPrefix = "nccl";
+        ncclOptions.connectTimeout = settings_.connectTimeout;
+        ncclOptions.abort = &abort_;
+        comm = std::make_unique<core::NcclCommunicator>(*store, work.rank, work.world, ncclOptions);
+#else
+        throw Error("device '" + work.device + "' needs NCCL: built without CUDA");
+#endif
+      } else {
+        core::GlooOptions glooOptions;
+        glooOptions.interfaceAddress = settings_.collectiveAddress;
+        glooOptions.keyPrefix = "gloo";
+        glooOptions.connectTimeout = settings_.connectTimeout;
+        glooOptions.abort = &abort_;
+        comm = std::make_unique<core::GlooCommunicator>(*store, work.rank, work.world, glooOptions);
+      }
       if (settings_.bandwidthMbps > 0.0 || settings_.latencyMs > 0.0)
         comm = std::make_unique<core::EmulatedLinkCommunicator>(
             std::move(comm), settings_.bandwidthMbps, settings_.latencyMs, &abort_);

@@ -2,9 +2,11 @@
 # The GPU checks in one go, for a machine with an NVIDIA GPU (an H200 is the reference):
 #   tests/gpu/run.sh OUT_DIR
 # builds DTLab with CUDA (DTLAB_WITH_CUDA=ON) unless DTLAB_GPU_BUILD_DIR already holds such a
-# build, runs the GPU test suite (CUDA against CPU: every kernel, every optimizer, a whole
-# training step), then `dtlab-cli bench core --device cuda:0` at several batch sizes, each
-# against the same step's GEMMs alone on cuBLAS, and writes logs and JSON to OUT_DIR.
+# build, runs the GPU test suites (CUDA against CPU: every kernel, every optimizer, a whole
+# training step, tf32/bf16 within their rounding, training curves; NCCL collectives; a
+# dtlab-node on the GPU with its metrics), then `dtlab-cli bench core --device cuda:0` at several
+# batch sizes in fp32 and at the largest in tf32 and bf16, each against the same step's GEMMs
+# alone on cuBLAS in the same precision, and writes logs and JSON to OUT_DIR.
 # Sized to finish in well under 8 minutes on one H200 once built.
 set -uo pipefail
 
@@ -18,40 +20,52 @@ log() { printf '[gpu/run.sh] %s\n' "$*" | tee -a "$out/summary.txt" >&2; }
 { nvidia-smi || echo "nvidia-smi: not available"; } >"$out/nvidia-smi.txt" 2>&1
 log "GPU: $(nvidia-smi --query-gpu=name,memory.total,compute_cap --format=csv,noheader 2>/dev/null || echo none)"
 
-if [ ! -x "$build/tests/gpu_test_cuda_backend" ] || [ ! -x "$build/app/dtlab-cli" ]; then
+suites=(gpu_test_cuda_backend gpu_test_cuda_training gpu_test_nccl_communicator gpu_test_cuda_node)
+missing=0
+for target in "${suites[@]}" app/dtlab-cli app/dtlab-node; do
+  case "$target" in app/*) path="$build/$target" ;; *) path="$build/tests/$target" ;; esac
+  [ -x "$path" ] || missing=1
+done
+if [ "$missing" = 1 ]; then
   log "building with CUDA in $build"
   if ! cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDTLAB_WITH_CUDA=ON \
     >"$out/configure.log" 2>&1; then
     log "configure failed (see configure.log)"
     exit 1
   fi
-  if ! cmake --build "$build" -j "$(nproc)" --target gpu_test_cuda_backend dtlab-cli \
+  if ! cmake --build "$build" -j "$(nproc)" --target "${suites[@]}" dtlab-cli dtlab-node \
     >"$out/build.log" 2>&1; then
     log "build failed (see build.log)"
     exit 1
   fi
 fi
 
-log "GPU test suite"
-if QT_QPA_PLATFORM=offscreen "$build/tests/gpu_test_cuda_backend" -o "$out/gpu_tests.txt,txt" \
-  -o "$out/gpu_tests.xml,junitxml"; then
-  log "GPU tests passed"
-else
-  log "GPU tests FAILED (see gpu_tests.txt)"
-  status=1
-fi
-grep -E "^(PASS|FAIL|SKIP)" "$out/gpu_tests.txt" >>"$out/summary.txt" 2>/dev/null
-
-# The training step of a 1024-4096-4096-10 MLP at growing batches, FP32, against its GEMMs.
-: >"$out/bench_core.jsonl"
-for batch in 512 2048 8192 32768; do
-  log "bench core --device cuda:0 --batch $batch"
-  if "$build/app/dtlab-cli" bench core --device cuda:0 --batch "$batch" --in 1024 --hidden 4096 \
-    --layers 2 --reps 5 --json >"$out/bench_core_$batch.txt" 2>&1; then
-    grep -v '^{' "$out/bench_core_$batch.txt" | tee -a "$out/summary.txt" >&2
-    tail -n 1 "$out/bench_core_$batch.txt" >>"$out/bench_core.jsonl"
+for suite in "${suites[@]}"; do
+  log "$suite"
+  if QT_QPA_PLATFORM=offscreen timeout 300 "$build/tests/$suite" -o "$out/$suite.txt,txt" \
+    -o "$out/$suite.xml,junitxml"; then
+    log "$suite passed"
   else
-    log "bench core at batch $batch FAILED (see bench_core_$batch.txt)"
+    log "$suite FAILED (see $suite.txt)"
+    status=1
+  fi
+  grep -E "^(PASS|FAIL|SKIP)" "$out/$suite.txt" >>"$out/summary.txt" 2>/dev/null
+done
+
+# The training step of a 1024-4096-4096-10 MLP at growing batches in fp32, and at the largest in
+# tf32 and bf16, each against its GEMMs in the same precision.
+: >"$out/bench_core.jsonl"
+for run in fp32:512 fp32:2048 fp32:8192 fp32:32768 tf32:32768 bf16:32768; do
+  precision="${run%%:*}"
+  batch="${run##*:}"
+  name="bench_core_${precision}_$batch"
+  log "bench core --device cuda:0 --precision $precision --batch $batch"
+  if timeout 120 "$build/app/dtlab-cli" bench core --device cuda:0 --precision "$precision" \
+    --batch "$batch" --in 1024 --hidden 4096 --layers 2 --reps 5 --json >"$out/$name.txt" 2>&1; then
+    grep -v '^{' "$out/$name.txt" | tee -a "$out/summary.txt" >&2
+    tail -n 1 "$out/$name.txt" >>"$out/bench_core.jsonl"
+  else
+    log "bench core $precision at batch $batch FAILED (see $name.txt)"
     status=1
   fi
 done

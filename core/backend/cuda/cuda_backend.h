@@ -69,7 +69,7 @@ class CudaBackend final : public Backend {
   int device() const { return device_; }
   Precision precision() const { return precision_; }
   // The stream every kernel of this backend runs on (cudaStream_t).
-  void* stream() const { return stream_; }
+  void* stream() const override { return stream_; }
   // Waits for every kernel queued so far, and adds the time the stream was busy since the
   // first of them to cudaBusyMs().
   void synchronize() override;
