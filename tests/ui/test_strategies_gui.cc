@@ -355,6 +355,14 @@ class TestStrategiesGui : public QObject {
     onGpus["cluster"]["device"] = "cuda";
     onGpus["training"] = {{"precision", "tf32"}};
     page.edit(-1, onGpus, {}, {});
+    // The parameter-server strategies do not run on GPUs yet: the variants table says so.
+    QCOMPARE(page.errorField(), QString("variants"));
+    QVERIFY2(page.error().contains("runs on cluster.device \"cpu\" only"),
+             qPrintable(page.error()));
+    onGpus["variants"] = nlohmann::json::array(
+        {{{"name", "sync"}, {"strategy", "sync_allreduce"}},
+         {{"name", "local"}, {"strategy", "local_sgd"}}});
+    page.edit(-1, onGpus, {}, {});
     QCOMPARE(precision->currentData().toString(), QString("tf32"));
     QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
     QCOMPARE(core::parseExperimentSpec(page.spec()).training.precision, core::Precision::kTf32);
