@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,11 @@ class Backend {
   virtual void upload(float* dst, const float* host, int64_t count) = 0;
   virtual void download(float* host, const float* src, int64_t count) = 0;
   virtual void fill(float* dst, int64_t count, float value) = 0;
+  // Row r of dst = row rows[r] of src, rows of `cols` floats; src and dst are this backend's
+  // memory, the row numbers host memory. A training set kept in a GPU's memory becomes a batch
+  // this way without crossing the bus again (only the row numbers do).
+  virtual void gatherRows(const float* src, int64_t cols, std::span<const int64_t> rows,
+                          float* dst) = 0;
 
   // c[m x n] = alpha * op(a) * op(b) + beta * c. op(a) is m x k, op(b) is k x n;
   // lda/ldb/ldc are the row strides of the matrices as stored.

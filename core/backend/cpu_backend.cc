@@ -177,6 +177,12 @@ void CpuBackend::fill(float* dst, int64_t count, float value) {
   std::fill_n(dst, count, value);
 }
 
+void CpuBackend::gatherRows(const float* src, int64_t cols, std::span<const int64_t> rows,
+                            float* dst) {
+  for (std::size_t r = 0; r < rows.size(); ++r)
+    std::copy_n(src + rows[r] * cols, cols, dst + static_cast<int64_t>(r) * cols);
+}
+
 void CpuBackend::gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha,
                       const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
                       float* c, int64_t ldc) {

@@ -35,6 +35,8 @@ class CpuBackend final : public Backend {
   void upload(float* dst, const float* host, int64_t count) override;
   void download(float* host, const float* src, int64_t count) override;
   void fill(float* dst, int64_t count, float value) override;
+  void gatherRows(const float* src, int64_t cols, std::span<const int64_t> rows,
+                  float* dst) override;
 
   void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
             int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) override;

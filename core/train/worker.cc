@@ -80,8 +80,16 @@ Worker::Worker(const ExperimentSpec& spec, Backend& backend, const Dataset& data
   chunk_.resize(static_cast<std::size_t>(std::min(heldRows, kGenerateChunk)));
   if (holdsWholeShard_) {
     generateRows(heldRows, [](int64_t r) { return r; });
-    stageX_.resize(localBatch_, model_.inputs());
-    stageY_.resize(localBatch_, 1);
+    if (backend_.hostMemory()) {
+      stageX_.resize(localBatch_, model_.inputs());
+      stageY_.resize(localBatch_, 1);
+    }
+  }
+  if (!backend_.hostMemory()) {
+    residentX_ = backend_.allocate(heldRows * model_.inputs());
+    residentY_ = backend_.allocate(heldRows);
+    batchRows_.resize(static_cast<std::size_t>(localBatch_));
+    if (holdsWholeShard_) uploadHeldRows();
   }
   batchX_ = backend_.allocate(localBatch_ * model_.inputs());
   batchY_ = backend_.allocate(localBatch_);
@@ -91,6 +99,7 @@ Worker::Worker(const ExperimentSpec& spec, Backend& backend, const Dataset& data
 }
 
 Worker::~Worker() {
+  releaseResidentRows();
   backend_.release(batchX_);
   backend_.release(batchY_);
   backend_.release(evalX_);
@@ -104,6 +113,18 @@ int64_t Worker::trainingDataBytes() const {
 int64_t Worker::sampleIndexBytes() const {
   return static_cast<int64_t>(order_.size() * sizeof(uint32_t) + samples_.size() * sizeof(int64_t) +
                               chunk_.size() * sizeof(int64_t));
+}
+
+void Worker::uploadHeldRows() {
+  backend_.upload(residentX_, heldX_.data(), heldX_.size());
+  backend_.upload(residentY_, heldY_.data(), heldY_.size());
+}
+
+void Worker::releaseResidentRows() {
+  backend_.release(residentX_);
+  backend_.release(residentY_);
+  residentX_ = nullptr;
+  residentY_ = nullptr;
 }
 
 template <typename PositionOf>
@@ -128,6 +149,7 @@ void Worker::setSlice(BatchSlice slice) {
   if (holdsWholeShard_) return;
   if (!perBatch_) {
     perBatch_ = true;
+    releaseResidentRows();                         // batches are generated one by one from here on
     heldX_.resize(slice.global, model_.inputs());  // room for any slice
     heldY_.resize(slice.global, 1);
     chunk_.resize(static_cast<std::size_t>(std::min(slice.global, kGenerateChunk)));
@@ -155,10 +177,20 @@ void Worker::loadBatch() {
         return order_[static_cast<std::size_t>((r / localBatch_) * slice_.global + slice_.begin +
                                                r % localBatch_)];
       });
+      if (residentX_ != nullptr) uploadHeldRows();
     }
   }
   const int64_t features = model_.inputs();
-  if (holdsWholeShard_) {
+  if (residentX_ != nullptr) {
+    // The batch's rows among the held ones: through this epoch's order for the whole shard,
+    // else the next localBatch rows of the epoch's.
+    const int64_t first = cursor_ / slice_.global * localBatch_;
+    for (int64_t i = 0; i < localBatch_; ++i)
+      batchRows_[static_cast<std::size_t>(i)] =
+          holdsWholeShard_ ? order_[static_cast<std::size_t>(cursor_ + i)] : first + i;
+    backend_.gatherRows(residentX_, features, batchRows_, batchX_);
+    backend_.gatherRows(residentY_, 1, batchRows_, batchY_);
+  } else if (holdsWholeShard_) {
     for (int64_t i = 0; i < localBatch_; ++i) {
       const int64_t pos = order_[static_cast<std::size_t>(cursor_ + i)];
       std::copy_n(heldX_.row(pos), features, stageX_.row(i));

@@ -138,8 +138,17 @@ class Worker {
   // A single replica holds the whole shard in shard order and gathers each batch
   // through order_ into stageX_/stageY_; any other holds this slice's rows of the
   // current epoch, batch after batch, and uploads a batch straight from them.
+  // On a backend whose memory is not the host's (a GPU) the held rows are copied to it once
+  // (the whole shard, or each epoch's rows) and every batch is gathered there: no batch
+  // crosses the bus, only its row numbers.
   bool holdsWholeShard_ = false;
   bool perBatch_ = false;  // after setSlice: rows generated batch by batch
+  // The held rows in backend memory (null on the CPU, and once perBatch_).
+  float* residentX_ = nullptr;
+  float* residentY_ = nullptr;
+  std::vector<int64_t> batchRows_;  // the rows of the next batch among the held ones
+  void uploadHeldRows();
+  void releaseResidentRows();
   Tensor heldX_;
   Tensor heldY_;
   Tensor stageX_;

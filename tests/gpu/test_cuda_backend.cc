@@ -149,6 +149,34 @@ class TestCudaBackend : public QObject {
       }
   }
 
+  // Batches from a training set kept in backend memory: the CPU's rows exactly (runs
+  // everywhere), the GPU's bit for bit the same, through growing and reused row lists.
+  void gatherRowsPicksTheRows() {
+    const int64_t rows = 700, cols = 37;
+    const std::vector<float> table = randomVector(rows * cols, 21);
+    float* src = cpu_->allocate(rows * cols);
+    cpu_->upload(src, table.data(), rows * cols);
+    const std::vector<int64_t> pick = {699, 0, 5, 5, 312};
+    std::vector<float> out(pick.size() * cols);
+    cpu_->gatherRows(src, cols, pick, out.data());
+    for (std::size_t r = 0; r < pick.size(); ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        QCOMPARE(out[r * cols + static_cast<std::size_t>(c)],
+                 table[static_cast<std::size_t>(pick[r] * cols + c)]);
+    cpu_->release(src);
+    SKIP_WITHOUT_GPU();
+    Pair table2(*cpu_, *gpu_, table);
+    for (const int64_t count : {int64_t{5}, int64_t{600}, int64_t{3}}) {
+      std::vector<int64_t> list(static_cast<std::size_t>(count));
+      for (int64_t i = 0; i < count; ++i)
+        list[static_cast<std::size_t>(i)] = (i * 211 + count) % rows;
+      Pair dst(*cpu_, *gpu_, std::vector<float>(static_cast<std::size_t>(count * cols), 0.0f));
+      cpu_->gatherRows(table2.onCpu, cols, list, dst.onCpu);
+      gpu_->gatherRows(table2.onGpu, cols, list, dst.onGpu);
+      QVERIFY(dst.gpuValues() == dst.cpuValues());
+    }
+  }
+
   // tf32 and bf16 round the GEMM inputs (10- and 7-bit stored mantissas), accumulate in FP32:
   // within their rounding of the FP32 result, and bf16 visibly not FP32 (it was used).
   void reducedPrecisionGemmsMatchCpuWithinTheirRounding() {

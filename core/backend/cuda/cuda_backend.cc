@@ -3,6 +3,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <limits>
@@ -252,6 +253,9 @@ CudaBackend::CudaBackend(int device, Precision precision)
   busyStart_ = start;
   DTLAB_CUDA_CHECK(cudaEventCreate(&end));
   busyEnd_ = end;
+  cudaEvent_t copied = nullptr;
+  DTLAB_CUDA_CHECK(cudaEventCreateWithFlags(&copied, cudaEventDisableTiming));
+  rowsCopied_ = copied;
   DTLAB_CUDA_CHECK(cudaMallocHost(&loss_->hostTotals, sizeof(cuda::LossTotals)));
   DTLAB_CUDA_CHECK(cudaMalloc(&loss_->totals, sizeof(cuda::LossTotals)));
 }
@@ -267,6 +271,9 @@ CudaBackend::~CudaBackend() {
   cudaFree(bf16_[1]);
   if (busyStart_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(busyStart_));
   if (busyEnd_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(busyEnd_));
+  if (rowsCopied_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(rowsCopied_));
+  cudaFreeHost(rowsHost_);
+  cudaFree(rowsDevice_);
   if (cublas_ != nullptr) cublasDestroy(static_cast<cublasHandle_t>(cublas_));
   if (stream_ != nullptr) cudaStreamDestroy(asStream(stream_));
 }
@@ -324,6 +331,35 @@ void CudaBackend::download(float* host, const float* src, int64_t count) {
   DTLAB_CUDA_CHECK(cudaMemcpyAsync(host, src, static_cast<std::size_t>(count) * sizeof(float),
                                    cudaMemcpyDeviceToHost, asStream(stream_)));
   synchronize();
+}
+
+void CudaBackend::gatherRows(const float* src, int64_t cols, std::span<const int64_t> rows,
+                             float* dst) {
+  const auto count = static_cast<int64_t>(rows.size());
+  if (count == 0 || cols == 0) return;
+  const auto copied = static_cast<cudaEvent_t>(rowsCopied_);
+  // The pinned buffer may still be read by the previous call's copy.
+  DTLAB_CUDA_CHECK(cudaEventSynchronize(copied));
+  if (count > rowsCapacity_) {
+    synchronize();
+    cudaFreeHost(rowsHost_);
+    cudaFree(rowsDevice_);
+    rowsHost_ = nullptr;
+    rowsDevice_ = nullptr;
+    rowsCapacity_ = 0;
+    const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(int64_t);
+    DTLAB_CUDA_CHECK(cudaMallocHost(&rowsHost_, bytes));
+    DTLAB_CUDA_CHECK(cudaMalloc(&rowsDevice_, bytes));
+    rowsCapacity_ = count;
+  }
+  std::copy(rows.begin(), rows.end(), rowsHost_);
+  markBusy();
+  DTLAB_CUDA_CHECK(cudaMemcpyAsync(rowsDevice_, rowsHost_,
+                                   static_cast<std::size_t>(count) * sizeof(int64_t),
+                                   cudaMemcpyHostToDevice, asStream(stream_)));
+  DTLAB_CUDA_CHECK(cudaEventRecord(copied, asStream(stream_)));
+  cuda::gatherRows(src, cols, rowsDevice_, count, dst, asStream(stream_));
+  DTLAB_CUDA_CHECK(cudaGetLastError());
 }
 
 void CudaBackend::fill(float* dst, int64_t count, float value) {

@@ -79,6 +79,10 @@ class CudaBackend final : public Backend {
   void upload(float* dst, const float* host, int64_t count) override;
   void download(float* host, const float* src, int64_t count) override;
   void fill(float* dst, int64_t count, float value) override;
+  // The row numbers go through a pinned buffer and one asynchronous copy; the gather is a
+  // kernel.
+  void gatherRows(const float* src, int64_t cols, std::span<const int64_t> rows,
+                  float* dst) override;
   void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
             int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) override;
   void biasActivation(const float* z, const float* bias, int64_t rows, int64_t cols,
@@ -114,6 +118,10 @@ class CudaBackend final : public Backend {
   void* busyStart_ = nullptr;  // cudaEvent_t recorded when a busy span opens
   void* busyEnd_ = nullptr;    // cudaEvent_t recorded when synchronize() closes it
   bool busy_ = false;
+  int64_t* rowsHost_ = nullptr;    // pinned: gatherRows' row numbers
+  int64_t* rowsDevice_ = nullptr;  // their copy on the device
+  int64_t rowsCapacity_ = 0;
+  void* rowsCopied_ = nullptr;  // cudaEvent_t: the last copy out of rowsHost_ has finished
   uint16_t* bf16_[2] = {nullptr, nullptr};  // the two operands of a bf16 GEMM
   int64_t bf16Capacity_[2] = {0, 0};
 };

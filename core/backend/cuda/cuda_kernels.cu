@@ -52,6 +52,14 @@ __global__ void fillKernel(float* dst, int64_t n, float value) {
     dst[i] = value;
 }
 
+__global__ void gatherRowsKernel(const float* src, int64_t cols, const int64_t* index,
+                                 int64_t count, float* dst) {
+  const int64_t n = count * cols;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    dst[i] = src[index[i / cols] * cols + i % cols];
+}
+
 __global__ void toBf16Kernel(const float* src, int64_t rows, int64_t cols, int64_t ld,
                              __nv_bfloat16* dst) {
   const int64_t n = rows * cols;
@@ -240,6 +248,13 @@ __global__ void adadeltaKernel(float* params, const float* grads, float* squareA
 void fill(float* dst, int64_t count, float value, cudaStream_t stream) {
   if (count <= 0) return;
   fillKernel<<<blocksFor(count), kThreads, 0, stream>>>(dst, count, value);
+}
+
+void gatherRows(const float* src, int64_t cols, const int64_t* index, int64_t count, float* dst,
+                cudaStream_t stream) {
+  const int64_t n = count * cols;
+  if (n <= 0) return;
+  gatherRowsKernel<<<blocksFor(n), kThreads, 0, stream>>>(src, cols, index, count, dst);
 }
 
 void toBf16(const float* src, int64_t rows, int64_t cols, int64_t ld, uint16_t* dst,

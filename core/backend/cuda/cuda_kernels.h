@@ -18,6 +18,10 @@ enum ActivationCode : int { kActNone = -1, kActReLU = 0, kActGELU = 1, kActTanh 
 
 void fill(float* dst, int64_t count, float value, cudaStream_t stream);
 
+// Row r of dst = row index[r] of src (rows of `cols` floats), r < count.
+void gatherRows(const float* src, int64_t cols, const int64_t* index, int64_t count, float* dst,
+                cudaStream_t stream);
+
 // dst (rows x cols, dense, BF16 bit patterns) = src (rows x cols, row stride ld) rounded to
 // nearest even: the operands of a BF16 matrix product.
 void toBf16(const float* src, int64_t rows, int64_t cols, int64_t ld, uint16_t* dst,
