@@ -55,8 +55,21 @@ class Communicator {
 
   // In place: data[i] = sum over ranks of data[i].
   virtual void allReduceSum(float* data, int64_t count) = 0;
-  // Sum, then scale by 1/size() locally (no extra communication).
-  void allReduceAverage(float* data, int64_t count);
+  // Sum, then scale by 1/size() locally (no extra communication). A device-memory
+  // communicator scales on the device.
+  virtual void allReduceAverage(float* data, int64_t count);
+  // Overlap on a GPU (gradient buckets): markComputeFence(slot) notes how far the compute
+  // stream has got, from the thread that queued the slot's data, and allReduceAfterFence(...,
+  // slot), from any thread, waits only for that rather than for everything queued by the time
+  // it starts. prepareFences(n) makes slots 0..n-1, before any is used; a slot is marked once
+  // per collective that uses it, and markComputeFence may run while another thread is in a
+  // collective (the one exception to "one thread at a time"). Host-memory communicators have
+  // nothing to wait for: the plain collective (the average when `average`).
+  virtual void prepareFences(int /*fenceCount*/) {}
+  virtual void markComputeFence(int /*slot*/) {}
+  virtual void allReduceAfterFence(float* data, int64_t count, bool average, int /*slot*/) {
+    average ? allReduceAverage(data, count) : allReduceSum(data, count);
+  }
   // In place: every rank ends with root's data.
   virtual void broadcast(float* data, int64_t count, int root) = 0;
   // out[r * count + i] = rank r's in[i]; out holds size() * count floats and must not

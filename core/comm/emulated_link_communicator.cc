@@ -93,6 +93,20 @@ void EmulatedLinkCommunicator::allReduceSum(float* data, int64_t count) {
           [&] { inner_->allReduceSum(data, count); });
 }
 
+// The inner communicator's own average (a GPU's scales on the device), charged as the sum.
+void EmulatedLinkCommunicator::allReduceAverage(float* data, int64_t count) {
+  if (count == 0) return inner_->allReduceAverage(data, count);
+  emulate(Collective::kAllReduce, count * static_cast<int64_t>(sizeof(float)),
+          [&] { inner_->allReduceAverage(data, count); });
+}
+
+void EmulatedLinkCommunicator::allReduceAfterFence(float* data, int64_t count, bool average,
+                                                   int slot) {
+  if (count == 0) return inner_->allReduceAfterFence(data, count, average, slot);
+  emulate(Collective::kAllReduce, count * static_cast<int64_t>(sizeof(float)),
+          [&] { inner_->allReduceAfterFence(data, count, average, slot); });
+}
+
 void EmulatedLinkCommunicator::broadcast(float* data, int64_t count, int root) {
   if (count == 0) return inner_->broadcast(data, count, root);
   emulate(Collective::kBroadcast, count * static_cast<int64_t>(sizeof(float)),

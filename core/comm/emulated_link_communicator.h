@@ -45,6 +45,10 @@ class EmulatedLinkCommunicator final : public Communicator {
   int size() const override { return inner_->size(); }
   bool deviceMemory() const override { return inner_->deviceMemory(); }
   void setComputeStream(void* stream) override { inner_->setComputeStream(stream); }
+  void allReduceAverage(float* data, int64_t count) override;
+  void prepareFences(int fenceCount) override { inner_->prepareFences(fenceCount); }
+  void markComputeFence(int slot) override { inner_->markComputeFence(slot); }
+  void allReduceAfterFence(float* data, int64_t count, bool average, int slot) override;
   void allReduceSum(float* data, int64_t count) override;
   void broadcast(float* data, int64_t count, int root) override;
   void allGather(const float* in, int64_t count, float* out) override;

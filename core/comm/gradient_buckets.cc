@@ -55,6 +55,7 @@ GradientBuckets::GradientBuckets(Communicator& comm, float* grads, int64_t count
             [&](int a, int b) { return buckets_[a].begin < buckets_[b].begin; });
   readyElements_.assign(buckets_.size(), 0);
 
+  comm_.prepareFences(static_cast<int>(buckets_.size()));
   if (!buckets_.empty()) thread_ = std::thread([this] { communicationLoop(); });
 }
 
@@ -85,7 +86,13 @@ void GradientBuckets::markReady(int64_t begin, int64_t end) {
       ready += overlap;
       DTLAB_ENFORCE(ready <= bucket.size(), "gradient elements of bucket [", bucket.begin, ", ",
                     bucket.end, ") marked ready twice in one step");
-      completed = completed || ready == bucket.size();
+      if (ready == bucket.size()) {
+        // Under the lock, before the communication thread can see the bucket complete: a
+        // GPU's collective then waits for the compute stream only as far as this bucket's
+        // kernels (queued by now).
+        comm_.markComputeFence(*it);
+        completed = true;
+      }
     }
     markedElements_ += end - begin;
   }
@@ -126,12 +133,8 @@ void GradientBuckets::communicationLoop() {
       }
       const auto start = Clock::now();
       try {
-        float* data = grads_ + bucket.begin;
-        if (options_.average) {
-          comm_.allReduceAverage(data, bucket.size());
-        } else {
-          comm_.allReduceSum(data, bucket.size());
-        }
+        comm_.allReduceAfterFence(grads_ + bucket.begin, bucket.size(), options_.average,
+                                  static_cast<int>(i));
       } catch (...) {
         {
           std::lock_guard lock(mutex_);

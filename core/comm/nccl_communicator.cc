@@ -63,6 +63,7 @@ struct NcclCommunicator::Impl {
     cudaFree(barrierScratch);
     if (computed != nullptr) cudaEventDestroy(computed);
     if (done != nullptr) cudaEventDestroy(done);
+    for (cudaEvent_t fence : fences) cudaEventDestroy(fence);
     if (comm != nullptr) cudaStreamDestroy(comm);
   }
 
@@ -129,17 +130,20 @@ struct NcclCommunicator::Impl {
     }
   }
 
-  // One collective on the communication stream, after the compute stream's queued work;
-  // returns once its result is in the buffers.
+  // One collective on the communication stream, after the compute stream's queued work (or,
+  // given a fence, after the work the fence marked); returns once its result is in the buffers.
   template <typename Launch>
-  void run(const std::string& what, Launch launch) {
+  void run(const std::string& what, Launch launch, cudaEvent_t fence = nullptr) {
     if (failed) throw CommError(CommFailure::kPeerClosed, what + ": the NCCL group failed earlier");
     if (abortRequested.load())
       fail(CommFailure::kAborted, concat(what, " aborted (", who(), "): ", abort->reason()));
     const Clock::time_point deadline = Clock::now() + opTimeout;
     DTLAB_CUDA_CHECK(cudaSetDevice(device));
-    DTLAB_CUDA_CHECK(cudaEventRecord(computed, compute));
-    DTLAB_CUDA_CHECK(cudaStreamWaitEvent(comm, computed, 0));
+    if (fence == nullptr) {
+      DTLAB_CUDA_CHECK(cudaEventRecord(computed, compute));
+      fence = computed;
+    }
+    DTLAB_CUDA_CHECK(cudaStreamWaitEvent(comm, fence, 0));
     const ncclResult_t status = launch();
     if (status != ncclSuccess && status != ncclInProgress)
       fail(CommFailure::kPeerClosed,
@@ -168,6 +172,30 @@ struct NcclCommunicator::Impl {
                                      cudaMemcpyDefault, comm));
   }
 
+  // All-reduce of `count` floats (sum or average), after `fence` when not null; host buffers are
+  // staged through the device.
+  void allReduce(float* data, int64_t count, bool average, cudaEvent_t fence) {
+    Impl& s = *this;
+    if (count <= 0) return;
+    const bool host = !isDeviceMemory(data);
+    float* buffer = host ? s.stage(count) : data;
+    if (host) s.copy(buffer, data, count);
+    s.run(
+        concat("NCCL all-reduce (", average ? "average" : "sum", ") of ", count, " floats"),
+        [&] {
+          return ncclAllReduce(buffer, buffer, static_cast<std::size_t>(count), ncclFloat,
+                               average ? ncclAvg : ncclSum, s.nccl, s.comm);
+        },
+        fence);
+    if (host) {
+      s.copy(data, buffer, count);
+      DTLAB_CUDA_CHECK(cudaStreamSynchronize(s.comm));
+    }
+    const int64_t bytes = 2 * (s.size - 1) * count * static_cast<int64_t>(sizeof(float)) / s.size;
+    s.sent += bytes;
+    s.received += bytes;
+  }
+
   int rank;
   int size;
   int device;
@@ -184,6 +212,7 @@ struct NcclCommunicator::Impl {
   float* staging = nullptr;
   int64_t stagingCount = 0;
   float* barrierScratch = nullptr;
+  std::vector<cudaEvent_t> fences;  // markComputeFence's, one per slot
   std::atomic<int64_t> sent{0};
   std::atomic<int64_t> received{0};
 };
@@ -268,22 +297,35 @@ int NcclCommunicator::size() const {
 }
 
 void NcclCommunicator::allReduceSum(float* data, int64_t count) {
-  if (count <= 0) return;
+  impl_->allReduce(data, count, false, nullptr);
+}
+
+void NcclCommunicator::allReduceAverage(float* data, int64_t count) {
+  impl_->allReduce(data, count, true, nullptr);
+}
+
+void NcclCommunicator::prepareFences(int fenceCount) {
   Impl& s = *impl_;
-  const bool host = !isDeviceMemory(data);
-  float* buffer = host ? s.stage(count) : data;
-  if (host) s.copy(buffer, data, count);
-  s.run(concat("NCCL all-reduce of ", count, " floats"), [&] {
-    return ncclAllReduce(buffer, buffer, static_cast<std::size_t>(count), ncclFloat, ncclSum,
-                         s.nccl, s.comm);
-  });
-  if (host) {
-    s.copy(data, buffer, count);
-    DTLAB_CUDA_CHECK(cudaStreamSynchronize(s.comm));
+  DTLAB_CUDA_CHECK(cudaSetDevice(s.device));
+  while (static_cast<int>(s.fences.size()) < fenceCount) {
+    cudaEvent_t fence = nullptr;
+    DTLAB_CUDA_CHECK(cudaEventCreateWithFlags(&fence, cudaEventDisableTiming));
+    s.fences.push_back(fence);
   }
-  const int64_t bytes = 2 * (s.size - 1) * count * static_cast<int64_t>(sizeof(float)) / s.size;
-  s.sent += bytes;
-  s.received += bytes;
+}
+
+void NcclCommunicator::markComputeFence(int slot) {
+  Impl& s = *impl_;
+  DTLAB_ENFORCE(slot >= 0 && slot < static_cast<int>(s.fences.size()), "fence slot ", slot, " of ",
+                s.fences.size(), " prepared");
+  DTLAB_CUDA_CHECK(cudaEventRecord(s.fences[static_cast<std::size_t>(slot)], s.compute));
+}
+
+void NcclCommunicator::allReduceAfterFence(float* data, int64_t count, bool average, int slot) {
+  Impl& s = *impl_;
+  DTLAB_ENFORCE(slot >= 0 && slot < static_cast<int>(s.fences.size()), "fence slot ", slot, " of ",
+                s.fences.size(), " prepared");
+  s.allReduce(data, count, average, s.fences[static_cast<std::size_t>(slot)]);
 }
 
 void NcclCommunicator::broadcast(float* data, int64_t count, int root) {

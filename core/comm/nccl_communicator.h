@@ -52,6 +52,12 @@ class NcclCommunicator final : public Communicator {
   // Call before the first collective (the training loop does, once its backend exists).
   void setComputeStream(void* stream) override;
   void allReduceSum(float* data, int64_t count) override;
+  // ncclAvg: the division happens on the device.
+  void allReduceAverage(float* data, int64_t count) override;
+  // One CUDA event per slot, recorded on the compute stream by markComputeFence.
+  void prepareFences(int fenceCount) override;
+  void markComputeFence(int slot) override;
+  void allReduceAfterFence(float* data, int64_t count, bool average, int slot) override;
   void broadcast(float* data, int64_t count, int root) override;
   void allGather(const float* in, int64_t count, float* out) override;
   void barrier() override;

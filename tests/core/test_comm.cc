@@ -554,6 +554,77 @@ class TestComm : public QObject {
                              GradientBuckets(comm, grads.data(), 100, {{0, 40}, {50, 100}}));
   }
 
+  // On a GPU each bucket's all-reduce waits on the compute stream only as far as a fence the
+  // training thread records once the bucket is complete: every collective must find its own
+  // bucket's fence marked for this step, marked before the collective could start (a one-rank
+  // group that logs the calls; the marks come in any order).
+  void gradientBucketsMarkEachFenceBeforeItsCollective() {
+    class FenceLog final : public Communicator {
+     public:
+      int rank() const override { return 0; }
+      int size() const override { return 1; }
+      void allReduceSum(float*, int64_t) override {}
+      void broadcast(float*, int64_t, int) override {}
+      void allGather(const float* in, int64_t count, float* out) override {
+        std::copy_n(in, count, out);
+      }
+      void barrier() override {}
+      int64_t bytesSent() const override { return 0; }
+      int64_t bytesReceived() const override { return 0; }
+      void prepareFences(int fenceCount) override {
+        std::lock_guard lock(mutex);
+        marks.assign(static_cast<std::size_t>(fenceCount), 0);
+        uses.assign(static_cast<std::size_t>(fenceCount), 0);
+      }
+      void markComputeFence(int slot) override {
+        std::lock_guard lock(mutex);
+        ++marks.at(static_cast<std::size_t>(slot));
+      }
+      void allReduceAfterFence(float* data, int64_t count, bool average, int slot) override {
+        std::this_thread::sleep_for(std::chrono::microseconds(100));  // let marks race ahead
+        std::lock_guard lock(mutex);
+        const auto s = static_cast<std::size_t>(slot);
+        ++uses.at(s);
+        if (marks[s] != uses[s]) problems.push_back(slot);
+        collectives.push_back({data, count, average, slot});
+      }
+      struct Call {
+        float* data;
+        int64_t count;
+        bool average;
+        int slot;
+      };
+      std::mutex mutex;
+      std::vector<int> marks, uses, problems;
+      std::vector<Call> collectives;
+    };
+    FenceLog log;
+    std::vector<float> grads(71040);
+    const std::vector<GradientRange> layers{
+        {51040, 71040}, {51033, 51040}, {1033, 51033}, {1000, 1033}, {0, 1000}};
+    GradientBucketsOptions options;
+    options.bucketBytes = 40000;
+    GradientBuckets buckets(log, grads.data(), 71040, layers, options);
+    const std::vector<GradientRange> marks{
+        {51040, 71040}, {41033, 51040}, {0, 1033}, {1033, 41033}};
+    for (int step = 0; step < 3; ++step) {
+      for (const GradientRange& m : marks) buckets.markReady(m.begin, m.end);
+      buckets.waitAll();
+    }
+    std::lock_guard lock(log.mutex);
+    QVERIFY2(log.problems.empty(), "a bucket's collective ran without its fence of the step");
+    QCOMPARE(log.collectives.size(), std::size_t{9});  // 3 buckets, 3 steps
+    for (std::size_t i = 0; i < log.collectives.size(); ++i) {
+      const auto& call = log.collectives[i];
+      const GradientRange& bucket = buckets.buckets()[i % 3];
+      QCOMPARE(call.slot, static_cast<int>(i % 3));  // in bucket order, each its own slot
+      QCOMPARE(call.data, grads.data() + bucket.begin);
+      QCOMPARE(call.count, bucket.size());
+      QVERIFY(call.average);
+    }
+    QCOMPARE(log.marks, (std::vector<int>{3, 3, 3}));
+  }
+
   void gradientBucketsEqualOneBigAllReduce() {
     const int size = 3;
     const int64_t count = 71040;
