@@ -79,6 +79,65 @@ class WholeShardReference {
   int64_t epoch_ = -1;
 };
 
+// The CPU backend saying its memory is not the host's, as a GPU's is not: the worker then keeps
+// its rows in "backend memory" and gathers batches there (Backend::gatherRows), the path GPU
+// workers take, here run and checked on the CPU.
+class NotHostMemory final : public Backend {
+ public:
+  std::string name() const override { return "cpu (as if not host memory)"; }
+  bool hostMemory() const override { return false; }
+  int threads() const override { return cpu_.threads(); }
+  float* allocate(int64_t count) override { return cpu_.allocate(count); }
+  void release(float* p) noexcept override { cpu_.release(p); }
+  void upload(float* dst, const float* host, int64_t count) override {
+    ++uploads;
+    cpu_.upload(dst, host, count);
+  }
+  void download(float* host, const float* src, int64_t count) override {
+    cpu_.download(host, src, count);
+  }
+  void fill(float* dst, int64_t count, float value) override { cpu_.fill(dst, count, value); }
+  void gatherRows(const float* src, int64_t cols, std::span<const int64_t> rows,
+                  float* dst) override {
+    ++gathers;
+    cpu_.gatherRows(src, cols, rows, dst);
+  }
+  void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) override {
+    cpu_.gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+  void biasActivation(const float* z, const float* bias, int64_t rows, int64_t cols,
+                      std::optional<Activation> act, float* out, float* zOut) override {
+    cpu_.biasActivation(z, bias, rows, cols, act, out, zOut);
+  }
+  void activationBackward(const float* dOut, const float* z, const float* out, int64_t rows,
+                          int64_t cols, std::optional<Activation> act, float* dz,
+                          float* dBias) override {
+    cpu_.activationBackward(dOut, z, out, rows, cols, act, dz, dBias);
+  }
+  LossResult softmaxCrossEntropy(const float* logits, const float* labels, int64_t rows,
+                                 int64_t classes, float gradScale, float* dLogits) override {
+    return cpu_.softmaxCrossEntropy(logits, labels, rows, classes, gradScale, dLogits);
+  }
+  LossResult meanSquaredError(const float* pred, const float* target, int64_t rows, int64_t outputs,
+                              float gradScale, float* dPred) override {
+    return cpu_.meanSquaredError(pred, target, rows, outputs, gradScale, dPred);
+  }
+  std::unique_ptr<Optimizer> makeOptimizer(const OptimizerConfig& config) override {
+    return cpu_.makeOptimizer(config);
+  }
+  void optimizerUpdate(Optimizer& optimizer, float* params, const float* grads, int64_t begin,
+                       int64_t end, int64_t step, float lr) override {
+    cpu_.optimizerUpdate(optimizer, params, grads, begin, end, step, lr);
+  }
+
+  int64_t uploads = 0;
+  int64_t gathers = 0;
+
+ private:
+  CpuBackend cpu_{1};
+};
+
 }  // namespace
 
 class TestWorker : public QObject {
@@ -128,6 +187,49 @@ class TestWorker : public QObject {
                  where.constData());
       }
       QCOMPARE(worker.epoch(), int64_t{3});
+    }
+  }
+
+  // A worker on a backend without host memory copies its held rows once (per epoch for a
+  // slice) and gathers every batch there: the same batches as the reference, and no batch
+  // uploaded per step; after a rebalance (per-batch rows) it uploads batches as the CPU does.
+  void residentRowsDrawTheSameBatches() {
+    const ExperimentSpec spec = smallSpec(1000, 7);
+    auto dataset = makeDataset(spec.dataset);
+    const std::vector<int64_t> shard = contiguous(1000);
+    for (int world : {1, 2}) {
+      NotHostMemory backend;
+      const BatchSlice slice = BatchSlice::equal(64, 0, world);
+      Worker worker(spec, backend, *dataset, shard, slice, 0);
+      WholeShardReference reference(*dataset, shard, spec.seed, slice);
+      const int64_t features = dataset->features();
+      std::vector<float> x(static_cast<std::size_t>(slice.count * features));
+      std::vector<float> expectedX, expectedY;
+      const int64_t steps = 2 * worker.stepsPerEpoch() + 3;  // three epochs begun
+      const int64_t uploadsBefore = backend.uploads;
+      for (int64_t step = 0; step < steps; ++step) {
+        worker.loadBatch();
+        reference.next(expectedX, expectedY);
+        backend.download(x.data(), worker.batchInputs(), slice.count * features);
+        QVERIFY2(std::memcmp(x.data(), expectedX.data(), x.size() * sizeof(float)) == 0,
+                 qPrintable(QString("world %1, step %2").arg(world).arg(step)));
+      }
+      QCOMPARE(backend.gathers, 2 * steps);  // features and targets
+      // The whole shard went over once, at construction; a slice's rows once per epoch (x, y).
+      QCOMPARE(backend.uploads - uploadsBefore, world == 1 ? int64_t{0} : int64_t{2 * 3});
+      if (world == 1) continue;
+      // A rebalance: batches made one by one and uploaded, still the reference's rows.
+      const BatchSlice wider{64, 0, 40};
+      worker.setSlice(wider);
+      WholeShardReference after(*dataset, shard, spec.seed, wider);
+      for (int64_t step = 0; step < steps; ++step) after.next(expectedX, expectedY);
+      const int64_t gathers = backend.gathers;
+      worker.loadBatch();
+      after.next(expectedX, expectedY);
+      x.resize(static_cast<std::size_t>(wider.count * features));
+      backend.download(x.data(), worker.batchInputs(), wider.count * features);
+      QVERIFY(std::memcmp(x.data(), expectedX.data(), x.size() * sizeof(float)) == 0);
+      QCOMPARE(backend.gathers, gathers);
     }
   }
 
