@@ -193,6 +193,20 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
                   }() +
                   "); update its dtlab-node");
   }
+  // A GPU run needs a GPU on every node it uses: say which lack one before any job starts.
+  if (spec.cluster.device == "cuda") {
+    std::string without;
+    for (std::size_t i = 0; i < world; ++i) {
+      const auto& devices = impl.summaries[i].devices;
+      if (std::none_of(devices.begin(), devices.end(),
+                       [](const std::string& d) { return d.rfind("cuda:", 0) == 0; }))
+        without += (without.empty() ? "" : ", ") + impl.label(i);
+    }
+    if (!without.empty())
+      throw Error("cluster.device \"cuda\": no GPU on " + without +
+                  " (start each dtlab-node with --devices cuda:N, or use cluster.device "
+                  "\"cpu\")");
+  }
 
   core::RunSummary summary;
   summary.name = chosen.name;

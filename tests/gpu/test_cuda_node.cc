@@ -55,17 +55,19 @@ class TestCudaNode : public QObject {
   Q_OBJECT
 
  private slots:
-  // Runs everywhere: a daemon started without a GPU refuses a cuda run and says how to fix it.
+  // Runs everywhere: the coordinator names every node without a GPU before any job starts
+  // (tests/remote/test_node checks the daemon's own refusal).
   void cpuDaemonRefusesCudaRuns() {
-    remote::LocalCluster cluster(kNode, std::vector<remote::LocalNodeOptions>(1));
+    remote::LocalCluster cluster(kNode, std::vector<remote::LocalNodeOptions>(2));
     remote::Coordinator coordinator(cluster.addresses(), {});
     coordinator.connect();
     try {
       coordinator.run(cudaSpec(5), 0, nullptr);
-      QFAIL("a CPU daemon took a cuda run");
+      QFAIL("CPU daemons took a cuda run");
     } catch (const Error& e) {
       const std::string message = e.what();
-      QVERIFY2(message.find("node0 has no GPU for cluster.device \"cuda\"") != std::string::npos &&
+      QVERIFY2(message.find("cluster.device \"cuda\": no GPU on node0") != std::string::npos &&
+                   message.find(", node1") != std::string::npos &&
                    message.find("--devices cuda:N") != std::string::npos,
                e.what());
     }

@@ -355,6 +355,14 @@ class TestNode : public QObject {
     status = startJob(*stub, startRequest("bad id/with slash", tinySpec()));
     QCOMPARE(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     QVERIFY(status.error_message().find("job_id") != std::string::npos);
+    // A GPU job on a daemon started without a GPU: refused, saying which flag gives it one.
+    std::string gpuSpec = tinySpec();
+    gpuSpec.insert(gpuSpec.size() - 1, R"(, "cluster": {"device": "cuda"})");
+    status = startJob(*stub, startRequest("gpu-1", gpuSpec));
+    QCOMPARE(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    QVERIFY2(status.error_message().find("has no GPU for cluster.device") != std::string::npos &&
+                 status.error_message().find("--devices cuda:N") != std::string::npos,
+             status.error_message().c_str());
 
     // Nothing was started by any of them, and an unknown job cannot be watched.
     QVERIFY(!getInfo(*stub, &status).busy());
