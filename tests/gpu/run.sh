@@ -8,6 +8,11 @@
 # batch sizes in fp32 and at the largest in tf32 and bf16, each against the same step's GEMMs
 # alone on cuBLAS in the same precision, and writes logs and JSON to OUT_DIR.
 # Sized to finish in well under 8 minutes on one H200 once built.
+#
+# A GPU machine without DTLab's libraries (the lent H200 has the driver and CUDA, no Qt, gRPC
+# or Gloo, and no network) runs a build made elsewhere: DTLAB_GPU_BUNDLE=path/to/bundle.tar.xz
+# (tests/gpu/bundle.sh makes it) is unpacked, its build path recreated as a link, and its
+# libraries put before the machine's CUDA libraries on LD_LIBRARY_PATH.
 set -uo pipefail
 
 out="${1:?usage: tests/gpu/run.sh OUT_DIR}"
@@ -16,6 +21,27 @@ build="${DTLAB_GPU_BUILD_DIR:-$root/build-gpu}"
 mkdir -p "$out"
 status=0
 log() { printf '[gpu/run.sh] %s\n' "$*" | tee -a "$out/summary.txt" >&2; }
+
+if [ -n "${DTLAB_GPU_BUNDLE:-}" ]; then
+  unpacked="$(mktemp -d)"
+  tar -C "$unpacked" -xJf "$DTLAB_GPU_BUNDLE" || { log "cannot unpack $DTLAB_GPU_BUNDLE"; exit 1; }
+  build="$(cat "$unpacked/bundle/BUILD_DIR")"
+  if [ ! -e "$build" ]; then
+    mkdir -p "$(dirname "$build")" && ln -s "$unpacked/bundle" "$build"
+  fi
+  # cuBLAS, cuBLASLt and NCCL: the toolkit's, else the ones Python's CUDA packages carry.
+  cuda_dirs=""
+  for lib in libcublas.so.13 libcublasLt.so.13 libnccl.so.2; do
+    found="$(find /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/lib /opt -name "$lib" 2>/dev/null | head -n 1)"
+    if [ -n "$found" ]; then
+      case ":$cuda_dirs:" in *":$(dirname "$found"):"*) ;; *) cuda_dirs="$cuda_dirs:$(dirname "$found")" ;; esac
+    else
+      log "$lib not found on this machine"
+    fi
+  done
+  export LD_LIBRARY_PATH="$unpacked/bundle/lib$cuda_dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  log "bundle $DTLAB_GPU_BUNDLE, built in $build; LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+fi
 
 { nvidia-smi || echo "nvidia-smi: not available"; } >"$out/nvidia-smi.txt" 2>&1
 log "GPU: $(nvidia-smi --query-gpu=name,memory.total,compute_cap --format=csv,noheader 2>/dev/null || echo none)"
