@@ -64,8 +64,6 @@ std::unique_ptr<Backend> makeBackend(const std::string& device, int threads, Pre
 }
 
 DeviceDescription describeCudaDevice(const std::string& device) {
-  if (!isCuda(device))
-    throw Error("device '" + device + "': expected cuda or cuda:N with N a device index");
   const int index = cudaIndex(device);
 #if DTLAB_HAVE_CUDA
   const CudaDeviceProperties p = cudaDeviceProperties(index);
@@ -79,12 +77,11 @@ DeviceDescription describeCudaDevice(const std::string& device) {
 
 std::unique_ptr<DeviceMonitor> makeDeviceMonitor(const std::string& device) {
   if (device == "cpu") return nullptr;
-  const DeviceDescription described = describeCudaDevice(device);  // throws when unusable
 #if DTLAB_HAVE_CUDA
-  return makeCudaMonitor(cudaIndex(device));
+  return makeCudaMonitor(cudaIndex(device));  // throws when the device cannot be used
 #else
-  static_cast<void>(described);
-  return nullptr;  // not reached: describeCudaDevice throws without CUDA
+  static_cast<void>(describeCudaDevice(device));  // throws: built without CUDA
+  return nullptr;
 #endif
 }
 
