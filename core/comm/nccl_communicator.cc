@@ -172,28 +172,33 @@ struct NcclCommunicator::Impl {
                                      cudaMemcpyDefault, comm));
   }
 
-  // All-reduce of `count` floats (sum or average), after `fence` when not null; host buffers are
-  // staged through the device.
-  void allReduce(float* data, int64_t count, bool average, cudaEvent_t fence) {
-    Impl& s = *this;
-    if (count <= 0) return;
+  // An in-place collective on `count` floats of `data`: launch(buffer) with `data` itself, or
+  // for a host buffer a device copy of it, copied back afterwards.
+  template <typename Launch>
+  void inPlace(const std::string& what, float* data, int64_t count, cudaEvent_t fence,
+               Launch launch) {
     const bool host = !isDeviceMemory(data);
-    float* buffer = host ? s.stage(count) : data;
-    if (host) s.copy(buffer, data, count);
-    s.run(
-        concat("NCCL all-reduce (", average ? "average" : "sum", ") of ", count, " floats"),
-        [&] {
-          return ncclAllReduce(buffer, buffer, static_cast<std::size_t>(count), ncclFloat,
-                               average ? ncclAvg : ncclSum, s.nccl, s.comm);
-        },
-        fence);
+    float* buffer = host ? stage(count) : data;
+    if (host) copy(buffer, data, count);
+    run(
+        what, [&] { return launch(buffer); }, fence);
     if (host) {
-      s.copy(data, buffer, count);
-      DTLAB_CUDA_CHECK(cudaStreamSynchronize(s.comm));
+      copy(data, buffer, count);
+      DTLAB_CUDA_CHECK(cudaStreamSynchronize(comm));
     }
-    const int64_t bytes = 2 * (s.size - 1) * count * static_cast<int64_t>(sizeof(float)) / s.size;
-    s.sent += bytes;
-    s.received += bytes;
+  }
+
+  // All-reduce of `count` floats (sum or average), after `fence` when not null.
+  void allReduce(float* data, int64_t count, bool average, cudaEvent_t fence) {
+    if (count <= 0) return;
+    inPlace(concat("NCCL all-reduce (", average ? "average" : "sum", ") of ", count, " floats"),
+            data, count, fence, [&](float* buffer) {
+              return ncclAllReduce(buffer, buffer, static_cast<std::size_t>(count), ncclFloat,
+                                   average ? ncclAvg : ncclSum, nccl, comm);
+            });
+    const int64_t bytes = 2 * (size - 1) * count * static_cast<int64_t>(sizeof(float)) / size;
+    sent += bytes;
+    received += bytes;
   }
 
   int rank;
@@ -332,17 +337,11 @@ void NcclCommunicator::broadcast(float* data, int64_t count, int root) {
   Impl& s = *impl_;
   DTLAB_ENFORCE(root >= 0 && root < s.size, "broadcast root ", root, " of ", s.size);
   if (count <= 0) return;
-  const bool host = !isDeviceMemory(data);
-  float* buffer = host ? s.stage(count) : data;
-  if (host) s.copy(buffer, data, count);
-  s.run(concat("NCCL broadcast of ", count, " floats from rank ", root), [&] {
-    return ncclBroadcast(buffer, buffer, static_cast<std::size_t>(count), ncclFloat, root, s.nccl,
-                         s.comm);
-  });
-  if (host) {
-    s.copy(data, buffer, count);
-    DTLAB_CUDA_CHECK(cudaStreamSynchronize(s.comm));
-  }
+  s.inPlace(concat("NCCL broadcast of ", count, " floats from rank ", root), data, count, nullptr,
+            [&](float* buffer) {
+              return ncclBroadcast(buffer, buffer, static_cast<std::size_t>(count), ncclFloat, root,
+                                   s.nccl, s.comm);
+            });
   const int64_t bytes = count * static_cast<int64_t>(sizeof(float));
   if (s.size > 1) (s.rank == root ? s.sent : s.received) += bytes;
 }
