@@ -7,11 +7,22 @@
 #include <string>
 #include <vector>
 
+#include "core/data/sample_program.h"
 #include "core/spec/experiment_spec.h"
 
 namespace dtlab::core {
 
 class Optimizer;
+
+// A dataset's samples generated in a backend's memory (Backend::makeSampleSource), so a GPU
+// worker's training rows are made where it trains on them and never cross the bus.
+class SampleSource {
+ public:
+  virtual ~SampleSource() = default;
+  // Row k of x (features floats) and y[k] become sample indices[k] of `split`, the sample
+  // Dataset::generateIndices writes; x and y are the backend's memory, indices the host's.
+  virtual void generate(Split split, std::span<const int64_t> indices, float* x, float* y) = 0;
+};
 
 // Result of a fused loss kernel over one batch.
 struct LossResult {
@@ -55,6 +66,13 @@ class Backend {
   // this way without crossing the bus again (only the row numbers do).
   virtual void gatherRows(const float* src, int64_t cols, std::span<const int64_t> rows,
                           float* dst) = 0;
+  // A source that runs `program` (a Dataset's) on this backend; the program's tables are
+  // copied, so the dataset may go first. Null where the host generates the samples itself:
+  // the CPU, whose memory they are written to anyway.
+  virtual std::unique_ptr<SampleSource> makeSampleSource(const datagen::SampleProgram& program) {
+    (void)program;
+    return nullptr;
+  }
 
   // c[m x n] = alpha * op(a) * op(b) + beta * c. op(a) is m x k, op(b) is k x n;
   // lda/ldb/ldc are the row strides of the matrices as stored.

@@ -4,12 +4,12 @@
 #include <memory>
 #include <span>
 
+#include "core/data/sample_program.h"
 #include "core/spec/experiment_spec.h"
 #include "core/tensor/tensor.h"
 
 namespace dtlab::core {
 
-enum class Split { kTrain, kTest };
 enum class TaskKind { kClassification, kRegression };
 
 // A synthetic dataset that is never stored: samples are computed on demand.
@@ -26,6 +26,9 @@ enum class TaskKind { kClassification, kRegression };
 // sample. The teacher labels by the argmax of a random network whose output biases are
 // tuned on probe inputs, so its classes are balanced only approximately (a few percent).
 //
+// Every kind's samples are defined by a datagen::SampleProgram (program()), which a GPU
+// backend runs on the device to generate the same samples there.
+//
 // Implementations are immutable after construction; every method is safe to call from
 // several threads at once.
 class Dataset {
@@ -40,6 +43,8 @@ class Dataset {
   TaskKind task() const { return task_; }
   int64_t size(Split split) const { return split == Split::kTrain ? trainSize_ : testSize_; }
   uint64_t seed() const { return seed_; }
+  // What defines the samples; its tables live as long as the dataset.
+  virtual const datagen::SampleProgram& program() const = 0;
 
   // Writes samples [begin, begin+count) of `split`: x is count x features row-major, y
   // has count entries (the class index as a float, or the regression target).

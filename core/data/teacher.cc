@@ -27,144 +27,98 @@ constexpr double kMaxTeacherParameters = double{1 << 28};
 // probe inputs (their own stream of the seed) until every class wins about 1 / classes
 // of them; the classes of generated samples are then balanced to within sampling error
 // of the 32768 probes, under 2% relative for 10 classes.
-class Teacher final : public PerSampleDataset<Teacher> {
- public:
-  struct Scratch {
-    std::vector<float> a;
-    std::vector<float> b;
-  };
-
-  explicit Teacher(const DatasetConfig& config)
-      : PerSampleDataset(config.features, config.classes, TaskKind::kClassification,
-                         config.trainSize, config.testSize, config.seed),
-        labelNoise_(config.labelNoise) {
-    Rng rng(deriveSeed(config.seed, kParameterStream));
-    int64_t in = config.features;
-    for (int64_t l = 0; l <= config.teacherDepth; ++l) {
-      const int64_t out = l == config.teacherDepth ? config.classes : config.teacherWidth;
-      Layer layer{in, out, std::vector<float>(static_cast<std::size_t>(in * out)),
-                  std::vector<float>(static_cast<std::size_t>(out))};
-      const float scale = 1.0f / std::sqrt(static_cast<float>(in));
-      for (float& w : layer.weights) w = scale * rng.normal();
-      // Small hidden biases move the boundaries off the origin; output biases are set
-      // by balanceClasses().
-      if (l < config.teacherDepth) {
-        for (float& b : layer.bias) b = 0.1f * rng.normal();
-      }
-      maxWidth_ = std::max(maxWidth_, out);
-      layers_.push_back(std::move(layer));
-      in = out;
-    }
-    balanceClasses();
-  }
-
-  Scratch makeScratch() const {
-    return {std::vector<float>(static_cast<std::size_t>(maxWidth_)),
-            std::vector<float>(static_cast<std::size_t>(maxWidth_))};
-  }
-
-  float sample(int64_t, Rng& rng, Scratch& scratch, float* x) const {
-    for (int64_t j = 0; j < features(); ++j) x[j] = rng.normal();
-    const float* logits = forward(x, scratch);
-    int64_t label = std::max_element(logits, logits + outputs()) - logits;
-    // Both draws are always made, so whether a sample is relabelled depends only on its
-    // own stream: raising labelNoise relabels a superset of the samples.
-    const float u = rng.uniform();
-    const auto random = static_cast<int64_t>(rng.below(static_cast<uint64_t>(outputs())));
-    if (u < labelNoise_) label = random;
-    return static_cast<float>(label);
-  }
-
- private:
-  struct Layer {
-    int64_t in;
-    int64_t out;
-    std::vector<float> weights;  // in x out, row-major
-    std::vector<float> bias;
-  };
-
-  // Returns the logits, held in one of the scratch buffers.
-  const float* forward(const float* x, Scratch& scratch) const {
-    const float* in = x;
-    float* out = scratch.a.data();
-    for (std::size_t l = 0; l < layers_.size(); ++l) {
-      const Layer& layer = layers_[l];
-      std::copy(layer.bias.begin(), layer.bias.end(), out);
-      for (int64_t i = 0; i < layer.in; ++i) {
-        const float v = in[i];
-        const float* w = layer.weights.data() + i * layer.out;
-        for (int64_t o = 0; o < layer.out; ++o) out[o] += v * w[o];
-      }
-      if (l + 1 < layers_.size()) {
-        for (int64_t o = 0; o < layer.out; ++o) out[o] = std::tanh(out[o]);
-      }
-      in = out;
-      out = out == scratch.a.data() ? scratch.b.data() : scratch.a.data();
-    }
-    return in;
-  }
-
-  void balanceClasses() {
-    const int64_t classes = outputs();
-    const int64_t probes =
-        std::max(kMinProbeInputs, std::min(kMaxProbeInputs, kMaxProbeLogits / classes));
-    std::vector<float> logits(static_cast<std::size_t>(probes * classes));
-    std::vector<float> x(static_cast<std::size_t>(features()));
-    Scratch scratch = makeScratch();
-    for (int64_t p = 0; p < probes; ++p) {
-      Rng rng(deriveSeed(seed(), kProbeStream, static_cast<uint64_t>(p)));
-      for (float& v : x) v = rng.normal();
-      const float* out = forward(x.data(), scratch);
-      std::copy(out, out + classes, logits.begin() + p * classes);
-    }
-    // Centre each class's logit first: that alone removes most of the imbalance.
-    std::vector<double> bias(static_cast<std::size_t>(classes), 0.0);
-    double spread = 0.0;
-    for (int64_t c = 0; c < classes; ++c) {
-      double sum = 0.0;
-      double sq = 0.0;
-      for (int64_t p = 0; p < probes; ++p) {
-        const double v = logits[p * classes + c];
-        sum += v;
-        sq += v * v;
-      }
-      const double mean = sum / probes;
-      bias[c] = -mean;
-      spread += sq / static_cast<double>(probes) - mean * mean;
-    }
-    spread = std::sqrt(std::max(spread / static_cast<double>(classes), 1e-12));
-    // Then nudge each bias by the log ratio of its target share to its current share,
-    // in units of the logits' spread, with a step that decays so the shares settle.
-    const double target = static_cast<double>(probes) / static_cast<double>(classes);
-    std::vector<int64_t> wins(static_cast<std::size_t>(classes));
-    for (int round = 0; round < kBalanceRounds; ++round) {
-      std::fill(wins.begin(), wins.end(), 0);
-      for (int64_t p = 0; p < probes; ++p) {
-        const float* row = logits.data() + p * classes;
-        int64_t best = 0;
-        double bestValue = row[0] + bias[0];
-        for (int64_t c = 1; c < classes; ++c) {
-          const double v = row[c] + bias[c];
-          if (v > bestValue) {
-            bestValue = v;
-            best = c;
-          }
-        }
-        ++wins[best];
-      }
-      const double step = 0.3 * spread / (1.0 + round / 10.0);
-      for (int64_t c = 0; c < classes; ++c) {
-        bias[c] += step * std::log(target / (static_cast<double>(wins[c]) + 0.5));
-      }
-    }
-    Layer& last = layers_.back();
-    for (int64_t c = 0; c < classes; ++c) last.bias[c] = static_cast<float>(bias[c]);
-  }
-
-  float labelNoise_;
-  std::vector<Layer> layers_;
-  int64_t maxWidth_ = 1;
+//
+// The network lives in the program's table: per layer, weights (in x out) then biases.
+struct TeacherNetwork {
+  std::vector<float> table;
+  std::vector<int64_t> dims;
+  int64_t maxWidth = 1;
 };
+
+TeacherNetwork drawTeacher(const DatasetConfig& config) {
+  TeacherNetwork net;
+  Rng rng(deriveSeed(config.seed, kParameterStream));
+  int64_t size = 0;
+  for (int64_t l = 0, in = config.features; l <= config.teacherDepth; ++l) {
+    const int64_t out = l == config.teacherDepth ? config.classes : config.teacherWidth;
+    size += (in + 1) * out;
+    in = out;
+  }
+  net.table.reserve(static_cast<std::size_t>(size));
+  net.dims.push_back(config.features);
+  for (int64_t l = 0; l <= config.teacherDepth; ++l) {
+    const int64_t in = net.dims.back();
+    const int64_t out = l == config.teacherDepth ? config.classes : config.teacherWidth;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(in));
+    for (int64_t k = 0; k < in * out; ++k) net.table.push_back(scale * rng.normal());
+    // Small hidden biases move the boundaries off the origin; output biases are set by
+    // balanceClasses().
+    for (int64_t o = 0; o < out; ++o)
+      net.table.push_back(l < config.teacherDepth ? 0.1f * rng.normal() : 0.0f);
+    net.maxWidth = std::max(net.maxWidth, out);
+    net.dims.push_back(out);
+  }
+  return net;
+}
+
+// Sets the output biases (the table's last `classes` floats) so that each class wins about
+// 1 / classes of the probe inputs.
+void balanceClasses(SampleProgram& program, std::vector<float>& table) {
+  const int64_t classes = program.classes;
+  const int64_t probes =
+      std::max(kMinProbeInputs, std::min(kMaxProbeInputs, kMaxProbeLogits / classes));
+  std::vector<float> logits(static_cast<std::size_t>(probes * classes));
+  std::vector<float> x(static_cast<std::size_t>(program.features));
+  std::vector<float> scratch(static_cast<std::size_t>(scratchFloats(program)));
+  for (int64_t p = 0; p < probes; ++p) {
+    Rng rng(deriveSeed(program.seed, kProbeStream, static_cast<uint64_t>(p)));
+    for (float& v : x) v = rng.normal();
+    const float* out = detail::teacherForward(program, x.data(), scratch.data());
+    std::copy(out, out + classes, logits.begin() + p * classes);
+  }
+  // Centre each class's logit first: that alone removes most of the imbalance.
+  std::vector<double> bias(static_cast<std::size_t>(classes), 0.0);
+  double spread = 0.0;
+  for (int64_t c = 0; c < classes; ++c) {
+    double sum = 0.0;
+    double sq = 0.0;
+    for (int64_t p = 0; p < probes; ++p) {
+      const double v = logits[p * classes + c];
+      sum += v;
+      sq += v * v;
+    }
+    const double mean = sum / probes;
+    bias[c] = -mean;
+    spread += sq / static_cast<double>(probes) - mean * mean;
+  }
+  spread = std::sqrt(std::max(spread / static_cast<double>(classes), 1e-12));
+  // Then nudge each bias by the log ratio of its target share to its current share,
+  // in units of the logits' spread, with a step that decays so the shares settle.
+  const double target = static_cast<double>(probes) / static_cast<double>(classes);
+  std::vector<int64_t> wins(static_cast<std::size_t>(classes));
+  for (int round = 0; round < kBalanceRounds; ++round) {
+    std::fill(wins.begin(), wins.end(), 0);
+    for (int64_t p = 0; p < probes; ++p) {
+      const float* row = logits.data() + p * classes;
+      int64_t best = 0;
+      double bestValue = row[0] + bias[0];
+      for (int64_t c = 1; c < classes; ++c) {
+        const double v = row[c] + bias[c];
+        if (v > bestValue) {
+          bestValue = v;
+          best = c;
+        }
+      }
+      ++wins[best];
+    }
+    const double step = 0.3 * spread / (1.0 + round / 10.0);
+    for (int64_t c = 0; c < classes; ++c) {
+      bias[c] += step * std::log(target / (static_cast<double>(wins[c]) + 0.5));
+    }
+  }
+  float* outputBias = table.data() + table.size() - classes;
+  for (int64_t c = 0; c < classes; ++c) outputBias[c] = static_cast<float>(bias[c]);
+}
 
 }  // namespace
 
@@ -189,7 +143,18 @@ std::unique_ptr<Dataset> makeTeacher(const DatasetConfig& config) {
                 width * static_cast<double>(config.classes);
   requireConfig(parameters <= kMaxTeacherParameters, "teacherWidth", "the teacher would have ",
                 parameters, " parameters; the limit is ", kMaxTeacherParameters);
-  return std::make_unique<Teacher>(config);
+  TeacherNetwork net = drawTeacher(config);
+  SampleProgram program = programOf(SampleKind::kTeacher, config, config.features, config.classes);
+  program.noise = config.labelNoise;
+  program.table = net.table.data();
+  program.tableSize = static_cast<int64_t>(net.table.size());
+  program.dims = net.dims.data();
+  program.layers = static_cast<int>(config.teacherDepth + 1);
+  program.maxWidth = net.maxWidth;
+  balanceClasses(program, net.table);
+  return std::make_unique<ProgramDataset>(TaskKind::kClassification, config.trainSize,
+                                          config.testSize, program, std::move(net.table),
+                                          std::move(net.dims));
 }
 
 }  // namespace dtlab::core::datagen

@@ -74,22 +74,25 @@ Worker::Worker(const ExperimentSpec& spec, Backend& backend, const Dataset& data
   cursor_ = shardSize_;  // shuffle on the first batch
   epoch_ = -1;
   holdsWholeShard_ = slice_.count == slice_.global;
-  const int64_t heldRows = holdsWholeShard_ ? shardSize_ : stepsPerEpoch() * localBatch_;
-  heldX_.resize(heldRows, model_.inputs());
-  heldY_.resize(heldRows, 1);
-  chunk_.resize(static_cast<std::size_t>(std::min(heldRows, kGenerateChunk)));
+  heldRows_ = holdsWholeShard_ ? shardSize_ : stepsPerEpoch() * localBatch_;
+  chunk_.resize(static_cast<std::size_t>(std::min(heldRows_, kGenerateChunk)));
+  if (!backend_.hostMemory()) {
+    sampleSource_ = backend_.makeSampleSource(dataset.program());
+    residentX_ = backend_.allocate(heldRows_ * model_.inputs());
+    residentY_ = backend_.allocate(heldRows_);
+    batchRows_.resize(static_cast<std::size_t>(localBatch_));
+  }
+  if (sampleSource_ == nullptr) {
+    heldX_.resize(heldRows_, model_.inputs());
+    heldY_.resize(heldRows_, 1);
+  }
   if (holdsWholeShard_) {
-    generateRows(heldRows, [](int64_t r) { return r; });
+    generateRows(
+        heldRows_, [](int64_t r) { return r; }, residentX_, residentY_);
     if (backend_.hostMemory()) {
       stageX_.resize(localBatch_, model_.inputs());
       stageY_.resize(localBatch_, 1);
     }
-  }
-  if (!backend_.hostMemory()) {
-    residentX_ = backend_.allocate(heldRows * model_.inputs());
-    residentY_ = backend_.allocate(heldRows);
-    batchRows_.resize(static_cast<std::size_t>(localBatch_));
-    if (holdsWholeShard_) uploadHeldRows();
   }
   batchX_ = backend_.allocate(localBatch_ * model_.inputs());
   batchY_ = backend_.allocate(localBatch_);
@@ -115,11 +118,6 @@ int64_t Worker::sampleIndexBytes() const {
                               chunk_.size() * sizeof(int64_t));
 }
 
-void Worker::uploadHeldRows() {
-  backend_.upload(residentX_, heldX_.data(), heldX_.size());
-  backend_.upload(residentY_, heldY_.data(), heldY_.size());
-}
-
 void Worker::releaseResidentRows() {
   backend_.release(residentX_);
   backend_.release(residentY_);
@@ -128,14 +126,24 @@ void Worker::releaseResidentRows() {
 }
 
 template <typename PositionOf>
-void Worker::generateRows(int64_t rows, PositionOf positionOf) {
+void Worker::generateRows(int64_t rows, PositionOf positionOf, float* x, float* y) {
   const auto chunk = static_cast<int64_t>(chunk_.size());
+  const int64_t features = model_.inputs();
   for (int64_t done = 0; done < rows; done += chunk) {
     const int64_t n = std::min(chunk, rows - done);
     for (int64_t k = 0; k < n; ++k)
       chunk_[static_cast<std::size_t>(k)] = sampleAt(positionOf(done + k));
-    dataset_.generateIndices(Split::kTrain, {chunk_.data(), static_cast<std::size_t>(n)},
-                             heldX_.row(done), heldY_.data() + done);
+    const std::span<const int64_t> indices(chunk_.data(), static_cast<std::size_t>(n));
+    if (sampleSource_ != nullptr) {
+      sampleSource_->generate(Split::kTrain, indices, x + done * features, y + done);
+    } else {
+      dataset_.generateIndices(Split::kTrain, indices, heldX_.row(done), heldY_.data() + done);
+    }
+  }
+  // Rows made on the host go to backend memory when x is there (a GPU without a source).
+  if (sampleSource_ == nullptr && x != nullptr) {
+    backend_.upload(x, heldX_.data(), rows * features);
+    backend_.upload(y, heldY_.data(), rows);
   }
 }
 
@@ -149,9 +157,11 @@ void Worker::setSlice(BatchSlice slice) {
   if (holdsWholeShard_) return;
   if (!perBatch_) {
     perBatch_ = true;
-    releaseResidentRows();                         // batches are generated one by one from here on
-    heldX_.resize(slice.global, model_.inputs());  // room for any slice
-    heldY_.resize(slice.global, 1);
+    releaseResidentRows();  // batches are generated one by one from here on
+    if (sampleSource_ == nullptr) {
+      heldX_.resize(slice.global, model_.inputs());  // room for any slice
+      heldY_.resize(slice.global, 1);
+    }
     chunk_.resize(static_cast<std::size_t>(std::min(slice.global, kGenerateChunk)));
   }
   if (slice.count > localBatch_) {
@@ -173,11 +183,13 @@ void Worker::loadBatch() {
     cursor_ = 0;
     if (!holdsWholeShard_ && !perBatch_) {
       // Row r of the epoch is row r % localBatch of global batch r / localBatch.
-      generateRows(heldX_.rows(), [this](int64_t r) -> int64_t {
-        return order_[static_cast<std::size_t>((r / localBatch_) * slice_.global + slice_.begin +
-                                               r % localBatch_)];
-      });
-      if (residentX_ != nullptr) uploadHeldRows();
+      generateRows(
+          heldRows_,
+          [this](int64_t r) -> int64_t {
+            return order_[static_cast<std::size_t>((r / localBatch_) * slice_.global +
+                                                   slice_.begin + r % localBatch_)];
+          },
+          residentX_, residentY_);
     }
   }
   const int64_t features = model_.inputs();
@@ -199,11 +211,12 @@ void Worker::loadBatch() {
     backend_.upload(batchX_, stageX_.data(), localBatch_ * features);
     backend_.upload(batchY_, stageY_.data(), localBatch_);
   } else if (perBatch_) {
-    generateRows(localBatch_, [this](int64_t r) -> int64_t {
-      return order_[static_cast<std::size_t>(cursor_ + slice_.begin + r)];
-    });
-    backend_.upload(batchX_, heldX_.data(), localBatch_ * features);
-    backend_.upload(batchY_, heldY_.data(), localBatch_);
+    generateRows(
+        localBatch_,
+        [this](int64_t r) -> int64_t {
+          return order_[static_cast<std::size_t>(cursor_ + slice_.begin + r)];
+        },
+        batchX_, batchY_);
   } else {
     const int64_t row = cursor_ / slice_.global * localBatch_;
     backend_.upload(batchX_, heldX_.row(row), localBatch_ * features);

@@ -70,7 +70,7 @@ class Worker {
 
   // Host bytes of training samples (features and labels) this worker holds: its rows
   // of one epoch, stepsPerEpoch() x localBatch() samples, or for a single replica the
-  // whole shard.
+  // whole shard; none on a backend that generates them in its own memory (a GPU).
   int64_t trainingDataBytes() const;
   // Host bytes of sample-index bookkeeping: the shard permutation (4 bytes a sample),
   // the sample list when it is not a contiguous range (8 bytes a sample) and a bounded
@@ -119,10 +119,10 @@ class Worker {
     return samples_.empty() ? firstSample_ + position
                             : samples_[static_cast<std::size_t>(position)];
   }
-  // Fills the first `rows` rows of heldX_/heldY_; row r holds the sample at shard
-  // position positionOf(r).
+  // Generates rows [0, rows); row r holds the sample at shard position positionOf(r). With a
+  // sample source they go straight to x/y (backend memory), else to heldX_/heldY_.
   template <typename PositionOf>
-  void generateRows(int64_t rows, PositionOf positionOf);
+  void generateRows(int64_t rows, PositionOf positionOf, float* x, float* y);
 
   const Dataset& dataset_;
   std::vector<int64_t> samples_;  // empty when the shard is [firstSample_, +shardSize_)
@@ -138,16 +138,18 @@ class Worker {
   // A single replica holds the whole shard in shard order and gathers each batch
   // through order_ into stageX_/stageY_; any other holds this slice's rows of the
   // current epoch, batch after batch, and uploads a batch straight from them.
-  // On a backend whose memory is not the host's (a GPU) the held rows are copied to it once
-  // (the whole shard, or each epoch's rows) and every batch is gathered there: no batch
-  // crosses the bus, only its row numbers.
+  // On a backend whose memory is not the host's (a GPU) the held rows live in its memory,
+  // generated there by its sample source (else generated on the host and copied once: the
+  // whole shard, or each epoch's rows), and every batch is gathered there: no batch crosses
+  // the bus, only its row numbers.
   bool holdsWholeShard_ = false;
   bool perBatch_ = false;  // after setSlice: rows generated batch by batch
+  int64_t heldRows_ = 0;
+  std::unique_ptr<SampleSource> sampleSource_;  // null where the host generates
   // The held rows in backend memory (null on the CPU, and once perBatch_).
   float* residentX_ = nullptr;
   float* residentY_ = nullptr;
   std::vector<int64_t> batchRows_;  // the rows of the next batch among the held ones
-  void uploadHeldRows();
   void releaseResidentRows();
   Tensor heldX_;
   Tensor heldY_;

@@ -235,7 +235,10 @@ class TestLocalSgd : public QObject {
     spec.training.evalInterval = 20;
     const std::vector<WorkerResult> r = runRanks(spec, 2, nullptr, nullptr, {1.0, 0.2});
     verifyCompletedAndIdentical(r, 20);
-    QVERIFY2(r[1].computeMsTotal > 2.0 * r[0].computeMsTotal,
+    // The slow rank stretches its work to five times its thread CPU time, but rank 0's
+    // wall-clock compute stretches too when both ranks share two cores (once 45.6 ms
+    // against 89.9 ms over the 20 steps): only a clear margin is asserted.
+    QVERIFY2(r[1].computeMsTotal > 1.5 * r[0].computeMsTotal,
              qPrintable(QString("compute ms fast %1, slow %2")
                             .arg(r[0].computeMsTotal)
                             .arg(r[1].computeMsTotal)));

@@ -79,11 +79,33 @@ class WholeShardReference {
   int64_t epoch_ = -1;
 };
 
+// What a GPU backend's sample source does (a kernel thread per sample running generateSample on
+// a copy of the program), done on the host: the CPU backend's memory is host memory.
+class HostProgramSource final : public SampleSource {
+ public:
+  HostProgramSource(const datagen::SampleProgram& program, int64_t& generated)
+      : program_(program), generated_(generated) {}
+  void generate(Split split, std::span<const int64_t> indices, float* x, float* y) override {
+    std::vector<float> scratch(static_cast<std::size_t>(scratchFloats(program_)));
+    for (std::size_t k = 0; k < indices.size(); ++k) {
+      y[k] = generateSample(program_, split, indices[k],
+                            x + static_cast<int64_t>(k) * program_.features, scratch.data());
+    }
+    generated_ += static_cast<int64_t>(indices.size());
+  }
+
+ private:
+  datagen::SampleProgram program_;
+  int64_t& generated_;
+};
+
 // The CPU backend saying its memory is not the host's, as a GPU's is not: the worker then keeps
 // its rows in "backend memory" and gathers batches there (Backend::gatherRows), the path GPU
-// workers take, here run and checked on the CPU.
+// workers take, here run and checked on the CPU. With withSource it also generates samples "in
+// its memory" (makeSampleSource), as the CUDA backend does.
 class NotHostMemory final : public Backend {
  public:
+  explicit NotHostMemory(bool withSource = false) : withSource_(withSource) {}
   std::string name() const override { return "cpu (as if not host memory)"; }
   bool hostMemory() const override { return false; }
   int threads() const override { return cpu_.threads(); }
@@ -101,6 +123,10 @@ class NotHostMemory final : public Backend {
                   float* dst) override {
     ++gathers;
     cpu_.gatherRows(src, cols, rows, dst);
+  }
+  std::unique_ptr<SampleSource> makeSampleSource(const datagen::SampleProgram& program) override {
+    if (!withSource_) return nullptr;
+    return std::make_unique<HostProgramSource>(program, generated);
   }
   void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
             int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) override {
@@ -133,8 +159,10 @@ class NotHostMemory final : public Backend {
 
   int64_t uploads = 0;
   int64_t gathers = 0;
+  int64_t generated = 0;  // samples the source generated
 
  private:
+  bool withSource_;
   CpuBackend cpu_{1};
 };
 
@@ -193,12 +221,20 @@ class TestWorker : public QObject {
   // A worker on a backend without host memory copies its held rows once (per epoch for a
   // slice) and gathers every batch there: the same batches as the reference, and no batch
   // uploaded per step; after a rebalance (per-batch rows) it uploads batches as the CPU does.
+  // A backend with a sample source generates those rows in its own memory instead: the same
+  // batches again, no training data uploaded at all and none held on the host.
+  void residentRowsDrawTheSameBatches_data() {
+    QTest::addColumn<bool>("withSource");
+    QTest::newRow("rows made on the host") << false;
+    QTest::newRow("rows made by the backend's source") << true;
+  }
   void residentRowsDrawTheSameBatches() {
+    QFETCH(bool, withSource);
     const ExperimentSpec spec = smallSpec(1000, 7);
     auto dataset = makeDataset(spec.dataset);
     const std::vector<int64_t> shard = contiguous(1000);
     for (int world : {1, 2}) {
-      NotHostMemory backend;
+      NotHostMemory backend(withSource);
       const BatchSlice slice = BatchSlice::equal(64, 0, world);
       Worker worker(spec, backend, *dataset, shard, slice, 0);
       WholeShardReference reference(*dataset, shard, spec.seed, slice);
@@ -215,8 +251,16 @@ class TestWorker : public QObject {
                  qPrintable(QString("world %1, step %2").arg(world).arg(step)));
       }
       QCOMPARE(backend.gathers, 2 * steps);  // features and targets
-      // The whole shard went over once, at construction; a slice's rows once per epoch (x, y).
-      QCOMPARE(backend.uploads - uploadsBefore, world == 1 ? int64_t{0} : int64_t{2 * 3});
+      if (withSource) {
+        // The whole shard made once; a slice's rows once for each of the three epochs.
+        QCOMPARE(backend.generated, world == 1 ? int64_t{1000} : 3 * worker.stepsPerEpoch() * 32);
+        QCOMPARE(backend.uploads, int64_t{1});  // the initial weights (Mlp::initialize), no data
+        QCOMPARE(worker.trainingDataBytes(), int64_t{0});
+      } else {
+        // The whole shard went over once, at construction; a slice's rows once per epoch (x, y).
+        QCOMPARE(backend.uploads - uploadsBefore, world == 1 ? int64_t{0} : int64_t{2 * 3});
+        QCOMPARE(backend.generated, int64_t{0});
+      }
       if (world == 1) continue;
       // A rebalance: batches made one by one and uploaded, still the reference's rows.
       const BatchSlice wider{64, 0, 40};
@@ -230,6 +274,7 @@ class TestWorker : public QObject {
       backend.download(x.data(), worker.batchInputs(), wider.count * features);
       QVERIFY(std::memcmp(x.data(), expectedX.data(), x.size() * sizeof(float)) == 0);
       QCOMPARE(backend.gathers, gathers);
+      if (withSource) QCOMPARE(backend.uploads, int64_t{1});
     }
   }
 

@@ -12,7 +12,9 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="$(cd "${1:-$root/build-cuda}" && pwd)"
 out="${2:-$root/.gpu-bundle/dtlab-gpu.tar.xz}"
-suites=(gpu_test_cuda_backend gpu_test_cuda_training gpu_test_nccl_communicator gpu_test_cuda_node)
+# Every suite in tests/gpu (tests/CMakeLists.txt names them gpu_<file>).
+suites=()
+for f in "$root"/tests/gpu/test_*.cc; do suites+=("gpu_$(basename "$f" .cc)"); done
 
 grep -q '^#define DTLAB_HAVE_CUDA 1' "$build/generated/core/common/config.h" 2>/dev/null || {
   echo "bundle.sh: $build is not a CUDA build (DTLAB_HAVE_CUDA is not 1)" >&2

@@ -46,7 +46,9 @@ fi
 { nvidia-smi || echo "nvidia-smi: not available"; } >"$out/nvidia-smi.txt" 2>&1
 log "GPU: $(nvidia-smi --query-gpu=name,memory.total,compute_cap --format=csv,noheader 2>/dev/null || echo none)"
 
-suites=(gpu_test_cuda_backend gpu_test_cuda_training gpu_test_nccl_communicator gpu_test_cuda_node)
+# Every suite in tests/gpu (tests/CMakeLists.txt names them gpu_<file>).
+suites=()
+for f in "$root"/tests/gpu/test_*.cc; do suites+=("gpu_$(basename "$f" .cc)"); done
 missing=0
 for target in "${suites[@]}" app/dtlab-cli app/dtlab-node; do
   case "$target" in app/*) path="$build/$target" ;; *) path="$build/tests/$target" ;; esac

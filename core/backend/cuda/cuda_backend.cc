@@ -337,6 +337,12 @@ void CudaBackend::gatherRows(const float* src, int64_t cols, std::span<const int
                              float* dst) {
   const auto count = static_cast<int64_t>(rows.size());
   if (count == 0 || cols == 0) return;
+  cuda::gatherRows(src, cols, stageRows(rows), count, dst, asStream(stream_));
+  DTLAB_CUDA_CHECK(cudaGetLastError());
+}
+
+const int64_t* CudaBackend::stageRows(std::span<const int64_t> rows) {
+  const auto count = static_cast<int64_t>(rows.size());
   const auto copied = static_cast<cudaEvent_t>(rowsCopied_);
   // The pinned buffer may still be read by the previous call's copy.
   DTLAB_CUDA_CHECK(cudaEventSynchronize(copied));
@@ -358,8 +364,83 @@ void CudaBackend::gatherRows(const float* src, int64_t cols, std::span<const int
                                    static_cast<std::size_t>(count) * sizeof(int64_t),
                                    cudaMemcpyHostToDevice, asStream(stream_)));
   DTLAB_CUDA_CHECK(cudaEventRecord(copied, asStream(stream_)));
-  cuda::gatherRows(src, cols, rowsDevice_, count, dst, asStream(stream_));
-  DTLAB_CUDA_CHECK(cudaGetLastError());
+  return rowsDevice_;
+}
+
+namespace {
+
+// Scratch the teacher's kernel may use at once (its two activation buffers per sample); a
+// larger request runs in several launches.
+constexpr int64_t kMaxSampleScratchFloats = int64_t{1} << 24;
+
+// A program whose tables were copied to the device, run by cuda::generateSamples.
+class CudaSampleSource final : public SampleSource {
+ public:
+  CudaSampleSource(CudaBackend& backend, const datagen::SampleProgram& program)
+      : backend_(backend), program_(program) {
+    program_.table = copyToDevice(program.table, program.table ? program.tableSize : 0, table_);
+    program_.dims = copyToDevice(program.dims, program.dims ? program.layers + 1 : 0, dims_);
+  }
+  ~CudaSampleSource() override {
+    // Kernels queued on the backend's stream may still read the tables.
+    cudaStreamSynchronize(asStream(backend_.stream()));
+    cudaFree(table_);
+    cudaFree(dims_);
+    cudaFree(scratch_);
+  }
+  CudaSampleSource(const CudaSampleSource&) = delete;
+  CudaSampleSource& operator=(const CudaSampleSource&) = delete;
+
+  void generate(Split split, std::span<const int64_t> indices, float* x, float* y) override {
+    const auto count = static_cast<int64_t>(indices.size());
+    const int64_t perSample = datagen::scratchFloats(program_);
+    const int64_t chunk =
+        perSample > 0 ? std::max<int64_t>(1, kMaxSampleScratchFloats / perSample) : count;
+    for (int64_t done = 0; done < count; done += chunk) {
+      const int64_t n = std::min(chunk, count - done);
+      if (n * perSample > scratchCapacity_) {
+        backend_.synchronize();  // the old scratch may still be in use
+        cudaFree(scratch_);
+        scratch_ = nullptr;
+        scratchCapacity_ = 0;
+        DTLAB_CUDA_CHECK(
+            cudaMalloc(&scratch_, static_cast<std::size_t>(n * perSample) * sizeof(float)));
+        scratchCapacity_ = n * perSample;
+      }
+      const int64_t* rows = backend_.stageRows(
+          indices.subspan(static_cast<std::size_t>(done), static_cast<std::size_t>(n)));
+      cuda::generateSamples(program_, split, rows, n, x + done * program_.features, y + done,
+                            scratch_, asStream(backend_.stream()));
+      DTLAB_CUDA_CHECK(cudaGetLastError());
+    }
+  }
+
+ private:
+  // A device copy of host[0, count) in `owned`, or null when there is nothing to copy.
+  template <typename T>
+  T* copyToDevice(const T* host, int64_t count, T*& owned) {
+    if (count <= 0) return nullptr;
+    const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(T);
+    DTLAB_CUDA_CHECK(cudaMalloc(&owned, bytes));
+    DTLAB_CUDA_CHECK(
+        cudaMemcpyAsync(owned, host, bytes, cudaMemcpyHostToDevice, asStream(backend_.stream())));
+    backend_.synchronize();
+    return owned;
+  }
+
+  CudaBackend& backend_;
+  datagen::SampleProgram program_;  // its table and dims point to the device copies
+  float* table_ = nullptr;
+  int64_t* dims_ = nullptr;
+  float* scratch_ = nullptr;
+  int64_t scratchCapacity_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<SampleSource> CudaBackend::makeSampleSource(const datagen::SampleProgram& program) {
+  DTLAB_CUDA_CHECK(cudaSetDevice(device_));
+  return std::make_unique<CudaSampleSource>(*this, program);
 }
 
 void CudaBackend::fill(float* dst, int64_t count, float value) {

@@ -1,7 +1,8 @@
 #pragma once
 
 // The CUDA backend's kernels (cuda_kernels.cu), as launchers on a stream. This header is
-// shared by nvcc and the C++20 core, so it stays plain: no core types, no templates.
+// shared by nvcc and the C++20 core, so it stays plain: no core types but the plain headers
+// written for both (sample_program.h, update_scalars.h), no templates.
 // Every launcher is asynchronous on `stream`; pointers are device memory. Matrices are
 // row-major float32, as everywhere in the core.
 
@@ -9,6 +10,7 @@
 
 #include <cstdint>
 
+#include "core/data/sample_program.h"
 #include "core/optim/update_scalars.h"
 
 namespace dtlab::core::cuda {
@@ -17,6 +19,12 @@ namespace dtlab::core::cuda {
 enum ActivationCode : int { kActNone = -1, kActReLU = 0, kActGELU = 1, kActTanh = 2 };
 
 void fill(float* dst, int64_t count, float value, cudaStream_t stream);
+
+// Row k of x (program.features floats) and y[k] = sample indices[k] of `split`, by
+// datagen::generateSample (cuda_samples.cu). program.table and program.dims, indices and
+// scratch (count * scratchFloats(program) floats) are device memory.
+void generateSamples(const datagen::SampleProgram& program, Split split, const int64_t* indices,
+                     int64_t count, float* x, float* y, float* scratch, cudaStream_t stream);
 
 // Row r of dst = row index[r] of src (rows of `cols` floats), r < count.
 void gatherRows(const float* src, int64_t cols, const int64_t* index, int64_t count, float* dst,
