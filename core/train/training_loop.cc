@@ -56,7 +56,7 @@ class TrainingLoop {
   std::unique_ptr<Dataset> dataset_;
   std::unique_ptr<Backend> backend_;
   WorkerResult result_;
-  Tensor testX_, testY_;
+  std::unique_ptr<EvalSet> testSet_;  // before backend_ in destruction: it holds its memory
   // This rank's own failures, voted at the next agreement and reported as its own.
   std::string divergedBecause_;
   std::string evalFailedBecause_;
@@ -97,9 +97,9 @@ bool TrainingLoop::evaluate(Strategy& strategy, int64_t step) {
   const int64_t progress = strategy.globalStep(step);
   if (strategy.evaluates() && evalFailedBecause_.empty()) {
     try {
-      if (testX_.rows() == 0) materialize(*dataset_, Split::kTest, testX_, testY_);
+      if (!testSet_) testSet_ = std::make_unique<EvalSet>(*dataset_, Split::kTest, *backend_);
       strategy.beforeEvaluate();
-      const Evaluation e = strategy.replica().evaluate(testX_, testY_);
+      const Evaluation e = strategy.replica().evaluate(*testSet_);
       const double wallMs = msBetween(start_, Clock::now());
       result_.finalTestLoss = e.loss;
       result_.finalTestAccuracy = std::isnan(e.accuracy) ? std::nullopt : std::optional(e.accuracy);

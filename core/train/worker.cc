@@ -20,14 +20,15 @@ bool isContiguous(const std::vector<int64_t>& samples) {
     if (samples[i] != samples[0] + static_cast<int64_t>(i)) return false;
   return true;
 }
-}  // namespace
 
+// A whole split on the host.
 void materialize(const Dataset& dataset, Split split, Tensor& x, Tensor& y) {
   const int64_t n = dataset.size(split);
   x.resize(n, dataset.features());
   y.resize(n, 1);
   dataset.generate(split, 0, n, x.data(), y.data());
 }
+}  // namespace
 
 BatchSlice BatchSlice::equal(int64_t global, int rank, int world) {
   DTLAB_ENFORCE(world > 0 && rank >= 0 && rank < world, "bad rank ", rank, " of ", world);
@@ -254,17 +255,57 @@ void Worker::applyUpdate(int64_t step, int64_t begin, int64_t end) {
                            schedule_.at(step));
 }
 
-Evaluation Worker::evaluate(const Tensor& x, const Tensor& y) {
-  const int64_t n = x.rows();
-  DTLAB_ENFORCE(n > 0, "evaluation set is empty");
+EvalSet::EvalSet(const Dataset& dataset, Split split, Backend& backend)
+    : dataset_(dataset), split_(split), backend_(backend) {}
+
+EvalSet::~EvalSet() {
+  backend_.release(residentX_);
+  backend_.release(residentY_);
+}
+
+void EvalSet::prepare() {
+  if (prepared_) return;
+  const int64_t n = rows();
+  DTLAB_ENFORCE(n > 0, "the ", toString(split_), " split is empty: nothing to evaluate on");
+  if (!backend_.hostMemory()) {
+    if (auto source = backend_.makeSampleSource(dataset_.program())) {
+      const int64_t features = dataset_.features();
+      residentX_ = backend_.allocate(n * features);
+      residentY_ = backend_.allocate(n);
+      std::vector<int64_t> indices(static_cast<std::size_t>(std::min(n, kGenerateChunk)));
+      for (int64_t done = 0; done < n; done += kGenerateChunk) {
+        const int64_t count = std::min(kGenerateChunk, n - done);
+        std::iota(indices.begin(), indices.begin() + count, done);
+        source->generate(split_, {indices.data(), static_cast<std::size_t>(count)},
+                         residentX_ + done * features, residentY_ + done);
+      }
+      prepared_ = true;
+      return;
+    }
+  }
+  materialize(dataset_, split_, hostX_, hostY_);
+  prepared_ = true;
+}
+
+Evaluation Worker::evaluate(EvalSet& set) {
+  set.prepare();
+  const int64_t n = set.rows();
+  const int64_t features = model_.inputs();
   double lossSum = 0.0;
   int64_t correct = 0;
   for (int64_t begin = 0; begin < n; begin += evalChunk_) {
     const int64_t rows = std::min(evalChunk_, n - begin);
-    backend_.upload(evalX_, x.row(begin), rows * x.cols());
-    backend_.upload(evalY_, y.data() + begin, rows);
-    const float* out = model_.forward(evalX_, rows);
-    const LossResult r = loss(out, evalY_, rows, 0.0f, nullptr);
+    const float* x = evalX_;
+    const float* y = evalY_;
+    if (set.residentX() != nullptr) {
+      x = set.residentX() + begin * features;
+      y = set.residentY() + begin;
+    } else {
+      backend_.upload(evalX_, set.hostX().row(begin), rows * features);
+      backend_.upload(evalY_, set.hostY().data() + begin, rows);
+    }
+    const float* out = model_.forward(x, rows);
+    const LossResult r = loss(out, y, rows, 0.0f, nullptr);
     lossSum += r.lossSum;
     correct += r.correct;
   }

@@ -20,6 +20,38 @@ struct Evaluation {
   double accuracy = 0.0;  // NaN for regression
 };
 
+// A whole split to evaluate on, made on first use and shared by the replicas of a run on
+// `backend` (a hybrid has two): in the backend's memory where it generates samples there (a
+// GPU: made once, never copied), else materialised on the host and copied chunk by chunk at
+// every evaluation. `dataset` and `backend` must outlive it.
+class EvalSet {
+ public:
+  EvalSet(const Dataset& dataset, Split split, Backend& backend);
+  ~EvalSet();
+  EvalSet(const EvalSet&) = delete;
+  EvalSet& operator=(const EvalSet&) = delete;
+
+  int64_t rows() const { return dataset_.size(split_); }
+  // Makes the set unless it is made.
+  void prepare();
+  // After prepare(): the rows in backend memory (null unless the backend generated them), or
+  // on the host.
+  const float* residentX() const { return residentX_; }
+  const float* residentY() const { return residentY_; }
+  const Tensor& hostX() const { return hostX_; }
+  const Tensor& hostY() const { return hostY_; }
+
+ private:
+  const Dataset& dataset_;
+  Split split_;
+  Backend& backend_;
+  bool prepared_ = false;
+  float* residentX_ = nullptr;
+  float* residentY_ = nullptr;
+  Tensor hostX_;
+  Tensor hostY_;
+};
+
 // Which part of every global batch a replica trains on. Each epoch the samples are
 // visited in a fresh seeded order; global batch k is the window [k*global, (k+1)*global)
 // of that order and this replica takes [begin, begin+count) of the window. Ranks with
@@ -102,7 +134,8 @@ class Worker {
   void applyUpdate(int64_t step);
   void applyUpdate(int64_t step, int64_t begin, int64_t end);
 
-  Evaluation evaluate(const Tensor& x, const Tensor& y);
+  // Loss and accuracy of the current model on the whole set (made here if it is not yet).
+  Evaluation evaluate(EvalSet& set);
 
  private:
   LossResult loss(const float* output, const float* labels, int64_t rows, float gradScale,
@@ -167,8 +200,5 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 };
-
-// Materialises a whole split on the host (for evaluation sets).
-void materialize(const Dataset& dataset, Split split, Tensor& x, Tensor& y);
 
 }  // namespace dtlab::core

@@ -278,6 +278,42 @@ class TestWorker : public QObject {
     }
   }
 
+  // The test split, on each kind of backend: the same loss and accuracy everywhere. A backend
+  // that generates samples makes the set in its memory once (no copies, however many
+  // evaluations); one that does not gets it copied at every evaluation.
+  void evaluationSetsAgreeAndAreMadeOnce() {
+    ExperimentSpec spec = smallSpec(1000, 7);
+    spec.dataset.testSize = 2500;  // three evaluation chunks of 1024
+    auto dataset = makeDataset(spec.dataset);
+    CpuBackend cpu(1);
+    Worker reference(spec, cpu, *dataset, contiguous(1000), BatchSlice::equal(64, 0, 1), 0);
+    EvalSet onHost(*dataset, Split::kTest, cpu);
+    const Evaluation expected = reference.evaluate(onHost);
+    QCOMPARE(onHost.hostX().rows(), int64_t{2500});
+    QVERIFY(expected.accuracy > 0.0 && expected.accuracy < 1.0);
+    for (bool withSource : {false, true}) {
+      NotHostMemory backend(withSource);
+      Worker worker(spec, backend, *dataset, contiguous(1000), BatchSlice::equal(64, 0, 1), 0);
+      EvalSet set(*dataset, Split::kTest, backend);
+      const int64_t generatedBefore = backend.generated;
+      const int64_t uploadsBefore = backend.uploads;
+      for (int round = 0; round < 2; ++round) {
+        const Evaluation e = worker.evaluate(set);
+        QCOMPARE(e.loss, expected.loss);
+        QCOMPARE(e.accuracy, expected.accuracy);
+      }
+      if (withSource) {
+        QVERIFY(set.residentX() != nullptr);
+        QCOMPARE(set.hostX().rows(), int64_t{0});
+        QCOMPARE(backend.generated - generatedBefore, int64_t{2500});
+        QCOMPARE(backend.uploads, uploadsBefore);
+      } else {
+        QVERIFY(set.residentX() == nullptr);
+        QCOMPARE(backend.uploads - uploadsBefore, int64_t{2 * 2 * 3});  // x and y, 3 chunks, twice
+      }
+    }
+  }
+
   void heldDataShrinksAsRanksAreAdded() {
     // 4096 samples of 32 features: 64 global batches of 64, no tail.
     const ExperimentSpec spec = smallSpec(4096, 32);

@@ -3,7 +3,8 @@
 // indices. Both sides run one function (datagen::generateSample), so labels and the integer
 // draws agree exactly and features to the last places of the math libraries' sin, cos, log
 // and tanh. Then a GPU worker, whose training rows are made on the device, against a CPU
-// worker. Without a GPU (or in a build without CUDA) the GPU cases skip with the reason.
+// worker, training rows and test split. Without a GPU (or in a build without CUDA) the GPU cases
+// skip with the reason.
 #include <QtTest/QtTest>
 
 #include <cmath>
@@ -179,7 +180,8 @@ class TestCudaSamples : public QObject {
   }
 
   // A GPU worker makes its rows on the device (none held on the host) and loads the CPU
-  // worker's batches, for a single replica (whole shard) and one of two (per-epoch rows).
+  // worker's batches, for a single replica (whole shard) and one of two (per-epoch rows); its
+  // test split, made on the device too, gives the CPU's loss and accuracy.
   void gpuWorkerLoadsTheCpuWorkersBatches() {
     SKIP_WITHOUT_GPU();
     ExperimentSpec spec;
@@ -211,6 +213,17 @@ class TestCudaSamples : public QObject {
         gpu_->download(b.y.data(), onGpu.batchTargets(), slice.count);
         expectSameRows(b, a, 0.0, qPrintable(QString("world %1, step %2").arg(world).arg(step)));
       }
+      // The test split made on the device, evaluated there: the CPU's figures.
+      EvalSet cpuSet(*dataset, Split::kTest, *cpu);
+      EvalSet gpuSet(*dataset, Split::kTest, *gpu_);
+      const Evaluation expected = onCpu.evaluate(cpuSet);
+      const Evaluation e = onGpu.evaluate(gpuSet);
+      QVERIFY(gpuSet.residentX() != nullptr);
+      QVERIFY2(std::abs(e.loss - expected.loss) <= 1e-4 * std::abs(expected.loss),
+               qPrintable(QString("test loss %1 on the GPU, %2 on the CPU")
+                              .arg(e.loss, 0, 'g', 9)
+                              .arg(expected.loss, 0, 'g', 9)));
+      QVERIFY(std::abs(e.accuracy - expected.accuracy) <= 2.0 / 5000);  // a sample may tip
     }
   }
 };
