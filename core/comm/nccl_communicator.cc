@@ -7,12 +7,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "core/backend/cuda/cuda_backend.h"
 #include "core/comm/gloo_mesh.h"
+#include "core/comm/net_interface.h"
 #include "core/common/check.h"
 
 namespace dtlab::core {
@@ -222,6 +225,23 @@ struct NcclCommunicator::Impl {
   std::atomic<int64_t> received{0};
 };
 
+namespace {
+
+// NCCL reads NCCL_SOCKET_IFNAME when a process first uses it, so the first group's address
+// decides for all: later groups of the process keep that interface.
+void pinSocketInterface(const std::string& address) {
+  static std::mutex mutex;
+  static bool decided = false;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (decided) return;
+  decided = true;
+  if (std::getenv("NCCL_SOCKET_IFNAME") != nullptr) return;  // the user's choice stands
+  const std::string name = interfaceHolding(address);
+  if (!name.empty()) setenv("NCCL_SOCKET_IFNAME", ("=" + name).c_str(), 0);  // "=": exact name
+}
+
+}  // namespace
+
 NcclCommunicator::NcclCommunicator(gloo::rendezvous::Store& store, int rank, int size,
                                    const NcclOptions& options)
     : impl_(std::make_unique<Impl>(rank, size, options)) {
@@ -229,6 +249,7 @@ NcclCommunicator::NcclCommunicator(gloo::rendezvous::Store& store, int rank, int
   Impl& s = *impl_;
   const Clock::time_point deadline = Clock::now() + options.connectTimeout;
   DTLAB_CUDA_CHECK(cudaSetDevice(options.device));
+  pinSocketInterface(options.interfaceAddress);
   if (options.abort != nullptr)
     s.registration = options.abort->onAbort([&s](const std::string&) { s.abortRequested = true; });
 

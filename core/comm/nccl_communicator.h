@@ -18,6 +18,11 @@ namespace dtlab::core {
 
 struct NcclOptions {
   int device = 0;  // this rank's GPU (cuda:N); one rank per GPU
+  // The address this rank's peers reach it at (as GlooOptions::interfaceAddress). NCCL picks
+  // its own network interface, once per process: the first group pins it to the interface
+  // holding this address (NCCL_SOCKET_IFNAME), unless the environment names one already.
+  // Empty, or an address no interface holds: NCCL's own choice.
+  std::string interfaceAddress;
   // The stream the buffers are written on (cudaStream_t, e.g. CudaBackend::stream()); every
   // collective first waits for the work queued on it so far. Null: the legacy default stream.
   void* computeStream = nullptr;

@@ -151,6 +151,7 @@ core::WorkerResult Job::runWithCommunicator() {
 #if DTLAB_HAVE_CUDA
         core::NcclOptions ncclOptions;
         ncclOptions.device = core::cudaDeviceIndex(work.device);
+        ncclOptions.interfaceAddress = settings_.collectiveAddress;
         ncclOptions.keyPrefix = "nccl";
         ncclOptions.connectTimeout = settings_.connectTimeout;
         ncclOptions.abort = &abort_;

@@ -25,6 +25,7 @@
 #include "core/comm/emulated_link_communicator.h"
 #include "core/comm/gloo_communicator.h"
 #include "core/comm/gradient_buckets.h"
+#include "core/comm/net_interface.h"
 #include "core/common/check.h"
 
 using namespace dtlab::core;
@@ -446,14 +447,14 @@ class TestComm : public QObject {
       sockaddr_storage storage{};
       std::memcpy(&storage, &address, sizeof address);
       const std::vector<char> bytes = gloo::transport::tcp::Address(storage, 1).bytes();
-      std::vector<char> published;
+      // Sized first and filled in place: GCC 12 misreads pointer-range inserts here
+      // (-Wstringop-overflow).
+      std::vector<char> published(8 + bytes.size());
       const int32_t peer = 0;
       const auto length = static_cast<uint32_t>(bytes.size());
-      published.insert(published.end(), reinterpret_cast<const char*>(&peer),
-                       reinterpret_cast<const char*>(&peer) + 4);
-      published.insert(published.end(), reinterpret_cast<const char*>(&length),
-                       reinterpret_cast<const char*>(&length) + 4);
-      published.insert(published.end(), bytes.begin(), bytes.end());
+      std::memcpy(published.data(), &peer, 4);
+      std::memcpy(published.data() + 4, &length, 4);
+      std::copy(bytes.begin(), bytes.end(), published.begin() + 8);
       prefixed.set("join/1", {'1'});
       prefixed.set("addr/1", published);
       const auto start = Clock::now();
@@ -469,6 +470,17 @@ class TestComm : public QObject {
                message.c_str());
       QVERIFY2(waited < 4.0, std::to_string(waited).c_str());
     }
+  }
+
+  // What NCCL is pinned to: the interface holding an address, by number or by name; nothing for
+  // an address no interface holds or a name that does not resolve.
+  void interfaceHoldingNamesTheInterface() {
+    using dtlab::core::interfaceHolding;
+    QCOMPARE(interfaceHolding("127.0.0.1"), std::string("lo"));
+    QCOMPARE(interfaceHolding("localhost"), std::string("lo"));
+    QVERIFY(interfaceHolding("192.0.2.1").empty());  // TEST-NET-1: nobody's address
+    QVERIFY(interfaceHolding("no-such-host.invalid").empty());
+    QVERIFY(interfaceHolding("").empty());
   }
 
   void emulatedLinkModel() {
