@@ -57,6 +57,11 @@ constexpr const char* kBenchUsage =
       points over W workers x the worker metrics, I times), and the latency of a
       downsampled query (R times), beside one row per point doing the same work
       (--reference rows, the default); repetitions interleaved, medians.
+  bench data [--kind K,...] [--samples N] [--device cuda:N] [--reps R] [--json]
+      Samples/s with which each dataset kind (default sizes) is made: N training
+      samples (default 20000) on the host, one thread, as a worker makes them, and with
+      --device by that GPU's sample source into its memory (the same generator), both
+      timed here, repetitions interleaved; medians and the ratio.
   bench strategies [--specs DIR] [--only NAME,...] [--reps R] [--project P.dtlab] [--json]
       The example comparisons of resources/specs (hetero_2node, hetero_4node, drift,
       modes_straggler, noniid), each run R times (default 3) as `dtlab-cli run SPEC
@@ -530,9 +535,10 @@ int benchCommand(const std::vector<std::string>& argv) {
   if (argv[0] == "allreduce-rank") return benchAllReduceRank(rest);
   if (argv[0] == "tcp-rank") return benchTcpRank(rest);
   if (argv[0] == "store") return benchStore(rest);
+  if (argv[0] == "data") return benchData(rest);
   if (argv[0] == "strategies") return benchStrategies(rest);
   throw UsageError("bench: unknown benchmark '" + argv[0] +
-                   "' (expected core, train, allreduce, store or strategies)");
+                   "' (expected core, train, allreduce, store, data or strategies)");
 }
 
 }  // namespace dtlab::app

@@ -12,6 +12,9 @@ int benchCommand(const std::vector<std::string>& argv);
 // benchmark, since the figures mean little without it (and this machine may be shared).
 std::string machineDescription();
 
+// `dtlab-cli bench data`: samples/s of each dataset kind, host and --device (bench_data.cc).
+int benchData(const std::vector<std::string>& argv);
+
 // `dtlab-cli bench strategies`: the example comparisons and the README's results table.
 int benchStrategies(const std::vector<std::string>& argv);
 

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/backend/backend.h"
 #include "core/spec/experiment_spec.h"
 #include "core/store/project_store.h"
 #include "remote/cluster/local_cluster.h"
@@ -72,6 +73,44 @@ class TestCli : public QObject {
     const Outcome unknown = cli({"frobnicate", "--help"});
     QCOMPARE(unknown.exitCode, 2);
     QVERIFY(unknown.err.contains("unknown command 'frobnicate'"));
+  }
+
+  // `bench data` times every kind (or those --kind names) on the host and says what is wrong
+  // with a kind it does not know; --device needs a GPU, and names why there is none.
+  void benchDataTimesEveryKind() {
+    const Outcome all = cli({"bench", "data", "--samples", "500", "--reps", "1", "--json"});
+    QVERIFY2(all.exitCode == 0, qPrintable(all.err));
+    const auto out = nlohmann::json::parse(all.out.trimmed().split('\n').last().toStdString());
+    QCOMPARE(out["kinds"].size(), std::size_t{6});
+    for (const nlohmann::json& row : out["kinds"]) {
+      QVERIFY2(row["host_samples_per_s"].get<double>() > 0.0, row.dump().c_str());
+      QVERIFY2(!row.contains("device_samples_per_s"), row.dump().c_str());
+      QVERIFY2(all.out.contains(QString::fromStdString(row["kind"].get<std::string>())),
+               qPrintable(all.out));
+    }
+    QCOMPARE(out["kinds"][5]["features"], nlohmann::json(784));  // shapes
+    const Outcome two = cli(
+        {"bench", "data", "--kind", "shapes,teacher", "--samples", "200", "--reps", "1", "--json"});
+    QVERIFY2(two.exitCode == 0, qPrintable(two.err));
+    const auto chosen = nlohmann::json::parse(two.out.trimmed().split('\n').last().toStdString());
+    QCOMPARE(chosen["kinds"].size(), std::size_t{2});
+    QCOMPARE(chosen["kinds"][0]["kind"], nlohmann::json("shapes"));
+    const Outcome unknown = cli({"bench", "data", "--kind", "blobs"});
+    QCOMPARE(unknown.exitCode, 2);
+    QVERIFY2(unknown.err.contains("unknown dataset kind 'blobs'") &&
+                 unknown.err.contains("gaussian_blobs"),
+             qPrintable(unknown.err));
+    const Outcome gpu =
+        cli({"bench", "data", "--device", "cuda:0", "--samples", "500", "--reps", "1", "--json"});
+    if (core::cudaDeviceCount() == 0) {
+      QCOMPARE(gpu.exitCode, 1);
+      QVERIFY2(gpu.err.contains("cuda:0"), qPrintable(gpu.err));
+    } else {
+      QVERIFY2(gpu.exitCode == 0, qPrintable(gpu.err));
+      const auto rows = nlohmann::json::parse(gpu.out.trimmed().split('\n').last().toStdString());
+      for (const nlohmann::json& row : rows["kinds"])
+        QVERIFY2(row["device_samples_per_s"].get<double>() > 0.0, row.dump().c_str());
+    }
   }
 
   // `--version` names the libraries in use as well as DTLab's own version.

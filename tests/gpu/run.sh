@@ -3,10 +3,11 @@
 #   tests/gpu/run.sh OUT_DIR
 # builds DTLab with CUDA (DTLAB_WITH_CUDA=ON) unless DTLAB_GPU_BUILD_DIR already holds such a
 # build, runs the GPU test suites (CUDA against CPU: every kernel, every optimizer, a whole
-# training step, tf32/bf16 within their rounding, training curves; NCCL collectives; a
-# dtlab-node on the GPU with its metrics), then `dtlab-cli bench core --device cuda:0` at several
+# training step, tf32/bf16 within their rounding, training curves; samples made on the GPU;
+# NCCL collectives; a dtlab-node on the GPU with its metrics), then `dtlab-cli bench core --device cuda:0` at several
 # batch sizes in fp32 and at the largest in tf32 and bf16, each against the same step's GEMMs
-# alone on cuBLAS in the same precision, and writes logs and JSON to OUT_DIR.
+# alone on cuBLAS in the same precision, and `dtlab-cli bench data --device cuda:0` (every dataset
+# kind's samples made on the GPU against the host), and writes logs and JSON to OUT_DIR.
 # Sized to finish in well under 8 minutes on one H200 once built.
 #
 # A GPU machine without DTLab's libraries (the lent H200 has the driver and CUDA, no Qt, gRPC
@@ -97,4 +98,15 @@ for run in fp32:512 fp32:2048 fp32:8192 fp32:32768 tf32:32768 bf16:32768; do
     status=1
   fi
 done
+
+# Samples made on the GPU against the host, every dataset kind.
+log "bench data --device cuda:0"
+if timeout 120 "$build/app/dtlab-cli" bench data --device cuda:0 --samples 100000 --reps 5 \
+  --json >"$out/bench_data.txt" 2>&1; then
+  grep -v '^{' "$out/bench_data.txt" | tee -a "$out/summary.txt" >&2
+  tail -n 1 "$out/bench_data.txt" >"$out/bench_data.json"
+else
+  log "bench data FAILED (see bench_data.txt)"
+  status=1
+fi
 exit "$status"
