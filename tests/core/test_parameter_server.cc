@@ -263,12 +263,20 @@ class TestParameterServer : public QObject {
         c[0]->pushes + c[1]->pushes > 2 * c[2]->pushes,
         qPrintable(
             QString("pushes %1, %2, %3").arg(c[0]->pushes).arg(c[1]->pushes).arg(c[2]->pushes)));
-    QVERIFY(ranks.clients[0]->maxStaleness > 0);
-    QVERIFY(ranks.results[0].exchange.stalenessSum > 0.0);
-    QVERIFY(ranks.results[0].exchange.divergenceSteps > 0);
+    // The busier fast worker saw the others' pushes land between its pull and its push, and
+    // the model move under it (rank 0 alone may get few steps when its thread starts late).
+    const std::size_t busy = c[0]->pushes >= c[1]->pushes ? 0 : 1;
+    QVERIFY(c[busy]->maxStaleness > 0);
+    QVERIFY(ranks.results[busy].exchange.stalenessSum > 0.0);
+    QVERIFY2(ranks.results[busy].exchange.divergenceSteps > 0,
+             qPrintable(QString("rank %1 of pushes %2, %3, %4 measured no divergence")
+                            .arg(busy)
+                            .arg(c[0]->pushes)
+                            .arg(c[1]->pushes)
+                            .arg(c[2]->pushes)));
     // Without a bound the fast workers run far ahead of the slow one: the check below for
     // ssp is not vacuous.
-    QVERIFY2(ranks.clients[0]->maxLead > 3, qPrintable(QString::number(ranks.clients[0]->maxLead)));
+    QVERIFY2(c[busy]->maxLead > 3, qPrintable(QString::number(c[busy]->maxLead)));
     // The final evaluation saw a model that learnt.
     QVERIFY(ranks.results[0].finalTestAccuracy.value_or(0.0) > 0.5);
   }
