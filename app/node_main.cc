@@ -43,9 +43,10 @@ options:
                           host the coordinator dialled)
   --connect-timeout S     seconds a job may take to connect to its peers before it fails
                           naming the one it could not reach (default 30)
-  --devices cpu|cpu:N|cuda:N
-                          worker slots (default cpu = 1), or the GPU this daemon's worker
-                          trains on when a spec says cluster.device "cuda" (one per daemon)
+  --devices cpu|cpu:N|cuda:N[,cuda:M...]
+                          the workers this daemon runs at once, each a rank of the run: cpu:N
+                          N CPU workers (default cpu = 1), or one worker per listed GPU when
+                          a spec says cluster.device "cuda"
   --speed F               emulated compute speed, > 0 (default 1: real speed)
   --bandwidth-mbps F      emulated link bandwidth in Mbit/s, 0 = unlimited (default 0)
   --latency-ms F          emulated link latency per message, >= 0 (default 0)
@@ -139,22 +140,27 @@ int parseSlots(const std::string& devices) {
   throw UsageError("--devices: expected cpu, cpu:N or cuda:N, got '" + devices + "'");
 }
 
-// --devices: CPU worker slots, or the one GPU of this daemon's workers (checked here, so that
-// a daemon without it never starts).
+// --devices: CPU worker slots, or the GPUs of this daemon's workers (each checked here, so
+// that a daemon without them never starts).
 void parseDevices(const std::string& devices, dtlab::remote::NodeOptions& options) {
-  if (devices.rfind("cuda", 0) == 0) {
-    if (devices.find(',') != std::string::npos)
-      throw UsageError("--devices " + devices +
-                       ": one GPU per daemon so far (a daemon runs one worker); start one "
-                       "dtlab-node per GPU, each with --devices cuda:N");
+  if (devices.rfind("cuda", 0) != 0) {
+    options.slots = parseSlots(devices);
+    return;
+  }
+  std::size_t begin = 0;
+  while (begin <= devices.size()) {
+    const std::size_t end = std::min(devices.find(',', begin), devices.size());
+    const std::string one = devices.substr(begin, end - begin);
     try {
-      options.gpu = dtlab::core::describeCudaDevice(devices).name;
+      const std::string name = dtlab::core::describeCudaDevice(one).name;
+      if (std::find(options.gpus.begin(), options.gpus.end(), name) != options.gpus.end())
+        throw UsageError("--devices " + devices + ": " + name + " is listed twice");
+      options.gpus.push_back(name);
     } catch (const dtlab::Error& e) {
       throw UsageError(std::string("--devices: ") + e.what());
     }
-    return;
+    begin = end + 1;
   }
-  options.slots = parseSlots(devices);
 }
 
 dtlab::remote::NodeOptions parseOptions(const Args& args) {

@@ -16,7 +16,7 @@ struct LocalNodeOptions {
   double bandwidthMbps = 0.0;
   double latencyMs = 0.0;
   int threads = 1;
-  std::string devices = "cpu";  // dtlab-node --devices: "cpu" or "cuda:N"
+  std::string devices = "cpu";  // dtlab-node --devices: "cpu", "cpu:N", "cuda:N[,cuda:M...]"
 };
 
 // The `count` local daemons a spec's cluster describes: each with its node entry's emulation

@@ -69,10 +69,15 @@ NodeSummary getInfo(pb::NodeService::Stub& stub, const std::string& address,
   s.cores = info.cores();
   s.busy = info.busy();
   s.workerThreads = info.worker_threads();
-  for (const pb::DeviceInfo& d : info.devices())
+  s.cpuSlots = 0;
+  for (const pb::DeviceInfo& d : info.devices()) {
     s.devices.push_back(d.kind() == "cuda" ? d.name() + " (" + d.detail() + ")"
                                            : d.name() + " (" + std::to_string(d.slots()) +
                                                  (d.slots() == 1 ? " slot)" : " slots)"));
+    if (d.kind() == "cuda") ++s.gpus;
+    if (d.kind() == "cpu") s.cpuSlots += std::max(1, d.slots());
+  }
+  s.cpuSlots = std::max(1, s.cpuSlots);
   return s;
 }
 
@@ -176,13 +181,33 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
   if (chosen.nodes > static_cast<int64_t>(impl.nodes.size()))
     throw Error("variant '" + chosen.name + "' asks for " + std::to_string(chosen.nodes) +
                 " nodes; the cluster has " + std::to_string(impl.nodes.size()));
-  const std::size_t world =
+  const std::size_t nodeCount =
       chosen.nodes > 0 ? static_cast<std::size_t>(chosen.nodes) : impl.nodes.size();
+  // The ranks, node by node: one per worker slot of the run's device there (its GPUs for a
+  // cuda run, its CPU slots otherwise).
+  const bool cuda = spec.cluster.device == "cuda";
+  auto slotsOf = [&](std::size_t n) {
+    return cuda ? std::max(1, impl.summaries[n].gpus) : std::max(1, impl.summaries[n].cpuSlots);
+  };
+  struct Rank {
+    std::size_t node;
+    int slot;
+  };
+  std::vector<Rank> ranks;
+  for (std::size_t n = 0; n < nodeCount; ++n)
+    for (int s = 0; s < slotsOf(n); ++s) ranks.push_back({n, s});
+  const std::size_t world = ranks.size();
+  // How messages name rank i: its node, and its slot where the node has several.
+  auto who = [&](std::size_t i) {
+    const std::size_t n = ranks[i].node;
+    return slotsOf(n) == 1 ? impl.label(n)
+                           : impl.label(n) + " slot " + std::to_string(ranks[i].slot);
+  };
   const std::string jobId = newJobId();
   const std::string specJson = core::toJson(spec).dump();
   const Clock::time_point start = Clock::now();
   const std::string strategy = core::toString(chosen.strategy);
-  for (std::size_t i = 0; i < world; ++i) {
+  for (std::size_t i = 0; i < nodeCount; ++i) {
     const auto& caps = impl.summaries[i].capabilities;
     if (std::find(caps.begin(), caps.end(), strategy) == caps.end())
       throw Error("node " + impl.label(i) + " cannot run strategy '" + strategy + "' (it runs: " +
@@ -194,9 +219,9 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
                   "); update its dtlab-node");
   }
   // A GPU run needs a GPU on every node it uses: say which lack one before any job starts.
-  if (spec.cluster.device == "cuda") {
+  if (cuda) {
     std::string without;
-    for (std::size_t i = 0; i < world; ++i) {
+    for (std::size_t i = 0; i < nodeCount; ++i) {
       const auto& devices = impl.summaries[i].devices;
       if (std::none_of(devices.begin(), devices.end(),
                        [](const std::string& d) { return d.rfind("cuda:", 0) == 0; }))
@@ -206,6 +231,16 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
       throw Error("cluster.device \"cuda\": no GPU on " + without +
                   " (start each dtlab-node with --devices cuda:N, or use cluster.device "
                   "\"cpu\")");
+  }
+  // The parameter server's shard k lives on rank k's node: one shard a node, so one rank.
+  if (chosen.usesParameterServer() && world > nodeCount) {
+    for (std::size_t n = 0; n < nodeCount; ++n)
+      if (slotsOf(n) > 1)
+        throw Error("variant '" + chosen.name + "' (" + strategy +
+                    ") runs one worker per node so far; node " + impl.label(n) + " has " +
+                    std::to_string(slotsOf(n)) +
+                    " worker slots (start it with --devices cpu, or choose sync_allreduce or "
+                    "local_sgd)");
   }
 
   core::RunSummary summary;
@@ -222,20 +257,20 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
   // Workers that share a host's cores slow each other down: the run says so (an event and
   // the summary), since its timings then measure the contention too.
   std::map<std::string, std::vector<std::size_t>> byHost;
-  for (std::size_t i = 0; i < world; ++i) byHost[impl.summaries[i].hostname].push_back(i);
+  for (std::size_t i = 0; i < nodeCount; ++i) byHost[impl.summaries[i].hostname].push_back(i);
   for (const auto& [host, members] : byHost) {
     int threads = 0;
-    std::string who;
+    std::string names;
     for (std::size_t i : members) {
-      threads += std::max(1, impl.summaries[i].workerThreads);
-      who += (who.empty() ? "" : ", ") + impl.label(i);
+      threads += std::max(1, impl.summaries[i].workerThreads) * slotsOf(i);
+      names += (names.empty() ? "" : ", ") + impl.label(i);
     }
     const int cores = impl.summaries[members.front()].cores;
     if (cores <= 0 || threads <= cores) continue;
     summary.contended = true;
     addEvent(0, "contention",
              "host " + host + ": " + std::to_string(threads) + " busy worker threads on " +
-                 std::to_string(cores) + " cores (" + who + "); timings include the contention");
+                 std::to_string(cores) + " cores (" + names + "); timings include the contention");
   }
 
   // A node's services as its peers reach them: its advertised host (else the host the
@@ -258,8 +293,9 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
   std::size_t started = 0;
   try {
     for (; started < world; ++started) {
+      const std::size_t node = ranks[started].node;
       grpc::ClientContext context;
-      impl.prepare(context, started, std::chrono::milliseconds(10000));
+      impl.prepare(context, node, std::chrono::milliseconds(10000));
       pb::StartJobRequest request;
       request.set_protocol_version(kProtocolVersion);
       request.set_job_id(jobId);
@@ -268,8 +304,10 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
       request.set_rank(static_cast<int>(started));
       request.set_world_size(static_cast<int>(world));
       request.set_rendezvous_address(rendezvous);
-      request.set_node_name(impl.nodes[started].name);
-      request.set_reached_host(parseHostPort(impl.nodes[started].address, "node address").host);
+      request.set_node_name(impl.nodes[node].name);
+      request.set_reached_host(parseHostPort(impl.nodes[node].address, "node address").host);
+      request.set_slot(ranks[started].slot);
+      request.set_node_index(static_cast<int>(node));
       request.set_heartbeat_ms(static_cast<uint64_t>(impl.options.heartbeatInterval.count()));
       request.set_connect_timeout_ms(static_cast<uint64_t>(impl.options.connectTimeout.count()));
       for (std::size_t k = 0; k < psAddresses.size(); ++k) {
@@ -277,19 +315,19 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
         request.add_ps_names(impl.nodes[k].name);
       }
       if (!impl.options.emulation.empty()) {
-        const core::NodeConfig& node = impl.options.emulation[started];
+        const core::NodeConfig& entry = impl.options.emulation[node];
         pb::NodeEmulation* emulation = request.mutable_emulation();
-        emulation->set_speed(node.speed);
-        emulation->set_bandwidth_mbps(node.bandwidthMbps);
-        emulation->set_latency_ms(node.latencyMs);
+        emulation->set_speed(entry.speed);
+        emulation->set_bandwidth_mbps(entry.bandwidthMbps);
+        emulation->set_latency_ms(entry.latencyMs);
       }
       pb::StartJobResponse response;
-      const grpc::Status status = impl.nodes[started].stub->StartJob(&context, request, &response);
+      const grpc::Status status = impl.nodes[node].stub->StartJob(&context, request, &response);
       if (!status.ok())
-        throw Error("starting the job on " + impl.label(started) + ": " + describeStatus(status));
+        throw Error("starting the job on " + who(started) + ": " + describeStatus(status));
     }
   } catch (...) {
-    for (std::size_t i = 0; i < started; ++i) impl.cancelJob(i, jobId, true);
+    for (std::size_t i = 0; i < started; ++i) impl.cancelJob(ranks[i].node, jobId, true);
     throw;
   }
 
@@ -308,13 +346,14 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
   std::condition_variable changed;
   for (std::size_t i = 0; i < world; ++i) {
     watches[i].context = std::make_unique<grpc::ClientContext>();
-    prepareClientContext(*watches[i].context, impl.token(i),
+    prepareClientContext(*watches[i].context, impl.token(ranks[i].node),
                          std::chrono::duration_cast<std::chrono::milliseconds>(kStreamDeadline));
     readers.emplace_back([&, i] {
       pb::WatchJobRequest request;
       request.set_protocol_version(kProtocolVersion);
       request.set_job_id(jobId);
-      auto reader = impl.nodes[i].stub->WatchJob(watches[i].context.get(), request);
+      request.set_slot(ranks[i].slot);
+      auto reader = impl.nodes[ranks[i].node].stub->WatchJob(watches[i].context.get(), request);
       pb::JobUpdate update;
       while (reader->Read(&update)) {
         std::lock_guard lock(mutex);
@@ -352,7 +391,8 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
   // deadline, and the others must hear of it now.
   std::vector<std::thread> cancels;
   auto sendCancel = [&](std::size_t i, bool abort) {
-    cancels.emplace_back([&impl, i, jobId, abort] { impl.cancelJob(i, jobId, abort); });
+    const std::size_t node = ranks[i].node;
+    cancels.emplace_back([&impl, node, jobId, abort] { impl.cancelJob(node, jobId, abort); });
   };
   std::string lostNode;
   bool failing = false;
@@ -370,7 +410,7 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
           if (!failed && !w.broken && !silent) continue;
           failing = true;
           if (!failed) {
-            lostNode = impl.label(i) + " lost: " +
+            lostNode = who(i) + " lost: " +
                        (w.broken ? w.error
                                  : "no heartbeat for " +
                                        std::to_string(impl.options.lostAfter.count()) + " ms");
@@ -446,10 +486,10 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
       const int cause = w.finished ? causeRank(core::parseFailureOrigin(r.failure_origin())) : 4;
       if (cause < bestCause) {
         bestCause = cause;
-        summary.error = w.finished    ? impl.label(i) + ": " + r.error()
-                        : w.abandoned ? impl.label(i) + " did not report its end within " +
+        summary.error = w.finished    ? who(i) + ": " + r.error()
+                        : w.abandoned ? who(i) + " did not report its end within " +
                                             std::to_string(impl.options.windDown.count()) + " ms"
-                                      : impl.label(i) + " " + w.error;
+                                      : who(i) + " " + w.error;
       }
     } else if (status == core::RunStatus::kCancelled &&
                summary.status == core::RunStatus::kCompleted) {

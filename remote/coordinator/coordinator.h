@@ -17,8 +17,8 @@ struct CoordinatorOptions {
   // Tokens of particular nodes, by the address given to the Coordinator, in place of
   // `token` (daemons on different machines may have different tokens).
   std::map<std::string, std::string> nodeTokens;
-  // The compute and link emulation of each rank (one entry per node, in the order of the
-  // addresses), sent with every job: the spec's node entries when the nodes are the spec's
+  // The compute and link emulation of each node (one entry per node, in the order of the
+  // addresses), sent with every job of its ranks: the spec's node entries when the nodes are the spec's
   // own (cluster.nodes[i].address). Empty: each daemon applies its own flags. Every node
   // must then list the capability "job_emulation".
   std::vector<core::NodeConfig> emulation;
@@ -48,6 +48,8 @@ struct NodeSummary {
   std::vector<std::string> capabilities;
   // "cpu (1 slot)", "cuda:0 (NVIDIA H200, 139.8 GiB, compute capability 9.0)"
   std::vector<std::string> devices;
+  int cpuSlots = 1;  // CPU workers it runs at once (--devices cpu:N)
+  int gpus = 0;      // GPUs it runs a worker on each (--devices cuda:N,...)
   int workerThreads = 0;
   // The daemon's own emulation flags (what a job without per-job emulation gets).
   double bandwidthMbps = 0.0;
@@ -60,17 +62,19 @@ struct NodeSummary {
 NodeSummary queryNode(const std::string& address, const std::string& token,
                       std::chrono::milliseconds deadline = std::chrono::milliseconds(5000));
 
-// The client side of a run: connects to the nodes, assigns ranks (the order of the
-// node list), starts the job everywhere, merges the metric streams into one sink, and
-// fails the run naming the node when one is lost.
+// The client side of a run: connects to the nodes, assigns ranks (the order of the node
+// list, and on a node with several worker slots for the run's device, one rank per slot:
+// its CPU slots, or its GPUs for cluster.device "cuda"), starts the job everywhere, merges the
+// metric streams into one sink, and fails the run naming the node when one is lost.
 //
 // Protocol of one run:
 //  a. GetInfo on every node (deadline): protocol version and capabilities checked.
-//  b. StartJob on every node with its rank; rank 0's daemon hosts the rendezvous, at rank
+//  b. StartJob for every rank, on its node, with its slot there; rank 0's daemon hosts the
+//     rendezvous, at rank
 //     0's advertised host (or the host it was dialled at) and its port. Each node binds its
 //     collectives to its own advertised host, or else to the host it was dialled at.
 //     If any start fails, the started ones are cancelled and the error names the node.
-//  c. WatchJob on every node, one reader thread each; updates go to the sink under
+//  c. WatchJob for every rank, one reader thread each; updates go to the sink under
 //     one lock. A stream that breaks before its final message, or stays silent for
 //     lostAfter, marks the node lost; a node whose job failed ends the run too. Either way
 //     every other node is told to abort its communication at once (pending collectives

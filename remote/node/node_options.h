@@ -11,10 +11,10 @@ namespace dtlab::remote {
 // How a dtlab-node was started (app/node_main.cc parses these from flags).
 struct NodeOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free one
-  int slots = 1;                       // --devices cpu:N
-  // --devices cuda:N: the GPU this daemon's workers train on when a spec asks for
-  // cluster.device "cuda" (checked at start); empty: CPU only.
-  std::string gpu;
+  int slots = 1;                       // --devices cpu:N: CPU workers at once
+  // --devices cuda:N,...: the GPUs this daemon's workers train on, one worker each, when a spec
+  // asks for cluster.device "cuda" (checked at start); empty: CPU only.
+  std::vector<std::string> gpus;
   double speed = 1.0;          // emulated compute speed (1 = real)
   double bandwidthMbps = 0.0;  // emulated link, 0 = unlimited
   double latencyMs = 0.0;

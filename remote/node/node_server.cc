@@ -79,16 +79,20 @@ bool NodeServer::shutdown(std::chrono::milliseconds jobGrace) {
   if (stopped_) return jobEnded_;
   stopped_ = true;
   logAt(LogLevel::kInfo, "shutting down");
-  if (std::shared_ptr<Job> job = nodeService_->beginShutdown()) {
-    jobEnded_ = job->waitEnded(jobGrace);
-    if (!jobEnded_) {
-      core::WorkerResult result;
-      result.status = core::RunStatus::kCancelled;
-      result.stopReason = core::StopReason::kCancelled;
-      result.error = "node " + name_ + " shut down while the job was still starting";
-      job->buffer().finish(result);
-      logAt(LogLevel::kWarn, "job ", job->id(), " did not stop within ", jobGrace.count(), " ms");
-    }
+  jobEnded_ = true;
+  const auto deadline = std::chrono::steady_clock::now() + jobGrace;
+  for (const std::shared_ptr<Job>& job : nodeService_->beginShutdown()) {
+    const auto left = std::max(std::chrono::milliseconds(0),
+                               std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   deadline - std::chrono::steady_clock::now()));
+    if (job->waitEnded(left)) continue;
+    jobEnded_ = false;
+    core::WorkerResult result;
+    result.status = core::RunStatus::kCancelled;
+    result.stopReason = core::StopReason::kCancelled;
+    result.error = "node " + name_ + " shut down while the job was still starting";
+    job->buffer().finish(result);
+    logAt(LogLevel::kWarn, "job ", job->id(), " did not stop within ", jobGrace.count(), " ms");
   }
   hub_.waitAllDone(kStreamDrain);
   table_.shutdown();

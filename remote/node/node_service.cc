@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -98,7 +99,21 @@ NodeService::NodeService(const NodeOptions& options, std::string listenHost,
       rendezvous_(rendezvous),
       parameters_(parameters),
       hub_(hub) {
-  if (!options_.gpu.empty()) gpu_ = core::describeCudaDevice(options_.gpu);
+  for (const std::string& gpu : options_.gpus) gpus_.push_back(core::describeCudaDevice(gpu));
+}
+
+int NodeService::slotsFor(const core::ExperimentSpec& spec) const {
+  return spec.cluster.device == "cuda" ? static_cast<int>(gpus_.size()) : options_.slots;
+}
+
+std::shared_ptr<Job> NodeService::jobAt(const std::string& id, int slot) const {
+  if (id != jobId_ || slot < 0 || slot >= static_cast<int>(jobs_.size())) return nullptr;
+  return jobs_[static_cast<std::size_t>(slot)];
+}
+
+bool NodeService::anyRunning() const {
+  return std::any_of(jobs_.begin(), jobs_.end(),
+                     [](const std::shared_ptr<Job>& job) { return job && job->running(); });
 }
 
 NodeService::~NodeService() = default;
@@ -135,18 +150,17 @@ void NodeService::fillInfo(proto::NodeInfo& info) {
   cpu->set_slots(options_.slots);
   cpu->set_detail(model + ", " + std::to_string(cores) + " cores, " +
                   std::to_string(options_.threads) + " worker threads");
-  if (gpu_) {
+  for (const core::DeviceDescription& d : gpus_) {
     proto::DeviceInfo* gpu = info.add_devices();
-    gpu->set_name(gpu_->name);
+    gpu->set_name(d.name);
     gpu->set_kind("cuda");
     gpu->set_slots(1);
-    gpu->set_memory_bytes(gpu_->memoryBytes);
-    gpu->set_compute_capability(gpu_->computeCapability);
+    gpu->set_memory_bytes(d.memoryBytes);
+    gpu->set_compute_capability(d.computeCapability);
     char memory[32];
     std::snprintf(memory, sizeof memory, "%.1f GiB",
-                  static_cast<double>(gpu_->memoryBytes) / (1024.0 * 1024.0 * 1024.0));
-    gpu->set_detail(gpu_->model + ", " + memory + ", compute capability " +
-                    gpu_->computeCapability);
+                  static_cast<double>(d.memoryBytes) / (1024.0 * 1024.0 * 1024.0));
+    gpu->set_detail(d.model + ", " + memory + ", compute capability " + d.computeCapability);
   }
   info.set_speed(options_.speed);
   info.set_bandwidth_mbps(options_.bandwidthMbps);
@@ -161,9 +175,9 @@ void NodeService::fillInfo(proto::NodeInfo& info) {
   info.set_cores(cores);
   info.set_worker_threads(options_.threads);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (current_ && current_->running()) {
+  if (anyRunning()) {
     info.set_busy(true);
-    info.set_job_id(current_->id());
+    info.set_job_id(jobId_);
   }
 }
 
@@ -247,11 +261,17 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
   } catch (const std::exception& e) {
     return invalid(std::string("spec_json: ") + e.what());
   }
-  if (spec.cluster.device == "cuda" && options_.gpu.empty())
+  if (spec.cluster.device == "cuda" && gpus_.empty())
     return {grpc::StatusCode::FAILED_PRECONDITION,
             "node " + name() +
                 " has no GPU for cluster.device \"cuda\": it was started with --devices cpu "
                 "(start it with --devices cuda:N, or use cluster.device \"cpu\")"};
+  const int slots = slotsFor(spec);
+  if (request.slot() < 0 || request.slot() >= slots)
+    return invalid("slot: must be in [0, " + std::to_string(slots) + ") (node " + name() + " has " +
+                   std::to_string(slots) + " worker slot" + (slots == 1 ? "" : "s") +
+                   " for cluster.device \"" + spec.cluster.device + "\"), got " +
+                   std::to_string(request.slot()));
   const int variants = static_cast<int>(spec.variants.size());
   if (request.variant() < 0 || request.variant() >= variants)
     return invalid("variant: must be in [0, " + std::to_string(variants) + ") (the spec has " +
@@ -309,7 +329,9 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
   settings.work.node.bandwidthMbps = options_.bandwidthMbps;
   settings.work.node.latencyMs = options_.latencyMs;
   settings.work.threads = options_.threads;
-  settings.work.device = settings.work.spec.cluster.device == "cuda" ? options_.gpu : "cpu";
+  settings.work.device = settings.work.spec.cluster.device == "cuda"
+                             ? gpus_[static_cast<std::size_t>(request.slot())].name
+                             : "cpu";
   settings.rendezvousAddress = request.rendezvous_address();
   settings.token = options_.token;
   const std::string advertised = advertiseHost();
@@ -332,8 +354,9 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
   settings.work.node.straggler = options_.straggler;
   const core::ClusterConfig& cluster = settings.work.spec.cluster;
   if (cluster.nodes.size() == 1 ||
-      static_cast<std::size_t>(request.rank()) < cluster.nodes.size()) {
-    const core::NodeConfig& entry = cluster.node(cluster.nodes.size() == 1 ? 0 : request.rank());
+      static_cast<std::size_t>(request.node_index()) < cluster.nodes.size()) {
+    const core::NodeConfig& entry =
+        cluster.node(cluster.nodes.size() == 1 ? 0 : request.node_index());
     if (!entry.speedSchedule.empty()) settings.work.node.speedSchedule = entry.speedSchedule;
     if (entry.straggler != core::StragglerConfig{}) settings.work.node.straggler = entry.straggler;
   }
@@ -341,39 +364,48 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
   settings.connectTimeout =
       connectMs != 0 ? std::chrono::milliseconds(connectMs) : options_.connectTimeout;
 
-  std::shared_ptr<Job> previous;
+  std::vector<std::shared_ptr<Job>> previous;
+  const auto slot = static_cast<std::size_t>(request.slot());
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (shuttingDown_)
       return {grpc::StatusCode::UNAVAILABLE, "node " + name_ + " is shutting down"};
-    if (current_ && current_->running())
+    if (jobId_ != request.job_id() && anyRunning())
       return {grpc::StatusCode::FAILED_PRECONDITION,
-              "node " + name_ + " is busy with job " + current_->id()};
-    if (current_ && current_->id() == request.job_id())
+              "node " + name_ + " is busy with job " + jobId_};
+    if (jobAt(request.job_id(), request.slot()))
       return {grpc::StatusCode::ALREADY_EXISTS, "job_id: job " + request.job_id() +
-                                                    " already ran on node " + name_ +
-                                                    " (job ids must be unique per run)"};
-    // Earlier jobs' rendezvous keys go; this job's keys may already be here (ranks that
-    // started before this one).
-    rendezvous_.clearExceptPrefix(request.job_id() + "/");
-    // Likewise the parameter shards: the last job's go, this job's are served from now on.
-    if (shardHost)
-      parameters_.install(request.job_id(), std::move(shardHost));
-    else
+                                                    " already ran in slot " +
+                                                    std::to_string(request.slot()) + " on node " +
+                                                    name_ + " (job ids must be unique per run)"};
+    if (jobId_ != request.job_id()) {
+      // A new job: the last one's ranks go, and its rendezvous keys (this job's may already be
+      // here: ranks that started before this one), and its parameter shards.
+      previous = std::move(jobs_);
+      jobs_.clear();
+      jobId_ = request.job_id();
+      rendezvous_.clearExceptPrefix(request.job_id() + "/");
       parameters_.clear();
-    previous = std::move(current_);
-    current_ = std::make_shared<Job>(std::move(settings));
+    }
+    if (shardHost) {
+      if (parameters_.find(request.job_id()) != nullptr)
+        return invalid("slot: a parameter-server job takes one slot per node (node " + name_ +
+                       " already serves a shard of job " + request.job_id() + ")");
+      parameters_.install(request.job_id(), std::move(shardHost));
+    }
+    if (jobs_.size() <= slot) jobs_.resize(slot + 1);
+    jobs_[slot] = std::make_shared<Job>(std::move(settings));
   }
   logAt(LogLevel::kInfo, "job ", request.job_id(), " accepted: rank ", request.rank(), " of ",
-        world, ", variant ", request.variant(),
+        world, " in slot ", request.slot(), ", variant ", request.variant(),
         request.has_emulation()
             ? ", emulating speed " + std::to_string(request.emulation().speed()) + ", " +
                   std::to_string(request.emulation().bandwidth_mbps()) + " Mbit/s, " +
                   std::to_string(request.emulation().latency_ms()) + " ms (the job's)"
             : std::string());
-  // The previous job has published its result, so its thread is ending; join it outside
-  // the lock (a watcher may still hold it, then the last owner joins).
-  previous.reset();
+  // The previous job has published its result, so its threads are ending; join them outside
+  // the lock (a watcher may still hold one, then the last owner joins).
+  previous.clear();
   return grpc::Status::OK;
 }
 
@@ -386,11 +418,12 @@ grpc::ServerWriteReactor<proto::JobUpdate>* NodeService::WatchJob(
   std::shared_ptr<Job> job;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (current_ && current_->id() == request->job_id()) job = current_;
+    job = jobAt(request->job_id(), request->slot());
   }
   if (!job)
-    return new RefusedWatch({grpc::StatusCode::NOT_FOUND,
-                             "node " + name() + " has no job '" + request->job_id() + "'"});
+    return new RefusedWatch({grpc::StatusCode::NOT_FOUND, "node " + name() + " has no job '" +
+                                                              request->job_id() + "' in slot " +
+                                                              std::to_string(request->slot())});
   logAt(LogLevel::kDebug, "job ", job->id(), ": watcher attached");
   return hub_.watch(std::move(job));
 }
@@ -403,12 +436,16 @@ grpc::ServerUnaryReactor* NodeService::CancelJob(grpc::CallbackServerContext* co
   if (status.ok()) status = checkFieldSize("job_id", request->job_id().size(), kMaxJobIdBytes);
   if (status.ok()) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (current_ && current_->id() == request->job_id()) {
-      const bool wasRunning = current_->cancel(
-          request->abort(), request->abort() ? "aborted by the coordinator" : "cancelled");
+    if (jobId_ == request->job_id()) {
+      bool wasRunning = false;
+      for (const std::shared_ptr<Job>& job : jobs_) {
+        if (job)
+          wasRunning |= job->cancel(request->abort(),
+                                    request->abort() ? "aborted by the coordinator" : "cancelled");
+      }
       response->set_was_running(wasRunning);
       if (wasRunning)
-        logAt(LogLevel::kInfo, "job ", current_->id(),
+        logAt(LogLevel::kInfo, "job ", jobId_,
               request->abort() ? ": abort requested" : ": cancel requested");
     }
   }
@@ -429,12 +466,17 @@ std::string NodeService::advertiseHost() const {
   return isWildcardHost(listenHost_) ? std::string() : listenHost_;
 }
 
-std::shared_ptr<Job> NodeService::beginShutdown() {
+std::vector<std::shared_ptr<Job>> NodeService::beginShutdown() {
   std::lock_guard<std::mutex> lock(mutex_);
   shuttingDown_ = true;
-  if (current_ && current_->cancel())
-    logAt(LogLevel::kInfo, "job ", current_->id(), ": cancelled by the node's shutdown");
-  return current_;
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (const std::shared_ptr<Job>& job : jobs_) {
+    if (!job) continue;
+    if (job->cancel())
+      logAt(LogLevel::kInfo, "job ", job->id(), ": cancelled by the node's shutdown");
+    jobs.push_back(job);
+  }
+  return jobs;
 }
 
 }  // namespace dtlab::remote

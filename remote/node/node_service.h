@@ -64,9 +64,9 @@ class NodeService final : public proto::NodeService::CallbackService {
                                  const proto::PingRequest* request,
                                  proto::PingResponse* response) override;
 
-  // Shutdown, step 1: refuse new jobs and cancel the running one. Returns the job (null if
-  // none) so the caller can wait for it.
-  std::shared_ptr<Job> beginShutdown();
+  // Shutdown, step 1: refuse new jobs and cancel the running ones. Returns them (the ranks of
+  // the current job on this node) so the caller can wait for them.
+  std::vector<std::shared_ptr<Job>> beginShutdown();
 
   // How the node names itself in messages; set once the port is known.
   void setName(std::string name);
@@ -75,9 +75,15 @@ class NodeService final : public proto::NodeService::CallbackService {
  private:
   grpc::Status startJob(const proto::StartJobRequest& request);
   void fillInfo(proto::NodeInfo& info);
+  // Worker slots for a spec's device: one per GPU for "cuda", --devices cpu:N for "cpu".
+  int slotsFor(const core::ExperimentSpec& spec) const;
+  // The rank of job `id` in `slot`, or null. Under mutex_.
+  std::shared_ptr<Job> jobAt(const std::string& id, int slot) const;
+  // Whether a rank of the current job still runs; under mutex_.
+  bool anyRunning() const;
 
   const NodeOptions options_;
-  std::optional<core::DeviceDescription> gpu_;  // --devices cuda:N, described at start
+  std::vector<core::DeviceDescription> gpus_;  // --devices cuda:N,..., described at start
   // --advertise, else a specific --listen host, else "" (see NodeInfo.advertise_host).
   std::string advertiseHost() const;
 
@@ -88,7 +94,10 @@ class NodeService final : public proto::NodeService::CallbackService {
 
   mutable std::mutex mutex_;
   std::string name_;
-  std::shared_ptr<Job> current_;  // running, or the last one (its result stays readable)
+  // The current job's ranks on this node by slot (null where it has none), running or the last
+  // one's (their results stay readable).
+  std::string jobId_;
+  std::vector<std::shared_ptr<Job>> jobs_;
   bool shuttingDown_ = false;
 };
 

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -74,6 +76,23 @@ std::vector<pid_t> childrenOf(pid_t parent) {
   return out;
 }
 
+// The workers that reported steps.
+class WorkerSteps : public core::MetricSink {
+ public:
+  void onStep(const core::StepMetrics& m) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    workers_.insert(m.worker);
+  }
+  std::set<int> workers() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return workers_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::set<int> workers_;
+};
+
 class StepCounter : public core::MetricSink {
  public:
   void onStep(const core::StepMetrics& m) override {
@@ -120,6 +139,40 @@ std::pair<core::RunSummary, double> runAndSignalNode1(remote::LocalCluster& clus
 class TestRun : public QObject {
   Q_OBJECT
  private slots:
+  // A node with two CPU worker slots takes two ranks: three workers on two daemons train one
+  // model (identical replicas, every rank's steps reported); a parameter-server variant, which
+  // keeps one shard a node, is refused naming the node.
+  void aNodeWithTwoSlotsTakesTwoRanks() {
+    std::vector<remote::LocalNodeOptions> options = nodes(2);
+    options[0].devices = "cpu:2";
+    remote::LocalCluster cluster(kNode, options);
+    remote::Coordinator coordinator(cluster.addresses(), {});
+    const std::vector<remote::NodeSummary> summaries = coordinator.connect();
+    QCOMPARE(summaries[0].cpuSlots, 2);
+    QCOMPARE(summaries[1].cpuSlots, 1);
+    WorkerSteps steps;
+    const core::RunSummary s = coordinator.run(smallSpec(20), 0, &steps);
+    QVERIFY2(s.status == core::RunStatus::kCompleted, s.error.c_str());
+    QCOMPARE(s.nodes, int64_t{3});
+    QCOMPARE(s.paramChecksum.size(), std::size_t{3});
+    QCOMPARE(s.paramChecksum[1], s.paramChecksum[0]);
+    QCOMPARE(s.paramChecksum[2], s.paramChecksum[0]);
+    QCOMPARE(steps.workers(), (std::set<int>{0, 1, 2}));
+
+    core::ExperimentSpec ps = smallSpec(20);
+    ps.variants = {core::VariantConfig{"async"}};
+    ps.variants[0].strategy = core::StrategyKind::kAsyncPs;
+    try {
+      coordinator.run(ps, 0, nullptr);
+      QFAIL("a parameter-server run took two ranks on one node");
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      QVERIFY2(what.find("runs one worker per node so far") != std::string::npos &&
+                   what.find("has 2 worker slots") != std::string::npos,
+               e.what());
+    }
+  }
+
   void replicasIdenticalOnOneTwoFourNodes_data() {
     QTest::addColumn<int>("world");
     QTest::newRow("1 node") << 1;

@@ -1,6 +1,7 @@
-// dtlab-node and GPUs: --devices cuda:N is checked when the daemon starts and reported by
-// GetInfo; a run with cluster.device "cuda" trains on that GPU with gpu_util and gpu_mem_bytes
-// sampled; a CPU daemon refuses such a run, naming the flag. The cases that need a GPU skip
+// dtlab-node and GPUs: --devices cuda:N[,cuda:M...] is checked when the daemon starts and
+// reported by GetInfo; a run with cluster.device "cuda" trains on that GPU with gpu_util and
+// gpu_mem_bytes sampled (on each of a daemon's GPUs, one rank each, given two); a CPU daemon
+// refuses such a run, naming the flag. The cases that need a GPU skip
 // without one, saying why; the others run everywhere.
 #include <QtTest/QtTest>
 
@@ -88,11 +89,14 @@ class TestCudaNode : public QObject {
                  : (err.contains("no CUDA device") || err.contains("built without CUDA")),
              qPrintable(err));
 
-    QProcess two;
-    two.start(QString::fromStdString(kNode), {"--devices", "cuda:0,cuda:1"});
-    QVERIFY(two.waitForFinished(30000));
-    QCOMPARE(two.exitCode(), 2);
-    QVERIFY(QString(two.readAllStandardError()).contains("one GPU per daemon"));
+    // A list is checked device by device, and a GPU listed twice is refused.
+    QProcess twice;
+    twice.start(QString::fromStdString(kNode), {"--devices", "cuda:0,cuda:0"});
+    QVERIFY(twice.waitForFinished(30000));
+    QCOMPARE(twice.exitCode(), 2);
+    const QString twiceErr = twice.readAllStandardError();
+    QVERIFY2(twiceErr.contains(gpu ? "cuda:0 is listed twice" : "--devices: device 'cuda:0'"),
+             qPrintable(twiceErr));
   }
 
   // Runs everywhere: local nodes get a GPU each, and a machine with too few is refused by
@@ -115,6 +119,24 @@ class TestCudaNode : public QObject {
     }
     cluster.device = "cpu";
     QCOMPARE(remote::localNodeOptions(cluster, 3).back().devices, std::string("cpu"));
+  }
+
+  // One daemon with two GPUs takes two ranks, one on each (needs two GPUs).
+  void oneDaemonTrainsOnEachOfItsGpus() {
+    SKIP_WITHOUT_GPU();
+    if (core::cudaDeviceCount() < 2)
+      QSKIP("GPU test skipped: needs two GPUs, this machine has one");
+    core::ExperimentSpec spec = cudaSpec(100);
+    remote::LocalNodeOptions options;
+    options.devices = "cuda:0,cuda:1";
+    remote::LocalCluster cluster(kNode, {options});
+    remote::Coordinator coordinator(cluster.addresses(), {});
+    QCOMPARE(coordinator.connect().front().gpus, 2);
+    const core::RunSummary s = coordinator.run(spec, 0, nullptr);
+    QVERIFY2(s.status == core::RunStatus::kCompleted, s.error.c_str());
+    QCOMPARE(s.nodes, int64_t{2});
+    QCOMPARE(s.paramChecksum.size(), std::size_t{2});
+    QCOMPARE(s.paramChecksum[1], s.paramChecksum[0]);
   }
 
   void gpuDaemonReportsAndTrainsOnItsGpu() {

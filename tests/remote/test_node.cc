@@ -140,13 +140,14 @@ struct WatchOutcome {
 // as they arrive, for tests that act once the job is running.
 WatchOutcome watchToEnd(proto::NodeService::Stub& stub, const std::string& jobId,
                         const std::string& token = {}, std::chrono::milliseconds timeout = 60s,
-                        std::atomic<int64_t>* stepsSeen = nullptr) {
+                        std::atomic<int64_t>* stepsSeen = nullptr, int slot = 0) {
   WatchOutcome outcome;
   grpc::ClientContext context;
   prepare(context, token, timeout);
   proto::WatchJobRequest request;
   request.set_protocol_version(dtlab::remote::kProtocolVersion);
   request.set_job_id(jobId);
+  request.set_slot(slot);
   auto reader = stub.WatchJob(&context, request);
   proto::JobUpdate update;
   while (reader->Read(&update)) {
@@ -675,6 +676,48 @@ class TestNode : public QObject {
     QCOMPARE(outcome0.result.param_checksum(), outcome1.result.param_checksum());
     QCOMPARE(outcome0.stepPoints, int64_t{20});
     QCOMPARE(outcome1.stepPoints, int64_t{20});
+  }
+
+  // A daemon with two CPU worker slots runs two ranks of one job, one in each slot, watched
+  // apart; a slot it does not have, or one already taken by the job, is refused by name.
+  void oneNodeRunsTwoRanksInItsSlots() {
+    NodeProcess node({"--name", "pair-host", "--devices", "cpu:2"});
+    QVERIFY(node.ready());
+    auto stub = nodeStub(node.address());
+    auto outside = startRequest("slots-0", tinySpec(20), 0, 2);
+    outside.set_rendezvous_address(node.address());
+    outside.set_slot(2);
+    grpc::Status status = startJob(*stub, outside);
+    QCOMPARE(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    QVERIFY2(status.error_message().find("slot: must be in [0, 2)") != std::string::npos &&
+                 status.error_message().find("pair-host has 2 worker slots") != std::string::npos,
+             status.error_message().c_str());
+    for (int rank = 0; rank < 2; ++rank) {
+      auto request = startRequest("slots-1", tinySpec(20), rank, 2);
+      request.set_rendezvous_address(node.address());
+      request.set_slot(rank);
+      status = startJob(*stub, request);
+      QVERIFY2(status.ok(), status.error_message().c_str());
+    }
+    auto again = startRequest("slots-1", tinySpec(20), 1, 2);
+    again.set_rendezvous_address(node.address());
+    again.set_slot(1);
+    status = startJob(*stub, again);
+    QCOMPARE(status.error_code(), grpc::StatusCode::ALREADY_EXISTS);
+    QVERIFY2(status.error_message().find("slot 1") != std::string::npos,
+             status.error_message().c_str());
+    WatchOutcome outcome1;
+    std::thread watcher([&] { outcome1 = watchToEnd(*stub, "slots-1", {}, 60s, nullptr, 1); });
+    const WatchOutcome outcome0 = watchToEnd(*stub, "slots-1");
+    watcher.join();
+    QVERIFY(outcome0.finished && outcome1.finished);
+    QVERIFY2(outcome0.result.status() == "completed", outcome0.result.error().c_str());
+    QVERIFY2(outcome1.result.status() == "completed", outcome1.result.error().c_str());
+    QCOMPARE(outcome0.stepPoints, int64_t{20});
+    QCOMPARE(outcome1.stepPoints, int64_t{20});
+    QCOMPARE(outcome0.result.param_checksum(), outcome1.result.param_checksum());
+    QCOMPARE(watchToEnd(*stub, "slots-1", {}, 5s, nullptr, 5).status.error_code(),
+             grpc::StatusCode::NOT_FOUND);
   }
 };
 

@@ -214,12 +214,16 @@ int TopologyModel::columnCount(const QModelIndex& parent) const {
 }
 
 QVariant TopologyModel::headerData(int section, Qt::Orientation orientation, int role) const {
-  // Rows are numbered as the spec's messages number them (cluster.nodes[i]), which is also
-  // the node's rank. The number is only in the header: a row's cells stay the same when a
-  // row above it goes.
+  // Rows are numbered as the spec's messages number them (cluster.nodes[i]); ranks go node by
+  // node, one per worker slot. The number is only in the header: a row's cells stay the same
+  // when a row above it goes.
   if (orientation == Qt::Vertical) {
     if (role == Qt::DisplayRole) return QString::number(section);
-    if (role == Qt::ToolTipRole) return tr("cluster.nodes[%1]: the node of rank %1").arg(section);
+    if (role == Qt::ToolTipRole)
+      return tr("cluster.nodes[%1]: its ranks follow those of the nodes above, one per worker "
+                "slot (one, unless its dtlab-node was started with --devices cpu:N or several "
+                "GPUs)")
+          .arg(section);
     return {};
   }
   if (role == Qt::ToolTipRole && section == kBandwidthColumn)
