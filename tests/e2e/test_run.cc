@@ -249,6 +249,24 @@ class TestRun : public QObject {
     QVERIFY2(std::string(core::toString(again.status)) == "completed", again.error.c_str());
   }
 
+  // A killed node with two slots takes both its ranks down: the run fails within 5 s naming
+  // it, and the other node takes a new job.
+  void killedNodeWithTwoSlotsFailsTheRunNamingIt() {
+    std::vector<remote::LocalNodeOptions> options = nodes(2);
+    options[1].devices = "cpu:2";
+    remote::LocalCluster cluster(kNode, options);
+    const auto [s, detectS] = runAndSignalNode1(cluster, SIGKILL);
+    QCOMPARE(std::string(core::toString(s.status)), std::string("failed"));
+    QVERIFY2(s.error.find("node1") != std::string::npos &&
+                 s.error.find(cluster.address(1)) != std::string::npos,
+             s.error.c_str());
+    QVERIFY2(detectS < 5.0, qPrintable(QString::number(detectS)));
+    remote::Coordinator survivor({cluster.address(0)}, {});
+    survivor.connect();
+    const core::RunSummary again = survivor.run(smallSpec(10), 0, nullptr);
+    QVERIFY2(std::string(core::toString(again.status)) == "completed", again.error.c_str());
+  }
+
   // A node that stops answering (SIGSTOP: its sockets stay open, its collectives never
   // finish) fails the run naming it within 5 s, and every daemon is free for a new job
   // within 10 s of the stop: the others abort their pending collectives at once.
