@@ -152,10 +152,11 @@ void parseDevices(const std::string& devices, dtlab::remote::NodeOptions& option
     const std::size_t end = std::min(devices.find(',', begin), devices.size());
     const std::string one = devices.substr(begin, end - begin);
     try {
-      const std::string name = dtlab::core::describeCudaDevice(one).name;
-      if (std::find(options.gpus.begin(), options.gpus.end(), name) != options.gpus.end())
-        throw UsageError("--devices " + devices + ": " + name + " is listed twice");
-      options.gpus.push_back(name);
+      dtlab::core::DeviceDescription gpu = dtlab::core::describeCudaDevice(one);
+      for (const dtlab::core::DeviceDescription& listed : options.gpus)
+        if (listed.name == gpu.name)
+          throw UsageError("--devices " + devices + ": " + gpu.name + " is listed twice");
+      options.gpus.push_back(std::move(gpu));
     } catch (const dtlab::Error& e) {
       throw UsageError(std::string("--devices: ") + e.what());
     }

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backend/backend.h"
 #include "core/spec/experiment_spec.h"
 
 namespace dtlab::remote {
@@ -13,8 +14,8 @@ struct NodeOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free one
   int slots = 1;                       // --devices cpu:N: CPU workers at once
   // --devices cuda:N,...: the GPUs this daemon's workers train on, one worker each, when a spec
-  // asks for cluster.device "cuda" (checked at start); empty: CPU only.
-  std::vector<std::string> gpus;
+  // asks for cluster.device "cuda", as described when the flag was checked; empty: CPU only.
+  std::vector<core::DeviceDescription> gpus;
   double speed = 1.0;          // emulated compute speed (1 = real)
   double bandwidthMbps = 0.0;  // emulated link, 0 = unlimited
   double latencyMs = 0.0;

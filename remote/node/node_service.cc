@@ -98,12 +98,10 @@ NodeService::NodeService(const NodeOptions& options, std::string listenHost,
       listenHost_(std::move(listenHost)),
       rendezvous_(rendezvous),
       parameters_(parameters),
-      hub_(hub) {
-  for (const std::string& gpu : options_.gpus) gpus_.push_back(core::describeCudaDevice(gpu));
-}
+      hub_(hub) {}
 
 int NodeService::slotsFor(const core::ExperimentSpec& spec) const {
-  return spec.cluster.device == "cuda" ? static_cast<int>(gpus_.size()) : options_.slots;
+  return spec.cluster.device == "cuda" ? static_cast<int>(options_.gpus.size()) : options_.slots;
 }
 
 std::shared_ptr<Job> NodeService::jobAt(const std::string& id, int slot) const {
@@ -150,7 +148,7 @@ void NodeService::fillInfo(proto::NodeInfo& info) {
   cpu->set_slots(options_.slots);
   cpu->set_detail(model + ", " + std::to_string(cores) + " cores, " +
                   std::to_string(options_.threads) + " worker threads");
-  for (const core::DeviceDescription& d : gpus_) {
+  for (const core::DeviceDescription& d : options_.gpus) {
     proto::DeviceInfo* gpu = info.add_devices();
     gpu->set_name(d.name);
     gpu->set_kind("cuda");
@@ -261,7 +259,7 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
   } catch (const std::exception& e) {
     return invalid(std::string("spec_json: ") + e.what());
   }
-  if (spec.cluster.device == "cuda" && gpus_.empty())
+  if (spec.cluster.device == "cuda" && options_.gpus.empty())
     return {grpc::StatusCode::FAILED_PRECONDITION,
             "node " + name() +
                 " has no GPU for cluster.device \"cuda\": it was started with --devices cpu "
@@ -330,7 +328,7 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
   settings.work.node.latencyMs = options_.latencyMs;
   settings.work.threads = options_.threads;
   settings.work.device = settings.work.spec.cluster.device == "cuda"
-                             ? gpus_[static_cast<std::size_t>(request.slot())].name
+                             ? options_.gpus[static_cast<std::size_t>(request.slot())].name
                              : "cpu";
   settings.rendezvousAddress = request.rendezvous_address();
   settings.token = options_.token;

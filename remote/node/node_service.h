@@ -83,7 +83,6 @@ class NodeService final : public proto::NodeService::CallbackService {
   bool anyRunning() const;
 
   const NodeOptions options_;
-  std::vector<core::DeviceDescription> gpus_;  // --devices cuda:N,..., described at start
   // --advertise, else a specific --listen host, else "" (see NodeInfo.advertise_host).
   std::string advertiseHost() const;
 
