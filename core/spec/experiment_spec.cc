@@ -686,13 +686,6 @@ ExperimentSpec parseExperimentSpec(const json& document) {
     spec.variants =
         parseVariants(r.find("variants"), r.pathOf("variants"), spec.cluster.localNodes);
     checkVariantsTakeDataPartition(spec, r.pathOf("variants"));
-    if (spec.cluster.device == "cuda")
-      for (std::size_t i = 0; i < spec.variants.size(); ++i)
-        if (spec.variants[i].usesParameterServer())
-          throw SpecError(concat(r.pathOf("variants"), "[", i, "].strategy"),
-                          concat("\"", nameOf(kStrategyNames, spec.variants[i].strategy),
-                                 "\" runs on cluster.device \"cpu\" only, so far: the parameter "
-                                 "server does not serve GPU memory yet"));
     r.finish();
     return spec;
   } catch (const json::exception& e) {

@@ -5,6 +5,7 @@
 
 #include "core/data/dataset.h"
 #include "core/train/data_shards.h"
+#include "core/train/staged_parameter_client.h"
 
 namespace dtlab::core {
 
@@ -55,6 +56,13 @@ std::string AsyncPs::setUp() {
     std::vector<PsBlock> layout = psLayoutFor(job.spec, job.variant, 1);
     ownClient_ = std::make_unique<LocalParameterClient>(*ownHost_, layout, job.rank);
     ps_ = ownClient_.get();
+  }
+  // The server's blocks are host memory: a GPU replica's parameters and gradients go through
+  // a host mirror.
+  if (!context_.backend.hostMemory()) {
+    staged_ =
+        std::make_unique<StagedParameterClient>(*ps_, context_.backend, model.parameterCount());
+    ps_ = staged_.get();
   }
   DTLAB_ENFORCE(!ps_->layout().empty() && ps_->layout().back().end == model.parameterCount(),
                 "the parameter server's layout does not cover the model's ", model.parameterCount(),

@@ -64,6 +64,7 @@ class AsyncPs final : public Strategy {
   // A single-process run serves its parameters itself.
   std::unique_ptr<ParameterHost> ownHost_;
   std::unique_ptr<ParameterClient> ownClient_;
+  std::unique_ptr<ParameterClient> staged_;  // over the client, for a GPU replica
   ParameterClient* ps_ = nullptr;
   std::vector<int64_t> versions_;  // of the blocks last pulled
   int64_t clock_ = 0;              // pushes this worker completed

@@ -126,14 +126,7 @@ bool TrainingLoop::evaluate(Strategy& strategy, int64_t step) {
 WorkerResult TrainingLoop::run() {
   dataset_ = makeDataset(spec_.dataset);
   backend_ = makeBackend(job_.device, job_.threads, spec_.training.precision);
-  const StrategyKind kind = spec_.variants[static_cast<std::size_t>(job_.variant)].strategy;
   if (!backend_->hostMemory()) {
-    if (kind != StrategyKind::kSyncAllReduce && kind != StrategyKind::kLocalSgd)
-      throw Error(detail::concat("device '", job_.device,
-                                 "' trains with sync_allreduce or local_sgd only, so far (",
-                                 toString(kind),
-                                 "): the parameter server does not serve GPU memory yet; use "
-                                 "cluster.device \"cpu\" for it"));
     if (job_.world > 1 && (comm_ == nullptr || !comm_->deviceMemory()))
       throw Error(detail::concat("device '", job_.device, "' with ", job_.world,
                                  " workers needs collectives on the GPU (NCCL); this group's "

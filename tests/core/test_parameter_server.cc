@@ -14,8 +14,13 @@
 #include <thread>
 #include <vector>
 
+#include "core/backend/cpu_backend.h"
+#include "core/data/dataset.h"
 #include "core/train/parameter_server.h"
 #include "core/train/strategy.h"
+#include "core/train/strategy_registry.h"
+#include "core/train/worker.h"
+#include "tests/core/not_host_memory.h"
 
 using namespace dtlab::core;
 
@@ -279,6 +284,43 @@ class TestParameterServer : public QObject {
     QVERIFY2(c[busy]->maxLead > 3, qPrintable(QString::number(c[busy]->maxLead)));
     // The final evaluation saw a model that learnt.
     QVERIFY(ranks.results[0].finalTestAccuracy.value_or(0.0) > 0.5);
+  }
+
+  // A replica outside host memory (a GPU's) trains through a host mirror of its parameters
+  // (StagedParameterClient): every pull copied to it, every gradient from it, and the same
+  // weights, bit for bit, as the replica in host memory (one worker: a deterministic run).
+  void aReplicaOutsideHostMemoryTrainsThroughAHostMirror() {
+    for (const char* strategy : {"async_ps", "ssp"}) {
+      const ExperimentSpec spec = blobsSpec(strategy, 12);
+      const auto dataset = makeDataset(spec.dataset);
+      WorkerJob job;
+      job.spec = spec;
+      auto train = [&](Backend& backend) {
+        StrategyContext context{
+            job, nullptr, nullptr, *dataset, backend, 12, [](int64_t, std::string, std::string) {}};
+        std::unique_ptr<Strategy> s = makeStrategy(context);
+        s->setUp();
+        for (int64_t step = 1; step <= 12; ++step) {
+          Votes agreed;
+          s->step(step, Votes{}, agreed);
+        }
+        s->beforeEvaluate();
+        std::vector<float> params = s->replica().model().paramsToHost();
+        s->finish();
+        return params;
+      };
+      CpuBackend cpu(1);
+      const std::vector<float> onHost = train(cpu);
+      dtlab::core::test::NotHostMemory elsewhere;
+      const int64_t uploadsBefore = elsewhere.uploads;
+      const std::vector<float> mirrored = train(elsewhere);
+      QVERIFY2(mirrored == onHost, strategy);
+      // The initial weights, then a pull before each of the 12 steps and the final one.
+      // The initial weights and the training rows (x, y), then the pull before each of the 12
+      // steps and the one before the evaluation.
+      QCOMPARE(elsewhere.uploads - uploadsBefore, int64_t{3 + 12 + 1});
+      QVERIFY(onHost.size() > 1000);
+    }
   }
 
   void sspNeverRunsMoreThanItsBoundAheadOfTheSlowest() {

@@ -201,9 +201,6 @@ class TestSpec : public QObject {
                R"(must be "cpu" or "cuda" (the node daemons choose the GPU: dtlab-node --devices)");
     invalidRow("unknown precision", R"({"training": {"precision": "fp16"}})", "training.precision",
                "fp32, tf32, bf16");
-    invalidRow("ps on gpus",
-               R"({"cluster": {"device": "cuda"}, "variants": [{}, {"strategy": "ssp"}]})",
-               "variants[1].strategy", R"("ssp" runs on cluster.device "cpu" only)");
     invalidRow("bf16 on cpu", R"({"training": {"precision": "bf16"}})", "training.precision",
                R"("bf16" needs "cluster": {"device": "cuda"}; the CPU backend computes in fp32)");
     invalidRow("unknown strategy", R"({"variants": [{"strategy": "gossip"}]})",

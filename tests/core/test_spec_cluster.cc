@@ -51,6 +51,12 @@ class TestSpecCluster : public QObject {
     QVERIFY(cpu.training.precision == dtlab::core::Precision::kFp32);
     const std::optional<SpecError> gpuIndex = specErrorOf({{"device", "gpu"}});
     QVERIFY(gpuIndex && gpuIndex->path() == "cluster.device");
+    // Every strategy runs on GPUs, the parameter-server ones included.
+    const ExperimentSpec ps = dtlab::core::parseExperimentSpec(
+        {{"cluster", {{"device", "cuda"}}},
+         {"variants",
+          {{{"name", "a"}, {"strategy", "async_ps"}}, {{"name", "h"}, {"strategy", "hybrid"}}}}});
+    QVERIFY(ps.variants[0].usesParameterServer() && ps.variants[1].usesParameterServer());
   }
 
   void remoteClusterListsItsDaemonsInRankOrder() {
