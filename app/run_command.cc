@@ -14,6 +14,7 @@
 #include "core/spec/experiment_spec.h"
 #include "core/store/comparison.h"
 #include "core/train/local_trainer.h"
+#include "core/train/strategy_registry.h"
 #include "remote/cluster/local_cluster.h"
 #include "remote/coordinator/coordinator.h"
 
@@ -92,7 +93,7 @@ int runCommand(const std::vector<std::string>& argv) {
     if (args.has("--project")) {
       // The experiment is the spec with all its variants; each variant's run belongs to it.
       recording = std::make_unique<TrainRecording>(args.value("--project", ""), spec, &progress,
-                                                   core::toString(spec.variants[v].strategy),
+                                                   core::strategyOf(spec.variants[v]).name,
                                                    spec.name + "/" + spec.variants[v].name);
     }
     core::RunSummary summary;
@@ -102,7 +103,7 @@ int runCommand(const std::vector<std::string>& argv) {
     } catch (const std::exception& e) {
       // A variant that could not start fails alone: the summaries of the others are kept.
       summary.name = spec.variants[v].name;
-      summary.strategy = core::toString(spec.variants[v].strategy);
+      summary.strategy = core::strategyOf(spec.variants[v]).name;
       summary.status = core::RunStatus::kFailed;
       summary.stopReason = core::StopReason::kError;
       summary.error = e.what();

@@ -26,6 +26,7 @@
 
 #include "core/common/config.h"
 #include "core/spec/experiment_spec.h"
+#include "core/train/strategy_registry.h"
 #include "remote/common/versions.h"
 #include "ui/background.h"
 #include "ui/controller/cluster_controller.h"
@@ -461,13 +462,14 @@ void MainWindow::newExperiment() {
   }
   tree_->setCurrentIndex({});
   const ProjectSnapshot& s = explorer_->snapshot();
+  const std::string strategy = core::strategyNames().front();  // the default strategy
   nlohmann::json spec = {{"name", "experiment " + std::to_string(s.experiments.size() + 1)},
                          {"dataset", s.datasets.empty() ? nlohmann::json{{"kind", "gaussian_blobs"}}
                                                         : s.datasets.front().config},
                          {"cluster", s.topologies.empty() ? nlohmann::json{{"local_nodes", 2}}
                                                           : s.topologies.front().config},
                          {"training", {{"batch_size", 128}, {"epochs", 2}, {"eval_interval", 50}}},
-                         {"variants", {{{"name", "sync"}, {"strategy", "sync_allreduce"}}}}};
+                         {"variants", {{{"name", strategy}, {"strategy", strategy}}}}};
   experimentPage_->edit(-1, spec, s.datasets, s.topologies);
   pages_->setCurrentWidget(experimentPage_);
   updateRunActions();

@@ -16,11 +16,6 @@ namespace dtlab::core {
 void checkDataPartition(const DataPartitionConfig& partition, const DatasetConfig& dataset,
                         const std::string& path);
 
-// Throws SpecError naming the variant's field (`variantsPath`[i].partition) when a variant
-// cannot train on per-worker shards (anything but "shared"): speed_proportional slices every
-// global batch drawn from the whole set.
-void checkVariantsTakeDataPartition(const ExperimentSpec& spec, const std::string& variantsPath);
-
 // {"kind": ...}, plus "alpha" for dirichlet (the only kind that reads it; the parser refuses it
 // elsewhere, so what is written reads back as the same config).
 nlohmann::json dataPartitionJson(const DataPartitionConfig& partition);

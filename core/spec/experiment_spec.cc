@@ -20,6 +20,7 @@
 #include "core/spec/data_partition_checks.h"
 #include "core/spec/spec_names.h"
 #include "core/spec/spec_reader.h"
+#include "core/spec/variants.h"
 
 namespace dtlab::core {
 
@@ -75,9 +76,6 @@ constexpr std::string_view kNodeFields[] = {"address",    "speed",          "ban
                                             "latency_ms", "speed_schedule", "straggler"};
 constexpr std::string_view kSpeedChangeFields[] = {"at_step", "speed"};
 constexpr std::string_view kStragglerFields[] = {"probability", "pause_ms"};
-constexpr std::string_view kVariantFields[] = {
-    "name",      "strategy", "partition", "bucket_kb", "rebalance_every", "nodes", "ps_shards",
-    "staleness", "period",   "policy",    "switch_at", "straggler_ratio", "window"};
 constexpr std::string_view kDatasetFields[] = {
     "kind",          "train_size",    "test_size",   "classes",   "features", "separation", "noise",
     "teacher_width", "teacher_depth", "label_noise", "grid_size", "turns",    "seed"};
@@ -342,7 +340,7 @@ TrainingConfig parseTraining(ObjectReader& r, const DatasetConfig& data) {
   return t;
 }
 
-constexpr int64_t kMaxNodes = 256;
+constexpr int64_t kMaxNodes = kMaxClusterNodes;
 
 ClusterConfig parseCluster(ObjectReader& r) {
   ClusterConfig c;
@@ -439,89 +437,6 @@ ClusterConfig parseCluster(ObjectReader& r) {
   }
   r.finish();
   return c;
-}
-
-// clusterNodes: how many nodes the cluster has, which a variant's `nodes` may not exceed.
-std::vector<VariantConfig> parseVariants(const json* list, const std::string& path,
-                                         int64_t clusterNodes) {
-  std::vector<VariantConfig> variants;
-  if (list == nullptr) return {VariantConfig{"sync_allreduce"}};
-  if (!list->is_array() || list->empty())
-    throw SpecError(path, "must be a non-empty list of strategy variants, got " + describe(*list));
-  if (list->size() > 64) throw SpecError(path, concat("at most 64 variants, got ", list->size()));
-  for (size_t i = 0; i < list->size(); ++i) {
-    ObjectReader r((*list)[i], concat(path, "[", i, "]"), kVariantFields);
-    VariantConfig v;
-    if (auto s = r.choice("strategy", kStrategyNames)) v.strategy = *s;
-    const std::string strategy = concat("\"strategy\": \"", toString(v.strategy), "\"");
-    // A field that only some strategies read is refused elsewhere, so that a variant never
-    // silently ignores what it says.
-    auto onlyFor = [&](std::string_view key, bool applies, std::string_view forWhom) {
-      if (!applies && r.has(key))
-        throw SpecError(r.pathOf(key), concat("applies only to ", forWhom, ", not to ", strategy));
-    };
-    if (auto p = r.choice("partition", kPartitionNames)) v.partition = *p;
-    if (v.partition == PartitionScheme::kSpeedProportional &&
-        v.strategy != StrategyKind::kSyncAllReduce)
-      throw SpecError(r.pathOf("partition"),
-                      concat("\"speed_proportional\" applies only to \"strategy\": "
-                             "\"sync_allreduce\", not to ",
-                             strategy));
-    if (auto b = r.integer("bucket_kb", 1, int64_t{1} << 21)) v.bucketKb = *b;
-    if (auto every = r.integer("rebalance_every", 1, 1'000'000)) {
-      if (v.partition != PartitionScheme::kSpeedProportional)
-        throw SpecError(r.pathOf("rebalance_every"),
-                        "applies only to \"partition\": \"speed_proportional\"");
-      v.rebalanceEvery = *every;
-    }
-    if (auto n = r.integer("nodes", 1, kMaxNodes)) {
-      if (*n > clusterNodes)
-        throw SpecError(r.pathOf("nodes"),
-                        concat("at most the cluster's ", clusterNodes, " nodes, got ", *n));
-      v.nodes = *n;
-    }
-    const int64_t runNodes = v.nodes > 0 ? v.nodes : clusterNodes;
-    onlyFor("ps_shards", v.usesParameterServer(), "async_ps, ssp and hybrid");
-    if (auto n = r.integer("ps_shards", 1, kMaxNodes)) {
-      if (*n > runNodes)
-        throw SpecError(r.pathOf("ps_shards"),
-                        concat("at most the variant's ", runNodes,
-                               " nodes (shards live on the first ps_shards nodes), got ", *n));
-      v.psShards = *n;
-    }
-    onlyFor("staleness", v.strategy == StrategyKind::kSsp, "ssp");
-    if (auto n = r.integer("staleness", 0, 1'000'000)) v.staleness = *n;
-    onlyFor("period", v.strategy == StrategyKind::kLocalSgd, "local_sgd");
-    if (auto n = r.integer("period", 1, 1'000'000)) v.period = *n;
-    onlyFor("policy", v.strategy == StrategyKind::kHybrid, "hybrid");
-    if (auto p = r.choice("policy", kHybridPolicyNames)) v.policy = *p;
-    const bool fixedSwitch =
-        v.strategy == StrategyKind::kHybrid && v.policy == HybridPolicy::kSyncThenAsync;
-    const bool adaptive =
-        v.strategy == StrategyKind::kHybrid && v.policy == HybridPolicy::kAdaptive;
-    onlyFor("switch_at", fixedSwitch,
-            "\"strategy\": \"hybrid\" with \"policy\": \"sync_then_async\"");
-    if (auto f = r.real("switch_at", Interval{0.0, 1.0, false, false})) v.switchAt = *f;
-    onlyFor("straggler_ratio", adaptive, "\"strategy\": \"hybrid\" with \"policy\": \"adaptive\"");
-    if (auto f = r.real("straggler_ratio", Interval{1.0, 1000.0, false, true}))
-      v.stragglerRatio = *f;
-    onlyFor("window", adaptive, "\"strategy\": \"hybrid\" with \"policy\": \"adaptive\"");
-    if (auto n = r.integer("window", 1, 1'000'000)) v.window = *n;
-    v.name = toString(v.strategy);
-    if (auto name = r.text("name")) {
-      if (name->empty() || name->size() > kMaxNameBytes)
-        throw SpecError(r.pathOf("name"),
-                        concat("must be a non-empty string of at most ", kMaxNameBytes, " bytes"));
-      v.name = *name;
-    }
-    for (const VariantConfig& earlier : variants)
-      if (earlier.name == v.name)
-        throw SpecError(r.pathOf("name"),
-                        "duplicate variant name '" + v.name + "'; give each variant its own name");
-    r.finish();
-    variants.push_back(v);
-  }
-  return variants;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -683,9 +598,7 @@ ExperimentSpec parseExperimentSpec(const json& document) {
                       concat("\"", nameOf(kPrecisionNames, spec.training.precision),
                              "\" needs \"cluster\": {\"device\": \"cuda\"}; the CPU backend "
                              "computes in fp32 only"));
-    spec.variants =
-        parseVariants(r.find("variants"), r.pathOf("variants"), spec.cluster.localNodes);
-    checkVariantsTakeDataPartition(spec, r.pathOf("variants"));
+    spec.variants = parseVariants(r.find("variants"), r.pathOf("variants"), spec);
     r.finish();
     return spec;
   } catch (const json::exception& e) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/common/check.h"
+#include "core/spec/settings.h"
 
 namespace dtlab::core {
 
@@ -219,44 +220,21 @@ struct ClusterConfig {
   bool operator==(const ClusterConfig&) const = default;
 };
 
-// DESIGN.md's strategy table: synchronous all-reduce, asynchronous parameter server, bounded
-// staleness (stale synchronous parallel), local SGD with periodic averaging, and a hybrid
-// that switches between synchronous and asynchronous training during the run.
-enum class StrategyKind { kSyncAllReduce, kAsyncPs, kSsp, kLocalSgd, kHybrid };
-// When a hybrid switches: at a fixed fraction of the run (synchronous first), or from the
-// measured straggler ratio (slowest / median step time), both ways, with hysteresis.
-enum class HybridPolicy { kSyncThenAsync, kAdaptive };
-// How sync_allreduce splits each global batch: near-equal slices, or slices proportional
-// to each worker's measured speed (heterogeneity-aware scheduling), re-measured and
-// rebalanced every `rebalance_every` steps.
-enum class PartitionScheme { kEqual, kSpeedProportional };
-
 // One strategy variant: every variant of a spec runs on the same data and initial weights.
+// The strategy is named by its registered descriptor (core/train/strategy_registry.h), which
+// declares the settings the variant may give; the spec keeps their values by key.
 struct VariantConfig {
-  std::string name;  // defaults to the strategy's name
-  StrategyKind strategy = StrategyKind::kSyncAllReduce;
-  PartitionScheme partition = PartitionScheme::kEqual;
-  int64_t bucketKb = 1024;      // gradient bucket size for all-reduce overlapped with backward
-  int64_t rebalanceEvery = 20;  // speed_proportional: steps between rebalances
-  int64_t nodes = 0;  // run on the cluster's first `nodes` nodes only (a baseline); 0: all
-  // Parameter-server strategies (async_ps, ssp, hybrid): how many nodes hold a shard of the
-  // parameters (contiguous ranges, on the first ps_shards nodes); 0: every node of the run.
-  int64_t psShards = 0;
-  int64_t staleness = 3;  // ssp: a worker may be at most this many clocks ahead of the slowest
-  int64_t period = 8;     // local_sgd: local steps between model averages (1: synchronous SGD)
-  HybridPolicy policy = HybridPolicy::kSyncThenAsync;  // hybrid
-  double switchAt = 0.5;        // hybrid sync_then_async: fraction of the run's steps
-  double stragglerRatio = 1.5;  // hybrid adaptive: slowest/median step time that means async
-  int64_t window = 20;          // hybrid adaptive: steps the ratio must hold before a switch
-
-  // Whether workers exchange gradients and weights through parameter-server shards.
-  bool usesParameterServer() const {
-    return strategy == StrategyKind::kAsyncPs || strategy == StrategyKind::kSsp ||
-           strategy == StrategyKind::kHybrid;
-  }
+  std::string name{};        // defaults to the strategy's name
+  std::string strategy{};    // a registered strategy's name; empty: the registry's first (default)
+  int64_t nodes = 0;         // run on the cluster's first `nodes` nodes only (a baseline); 0: all
+  SettingValues settings{};  // the strategy's own settings, by key (its descriptor's schema)
 
   bool operator==(const VariantConfig&) const = default;
 };
+
+// One variant of the default strategy (the registry's first) with its default settings: what a
+// spec without "variants" runs.
+std::vector<VariantConfig> defaultVariants();
 
 struct ExperimentSpec {
   std::string name = "experiment";
@@ -266,10 +244,13 @@ struct ExperimentSpec {
   OptimizerConfig optimizer;
   TrainingConfig training;
   ClusterConfig cluster;
-  std::vector<VariantConfig> variants = {VariantConfig{"sync_allreduce"}};
+  std::vector<VariantConfig> variants = defaultVariants();
 
   bool operator==(const ExperimentSpec&) const = default;
 };
+
+// Most nodes a cluster (and so a variant, and its parameter-server shards) may have.
+inline constexpr int64_t kMaxClusterNodes = 256;
 
 // Largest dataset a spec may ask for (train + test features and labels, as float32).
 inline constexpr int64_t kMaxDatasetBytes = int64_t{4} << 30;
@@ -293,14 +274,7 @@ const char* toString(InitScheme init);
 const char* toString(LossKind loss);
 const char* toString(OptimizerKind kind);
 const char* toString(ScheduleKind kind);
-const char* toString(StrategyKind kind);
-const char* toString(PartitionScheme scheme);
-const char* toString(HybridPolicy policy);
 const char* toString(DataPartitionKind kind);
 const char* toString(Precision precision);  // "fp32", "tf32", "bf16"
-// Every name the spec accepts for "strategy" / "partition", in the order the spec lists them.
-std::vector<std::string> strategyNames();
-std::vector<std::string> partitionNames();
-std::vector<std::string> hybridPolicyNames();
 
 }  // namespace dtlab::core

@@ -7,6 +7,7 @@
 #include "core/spec/data_partition_checks.h"
 #include "core/spec/experiment_spec.h"
 #include "core/spec/spec_names.h"
+#include "core/spec/variants.h"
 
 namespace dtlab::core {
 
@@ -47,31 +48,12 @@ const char* toString(OptimizerKind kind) {
 const char* toString(ScheduleKind kind) {
   return nameOf(kScheduleNames, kind);
 }
-const char* toString(StrategyKind kind) {
-  return nameOf(kStrategyNames, kind);
-}
-const char* toString(PartitionScheme scheme) {
-  return nameOf(kPartitionNames, scheme);
-}
 const char* toString(DataPartitionKind kind) {
   return nameOf(kDataPartitionNames, kind);
-}
-const char* toString(HybridPolicy policy) {
-  return nameOf(kHybridPolicyNames, policy);
 }
 
 const char* toString(Precision precision) {
   return nameOf(kPrecisionNames, precision);
-}
-
-std::vector<std::string> strategyNames() {
-  return namesOf(kStrategyNames);
-}
-std::vector<std::string> partitionNames() {
-  return namesOf(kPartitionNames);
-}
-std::vector<std::string> hybridPolicyNames() {
-  return namesOf(kHybridPolicyNames);
 }
 
 json toJson(const ExperimentSpec& spec) {
@@ -104,29 +86,6 @@ json toJson(const ExperimentSpec& spec) {
   cluster["nodes"] = nodes;
   cluster["threads_per_node"] = spec.cluster.threadsPerNode;
   cluster["device"] = spec.cluster.device;
-  json variants = json::array();
-  for (const VariantConfig& v : spec.variants) {
-    variants.push_back({{"name", v.name},
-                        {"strategy", toString(v.strategy)},
-                        {"partition", toString(v.partition)},
-                        {"bucket_kb", v.bucketKb}});
-    if (v.partition == PartitionScheme::kSpeedProportional)
-      variants.back()["rebalance_every"] = v.rebalanceEvery;
-    if (v.nodes > 0) variants.back()["nodes"] = v.nodes;
-    json& out = variants.back();
-    if (v.usesParameterServer() && v.psShards > 0) out["ps_shards"] = v.psShards;
-    if (v.strategy == StrategyKind::kSsp) out["staleness"] = v.staleness;
-    if (v.strategy == StrategyKind::kLocalSgd) out["period"] = v.period;
-    if (v.strategy == StrategyKind::kHybrid) {
-      out["policy"] = toString(v.policy);
-      if (v.policy == HybridPolicy::kSyncThenAsync) {
-        out["switch_at"] = v.switchAt;
-      } else {
-        out["straggler_ratio"] = v.stragglerRatio;
-        out["window"] = v.window;
-      }
-    }
-  }
   return json{
       {"name", spec.name},
       {"seed", spec.seed},
@@ -177,7 +136,7 @@ json toJson(const ExperimentSpec& spec) {
         {"precision", nameOf(kPrecisionNames, t.precision)},
         {"data_partition", dataPartitionJson(t.dataPartition)}}},
       {"cluster", cluster},
-      {"variants", variants},
+      {"variants", variantsJson(spec.variants)},
   };
 }
 

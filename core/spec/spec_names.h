@@ -36,24 +36,12 @@ inline constexpr NamedValue<ScheduleKind> kScheduleNames[] = {{ScheduleKind::kCo
                                                               {ScheduleKind::kStep, "step"},
                                                               {ScheduleKind::kCosine, "cosine"}};
 
-inline constexpr NamedValue<StrategyKind> kStrategyNames[] = {
-    {StrategyKind::kSyncAllReduce, "sync_allreduce"},
-    {StrategyKind::kAsyncPs, "async_ps"},
-    {StrategyKind::kSsp, "ssp"},
-    {StrategyKind::kLocalSgd, "local_sgd"},
-    {StrategyKind::kHybrid, "hybrid"}};
-inline constexpr NamedValue<HybridPolicy> kHybridPolicyNames[] = {
-    {HybridPolicy::kSyncThenAsync, "sync_then_async"}, {HybridPolicy::kAdaptive, "adaptive"}};
 inline constexpr NamedValue<Precision> kPrecisionNames[] = {
     {Precision::kFp32, "fp32"}, {Precision::kTf32, "tf32"}, {Precision::kBf16, "bf16"}};
 inline constexpr NamedValue<DataPartitionKind> kDataPartitionNames[] = {
     {DataPartitionKind::kShared, "shared"},
     {DataPartitionKind::kIid, "iid"},
     {DataPartitionKind::kDirichlet, "dirichlet"}};
-inline constexpr NamedValue<PartitionScheme> kPartitionNames[] = {
-    {PartitionScheme::kEqual, "equal"},
-    {PartitionScheme::kSpeedProportional, "speed_proportional"}};
-
 template <typename E, size_t N>
 const char* nameOf(const NamedValue<E> (&names)[N], E value) {
   for (const auto& named : names)

@@ -230,7 +230,7 @@ inline double toReal(const json& value, const std::string& path, const Interval&
 
 // Checks the value as stored (a float), so 0.99999999 for a momentum, which is 1 as a float, is
 // rejected rather than silently becoming 1.
-float toReal32(const json& value, const std::string& path, const Interval& allowed) {
+inline float toReal32(const json& value, const std::string& path, const Interval& allowed) {
   if (!value.is_number()) throw SpecError(path, "must be a number, got " + describe(value));
   const double v = value.get<double>();
   if (!std::isfinite(v)) throw SpecError(path, "must be a finite number, got " + describe(value));

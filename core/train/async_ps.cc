@@ -17,10 +17,56 @@ double msBetween(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+const VariantConfig& variantOf(const StrategyContext& c) {
+  return c.job.spec.variants.at(static_cast<std::size_t>(c.job.variant));
+}
+
+// What async_ps and ssp share: a parameter server, no collective group, replicas that differ.
+StrategyDescriptor parameterServerDescriptor(std::string name, std::string summary) {
+  StrategyDescriptor d;
+  d.name = std::move(name);
+  d.summary = std::move(summary);
+  d.traits.usesParameterServer = true;
+  d.traits.needsCollectiveGroup = false;
+  d.settings = {psShardsSetting()};
+  d.check = checkPsShards;
+  return d;
+}
+
 }  // namespace
 
-AsyncPs::AsyncPs(StrategyContext& context)
-    : context_(context), global_(context.job.spec.training.batchSize) {}
+StrategyDescriptor asyncPsDescriptor() {
+  StrategyDescriptor d = parameterServerDescriptor(
+      "async_ps",
+      "Asynchronous parameter server: workers pull, compute and push on their own clock");
+  d.make = [](StrategyContext& c) -> std::unique_ptr<Strategy> {
+    return std::make_unique<AsyncPs>(c, std::nullopt);
+  };
+  return d;
+}
+
+StrategyDescriptor sspDescriptor() {
+  StrategyDescriptor d = parameterServerDescriptor(
+      "ssp",
+      "Stale synchronous parallel: a parameter server with a bound on how far workers drift");
+  const SettingSchema staleness{.key = "staleness",
+                                .label = "Staleness",
+                                .help = "How many clocks a worker may be ahead of the slowest",
+                                .defaultValue = int64_t{3},
+                                .min = 0,
+                                .max = 1'000'000};
+  d.settings.push_back(staleness);
+  d.make = [](StrategyContext& c) -> std::unique_ptr<Strategy> {
+    const VariantConfig& v = variantOf(c);
+    return std::make_unique<AsyncPs>(c, strategyOf(v).view(v).integer("staleness"));
+  };
+  return d;
+}
+
+AsyncPs::AsyncPs(StrategyContext& context, std::optional<int64_t> staleness)
+    : context_(context),
+      global_(context.job.spec.training.batchSize),
+      staleness_(staleness.value_or(-1)) {}
 
 AsyncPs::~AsyncPs() {
   try {
@@ -31,8 +77,7 @@ AsyncPs::~AsyncPs() {
 
 std::string AsyncPs::setUp() {
   const WorkerJob& job = context_.job;
-  const VariantConfig& variant = job.spec.variants[static_cast<std::size_t>(job.variant)];
-  if (variant.strategy == StrategyKind::kSsp) staleness_ = variant.staleness;
+  const VariantConfig& variant = variantOf(context_);
   if (global_ < job.world)
     throw Error("training.batch_size " + std::to_string(global_) + " is smaller than the " +
                 std::to_string(job.world) + " workers: every worker needs at least one sample");
@@ -50,7 +95,7 @@ std::string AsyncPs::setUp() {
   ps_ = context_.ps;
   if (ps_ == nullptr) {
     if (job.world != 1)
-      throw Error(std::string(toString(variant.strategy)) + " on " + std::to_string(job.world) +
+      throw Error(strategyOf(variant).name + " on " + std::to_string(job.world) +
                   " workers needs parameter-server shards, and this worker was given none");
     ownHost_ = makeParameterHost(job.spec, job.variant, 1, -1, context_.totalSteps);
     std::vector<PsBlock> layout = psLayoutFor(job.spec, job.variant, 1);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/train/compute_emulation.h"
@@ -27,7 +28,8 @@ namespace dtlab::core {
 // evaluates the server's current weights at every eval_interval global batches.
 class AsyncPs final : public Strategy {
  public:
-  explicit AsyncPs(StrategyContext& context);
+  // `staleness`: ssp's bound; nullopt: async_ps, nobody waits.
+  AsyncPs(StrategyContext& context, std::optional<int64_t> staleness);
   ~AsyncPs() override;
 
   std::string setUp() override;
@@ -73,5 +75,9 @@ class AsyncPs final : public Strategy {
   bool measureDivergence_ = false;  // the replica holds the weights of the last gradient
   bool finished_ = false;
 };
+
+// The descriptors of async_ps and ssp (strategy_registry.cc lists them).
+StrategyDescriptor asyncPsDescriptor();
+StrategyDescriptor sspDescriptor();
 
 }  // namespace dtlab::core

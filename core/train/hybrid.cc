@@ -17,12 +17,84 @@ std::string fixed(double value, int digits) {
   return text;
 }
 
+constexpr const char* kName = "hybrid";
+constexpr const char* kSyncThenAsync = "sync_then_async";
+constexpr const char* kAdaptive = "adaptive";
+
 }  // namespace
 
-Hybrid::Hybrid(StrategyContext& context)
-    : context_(context),
-      variant_(context.job.spec.variants.at(static_cast<std::size_t>(context.job.variant))),
-      policy_(variant_.stragglerRatio, variant_.window) {}
+StrategyDescriptor hybridDescriptor() {
+  StrategyDescriptor d;
+  d.name = kName;
+  d.summary = "Synchronous all-reduce and the parameter server in one run, switching between them";
+  d.traits.usesParameterServer = true;
+  const SettingSchema policy{
+      .key = "policy",
+      .type = SettingType::kChoice,
+      .label = "Policy",
+      .help =
+          "sync_then_async: switch at a fraction of the run; adaptive: switch on measured "
+          "stragglers",
+      .defaultValue = std::string(kSyncThenAsync),
+      .choices = {kSyncThenAsync, kAdaptive}};
+  const SettingSchema switchAt{
+      .key = "switch_at",
+      .type = SettingType::kReal,
+      .label = "Switch\nat",
+      .help = "Fraction of the run's steps trained synchronously before the switch to async",
+      .defaultValue = 0.5,
+      .min = 0.0,
+      .max = 1.0,
+      .minOpen = true,
+      .maxOpen = true,
+      .when = SettingCondition{"policy", {kSyncThenAsync}}};
+  const SettingSchema ratio{
+      .key = "straggler_ratio",
+      .type = SettingType::kReal,
+      .label = "Straggler\nratio",
+      .help = "Slowest / median step time above which the adaptive hybrid trains asynchronously",
+      .defaultValue = 1.5,
+      .min = 1.0,
+      .max = 1000.0,
+      .minOpen = true,
+      .when = SettingCondition{"policy", {kAdaptive}}};
+  const SettingSchema window{
+      .key = "window",
+      .label = "Window",
+      .help = "Steps the straggler ratio must hold before the adaptive hybrid switches",
+      .defaultValue = int64_t{20},
+      .min = 1,
+      .max = 1'000'000,
+      .when = SettingCondition{"policy", {kAdaptive}}};
+  d.settings = {bucketKbSetting(), psShardsSetting(), policy, switchAt, ratio, window};
+  d.check = checkPsShards;
+  d.serverWatch = [](const VariantConfig& v) -> std::optional<ServerWatchSettings> {
+    const HybridOptions options = HybridOptions::of(v);
+    if (!options.adaptive) return std::nullopt;
+    return ServerWatchSettings{options.stragglerRatio, options.window};
+  };
+  d.make = [](StrategyContext& c) -> std::unique_ptr<Strategy> {
+    return std::make_unique<Hybrid>(
+        c, HybridOptions::of(c.job.spec.variants.at(static_cast<std::size_t>(c.job.variant))));
+  };
+  return d;
+}
+
+HybridOptions HybridOptions::of(const VariantConfig& variant) {
+  const StrategyDescriptor& strategy = strategyOf(variant);
+  DTLAB_ENFORCE(strategy.name == kName, "variant '", variant.name, "' is not ", kName);
+  const SettingsView settings = strategy.view(variant);
+  HybridOptions options;
+  options.adaptive = settings.choice("policy") == kAdaptive;
+  options.switchAt = settings.real("switch_at");
+  options.stragglerRatio = settings.real("straggler_ratio");
+  options.window = settings.integer("window");
+  options.bucketKb = settings.integer("bucket_kb");
+  return options;
+}
+
+Hybrid::Hybrid(StrategyContext& context, HybridOptions options)
+    : context_(context), options_(options), policy_(options.stragglerRatio, options.window) {}
 
 Hybrid::~Hybrid() {
   try {
@@ -32,18 +104,20 @@ Hybrid::~Hybrid() {
 }
 
 std::string Hybrid::setUp() {
-  sync_ = std::make_unique<SyncAllReduce>(context_);
-  async_ = std::make_unique<AsyncPs>(context_);
+  SyncAllReduceOptions syncOptions;
+  syncOptions.bucketKb = options_.bucketKb;
+  sync_ = std::make_unique<SyncAllReduce>(context_, syncOptions);
+  async_ = std::make_unique<AsyncPs>(context_, std::nullopt);
   const std::string syncDetail = sync_->setUp();
   const std::string asyncDetail = async_->setUp();
   std::string detail = "hybrid ";
-  if (variant_.policy == HybridPolicy::kSyncThenAsync) {
+  if (!options_.adaptive) {
     if (context_.totalSteps <= 0)
       throw Error(
           "hybrid sync_then_async switches at a fraction of the run's steps, and this run has no "
           "step budget: set training.epochs or training.max_steps");
     switchStep_ = std::max<int64_t>(
-        1, std::llround(variant_.switchAt * static_cast<double>(context_.totalSteps)));
+        1, std::llround(options_.switchAt * static_cast<double>(context_.totalSteps)));
     detail += "sync_then_async: synchronous until step " + std::to_string(switchStep_) + " of " +
               std::to_string(context_.totalSteps);
   } else {
@@ -75,11 +149,11 @@ StepReport Hybrid::step(int64_t step, const Votes& local, Votes& agreed) {
   StepReport r = sync_->step(global, local, agreed);
   ++syncSteps_;
   r.resynchronized = backToSync;
-  if (variant_.policy == HybridPolicy::kSyncThenAsync) {
+  if (!options_.adaptive) {
     if (global == switchStep_)
       switchToAsync("at step " + std::to_string(global) + " of " +
                     std::to_string(context_.totalSteps) + " (switch_at " +
-                    fixed(variant_.switchAt, 2) + ")");
+                    fixed(options_.switchAt, 2) + ")");
     return r;
   }
   // adaptive: every rank learns every rank's compute time and decides the same.

@@ -33,9 +33,20 @@ namespace dtlab::core {
 // the synchronous replica. While the board's request is pending a rank does not stop (no stop
 // vote, no budget) — it could not join the others' synchronous steps — and the board makes no
 // request once the run is ending.
+struct HybridOptions {
+  bool adaptive = false;        // the policy: adaptive, else sync_then_async
+  double switchAt = 0.5;        // sync_then_async: fraction of the run's steps
+  double stragglerRatio = 1.5;  // adaptive: slowest / median step time that means async
+  int64_t window = 20;          // adaptive: steps the ratio must hold before a switch
+  int64_t bucketKb = 1024;      // the synchronous phases' gradient buckets
+
+  // The options a variant of hybrid gives.
+  static HybridOptions of(const VariantConfig& variant);
+};
+
 class Hybrid final : public Strategy {
  public:
-  explicit Hybrid(StrategyContext& context);
+  Hybrid(StrategyContext& context, HybridOptions options);
   ~Hybrid() override;
 
   std::string setUp() override;
@@ -56,7 +67,7 @@ class Hybrid final : public Strategy {
   void switchToSync();
 
   StrategyContext& context_;
-  const VariantConfig& variant_;
+  HybridOptions options_;
   std::unique_ptr<SyncAllReduce> sync_;
   std::unique_ptr<AsyncPs> async_;
   SwitchPolicy policy_;
@@ -68,5 +79,8 @@ class Hybrid final : public Strategy {
   // adaptive, synchronous phase: each rank's smoothed compute time (NaN: none yet)
   std::vector<double> smoothedMs_;
 };
+
+// hybrid's descriptor (strategy_registry.cc lists it).
+StrategyDescriptor hybridDescriptor();
 
 }  // namespace dtlab::core

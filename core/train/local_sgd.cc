@@ -22,10 +22,26 @@ double msBetween(Clock::time_point a, Clock::time_point b) {
 
 }  // namespace
 
-LocalSgd::LocalSgd(StrategyContext& context)
-    : context_(context),
-      global_(context.job.spec.training.batchSize),
-      period_(context.job.spec.variants[static_cast<std::size_t>(context.job.variant)].period) {}
+StrategyDescriptor localSgdDescriptor() {
+  StrategyDescriptor d;
+  d.name = "local_sgd";
+  d.summary = "Local SGD: each worker takes `period` local steps, then the models are averaged";
+  const SettingSchema period{.key = "period",
+                             .label = "Period",
+                             .help = "Local steps between model averages (1: synchronous SGD)",
+                             .defaultValue = int64_t{8},
+                             .min = 1,
+                             .max = 1'000'000};
+  d.settings = {period};
+  d.make = [](StrategyContext& c) -> std::unique_ptr<Strategy> {
+    const VariantConfig& v = c.job.spec.variants.at(static_cast<std::size_t>(c.job.variant));
+    return std::make_unique<LocalSgd>(c, strategyOf(v).view(v).integer("period"));
+  };
+  return d;
+}
+
+LocalSgd::LocalSgd(StrategyContext& context, int64_t period)
+    : context_(context), global_(context.job.spec.training.batchSize), period_(period) {}
 
 LocalSgd::~LocalSgd() = default;
 

@@ -5,6 +5,7 @@
 
 #include "core/train/compute_emulation.h"
 #include "core/train/strategy.h"
+#include "core/train/strategy_registry.h"
 #include "core/train/worker.h"
 
 namespace dtlab::core {
@@ -35,7 +36,7 @@ namespace dtlab::core {
 // evaluation, the only steps where every rank learns of them.
 class LocalSgd final : public Strategy {
  public:
-  explicit LocalSgd(StrategyContext& context);
+  LocalSgd(StrategyContext& context, int64_t period);
   ~LocalSgd() override;
 
   std::string setUp() override;
@@ -66,5 +67,8 @@ class LocalSgd final : public Strategy {
   std::vector<float> ownParams_;
   bool holdsEvaluationAverage_ = false;
 };
+
+// local_sgd's descriptor (strategy_registry.cc lists it).
+StrategyDescriptor localSgdDescriptor();
 
 }  // namespace dtlab::core

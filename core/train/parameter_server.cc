@@ -41,8 +41,28 @@ std::vector<PsBlock> psLayoutFor(const ExperimentSpec& spec, int variant, int wo
 }
 
 int psShardCount(const VariantConfig& variant, int world) {
-  return variant.psShards > 0 ? static_cast<int>(std::min<int64_t>(variant.psShards, world))
-                              : world;
+  const int64_t shards = strategyOf(variant).view(variant).integer("ps_shards");
+  return shards > 0 ? static_cast<int>(std::min<int64_t>(shards, world)) : world;
+}
+
+SettingSchema psShardsSetting() {
+  return {.key = "ps_shards",
+          .label = "PS\nshards",
+          .help = "Nodes holding a shard of the parameters (the first N); empty or 0: every node "
+                  "of the run",
+          .defaultValue = int64_t{0},
+          .min = 1,
+          .max = static_cast<double>(kMaxClusterNodes),
+          .zeroMeansAll = true};
+}
+
+void checkPsShards(const VariantConfig& variant, const VariantCheckContext& at) {
+  const int64_t shards = strategyOf(variant).view(variant).integer("ps_shards");
+  if (shards > at.runNodes)
+    throw SpecError(
+        at.path + ".ps_shards",
+        detail::concat("at most the variant's ", at.runNodes,
+                       " nodes (shards live on the first ps_shards nodes), got ", shards));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -271,9 +291,12 @@ std::unique_ptr<ParameterHost> makeParameterHost(const ExperimentSpec& spec, int
   const int64_t pushBatch = (spec.training.batchSize + world - 1) / world;
   const VariantConfig& v = spec.variants.at(static_cast<std::size_t>(variant));
   BoardWatch watch;
-  watch.enabled = v.strategy == StrategyKind::kHybrid && v.policy == HybridPolicy::kAdaptive;
-  watch.above = v.stragglerRatio;
-  watch.window = v.window;
+  const StrategyDescriptor& strategy = strategyOf(v);
+  if (const auto settings = strategy.serverWatch ? strategy.serverWatch(v) : std::nullopt) {
+    watch.enabled = true;
+    watch.above = settings->above;
+    watch.window = settings->window;
+  }
   watch.budgetPushes = psUpdatesPlanned(totalSteps, world);
   return std::make_unique<ParameterHost>(spec, psLayoutFor(spec, variant, world), shard, world,
                                          pushBatch, psUpdatesPlanned(totalSteps, world), watch);

@@ -13,6 +13,7 @@
 #include "core/optim/optimizer.h"
 #include "core/spec/experiment_spec.h"
 #include "core/train/strategy.h"
+#include "core/train/strategy_registry.h"
 #include "core/train/switch_policy.h"
 
 namespace dtlab::core {
@@ -58,6 +59,10 @@ int64_t modelParameterCount(const ExperimentSpec& spec);
 std::vector<PsBlock> psLayoutFor(const ExperimentSpec& spec, int variant, int world);
 // The variant's number of shards: ps_shards, or every node of the run.
 int psShardCount(const VariantConfig& variant, int world);
+// ps_shards, a setting of every strategy with a parameter server (usesParameterServer), and
+// its check against the variant's nodes (the shards live on the first ps_shards of them).
+SettingSchema psShardsSetting();
+void checkPsShards(const VariantConfig& variant, const VariantCheckContext& at);
 // Optimizer steps the server plans for a run of totalSteps global batches on `world` workers,
 // each pushing the gradient of its equal share of the batch: one per push.
 inline int64_t psUpdatesPlanned(int64_t totalSteps, int world) {

@@ -1,25 +1,82 @@
 #pragma once
-
+// The strategies this build can run, each described once by a StrategyDescriptor that its own
+// files define (name, traits, settings schema, checks, how to build it). The spec's parser and
+// writer, the training loop, the coordinator, the node daemon, the GUI's variants table and the
+// comparison read this list; no code outside a strategy's own files names that strategy.
+// Adding one: core/train/README.md.
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "core/train/strategy.h"
+#include "core/spec/experiment_spec.h"
+#include "core/spec/settings.h"
 
 namespace dtlab::core {
 
-// One trainable strategy kind and how to build it for one rank.
-struct StrategyInfo {
-  StrategyKind kind;
-  std::unique_ptr<Strategy> (*make)(StrategyContext& context);
+class Strategy;
+struct StrategyContext;
+
+// What the rest of DTLab needs to know of a strategy without knowing which one it is.
+struct StrategyTraits {
+  // Workers exchange gradients and weights through parameter-server shards (one shard per
+  // node, on the run's first ps_shards nodes), so a node runs one worker of such a variant.
+  bool usesParameterServer = false;
+  // The ranks form a collective group (Gloo or NCCL) for the run.
+  bool needsCollectiveGroup = true;
 };
 
-// Every strategy this build can run, in the order they were added. Node daemons advertise
-// these names as capabilities; the coordinator checks a variant's kind against them.
-const std::vector<StrategyInfo>& strategyRegistry();
-// toString(kind) of every registered strategy.
-std::vector<std::string> registeredStrategyNames();
-// Builds the variant's strategy; throws dtlab::Error when its kind is not registered.
+// Where a variant check stands in the spec, for its messages.
+struct VariantCheckContext {
+  const ExperimentSpec& spec;  // parsed up to the variants (dataset, training, cluster)
+  int64_t runNodes;            // the nodes this variant runs on
+  std::string path;            // "variants[2]"
+};
+
+// For strategies with a parameter server whose board watches the straggler ratio: the ratio
+// above which the run trains asynchronously and the steps it must hold.
+struct ServerWatchSettings {
+  double above = 0.0;
+  int64_t window = 0;
+};
+
+struct StrategyDescriptor {
+  std::string name;     // the spec's "strategy" value
+  std::string summary;  // one line: what it does (GUI tooltips)
+  StrategyTraits traits;
+  // The strategy's own settings, in the order specs and tables show them.
+  std::vector<SettingSchema> settings;
+  // Checks the schema cannot express (a value against the cluster or another section); throws
+  // SpecError naming the field. Optional.
+  std::function<void(const VariantConfig&, const VariantCheckContext&)> check;
+  // For usesParameterServer: what the server's board watches (nullopt: nothing). Optional.
+  std::function<std::optional<ServerWatchSettings>(const VariantConfig&)> serverWatch;
+  // Builds one rank's strategy.
+  std::function<std::unique_ptr<Strategy>(StrategyContext&)> make;
+
+  SettingsView view(const VariantConfig& variant) const { return {settings, variant.settings}; }
+};
+
+// Every registered strategy, in registration order (the built-in ones first). The first is the
+// default of a variant that names none. References stay valid for the life of the process.
+std::vector<const StrategyDescriptor*> strategies();
+// The descriptor named `name`, or nullptr.
+const StrategyDescriptor* findStrategy(std::string_view name);
+// The descriptor of a variant's strategy; throws Error naming an unknown one.
+const StrategyDescriptor& strategyOf(const VariantConfig& variant);
+// Adds a strategy (a plug-in, or a test's own). Throws Error when the name is taken or the
+// descriptor is incomplete. Register before any spec that names it is parsed.
+void registerStrategy(StrategyDescriptor descriptor);
+// The names of every registered strategy, in order.
+std::vector<std::string> strategyNames();
+// A variant of `strategy` (empty: the default) named after it, every setting at its default.
+VariantConfig defaultVariant(std::string_view strategy = {});
+// Builds the variant's strategy for one rank; throws Error when it is not registered.
 std::unique_ptr<Strategy> makeStrategy(StrategyContext& context);
+// "async_ps, ssp and hybrid": the registered strategies for which `pick` holds.
+std::string strategyList(const std::function<bool(const StrategyDescriptor&)>& pick);
 
 }  // namespace dtlab::core

@@ -24,10 +24,72 @@ double msBetween(Clock::time_point a, Clock::time_point b) {
 
 static_assert(Votes::kCount <= Mlp::kControlSlots, "the votes must fit the control block");
 
+constexpr const char* kName = "sync_allreduce";
+constexpr const char* kSpeedProportional = "speed_proportional";
+
 }  // namespace
 
-SyncAllReduce::SyncAllReduce(StrategyContext& context)
-    : context_(context), global_(context.job.spec.training.batchSize) {}
+SettingSchema bucketKbSetting() {
+  const SettingSchema s{.key = "bucket_kb",
+                        .label = "Bucket\n(KiB)",
+                        .help = "Gradient bucket size for all-reduce overlapped with backward",
+                        .defaultValue = int64_t{1024},
+                        .min = 1,
+                        .max = double{int64_t{1} << 21}};
+  return s;
+}
+
+StrategyDescriptor syncAllReduceDescriptor() {
+  StrategyDescriptor d;
+  d.name = kName;
+  d.summary = "Synchronous data parallel: gradients averaged by all-reduce every step";
+  const SettingSchema partition{
+      .key = "partition",
+      .type = SettingType::kChoice,
+      .label = "Partition",
+      .help = "How each global batch is split: equally, or by measured speed",
+      .defaultValue = std::string("equal"),
+      .choices = {"equal", kSpeedProportional}};
+  const SettingSchema rebalance{
+      .key = "rebalance_every",
+      .label = "Rebalance\nevery",
+      .help = "Steps between rebalances of the batch shares by measured speed",
+      .defaultValue = int64_t{20},
+      .min = 1,
+      .max = 1'000'000,
+      .when = SettingCondition{"partition", {kSpeedProportional}}};
+  d.settings = {bucketKbSetting(), partition, rebalance};
+  d.check = [](const VariantConfig& v, const VariantCheckContext& at) {
+    const DataPartitionKind data = at.spec.training.dataPartition.kind;
+    if (SyncAllReduceOptions::of(v).speedProportional && data != DataPartitionKind::kShared)
+      throw SpecError(at.path + ".partition",
+                      std::string("\"speed_proportional\" gives each worker a slice of every "
+                                  "global batch drawn from the whole training set, so it needs "
+                                  "training.data_partition \"shared\"; training.data_partition "
+                                  "is \"") +
+                          toString(data) + "\", where each worker draws only from its own shard");
+  };
+  d.make = [](StrategyContext& c) -> std::unique_ptr<Strategy> {
+    return std::make_unique<SyncAllReduce>(
+        c,
+        SyncAllReduceOptions::of(c.job.spec.variants.at(static_cast<std::size_t>(c.job.variant))));
+  };
+  return d;
+}
+
+SyncAllReduceOptions SyncAllReduceOptions::of(const VariantConfig& variant) {
+  const StrategyDescriptor& strategy = strategyOf(variant);
+  DTLAB_ENFORCE(strategy.name == kName, "variant '", variant.name, "' is not ", kName);
+  const SettingsView settings = strategy.view(variant);
+  SyncAllReduceOptions options;
+  options.bucketKb = settings.integer("bucket_kb");
+  options.speedProportional = settings.choice("partition") == kSpeedProportional;
+  options.rebalanceEvery = settings.integer("rebalance_every");
+  return options;
+}
+
+SyncAllReduce::SyncAllReduce(StrategyContext& context, SyncAllReduceOptions options)
+    : context_(context), options_(options), global_(context.job.spec.training.batchSize) {}
 
 SyncAllReduce::~SyncAllReduce() = default;
 
@@ -57,7 +119,7 @@ std::string SyncAllReduce::setUp() {
     for (auto it = layers.rbegin(); it != layers.rend(); ++it)
       blocks.push_back({it->weight, it->end()});
     GradientBucketsOptions options;
-    options.bucketBytes = job.spec.variants[job.variant].bucketKb * 1024;
+    options.bucketBytes = options_.bucketKb * 1024;
     options.average = false;  // each rank already scaled its loss by 1/global batch
     buckets_ = std::make_unique<GradientBuckets>(*context_.comm, model.grads(),
                                                  params + Votes::kCount, blocks, options);
@@ -69,10 +131,9 @@ std::string SyncAllReduce::setUp() {
         [b = buckets_.get()](int64_t begin, int64_t end) { b->markReady(begin, end); });
   std::string detail =
       std::to_string(slice_.count) + " of " + std::to_string(global_) + " samples per step";
-  const VariantConfig& variant = job.spec.variants[static_cast<std::size_t>(job.variant)];
-  if (variant.partition == PartitionScheme::kSpeedProportional)
-    detail +=
-        ", rebalanced by measured speed every " + std::to_string(variant.rebalanceEvery) + " steps";
+  if (options_.speedProportional)
+    detail += ", rebalanced by measured speed every " + std::to_string(options_.rebalanceEvery) +
+              " steps";
   if (!data.detail.empty()) detail += ", " + data.detail;
   return detail;
 }
@@ -108,13 +169,11 @@ StepReport SyncAllReduce::step(int64_t step, const Votes& local, Votes& agreed) 
   r.batchShare = static_cast<double>(slice_.count) / static_cast<double>(global_);
   r.votesAgreed = true;
 
-  const VariantConfig& variant =
-      context_.job.spec.variants[static_cast<std::size_t>(context_.job.variant)];
-  if (variant.partition == PartitionScheme::kSpeedProportional) {
+  if (options_.speedProportional) {
     // Batch preparation, forward and backward scale with the slice; the update does not.
     if (step > 1) speed_.add(slice_.count, msBetween(t1, t2));
-    const int64_t warmup = std::min(kWarmupSteps, variant.rebalanceEvery);
-    if (step == warmup || step % variant.rebalanceEvery == 0) rebalance(step);
+    const int64_t warmup = std::min(kWarmupSteps, options_.rebalanceEvery);
+    if (step == warmup || step % options_.rebalanceEvery == 0) rebalance(step);
   }
   return r;
 }

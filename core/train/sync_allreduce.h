@@ -5,6 +5,7 @@
 #include "core/train/compute_emulation.h"
 #include "core/train/speed_shares.h"
 #include "core/train/strategy.h"
+#include "core/train/strategy_registry.h"
 #include "core/train/worker.h"
 
 namespace dtlab::core {
@@ -23,9 +24,18 @@ class GradientBuckets;
 // of kWarmupSteps, then every rebalance_every steps, the ranks exchange their estimates and
 // move to slices proportional to them, unless no slice would move by more than the dead
 // band; each move is an event.
+struct SyncAllReduceOptions {
+  int64_t bucketKb = 1024;         // gradient bucket size
+  bool speedProportional = false;  // the partition: equal, or by measured speed
+  int64_t rebalanceEvery = 20;     // speed_proportional: steps between rebalances
+
+  // The options a variant of sync_allreduce gives.
+  static SyncAllReduceOptions of(const VariantConfig& variant);
+};
+
 class SyncAllReduce final : public Strategy {
  public:
-  explicit SyncAllReduce(StrategyContext& context);
+  SyncAllReduce(StrategyContext& context, SyncAllReduceOptions options);
   ~SyncAllReduce() override;
 
   std::string setUp() override;
@@ -37,6 +47,7 @@ class SyncAllReduce final : public Strategy {
 
  private:
   StrategyContext& context_;
+  SyncAllReduceOptions options_;
   int64_t global_;
   BatchSlice slice_;
   std::unique_ptr<Worker> worker_;
@@ -47,5 +58,10 @@ class SyncAllReduce final : public Strategy {
   std::vector<int64_t> counts_;
   SpeedEstimate speed_;
 };
+
+// sync_allreduce's descriptor (strategy_registry.cc lists it).
+StrategyDescriptor syncAllReduceDescriptor();
+// bucket_kb, shared with the strategies that run SyncAllReduce inside (hybrid).
+SettingSchema bucketKbSetting();
 
 }  // namespace dtlab::core

@@ -290,8 +290,8 @@ WorkerResult runWorker(const WorkerJob& job, Communicator* comm, MetricSink* sin
       throw Error("rank " + std::to_string(job.rank) + " outside a world of " +
                   std::to_string(job.world));
     // Workers of a parameter server talk only to the servers; every other kind needs the group.
-    const StrategyKind kind = job.spec.variants[static_cast<std::size_t>(job.variant)].strategy;
-    const bool needsGroup = kind != StrategyKind::kAsyncPs && kind != StrategyKind::kSsp;
+    const bool needsGroup = strategyOf(job.spec.variants[static_cast<std::size_t>(job.variant)])
+                                .traits.needsCollectiveGroup;
     if (job.world > 1 && (comm != nullptr || needsGroup) &&
         (comm == nullptr || comm->size() != job.world || comm->rank() != job.rank))
       throw Error("the communicator does not match rank " + std::to_string(job.rank) + " of " +

@@ -14,6 +14,7 @@
 #include "core/common/check.h"
 #include "core/train/parameter_server.h"
 #include "core/train/strategy.h"
+#include "core/train/strategy_registry.h"
 #include "remote/common/auth.h"
 #include "remote/common/client.h"
 #include "remote/common/metric_wire.h"
@@ -206,7 +207,8 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
   const std::string jobId = newJobId();
   const std::string specJson = core::toJson(spec).dump();
   const Clock::time_point start = Clock::now();
-  const std::string strategy = core::toString(chosen.strategy);
+  const core::StrategyDescriptor& descriptor = core::strategyOf(chosen);
+  const std::string strategy = descriptor.name;
   for (std::size_t i = 0; i < nodeCount; ++i) {
     const auto& caps = impl.summaries[i].capabilities;
     if (std::find(caps.begin(), caps.end(), strategy) == caps.end())
@@ -233,18 +235,21 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
                   "\"cpu\")");
   }
   // The parameter server's shard k lives on rank k's node: one shard a node, so one rank.
-  if (chosen.usesParameterServer() && world > nodeCount) {
+  if (descriptor.traits.usesParameterServer && world > nodeCount) {
     for (std::size_t n = 0; n < nodeCount; ++n)
       if (slotsOf(n) > 1)
         throw Error("variant '" + chosen.name + "' (" + strategy +
                     ") runs one worker per node so far; node " + impl.label(n) + " has " +
                     std::to_string(slotsOf(n)) +
-                    " worker slots (start it with --devices cpu, or choose sync_allreduce or "
-                    "local_sgd)");
+                    " worker slots (start it with --devices cpu, or choose " +
+                    core::strategyList([](const core::StrategyDescriptor& d) {
+                      return !d.traits.usesParameterServer;
+                    }) +
+                    ")");
   }
 
   core::RunSummary summary;
-  summary.name = chosen.name;
+  summary.name = chosen.name.empty() ? strategy : chosen.name;
   summary.strategy = strategy;
   std::mutex mutex;  // guards sink calls, summary.events and the per-node state below
   auto addEvent = [&](int64_t step, std::string kind, std::string detail) {
@@ -285,7 +290,7 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
   const std::string rendezvous = reachable(0);  // rank 0's rendezvous
   // Parameter-server variants: shard k on rank k.
   std::vector<std::string> psAddresses;
-  if (chosen.usesParameterServer() && world > 1)
+  if (descriptor.traits.usesParameterServer && world > 1)
     for (int k = 0; k < core::psShardCount(chosen, static_cast<int>(world)); ++k)
       psAddresses.push_back(reachable(static_cast<std::size_t>(k)));
 
@@ -523,7 +528,8 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
       maxStepMs > 0.0 ? static_cast<double>(summary.samples) * 1000.0 / maxStepMs : 0.0;
   summary.meanUtilization = utilization;
   summary.meanWaitFraction = waitFraction;
-  summary.partition = core::toString(chosen.partition);
+  if (const core::SettingValue* partition = chosen.settings.find("partition"))
+    summary.partition = core::settingText(*partition);
   summary.nodes = static_cast<int64_t>(world);
   summarizeExchange(exchange, summary);
   summary.rebalances = std::count_if(summary.events.begin(), summary.events.end(),

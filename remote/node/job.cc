@@ -12,6 +12,7 @@
 #include "core/comm/gloo_communicator.h"
 #include "core/common/config.h"
 #include "core/common/process_memory.h"
+#include "core/train/strategy_registry.h"
 #if DTLAB_HAVE_CUDA
 #include "core/comm/nccl_communicator.h"
 #endif
@@ -184,7 +185,7 @@ core::WorkerResult Job::runWithCommunicator() {
   std::unique_ptr<GrpcParameterClient> ps;
   const core::VariantConfig& variant =
       work.spec.variants.at(static_cast<std::size_t>(work.variant));
-  if (variant.usesParameterServer() && work.world > 1) {
+  if (core::strategyOf(variant).traits.usesParameterServer && work.world > 1) {
     ParameterClientOptions options;
     options.jobId = settings_.jobId;
     options.addresses = settings_.psAddresses;

@@ -167,8 +167,7 @@ void NodeService::fillInfo(proto::NodeInfo& info) {
   info.set_load(getloadavg(load, 1) == 1 ? load[0] / cores : 0.0);
   info.add_capabilities("gloo");
   info.add_capabilities(std::string(kJobEmulationCapability));
-  for (const std::string& strategy : core::registeredStrategyNames())
-    info.add_capabilities(strategy);
+  for (const std::string& strategy : core::strategyNames()) info.add_capabilities(strategy);
   info.set_advertise_host(advertiseHost());
   info.set_cores(cores);
   info.set_worker_threads(options_.threads);
@@ -282,7 +281,7 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
                                        request.ps_addresses().end());
   std::vector<std::string> psNames(request.ps_names().begin(), request.ps_names().end());
   const core::VariantConfig& chosen = spec.variants[static_cast<std::size_t>(request.variant())];
-  if (chosen.usesParameterServer() && world > 1) {
+  if (core::strategyOf(chosen).traits.usesParameterServer && world > 1) {
     const int shards = core::psShardCount(chosen, world);
     if (static_cast<int>(psAddresses.size()) != shards)
       return invalid("ps_addresses: the variant has " + std::to_string(shards) +

@@ -27,7 +27,8 @@ using namespace dtlab::core;
 
 namespace {
 
-ExperimentSpec blobsSpec(StrategyKind strategy, DataPartitionKind partition, double alpha = 0.5) {
+ExperimentSpec blobsSpec(const std::string& strategy, DataPartitionKind partition,
+                         double alpha = 0.5) {
   ExperimentSpec spec = test::smallBlobsSpec(40, 20);
   spec.training.dataPartition = {partition, alpha};
   VariantConfig v;
@@ -112,8 +113,7 @@ class TestDataShards : public QObject {
   Q_OBJECT
  private slots:
   void dirichletShardsAreASkewedPartition() {
-    ExperimentSpec spec =
-        blobsSpec(StrategyKind::kSyncAllReduce, DataPartitionKind::kDirichlet, 0.1);
+    ExperimentSpec spec = blobsSpec("sync_allreduce", DataPartitionKind::kDirichlet, 0.1);
     spec.dataset.classes = 10;
     const std::unique_ptr<Dataset> dataset = makeDataset(spec.dataset);
     const int world = 4;
@@ -151,7 +151,7 @@ class TestDataShards : public QObject {
   }
 
   void sharedKeepsWhatEachStrategyDid() {
-    const ExperimentSpec spec = blobsSpec(StrategyKind::kSyncAllReduce, DataPartitionKind::kShared);
+    const ExperimentSpec spec = blobsSpec("sync_allreduce", DataPartitionKind::kShared);
     const std::unique_ptr<Dataset> dataset = makeDataset(spec.dataset);
     const WorkerData slices = workerData(spec, *dataset, 1, 3, SharedDraw::kGlobalBatchSlices);
     QCOMPARE(slices.samples.size(), std::size_t{4096});
@@ -168,8 +168,7 @@ class TestDataShards : public QObject {
   // Extreme skew on two classes leaves two of four workers a single sample each (partitionTrain
   // gives an empty shard one): repeated to fill the batch, not a failed run.
   void aShardSmallerThanItsBatchIsRepeated() {
-    ExperimentSpec spec =
-        blobsSpec(StrategyKind::kSyncAllReduce, DataPartitionKind::kDirichlet, 1e-4);
+    ExperimentSpec spec = blobsSpec("sync_allreduce", DataPartitionKind::kDirichlet, 1e-4);
     spec.dataset.classes = 2;
     const std::unique_ptr<Dataset> dataset = makeDataset(spec.dataset);
     bool sawRepeat = false;
@@ -191,7 +190,7 @@ class TestDataShards : public QObject {
   }
 
   void syncAllReduceOnIidShardsLearnsWithIdenticalReplicas() {
-    const ExperimentSpec spec = blobsSpec(StrategyKind::kSyncAllReduce, DataPartitionKind::kIid);
+    const ExperimentSpec spec = blobsSpec("sync_allreduce", DataPartitionKind::kIid);
     Recorder recorder;
     const std::vector<WorkerResult> results = runCollectiveRanks(spec, 2, &recorder);
     for (const WorkerResult& r : results) {
@@ -210,15 +209,15 @@ class TestDataShards : public QObject {
                                          "samples") != std::string::npos,
              recorder.startDetail().c_str());
     // The shards are other batches than slices of the shared set's: another trajectory.
-    const std::vector<WorkerResult> shared = runCollectiveRanks(
-        blobsSpec(StrategyKind::kSyncAllReduce, DataPartitionKind::kShared), 2, nullptr);
+    const std::vector<WorkerResult> shared =
+        runCollectiveRanks(blobsSpec("sync_allreduce", DataPartitionKind::kShared), 2, nullptr);
     QVERIFY(shared[0].status == RunStatus::kCompleted);
     QVERIFY(shared[0].paramChecksum != results[0].paramChecksum);
   }
 
   void localSgdOnDirichletShardsAveragesToIdenticalReplicas() {
-    ExperimentSpec spec = blobsSpec(StrategyKind::kLocalSgd, DataPartitionKind::kDirichlet, 0.3);
-    spec.variants[0].period = 4;
+    ExperimentSpec spec = blobsSpec("local_sgd", DataPartitionKind::kDirichlet, 0.3);
+    spec.variants[0].settings.set("period", int64_t{4});
     Recorder recorder;
     const std::vector<WorkerResult> results = runCollectiveRanks(spec, 2, &recorder);
     for (const WorkerResult& r : results) {
@@ -231,7 +230,7 @@ class TestDataShards : public QObject {
   }
 
   void asyncPsOnDirichletShardsCompletes() {
-    ExperimentSpec spec = blobsSpec(StrategyKind::kAsyncPs, DataPartitionKind::kDirichlet, 0.3);
+    ExperimentSpec spec = blobsSpec("async_ps", DataPartitionKind::kDirichlet, 0.3);
     // Stale gradients from skewed shards learn slower than sync: 120 global batches, not 40.
     spec.training.maxSteps = 120;
     spec.training.evalInterval = 60;

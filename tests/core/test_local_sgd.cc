@@ -29,11 +29,11 @@ using namespace dtlab::core;
 
 namespace {
 
-ExperimentSpec smallSpec(StrategyKind strategy, int64_t period = 8) {
+ExperimentSpec smallSpec(const std::string& strategy, int64_t period = 8) {
   ExperimentSpec spec = test::smallBlobsSpec(12, 6);
   VariantConfig v;
   v.strategy = strategy;
-  if (strategy == StrategyKind::kLocalSgd) v.period = period;
+  if (strategy == "local_sgd") v.settings.set("period", period);
   spec.variants = {v};
   return spec;
 }
@@ -111,8 +111,8 @@ class TestLocalSgd : public QObject {
   // gradients and momenta, so it takes the steps synchronous SGD takes on the same batches.
   void periodOneEqualsSyncAllReduce() {
     QFETCH(int, world);
-    const std::vector<WorkerResult> sync = runRanks(smallSpec(StrategyKind::kSyncAllReduce), world);
-    const std::vector<WorkerResult> local = runRanks(smallSpec(StrategyKind::kLocalSgd, 1), world);
+    const std::vector<WorkerResult> sync = runRanks(smallSpec("sync_allreduce"), world);
+    const std::vector<WorkerResult> local = runRanks(smallSpec("local_sgd", 1), world);
     verifyCompletedAndIdentical(sync, 12);
     verifyCompletedAndIdentical(local, 12);
     const double d = relativeDifference(local[0].params, sync[0].params);
@@ -122,14 +122,13 @@ class TestLocalSgd : public QObject {
     QCOMPARE(samples, int64_t{12 * 64});  // the same samples as sync: every global batch
     if (world == 1) return;
     // The bound discriminates: local steps between averages take another trajectory.
-    const std::vector<WorkerResult> period2 =
-        runRanks(smallSpec(StrategyKind::kLocalSgd, 2), world);
+    const std::vector<WorkerResult> period2 = runRanks(smallSpec("local_sgd", 2), world);
     const double d2 = relativeDifference(period2[0].params, sync[0].params);
     QVERIFY2(d2 > 1e-3, qPrintable(QString::number(d2)));
   }
 
   void longerPeriodKeepsReplicasIdenticalAndLearns() {
-    ExperimentSpec spec = smallSpec(StrategyKind::kLocalSgd, 4);
+    ExperimentSpec spec = smallSpec("local_sgd", 4);
     spec.training.maxSteps = 42;  // not a multiple of the period: the last step averages too
     spec.training.evalInterval = 20;
     Recorder recorder;
@@ -156,7 +155,7 @@ class TestLocalSgd : public QObject {
 
   // Bytes move only when the models are averaged: every `period` steps and at the last step.
   void communicatesOnlyOnAveragingSteps() {
-    ExperimentSpec spec = smallSpec(StrategyKind::kLocalSgd, 4);
+    ExperimentSpec spec = smallSpec("local_sgd", 4);
     spec.training.maxSteps = 10;
     spec.training.evalInterval = 8;  // on an averaging step: no evaluation average of its own
     Recorder recorder;
@@ -182,7 +181,7 @@ class TestLocalSgd : public QObject {
 
   // The stop votes ride with the average: a cancel is agreed at the first averaging step.
   void cancelStopsEveryRankAtTheNextAverage() {
-    ExperimentSpec spec = smallSpec(StrategyKind::kLocalSgd, 4);
+    ExperimentSpec spec = smallSpec("local_sgd", 4);
     spec.training.maxSteps = 1000000;
     spec.training.evalInterval = 0;
     std::atomic<bool> cancel{true};
@@ -197,7 +196,7 @@ class TestLocalSgd : public QObject {
   // An evaluation between averages evaluates an average of the replicas, but training goes
   // on from each rank's own parameters: the run's result does not depend on eval_interval.
   void evaluationBetweenAveragesLeavesTheTrajectoryAlone() {
-    ExperimentSpec spec = smallSpec(StrategyKind::kLocalSgd, 4);
+    ExperimentSpec spec = smallSpec("local_sgd", 4);
     spec.training.maxSteps = 8;
     spec.training.evalInterval = 8;
     const std::vector<WorkerResult> plain = runRanks(spec, 3);
@@ -229,7 +228,7 @@ class TestLocalSgd : public QObject {
   // Rank 1 computes at a fifth of real speed: its local steps take longer, and rank 0 reaches
   // each average first and waits there for it.
   void slowNodeMakesItsPeerWaitAtTheAverage() {
-    ExperimentSpec spec = smallSpec(StrategyKind::kLocalSgd, 4);
+    ExperimentSpec spec = smallSpec("local_sgd", 4);
     spec.model.hidden = {512, 512};  // compute, not fixed costs, dominates a step
     spec.training.maxSteps = 20;
     spec.training.evalInterval = 20;
@@ -253,7 +252,7 @@ class TestLocalSgd : public QObject {
   // each rank's model by its samples since the last average (3/7, 2/7, 2/7), computed here by
   // training each slice's replica alone for the same two steps.
   void unequalSlicesAreAveragedBySamples() {
-    ExperimentSpec spec = smallSpec(StrategyKind::kLocalSgd, 2);
+    ExperimentSpec spec = smallSpec("local_sgd", 2);
     spec.training.batchSize = 7;
     spec.training.maxSteps = 2;
     spec.training.evalInterval = 0;

@@ -326,7 +326,7 @@ class TestParameterServer : public QObject {
   void sspNeverRunsMoreThanItsBoundAheadOfTheSlowest() {
     for (int64_t bound : {0, 2}) {
       ExperimentSpec spec = blobsSpec("ssp", 60);
-      spec.variants[0].staleness = bound;
+      spec.variants[0].settings.set("staleness", int64_t{bound});
       const Ranks ranks = runRanks(spec, {1.0, 1.0, 0.2});
       for (std::size_t r = 0; r < 3; ++r) {
         const WorkerResult& w = ranks.results[r];

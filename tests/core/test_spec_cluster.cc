@@ -8,10 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/spec/experiment_spec.h"
+#include "core/train/strategy_registry.h"
 
 using dtlab::core::ExperimentSpec;
 using dtlab::core::NodeConfig;
 using dtlab::core::SpecError;
+using dtlab::core::strategyOf;
 using nlohmann::json;
 
 namespace {
@@ -56,7 +58,8 @@ class TestSpecCluster : public QObject {
         {{"cluster", {{"device", "cuda"}}},
          {"variants",
           {{{"name", "a"}, {"strategy", "async_ps"}}, {{"name", "h"}, {"strategy", "hybrid"}}}}});
-    QVERIFY(ps.variants[0].usesParameterServer() && ps.variants[1].usesParameterServer());
+    QVERIFY(strategyOf(ps.variants[0]).traits.usesParameterServer &&
+            strategyOf(ps.variants[1]).traits.usesParameterServer);
   }
 
   void remoteClusterListsItsDaemonsInRankOrder() {

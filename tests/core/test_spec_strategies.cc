@@ -8,15 +8,27 @@
 #include <nlohmann/json.hpp>
 
 #include "core/spec/experiment_spec.h"
+#include "core/train/strategy_registry.h"
 
 using dtlab::core::ExperimentSpec;
-using dtlab::core::HybridPolicy;
+using dtlab::core::SettingValue;
 using dtlab::core::SpecError;
-using dtlab::core::StrategyKind;
 using dtlab::core::VariantConfig;
 using nlohmann::json;
 
 namespace {
+
+// The value a parsed variant holds for `key`; a parsed variant holds every setting that applies.
+SettingValue at(const VariantConfig& v, const std::string& key) {
+  const SettingValue* value = v.settings.find(key);
+  return value != nullptr ? *value : SettingValue(std::string("(none)"));
+}
+SettingValue integer(int64_t value) {
+  return value;
+}
+SettingValue text(const char* value) {
+  return std::string(value);
+}
 
 json fourNodes(json variants) {
   return {{"cluster", {{"local_nodes", 4}}}, {"variants", std::move(variants)}};
@@ -51,20 +63,21 @@ class TestSpecStrategies : public QObject {
     })));
     QCOMPARE(spec.variants.size(), size_t{6});
     const auto& v = spec.variants;
-    QCOMPARE(v[1].strategy, StrategyKind::kAsyncPs);
-    QCOMPARE(v[1].psShards, int64_t{2});
-    QVERIFY(v[1].usesParameterServer());
-    QVERIFY(!v[0].usesParameterServer());
-    QCOMPARE(v[2].strategy, StrategyKind::kSsp);
-    QCOMPARE(v[2].staleness, int64_t{5});
-    QCOMPARE(v[3].strategy, StrategyKind::kLocalSgd);
-    QCOMPARE(v[3].period, int64_t{4});
+    QCOMPARE(v[1].strategy, std::string("async_ps"));
+    QCOMPARE(at(v[1], "ps_shards"), integer(2));
+    QVERIFY(dtlab::core::strategyOf(v[1]).traits.usesParameterServer);
+    QVERIFY(!dtlab::core::strategyOf(v[0]).traits.usesParameterServer);
+    QCOMPARE(v[2].strategy, std::string("ssp"));
+    QCOMPARE(at(v[2], "staleness"), integer(5));
+    QCOMPARE(v[3].strategy, std::string("local_sgd"));
+    QCOMPARE(at(v[3], "period"), integer(4));
     QCOMPARE(v[4].name, std::string("hybrid"));
-    QCOMPARE(v[4].policy, HybridPolicy::kSyncThenAsync);
-    QCOMPARE(v[4].switchAt, 0.25);
-    QCOMPARE(v[5].policy, HybridPolicy::kAdaptive);
-    QCOMPARE(v[5].stragglerRatio, 2.0);
-    QCOMPARE(v[5].window, int64_t{10});
+    QCOMPARE(at(v[4], "policy"), text("sync_then_async"));
+    QCOMPARE(at(v[4], "switch_at"), SettingValue(0.25));
+    QVERIFY(!v[4].settings.has("window"));  // the adaptive policy's only
+    QCOMPARE(at(v[5], "policy"), text("adaptive"));
+    QCOMPARE(at(v[5], "straggler_ratio"), SettingValue(2.0));
+    QCOMPARE(at(v[5], "window"), integer(10));
     // The written spec reads back as the same spec, defaults included.
     QCOMPARE(dtlab::core::parseExperimentSpec(dtlab::core::toJson(spec)), spec);
     const json written = dtlab::core::toJson(spec)["variants"];
@@ -79,16 +92,37 @@ class TestSpecStrategies : public QObject {
         {{"strategy", "local_sgd"}},
         {{"strategy", "hybrid"}, {"policy", "adaptive"}},
     })));
-    QCOMPARE(spec.variants[0].staleness, int64_t{3});
-    QCOMPARE(spec.variants[0].psShards, int64_t{0});  // every node of the run
-    QCOMPARE(spec.variants[1].period, int64_t{8});
-    QCOMPARE(spec.variants[2].stragglerRatio, 1.5);
-    QCOMPARE(spec.variants[2].window, int64_t{20});
+    QCOMPARE(at(spec.variants[0], "staleness"), integer(3));
+    QCOMPARE(at(spec.variants[0], "ps_shards"), integer(0));  // every node of the run
+    QCOMPARE(at(spec.variants[1], "period"), integer(8));
+    QCOMPARE(at(spec.variants[2], "straggler_ratio"), SettingValue(1.5));
+    QCOMPARE(at(spec.variants[2], "window"), integer(20));
     QCOMPARE(
         dtlab::core::strategyNames(),
         (std::vector<std::string>{"sync_allreduce", "async_ps", "ssp", "local_sgd", "hybrid"}));
-    QCOMPARE(dtlab::core::hybridPolicyNames(),
-             (std::vector<std::string>{"sync_then_async", "adaptive"}));
+    QCOMPARE(
+        dtlab::core::findSetting(dtlab::core::findStrategy("hybrid")->settings, "policy")->choices,
+        (std::vector<std::string>{"sync_then_async", "adaptive"}));
+  }
+
+  // Specs written before each strategy had its own settings carry "partition": "equal" and a
+  // bucket_kb on every variant: they still read, and the settings go where nobody reads them.
+  void settingsEveryOldVariantCarriedStillRead() {
+    const ExperimentSpec spec = dtlab::core::parseExperimentSpec(fourNodes(json::array({
+        {{"strategy", "async_ps"}, {"partition", "equal"}, {"bucket_kb", 256}},
+        {{"strategy", "local_sgd"}, {"partition", "equal"}, {"bucket_kb", 1024}},
+        {{"strategy", "hybrid"}, {"partition", "equal"}, {"bucket_kb", 64}},
+    })));
+    QVERIFY(!spec.variants[0].settings.has("partition"));
+    QVERIFY(!spec.variants[0].settings.has("bucket_kb"));
+    QVERIFY(!spec.variants[1].settings.has("bucket_kb"));
+    QCOMPARE(at(spec.variants[2], "bucket_kb"), integer(64));  // hybrid's sync phases read it
+    QVERIFY(!spec.variants[2].settings.has("partition"));
+    QCOMPARE(dtlab::core::parseExperimentSpec(dtlab::core::toJson(spec)), spec);
+    // Checked as its owners check it, though dropped.
+    const auto e = errorOf(json::array({{{"strategy", "async_ps"}, {"bucket_kb", 0}}}));
+    QVERIFY(e);
+    QCOMPARE(e->path(), std::string("variants[0].bucket_kb"));
   }
 
   void aFieldTheStrategyWouldIgnoreIsRefusedByPath() {

@@ -25,10 +25,19 @@
 #include "core/train/compute_emulation.h"
 #include "core/train/speed_shares.h"
 #include "core/train/strategy.h"
+#include "core/train/strategy_registry.h"
 #include "core/train/worker.h"
 #include "tests/core/rank_threads.h"
 
 using namespace dtlab::core;
+
+namespace {
+// The value a variant holds for `key` (an empty string when it holds none).
+SettingValue setting(const VariantConfig& v, const std::string& key) {
+  const SettingValue* value = v.settings.find(key);
+  return value != nullptr ? *value : SettingValue(std::string());
+}
+}  // namespace
 
 namespace {
 
@@ -74,8 +83,8 @@ ExperimentSpec heavySpec(int64_t steps, int64_t every) {
   spec.training.evalInterval = 1000;
   VariantConfig v;
   v.name = "hetero";
-  v.partition = PartitionScheme::kSpeedProportional;
-  v.rebalanceEvery = every;
+  v.settings.set("partition", std::string("speed_proportional"));
+  v.settings.set("rebalance_every", int64_t{every});
   spec.variants = {v};
   return spec;
 }
@@ -145,11 +154,13 @@ class TestSpeedProportional : public QObject {
  private slots:
   void specNamesThePartitionAndItsPeriod() {
     const ExperimentSpec spec = specWith({{"partition", "speed_proportional"}});
-    QCOMPARE(spec.variants[0].partition, PartitionScheme::kSpeedProportional);
-    QCOMPARE(spec.variants[0].rebalanceEvery, int64_t{20});  // the default
+    QCOMPARE(setting(spec.variants[0], "partition"),
+             SettingValue(std::string("speed_proportional")));
+    QCOMPARE(setting(spec.variants[0], "rebalance_every"),
+             SettingValue(int64_t{20}));  // the default
     const ExperimentSpec every5 =
         specWith({{"partition", "speed_proportional"}, {"rebalance_every", 5}});
-    QCOMPARE(every5.variants[0].rebalanceEvery, int64_t{5});
+    QCOMPARE(setting(every5.variants[0], "rebalance_every"), SettingValue(int64_t{5}));
     // Written and read back the same.
     QCOMPARE(parseExperimentSpec(toJson(every5)), every5);
     QVERIFY(!toJson(specWith({{"partition", "equal"}}))["variants"][0].contains("rebalance_every"));
@@ -170,7 +181,8 @@ class TestSpeedProportional : public QObject {
              refused({{"partition", "speed_proportional"}, {"rebalance_every", 0}}).c_str());
     QVERIFY2(refused({{"partition", "fastest"}}).find("variants[0].partition") == 0,
              refused({{"partition", "fastest"}}).c_str());
-    QCOMPARE(partitionNames(), (std::vector<std::string>{"equal", "speed_proportional"}));
+    QCOMPARE(findSetting(findStrategy("sync_allreduce")->settings, "partition")->choices,
+             (std::vector<std::string>{"equal", "speed_proportional"}));
   }
 
   // The example comparison: the 1-node baseline, the equal split and the scheduler, on two
@@ -183,8 +195,9 @@ class TestSpeedProportional : public QObject {
     QCOMPARE(spec.cluster.node(1).speed, 0.25);
     QCOMPARE(spec.variants.size(), std::size_t{3});
     QCOMPARE(spec.variants[0].nodes, int64_t{1});
-    QCOMPARE(spec.variants[1].partition, PartitionScheme::kEqual);
-    QCOMPARE(spec.variants[2].partition, PartitionScheme::kSpeedProportional);
+    QCOMPARE(setting(spec.variants[1], "partition"), SettingValue(std::string("equal")));
+    QCOMPARE(setting(spec.variants[2], "partition"),
+             SettingValue(std::string("speed_proportional")));
     QVERIFY(spec.training.targetAccuracy.has_value());
 
     // The drifting node: full speed, then 0.3 from step 30; equal split against the scheduler.
@@ -192,7 +205,8 @@ class TestSpeedProportional : public QObject {
     QCOMPARE(drift.cluster.node(1).speedAt(29), 1.0);
     QCOMPARE(drift.cluster.node(1).speedAt(30), 0.3);
     QCOMPARE(drift.variants.size(), std::size_t{2});
-    QCOMPARE(drift.variants[1].partition, PartitionScheme::kSpeedProportional);
+    QCOMPARE(setting(drift.variants[1], "partition"),
+             SettingValue(std::string("speed_proportional")));
   }
 
   void countsFollowSpeedsAndSumToTheBatch() {

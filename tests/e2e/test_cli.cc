@@ -131,8 +131,8 @@ class TestCli : public QObject {
     spec.cluster.localNodes = 2;
     core::VariantConfig hetero;
     hetero.name = "hetero";
-    hetero.partition = core::PartitionScheme::kSpeedProportional;
-    hetero.rebalanceEvery = 2;
+    hetero.settings.set("partition", std::string("speed_proportional"));
+    hetero.settings.set("rebalance_every", int64_t{2});
     core::VariantConfig alone;
     alone.name = "alone";
     alone.nodes = 1;  // the baseline: the first node only

@@ -43,8 +43,8 @@ core::ExperimentSpec twoVariantSpec() {
   equal.name = "equal";
   core::VariantConfig hetero;
   hetero.name = "hetero";
-  hetero.partition = core::PartitionScheme::kSpeedProportional;
-  hetero.rebalanceEvery = 10;
+  hetero.settings.set("partition", std::string("speed_proportional"));
+  hetero.settings.set("rebalance_every", int64_t{10});
   spec.variants = {equal, hetero};
   return spec;
 }

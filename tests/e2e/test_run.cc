@@ -161,7 +161,7 @@ class TestRun : public QObject {
 
     core::ExperimentSpec ps = smallSpec(20);
     ps.variants = {core::VariantConfig{"async"}};
-    ps.variants[0].strategy = core::StrategyKind::kAsyncPs;
+    ps.variants[0].strategy = "async_ps";
     try {
       coordinator.run(ps, 0, nullptr);
       QFAIL("a parameter-server run took two ranks on one node");

@@ -490,7 +490,10 @@ class TestGui : public QObject {
 
     // Two variants with one name: the message goes to the variants table.
     page->variants()->addVariant();
-    page->variants()->setData(page->variants()->index(1, ui::VariantsModel::kNameColumn), "sync");
+    const QVariant firstName =
+        page->variants()->data(page->variants()->index(0, ui::VariantsModel::kNameColumn));
+    page->variants()->setData(page->variants()->index(1, ui::VariantsModel::kNameColumn),
+                              firstName);
     QVERIFY2(page->error().contains("variants"), qPrintable(page->error()));
     QCOMPARE(page->errorField(), QString("variants"));
     page->variants()->setData(page->variants()->index(1, ui::VariantsModel::kNameColumn), "again");
@@ -499,8 +502,8 @@ class TestGui : public QObject {
     // The second variant schedules by measured speed, picked from the spec's partitions in a
     // combo box; its rebalance period becomes editable, and goes when the partition does.
     ui::VariantsModel* variants = page->variants();
-    const QModelIndex partition = variants->index(1, ui::VariantsModel::kPartitionColumn);
-    const QModelIndex every = variants->index(1, ui::VariantsModel::kRebalanceColumn);
+    const QModelIndex partition = variants->index(1, variants->columnOf("partition"));
+    const QModelIndex every = variants->index(1, variants->columnOf("rebalance_every"));
     QCOMPARE(partition.data(ui::VariantsModel::ChoicesRole).toStringList(),
              QStringList({"equal", "speed_proportional"}));
     QVERIFY(!(variants->flags(every) & Qt::ItemIsEditable));

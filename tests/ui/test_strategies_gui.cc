@@ -13,6 +13,7 @@
 #include "core/spec/experiment_spec.h"
 #include "core/store/comparison.h"
 #include "core/store/project_store.h"
+#include "core/train/strategy_registry.h"
 #include "ui/models/project_snapshot.h"
 #include "ui/models/run_comparison_model.h"
 #include "ui/models/variants_model.h"
@@ -25,11 +26,16 @@ using M = ui::RunComparisonModel;
 
 namespace {
 
-// Every column with a field of one strategy (or one partition or policy) only.
-constexpr int kStrategyFields[] = {
-    V::kPartitionColumn, V::kRebalanceColumn,      V::kPsShardsColumn,
-    V::kStalenessColumn, V::kPeriodColumn,         V::kPolicyColumn,
-    V::kSwitchAtColumn,  V::kStragglerRatioColumn, V::kWindowColumn};
+// Every setting of some strategies (or of one partition or policy) only.
+const char* const kStrategyFields[] = {
+    "bucket_kb", "partition", "rebalance_every", "ps_shards",       "staleness",
+    "period",    "policy",    "switch_at",       "straggler_ratio", "window"};
+
+// The value a parsed variant holds for `key`.
+core::SettingValue at(const core::VariantConfig& v, const std::string& key) {
+  const core::SettingValue* value = v.settings.find(key);
+  return value != nullptr ? *value : core::SettingValue(std::string("(none)"));
+}
 
 // A spec of four local nodes with one variant per strategy, for the editor.
 nlohmann::json editorSpec() {
@@ -51,68 +57,73 @@ class TestStrategiesGui : public QObject {
     page.edit(-1, editorSpec(), {}, {});
     QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
     V* model = page.variants();
+    const auto c = [model](const char* key) { return model->columnOf(key); };
     QAbstractItemModelTester tester(model, QAbstractItemModelTester::FailureReportingMode::QtTest);
     QCOMPARE(model->rowCount(), 5);
     // Which columns each row (strategy) may set, and a valid value for each.
-    const std::map<int, QVariant> valid = {
-        {V::kPsShardsColumn, "2"},  {V::kStalenessColumn, "5"},      {V::kPeriodColumn, 4},
-        {V::kSwitchAtColumn, 0.25}, {V::kStragglerRatioColumn, 2.0}, {V::kWindowColumn, "10"}};
+    const std::map<int, QVariant> valid = {{c("bucket_kb"), "256"}, {c("ps_shards"), "2"},
+                                           {c("staleness"), "5"},   {c("period"), 4},
+                                           {c("switch_at"), 0.25},  {c("straggler_ratio"), 2.0},
+                                           {c("window"), "10"}};
     const std::map<std::string, std::set<int>> own = {
-        {"sync_allreduce", {V::kPartitionColumn}},
-        {"async_ps", {V::kPsShardsColumn}},
-        {"ssp", {V::kPsShardsColumn, V::kStalenessColumn}},
-        {"local_sgd", {V::kPeriodColumn}},
-        {"hybrid", {V::kPsShardsColumn, V::kPolicyColumn, V::kSwitchAtColumn}},
+        {"sync_allreduce", {c("bucket_kb"), c("partition")}},
+        {"async_ps", {c("ps_shards")}},
+        {"ssp", {c("ps_shards"), c("staleness")}},
+        {"local_sgd", {c("period")}},
+        {"hybrid", {c("bucket_kb"), c("ps_shards"), c("policy"), c("switch_at")}},
     };
     for (int row = 0; row < model->rowCount(); ++row) {
       const std::string strategy = core::strategyNames()[static_cast<std::size_t>(row)];
-      for (int column : kStrategyFields) {
+      for (const char* key : kStrategyFields) {
+        const int column = c(key);
         const QModelIndex cell = model->index(row, column);
         const bool mine = own.at(strategy).count(column) != 0;
-        const QString where = QString("%1, %2").arg(strategy.c_str(), V::keyOf(column));
+        const QString where = QString("%1, %2").arg(strategy.c_str(), model->keyOf(column));
         QVERIFY2(bool(model->flags(cell) & Qt::ItemIsEditable) == mine, qPrintable(where));
         QCOMPARE(cell.data(V::AppliesRole).toBool(), mine);
         if (!mine) {
           QVERIFY2(!cell.data().isValid(), qPrintable(where));  // shown empty
           QVERIFY(cell.data(Qt::ToolTipRole).toString().startsWith("Only "));
           QVERIFY(!model->setData(cell, valid.count(column) ? valid.at(column) : QVariant("x")));
-          QVERIFY2(!page.spec()["variants"][row].contains(V::keyOf(column)), qPrintable(where));
+          QVERIFY2(!page.spec()["variants"][row].contains(model->keyOf(column).toStdString()),
+                   qPrintable(where));
           continue;
         }
         if (!valid.count(column)) continue;
         QVERIFY2(model->setData(cell, valid.at(column)), qPrintable(where));
-        const nlohmann::json written = page.spec()["variants"][row][V::keyOf(column)];
+        const nlohmann::json written =
+            page.spec()["variants"][row][model->keyOf(column).toStdString()];
         QVERIFY2(written.is_number(), qPrintable(where + ": " + written.dump().c_str()));
         QCOMPARE(written.get<double>(), valid.at(column).toDouble());
         QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
       }
     }
     // The spec's defaults where a field is left out, as the parser fills them in.
-    QCOMPARE(model->index(1, V::kPsShardsColumn).data().toString(), QString("2"));
-    QVERIFY(model->setData(model->index(1, V::kPsShardsColumn), "all"));
+    QCOMPARE(model->index(1, c("ps_shards")).data().toString(), QString("2"));
+    QVERIFY(model->setData(model->index(1, c("ps_shards")), "all"));
     QVERIFY(!page.spec()["variants"][1].contains("ps_shards"));
-    QCOMPARE(model->index(1, V::kPsShardsColumn).data().toString(), QString("all"));
-    QCOMPARE(model->index(4, V::kPolicyColumn).data().toString(), QString("sync_then_async"));
-    QCOMPARE(model->index(4, V::kPolicyColumn).data(V::ChoicesRole).toStringList(),
+    QCOMPARE(model->index(1, c("ps_shards")).data().toString(), QString("all"));
+    QCOMPARE(model->index(4, c("policy")).data().toString(), QString("sync_then_async"));
+    QCOMPARE(model->index(4, c("policy")).data(V::ChoicesRole).toStringList(),
              QStringList({"sync_then_async", "adaptive"}));
 
     // The adaptive policy: its ratio and window become editable, the switch point goes.
-    QVERIFY(model->setData(model->index(4, V::kPolicyColumn), "adaptive"));
+    QVERIFY(model->setData(model->index(4, c("policy")), "adaptive"));
     QVERIFY(!page.spec()["variants"][4].contains("switch_at"));
-    QVERIFY(!(model->flags(model->index(4, V::kSwitchAtColumn)) & Qt::ItemIsEditable));
-    QCOMPARE(model->index(4, V::kStragglerRatioColumn).data().toDouble(), 1.5);
-    QCOMPARE(model->index(4, V::kWindowColumn).data().toLongLong(), qint64{20});
-    QVERIFY(model->setData(model->index(4, V::kStragglerRatioColumn), 2.0));
-    QVERIFY(model->setData(model->index(4, V::kWindowColumn), "10"));
+    QVERIFY(!(model->flags(model->index(4, c("switch_at"))) & Qt::ItemIsEditable));
+    QCOMPARE(model->index(4, c("straggler_ratio")).data().toDouble(), 1.5);
+    QCOMPARE(model->index(4, c("window")).data().toLongLong(), qint64{20});
+    QVERIFY(model->setData(model->index(4, c("straggler_ratio")), 2.0));
+    QVERIFY(model->setData(model->index(4, c("window")), "10"));
     QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
     // What the editor wrote is what the spec reads.
     const core::ExperimentSpec parsed = core::parseExperimentSpec(page.spec());
-    QCOMPARE(parsed.variants[2].staleness, int64_t{5});
-    QCOMPARE(parsed.variants[2].psShards, int64_t{2});
-    QCOMPARE(parsed.variants[3].period, int64_t{4});
-    QCOMPARE(parsed.variants[4].policy, core::HybridPolicy::kAdaptive);
-    QCOMPARE(parsed.variants[4].stragglerRatio, 2.0);
-    QCOMPARE(parsed.variants[4].window, int64_t{10});
+    QCOMPARE(at(parsed.variants[2], "staleness"), core::SettingValue(int64_t{5}));
+    QCOMPARE(at(parsed.variants[2], "ps_shards"), core::SettingValue(int64_t{2}));
+    QCOMPARE(at(parsed.variants[3], "period"), core::SettingValue(int64_t{4}));
+    QCOMPARE(at(parsed.variants[4], "policy"), core::SettingValue(std::string("adaptive")));
+    QCOMPARE(at(parsed.variants[4], "straggler_ratio"), core::SettingValue(2.0));
+    QCOMPARE(at(parsed.variants[4], "window"), core::SettingValue(int64_t{10}));
   }
 
   // A new strategy, partition or policy drops the fields that no longer apply, so the spec
@@ -124,9 +135,10 @@ class TestStrategiesGui : public QObject {
     QVERIFY(QTest::qWaitForWindowExposed(&page));
     page.edit(-1, editorSpec(), {}, {});
     V* model = page.variants();
+    const auto c = [model](const char* key) { return model->columnOf(key); };
     QSignalSpy changed(model, &QAbstractItemModel::dataChanged);
-    QVERIFY(model->setData(model->index(2, V::kPsShardsColumn), 3));
-    QVERIFY(model->setData(model->index(2, V::kStalenessColumn), 1));
+    QVERIFY(model->setData(model->index(2, c("ps_shards")), 3));
+    QVERIFY(model->setData(model->index(2, c("staleness")), 1));
     changed.clear();
     // In the table, as a user picks it from the combo box of the spec's names.
     auto* view = page.findChild<QTableView*>();
@@ -145,20 +157,20 @@ class TestStrategiesGui : public QObject {
     // The whole row changed: its cells now show local_sgd's period and nothing of ssp.
     QVERIFY(!changed.isEmpty());
     QCOMPARE(changed.last().at(0).toModelIndex().column(), 0);
-    QCOMPARE(changed.last().at(1).toModelIndex().column(), V::kColumnCount - 1);
-    QCOMPARE(model->index(2, V::kPeriodColumn).data().toLongLong(), qint64{8});
-    QVERIFY(!model->index(2, V::kStalenessColumn).data().isValid());
+    QCOMPARE(changed.last().at(1).toModelIndex().column(), model->columnCount() - 1);
+    QCOMPARE(model->index(2, c("period")).data().toLongLong(), qint64{8});
+    QVERIFY(!model->index(2, c("staleness")).data().isValid());
 
     // sync_allreduce by speed to async_ps: partition and rebalance period go.
-    QVERIFY(model->setData(model->index(0, V::kPartitionColumn), "speed_proportional"));
-    QVERIFY(model->setData(model->index(0, V::kRebalanceColumn), 7));
+    QVERIFY(model->setData(model->index(0, c("partition")), "speed_proportional"));
+    QVERIFY(model->setData(model->index(0, c("rebalance_every")), 7));
     QCOMPARE(page.spec()["variants"][0]["rebalance_every"], nlohmann::json(7));
     QVERIFY(model->setData(model->index(0, V::kStrategyColumn), "async_ps"));
     QVERIFY(!page.spec()["variants"][0].contains("partition"));
     QVERIFY(!page.spec()["variants"][0].contains("rebalance_every"));
     // hybrid to ssp: policy and switch point go, the shards stay (both use a server).
-    QVERIFY(model->setData(model->index(4, V::kSwitchAtColumn), 0.3));
-    QVERIFY(model->setData(model->index(4, V::kPsShardsColumn), 2));
+    QVERIFY(model->setData(model->index(4, c("switch_at")), 0.3));
+    QVERIFY(model->setData(model->index(4, c("ps_shards")), 2));
     QVERIFY(model->setData(model->index(4, V::kStrategyColumn), "ssp"));
     QCOMPARE(page.spec()["variants"][4],
              nlohmann::json({{"name", "hybrid"}, {"strategy", "ssp"}, {"ps_shards", 2}}));
@@ -171,18 +183,19 @@ class TestStrategiesGui : public QObject {
     ui::ExperimentPage page;
     page.edit(-1, editorSpec(), {}, {});
     V* model = page.variants();
+    const auto c = [model](const char* key) { return model->columnOf(key); };
     struct Case {
       int row, column;
       QVariant value;
       QString path;
     };
     const Case cases[] = {
-        {2, V::kStalenessColumn, "-1", "variants[2].staleness"},
-        {3, V::kPeriodColumn, "0", "variants[3].period"},
-        {3, V::kPeriodColumn, "often", "variants[3].period"},
-        {1, V::kPsShardsColumn, "5", "variants[1].ps_shards"},  // more than the 4 nodes
-        {4, V::kSwitchAtColumn, "1.0", "variants[4].switch_at"},
-        {4, V::kPolicyColumn, "adaptiv", "variants[4].policy"},
+        {2, c("staleness"), "-1", "variants[2].staleness"},
+        {3, c("period"), "0", "variants[3].period"},
+        {3, c("period"), "often", "variants[3].period"},
+        {1, c("ps_shards"), "5", "variants[1].ps_shards"},  // more than the 4 nodes
+        {4, c("switch_at"), "1.0", "variants[4].switch_at"},
+        {4, c("policy"), "adaptiv", "variants[4].policy"},
     };
     for (const Case& c : cases) {
       const nlohmann::json before = page.spec()["variants"];
@@ -290,7 +303,7 @@ class TestStrategiesGui : public QObject {
     QVERIFY(model.index(0, M::kDivergenceColumn)
                 .data(Qt::ToolTipRole)
                 .toString()
-                .contains("Only asynchronous strategies"));
+                .contains("Only strategies with a parameter server (async_ps, ssp and hybrid)"));
   }
 
   // The training data's partition: shared by default, Dirichlet with its alpha, which only
@@ -298,6 +311,7 @@ class TestStrategiesGui : public QObject {
   void trainingDataPartitionIsEditable() {
     ui::ExperimentPage page;
     page.edit(-1, editorSpec(), {}, {});
+    const auto c = [&page](const char* key) { return page.variants()->columnOf(key); };
     auto* kind = qobject_cast<QComboBox*>(page.field("training.data_partition.kind"));
     auto* alpha = qobject_cast<QDoubleSpinBox*>(page.field("training.data_partition.alpha"));
     QVERIFY(kind != nullptr && alpha != nullptr);
@@ -311,9 +325,9 @@ class TestStrategiesGui : public QObject {
     QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
     QCOMPARE(core::parseExperimentSpec(page.spec()).training.dataPartition.alpha, 0.2);
     // Shards and a scheduler that slices global batches of the whole set do not mix.
-    page.variants()->setData(page.variants()->index(0, V::kPartitionColumn), "speed_proportional");
+    page.variants()->setData(page.variants()->index(0, c("partition")), "speed_proportional");
     QVERIFY2(page.error().contains("speed_proportional"), qPrintable(page.error()));
-    page.variants()->setData(page.variants()->index(0, V::kPartitionColumn), "equal");
+    page.variants()->setData(page.variants()->index(0, c("partition")), "equal");
     kind->setCurrentIndex(kind->findData("iid"));
     QCOMPARE(page.spec()["training"]["data_partition"], nlohmann::json({{"kind", "iid"}}));
     QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));

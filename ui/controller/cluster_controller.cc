@@ -8,6 +8,7 @@
 #include "core/store/project_store.h"
 #include "core/store/store_sink.h"
 #include "core/train/local_trainer.h"
+#include "core/train/strategy_registry.h"
 #include "remote/cluster/local_cluster.h"
 #include "remote/coordinator/coordinator.h"
 
@@ -137,8 +138,7 @@ void ClusterController::work(RunRequest request) {
           QString::fromStdString(spec.variants[static_cast<std::size_t>(v)].name);
       // The experiment is the spec with all its variants; each variant's run belongs to it.
       core::RunRecording recording(
-          *store, spec, core::toString(spec.variants[static_cast<std::size_t>(v)].strategy),
-          runName);
+          *store, spec, core::strategyOf(spec.variants[static_cast<std::size_t>(v)]).name, runName);
       const qint64 runId = recording.runId();
       emit runStarted(runId, variant);
       RunProgress base;

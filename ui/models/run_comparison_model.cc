@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/train/strategy_registry.h"
 #include "ui/charts/chart_export.h"
 #include "ui/charts/palette.h"
 
@@ -249,10 +250,13 @@ QString RunComparisonModel::unknownTip(const Row& row, int column) const {
       return row.figures.targetAccuracy ? tr("The run did not reach its target accuracy")
                                         : tr("The run's spec sets no target accuracy");
     case kDivergenceColumn:
-      // A synchronous run's replicas are the server copy: nothing to diverge from.
-      if (row.figures.strategy == "sync_allreduce" || row.figures.strategy == "local_sgd" ||
-          row.figures.strategy == "single")
-        return tr("Only asynchronous strategies (async_ps, ssp, hybrid) measure divergence");
+      // Divergence is a replica's distance from the parameter server's copy: a run without
+      // one (a synchronous strategy, a single process) has nothing to diverge from.
+      if (const core::StrategyDescriptor* d = core::findStrategy(row.figures.strategy);
+          d == nullptr || !d->traits.usesParameterServer)
+        return tr("Only strategies with a parameter server (%1) measure divergence")
+            .arg(QString::fromStdString(core::strategyList(
+                [](const core::StrategyDescriptor& s) { return s.traits.usesParameterServer; })));
       return tr("Run #%1 did not record divergence: its summary has no 'mean_divergence'")
           .arg(row.run.id);
     case kMeanStalenessColumn:

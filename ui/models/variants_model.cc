@@ -4,6 +4,7 @@
 #include <QtGui/QColor>
 
 #include "core/spec/experiment_spec.h"
+#include "core/train/strategy_registry.h"
 
 namespace dtlab::ui {
 namespace {
@@ -12,76 +13,46 @@ namespace {
 // absent (or 0) means every node, an integer, a real.
 enum class Kind { kText, kChoice, kCount, kInteger, kReal };
 
-struct ColumnInfo {
-  const char* key;
-  const char* header;  // two lines where that makes the column narrower: 13 columns share a row
-  Kind kind;
-  const char* tip;     // what the field does
-  const char* usedBy;  // who reads it, for the tooltip of a cell it does not apply to
-};
-constexpr ColumnInfo kColumns[VariantsModel::kColumnCount] = {
-    {"name", "Variant", Kind::kText, "The run's name (unique in the experiment)", ""},
-    {"strategy", "Strategy", Kind::kChoice, "How workers exchange gradients or weights", ""},
-    {"nodes", "Nodes", Kind::kCount,
-     "Run on the cluster's first N nodes only (a baseline); empty or 0: all", ""},
-    {"bucket_kb", "Bucket\n(KiB)", Kind::kInteger,
-     "Gradient bucket size for all-reduce overlapped with backward", ""},
-    {"partition", "Partition", Kind::kChoice,
-     "How each global batch is split: equally, or by measured speed", "sync_allreduce"},
-    {"rebalance_every", "Rebalance\nevery", Kind::kInteger,
-     "Steps between rebalances of the batch shares by measured speed",
-     "the speed_proportional partition"},
-    {"ps_shards", "PS\nshards", Kind::kCount,
-     "Nodes holding a shard of the parameters (the first N); empty or 0: every node of the run",
-     "async_ps, ssp and hybrid"},
-    {"staleness", "Staleness", Kind::kInteger,
-     "How many clocks a worker may be ahead of the slowest", "ssp"},
-    {"period", "Period", Kind::kInteger, "Local steps between model averages (1: synchronous SGD)",
-     "local_sgd"},
-    {"policy", "Policy", Kind::kChoice,
-     "sync_then_async: switch at a fraction of the run; adaptive: switch on measured stragglers",
-     "hybrid"},
-    {"switch_at", "Switch\nat", Kind::kReal,
-     "Fraction of the run's steps trained synchronously before the switch to async",
-     "hybrid with the sync_then_async policy"},
-    {"straggler_ratio", "Straggler\nratio", Kind::kReal,
-     "Slowest / median step time above which the adaptive hybrid trains asynchronously",
-     "hybrid with the adaptive policy"},
-    {"window", "Window", Kind::kInteger,
-     "Steps the straggler ratio must hold before the adaptive hybrid switches",
-     "hybrid with the adaptive policy"},
-};
-
-// What the spec fills in when a field is left out, from the spec's own defaults.
-QVariant defaultOf(int column) {
-  const core::VariantConfig d;
-  switch (column) {
-    case VariantsModel::kStrategyColumn:
-      return QString::fromUtf8(core::toString(d.strategy));
-    case VariantsModel::kPartitionColumn:
-      return QString::fromUtf8(core::toString(d.partition));
-    case VariantsModel::kBucketColumn:
-      return QVariant::fromValue<qint64>(d.bucketKb);
-    case VariantsModel::kRebalanceColumn:
-      return QVariant::fromValue<qint64>(d.rebalanceEvery);
-    case VariantsModel::kNodesColumn:
-    case VariantsModel::kPsShardsColumn:
-      return VariantsModel::tr("all");
-    case VariantsModel::kStalenessColumn:
-      return QVariant::fromValue<qint64>(d.staleness);
-    case VariantsModel::kPeriodColumn:
-      return QVariant::fromValue<qint64>(d.period);
-    case VariantsModel::kPolicyColumn:
-      return QString::fromUtf8(core::toString(d.policy));
-    case VariantsModel::kSwitchAtColumn:
-      return d.switchAt;
-    case VariantsModel::kStragglerRatioColumn:
-      return d.stragglerRatio;
-    case VariantsModel::kWindowColumn:
-      return QVariant::fromValue<qint64>(d.window);
-    default:
-      return {};
+Kind kindOf(const core::SettingSchema& s) {
+  switch (s.type) {
+    case core::SettingType::kChoice:
+      return Kind::kChoice;
+    case core::SettingType::kReal:
+      return Kind::kReal;
+    case core::SettingType::kInteger:
+      break;
   }
+  return s.zeroMeansAll ? Kind::kCount : Kind::kInteger;
+}
+
+// The first declaration of `key` among the registered strategies (its label, help, type).
+const core::SettingSchema* declarationOf(const std::string& key) {
+  for (const core::StrategyDescriptor* d : core::strategies())
+    if (const core::SettingSchema* s = core::findSetting(d->settings, key)) return s;
+  return nullptr;
+}
+
+// The row's values of `strategy`'s settings, as far as they read as values (conditions are on
+// choices; a malformed number is the parser's to name).
+core::SettingValues valuesOf(const nlohmann::json& row, const core::StrategyDescriptor& strategy) {
+  core::SettingValues values;
+  for (const core::SettingSchema& s : strategy.settings) {
+    if (!row.contains(s.key)) continue;
+    const nlohmann::json& v = row[s.key];
+    if (v.is_string())
+      values.set(s.key, v.get<std::string>());
+    else if (v.is_number_integer())
+      values.set(s.key, v.get<int64_t>());
+    else if (v.is_number())
+      values.set(s.key, v.get<double>());
+  }
+  return values;
+}
+
+QVariant displayOf(const core::SettingValue& value) {
+  if (const auto* i = std::get_if<int64_t>(&value)) return QVariant::fromValue<qint64>(*i);
+  if (const auto* d = std::get_if<double>(&value)) return *d;
+  return QString::fromStdString(std::get<std::string>(value));
 }
 
 // An edit as the JSON the spec gets: a number when the text is one, else the text itself, so
@@ -103,10 +74,49 @@ nlohmann::json numberOf(const QVariant& value, Kind kind) {
 
 }  // namespace
 
-VariantsModel::VariantsModel(QObject* parent) : QAbstractTableModel(parent) {}
+VariantsModel::VariantsModel(QObject* parent) : QAbstractTableModel(parent) {
+  columns_ = {
+      {"name", tr("Variant"), tr("The run's name (unique in the experiment)"),
+       static_cast<int>(Kind::kText)},
+      {"strategy", tr("Strategy"), tr("How workers exchange gradients or weights"),
+       static_cast<int>(Kind::kChoice)},
+      {"nodes", tr("Nodes"),
+       tr("Run on the cluster's first N nodes only (a baseline); empty or 0: all"),
+       static_cast<int>(Kind::kCount)},
+  };
+  // Every strategy's settings, a column per key (shared keys once), in registration order.
+  for (const core::StrategyDescriptor* d : core::strategies())
+    for (const core::SettingSchema& s : d->settings)
+      if (columnOf(QString::fromStdString(s.key)) < 0)
+        columns_.push_back({s.key, QString::fromStdString(s.label), QString::fromStdString(s.help),
+                            static_cast<int>(kindOf(s))});
+}
 
-const char* VariantsModel::keyOf(int column) {
-  return column >= 0 && column < kColumnCount ? kColumns[column].key : "";
+// What the spec fills in when a field is left out: the row's strategy's default.
+QVariant VariantsModel::defaultOf(int row, int column) const {
+  if (column == kStrategyColumn) return QString::fromStdString(core::strategyNames().front());
+  if (column == kNodesColumn) return tr("all");
+  if (column < kFirstSettingColumn) return {};
+  const core::StrategyDescriptor* strategy = core::findStrategy(strategyOf(row));
+  const core::SettingSchema* s =
+      strategy != nullptr
+          ? core::findSetting(strategy->settings, columns_[static_cast<std::size_t>(column)].key)
+          : nullptr;
+  if (s == nullptr) return {};
+  if (s->zeroMeansAll && s->defaultValue == core::SettingValue(int64_t{0})) return tr("all");
+  return displayOf(s->defaultValue);
+}
+
+QString VariantsModel::keyOf(int column) const {
+  return column >= 0 && column < static_cast<int>(columns_.size())
+             ? QString::fromStdString(columns_[static_cast<std::size_t>(column)].key)
+             : QString();
+}
+
+int VariantsModel::columnOf(const QString& key) const {
+  for (std::size_t i = 0; i < columns_.size(); ++i)
+    if (QString::fromStdString(columns_[i].key) == key) return static_cast<int>(i);
+  return -1;
 }
 
 void VariantsModel::setVariants(const nlohmann::json& variants) {
@@ -124,7 +134,8 @@ nlohmann::json VariantsModel::variants() const {
 void VariantsModel::addVariant() {
   const int row = rowCount();
   beginInsertRows({}, row, row);
-  rows_.push_back({{"name", "variant " + std::to_string(row + 1)}, {"strategy", "sync_allreduce"}});
+  rows_.push_back({{"name", "variant " + std::to_string(row + 1)},
+                   {"strategy", core::strategyNames().front()}});
   endInsertRows();
 }
 
@@ -140,54 +151,53 @@ int VariantsModel::rowCount(const QModelIndex& parent) const {
 }
 
 int VariantsModel::columnCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : kColumnCount;
+  return parent.isValid() ? 0 : static_cast<int>(columns_.size());
 }
 
 QVariant VariantsModel::headerData(int section, Qt::Orientation orientation, int role) const {
-  if (orientation != Qt::Horizontal || section < 0 || section >= kColumnCount) return {};
-  if (role == Qt::DisplayRole) return tr(kColumns[section].header);
-  if (role == Qt::ToolTipRole) return tr(kColumns[section].tip);
+  if (orientation != Qt::Horizontal || section < 0 || section >= columnCount()) return {};
+  const Column& c = columns_[static_cast<std::size_t>(section)];
+  if (role == Qt::DisplayRole) return c.header;
+  if (role == Qt::ToolTipRole) return c.tip;
   return {};
 }
 
-std::string VariantsModel::textOf(int row, const char* key, const char* fallback) const {
+std::string VariantsModel::strategyOf(int row) const {
   const nlohmann::json& v = rowAt(row);
-  return v.contains(key) && v[key].is_string() ? v[key].get<std::string>() : fallback;
+  return v.contains("strategy") && v["strategy"].is_string() ? v["strategy"].get<std::string>()
+                                                             : core::strategyNames().front();
 }
 
 bool VariantsModel::applies(int row, int column) const {
-  if (row < 0 || row >= rowCount()) return false;
-  const std::string strategy = textOf(row, "strategy", "sync_allreduce");
-  const bool hybrid = strategy == "hybrid";
-  const bool adaptive = hybrid && textOf(row, "policy", "sync_then_async") == "adaptive";
-  switch (column) {
-    case kPartitionColumn:
-      return strategy == "sync_allreduce";
-    case kRebalanceColumn:
-      return strategy == "sync_allreduce" &&
-             textOf(row, "partition", "equal") == "speed_proportional";
-    case kPsShardsColumn:
-      return strategy == "async_ps" || strategy == "ssp" || hybrid;
-    case kStalenessColumn:
-      return strategy == "ssp";
-    case kPeriodColumn:
-      return strategy == "local_sgd";
-    case kPolicyColumn:
-      return hybrid;
-    case kSwitchAtColumn:
-      return hybrid && !adaptive;
-    case kStragglerRatioColumn:
-    case kWindowColumn:
-      return adaptive;
-    default:
-      return column >= 0 && column < kColumnCount;
-  }
+  if (row < 0 || row >= rowCount() || column < 0 || column >= columnCount()) return false;
+  if (column < kFirstSettingColumn) return true;
+  const core::StrategyDescriptor* strategy = core::findStrategy(strategyOf(row));
+  const std::string& key = columns_[static_cast<std::size_t>(column)].key;
+  if (strategy == nullptr || core::findSetting(strategy->settings, key) == nullptr) return false;
+  const core::SettingValues values = valuesOf(rowAt(row), *strategy);
+  return core::SettingsView(strategy->settings, values).applies(key);
 }
 
 void VariantsModel::dropInapplicable(int row) {
   nlohmann::json& v = rowAt(row);
-  for (int column = 0; column < kColumnCount; ++column)
-    if (!applies(row, column)) v.erase(keyOf(column));
+  for (int column = kFirstSettingColumn; column < columnCount(); ++column)
+    if (!applies(row, column)) v.erase(columns_[static_cast<std::size_t>(column)].key);
+}
+
+// Why a cell of `row` does not apply: the strategies that read it, or the condition that the
+// row's own strategy sets on it.
+QString VariantsModel::inapplicableTip(int row, int column) const {
+  const std::string& key = columns_[static_cast<std::size_t>(column)].key;
+  const core::StrategyDescriptor* strategy = core::findStrategy(strategyOf(row));
+  const core::SettingSchema* own =
+      strategy != nullptr ? core::findSetting(strategy->settings, key) : nullptr;
+  if (own != nullptr && own->when)
+    return tr("Only with %1 does %2 apply")
+        .arg(QString::fromStdString(core::conditionText(*own->when)), QString::fromStdString(key));
+  const std::string readers = core::strategyList([&](const core::StrategyDescriptor& d) {
+    return core::findSetting(d.settings, key) != nullptr;
+  });
+  return tr("Only %1 reads %2").arg(QString::fromStdString(readers), QString::fromStdString(key));
 }
 
 Qt::ItemFlags VariantsModel::flags(const QModelIndex& index) const {
@@ -197,7 +207,7 @@ Qt::ItemFlags VariantsModel::flags(const QModelIndex& index) const {
 }
 
 QVariant VariantsModel::data(const QModelIndex& index, int role) const {
-  if (!index.isValid() || index.row() >= rowCount() || index.column() >= kColumnCount) return {};
+  if (!index.isValid() || index.row() >= rowCount() || index.column() >= columnCount()) return {};
   const int column = index.column();
   const bool applicable = applies(index.row(), column);
   switch (role) {
@@ -206,15 +216,15 @@ QVariant VariantsModel::data(const QModelIndex& index, int role) const {
     case ChoicesRole: {
       std::vector<std::string> names;
       if (column == kStrategyColumn) names = core::strategyNames();
-      if (column == kPartitionColumn) names = core::partitionNames();
-      if (column == kPolicyColumn) names = core::hybridPolicyNames();
+      if (const core::SettingSchema* s = declarationOf(columns_[std::size_t(column)].key))
+        names = s->choices;
       QStringList choices;
       for (const std::string& name : names) choices << QString::fromStdString(name);
       return choices;
     }
     case Qt::ToolTipRole:
-      if (applicable) return tr(kColumns[column].tip);
-      return tr("Only %1 reads %2").arg(tr(kColumns[column].usedBy), keyOf(column));
+      if (applicable) return columns_[static_cast<std::size_t>(column)].tip;
+      return inapplicableTip(index.row(), column);
     case Qt::BackgroundRole:
       // A field this strategy does not have: a grey cell, so the row reads as the strategy's
       // own settings.
@@ -227,8 +237,8 @@ QVariant VariantsModel::data(const QModelIndex& index, int role) const {
   }
   if (!applicable) return {};
   const nlohmann::json& row = rowAt(index.row());
-  const char* key = keyOf(column);
-  if (!row.contains(key)) return defaultOf(column);
+  const std::string& key = columns_[static_cast<std::size_t>(column)].key;
+  if (!row.contains(key)) return defaultOf(index.row(), column);
   const nlohmann::json& v = row[key];
   if (v.is_string()) return QString::fromStdString(v.get<std::string>());
   if (v.is_number_integer()) return v.get<qint64>();
@@ -241,8 +251,8 @@ bool VariantsModel::setData(const QModelIndex& index, const QVariant& value, int
   const int column = index.column();
   if (!applies(index.row(), column)) return false;
   nlohmann::json& row = rowAt(index.row());
-  const char* key = keyOf(column);
-  const Kind kind = kColumns[column].kind;
+  const std::string& key = columns_[static_cast<std::size_t>(column)].key;
+  const Kind kind = static_cast<Kind>(columns_[static_cast<std::size_t>(column)].kind);
   const QString text = value.toString().trimmed();
   if (kind == Kind::kText || kind == Kind::kChoice) {
     row[key] = text.toStdString();
@@ -254,10 +264,10 @@ bool VariantsModel::setData(const QModelIndex& index, const QVariant& value, int
     row[key] = numberOf(value, kind);
   }
   if (kind == Kind::kChoice) {
-    // A strategy, partition or policy changes which fields the parser accepts: a field left
+    // A strategy or another choice changes which fields the parser accepts: a field left
     // from the old choice would be refused, so it goes, and the row's cells change with it.
     dropInapplicable(index.row());
-    emit dataChanged(this->index(index.row(), 0), this->index(index.row(), kColumnCount - 1));
+    emit dataChanged(this->index(index.row(), 0), this->index(index.row(), columnCount() - 1));
     return true;
   }
   emit dataChanged(index, index);

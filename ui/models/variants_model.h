@@ -2,38 +2,32 @@
 
 #include <QtCore/QAbstractTableModel>
 
+#include <string>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 namespace dtlab::ui {
 
 // The strategy variants of an experiment, one row each, edited in place: name, strategy, the
-// nodes it runs on (the cluster's first N, for a baseline), gradient bucket size, and every
-// strategy's own settings (partition and rebalance period of sync_allreduce, parameter-server
-// shards, ssp staleness, local_sgd period, the hybrid's policy and its switch point or
-// straggler ratio and window). The spec's parser judges the values; the model only keeps them,
-// as the JSON the spec holds.
+// nodes it runs on (the cluster's first N, for a baseline), then one column per setting that
+// any registered strategy declares (core/train/strategy_registry.h: bucket size, partition,
+// parameter-server shards, staleness, period, the hybrid's policy, ...), in registration
+// order, with the descriptor's label, help, choices and default. The spec's parser judges the
+// values; the model only keeps them, as the JSON the spec holds.
 //
-// The parser refuses a field that the variant's strategy would ignore, so a cell that does not
-// apply to its row (staleness of an async_ps variant) is empty and not editable, and a change
-// of strategy, partition or policy drops the fields that no longer apply.
+// The parser refuses a setting that the variant's strategy would ignore, so a cell that does
+// not apply to its row (staleness of an async_ps variant, or a setting whose condition on
+// another setting does not hold) is grey, empty and not editable, and a change of a choice
+// (the strategy, a partition, a policy) drops the settings that no longer apply.
 class VariantsModel final : public QAbstractTableModel {
   Q_OBJECT
  public:
   enum Columns {
     kNameColumn,
     kStrategyColumn,
-    kNodesColumn,  // the first N nodes only; "all" when absent
-    kBucketColumn,
-    kPartitionColumn,       // sync_allreduce only
-    kRebalanceColumn,       // speed_proportional only
-    kPsShardsColumn,        // async_ps, ssp, hybrid; "all" when absent
-    kStalenessColumn,       // ssp
-    kPeriodColumn,          // local_sgd
-    kPolicyColumn,          // hybrid
-    kSwitchAtColumn,        // hybrid, sync_then_async
-    kStragglerRatioColumn,  // hybrid, adaptive
-    kWindowColumn,          // hybrid, adaptive
-    kColumnCount
+    kNodesColumn,         // the first N nodes only; "all" when absent
+    kFirstSettingColumn,  // then the strategies' settings, columnOf(key)
   };
   enum Roles {
     // The values a cell may take (QStringList; empty: free), for a combo-box editor.
@@ -47,8 +41,9 @@ class VariantsModel final : public QAbstractTableModel {
   nlohmann::json variants() const;
   void addVariant();
   void removeVariant(int row);
-  // The spec key a column edits ("ps_shards").
-  static const char* keyOf(int column);
+  // The spec key a column edits ("ps_shards"), and the column of a key (-1: none).
+  QString keyOf(int column) const;
+  int columnOf(const QString& key) const;
   // Whether `column`'s field applies to the variant `row` (the spec's own rule).
   bool applies(int row, int column) const;
 
@@ -61,11 +56,21 @@ class VariantsModel final : public QAbstractTableModel {
                       int role = Qt::DisplayRole) const override;
 
  private:
-  std::string textOf(int row, const char* key, const char* fallback) const;
+  // One column: a common field (name, strategy, nodes) or a strategy setting.
+  struct Column {
+    std::string key;
+    QString header;
+    QString tip;
+    int kind;  // how an edit is read (variants_model.cc)
+  };
+  std::string strategyOf(int row) const;
+  QVariant defaultOf(int row, int column) const;
+  QString inapplicableTip(int row, int column) const;
   nlohmann::json& rowAt(int row) { return rows_[static_cast<std::size_t>(row)]; }
   const nlohmann::json& rowAt(int row) const { return rows_[static_cast<std::size_t>(row)]; }
   // Removes the fields that no longer apply to the row's strategy, partition and policy.
   void dropInapplicable(int row);
+  std::vector<Column> columns_;
   nlohmann::json rows_ = nlohmann::json::array();
 };
 

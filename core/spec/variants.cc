@@ -1,0 +1,212 @@
+#include "core/spec/variants.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "core/spec/spec_reader.h"
+#include "core/train/strategy_registry.h"
+
+namespace dtlab::core::spec_detail {
+namespace {
+
+constexpr std::size_t kMaxVariants = 64;
+constexpr std::size_t kMaxNameBytes = 256;
+constexpr int64_t kMaxNodes = kMaxClusterNodes;
+
+// Fields of every variant, whatever its strategy.
+constexpr std::string_view kCommonFields[] = {"name", "strategy", "nodes"};
+
+// Settings that writers before 2026-12 put on every variant, whatever its strategy: a variant
+// whose strategy does not take one still reads it (checked as its owners check it) and drops
+// it, when it holds the value the old writer wrote for a strategy that ignored it (any value
+// where `value` is empty), so that saved projects keep opening. Any other value is refused.
+struct LegacySetting {
+  std::string_view key;
+  std::string_view value;
+};
+constexpr LegacySetting kLegacySettings[] = {{"partition", "equal"}, {"bucket_kb", ""}};
+
+std::string toChoiceName(const json& value, const std::string& path,
+                         const std::vector<std::string>& choices) {
+  const std::vector<std::string_view> allowed(choices.begin(), choices.end());
+  std::string reason = concat("must be one of ", joinNames(allowed), "; got ", describe(value));
+  if (value.is_string()) {
+    const auto& text = value.get_ref<const std::string&>();
+    if (std::find(choices.begin(), choices.end(), text) != choices.end()) return text;
+    if (const std::string suggestion = closest(text, allowed); !suggestion.empty())
+      reason += " (did you mean '" + suggestion + "'?)";
+  }
+  throw SpecError(path, reason);
+}
+
+SettingValue readSetting(const json& value, const std::string& path, const SettingSchema& s) {
+  switch (s.type) {
+    case SettingType::kInteger:
+      return toInteger(value, path, static_cast<int64_t>(s.min), static_cast<int64_t>(s.max));
+    case SettingType::kReal:
+      return toReal(value, path, Interval{s.min, s.max, !s.minOpen, !s.maxOpen});
+    case SettingType::kChoice:
+      return toChoiceName(value, path, s.choices);
+  }
+  return {};
+}
+
+json settingJson(const SettingValue& value) {
+  if (const auto* i = std::get_if<int64_t>(&value)) return *i;
+  if (const auto* d = std::get_if<double>(&value)) return *d;
+  return std::get<std::string>(value);
+}
+
+// Every key a variant object may hold: the common fields, then each registered strategy's
+// settings (the first declaration of a shared key), then legacy keys nobody declares now.
+std::vector<std::string_view> variantFields(const std::vector<const StrategyDescriptor*>& all) {
+  std::vector<std::string_view> fields(std::begin(kCommonFields), std::end(kCommonFields));
+  auto add = [&](std::string_view key) {
+    if (std::find(fields.begin(), fields.end(), key) == fields.end()) fields.push_back(key);
+  };
+  for (const StrategyDescriptor* d : all)
+    for (const SettingSchema& s : d->settings) add(s.key);
+  for (const LegacySetting& legacy : kLegacySettings) add(legacy.key);
+  return fields;
+}
+
+// Who reads `key`, for the message that refuses it elsewhere: "ssp", "async_ps, ssp and
+// hybrid", or "\"strategy\": \"hybrid\" with \"policy\": \"adaptive\"".
+std::string ownersOf(std::string_view key, const std::vector<const StrategyDescriptor*>& all) {
+  std::vector<std::pair<const StrategyDescriptor*, const SettingSchema*>> owners;
+  for (const StrategyDescriptor* d : all)
+    if (const SettingSchema* s = findSetting(d->settings, key)) owners.emplace_back(d, s);
+  if (owners.size() == 1 && owners.front().second->when)
+    return "\"strategy\": \"" + owners.front().first->name + "\" with " +
+           conditionText(*owners.front().second->when);
+  return strategyList(
+      [&](const StrategyDescriptor& d) { return findSetting(d.settings, key) != nullptr; });
+}
+
+// A key the variant's strategy does not declare: refused, unless an old writer's.
+void refuseForeign(ObjectReader& r, std::string_view key, const json& value,
+                   const StrategyDescriptor& strategy,
+                   const std::vector<const StrategyDescriptor*>& all) {
+  const std::string owners = ownersOf(key, all);
+  for (const LegacySetting& legacy : kLegacySettings) {
+    if (legacy.key != key) continue;
+    for (const StrategyDescriptor* d : all)  // a value its owners would refuse is wrong anyway
+      if (const SettingSchema* s = findSetting(d->settings, key)) {
+        readSetting(value, r.pathOf(key), *s);
+        break;
+      }
+    if (legacy.value.empty() || (value.is_string() && value.get<std::string>() == legacy.value))
+      return;
+  }
+  throw SpecError(r.pathOf(key), concat("applies only to ", owners.empty() ? "no strategy" : owners,
+                                        ", not to \"strategy\": \"", strategy.name, "\""));
+}
+
+VariantConfig parseVariant(ObjectReader& r, const ExperimentSpec& spec,
+                           const std::vector<const StrategyDescriptor*>& all) {
+  VariantConfig v;
+  const StrategyDescriptor* strategy = all.front();
+  if (const json* name = r.find("strategy")) {
+    const std::string chosen = toChoiceName(*name, r.pathOf("strategy"), strategyNames());
+    strategy = findStrategy(chosen);
+  }
+  v.strategy = strategy->name;
+  const int64_t clusterNodes = spec.cluster.localNodes;
+  if (auto n = r.integer("nodes", 1, kMaxNodes)) {
+    if (*n > clusterNodes)
+      throw SpecError(r.pathOf("nodes"),
+                      concat("at most the cluster's ", clusterNodes, " nodes, got ", *n));
+    v.nodes = *n;
+  }
+
+  // The strategy's own settings as given; any other setting is refused by name.
+  for (std::string_view key : variantFields(all)) {
+    if (std::find(std::begin(kCommonFields), std::end(kCommonFields), key) !=
+        std::end(kCommonFields))
+      continue;
+    const json* value = r.find(key);
+    if (value == nullptr) continue;
+    if (const SettingSchema* own = findSetting(strategy->settings, key))
+      v.settings.set(own->key, readSetting(*value, r.pathOf(key), *own));
+    else
+      refuseForeign(r, key, *value, *strategy, all);
+  }
+  // A setting whose condition does not hold would be ignored: refused. The others that are not
+  // given take their defaults, so a parsed variant holds every setting that applies.
+  const SettingsView view = strategy->view(v);
+  for (const SettingSchema& s : strategy->settings) {
+    if (!view.applies(s.key)) {
+      if (v.settings.has(s.key))
+        throw SpecError(r.pathOf(s.key), "applies only to " + conditionText(*s.when));
+      continue;
+    }
+    if (!v.settings.has(s.key)) v.settings.set(s.key, s.defaultValue);
+  }
+
+  v.name = strategy->name;
+  if (auto name = r.text("name")) {
+    if (name->empty() || name->size() > kMaxNameBytes)
+      throw SpecError(r.pathOf("name"),
+                      concat("must be a non-empty string of at most ", kMaxNameBytes, " bytes"));
+    v.name = *name;
+  }
+  if (strategy->check) {
+    const VariantCheckContext context{spec, v.nodes > 0 ? v.nodes : clusterNodes, r.path()};
+    strategy->check(v, context);
+  }
+  r.finish();
+  return v;
+}
+
+}  // namespace
+
+std::vector<VariantConfig> parseVariants(const json* list, const std::string& path,
+                                         const ExperimentSpec& spec) {
+  if (list == nullptr) return defaultVariants();
+  if (!list->is_array() || list->empty())
+    throw SpecError(path, "must be a non-empty list of strategy variants, got " + describe(*list));
+  if (list->size() > kMaxVariants)
+    throw SpecError(path, concat("at most ", kMaxVariants, " variants, got ", list->size()));
+  const std::vector<const StrategyDescriptor*> all = strategies();
+  const std::vector<std::string_view> fields = variantFields(all);
+  std::vector<VariantConfig> variants;
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    ObjectReader r((*list)[i], concat(path, "[", i, "]"), fields);
+    VariantConfig v = parseVariant(r, spec, all);
+    for (const VariantConfig& earlier : variants)
+      if (earlier.name == v.name)
+        throw SpecError(r.pathOf("name"),
+                        "duplicate variant name '" + v.name + "'; give each variant its own name");
+    variants.push_back(std::move(v));
+  }
+  return variants;
+}
+
+json variantsJson(const std::vector<VariantConfig>& variants) {
+  json out = json::array();
+  for (const VariantConfig& v : variants) {
+    const StrategyDescriptor& strategy = strategyOf(v);
+    json variant = {{"name", v.name.empty() ? strategy.name : v.name}, {"strategy", strategy.name}};
+    if (v.nodes > 0) variant["nodes"] = v.nodes;
+    const SettingsView view = strategy.view(v);
+    for (const SettingSchema& s : strategy.settings) {
+      if (!view.applies(s.key)) continue;
+      const SettingValue& value = view.value(s.key);
+      if (s.zeroMeansAll && value == SettingValue(int64_t{0})) continue;
+      variant[s.key] = settingJson(value);
+    }
+    out.push_back(std::move(variant));
+  }
+  return out;
+}
+
+}  // namespace dtlab::core::spec_detail
+
+namespace dtlab::core {
+
+std::vector<VariantConfig> defaultVariants() {
+  return {defaultVariant()};
+}
+
+}  // namespace dtlab::core
