@@ -120,7 +120,7 @@ nlohmann::json toJson(const RunLine& l) {
   return {{"id", l.run.id},
           {"name", l.run.name},
           {"strategy", l.run.strategy},
-          {"status", l.run.status},
+          {"status", core::toString(l.run.status)},
           {"seed", l.run.seed},
           {"experiment_id", l.run.experimentId ? nlohmann::json(*l.run.experimentId) : nullptr},
           {"started_ms", l.run.startedMs},
@@ -144,7 +144,7 @@ void printRunTable(const std::vector<RunLine>& lines) {
   for (const RunLine& l : lines) {
     std::printf("  %4lld  %-22s %-16s %-10s %8s %10s %9s %9s %11s  %s\n",
                 static_cast<long long>(l.run.id), l.run.name.c_str(), l.run.strategy.c_str(),
-                l.run.status.c_str(), l.steps ? std::to_string(*l.steps).c_str() : "-",
+                core::toString(l.run.status), l.steps ? std::to_string(*l.steps).c_str() : "-",
                 formatNumber(l.finalLoss).c_str(), formatNumber(l.testAccuracy).c_str(),
                 formatNumber(l.bestTestAccuracy).c_str(), formatNumber(l.samplesPerS, 6).c_str(),
                 formatTime(l.run.startedMs).c_str());
@@ -291,7 +291,7 @@ int showRun(ProjectStore& store, int64_t runId, bool json) {
   }
   std::printf("run %lld: %s\n", static_cast<long long>(r.id), r.name.c_str());
   std::printf("  strategy %s, seed %llu, status %s\n", r.strategy.c_str(),
-              static_cast<unsigned long long>(r.seed), r.status.c_str());
+              static_cast<unsigned long long>(r.seed), core::toString(r.status));
   std::printf("  started %s", formatTime(r.startedMs).c_str());
   if (r.endedMs)
     std::printf(", ended %s (%.1f s)", formatTime(*r.endedMs).c_str(),

@@ -104,7 +104,7 @@ void RendezvousStore::waitOrGet(const std::vector<std::string>& fullKeys,
     // The server's DEADLINE_EXCEEDED names the missing keys; ask again while time is left
     // (the service caps one wait at 60 s, and a cancellable wait polls).
     const bool serverTimedOut = status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
-                                status.error_message().rfind("rendezvous:", 0) == 0;
+                                status.error_details() == kRendezvousKeysMissing;
     if (serverTimedOut && Clock::now() < end) continue;
     if (serverTimedOut)
       throw Error("rendezvous at " + options_.address + ": " + status.error_message() +

@@ -356,9 +356,9 @@ void MainWindow::showCompare() {
 void MainWindow::showOverview(const ProjectSnapshot& s) {
   int completed = 0, running = 0, failed = 0;
   for (const core::RunRecord& r : s.runs) {
-    completed += r.status == "completed";
-    running += r.status == "running";
-    failed += r.status == "failed";
+    completed += r.status == core::RunStatus::kCompleted;
+    running += r.status == core::RunStatus::kRunning;
+    failed += r.status == core::RunStatus::kFailed;
   }
   const QString name =
       s.name.empty() ? QFileInfo(path_).completeBaseName() : QString::fromStdString(s.name);

@@ -22,7 +22,7 @@ constexpr std::array<std::pair<RunStatus, const char*>, 4> kStatusNames = {{
     {RunStatus::kCancelled, "cancelled"},
     {RunStatus::kFailed, "failed"},
 }};
-constexpr std::array<std::pair<StopReason, const char*>, 7> kStopReasonNames = {{
+constexpr std::array<std::pair<StopReason, const char*>, 8> kStopReasonNames = {{
     {StopReason::kNone, ""},
     {StopReason::kTargetAccuracy, "target_accuracy"},
     {StopReason::kEpochs, "epochs"},
@@ -30,6 +30,7 @@ constexpr std::array<std::pair<StopReason, const char*>, 7> kStopReasonNames = {
     {StopReason::kMaxSeconds, "max_seconds"},
     {StopReason::kCancelled, "cancelled"},
     {StopReason::kError, "error"},
+    {StopReason::kDiverged, "diverged"},
 }};
 
 template <typename Enum, std::size_t N>
@@ -63,6 +64,16 @@ RunStatus parseRunStatus(std::string_view text) {
 }
 StopReason parseStopReason(std::string_view text) {
   return parseName(kStopReasonNames, text, "stop reason");
+}
+RunStatus readRunStatus(std::string_view text) {
+  for (const auto& [v, name] : kStatusNames)
+    if (text == name) return v;
+  return RunStatus::kUnknown;
+}
+StopReason readStopReason(std::string_view text) {
+  for (const auto& [v, name] : kStopReasonNames)
+    if (text == name) return v;
+  return StopReason::kUnknown;
 }
 
 nlohmann::json toJson(const RunEvent& event) {

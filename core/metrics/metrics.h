@@ -21,8 +21,9 @@ struct RunEvent {
 };
 
 // How a run (or one rank of it) ended. Their text forms ("completed", "max_steps", ...) are
-// what summaries, the wire and the store carry.
-enum class RunStatus { kRunning, kCompleted, kCancelled, kFailed };
+// what summaries, the wire and the store carry; everywhere else they are these enums.
+// kUnknown: a name this build does not know, read from a file a newer DTLab wrote.
+enum class RunStatus { kRunning, kCompleted, kCancelled, kFailed, kUnknown };
 enum class StopReason {
   kNone,  // still running
   kTargetAccuracy,
@@ -30,13 +31,19 @@ enum class StopReason {
   kMaxSteps,
   kMaxSeconds,
   kCancelled,
-  kError
+  kError,
+  kDiverged,  // a rank's loss was not finite (the run failed)
+  kUnknown
 };
-const char* toString(RunStatus status);
+const char* toString(RunStatus status);  // kUnknown: "unknown"
 const char* toString(StopReason reason);
-// Inverses of toString; throw dtlab::Error naming the text and the valid values.
+// Inverses of toString for peers of this build (the wire); throw dtlab::Error naming the text
+// and the valid values.
 RunStatus parseRunStatus(std::string_view text);
 StopReason parseStopReason(std::string_view text);
+// For what files hold, which a newer version may have written: an unknown name is kUnknown.
+RunStatus readRunStatus(std::string_view text);
+StopReason readStopReason(std::string_view text);
 
 // What a worker's steps add up to for the summary's consistency and communication figures;
 // the node daemon sends it with the worker's result and the coordinator merges the workers'.

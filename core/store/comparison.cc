@@ -76,8 +76,9 @@ const Column kColumns[] = {
     {"strategy", "strategy", 0, 1, [](const ComparisonRow& r) { return text(r.strategy); }},
     {"partition", "partition", 0, 1, [](const ComparisonRow& r) { return text(r.partition); }},
     {"nodes", "nodes", 0, 1, [](const ComparisonRow& r) { return integer(r.nodes); }},
-    {"status", nullptr, 0, 1, [](const ComparisonRow& r) { return text(r.status); }},
-    {"stop_reason", nullptr, 0, 1, [](const ComparisonRow& r) { return text(r.stopReason); }},
+    {"status", nullptr, 0, 1, [](const ComparisonRow& r) { return text(toString(r.status)); }},
+    {"stop_reason", nullptr, 0, 1,
+     [](const ComparisonRow& r) { return text(toString(r.stopReason)); }},
     {"error", nullptr, 0, 1, [](const ComparisonRow& r) { return text(r.error); }},
     {"target_accuracy", nullptr, 0, 1,
      [](const ComparisonRow& r) { return number(r.targetAccuracy); }},
@@ -177,25 +178,33 @@ std::string formatTarget(double target) {
 }  // namespace
 
 std::string comparisonOutcome(const ComparisonRow& r) {
-  if (r.status == "failed") {
-    // A diverged loss fails the run; its error says so ("loss diverged to nan at step N").
-    if (r.error.find("diverged") != std::string::npos) return "diverged: " + r.error;
+  if (r.status == RunStatus::kFailed) {
+    if (r.stopReason == StopReason::kDiverged) return "diverged: " + r.error;
     return r.error.empty() ? "failed" : "failed: " + r.error;
   }
-  if (r.status == "cancelled" || r.stopReason == "cancelled") return "cancelled";
-  if (r.status == "running") return "running";
-  if (r.stopReason == "target_accuracy") return "target reached";
+  if (r.status == RunStatus::kCancelled || r.stopReason == StopReason::kCancelled)
+    return "cancelled";
+  if (r.status == RunStatus::kRunning) return "running";
   std::string out;
-  if (r.stopReason == "max_seconds")
-    out = "time limit";
-  else if (r.stopReason == "max_steps")
-    out = "step limit";
-  else if (r.stopReason == "epochs")
-    out = "epoch limit";
-  else if (!r.stopReason.empty())
-    out = r.stopReason;
-  else
-    out = r.status.empty() ? "unknown" : r.status;
+  switch (r.stopReason) {
+    case StopReason::kTargetAccuracy:
+      return "target reached";
+    case StopReason::kMaxSeconds:
+      out = "time limit";
+      break;
+    case StopReason::kMaxSteps:
+      out = "step limit";
+      break;
+    case StopReason::kEpochs:
+      out = "epoch limit";
+      break;
+    case StopReason::kNone:
+      out = toString(r.status);
+      break;
+    default:
+      out = toString(r.stopReason);
+      break;
+  }
   // Only a finished summary can say whether the target was reached.
   if (r.targetAccuracy && r.hasSummary)
     out += r.timeToTargetS ? ", target reached" : ", target not reached";
@@ -216,9 +225,12 @@ ComparisonRow comparisonRow(const nlohmann::json& s, std::optional<double> targe
   row.strategy = jsonString(s, "strategy");
   row.partition = jsonString(s, "partition");
   row.nodes = jsonInteger(s, "nodes");
-  row.status = jsonString(s, "status");
-  row.stopReason = jsonString(s, "stop_reason");
+  row.status = readRunStatus(jsonString(s, "status"));
+  row.stopReason = readStopReason(jsonString(s, "stop_reason"));
   row.error = jsonString(s, "error");
+  // Summaries written before divergence had a stop reason of its own said so in the error.
+  if (row.stopReason == StopReason::kError && row.error.find("diverged") != std::string::npos)
+    row.stopReason = StopReason::kDiverged;
   row.meanStaleness = jsonNumber(s, "mean_staleness");
   row.maxStaleness = jsonNumber(s, "max_staleness");
   row.meanDivergence = jsonNumber(s, "mean_divergence");
@@ -252,7 +264,7 @@ ComparisonRow comparisonRow(const RunRecord& run, const std::optional<nlohmann::
   if (row.strategy.empty()) row.strategy = run.strategy;
   // The record's status is the store's word on the run (a summary is written with it); a run
   // that ended without a summary has only the record's status and error.
-  if (!run.status.empty()) row.status = run.status;
+  row.status = run.status;
   if (row.error.empty()) row.error = run.error;
   return row;
 }

@@ -25,8 +25,8 @@ struct ComparisonRow {
   std::string strategy;
   std::string partition;  // "" when the summary does not say
   std::optional<int64_t> nodes;
-  std::string status;      // completed, cancelled, failed, running
-  std::string stopReason;  // as StopReason's text; "" when unknown
+  RunStatus status = RunStatus::kUnknown;
+  StopReason stopReason = StopReason::kNone;  // kNone: the summary does not say
   std::string error;
   std::optional<double> targetAccuracy;  // the spec's target, when it set one
   bool hasSummary = false;

@@ -65,7 +65,7 @@ void writeRunsCsv(ProjectStore& store, std::ostream& out) {
     if (!steps && loss) steps = static_cast<double>(loss->lastStep);
     out << r.id << ',' << csvField(r.name) << ','
         << (r.experimentId ? std::to_string(*r.experimentId) : "") << ',' << csvField(r.strategy)
-        << ',' << r.seed << ',' << csvField(r.status) << ',' << r.startedMs << ','
+        << ',' << r.seed << ',' << csvField(toString(r.status)) << ',' << r.startedMs << ','
         << (r.endedMs ? std::to_string(*r.endedMs) : "") << ',' << csvField(r.programVersion) << ','
         << optionalNumber(steps) << ',' << metricValue(loss, &RunMetric::lastValue) << ','
         << metricValue(testLoss, &RunMetric::lastValue) << ','

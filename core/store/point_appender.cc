@@ -92,11 +92,13 @@ class PointAppender::Writer {
     if (pending_ == 0 && events.empty()) return 0;
     try {
       commitOnce(events);
-    } catch (const StoreError&) {
+    } catch (const StoreError& e) {
       // The transaction rolled back. A run deleted while it was being recorded shows up
       // as a foreign key failure; name the run instead.
-      for (SeriesHandle handle : touched_) requireRun(series_[handle].key.runId);
-      for (const PendingEvent& e : events) requireRun(e.runId);
+      if (e.foreignKeyViolation()) {
+        for (SeriesHandle handle : touched_) requireRun(series_[handle].key.runId);
+        for (const PendingEvent& event : events) requireRun(event.runId);
+      }
       throw;
     }
     const int64_t committed = pending_;

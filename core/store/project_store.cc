@@ -64,7 +64,7 @@ RunRecord readRun(const sqlite::Statement& s) {
   r.name = s.columnText(2);
   r.strategy = s.columnText(3);
   r.seed = std::bit_cast<uint64_t>(s.columnInt(4));
-  r.status = s.columnText(5);
+  r.status = readRunStatus(s.columnText(5));
   r.startedMs = s.columnInt(6);
   r.endedMs = s.columnOptionalInt(7);
   r.programVersion = s.columnText(8);
@@ -76,9 +76,10 @@ RunRecord readRun(const sqlite::Statement& s) {
 // Turns SQLite's UNIQUE constraint failure into a message about names.
 [[noreturn]] void rethrowEntityError(const StoreError& e, EntityKind kind,
                                      const std::string& name) {
-  if (std::string(e.what()).find("UNIQUE constraint failed") != std::string::npos)
-    throw StoreError(std::string("a ") + toString(kind) + " named '" + name +
-                     "' already exists in the project");
+  if (e.uniqueViolation())
+    throw StoreError(
+        std::string("a ") + toString(kind) + " named '" + name + "' already exists in the project",
+        e.sqliteCode());
   throw e;
 }
 
@@ -334,9 +335,10 @@ int64_t ProjectStore::beginRun(const RunStart& start) {
   try {
     s.run();
   } catch (const StoreError& e) {
-    if (std::string(e.what()).find("FOREIGN KEY") != std::string::npos)
-      throw StoreError("no experiment " + std::to_string(start.experimentId.value_or(0)) + " in " +
-                       path_);
+    if (e.foreignKeyViolation())
+      throw StoreError(
+          "no experiment " + std::to_string(start.experimentId.value_or(0)) + " in " + path_,
+          e.sqliteCode());
     throw;
   }
   return db_->lastInsertId();
@@ -357,14 +359,14 @@ void ProjectStore::finishRun(int64_t runId, const RunSummary& summary) {
   transaction.commit();
 }
 
-void ProjectStore::setRunStatus(int64_t runId, const std::string& status,
-                                const std::string& error) {
+void ProjectStore::setRunStatus(int64_t runId, RunStatus status, const std::string& error) {
   requireRun(runId);
   std::lock_guard lock(mutex_);
   sqlite::Statement s(*db_,
                       "UPDATE runs SET status = ?, error = ?, ended_ms = CASE WHEN ? = 'running' "
                       "THEN NULL ELSE ? END WHERE id = ?");
-  s.bind(1, status).bind(2, error).bind(3, status).bind(4, epochMsNow()).bind(5, runId).run();
+  const std::string name = toString(status);
+  s.bind(1, name).bind(2, error).bind(3, name).bind(4, epochMsNow()).bind(5, runId).run();
 }
 
 std::optional<RunRecord> ProjectStore::run(int64_t runId) {
@@ -403,7 +405,7 @@ std::vector<RunRecord> ProjectStore::runs() {
 
 void ProjectStore::deleteRun(int64_t runId, bool force) {
   const RunRecord r = requireRun(runId);
-  if (r.status == "running" && !force)
+  if (r.status == RunStatus::kRunning && !force)
     throw StoreError("run " + std::to_string(runId) + " ('" + r.name +
                      "') is still marked running; if the process recording it is gone, "
                      "delete it with force (dtlab-cli: --force)");
@@ -451,8 +453,8 @@ void ProjectStore::addEvent(int64_t runId, const RunEvent& event) {
   try {
     s.run();
   } catch (const StoreError& e) {
-    if (std::string(e.what()).find("FOREIGN KEY") != std::string::npos)
-      throw StoreError("no run " + std::to_string(runId) + " in " + path_);
+    if (e.foreignKeyViolation())
+      throw StoreError("no run " + std::to_string(runId) + " in " + path_, e.sqliteCode());
     throw;
   }
 }

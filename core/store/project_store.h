@@ -45,7 +45,8 @@ struct RunRecord {
   std::string name;
   std::string strategy;
   uint64_t seed = 0;
-  std::string status;  // running, completed, cancelled, failed
+  // Stored as its name; a name this build does not know (a newer file) reads as kUnknown.
+  RunStatus status = RunStatus::kRunning;
   int64_t startedMs = 0;
   std::optional<int64_t> endedMs;
   std::string programVersion;
@@ -135,7 +136,7 @@ class ProjectStore {
   int64_t beginRun(const RunStart& start);
   void finishRun(int64_t runId, const RunSummary& summary);
   // For runs that end without a summary (e.g. lost nodes): status and error only.
-  void setRunStatus(int64_t runId, const std::string& status, const std::string& error = "");
+  void setRunStatus(int64_t runId, RunStatus status, const std::string& error = "");
   std::optional<RunRecord> run(int64_t runId);
   // run() that throws "no run N in P.dtlab" listing the ids there are.
   RunRecord requireRun(int64_t runId);

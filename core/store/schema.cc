@@ -410,8 +410,9 @@ void migrateToLatest(sqlite::Db& db) {
       transaction.commit();
     } catch (const StoreError& e) {
       throw StoreError(std::string("migration from schema version ") + std::to_string(version) +
-                       " (" + step.description + ") failed, the file stays at version " +
-                       std::to_string(version) + ": " + e.what());
+                           " (" + step.description + ") failed, the file stays at version " +
+                           std::to_string(version) + ": " + e.what(),
+                       e.sqliteCode());
     }
   }
 }

@@ -20,7 +20,7 @@ Db::Db(const std::string& path, int flags, const std::string& name)
     const std::string message = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     sqlite3_close(db_);
     db_ = nullptr;
-    throw StoreError(path_ + ": cannot open: " + message);
+    throw StoreError(path_ + ": cannot open: " + message, rc);
   }
   sqlite3_extended_result_codes(db_, 1);
   sqlite3_busy_timeout(db_, kBusyTimeoutMs);
@@ -34,8 +34,9 @@ Db::~Db() {
 
 void Db::check(int rc, const char* context) const {
   if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE) return;
-  throw StoreError(path_ + ": " + context + ": " + sqlite3_errmsg(db_) + " (" + sqlite3_errstr(rc) +
-                   ")");
+  throw StoreError(
+      path_ + ": " + context + ": " + sqlite3_errmsg(db_) + " (" + sqlite3_errstr(rc) + ")",
+      sqlite3_extended_errcode(db_));
 }
 
 void Db::exec(const char* sql) {
@@ -47,7 +48,7 @@ void Db::exec(const char* sql) {
     // Keep the statement short in the message: the first line is enough to find it.
     std::string head(sql);
     if (const auto nl = head.find('\n'); nl != std::string::npos) head = head.substr(0, nl);
-    throw StoreError(path_ + ": " + message + " (in: " + head + ")");
+    throw StoreError(path_ + ": " + message + " (in: " + head + ")", sqlite3_extended_errcode(db_));
   }
 }
 

@@ -13,10 +13,27 @@
 namespace dtlab::core {
 
 // Every failure of the project store: a refused file, a missing run, a failed SQLite call.
-// what() names the file or the object and says what to do where there is something to do.
+// what() names the file or the object and says what to do where there is something to do;
+// callers that must tell failures apart ask the SQLite code, never the message.
 class StoreError : public Error {
  public:
-  using Error::Error;
+  explicit StoreError(const std::string& message, int sqliteCode = 0)
+      : Error(message), code_(sqliteCode) {}
+  // SQLite's extended result code (SQLITE_CONSTRAINT_UNIQUE, SQLITE_READONLY_DBMOVED, ...);
+  // 0 when the failure is the store's own (a refused file, a missing run).
+  int sqliteCode() const { return code_; }
+  bool busy() const { return primary() == SQLITE_BUSY || primary() == SQLITE_LOCKED; }
+  bool readOnly() const { return primary() == SQLITE_READONLY; }
+  bool corrupt() const { return primary() == SQLITE_CORRUPT || primary() == SQLITE_NOTADB; }
+  bool full() const { return primary() == SQLITE_FULL; }
+  bool uniqueViolation() const {
+    return code_ == SQLITE_CONSTRAINT_UNIQUE || code_ == SQLITE_CONSTRAINT_PRIMARYKEY;
+  }
+  bool foreignKeyViolation() const { return code_ == SQLITE_CONSTRAINT_FOREIGNKEY; }
+
+ private:
+  int primary() const { return code_ & 0xff; }
+  int code_;
 };
 
 namespace sqlite {

@@ -77,7 +77,7 @@ RunRecording::RunRecording(ProjectStore& store, const ExperimentSpec& spec,
   try {
     appender_ = std::make_unique<PointAppender>(store.path(), options);
   } catch (...) {
-    store.setRunStatus(runId_, "failed", "could not start recording");
+    store.setRunStatus(runId_, RunStatus::kFailed, "could not start recording");
     throw;
   }
   sink_ = std::make_unique<StoreSink>(*appender_, runId_);
@@ -91,21 +91,21 @@ RunRecording::~RunRecording() {
     // The failure is what we are about to record.
   }
   try {
-    store_.setRunStatus(runId_, "failed", "the recording ended without a run summary");
+    store_.setRunStatus(runId_, RunStatus::kFailed, "the recording ended without a run summary");
   } catch (...) {
   }
 }
 
 void RunRecording::finish(const RunSummary& summary) {
   finished_ = true;
-  std::string error;
+  std::optional<StoreError> error;
   try {
     appender_->close();
   } catch (const StoreError& e) {
-    error = e.what();
+    error = e;
   }
   store_.finishRun(runId_, summary);
-  if (!error.empty()) throw StoreError(error);
+  if (error) throw *error;
 }
 
 }  // namespace dtlab::core

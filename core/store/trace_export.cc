@@ -168,7 +168,7 @@ nlohmann::json chromeTrace(ProjectStore& store, int64_t runId, const TraceOption
             {"run_id", run.id},
             {"run_name", run.name},
             {"strategy", run.strategy},
-            {"status", run.status},
+            {"status", toString(run.status)},
             {"generator", "DTLab " DTLAB_VERSION}}}};
 }
 

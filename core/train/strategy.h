@@ -45,11 +45,16 @@ FailureOrigin parseFailureOrigin(std::string_view text);  // unknown text: kComm
 // where it started from this rank's point of view.
 class RunFailure : public Error {
  public:
-  RunFailure(FailureOrigin origin, const std::string& message) : Error(message), origin_(origin) {}
+  RunFailure(FailureOrigin origin, const std::string& message,
+             StopReason reason = StopReason::kError)
+      : Error(message), origin_(origin), reason_(reason) {}
   FailureOrigin origin() const { return origin_; }
+  // kDiverged for a loss that was not finite (on this rank or a peer), else kError.
+  StopReason reason() const { return reason_; }
 
  private:
   FailureOrigin origin_;
+  StopReason reason_;
 };
 
 // This rank's outcome; the coordinator merges the ranks' results into a RunSummary.

@@ -79,9 +79,12 @@ Votes TrainingLoop::localVotes(Clock::time_point trainStart) const {
 void TrainingLoop::failOnAgreedErrors(const Votes& agreed, int64_t step) {
   // Divergence first: a diverged model also makes the evaluation meaningless.
   if (agreed.any(Votes::kDiverged)) {
-    if (!divergedBecause_.empty()) throw RunFailure(FailureOrigin::kThisRank, divergedBecause_);
-    throw RunFailure(FailureOrigin::kPeer, "stopped at step " + std::to_string(step) +
-                                               ": the loss diverged on another rank");
+    if (!divergedBecause_.empty())
+      throw RunFailure(FailureOrigin::kThisRank, divergedBecause_, StopReason::kDiverged);
+    throw RunFailure(
+        FailureOrigin::kPeer,
+        "stopped at step " + std::to_string(step) + ": the loss diverged on another rank",
+        StopReason::kDiverged);
   }
   if (agreed.any(Votes::kEvalFailed)) {
     if (!evalFailedBecause_.empty()) throw RunFailure(FailureOrigin::kThisRank, evalFailedBecause_);
@@ -275,10 +278,11 @@ WorkerResult runWorker(const WorkerJob& job, Communicator* comm, MetricSink* sin
                        const std::atomic<bool>* cancel, ParameterClient* ps) {
   const Clock::time_point start = Clock::now();
   WorkerResult result;
-  auto fail = [&](FailureOrigin origin, const char* message) {
+  auto fail = [&](FailureOrigin origin, const char* message,
+                  StopReason reason = StopReason::kError) {
     result = WorkerResult{};
     result.status = RunStatus::kFailed;
-    result.stopReason = StopReason::kError;
+    result.stopReason = reason;
     result.origin = origin;
     result.error = message;
   };
@@ -298,7 +302,7 @@ WorkerResult runWorker(const WorkerJob& job, Communicator* comm, MetricSink* sin
                   std::to_string(job.world));
     result = TrainingLoop(job, comm, sink, cancel, ps).run();
   } catch (const RunFailure& e) {
-    fail(e.origin(), e.what());
+    fail(e.origin(), e.what(), e.reason());
   } catch (const CommError& e) {
     fail(FailureOrigin::kCommunication, e.what());
   } catch (const std::exception& e) {

@@ -17,6 +17,10 @@ inline constexpr uint32_t kProtocolVersion = 5;
 
 // The capability (NodeInfo.capabilities) of a node that applies StartJobRequest.emulation.
 inline constexpr std::string_view kJobEmulationCapability = "job_emulation";
+// The error details (grpc::Status::error_details) of a rendezvous Get or Wait whose keys were not
+// set in time: the server's own answer, which a client tells from its own call's deadline by
+// this mark, not by the message.
+inline constexpr std::string_view kRendezvousKeysMissing = "dtlab.rendezvous.keys_missing";
 
 // Size limits. gRPC enforces the message cap before our handlers run; the per-field caps
 // give a message naming the field instead of a generic RESOURCE_EXHAUSTED.

@@ -410,7 +410,8 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
       if (!failing) {
         for (std::size_t i = 0; i < world && !failing; ++i) {
           Watch& w = watches[i];
-          const bool failed = w.finished && w.result.status() == "failed";
+          const bool failed =
+              w.finished && core::readRunStatus(w.result.status()) == core::RunStatus::kFailed;
           const bool silent = !w.finished && Clock::now() - w.last > impl.options.lostAfter;
           if (!failed && !w.broken && !silent) continue;
           failing = true;
@@ -452,6 +453,7 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
   double waitFraction = 0.0;
   summary.status = core::RunStatus::kCompleted;
   int bestCause = 99;
+  core::StopReason failedBecause = core::StopReason::kError;  // the root cause's reason
   core::ExchangeTotals exchange;
   for (std::size_t i = 0; i < world; ++i) {
     const Watch& w = watches[i];
@@ -491,6 +493,11 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
       const int cause = w.finished ? causeRank(core::parseFailureOrigin(r.failure_origin())) : 4;
       if (cause < bestCause) {
         bestCause = cause;
+        // A diverged loss is its own reason to stop; every other failure is an error.
+        failedBecause =
+            w.finished && core::readStopReason(r.stop_reason()) == core::StopReason::kDiverged
+                ? core::StopReason::kDiverged
+                : core::StopReason::kError;
         summary.error = w.finished    ? who(i) + ": " + r.error()
                         : w.abandoned ? who(i) + " did not report its end within " +
                                             std::to_string(impl.options.windDown.count()) + " ms"
@@ -511,7 +518,7 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
   const pb::JobResult& first = watches[0].result;
   summary.steps = first.steps();
   if (summary.status == core::RunStatus::kFailed) {
-    summary.stopReason = core::StopReason::kError;
+    summary.stopReason = lostNode.empty() ? failedBecause : core::StopReason::kError;
   } else if (summary.status == core::RunStatus::kCancelled) {
     summary.stopReason = core::StopReason::kCancelled;
   } else {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "remote/common/protocol.h"
+
 namespace dtlab::remote {
 
 namespace {
@@ -67,7 +69,8 @@ void RendezvousTable::waitFor(WaiterId id, std::vector<std::string> keys,
       if (!keys.empty()) value = values_.at(keys[0]);
     } else if (Clock::now() >= deadline) {
       status = {grpc::StatusCode::DEADLINE_EXCEEDED,
-                "rendezvous: " + missingKeysLocked(keys) + " not set (no wait requested)"};
+                "rendezvous: " + missingKeysLocked(keys) + " not set (no wait requested)",
+                std::string(kRendezvousKeysMissing)};
     } else {
       const bool earliest =
           waiters_.empty() || std::all_of(waiters_.begin(), waiters_.end(), [&](const auto& w) {
@@ -161,7 +164,8 @@ void RendezvousTable::timerLoop() {
         expired.push_back({std::move(w->second.completion),
                            {grpc::StatusCode::DEADLINE_EXCEEDED,
                             "rendezvous: " + missingKeysLocked(w->second.keys) +
-                                " did not appear before the timeout (has every rank started?)"},
+                                " did not appear before the timeout (has every rank started?)",
+                            std::string(kRendezvousKeysMissing)},
                            {}});
         w = waiters_.erase(w);
       } else {

@@ -97,7 +97,7 @@ std::string csvValue(const std::string& csv, std::size_t row, const std::string&
 }
 
 RunRecord record(int64_t id, int64_t experimentId, const std::string& name,
-                 const std::string& status = "completed", const std::string& error = "") {
+                 RunStatus status = RunStatus::kCompleted, const std::string& error = "") {
   RunRecord r;
   r.id = id;
   r.experimentId = experimentId;
@@ -132,7 +132,7 @@ class TestComparison : public QObject {
     QCOMPARE(row.finalTestAccuracy, std::optional<double>(0.91));
     QVERIFY(!row.meanStaleness && !row.maxStaleness && !row.meanDivergence);
     QVERIFY(!row.bytesPerSample && !row.peakMemBytes && !row.nodes);
-    QVERIFY(row.partition.empty() && row.stopReason.empty());
+    QVERIFY(row.partition.empty() && row.stopReason == StopReason::kNone);
     QCOMPARE(comparisonOutcome(row), std::string("completed, target reached"));
 
     Comparison c;
@@ -209,34 +209,37 @@ class TestComparison : public QObject {
   void outcomeSaysWhy() {
     ComparisonRow r;
     r.hasSummary = true;
-    r.status = "failed";
-    r.stopReason = "error";
+    r.status = RunStatus::kFailed;
+    r.stopReason = StopReason::kDiverged;
     r.error = "rank 1: loss diverged to nan at step 12";
     QCOMPARE(comparisonOutcome(r), "diverged: " + r.error);
+    // The stop reason says it, not the words: an error that mentions divergence is an error.
+    r.stopReason = StopReason::kError;
+    QCOMPARE(comparisonOutcome(r), "failed: " + r.error);
     r.error = "node1 (127.0.0.1:7001) stopped answering";
     QCOMPARE(comparisonOutcome(r), "failed: " + r.error);
-    r.status = "cancelled";
-    r.stopReason = "cancelled";
+    r.status = RunStatus::kCancelled;
+    r.stopReason = StopReason::kCancelled;
     QCOMPARE(comparisonOutcome(r), std::string("cancelled"));
-    r.status = "completed";
-    r.stopReason = "target_accuracy";
+    r.status = RunStatus::kCompleted;
+    r.stopReason = StopReason::kTargetAccuracy;
     r.timeToTargetS = 3.0;
     r.targetAccuracy = 0.9;
     QCOMPARE(comparisonOutcome(r), std::string("target reached"));
-    r.stopReason = "max_steps";
+    r.stopReason = StopReason::kMaxSteps;
     r.timeToTargetS.reset();
     QCOMPARE(comparisonOutcome(r), std::string("step limit, target not reached"));
     r.targetAccuracy.reset();
-    r.stopReason = "epochs";
+    r.stopReason = StopReason::kEpochs;
     QCOMPARE(comparisonOutcome(r), std::string("epoch limit"));
     // A run without a summary has only its record's status.
     const ComparisonRow running =
-        comparisonRow(record(4, 1, "e/slow", "running"), std::nullopt, "e");
+        comparisonRow(record(4, 1, "e/slow", RunStatus::kRunning), std::nullopt, "e");
     QCOMPARE(running.variant, std::string("slow"));
     QVERIFY(!running.hasSummary && !running.samplesPerS);
     QCOMPARE(comparisonOutcome(running), std::string("running"));
     const ComparisonRow lost =
-        comparisonRow(record(5, 1, "e/lost", "failed", "node 1 lost"), std::nullopt, "e");
+        comparisonRow(record(5, 1, "e/lost", RunStatus::kFailed, "node 1 lost"), std::nullopt, "e");
     QCOMPARE(comparisonOutcome(lost), std::string("failed: node 1 lost"));
   }
 
@@ -271,7 +274,7 @@ class TestComparison : public QObject {
   // Text that holds commas or quotes is quoted in CSV, and every line has the header's fields.
   void csvQuotesErrors() {
     ComparisonRow r = comparisonRow(oldSummary());
-    r.status = "failed";
+    r.status = RunStatus::kFailed;
     r.error = "bad \"thing\", twice";
     Comparison c;
     c.rows = {r};

@@ -143,6 +143,41 @@ class TestStore : public QObject {
     QCOMPARE(store->entities(EntityKind::kDataset).size(), std::size_t{2});
   }
 
+  // Callers tell failures apart by SQLite's extended code, which every StoreError from a
+  // SQLite call carries: a name taken, a missing parent row, a read-only connection.
+  void storeErrorsCarrySqliteCodes() {
+    const std::string path = file("codes.dtlab");
+    auto store = ProjectStore::create(path);
+    store->createEntity(EntityKind::kDataset, "taken", nlohmann::json::object());
+    auto codeOf = [](auto&& f) -> std::optional<StoreError> {
+      try {
+        f();
+      } catch (const StoreError& e) {
+        return e;
+      }
+      return std::nullopt;
+    };
+    const auto taken = codeOf(
+        [&] { store->createEntity(EntityKind::kDataset, "taken", nlohmann::json::object()); });
+    QVERIFY(taken && taken->uniqueViolation() && !taken->foreignKeyViolation());
+    QCOMPARE(taken->sqliteCode(), SQLITE_CONSTRAINT_UNIQUE);
+    QVERIFY2(std::string(taken->what()).find("a dataset named 'taken' already exists") == 0,
+             taken->what());
+    const auto orphan = codeOf([&] {
+      store->beginRun({int64_t{4242}, "orphan", "sync_allreduce", 1, nullptr});
+    });
+    QVERIFY(orphan && orphan->foreignKeyViolation());
+    QVERIFY2(std::string(orphan->what()).find("no experiment 4242") == 0, orphan->what());
+    store.reset();
+    auto reader = ProjectStore::open(path, true);
+    const auto readOnly = codeOf(
+        [&] { reader->createEntity(EntityKind::kDataset, "new", nlohmann::json::object()); });
+    QVERIFY(readOnly && readOnly->readOnly() && !readOnly->busy() && !readOnly->full());
+    // The store's own refusals carry no SQLite code.
+    const auto missing = codeOf([&] { reader->requireRun(7); });
+    QVERIFY(missing && missing->sqliteCode() == 0);
+  }
+
   void runLifecycleRoundTrip() {
     const std::string path = file("runs.dtlab");
     auto store = ProjectStore::create(path);
@@ -155,7 +190,7 @@ class TestStore : public QObject {
     start.spec = {{"name", "run A"}, {"seed", 7}};
     const int64_t id = store->beginRun(start);
     RunRecord r = store->requireRun(id);
-    QCOMPARE(r.status, std::string("running"));
+    QCOMPARE(r.status, RunStatus::kRunning);
     QCOMPARE(r.name, start.name);
     QCOMPARE(r.strategy, start.strategy);
     QCOMPARE(r.seed, start.seed);
@@ -186,15 +221,29 @@ class TestStore : public QObject {
     summary.paramChecksum = {"abc", "abc"};
     store->finishRun(id, summary);
     r = store->requireRun(id);
-    QCOMPARE(r.status, std::string("completed"));
+    QCOMPARE(r.status, RunStatus::kCompleted);
     QVERIFY(r.endedMs.has_value() && *r.endedMs >= r.startedMs);
     QCOMPARE(*store->runSummary(id), toJson(summary));
 
     // A second run; deleting the experiment keeps the runs.
     const int64_t id2 = store->beginRun({std::nullopt, "run B", "async_ps", 1, nullptr});
-    store->setRunStatus(id2, "failed", "node lost");
+    store->setRunStatus(id2, RunStatus::kFailed, "node lost");
     QCOMPARE(store->requireRun(id2).error, std::string("node lost"));
     QVERIFY(store->requireRun(id2).spec.is_null());
+    {
+      // A status this build does not know (a newer DTLab wrote it) reads as unknown, and
+      // reading it changes nothing in the file.
+      sqlite::Db raw(path, SQLITE_OPEN_READWRITE);
+      raw.exec(("UPDATE runs SET status = 'paused' WHERE id = " + std::to_string(id2)).c_str());
+    }
+    QCOMPARE(store->requireRun(id2).status, RunStatus::kUnknown);
+    QCOMPARE(std::string(toString(store->requireRun(id2).status)), std::string("unknown"));
+    {
+      sqlite::Db raw(path, SQLITE_OPEN_READONLY);
+      const std::string sql = "SELECT count(*) FROM runs WHERE status = 'paused'";
+      QCOMPARE(raw.queryInt(sql.c_str()), int64_t{1});
+    }
+    store->setRunStatus(id2, RunStatus::kFailed, "node lost");
     QCOMPARE(store->runs().size(), std::size_t{2});
     store->deleteEntity(EntityKind::kExperiment, experiment);
     QVERIFY(!store->requireRun(id).experimentId.has_value());

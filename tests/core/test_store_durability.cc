@@ -172,7 +172,7 @@ class TestStoreDurability : public QObject {
       // Metrics and events commit in the same transactions as the points.
       QCOMPARE(store->runMetrics(runId).at(0).count, total);
       QVERIFY(static_cast<int64_t>(store->events(runId).size()) >= reported / 5);
-      QCOMPARE(store->requireRun(runId).status, std::string("running"));  // as left
+      QCOMPARE(store->requireRun(runId).status, RunStatus::kRunning);  // as left
     }
   }
 

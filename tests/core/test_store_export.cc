@@ -192,13 +192,13 @@ class TestStoreExport : public QObject {
     {
       RunRecording recording(*store, spec, "single");
       runId = recording.runId();
-      QCOMPARE(store->requireRun(runId).status, std::string("running"));
+      QCOMPARE(store->requireRun(runId).status, RunStatus::kRunning);
       summary = trainLocal(spec, LocalTrainOptions{}, &recording.sink());
       recording.finish(summary);
     }
     QCOMPARE(std::string(toString(summary.status)), std::string("completed"));
     const RunRecord run = store->requireRun(runId);
-    QCOMPARE(run.status, std::string("completed"));
+    QCOMPARE(run.status, RunStatus::kCompleted);
     QCOMPARE(run.strategy, std::string("single"));
     QCOMPARE(run.seed, spec.seed);
     QCOMPARE(parseExperimentSpec(run.spec), spec);
@@ -223,7 +223,7 @@ class TestStoreExport : public QObject {
       // Dropped without finish(): marked failed, not left "running".
       runId = again.runId();
     }
-    QCOMPARE(store->requireRun(runId).status, std::string("failed"));
+    QCOMPARE(store->requireRun(runId).status, RunStatus::kFailed);
     QCOMPARE(store->entities(EntityKind::kExperiment).size(), std::size_t{1});
   }
 

@@ -147,6 +147,7 @@ class TestSync : public QObject {
     for (const WorkerResult& w : r) {
       QCOMPARE(std::string(toString(w.status)), std::string("failed"));
       QVERIFY2(w.error.find("diverged") != std::string::npos, w.error.c_str());
+      QCOMPARE(w.stopReason, StopReason::kDiverged);
       QVERIFY2(w.origin == FailureOrigin::kThisRank || w.origin == FailureOrigin::kPeer,
                toString(w.origin));
       someoneOwnsIt = someoneOwnsIt || w.origin == FailureOrigin::kThisRank;
@@ -161,6 +162,7 @@ class TestSync : public QObject {
     const std::vector<WorkerResult> r = runRanks(spec, 3);
     QCOMPARE(std::string(toString(r[0].status)), std::string("failed"));
     QVERIFY(r[0].origin == FailureOrigin::kThisRank);
+    QCOMPARE(r[0].stopReason, StopReason::kError);
     QVERIFY2(r[0].error.find("evaluation at step 5 failed on rank 0") != std::string::npos,
              r[0].error.c_str());
     for (int rank : {1, 2}) {

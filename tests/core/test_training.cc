@@ -205,6 +205,7 @@ class TestTraining : public QObject {
     const RunSummary s = trainLocal(spec, {}, nullptr);
     QCOMPARE(std::string(toString(s.status)), std::string("failed"));
     QVERIFY2(s.error.find("diverged") != std::string::npos, s.error.c_str());
+    QCOMPARE(s.stopReason, StopReason::kDiverged);
   }
 
   void stepsAllocateNothingAfterTheFirst() {

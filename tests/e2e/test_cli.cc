@@ -151,7 +151,7 @@ class TestCli : public QObject {
     for (const core::RunRecord& r : runs) {
       names.insert(r.name);
       QCOMPARE(r.experimentId, std::optional<int64_t>(experiments[0].id));
-      QCOMPARE(r.status, std::string("completed"));
+      QCOMPARE(r.status, core::RunStatus::kCompleted);
     }
     QCOMPARE(names, (std::set<std::string>{"pair/equal", "pair/hetero", "pair/alone"}));
 

@@ -508,6 +508,8 @@ class TestNode : public QObject {
     QCOMPARE(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
     QVERIFY2(status.error_message().find("job/missing") != std::string::npos,
              status.error_message().c_str());
+    // Marked as the server's own answer, which a client tells from its call's deadline.
+    QCOMPARE(status.error_details(), std::string(dtlab::remote::kRendezvousKeysMissing));
     QVERIFY(waited >= 250ms && waited < 5s);
 
     // Get and Wait return as soon as another client sets the keys.

@@ -267,7 +267,7 @@ class TestGui : public QObject {
     QCOMPARE(runFinished.size(), 1);
     QCOMPARE(runFinished.first().at(1).toString(), QString("cancelled"));
     auto store = core::ProjectStore::open(path, true);
-    QCOMPARE(store->requireRun(1).status, std::string("cancelled"));
+    QCOMPARE(store->requireRun(1).status, core::RunStatus::kCancelled);
   }
 
   // The dataset editor previews the real generated data, shows the spec's own error next to
@@ -664,9 +664,9 @@ class TestGui : public QObject {
     QVERIFY(waitFor(again, &ui::MainWindow::projectLoaded));
     const ui::ProjectSnapshot& s = again.explorerModel()->snapshot();
     QCOMPARE(s.runs.size(), std::size_t{3});
-    QCOMPARE(s.runs[0].status, std::string("completed"));
-    QCOMPARE(s.runs[1].status, std::string("completed"));
-    QCOMPARE(s.runs[2].status, std::string("cancelled"));
+    QCOMPARE(s.runs[0].status, core::RunStatus::kCompleted);
+    QCOMPARE(s.runs[1].status, core::RunStatus::kCompleted);
+    QCOMPARE(s.runs[2].status, core::RunStatus::kCancelled);
     QCOMPARE(s.datasets.size(), std::size_t{1});
     QCOMPARE(s.topologies.size(), std::size_t{1});
   }

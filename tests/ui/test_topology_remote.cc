@@ -214,7 +214,7 @@ class TestTopologyRemote : public QObject {
 
     const ui::ProjectSnapshot snapshot = ui::readProjectSnapshot(path.toStdString());
     QCOMPARE(snapshot.runs.size(), std::size_t{1});
-    QCOMPARE(snapshot.runs.front().status, std::string("completed"));
+    QCOMPARE(snapshot.runs.front().status, core::RunStatus::kCompleted);
     const nlohmann::json& summary = snapshot.summaries.front();
     QCOMPARE(summary["param_checksum"].size(), 2u);  // both daemons trained
     // 20 all-reduces behind 40 ms of emulated latency: the topology's, not the daemons' own.

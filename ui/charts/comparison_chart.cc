@@ -36,7 +36,8 @@ QString legendLabel(const ComparisonSeries& s, const ComparisonRequest& request,
   QString label = QString("#%1 %2 (%3")
                       .arg(s.runId)
                       .arg(QString::fromStdString(s.runName), QString::fromStdString(s.strategy));
-  if (s.status != "completed") label += ", " + QString::fromStdString(s.status);
+  if (s.status != core::RunStatus::kCompleted)
+    label += ", " + QString::fromUtf8(core::toString(s.status));
   if (metric.scope != core::MetricScope::kRun && request.reduction == MemberReduction::kMean &&
       s.members > 1)
     label += QString(", %1 %2").arg(s.members).arg(memberWord(metric.scope, s.members));

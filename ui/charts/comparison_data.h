@@ -9,6 +9,7 @@
 #include <QtCore/QMetaType>
 
 #include "core/metrics/metric_table.h"
+#include "core/metrics/metrics.h"
 
 namespace dtlab::ui {
 
@@ -39,7 +40,7 @@ struct ComparisonSeries {
   int64_t runId = 0;
   std::string runName;
   std::string strategy;
-  std::string status;
+  core::RunStatus status = core::RunStatus::kUnknown;
   int members = 0;  // series behind the curve: workers or nodes averaged, else 0 or 1
   std::vector<double> x;
   std::vector<double> values;

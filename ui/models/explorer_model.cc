@@ -91,17 +91,26 @@ QString entityDetail(Group g, const nlohmann::json& c) {
 }
 
 QString runDetail(const core::RunRecord& r, const nlohmann::json& summary) {
-  QString text = QString::fromStdString(r.strategy) + ", " + QString::fromStdString(r.status);
+  QString text =
+      QString::fromStdString(r.strategy) + ", " + QString::fromUtf8(core::toString(r.status));
   if (summary.is_object() && summary.contains("final_test_accuracy") &&
       summary["final_test_accuracy"].is_number())
     text += QString(", accuracy %1").arg(summary["final_test_accuracy"].get<double>(), 0, 'f', 4);
   return text;
 }
 
-QColor statusColor(const std::string& status) {
-  if (status == "failed") return QColor(0xb0, 0x20, 0x20);
-  if (status == "running") return QColor(0x20, 0x60, 0xb0);
-  if (status == "cancelled") return QColor(0x80, 0x80, 0x80);
+QColor statusColor(core::RunStatus status) {
+  switch (status) {
+    case core::RunStatus::kFailed:
+      return QColor(0xb0, 0x20, 0x20);
+    case core::RunStatus::kRunning:
+      return QColor(0x20, 0x60, 0xb0);
+    case core::RunStatus::kCancelled:
+    case core::RunStatus::kUnknown:
+      return QColor(0x80, 0x80, 0x80);
+    case core::RunStatus::kCompleted:
+      break;
+  }
   return {};
 }
 
@@ -189,7 +198,7 @@ QVariant ExplorerModel::itemData(Group g, int row, int column, int role) const {
     const core::RunRecord& run = snapshot_.runs.at(r);
     const nlohmann::json& summary = snapshot_.summaries.at(r);
     if (role == IdRole) return QVariant::fromValue<qint64>(run.id);
-    if (role == StatusRole) return QString::fromStdString(run.status);
+    if (role == StatusRole) return QString::fromUtf8(core::toString(run.status));
     if (role == Qt::ForegroundRole && column == kDetailColumn) {
       const QColor c = statusColor(run.status);
       return c.isValid() ? QVariant(QBrush(c)) : QVariant();

@@ -194,7 +194,7 @@ void RunPage::showRun(const RunDetail& d) {
   title_->setText(QString("Run #%1: %2").arg(r.id).arg(QString::fromStdString(r.name)));
   QString facts = QString("<b>%1</b> &middot; %2 &middot; seed %3")
                       .arg(QString::fromStdString(r.strategy).toHtmlEscaped(),
-                           QString::fromStdString(r.status).toHtmlEscaped())
+                           QString::fromUtf8(core::toString(r.status)).toHtmlEscaped())
                       .arg(r.seed);
   const nlohmann::json& s = d.summary;
   if (s.is_object()) {
