@@ -157,6 +157,8 @@ struct GlooCommunicator::Impl {
   std::shared_ptr<MeshContext> context;
   std::atomic<int64_t> bytesSent{0};
   std::atomic<int64_t> bytesReceived{0};
+  // Collectives past the refusal checks and not yet returned (see collectivesUnderWay()).
+  std::atomic<int> underWay{0};
   // First failure; every later call refuses to run (the group is out of step).
   std::string brokenBy;
   CommFailure brokenKind = CommFailure::kPeerClosed;
@@ -248,6 +250,11 @@ void GlooCommunicator::Impl::guarded(const Describe& describe, const Body& body)
                                    " refused: the group is unusable after an earlier failure (",
                                    brokenBy, ")"));
   }
+  struct UnderWay {
+    std::atomic<int>& count;
+    explicit UnderWay(std::atomic<int>& c) : count(c) { count.fetch_add(1); }
+    ~UnderWay() { count.fetch_sub(1); }
+  } underWayNow(underWay);
   try {
     body();
   } catch (const std::exception& e) {
@@ -639,6 +646,11 @@ int GlooCommunicator::rank() const {
 int GlooCommunicator::size() const {
   return impl_->size;
 }
+
+int GlooCommunicator::collectivesUnderWay() const {
+  return impl_->underWay.load();
+}
+
 int64_t GlooCommunicator::bytesSent() const {
   return impl_->bytesSent.load(std::memory_order_relaxed);
 }

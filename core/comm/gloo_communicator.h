@@ -84,6 +84,11 @@ class GlooCommunicator final : public Communicator {
   int64_t bytesSent() const override;
   int64_t bytesReceived() const override;
 
+  // Collectives this communicator has begun and not yet returned from or thrown, read from
+  // any thread: a watchdog or a test tells a call blocked on a peer from one not made yet
+  // (which an abort would refuse instead of interrupting).
+  int collectivesUnderWay() const;
+
   // The algorithm an all-reduce of `count` floats runs with (kAuto resolved).
   AllReduceAlgorithm algorithmFor(int64_t count) const;
 

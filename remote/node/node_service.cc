@@ -171,6 +171,7 @@ void NodeService::fillInfo(proto::NodeInfo& info) {
   info.set_advertise_host(advertiseHost());
   info.set_cores(cores);
   info.set_worker_threads(options_.threads);
+  info.set_rendezvous_waiters(static_cast<uint32_t>(rendezvous_.pendingWaiters()));
   std::lock_guard<std::mutex> lock(mutex_);
   if (anyRunning()) {
     info.set_busy(true);

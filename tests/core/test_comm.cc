@@ -401,8 +401,14 @@ class TestComm : public QObject {
     });
     GlooCommunicator comm(store, 0, 2, options);
     comm.barrier();
+    // The abort comes once the all-reduce is under way (blocked on the peer, which never
+    // joins it): an abort before it would only have it refused, a different path.
+    bool sawItUnderWay = false;
     std::thread aborter([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      const auto deadline = Clock::now() + std::chrono::seconds(10);
+      while (comm.collectivesUnderWay() == 0 && Clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      sawItUnderWay = comm.collectivesUnderWay() == 1;
       signal.abort("node1 lost");
     });
     std::vector<float> data(100000, 1.0f);
@@ -419,8 +425,13 @@ class TestComm : public QObject {
     aborter.join();
     peerMayLeave.store(true);
     peer.join();
+    QVERIFY2(sawItUnderWay, "the all-reduce was not under way within 10 s");
     QVERIFY2(failure == CommFailure::kAborted, message.c_str());
-    QVERIFY2(message.find("aborted (node1 lost)") != std::string::npos, message.c_str());
+    QVERIFY2(
+        message.find("all-reduce (own) of 100000 floats on rank 0 of 2 aborted (node1 lost)") !=
+            std::string::npos,
+        message.c_str());
+    QCOMPARE(comm.collectivesUnderWay(), 0);
     QVERIFY2(waited < 5.0, std::to_string(waited).c_str());
     QVERIFY2(peerError.rfind("peer_closed", 0) == 0, peerError.c_str());
     try {

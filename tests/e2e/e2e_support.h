@@ -7,11 +7,15 @@
 #include <QtCore/QStringList>
 #include <QtCore/QTemporaryDir>
 
+#include <chrono>
+#include <exception>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "core/spec/experiment_spec.h"
+#include "core/store/project_store.h"
 
 namespace dtlab::e2e {
 
@@ -25,6 +29,27 @@ inline QString writeSpec(const QTemporaryDir& dir, const core::ExperimentSpec& s
   if (file.open(QIODevice::WriteOnly))
     file.write(QByteArray::fromStdString(core::toJson(spec).dump()));
   return path;
+}
+
+// Whether a run recorded into the project at `path` (dtlab-cli ... --project) has a worker's
+// step point committed within `timeout`: the run is under way. The project may not exist yet
+// (dtlab-cli creates it when the run starts); each try opens it read-only, beside the writer.
+inline bool waitForStepPoint(const QString& path, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (QFile::exists(path)) {
+      try {
+        auto store = core::ProjectStore::open(path.toStdString(), true);
+        for (const core::RunRecord& run : store->runs())
+          for (const core::SeriesInfo& series : store->series(run.id))
+            if (series.worker != core::kNoWorker && series.count > 0) return true;
+      } catch (const std::exception&) {
+        // Caught between the writer's steps (e.g. the schema not there yet): try again.
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
 }
 
 // What a finished dtlab-cli said.

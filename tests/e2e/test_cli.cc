@@ -324,16 +324,21 @@ class TestCli : public QObject {
     spec.training.maxSteps = 100000000;
     spec.variants = {core::VariantConfig{"first"}, core::VariantConfig{"second"}};
     const QString path = writeSpec(dir, spec);
+    const QString project = dir.filePath("p.dtlab");
+    // The node stops once the first variant is under way (a step point recorded); if none
+    // comes, it stops anyway so that the run ends, and the test fails saying so.
+    bool underWay = false;
     std::thread stopper([&] {
-      std::this_thread::sleep_for(std::chrono::seconds(2));
+      underWay = e2e::waitForStepPoint(project, std::chrono::seconds(60));
       cluster.signal(1, SIGSTOP);
     });
-    const Outcome o =
-        cli({"run", path, "--quiet", "--node", QString::fromStdString(cluster.address(0)), "--node",
-             QString::fromStdString(cluster.address(1))},
-            120000);
+    const Outcome o = cli({"run", path, "--quiet", "--project", project, "--node",
+                           QString::fromStdString(cluster.address(0)), "--node",
+                           QString::fromStdString(cluster.address(1))},
+                          120000);
     stopper.join();
     cluster.signal(1, SIGCONT);
+    QVERIFY2(underWay, "no step point of the first variant recorded within 60 s");
     QCOMPARE(o.exitCode, 1);
     const QStringList lines = o.out.trimmed().split('\n');
     const auto out = nlohmann::json::parse(lines.last().toStdString());

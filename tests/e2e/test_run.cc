@@ -58,6 +58,15 @@ bool alive(pid_t pid) {
   return close > 0 && text.size() > close + 2 && text[close + 2] != 'Z';
 }
 
+// A process stopped by a signal (state T in /proc/PID/stat).
+bool stopped(pid_t pid) {
+  QFile stat(QString("/proc/%1/stat").arg(pid));
+  if (!stat.open(QIODevice::ReadOnly)) return false;
+  const QByteArray text = stat.readAll();
+  const int close = text.lastIndexOf(')');
+  return close > 0 && text.size() > close + 2 && text[close + 2] == 'T';
+}
+
 // The dtlab-node processes whose parent is `parent`.
 std::vector<pid_t> childrenOf(pid_t parent) {
   std::vector<pid_t> out;
@@ -101,10 +110,17 @@ class StepCounter : public core::MetricSink {
   std::atomic<int64_t> steps{0};
 };
 
-// Starts `dtlab-cli run` of an endless job on 2 local nodes; returns the daemons' pids once
-// both are up (fewer when they did not come within 20 s).
+// Where startEndlessCliRun records the run.
+QString endlessProject(const QTemporaryDir& dir) {
+  return dir.filePath("endless.dtlab");
+}
+
+// Starts `dtlab-cli run` of an endless job on 2 local nodes, recorded into
+// endlessProject(dir); returns the daemons' pids once both are up (fewer when they did not
+// come within 20 s).
 std::vector<pid_t> startEndlessCliRun(const QTemporaryDir& dir, QProcess& cli) {
-  cli.start(kCli, {"run", writeSpec(dir, smallSpec(100000000)), "--local-nodes", "2", "--quiet"});
+  cli.start(kCli, {"run", writeSpec(dir, smallSpec(100000000)), "--local-nodes", "2", "--quiet",
+                   "--project", endlessProject(dir)});
   if (!cli.waitForStarted()) return {};
   const auto cliPid = static_cast<pid_t>(cli.processId());
   std::vector<pid_t> daemons;
@@ -306,10 +322,17 @@ class TestRun : public QObject {
     const std::vector<pid_t> daemons = startEndlessCliRun(dir, cli);
     QCOMPARE(daemons.size(), std::size_t{2});
     const pid_t cliPid = static_cast<pid_t>(cli.processId());
-    std::this_thread::sleep_for(std::chrono::seconds(2));  // the run is under way
+    QVERIFY2(e2e::waitForStepPoint(endlessProject(dir), std::chrono::seconds(60)),
+             "no step point recorded within 60 s: the run did not get under way");
     if (stopANode) {
       ::kill(daemons[1], SIGSTOP);
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      // Stopped, not merely signalled; the other node blocks on it at its next all-reduce.
+      const Clock::time_point deadline = Clock::now() + std::chrono::seconds(10);
+      while (!stopped(daemons[1]) && Clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      const bool isStopped = stopped(daemons[1]);
+      if (!isStopped) ::kill(daemons[1], SIGCONT);
+      QVERIFY2(isStopped, "the node did not stop within 10 s of SIGSTOP");
     }
     const Clock::time_point sent = Clock::now();
     ::kill(cliPid, SIGTERM);

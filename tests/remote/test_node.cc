@@ -526,11 +526,21 @@ class TestNode : public QObject {
       proto::WaitResponse response;
       waitStatus = stub->Wait(&context, request, &response);
     });
-    std::this_thread::sleep_for(200ms);
+    // Both calls are pending on the node before the key comes (else they would only take a
+    // value already there, a different path).
+    auto nodeStubForInfo = nodeStub(node.address());
+    const bool bothPending = waitUntil(
+        [&] {
+          grpc::Status infoStatus;
+          const proto::NodeInfo info = getInfo(*nodeStubForInfo, &infoStatus);
+          return infoStatus.ok() && info.rendezvous_waiters() == 2;
+        },
+        10s);
     start = Clock::now();
     QVERIFY(set("job/late", "here").ok());
     getter.join();
     waiter.join();
+    QVERIFY2(bothPending, "the Get and the Wait were not both pending on the node within 10 s");
     QVERIFY(Clock::now() - start < 5s);
     QVERIFY2(getStatus.ok(), getStatus.error_message().c_str());
     QCOMPARE(value, std::string("here"));
@@ -636,8 +646,17 @@ class TestNode : public QObject {
       }
       outcome.status = reader->Finish();
     });
-    std::this_thread::sleep_for(1200ms);
-    const int inOneSecond = messages.load();
+    // In 1.2 s node samples alone would give 2 messages; heartbeats every 100 ms give about
+    // 12: 6 come within that time only if the heartbeats flow.
+    const auto watchFrom = Clock::now();
+    const bool flowing = waitUntil([&] { return messages.load() >= 6; }, 1200ms);
+    const double flowingAfterS = std::chrono::duration<double>(Clock::now() - watchFrom).count();
+    const int messagesSeen = messages.load();
+    // The job sits in the rendezvous, waiting for rank 1's address: a Wait pending on the node.
+    grpc::Status infoStatus;
+    const bool inRendezvous = waitUntil(
+        [&] { return getInfo(*stub, &infoStatus).rendezvous_waiters() >= 1 && infoStatus.ok(); },
+        10s);
     grpc::ClientContext context;
     prepare(context);
     proto::CancelJobRequest cancel;
@@ -648,8 +667,10 @@ class TestNode : public QObject {
     QVERIFY(stub->CancelJob(&context, cancel, &cancelled).ok());
     watcher.join();
     const auto stopTook = Clock::now() - cancelAt;
-    // Node samples alone would give 2 messages; heartbeats every 100 ms give about 12.
-    QVERIFY2(inOneSecond >= 6, std::to_string(inOneSecond).c_str());
+    QVERIFY2(flowing,
+             (std::to_string(messagesSeen) + " messages in " + std::to_string(flowingAfterS) + " s")
+                 .c_str());
+    QVERIFY2(inRendezvous, "no rendezvous wait pending on the node within 10 s");
     QVERIFY(cancelled.was_running());
     QVERIFY(outcome.finished);
     QCOMPARE(outcome.result.status(), std::string("cancelled"));
