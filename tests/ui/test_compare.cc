@@ -222,10 +222,13 @@ class TestCompare : public QObject {
     QVERIFY(!model.index(0, M::kTimeToTargetColumn).data(M::ValueRole).isValid());
     QVERIFY(model.index(0, M::kUtilizationColumn).data(M::ValueRole).toDouble() > 0.0);
     QVERIFY(model.index(0, M::kPeakMemoryColumn).data(M::ValueRole).toLongLong() > 1 << 20);
+    // A run's colour follows its id (Okabe-Ito: blue, orange, bluish green for runs 1-3).
     QCOMPARE(model.index(0, M::kRunColumn).data(Qt::DecorationRole).value<QColor>(),
-             model.index(0, M::kRunColumn).data(Qt::DecorationRole).value<QColor>());
-    QVERIFY(model.index(0, M::kRunColumn).data(Qt::DecorationRole).value<QColor>() !=
-            model.index(1, M::kRunColumn).data(Qt::DecorationRole).value<QColor>());
+             QColor(0, 114, 178));
+    QCOMPARE(model.index(1, M::kRunColumn).data(Qt::DecorationRole).value<QColor>(),
+             QColor(230, 159, 0));
+    QCOMPARE(model.index(2, M::kRunColumn).data(Qt::DecorationRole).value<QColor>(),
+             QColor(0, 158, 115));
 
     // Checking a box chooses the run; the choice survives a new snapshot of the project.
     QVERIFY(model.chosen().empty());
@@ -283,8 +286,10 @@ class TestCompare : public QObject {
     QCOMPARE(chart.yAxis->label(), QString("loss\nmean over workers at each step"));
     QVERIFY(chart.title().startsWith("loss: "));
     QVERIFY(chart.note().isEmpty());
-    QCOMPARE(chart.curves()[0].graph->pen().color(), chart.curves()[0].graph->pen().color());
-    QVERIFY(chart.curves()[0].graph->pen().color() != chart.curves()[1].graph->pen().color());
+    // Each curve in its run's colour, the one the table shows (runs 1-3).
+    QCOMPARE(chart.curves()[0].graph->pen().color(), QColor(0, 114, 178));
+    QCOMPARE(chart.curves()[1].graph->pen().color(), QColor(230, 159, 0));
+    QCOMPARE(chart.curves()[2].graph->pen().color(), QColor(0, 158, 115));
 
     // Smoothed: the smoothed curve in the legend, the raw one faint behind it.
     chart.setSmoothing(0.8);
@@ -303,6 +308,7 @@ class TestCompare : public QObject {
     chart.setData(ui::readComparison(path, request("step_ms", {1, 3}, ui::ChartX::kWallSeconds)));
     QCOMPARE(chart.yAxis->label(), QString("step_ms (ms)\nmean over workers at each step"));
     QCOMPARE(chart.xAxis->label(), QString("wall time (s)"));
+    QCOMPARE(chart.curves()[1].graph->pen().color(), QColor(0, 158, 115));  // run 3's still
     const auto snapshot = ui::readProjectSnapshot(path);
     const double wallS = snapshot.summaries[0]["wall_s"].get<double>();
     const auto& x = chart.curves()[0].x;

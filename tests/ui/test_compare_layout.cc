@@ -26,6 +26,7 @@
 #include "ui/charts/comparison_panel.h"
 #include "ui/main_window.h"
 #include "ui/models/compare_layout.h"
+#include "ui/models/explorer_model.h"
 #include "ui/models/project_snapshot.h"
 #include "ui/models/run_comparison_model.h"
 #include "ui/pages/compare_page.h"
@@ -185,7 +186,8 @@ class TestCompareLayout : public QObject {
       page->chartSplitter()->setSizes({150, 220, 150});
       page->setCurrentChart(1);
       QVERIFY(saved.wait(10000));
-      QTest::qWait(800);  // more than the debounce: everything was one write
+      // Everything was one write: it is done, and no other is scheduled.
+      QVERIFY(!page->layoutWritePending());
       QCOMPARE(saved.count(), 1);
       expected = page->compareLayout();
       QCOMPARE(expected.charts.size(), std::size_t{3});
@@ -280,10 +282,16 @@ class TestCompareLayout : public QObject {
     const ui::CompareLayout written = page->compareLayout();
     QCOMPARE(written.charts[1].smoothing, 0.99);
     // The window notices the file changed (it polls every second) and hands the page a new
-    // snapshot, which re-reads the charts: nothing more is written, nothing is reset.
-    shown.clear();
-    QTRY_VERIFY_WITH_TIMEOUT(!shown.isEmpty(), 10000);
-    QTest::qWait(2500);
+    // snapshot (right after the explorer's), which re-reads the charts: nothing more is
+    // written, nothing is reset.
+    int shownBeforeSnapshot = -1;
+    const QMetaObject::Connection reread =
+        connect(window.explorerModel(), &QAbstractItemModel::modelReset, page,
+                [&] { shownBeforeSnapshot = static_cast<int>(shown.count()); });
+    QTRY_VERIFY_WITH_TIMEOUT(shownBeforeSnapshot >= 0 && shown.count() > shownBeforeSnapshot,
+                             10000);
+    disconnect(reread);
+    QVERIFY(!page->layoutWritePending());
     QCOMPARE(saved.count(), 1);
     QCOMPARE(page->compareLayout(), written);
     QCOMPARE(page->chartCount(), 2);
@@ -331,7 +339,7 @@ class TestCompareLayout : public QObject {
     if (shown.isEmpty()) QVERIFY(shown.wait(20000));
     QCOMPARE(page.chart()->curves().size(), std::size_t{2});
     QCOMPARE(page.chart()->xAxis->label(), QString("wall time (s)"));
-    QTest::qWait(800);
+    QVERIFY(!page.layoutWritePending());  // nothing written, nothing scheduled
     QVERIFY(written.isEmpty());
     QCOMPARE(storedLayout(path), std::optional<std::string>(ui::compareLayoutToJson(saved)));
   }

@@ -99,7 +99,8 @@ ComparePage::ComparePage(QWidget* parent)
   header->setSectionResizeMode(RunComparisonModel::kRunColumn, QHeaderView::Interactive);
   header->resizeSection(
       RunComparisonModel::kRunColumn,
-      runsView_->fontMetrics().horizontalAdvance(QStringLiteral("#00 modes_straggler/adaptive")) + 48);
+      runsView_->fontMetrics().horizontalAdvance(QStringLiteral("#00 modes_straggler/adaptive")) +
+          48);
   // The outcome can be a long error: at least the width of a typical one, elided beyond (its
   // tooltip has it whole); it takes whatever room is left.
   header->setSectionResizeMode(RunComparisonModel::kOutcomeColumn, QHeaderView::Interactive);
@@ -453,6 +454,10 @@ void ComparePage::applyCompareLayout(const CompareLayout& layout) {
   --applying_;
 }
 
+bool ComparePage::layoutWritePending() const {
+  return saveTimer_->isActive() || writesUnderWay_ > 0;
+}
+
 void ComparePage::layoutChanged() {
   if (applying_ > 0 || layoutPending_ || path_.empty()) return;
   saveTimer_->start();  // restarted by each change: one write once they pause
@@ -463,6 +468,7 @@ void ComparePage::saveLayout() {
   const std::string text = compareLayoutToJson(compareLayout());
   if (text == saved_) return;
   saved_ = text;
+  ++writesUnderWay_;
   runInBackground<bool>(
       this,
       [path = path_, text] {
@@ -470,6 +476,7 @@ void ComparePage::saveLayout() {
         return true;
       },
       [this](const std::optional<bool>& written, const QString& error) {
+        --writesUnderWay_;
         if (!written) {
           saved_.clear();  // the next change tries again
           emit notice(tr("Cannot save the comparison layout in the project: %1").arg(error));

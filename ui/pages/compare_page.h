@@ -73,6 +73,9 @@ class ComparePage final : public QWidget {
   // The page as it would be saved now, and as it is applied when a project is opened.
   CompareLayout compareLayout() const;
   void applyCompareLayout(const CompareLayout& layout);
+  // A layout write is waiting out the debounce or under way. When false (and the page is not
+  // being changed), nothing more will be written: callers need not wait on the clock.
+  bool layoutWritePending() const;
 
   // What the Export buttons do once a file name is chosen. Throw ExportError.
   void exportChartTo(const QString& path);  // the current chart: .png, .svg, .pdf, .csv
@@ -136,6 +139,7 @@ class ComparePage final : public QWidget {
   bool layoutPending_ = false;
   std::vector<std::function<void()>> asked_;
   quint64 layoutRead_ = 0;  // of the latest read; older results are dropped
+  int writesUnderWay_ = 0;  // saveLayout's background writes not finished yet
   std::string saved_;       // the layout as the project holds it (as read or last written)
   int applying_ = 0;        // > 0 while applying a layout: no saves are scheduled
 };
