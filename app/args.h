@@ -3,18 +3,20 @@
 #include <cstdint>
 #include <map>
 #include <set>
-#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "core/common/check.h"
 
 namespace dtlab::app {
 
 // Command-line arguments of one subcommand: `--flag value`, `--flag=value`,
 // `--switch`, and positionals. Unknown flags and malformed values throw
-// UsageError naming the flag, so every subcommand reports them the same way.
-class UsageError : public std::runtime_error {
+// UsageError naming the flag, so every subcommand reports them the same way. A dtlab::Error like
+// every error DTLab throws on purpose; the mains catch it first to print the usage line.
+class UsageError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  using Error::Error;
 };
 
 class Args {

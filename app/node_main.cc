@@ -20,9 +20,9 @@
 #include "app/args.h"
 #include "core/backend/backend.h"
 #include "core/common/config.h"
+#include "core/common/log.h"
 #include "core/spec/experiment_spec.h"
 #include "remote/common/auth.h"
-#include "remote/common/log.h"
 #include "remote/common/versions.h"
 #include "remote/node/node_server.h"
 
@@ -151,15 +151,16 @@ void parseDevices(const std::string& devices, dtlab::remote::NodeOptions& option
   while (begin <= devices.size()) {
     const std::size_t end = std::min(devices.find(',', begin), devices.size());
     const std::string one = devices.substr(begin, end - begin);
+    dtlab::core::DeviceDescription gpu;
     try {
-      dtlab::core::DeviceDescription gpu = dtlab::core::describeCudaDevice(one);
-      for (const dtlab::core::DeviceDescription& listed : options.gpus)
-        if (listed.name == gpu.name)
-          throw UsageError("--devices " + devices + ": " + gpu.name + " is listed twice");
-      options.gpus.push_back(std::move(gpu));
+      gpu = dtlab::core::describeCudaDevice(one);
     } catch (const dtlab::Error& e) {
       throw UsageError(std::string("--devices: ") + e.what());
     }
+    for (const dtlab::core::DeviceDescription& listed : options.gpus)
+      if (listed.name == gpu.name)
+        throw UsageError("--devices " + devices + ": " + gpu.name + " is listed twice");
+    options.gpus.push_back(std::move(gpu));
     begin = end + 1;
   }
 }
@@ -208,7 +209,7 @@ dtlab::remote::NodeOptions parseOptions(const Args& args) {
                      args.value("--connect-timeout", ""));
   options.connectTimeout = std::chrono::milliseconds(static_cast<int64_t>(connectS * 1000.0));
   try {
-    dtlab::remote::setLogLevel(dtlab::remote::parseLogLevel(args.value("--log-level", "info")));
+    dtlab::setLogLevel(dtlab::parseLogLevel(args.value("--log-level", "info")));
   } catch (const dtlab::Error& e) {
     throw UsageError(std::string("--log-level: ") + e.what());
   }
@@ -251,8 +252,8 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a launcher that closed our stdout must not kill us
 
-  dtlab::remote::setLogSource("dtlab-node[" +
-                              (options.name.empty() ? std::string("node") : options.name) + "]");
+  dtlab::setLogSource("dtlab-node[" + (options.name.empty() ? std::string("node") : options.name) +
+                      "]");
   std::unique_ptr<dtlab::remote::NodeServer> server;
   try {
     server = std::make_unique<dtlab::remote::NodeServer>(options);
@@ -260,14 +261,13 @@ int main(int argc, char** argv) {
     std::cerr << "dtlab-node: " << e.what() << "\n";
     return 1;
   }
-  if (options.name.empty()) dtlab::remote::setLogSource("dtlab-node[" + server->name() + "]");
+  if (options.name.empty()) dtlab::setLogSource("dtlab-node[" + server->name() + "]");
   std::cout << "dtlab-node listening on " << server->address() << std::endl;
 
   int signalNumber = 0;
   while (sigwait(&stopSignals, &signalNumber) != 0) {
   }
-  dtlab::remote::logAt(dtlab::remote::LogLevel::kInfo, "received ",
-                       signalNumber == SIGTERM ? "SIGTERM" : "SIGINT");
+  dtlab::logAt(dtlab::LogLevel::kInfo, "received ", signalNumber == SIGTERM ? "SIGTERM" : "SIGINT");
   if (!server->shutdown()) {
     // The job thread is stuck (e.g. waiting for peers); its destructor would wait for it.
     std::fflush(nullptr);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/common/log.h"
 #include "core/store/chunk_codec.h"
 #include "core/store/schema.h"
 #include "core/store/sqlite_db.h"
@@ -254,11 +255,17 @@ PointAppender::PointAppender(const std::string& projectPath, AppenderOptions opt
       thread_([this] { writerLoop(); }) {}
 
 PointAppender::~PointAppender() {
+  bool told = false;  // an earlier close() threw the error to its caller
+  {
+    std::lock_guard lock(mutex_);
+    told = closeReported_;
+  }
   try {
     close();
   } catch (...) {
-    // close() reported nothing to anyone here; the error stays in error_ for nobody. The
-    // committed data is intact either way.
+    // Nobody has heard it otherwise: the log says what was not written. The committed data
+    // is intact either way.
+    if (!told) logCurrentException(LogLevel::kWarn, "closing the point writer of " + path_);
   }
 }
 
@@ -326,7 +333,10 @@ void PointAppender::close() {
   if (thread_.joinable()) thread_.join();
   writer_.reset();  // closes the writer's connection: a closed appender holds no file
   std::lock_guard lock(mutex_);
-  if (!error_.empty()) throw StoreError(error_);
+  if (!error_.empty()) {
+    closeReported_ = true;
+    throw StoreError(error_);
+  }
 }
 
 int64_t PointAppender::committedPoints() const {

@@ -108,6 +108,7 @@ class PointAppender {
   bool stop_ = false;
   bool closed_ = false;
   std::string error_;
+  bool closeReported_ = false;  // a close() threw error_ to its caller
   int64_t committedPoints_ = 0;
   int64_t commits_ = 0;
 

@@ -1,5 +1,7 @@
 #include "core/store/store_sink.h"
 
+#include "core/common/log.h"
+
 #include <cmath>
 
 namespace dtlab::core {
@@ -88,11 +90,13 @@ RunRecording::~RunRecording() {
   try {
     appender_->close();
   } catch (...) {
-    // The failure is what we are about to record.
+    // Recorded below as the run's failure; the cause goes to the log.
+    logCurrentException(LogLevel::kWarn, "closing the recording of run " + std::to_string(runId_));
   }
   try {
     store_.setRunStatus(runId_, RunStatus::kFailed, "the recording ended without a run summary");
   } catch (...) {
+    logCurrentException(LogLevel::kWarn, "marking run " + std::to_string(runId_) + " failed");
   }
 }
 

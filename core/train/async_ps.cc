@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "core/common/log.h"
 #include "core/data/dataset.h"
 #include "core/train/data_shards.h"
 #include "core/train/staged_parameter_client.h"
@@ -72,6 +73,7 @@ AsyncPs::~AsyncPs() {
   try {
     finish();
   } catch (...) {  // a failing run: the server may be gone already
+    logCurrentException(LogLevel::kDebug, "async_ps: leaving the parameter server");
   }
 }
 

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/comm/communicator.h"
+#include "core/common/log.h"
 #include "core/train/parameter_server.h"
 
 namespace dtlab::core {
@@ -100,6 +101,7 @@ Hybrid::~Hybrid() {
   try {
     finish();
   } catch (...) {  // a failing run: the server may be gone already
+    logCurrentException(LogLevel::kDebug, "hybrid: leaving the parameter server");
   }
 }
 

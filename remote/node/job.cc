@@ -16,7 +16,7 @@
 #if DTLAB_HAVE_CUDA
 #include "core/comm/nccl_communicator.h"
 #endif
-#include "remote/common/log.h"
+#include "core/common/log.h"
 #include "remote/node/parameter_client.h"
 #include "remote/rendezvous_store.h"
 

@@ -7,7 +7,7 @@
 
 #include "core/common/check.h"
 #include "remote/common/auth.h"
-#include "remote/common/log.h"
+#include "core/common/log.h"
 #include "remote/common/protocol.h"
 
 namespace dtlab::remote {

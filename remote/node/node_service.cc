@@ -17,7 +17,7 @@
 #include "core/train/parameter_server.h"
 #include "core/train/strategy_registry.h"
 #include "remote/common/auth.h"
-#include "remote/common/log.h"
+#include "core/common/log.h"
 #include "remote/common/protocol.h"
 
 namespace dtlab::remote {

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "remote/common/auth.h"
-#include "remote/common/log.h"
+#include "core/common/log.h"
 #include "remote/common/protocol.h"
 
 namespace dtlab::remote {

@@ -1,6 +1,6 @@
 #include "remote/node/watch_hub.h"
 
-#include "remote/common/log.h"
+#include "core/common/log.h"
 #include "remote/common/protocol.h"
 
 namespace dtlab::remote {

@@ -4,6 +4,9 @@
 // byte-for-byte unchanged, and CSV export.
 #include <QtTest/QtTest>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -379,6 +382,36 @@ class TestStore : public QObject {
     appender.append(a, 3, 3.0, 3.0);  // no throw
     QVERIFY(errorOf([&] { appender.close(); }).find("deleted while") != std::string::npos);
     QCOMPARE(store->readSeries(*store->findSeries(keep, 0, 0, "loss")).size(), std::size_t{1});
+  }
+
+  // A destructor cannot throw what it meets: the appender dropped without close() logs the
+  // writer's error on stderr instead of losing it.
+  void droppedAppenderLogsItsError() {
+    const std::string path = file("dropped.dtlab");
+    auto store = ProjectStore::create(path);
+    const int64_t doomed = store->beginRun({std::nullopt, "doomed", "single", 1, nullptr});
+    const std::string logPath = file("stderr.log");
+    std::fflush(stderr);
+    const int savedStderr = ::dup(STDERR_FILENO);
+    const int logFd = ::open(logPath.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    QVERIFY(savedStderr >= 0 && logFd >= 0);
+    ::dup2(logFd, STDERR_FILENO);
+    {
+      PointAppender appender(path);
+      const SeriesHandle b = appender.series(doomed, 0, 0, "loss");
+      appender.append(b, 1, 1.0, 1.0);
+      appender.flush();
+      store->deleteRun(doomed, true);
+      appender.append(b, 2, 2.0, 2.0);
+    }  // destroyed without close()
+    std::fflush(stderr);
+    ::dup2(savedStderr, STDERR_FILENO);
+    ::close(savedStderr);
+    ::close(logFd);
+    const std::string logged = readBytes(logPath);
+    QVERIFY2(logged.find("warn: closing the point writer of " + path + ": ") != std::string::npos,
+             logged.c_str());
+    QVERIFY2(logged.find("deleted while") != std::string::npos, logged.c_str());
   }
 
   void slowSeriesChunksStayFew() {

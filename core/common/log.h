@@ -5,10 +5,11 @@
 
 #include "core/common/check.h"
 
-namespace dtlab::remote {
+namespace dtlab {
 
-// A daemon's log: one line per message on stderr, "<time> <source> <level>: <text>".
-// Thread-safe; lines are written whole.
+// The log of DTLab's processes (a daemon's above all): one line per message on stderr,
+// "<time> <source> <level>: <text>". Thread-safe; lines are written whole. Where an error
+// cannot be thrown (a destructor), it is logged here rather than dropped.
 enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
 
 // "error", "warn", "info", "debug"; throws dtlab::Error listing them otherwise.
@@ -24,4 +25,8 @@ void logAt(LogLevel level, const Args&... args) {
   if (logEnabled(level)) logLine(level, detail::concat(args...));
 }
 
-}  // namespace dtlab::remote
+// Inside a catch block that cannot rethrow (a destructor): logs the exception being handled as
+// "<where>: <what>" at `level`, so that the error is seen instead of dropped.
+void logCurrentException(LogLevel level, std::string_view where);
+
+}  // namespace dtlab

@@ -1,4 +1,4 @@
-#include "remote/common/log.h"
+#include "core/common/log.h"
 
 #include <atomic>
 #include <chrono>
@@ -6,7 +6,7 @@
 #include <ctime>
 #include <mutex>
 
-namespace dtlab::remote {
+namespace dtlab {
 
 namespace {
 
@@ -49,6 +49,17 @@ bool logEnabled(LogLevel level) {
   return static_cast<int>(level) <= gLevel.load();
 }
 
+void logCurrentException(LogLevel level, std::string_view where) {
+  if (!logEnabled(level)) return;
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    logLine(level, detail::concat(where, ": ", e.what()));
+  } catch (...) {
+    logLine(level, detail::concat(where, ": an exception of unknown type"));
+  }
+}
+
 void logLine(LogLevel level, const std::string& text) {
   const auto now = std::chrono::system_clock::now();
   const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
@@ -64,4 +75,4 @@ void logLine(LogLevel level, const std::string& text) {
   std::fflush(stderr);
 }
 
-}  // namespace dtlab::remote
+}  // namespace dtlab
