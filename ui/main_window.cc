@@ -27,7 +27,6 @@
 #include "core/common/config.h"
 #include "core/spec/experiment_spec.h"
 #include "core/train/strategy_registry.h"
-#include "remote/common/versions.h"
 #include "ui/background.h"
 #include "ui/controller/cluster_controller.h"
 #include "ui/models/explorer_model.h"
@@ -47,7 +46,7 @@ const char* kFileFilter = "DTLab projects (*.dtlab);;All files (*)";
 // "SQLite 3.40.1, oneDNN 2.7.3, ..." for the About box.
 std::string aboutLibraries() {
   std::string text;
-  for (const std::string& library : remote::libraryVersions())
+  for (const std::string& library : clusterLibraryVersions())
     text += (text.empty() ? "" : ", ") + library;
   return text;
 }
@@ -136,6 +135,7 @@ MainWindow::MainWindow(QWidget* parent)
   buildMenus();
   liveTimer_->setSingleShot(true);
   liveTimer_->setInterval(40);
+  topologyPage_->setController(controller_);
   connect(controller_->liveFeed(), &LiveFeed::available, this, [this] {
     if (!liveTimer_->isActive()) liveTimer_->start();
   });

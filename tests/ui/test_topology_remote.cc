@@ -3,6 +3,11 @@
 #include <QtTest/QAbstractItemModelTester>
 #include <QtTest/QtTest>
 
+#include <algorithm>
+#include <mutex>
+#include <string>
+#include <vector>
+
 #include <QtCore/QDateTime>
 #include <QtCore/QFile>
 #include <QtCore/QSettings>
@@ -14,6 +19,7 @@
 
 #include "core/store/project_store.h"
 #include "remote/cluster/local_cluster.h"
+#include "ui/controller/cluster_controller.h"
 #include "ui/controller/experiment_controller.h"
 #include "ui/main_window.h"
 #include "ui/models/explorer_model.h"
@@ -26,6 +32,49 @@
 using namespace dtlab;
 
 namespace {
+
+// A controller that answers node checks from a table and records who asked: the topology
+// page talks to nodes only through it. Runs are not its business.
+class FakeController final : public ui::ExperimentController {
+ public:
+  bool start(const ui::RunRequest&) override { return false; }
+  void cancel() override {}
+  bool busy() const override { return false; }
+  ui::LiveFeed* liveFeed() override { return nullptr; }
+  ui::NodeInfo queryNode(const std::string& address, const std::string& token) const override {
+    std::lock_guard lock(mutex_);
+    asked_.push_back(address + " " + token);
+    if (address == "down:1") throw dtlab::Error("down:1: UNAVAILABLE (connection refused)");
+    ui::NodeInfo n;
+    n.address = address;
+    n.programVersion = "9.9.9";
+    n.hostname = "fake-" + address.substr(0, address.find(':'));
+    n.devices = {"cuda:0 (Fake GPU, 80.0 GiB)"};
+    n.workerThreads = 3;
+    n.cores = 12;
+    return n;
+  }
+  std::vector<ui::NodeInfo> queryLocalNodes(const core::ClusterConfig& cluster) const override {
+    std::lock_guard lock(mutex_);
+    asked_.push_back("local x" + std::to_string(cluster.localNodes));
+    std::vector<ui::NodeInfo> out(static_cast<std::size_t>(cluster.localNodes));
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i].programVersion = "9.9.9";
+      out[i].hostname = "here";
+      out[i].devices = {"cpu (1 slot)"};
+      out[i].speed = cluster.node(static_cast<int64_t>(i)).speed;
+    }
+    return out;
+  }
+  std::vector<std::string> asked() const {
+    std::lock_guard lock(mutex_);
+    return asked_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::vector<std::string> asked_;
+};
 
 const std::string kNode = DTLAB_BINARY_DIR "/app/dtlab-node";
 
@@ -82,7 +131,9 @@ class TestTopologyRemote : public QObject {
   // daemon is that row's answer, and the other rows still show what their daemons are.
   void testConnectionAsksEachRemoteNode() {
     remote::LocalCluster cluster(kNode, std::vector<remote::LocalNodeOptions>(2), "right-token");
+    ui::ClusterController controller;
     ui::TopologyPage page;
+    page.setController(&controller);
     page.edit(-1, "lab", {{"local_nodes", 1}});
     ui::TopologyModel* model = page.model();
     QAbstractItemModelTester tester(model, QAbstractItemModelTester::FailureReportingMode::QtTest);
@@ -140,6 +191,38 @@ class TestTopologyRemote : public QObject {
     QVERIFY(!page.isModified());
     QVERIFY(model->setData(model->index(0, ui::TopologyModel::kLatencyColumn), 3.0));
     QVERIFY(page.isModified());
+  }
+
+  // "Test connection" asks the controller, never a node itself: against a fake one the page
+  // shows what it answers, row by row, with the row's own token, and no daemon is started.
+  void testConnectionGoesThroughTheController() {
+    ui::TopologyPage page;
+    page.edit(-1, "lab", {{"local_nodes", 2}, {"nodes", {{{"speed", 0.5}}}}});
+    QVERIFY(!page.testButton()->isEnabled());  // no controller yet: nobody to ask
+    FakeController fake;
+    page.setController(&fake);
+    QVERIFY(page.testButton()->isEnabled());
+    QSignalSpy tested(&page, &ui::TopologyPage::connectionTested);
+    page.testButton()->click();
+    QVERIFY(tested.wait(10000));
+    QCOMPARE(tested.first().first().toBool(), true);
+    ui::TopologyModel* model = page.model();
+    QCOMPARE(found(model, 0), QString("dtlab-node 9.9.9 on here: cpu (1 slot), 0 worker threads, "
+                                      "0 cores, speed 0.5, idle"));
+    QCOMPARE(fake.asked(), std::vector<std::string>{"local x2"});
+
+    makeRemote(page, {"gpu-box:7070", "down:1"}, {"secret", ""});
+    tested.clear();
+    page.testButton()->click();
+    QVERIFY(tested.wait(10000));
+    QCOMPARE(tested.first().first().toBool(), false);
+    QCOMPARE(found(model, 0),
+             QString("dtlab-node 9.9.9 on fake-gpu-box: cuda:0 (Fake GPU, 80.0 GiB), 3 worker "
+                     "threads, 12 cores, idle"));
+    QCOMPARE(found(model, 1), QString("down:1: UNAVAILABLE (connection refused)"));
+    std::vector<std::string> asked = fake.asked();
+    std::sort(asked.begin() + 1, asked.end());
+    QCOMPARE(asked, (std::vector<std::string>{"local x2", "down:1 ", "gpu-box:7070 secret"}));
   }
 
   // Addresses that the spec refuses show its message, naming the row's field.

@@ -10,6 +10,7 @@
 #include "core/train/local_trainer.h"
 #include "core/train/strategy_registry.h"
 #include "remote/cluster/local_cluster.h"
+#include "remote/common/versions.h"
 #include "remote/coordinator/coordinator.h"
 
 namespace dtlab::ui {
@@ -84,6 +85,42 @@ class ProgressSink final : public core::MetricSink {
 
 ClusterController::ClusterController(QObject* parent) : ExperimentController(parent) {
   qRegisterMetaType<RunProgress>();
+}
+
+namespace {
+
+NodeInfo nodeInfoOf(const remote::NodeSummary& n) {
+  NodeInfo info;
+  info.address = n.address;
+  info.programVersion = n.programVersion;
+  info.hostname = n.hostname;
+  info.devices = n.devices;
+  info.workerThreads = n.workerThreads;
+  info.cores = n.cores;
+  info.busy = n.busy;
+  info.speed = n.speed;
+  info.bandwidthMbps = n.bandwidthMbps;
+  info.latencyMs = n.latencyMs;
+  return info;
+}
+
+}  // namespace
+
+NodeInfo ClusterController::queryNode(const std::string& address, const std::string& token) const {
+  return nodeInfoOf(remote::queryNode(address, token));
+}
+
+std::vector<NodeInfo> ClusterController::queryLocalNodes(const core::ClusterConfig& cluster) const {
+  remote::LocalCluster local(remote::defaultNodeBinary(),
+                             remote::localNodeOptions(cluster, cluster.localNodes));
+  remote::Coordinator coordinator(local.addresses(), {});
+  std::vector<NodeInfo> out;
+  for (const remote::NodeSummary& n : coordinator.connect()) out.push_back(nodeInfoOf(n));
+  return out;
+}
+
+std::vector<std::string> clusterLibraryVersions() {
+  return remote::libraryVersions();
 }
 
 ClusterController::~ClusterController() {

@@ -23,6 +23,8 @@ class ClusterController final : public ExperimentController {
   void cancel() override;
   bool busy() const override { return busy_.load(); }
   LiveFeed* liveFeed() override { return &feed_; }
+  NodeInfo queryNode(const std::string& address, const std::string& token) const override;
+  std::vector<NodeInfo> queryLocalNodes(const core::ClusterConfig& cluster) const override;
 
  private:
   void work(RunRequest request);
@@ -32,5 +34,8 @@ class ClusterController final : public ExperimentController {
   std::atomic<bool> cancel_{false};
   std::thread worker_;
 };
+
+// The versions of the libraries the cluster code runs on ("gRPC 1.51.1, ..."), for the About box.
+std::vector<std::string> clusterLibraryVersions();
 
 }  // namespace dtlab::ui

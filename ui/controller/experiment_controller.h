@@ -5,6 +5,9 @@
 #include <QtCore/QString>
 #include <QtCore/QStringList>
 
+#include <string>
+#include <vector>
+
 #include "core/spec/experiment_spec.h"
 
 namespace dtlab::ui {
@@ -25,6 +28,21 @@ struct RunRequest {
   // spec: the GUI keeps them in the user's settings.
   QStringList tokens;
   QString token;  // every node's token unless `tokens` says otherwise; local daemons get it
+};
+
+// What a node daemon says of itself (its GetInfo), as the GUI shows it.
+struct NodeInfo {
+  std::string address;
+  std::string programVersion;
+  std::string hostname;
+  std::vector<std::string> devices;  // "cpu (1 slot)", "cuda:0 (NVIDIA H200, ...)"
+  int workerThreads = 0;
+  int cores = 0;
+  bool busy = false;
+  // The daemon's own emulation flags (a job from a topology gets the topology's instead).
+  double speed = 1.0;
+  double bandwidthMbps = 0.0;
+  double latencyMs = 0.0;
 };
 
 // How far the current run is, sent at most every 100 ms.
@@ -54,6 +72,16 @@ class ExperimentController : public QObject {
   virtual bool busy() const = 0;
   // The points of the running variant as they are measured (for live charts).
   virtual LiveFeed* liveFeed() = 0;
+
+  // Node checks for the editors ("Test connection"). Both block, so call them off the GUI
+  // thread (ui/background.h); both are safe to call from any thread, while a run goes on too.
+  // Each throws dtlab::Error with a message a user can act on (unreachable, token refused,
+  // another protocol, a daemon that would not start).
+  // GetInfo on the daemon at `address` ("host:port"), with its token ("" for none).
+  virtual NodeInfo queryNode(const std::string& address, const std::string& token) const = 0;
+  // Starts the local daemons `cluster` describes, as a run would (its local nodes with their
+  // emulation), asks each, stops them: one NodeInfo per local node, in order.
+  virtual std::vector<NodeInfo> queryLocalNodes(const core::ClusterConfig& cluster) const = 0;
 
  signals:
   // A variant's run exists in the project (its id), before its first step.

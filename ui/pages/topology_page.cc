@@ -16,9 +16,8 @@
 #include <QtWidgets/QVBoxLayout>
 
 #include "core/spec/experiment_spec.h"
-#include "remote/cluster/local_cluster.h"
-#include "remote/coordinator/coordinator.h"
 #include "ui/background.h"
+#include "ui/controller/experiment_controller.h"
 #include "ui/models/topology_model.h"
 
 namespace dtlab::ui {
@@ -47,7 +46,7 @@ class TokenDelegate final : public QStyledItemDelegate {
 
 // One line of what a node's GetInfo said. A remote node's own emulation flags are only its
 // default: the topology's values apply to the jobs it runs from here.
-QString describe(const remote::NodeSummary& n, bool remoteRow) {
+QString describe(const NodeInfo& n, bool remoteRow) {
   QStringList devices;
   for (const std::string& d : n.devices) devices << QString::fromStdString(d);
   QString text = QObject::tr("dtlab-node %1 on %2: %3, %4 worker threads, %5 cores, ")
@@ -226,7 +225,7 @@ void TopologyPage::validate() {
   error_->setVisible(!problem.isEmpty());
   save_->setEnabled(problem.isEmpty());
   save_->setToolTip(problem.isEmpty() ? tr("Store this topology in the project") : problem);
-  test_->setEnabled(problem.isEmpty() && testsPending_ == 0);
+  test_->setEnabled(problem.isEmpty() && testsPending_ == 0 && controller_ != nullptr);
   // Remote daemons run with their own --threads.
   const bool local = !model_->hasRemoteNodes();
   threads_->setEnabled(local);
@@ -264,10 +263,10 @@ void TopologyPage::testConnection() {
     ++testsPending_;
     const std::string address = node.address.toStdString();
     const std::string token = node_tokens::token(node.address).toStdString();
-    runInBackground<remote::NodeSummary>(
-        this, [address, token] { return remote::queryNode(address, token); },
-        [this, row, generation](const std::optional<remote::NodeSummary>& found,
-                                const QString& error) {
+    const ExperimentController* controller = controller_;
+    runInBackground<NodeInfo>(
+        this, [controller, address, token] { return controller->queryNode(address, token); },
+        [this, row, generation](const std::optional<NodeInfo>& found, const QString& error) {
           if (generation != testGeneration_) return;
           model_->setFound(row, found ? describe(*found, true) : error, !found);
           finishTest(generation, found.has_value());
@@ -277,16 +276,10 @@ void TopologyPage::testConnection() {
 
   // Local rows: the daemons a run would start, started for real and asked.
   ++testsPending_;
-  runInBackground<std::vector<remote::NodeSummary>>(
-      this,
-      [spec] {
-        remote::LocalCluster cluster(
-            remote::defaultNodeBinary(),
-            remote::localNodeOptions(spec.cluster, spec.cluster.localNodes));
-        remote::Coordinator coordinator(cluster.addresses(), {});
-        return coordinator.connect();
-      },
-      [this, localRows, generation](const std::optional<std::vector<remote::NodeSummary>>& found,
+  const ExperimentController* controller = controller_;
+  runInBackground<std::vector<NodeInfo>>(
+      this, [controller, spec] { return controller->queryLocalNodes(spec.cluster); },
+      [this, localRows, generation](const std::optional<std::vector<NodeInfo>>& found,
                                     const QString& error) {
         if (generation != testGeneration_) return;
         for (std::size_t i = 0; i < localRows.size(); ++i) {
@@ -298,6 +291,11 @@ void TopologyPage::testConnection() {
         }
         finishTest(generation, found.has_value());
       });
+}
+
+void TopologyPage::setController(ExperimentController* controller) {
+  controller_ = controller;
+  validate();
 }
 
 QString TopologyPage::content() const {

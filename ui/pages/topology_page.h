@@ -15,6 +15,7 @@ class QTableView;
 
 namespace dtlab::ui {
 
+class ExperimentController;
 class TopologyModel;
 
 // The topology editor: the cluster a run uses. Local nodes are dtlab-node daemons the run
@@ -28,6 +29,9 @@ class TopologyPage final : public QWidget {
   Q_OBJECT
  public:
   explicit TopologyPage(QWidget* parent = nullptr);
+  // Who asks the nodes for "Test connection" (the window's controller; a test's fake). The
+  // button stays disabled without one. It must outlive the page's pending checks.
+  void setController(ExperimentController* controller);
 
   // id < 0: a new topology, not yet saved. Resets isModified().
   void edit(qint64 id, const QString& name, const nlohmann::json& cluster);
@@ -65,6 +69,7 @@ class TopologyPage final : public QWidget {
   void finishTest(int generation, bool ok);
 
   qint64 id_ = -1;
+  ExperimentController* controller_ = nullptr;
   TopologyModel* model_;
   QLineEdit* name_;
   QSpinBox* threads_;
