@@ -19,6 +19,7 @@
 #include "remote/common/client.h"
 #include "remote/common/metric_wire.h"
 #include "remote/common/protocol.h"
+#include "remote/coordinator/placement.h"
 #include "remote/proto/dtlab.grpc.pb.h"
 
 namespace dtlab::remote {
@@ -178,75 +179,17 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
   Impl& impl = *impl_;
   if (impl.summaries.size() != impl.nodes.size()) connect();
   const core::VariantConfig& chosen = spec.variants.at(static_cast<std::size_t>(variant));
-  // A variant may run on the first `nodes` nodes only (a baseline beside the whole cluster).
-  if (chosen.nodes > static_cast<int64_t>(impl.nodes.size()))
-    throw Error("variant '" + chosen.name + "' asks for " + std::to_string(chosen.nodes) +
-                " nodes; the cluster has " + std::to_string(impl.nodes.size()));
-  const std::size_t nodeCount =
-      chosen.nodes > 0 ? static_cast<std::size_t>(chosen.nodes) : impl.nodes.size();
-  // The ranks, node by node: one per worker slot of the run's device there (its GPUs for a
-  // cuda run, its CPU slots otherwise).
-  const bool cuda = spec.cluster.device == "cuda";
-  auto slotsOf = [&](std::size_t n) {
-    return cuda ? std::max(1, impl.summaries[n].gpus) : std::max(1, impl.summaries[n].cpuSlots);
-  };
-  struct Rank {
-    std::size_t node;
-    int slot;
-  };
-  std::vector<Rank> ranks;
-  for (std::size_t n = 0; n < nodeCount; ++n)
-    for (int s = 0; s < slotsOf(n); ++s) ranks.push_back({n, s});
-  const std::size_t world = ranks.size();
-  // How messages name rank i: its node, and its slot where the node has several.
-  auto who = [&](std::size_t i) {
-    const std::size_t n = ranks[i].node;
-    return slotsOf(n) == 1 ? impl.label(n)
-                           : impl.label(n) + " slot " + std::to_string(ranks[i].slot);
-  };
+  // a. Place the ranks (every check that can refuse the run is made here, before any job).
+  std::vector<std::string> labels;
+  for (std::size_t i = 0; i < impl.nodes.size(); ++i) labels.push_back(impl.label(i));
+  const Placement placement = placeRun(spec, variant, impl.summaries, labels);
+  const std::vector<RankSlot>& ranks = placement.ranks;
+  const std::size_t world = placement.world();
+  auto who = [&](std::size_t i) { return placement.rankNames[i]; };
   const std::string jobId = newJobId();
   const std::string specJson = core::toJson(spec).dump();
   const Clock::time_point start = Clock::now();
-  const core::StrategyDescriptor& descriptor = core::strategyOf(chosen);
-  const std::string strategy = descriptor.name;
-  for (std::size_t i = 0; i < nodeCount; ++i) {
-    const auto& caps = impl.summaries[i].capabilities;
-    if (std::find(caps.begin(), caps.end(), strategy) == caps.end())
-      throw Error("node " + impl.label(i) + " cannot run strategy '" + strategy + "' (it runs: " +
-                  [&] {
-                    std::string list;
-                    for (const auto& c : caps) list += (list.empty() ? "" : ", ") + c;
-                    return list;
-                  }() +
-                  "); update its dtlab-node");
-  }
-  // A GPU run needs a GPU on every node it uses: say which lack one before any job starts.
-  if (cuda) {
-    std::string without;
-    for (std::size_t i = 0; i < nodeCount; ++i) {
-      const auto& devices = impl.summaries[i].devices;
-      if (std::none_of(devices.begin(), devices.end(),
-                       [](const std::string& d) { return d.rfind("cuda:", 0) == 0; }))
-        without += (without.empty() ? "" : ", ") + impl.label(i);
-    }
-    if (!without.empty())
-      throw Error("cluster.device \"cuda\": no GPU on " + without +
-                  " (start each dtlab-node with --devices cuda:N, or use cluster.device "
-                  "\"cpu\")");
-  }
-  // The parameter server's shard k lives on rank k's node: one shard a node, so one rank.
-  if (descriptor.traits.usesParameterServer && world > nodeCount) {
-    for (std::size_t n = 0; n < nodeCount; ++n)
-      if (slotsOf(n) > 1)
-        throw Error("variant '" + chosen.name + "' (" + strategy +
-                    ") runs one worker per node so far; node " + impl.label(n) + " has " +
-                    std::to_string(slotsOf(n)) +
-                    " worker slots (start it with --devices cpu, or choose " +
-                    core::strategyList([](const core::StrategyDescriptor& d) {
-                      return !d.traits.usesParameterServer;
-                    }) +
-                    ")");
-  }
+  const std::string strategy = core::strategyOf(chosen).name;
 
   core::RunSummary summary;
   summary.name = chosen.name.empty() ? strategy : chosen.name;
@@ -258,41 +201,13 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
     if (sink != nullptr) sink->onEvent(e);
     summary.events.push_back(std::move(e));
   };
-
-  // Workers that share a host's cores slow each other down: the run says so (an event and
-  // the summary), since its timings then measure the contention too.
-  std::map<std::string, std::vector<std::size_t>> byHost;
-  for (std::size_t i = 0; i < nodeCount; ++i) byHost[impl.summaries[i].hostname].push_back(i);
-  for (const auto& [host, members] : byHost) {
-    int threads = 0;
-    std::string names;
-    for (std::size_t i : members) {
-      threads += std::max(1, impl.summaries[i].workerThreads) * slotsOf(i);
-      names += (names.empty() ? "" : ", ") + impl.label(i);
-    }
-    const int cores = impl.summaries[members.front()].cores;
-    if (cores <= 0 || threads <= cores) continue;
+  // Workers that share a host's cores: the run says so, its timings measure that too.
+  for (const std::string& host : placement.contention) {
     summary.contended = true;
-    addEvent(0, "contention",
-             "host " + host + ": " + std::to_string(threads) + " busy worker threads on " +
-                 std::to_string(cores) + " cores (" + names + "); timings include the contention");
+    addEvent(0, "contention", host);
   }
-
-  // A node's services as its peers reach them: its advertised host (else the host the
-  // coordinator dialled) on the port it serves on.
-  auto reachable = [&](std::size_t i) {
-    const HostPort at = parseHostPort(impl.nodes[i].address, "node address");
-    const std::string host =
-        impl.summaries[i].advertiseHost.empty() ? at.host : impl.summaries[i].advertiseHost;
-    return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
-           std::to_string(at.port);
-  };
-  const std::string rendezvous = reachable(0);  // rank 0's rendezvous
-  // Parameter-server variants: shard k on rank k.
-  std::vector<std::string> psAddresses;
-  if (descriptor.traits.usesParameterServer && world > 1)
-    for (int k = 0; k < core::psShardCount(chosen, static_cast<int>(world)); ++k)
-      psAddresses.push_back(reachable(static_cast<std::size_t>(k)));
+  const std::string& rendezvous = placement.rendezvous;
+  const std::vector<std::string>& psAddresses = placement.psAddresses;
 
   // b. Start everywhere.
   std::size_t started = 0;
