@@ -19,6 +19,7 @@
 #include "remote/common/client.h"
 #include "remote/common/metric_wire.h"
 #include "remote/common/protocol.h"
+#include "remote/coordinator/merge.h"
 #include "remote/coordinator/placement.h"
 #include "remote/proto/dtlab.grpc.pb.h"
 
@@ -154,25 +155,6 @@ NodeSummary queryNode(const std::string& address, const std::string& token,
   auto stub = pb::NodeService::NewStub(channelTo(address));
   return getInfo(*stub, address, token, deadline);
 }
-
-namespace {
-
-// Rank of a failure origin when choosing a run's error: lower is closer to the root cause.
-int causeRank(core::FailureOrigin origin) {
-  switch (origin) {
-    case core::FailureOrigin::kThisRank:
-      return 0;
-    case core::FailureOrigin::kPeer:
-      return 1;
-    case core::FailureOrigin::kCommunication:
-      return 2;
-    case core::FailureOrigin::kNone:
-      return 3;
-  }
-  return 3;
-}
-
-}  // namespace
 
 core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
                                   core::MetricSink* sink, const std::atomic<bool>* cancel) {
@@ -363,97 +345,17 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
   for (std::thread& t : cancels) t.join();
 
   // d. Merge.
-  double maxStepMs = 0.0;
-  double utilization = 0.0;
-  double waitFraction = 0.0;
-  summary.status = core::RunStatus::kCompleted;
-  int bestCause = 99;
-  core::StopReason failedBecause = core::StopReason::kError;  // the root cause's reason
-  core::ExchangeTotals exchange;
+  std::vector<RankEnd> ends(world);
   for (std::size_t i = 0; i < world; ++i) {
-    const Watch& w = watches[i];
-    const pb::JobResult& r = w.result;
-    core::ExchangeTotals x;
-    x.steps = r.exchange_steps();
-    x.stalenessSum = r.staleness_sum();
-    x.maxStaleness = r.max_staleness();
-    x.stalenessHistogram.assign(r.staleness_histogram().begin(), r.staleness_histogram().end());
-    x.bytesSent = r.bytes_sent_total();
-    x.bytesReceived = r.bytes_received_total();
-    x.divergenceSum = r.divergence_sum();
-    x.divergenceSteps = r.divergence_steps();
-    exchange.merge(x);
-    summary.paramChecksum.push_back(r.param_checksum());
-    summary.peakMemBytes.push_back(r.peak_mem_bytes());
-    summary.samples += r.samples();
-    maxStepMs = std::max(maxStepMs, r.step_ms_total());
-    summary.utilization.push_back(r.step_ms_total() > 0.0 ? r.compute_ms_total() / r.step_ms_total()
-                                                          : 0.0);
-    if (r.step_ms_total() > 0.0) {
-      utilization += r.compute_ms_total() / r.step_ms_total() / static_cast<double>(world);
-      waitFraction += r.wait_ms_total() / r.step_ms_total() / static_cast<double>(world);
-    }
-    core::RunStatus status = core::RunStatus::kFailed;
-    if (w.finished) {
-      try {
-        status = core::parseRunStatus(r.status());
-      } catch (const std::exception&) {
-        status = core::RunStatus::kFailed;
-      }
-    }
-    if (status == core::RunStatus::kFailed) {
-      summary.status = core::RunStatus::kFailed;
-      // The root cause: a rank's own failure before one it learned from a peer, before a
-      // communication error, before a node that did not report at all.
-      const int cause = w.finished ? causeRank(core::parseFailureOrigin(r.failure_origin())) : 4;
-      if (cause < bestCause) {
-        bestCause = cause;
-        // A diverged loss is its own reason to stop; every other failure is an error.
-        failedBecause =
-            w.finished && core::readStopReason(r.stop_reason()) == core::StopReason::kDiverged
-                ? core::StopReason::kDiverged
-                : core::StopReason::kError;
-        summary.error = w.finished    ? who(i) + ": " + r.error()
-                        : w.abandoned ? who(i) + " did not report its end within " +
-                                            std::to_string(impl.options.windDown.count()) + " ms"
-                                      : who(i) + " " + w.error;
-      }
-    } else if (status == core::RunStatus::kCancelled &&
-               summary.status == core::RunStatus::kCompleted) {
-      summary.status = core::RunStatus::kCancelled;
-    }
+    ends[i].name = who(i);
+    ends[i].finished = watches[i].finished;
+    ends[i].abandoned = watches[i].abandoned;
+    ends[i].error = watches[i].error;
+    ends[i].result = watches[i].result;
   }
-  if (!lostNode.empty()) {
-    summary.status = core::RunStatus::kFailed;
-    summary.error = lostNode;
-  }
-  // A cancelled run whose stragglers were left behind is still a cancelled run.
-  if (cancelSent && !failing && summary.status == core::RunStatus::kFailed && bestCause >= 2)
-    summary.status = core::RunStatus::kCancelled, summary.error.clear();
-  const pb::JobResult& first = watches[0].result;
-  summary.steps = first.steps();
-  if (summary.status == core::RunStatus::kFailed) {
-    summary.stopReason = lostNode.empty() ? failedBecause : core::StopReason::kError;
-  } else if (summary.status == core::RunStatus::kCancelled) {
-    summary.stopReason = core::StopReason::kCancelled;
-  } else {
-    try {
-      summary.stopReason = core::parseStopReason(first.stop_reason());
-    } catch (const std::exception&) {
-      summary.stopReason = core::StopReason::kError;
-    }
-  }
-  if (first.has_test_accuracy()) summary.finalTestAccuracy = first.final_test_accuracy();
-  if (watches[0].finished) summary.finalTestLoss = first.final_test_loss();
-  if (first.has_time_to_target()) summary.timeToTargetS = first.time_to_target_s();
-  summary.samplesPerS =
-      maxStepMs > 0.0 ? static_cast<double>(summary.samples) * 1000.0 / maxStepMs : 0.0;
-  summary.meanUtilization = utilization;
-  summary.meanWaitFraction = waitFraction;
+  mergeRankEnds(ends, {lostNode, failing, cancelSent, impl.options.windDown}, summary);
   if (const core::SettingValue* partition = chosen.settings.find("partition"))
     summary.partition = core::settingText(*partition);
-  summary.nodes = static_cast<int64_t>(world);
-  summarizeExchange(exchange, summary);
   summary.rebalances = std::count_if(summary.events.begin(), summary.events.end(),
                                      [](const core::RunEvent& e) { return e.kind == "rebalance"; });
   summary.switches =

@@ -1,0 +1,38 @@
+#pragma once
+// The last phase of a run (Coordinator::run): the ranks' results merged into the run's
+// summary. Which rank's error is the run's, whether a cancelled run with stragglers is still
+// cancelled, the throughput, utilisation and exchange figures: decided here from the ranks'
+// ends alone, so each rule has a test of its own (tests/remote/test_merge.cc).
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "core/metrics/metrics.h"
+#include "remote/proto/dtlab.pb.h"
+
+namespace dtlab::remote {
+
+// How one rank's watch ended.
+struct RankEnd {
+  std::string name;         // how messages name it (Placement::rankNames)
+  bool finished = false;    // its final result arrived
+  bool abandoned = false;   // still running at the end of the wind-down: left behind
+  std::string error;        // why its stream ended without a result ("its stream broke (...)")
+  proto::JobResult result;  // when finished
+};
+
+// How the watch itself ended.
+struct WatchEnd {
+  std::string lostNode;     // a node declared lost ("node1 (...) lost: ..."); empty: none
+  bool failing = false;     // the coordinator ended the run on a failure or a lost node
+  bool cancelSent = false;  // the user's cancel was forwarded
+  std::chrono::milliseconds windDown{0};  // how long ranks were given to report their end
+};
+
+// Fills `summary`'s outcome (status, stop reason, error) and figures (steps, samples,
+// throughput, utilisation, wait, checksums, memory, exchange, test figures) from `ranks`, in
+// rank order. Events, name, strategy, partition and wall time are the caller's.
+void mergeRankEnds(const std::vector<RankEnd>& ranks, const WatchEnd& watch,
+                   core::RunSummary& summary);
+
+}  // namespace dtlab::remote
