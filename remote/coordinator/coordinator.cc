@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -115,7 +116,199 @@ struct Coordinator::Impl {
     pb::CancelJobResponse response;
     static_cast<void>(nodes[i].stub->CancelJob(&context, request, &response));
   }
+  // Starts the job on every rank's node, in rank order. When a start fails, the jobs already
+  // started are aborted (none is left waiting at the rendezvous for ranks that will never
+  // come) and the error names the rank.
+  void startJobs(const Placement& placement, const std::string& jobId, const std::string& specJson,
+                 int variant) const;
+  using EventAdder = std::function<void(int64_t step, std::string kind, std::string detail)>;
+  // Reads every rank's WatchJob stream (metrics to the sink, events to `events`, under
+  // `mutex`) until all have ended, with a watchdog: a silent or broken node is lost and a
+  // failed rank ends the run (the others are aborted); a user's cancel is forwarded; ranks
+  // that have not reported their end windDown later are left behind. Fills `ends`.
+  WatchEnd watchJobs(const Placement& placement, const std::string& jobId, core::MetricSink* sink,
+                     const std::atomic<bool>* cancel, std::mutex& mutex,
+                     std::vector<core::RunEvent>& events, const EventAdder& addEvent,
+                     std::vector<RankEnd>& ends) const;
+  pb::StartJobRequest startRequest(const Placement& placement, std::size_t rank,
+                                   const std::string& jobId, const std::string& specJson,
+                                   int variant) const;
 };
+
+pb::StartJobRequest Coordinator::Impl::startRequest(const Placement& placement, std::size_t rank,
+                                                    const std::string& jobId,
+                                                    const std::string& specJson,
+                                                    int variant) const {
+  const std::size_t node = placement.ranks[rank].node;
+  pb::StartJobRequest request;
+  request.set_protocol_version(kProtocolVersion);
+  request.set_job_id(jobId);
+  request.set_spec_json(specJson);
+  request.set_variant(variant);
+  request.set_rank(static_cast<int>(rank));
+  request.set_world_size(static_cast<int>(placement.world()));
+  request.set_rendezvous_address(placement.rendezvous);
+  request.set_node_name(nodes[node].name);
+  request.set_reached_host(parseHostPort(nodes[node].address, "node address").host);
+  request.set_slot(placement.ranks[rank].slot);
+  request.set_node_index(static_cast<int>(node));
+  request.set_heartbeat_ms(static_cast<uint64_t>(options.heartbeatInterval.count()));
+  request.set_connect_timeout_ms(static_cast<uint64_t>(options.connectTimeout.count()));
+  for (std::size_t k = 0; k < placement.psAddresses.size(); ++k) {
+    request.add_ps_addresses(placement.psAddresses[k]);
+    request.add_ps_names(nodes[k].name);
+  }
+  if (!options.emulation.empty()) {
+    const core::NodeConfig& entry = options.emulation[node];
+    pb::NodeEmulation* emulation = request.mutable_emulation();
+    emulation->set_speed(entry.speed);
+    emulation->set_bandwidth_mbps(entry.bandwidthMbps);
+    emulation->set_latency_ms(entry.latencyMs);
+  }
+  return request;
+}
+
+WatchEnd Coordinator::Impl::watchJobs(const Placement& placement, const std::string& jobId,
+                                      core::MetricSink* sink, const std::atomic<bool>* cancel,
+                                      std::mutex& mutex, std::vector<core::RunEvent>& events,
+                                      const EventAdder& addEvent,
+                                      std::vector<RankEnd>& ends) const {
+  struct Watch {
+    std::unique_ptr<grpc::ClientContext> context;
+    Clock::time_point last = Clock::now();
+    bool broken = false;
+    RankEnd end;  // finished, abandoned, error and result as the merge reads them
+  };
+  const std::size_t world = placement.world();
+  std::vector<Watch> watches(world);
+  for (std::size_t i = 0; i < world; ++i) watches[i].end.name = placement.rankNames[i];
+  std::vector<std::thread> readers;
+  std::condition_variable changed;
+  for (std::size_t i = 0; i < world; ++i) {
+    watches[i].context = std::make_unique<grpc::ClientContext>();
+    prepareClientContext(*watches[i].context, token(placement.ranks[i].node),
+                         std::chrono::duration_cast<std::chrono::milliseconds>(kStreamDeadline));
+    readers.emplace_back([&, i] {
+      pb::WatchJobRequest request;
+      request.set_protocol_version(kProtocolVersion);
+      request.set_job_id(jobId);
+      request.set_slot(placement.ranks[i].slot);
+      auto reader =
+          nodes[placement.ranks[i].node].stub->WatchJob(watches[i].context.get(), request);
+      pb::JobUpdate update;
+      while (reader->Read(&update)) {
+        std::lock_guard lock(mutex);
+        watches[i].last = Clock::now();
+        if (sink != nullptr) {
+          for (const auto& p : update.steps()) sink->onStep(toCore(p));
+          for (const auto& e : update.evals()) sink->onEval(toCore(e));
+          for (const auto& n : update.node_samples()) sink->onNode(toCore(n, static_cast<int>(i)));
+        }
+        for (const auto& e : update.events()) {
+          core::RunEvent event{e.step(), e.wall_ms(), e.kind(), e.detail()};
+          if (sink != nullptr) sink->onEvent(event);
+          if (event.kind != "finish") events.push_back(std::move(event));
+        }
+        if (update.finished()) {
+          watches[i].end.finished = true;
+          watches[i].end.result = update.result();
+        }
+        changed.notify_all();
+      }
+      const grpc::Status status = reader->Finish();
+      std::lock_guard lock(mutex);
+      if (!watches[i].end.finished) {
+        watches[i].broken = true;
+        watches[i].end.error = "its stream broke (" + describeStatus(status) + ")";
+      }
+      changed.notify_all();
+    });
+  }
+
+  // Watchdog: a lost node or a failed job ends the run at once (the others abort their
+  // communication); a user's cancel is forwarded politely. Either way the nodes that have
+  // not reported their end by `windDown` later are left behind.
+  // Cancels go out on threads of their own: a stopped node would hold a call for its whole
+  // deadline, and the others must hear of it now.
+  std::vector<std::thread> cancels;
+  auto sendCancel = [&](std::size_t i, bool abort) {
+    const std::size_t node = placement.ranks[i].node;
+    cancels.emplace_back([this, node, jobId, abort] { cancelJob(node, jobId, abort); });
+  };
+  std::string lostNode;
+  bool failing = false;
+  bool cancelSent = false;
+  std::optional<Clock::time_point> giveUpAt;
+  auto ended = [](const Watch& w) { return w.end.finished || w.broken || w.end.abandoned; };
+  {
+    std::unique_lock lock(mutex);
+    while (!std::all_of(watches.begin(), watches.end(), ended)) {
+      if (!failing) {
+        for (std::size_t i = 0; i < world && !failing; ++i) {
+          Watch& w = watches[i];
+          const bool failed = w.end.finished && core::readRunStatus(w.end.result.status()) ==
+                                                    core::RunStatus::kFailed;
+          const bool silent = !w.end.finished && Clock::now() - w.last > options.lostAfter;
+          if (!failed && !w.broken && !silent) continue;
+          failing = true;
+          if (!failed) {
+            lostNode = placement.rankNames[i] + " lost: " +
+                       (w.broken ? w.end.error
+                                 : "no heartbeat for " + std::to_string(options.lostAfter.count()) +
+                                       " ms");
+            addEvent(0, "node_lost", lostNode);
+            if (!w.broken) w.context->TryCancel();
+          }
+          for (std::size_t j = 0; j < world; ++j)
+            if (j != i) sendCancel(j, true);
+          giveUpAt = Clock::now() + options.windDown;
+        }
+      }
+      if (!cancelSent && !failing && cancel != nullptr && cancel->load()) {
+        cancelSent = true;
+        for (std::size_t i = 0; i < world; ++i) sendCancel(i, false);
+        giveUpAt = Clock::now() + options.windDown;
+      }
+      if (giveUpAt && Clock::now() >= *giveUpAt) {
+        for (Watch& w : watches) {
+          if (ended(w)) continue;
+          w.end.abandoned = true;
+          w.context->TryCancel();
+        }
+        break;
+      }
+      changed.wait_for(lock, std::chrono::milliseconds(50));
+    }
+  }
+  for (std::thread& t : readers) t.join();
+  for (std::thread& t : cancels) t.join();
+
+  ends.clear();
+  for (Watch& w : watches) ends.push_back(std::move(w.end));
+  return {lostNode, failing, cancelSent, options.windDown};
+}
+
+void Coordinator::Impl::startJobs(const Placement& placement, const std::string& jobId,
+                                  const std::string& specJson, int variant) const {
+  std::size_t started = 0;
+  try {
+    for (; started < placement.world(); ++started) {
+      const std::size_t node = placement.ranks[started].node;
+      grpc::ClientContext context;
+      prepare(context, node, std::chrono::milliseconds(10000));
+      const pb::StartJobRequest request =
+          startRequest(placement, started, jobId, specJson, variant);
+      pb::StartJobResponse response;
+      const grpc::Status status = nodes[node].stub->StartJob(&context, request, &response);
+      if (!status.ok())
+        throw Error("starting the job on " + placement.rankNames[started] + ": " +
+                    describeStatus(status));
+    }
+  } catch (...) {
+    for (std::size_t i = 0; i < started; ++i) cancelJob(placement.ranks[i].node, jobId, true);
+    throw;
+  }
+}
 
 Coordinator::Coordinator(std::vector<std::string> addresses, CoordinatorOptions options)
     : impl_(std::make_unique<Impl>()) {
@@ -165,9 +358,6 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
   std::vector<std::string> labels;
   for (std::size_t i = 0; i < impl.nodes.size(); ++i) labels.push_back(impl.label(i));
   const Placement placement = placeRun(spec, variant, impl.summaries, labels);
-  const std::vector<RankSlot>& ranks = placement.ranks;
-  const std::size_t world = placement.world();
-  auto who = [&](std::size_t i) { return placement.rankNames[i]; };
   const std::string jobId = newJobId();
   const std::string specJson = core::toJson(spec).dump();
   const Clock::time_point start = Clock::now();
@@ -188,172 +378,16 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
     summary.contended = true;
     addEvent(0, "contention", host);
   }
-  const std::string& rendezvous = placement.rendezvous;
-  const std::vector<std::string>& psAddresses = placement.psAddresses;
+  // b. Start everywhere (or nowhere).
+  impl.startJobs(placement, jobId, specJson, variant);
 
-  // b. Start everywhere.
-  std::size_t started = 0;
-  try {
-    for (; started < world; ++started) {
-      const std::size_t node = ranks[started].node;
-      grpc::ClientContext context;
-      impl.prepare(context, node, std::chrono::milliseconds(10000));
-      pb::StartJobRequest request;
-      request.set_protocol_version(kProtocolVersion);
-      request.set_job_id(jobId);
-      request.set_spec_json(specJson);
-      request.set_variant(variant);
-      request.set_rank(static_cast<int>(started));
-      request.set_world_size(static_cast<int>(world));
-      request.set_rendezvous_address(rendezvous);
-      request.set_node_name(impl.nodes[node].name);
-      request.set_reached_host(parseHostPort(impl.nodes[node].address, "node address").host);
-      request.set_slot(ranks[started].slot);
-      request.set_node_index(static_cast<int>(node));
-      request.set_heartbeat_ms(static_cast<uint64_t>(impl.options.heartbeatInterval.count()));
-      request.set_connect_timeout_ms(static_cast<uint64_t>(impl.options.connectTimeout.count()));
-      for (std::size_t k = 0; k < psAddresses.size(); ++k) {
-        request.add_ps_addresses(psAddresses[k]);
-        request.add_ps_names(impl.nodes[k].name);
-      }
-      if (!impl.options.emulation.empty()) {
-        const core::NodeConfig& entry = impl.options.emulation[node];
-        pb::NodeEmulation* emulation = request.mutable_emulation();
-        emulation->set_speed(entry.speed);
-        emulation->set_bandwidth_mbps(entry.bandwidthMbps);
-        emulation->set_latency_ms(entry.latencyMs);
-      }
-      pb::StartJobResponse response;
-      const grpc::Status status = impl.nodes[node].stub->StartJob(&context, request, &response);
-      if (!status.ok())
-        throw Error("starting the job on " + who(started) + ": " + describeStatus(status));
-    }
-  } catch (...) {
-    for (std::size_t i = 0; i < started; ++i) impl.cancelJob(ranks[i].node, jobId, true);
-    throw;
-  }
-
-  // c. Watch every node.
-  struct Watch {
-    std::unique_ptr<grpc::ClientContext> context;
-    Clock::time_point last = Clock::now();
-    bool finished = false;
-    bool broken = false;
-    bool abandoned = false;  // left behind after the wind-down
-    std::string error;
-    pb::JobResult result;
-  };
-  std::vector<Watch> watches(world);
-  std::vector<std::thread> readers;
-  std::condition_variable changed;
-  for (std::size_t i = 0; i < world; ++i) {
-    watches[i].context = std::make_unique<grpc::ClientContext>();
-    prepareClientContext(*watches[i].context, impl.token(ranks[i].node),
-                         std::chrono::duration_cast<std::chrono::milliseconds>(kStreamDeadline));
-    readers.emplace_back([&, i] {
-      pb::WatchJobRequest request;
-      request.set_protocol_version(kProtocolVersion);
-      request.set_job_id(jobId);
-      request.set_slot(ranks[i].slot);
-      auto reader = impl.nodes[ranks[i].node].stub->WatchJob(watches[i].context.get(), request);
-      pb::JobUpdate update;
-      while (reader->Read(&update)) {
-        std::lock_guard lock(mutex);
-        watches[i].last = Clock::now();
-        if (sink != nullptr) {
-          for (const auto& p : update.steps()) sink->onStep(toCore(p));
-          for (const auto& e : update.evals()) sink->onEval(toCore(e));
-          for (const auto& n : update.node_samples()) sink->onNode(toCore(n, static_cast<int>(i)));
-        }
-        for (const auto& e : update.events()) {
-          core::RunEvent event{e.step(), e.wall_ms(), e.kind(), e.detail()};
-          if (sink != nullptr) sink->onEvent(event);
-          if (event.kind != "finish") summary.events.push_back(std::move(event));
-        }
-        if (update.finished()) {
-          watches[i].finished = true;
-          watches[i].result = update.result();
-        }
-        changed.notify_all();
-      }
-      const grpc::Status status = reader->Finish();
-      std::lock_guard lock(mutex);
-      if (!watches[i].finished) {
-        watches[i].broken = true;
-        watches[i].error = "its stream broke (" + describeStatus(status) + ")";
-      }
-      changed.notify_all();
-    });
-  }
-
-  // Watchdog: a lost node or a failed job ends the run at once (the others abort their
-  // communication); a user's cancel is forwarded politely. Either way the nodes that have
-  // not reported their end by `windDown` later are left behind.
-  // Cancels go out on threads of their own: a stopped node would hold a call for its whole
-  // deadline, and the others must hear of it now.
-  std::vector<std::thread> cancels;
-  auto sendCancel = [&](std::size_t i, bool abort) {
-    const std::size_t node = ranks[i].node;
-    cancels.emplace_back([&impl, node, jobId, abort] { impl.cancelJob(node, jobId, abort); });
-  };
-  std::string lostNode;
-  bool failing = false;
-  bool cancelSent = false;
-  std::optional<Clock::time_point> giveUpAt;
-  auto ended = [](const Watch& w) { return w.finished || w.broken || w.abandoned; };
-  {
-    std::unique_lock lock(mutex);
-    while (!std::all_of(watches.begin(), watches.end(), ended)) {
-      if (!failing) {
-        for (std::size_t i = 0; i < world && !failing; ++i) {
-          Watch& w = watches[i];
-          const bool failed =
-              w.finished && core::readRunStatus(w.result.status()) == core::RunStatus::kFailed;
-          const bool silent = !w.finished && Clock::now() - w.last > impl.options.lostAfter;
-          if (!failed && !w.broken && !silent) continue;
-          failing = true;
-          if (!failed) {
-            lostNode = who(i) + " lost: " +
-                       (w.broken ? w.error
-                                 : "no heartbeat for " +
-                                       std::to_string(impl.options.lostAfter.count()) + " ms");
-            addEvent(0, "node_lost", lostNode);
-            if (!w.broken) w.context->TryCancel();
-          }
-          for (std::size_t j = 0; j < world; ++j)
-            if (j != i) sendCancel(j, true);
-          giveUpAt = Clock::now() + impl.options.windDown;
-        }
-      }
-      if (!cancelSent && !failing && cancel != nullptr && cancel->load()) {
-        cancelSent = true;
-        for (std::size_t i = 0; i < world; ++i) sendCancel(i, false);
-        giveUpAt = Clock::now() + impl.options.windDown;
-      }
-      if (giveUpAt && Clock::now() >= *giveUpAt) {
-        for (Watch& w : watches) {
-          if (ended(w)) continue;
-          w.abandoned = true;
-          w.context->TryCancel();
-        }
-        break;
-      }
-      changed.wait_for(lock, std::chrono::milliseconds(50));
-    }
-  }
-  for (std::thread& t : readers) t.join();
-  for (std::thread& t : cancels) t.join();
+  // c. Watch every rank to its end; a lost node or a failed rank ends the run.
+  std::vector<RankEnd> ends;
+  const WatchEnd watched =
+      impl.watchJobs(placement, jobId, sink, cancel, mutex, summary.events, addEvent, ends);
 
   // d. Merge.
-  std::vector<RankEnd> ends(world);
-  for (std::size_t i = 0; i < world; ++i) {
-    ends[i].name = who(i);
-    ends[i].finished = watches[i].finished;
-    ends[i].abandoned = watches[i].abandoned;
-    ends[i].error = watches[i].error;
-    ends[i].result = watches[i].result;
-  }
-  mergeRankEnds(ends, {lostNode, failing, cancelSent, impl.options.windDown}, summary);
+  mergeRankEnds(ends, watched, summary);
   if (const core::SettingValue* partition = chosen.settings.find("partition"))
     summary.partition = core::settingText(*partition);
   summary.rebalances = std::count_if(summary.events.begin(), summary.events.end(),
