@@ -1,92 +1,17 @@
+// `dtlab --bench`: flags in, figures out; the benchmark itself is ui/bench/gui_bench.h.
 #include "app/gui_bench.h"
 
-#include <qcustomplot.h>
-
-#include <QtCore/QElapsedTimer>
-#include <QtCore/QEventLoop>
-#include <QtCore/QTemporaryDir>
-#include <QtCore/QTimer>
-#include <QtWidgets/QApplication>
-
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <vector>
+#include <cstdlib>
 
 #include <nlohmann/json.hpp>
 
-#include "core/store/point_appender.h"
-#include "core/store/project_store.h"
-#include "ui/charts/comparison_chart.h"
-#include "ui/controller/experiment_controller.h"
-#include "ui/main_window.h"
-#include "ui/pages/run_page.h"
+#include "ui/bench/gui_bench.h"
 
 namespace dtlab::app {
-namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const auto i = static_cast<std::size_t>(std::ceil(p * static_cast<double>(v.size()))) - 1;
-  return v[std::min(i, v.size() - 1)];
-}
-
-// A loss-like curve with noise: what a training run records.
-double curve(int64_t step, int run) {
-  const double t = static_cast<double>(step);
-  const uint64_t h = (static_cast<uint64_t>(step) * 0x9E3779B97F4A7C15ull) ^ (uint64_t(run) << 32);
-  const double noise = static_cast<double>((h >> 11) % 10000) / 10000.0 - 0.5;
-  return 2.0 * std::exp(-t / 20000.0) + 0.1 + 0.05 * noise + 0.02 * run;
-}
-
-// Times `replot` K times after one untimed call; milliseconds.
-template <typename Plot>
-std::vector<double> timeReplots(Plot& plot, int reps) {
-  plot.replot(QCustomPlot::rpImmediateRefresh);
-  std::vector<double> ms;
-  for (int r = 0; r < reps; ++r) {
-    QElapsedTimer timer;
-    timer.start();
-    plot.replot(QCustomPlot::rpImmediateRefresh);
-    ms.push_back(static_cast<double>(timer.nsecsElapsed()) / 1e6);
-  }
-  return ms;
-}
-
-// How late a 5 ms timer fires while the event loop runs for `seconds` (ms each time).
-std::vector<double> eventLoopLateness(double seconds) {
-  std::vector<double> late;
-  QEventLoop loop;
-  QTimer tick;
-  tick.setTimerType(Qt::PreciseTimer);
-  tick.setInterval(5);
-  QElapsedTimer clock;
-  clock.start();
-  qint64 last = clock.nsecsElapsed();
-  QObject::connect(&tick, &QTimer::timeout, &loop, [&] {
-    const qint64 now = clock.nsecsElapsed();
-    late.push_back(std::max(0.0, static_cast<double>(now - last) / 1e6 - 5.0));
-    last = now;
-    if (static_cast<double>(now) / 1e9 >= seconds) loop.quit();
-  });
-  tick.start();
-  loop.exec();
-  return late;
-}
-
-}  // namespace
 
 int runGuiBench(const QStringList& args) {
-  int runs = 8, reps = 15;
-  int64_t points = 200000;
-  double streamSeconds = 6.0;
+  ui::GuiBenchOptions options;
   bool json = false;
   for (int i = 0; i < args.size(); ++i) {
     const auto value = [&](int min, int max) {
@@ -101,13 +26,13 @@ int runGuiBench(const QStringList& args) {
       return v;
     };
     if (args[i] == "--runs")
-      runs = value(1, 64);
+      options.runs = value(1, 64);
     else if (args[i] == "--points")
-      points = value(1, 10'000'000);
+      options.points = value(1, 10'000'000);
     else if (args[i] == "--reps")
-      reps = value(1, 1000);
+      options.reps = value(1, 1000);
     else if (args[i] == "--stream-seconds")
-      streamSeconds = value(1, 600);
+      options.streamSeconds = value(1, 600);
     else if (args[i] == "--json")
       json = true;
     else if (args[i] != "--bench") {
@@ -115,119 +40,16 @@ int runGuiBench(const QStringList& args) {
       return 2;
     }
   }
-  QTemporaryDir dir;
-  const std::string path = dir.filePath("bench.dtlab").toStdString();
-
-  // 1. A project with `runs` runs of `points` loss points each, through the real appender.
-  std::vector<int64_t> runIds;
-  {
-    auto store = core::ProjectStore::create(path, "bench");
-    core::PointAppender appender(path);
-    for (int r = 0; r < runs; ++r) {
-      const int64_t id =
-          store->beginRun({std::nullopt, "run " + std::to_string(r), "bench", 1, nullptr});
-      runIds.push_back(id);
-      const core::SeriesHandle h = appender.series(id, 0, 0, "loss");
-      std::vector<core::PointRecord> batch;
-      batch.reserve(4096);
-      for (int64_t s = 1; s <= points; ++s) {
-        batch.push_back({h, static_cast<float>(curve(s, r)), s, static_cast<double>(s) * 2.0});
-        if (batch.size() == 4096) {
-          appender.append(batch);
-          batch.clear();
-        }
-      }
-      appender.append(batch);
-    }
-    appender.close();
-  }
-
-  // DTLab's comparison chart, read through the store as the compare page does.
-  ui::ComparisonRequest request;
-  request.metric = "loss";
-  request.runIds = runIds;
-  QElapsedTimer readTimer;
-  readTimer.start();
-  ui::ComparisonData data = ui::readComparison(path, request);
-  const double readMs = static_cast<double>(readTimer.nsecsElapsed()) / 1e6;
-  ui::ComparisonChart chart;
-  chart.resize(1200, 700);
-  chart.setData(std::move(data));
-  std::size_t drawnPoints = 0;
-  for (const auto& c : chart.curves()) drawnPoints += c.x.size();
-  const std::vector<double> dtlabMs = timeReplots(chart, reps);
-
-  // The reference: a plain QCustomPlot with every raw point (QCustomPlot's own adaptive
-  // sampling of line plots is on by default).
-  QCustomPlot plain;
-  plain.resize(1200, 700);
-  for (int r = 0; r < runs; ++r) {
-    QVector<double> x(points), y(points);
-    for (int64_t s = 0; s < points; ++s) {
-      x[s] = static_cast<double>(s + 1);
-      y[s] = curve(s + 1, r);
-    }
-    plain.addGraph()->setData(x, y, true);
-  }
-  plain.rescaleAxes();
-  const std::vector<double> plainMs = timeReplots(plain, reps);
-
-  // 2. Event-loop latency: idle, then while a 4-node run from the window streams.
-  ui::MainWindow window;
-  window.setQuietErrors(true);
-  window.resize(1280, 800);
-  window.show();
-  const std::vector<double> idle = eventLoopLateness(std::min(3.0, streamSeconds));
-  const std::string runPath = dir.filePath("stream.dtlab").toStdString();
-  {
-    auto store = core::ProjectStore::create(runPath);
-    core::ExperimentSpec spec;
-    spec.name = "stream";
-    spec.dataset.trainSize = 20000;
-    spec.dataset.features = 32;
-    spec.model.hidden = {64, 64};
-    spec.training.batchSize = 64;
-    spec.training.epochs = 0;
-    spec.training.maxSteps = 0;
-    spec.training.maxSeconds = streamSeconds + 30.0;
-    spec.training.evalInterval = 50;
-    spec.cluster.localNodes = 4;
-    store->putEntity(core::EntityKind::kExperiment, "stream", core::toJson(spec));
-  }
-  window.openProject(QString::fromStdString(runPath));
-  {
-    QEventLoop wait;
-    QObject::connect(&window, &ui::MainWindow::projectLoaded, &wait, &QEventLoop::quit);
-    QTimer::singleShot(20000, &wait, &QEventLoop::quit);
-    wait.exec();
-  }
-  window.showFirst("experiment");
-  QEventLoop started;
-  QObject::connect(window.controller(), &ui::ExperimentController::progress, &started,
-                   &QEventLoop::quit);
-  QTimer::singleShot(60000, &started, &QEventLoop::quit);
-  window.runAction()->trigger();
-  started.exec();
-  QTimer::singleShot(1000, &started, &QEventLoop::quit);  // the run page is on screen
-  started.exec();
-  const std::vector<double> streaming = eventLoopLateness(streamSeconds);
-  int livePoints = 0;
-  for (int g = 0; g < window.runPage()->chart()->graphCount(); ++g)
-    livePoints += window.runPage()->chart()->graph(g)->data()->size();
-  window.controller()->cancel();
-  QEventLoop done;
-  QObject::connect(window.controller(), &ui::ExperimentController::finished, &done,
-                   &QEventLoop::quit);
-  QTimer::singleShot(15000, &done, &QEventLoop::quit);
-  done.exec();
-
-  const double dtlabMedian = median(dtlabMs), plainMedian = median(plainMs);
+  const ui::GuiBenchResult r = ui::runGuiBench(options);
+  const int runs = options.runs, reps = options.reps;
+  const int64_t points = options.points;
+  const double dtlabMedian = r.replotMsMedian, plainMedian = r.referenceReplotMsMedian;
   std::printf("dtlab --bench: %d runs x %lld points, chart 1200x700, %d timed replots each\n", runs,
               static_cast<long long>(points), reps);
   std::printf(
       "  comparison chart (store min/max downsampling, %zu points drawn, read %.0f ms): "
       "replot_ms_median %.2f\n",
-      drawnPoints, readMs, dtlabMedian);
+      r.drawnPoints, r.readMs, dtlabMedian);
   std::printf(
       "  plain QCustomPlot with every raw point (%lld points):            replot_ms_median "
       "%.2f\n",
@@ -238,18 +60,17 @@ int runGuiBench(const QStringList& args) {
       "  event loop (5 ms timer lateness): idle p50 %.2f ms p99 %.2f ms; while a 4-node "
       "run streams into the live run page (%d points drawn on its five charts): p50 %.2f ms, "
       "event_loop_p99_ms %.2f\n",
-      percentile(idle, 0.5), percentile(idle, 0.99), livePoints, percentile(streaming, 0.5),
-      percentile(streaming, 0.99));
+      r.idleP50Ms, r.idleP99Ms, r.livePoints, r.streamingP50Ms, r.streamingP99Ms);
   if (json)
     std::printf("%s\n", nlohmann::json{{"runs", runs},
                                        {"points", points},
                                        {"replot_ms_median", dtlabMedian},
                                        {"reference_replot_ms_median", plainMedian},
-                                       {"drawn_points", drawnPoints},
-                                       {"event_loop_p50_ms", percentile(streaming, 0.5)},
-                                       {"event_loop_p99_ms", percentile(streaming, 0.99)},
-                                       {"idle_event_loop_p99_ms", percentile(idle, 0.99)},
-                                       {"live_points", livePoints}}
+                                       {"drawn_points", r.drawnPoints},
+                                       {"event_loop_p50_ms", r.streamingP50Ms},
+                                       {"event_loop_p99_ms", r.streamingP99Ms},
+                                       {"idle_event_loop_p99_ms", r.idleP99Ms},
+                                       {"live_points", r.livePoints}}
                             .dump()
                             .c_str());
   return 0;

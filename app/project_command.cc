@@ -15,11 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "app/args.h"
-#include "app/bench_command.h"
 #include "core/metrics/metric_table.h"
 #include "core/store/csv_export.h"
 #include "core/store/project_store.h"
-#include "core/store/store_bench.h"
 #include "core/store/store_sink.h"
 #include "core/store/trace_export.h"
 
@@ -400,93 +398,6 @@ int exportTraceCommand(const std::vector<std::string>& rawArgv) {
   if (!output.empty() && output != "-")
     std::fprintf(stderr, "wrote %zu trace events to %s (open it in https://ui.perfetto.dev)\n",
                  trace["traceEvents"].size(), output.c_str());
-  return 0;
-}
-
-int benchStore(const std::vector<std::string>& argv) {
-  const Args args(argv,
-                  {"--points", "--workers", "--ingest-reps", "--query-points", "--buckets",
-                   "--reps", "--reference", "--dir"},
-                  {"--json"});
-  if (!args.positionals().empty()) throw UsageError("unexpected argument " + args.positionals()[0]);
-  core::StoreBenchConfig config;
-  config.ingestPoints = args.integer("--points", config.ingestPoints, 1000, int64_t{1} << 34);
-  config.workers = static_cast<int>(args.integer("--workers", config.workers, 1, 4096));
-  config.ingestRepetitions =
-      static_cast<int>(args.integer("--ingest-reps", config.ingestRepetitions, 1, 100));
-  config.queryPoints = args.integer("--query-points", config.queryPoints, 1000, int64_t{1} << 34);
-  config.buckets = static_cast<int>(args.integer("--buckets", config.buckets, 1, 1 << 24));
-  config.repetitions = static_cast<int>(args.integer("--reps", config.repetitions, 1, 1000));
-  config.directory = args.value("--dir", "");
-  const std::string reference = args.value("--reference", "rows");
-  if (reference != "rows" && reference != "none")
-    throw UsageError("--reference: expected rows or none, got '" + reference + "'");
-  config.reference = reference == "rows";
-
-  std::printf(
-      "bench store: SQLite project files, chunk rows through PointAppender%s; the same points,\n"
-      "  series and queries on both sides, repetitions interleaved, medians\n",
-      config.reference ? ", beside one row per point" : "");
-  std::printf("  %s\n", machineDescription().c_str());
-  std::fflush(stdout);
-  const core::StoreBenchResult r = core::benchStore(
-      config, [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); });
-  auto side = [](const core::StoreSideResult& s) {
-    return nlohmann::json{{"ingest_points_per_s", s.ingestPointsPerS},
-                          {"ingest_seconds", s.ingestSeconds},
-                          {"ingest_commits", s.ingestCommits},
-                          {"file_bytes", s.fileBytes},
-                          {"query_ms", s.queryMs},
-                          {"query_returned_points", s.queryReturnedPoints},
-                          {"wrong", s.wrongIngest + s.wrongBuckets}};
-  };
-  auto print = [&](const char* name, const core::StoreSideResult& s) {
-    std::printf(
-        "  %-6s ingest %10.0f points/s (%.2f s, %lld commits, %.1f MB)   query %8.2f ms "
-        "(%lld points back)   wrong: %lld points, %lld buckets\n",
-        name, s.ingestPointsPerS, s.ingestSeconds, static_cast<long long>(s.ingestCommits),
-        static_cast<double>(s.fileBytes) / 1e6, s.queryMs,
-        static_cast<long long>(s.queryReturnedPoints), static_cast<long long>(s.wrongIngest),
-        static_cast<long long>(s.wrongBuckets));
-  };
-  std::printf(
-      "  ingest: %lld points over %d series per repetition, median of %d; query: a "
-      "%lld-point series, %d buckets, median of %d\n",
-      static_cast<long long>(r.chunks.ingestPoints), config.workers * 9, config.ingestRepetitions,
-      static_cast<long long>(config.queryPoints), config.buckets, config.repetitions);
-  print("chunks", r.chunks);
-  nlohmann::json out = {{"bench", "store"},
-                        {"ingest_points", r.chunks.ingestPoints},
-                        {"query_points", config.queryPoints},
-                        {"buckets", config.buckets},
-                        {"chunks", side(r.chunks)},
-                        // The chunked store's figures at the top level, as before.
-                        {"ingest_points_per_s", r.chunks.ingestPointsPerS},
-                        {"query_ms", r.chunks.queryMs}};
-  int64_t wrong = r.chunks.wrongIngest + r.chunks.wrongBuckets;
-  if (r.rows) {
-    print("rows", *r.rows);
-    const double ingestRatio = r.chunks.ingestPointsPerS / r.rows->ingestPointsPerS;
-    const double queryRatio = r.rows->queryMs / r.chunks.queryMs;
-    std::printf("  ratio  chunks / rows: ingest %.2fx, query %.1fx faster\n", ingestRatio,
-                queryRatio);
-    out["reference"] = side(*r.rows);
-    out["reference"]["impl"] = "row_per_point";
-    out["ratio_ingest"] = ingestRatio;
-    out["ratio_query"] = queryRatio;
-    wrong += r.rows->wrongIngest + r.rows->wrongBuckets;
-  } else {
-    out["reference"] = nullptr;
-  }
-  out["wrong"] = wrong;
-  std::printf("  targets ingest >= 500000 points/s: %s; query < 50 ms: %s\n",
-              r.chunks.ingestPointsPerS >= 500000.0 ? "met" : "NOT met",
-              r.chunks.queryMs < 50.0 ? "met" : "NOT met");
-  if (args.has("--json")) std::printf("%s\n", out.dump().c_str());
-  if (wrong != 0) {
-    std::fprintf(stderr, "bench store: wrong results (see the wrong columns)\n");
-    return 1;
-  }
   return 0;
 }
 

@@ -20,8 +20,6 @@ namespace dtlab::app {
 int projectCommand(const std::vector<std::string>& argv);
 // `dtlab-cli export-trace P.dtlab RUN [-o trace.json] [--from-step A] [--to-step B]`.
 int exportTraceCommand(const std::vector<std::string>& argv);
-// `dtlab-cli bench store [...]` (dispatched from bench_command.cc).
-int benchStore(const std::vector<std::string>& argv);
 
 // `dtlab-cli train SPEC --project P.dtlab`: records the run in P (created when missing)
 // while the progress printer keeps printing; sink() forwards to both.

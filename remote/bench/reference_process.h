@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
@@ -10,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace dtlab::app {
+namespace dtlab::bench {
 
 // A reference implementation running beside DTLab's side of a benchmark, as a child process
 // that speaks one JSON object per line: it announces itself with a first line once it has
@@ -53,15 +54,15 @@ struct TorchReference {
 };
 
 // Finds PyTorch and measures the OpenBLAS kernels at `threads` threads; nullopt (after
-// saying so on stdout) when PyTorch is not installed.
-std::optional<TorchReference> findTorchReference(int threads);
+// saying so on `out`) when PyTorch is not installed.
+std::optional<TorchReference> findTorchReference(int threads, std::FILE* out);
 
 // Prints the BLAS the reference runs on, the kernels measured and the one chosen, and warns
 // when it is not OpenBLAS's OpenMP build (the reference BLAS is some 50 times slower, and
 // the pthread build fights PyTorch's own OpenMP threads).
-void printBlasChoice(const TorchReference& reference);
+void printBlasChoice(const TorchReference& reference, std::FILE* out);
 
 // Where resources/ lives: $DTLAB_RESOURCES, else the source tree this binary was built from.
 std::string resourcesDir();
 
-}  // namespace dtlab::app
+}  // namespace dtlab::bench

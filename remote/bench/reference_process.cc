@@ -1,4 +1,4 @@
-#include "app/reference_process.h"
+#include "remote/bench/reference_process.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -17,7 +17,7 @@
 
 extern char** environ;
 
-namespace dtlab::app {
+namespace dtlab::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -187,10 +187,11 @@ std::map<std::string, std::string> TorchReference::environment(int threads) cons
   return env;
 }
 
-std::optional<TorchReference> findTorchReference(int threads) {
+std::optional<TorchReference> findTorchReference(int threads, std::FILE* out) {
   const std::optional<std::string> python = torchPython();
   if (!python) {
-    std::printf(
+    std::fprintf(
+        out,
         "  reference: PyTorch not installed (installer/dev.sh deps --bench installs it); no "
         "ratio\n");
     return std::nullopt;
@@ -198,55 +199,59 @@ std::optional<TorchReference> findTorchReference(int threads) {
   TorchReference reference;
   reference.python = *python;
   reference.scripts = (std::filesystem::path(resourcesDir()) / "bench").string();
-  std::printf(
-      "  choosing PyTorch's OpenBLAS kernel (sgemm at %d thread%s, each kernel in fresh "
-      "processes) ...\n",
-      threads, threads == 1 ? "" : "s");
-  std::fflush(stdout);
+  std::fprintf(out,
+               "  choosing PyTorch's OpenBLAS kernel (sgemm at %d thread%s, each kernel in fresh "
+               "processes) ...\n",
+               threads, threads == 1 ? "" : "s");
+  std::fflush(out);
   reference.blas = runJsonCommand(*python + " " + quoted(reference.scripts + "/blas_probe.py") +
                                   " --threads " + std::to_string(threads));
   return reference;
 }
 
-void printBlasChoice(const TorchReference& reference) {
+void printBlasChoice(const TorchReference& reference, std::FILE* out) {
   const nlohmann::json& b = reference.blas;
   auto text = [&](const char* key, const char* fallback) {
     return b.contains(key) && b[key].is_string() ? b[key].get<std::string>()
                                                  : std::string(fallback);
   };
   const bool openblas = b.contains("openblas") && b["openblas"].is_string();
-  std::printf("  PyTorch's BLAS: %s -> %s (%s, %s threading)\n",
-              text("library", "(none found)").c_str(), text("implementation", "?").c_str(),
-              text("openblas", "not OpenBLAS").c_str(), text("parallel", "unknown").c_str());
+  std::fprintf(out, "  PyTorch's BLAS: %s -> %s (%s, %s threading)\n",
+               text("library", "(none found)").c_str(), text("implementation", "?").c_str(),
+               text("openblas", "not OpenBLAS").c_str(), text("parallel", "unknown").c_str());
   if (!openblas) {
-    std::printf(
+    std::fprintf(
+        out,
         "  WARNING: not OpenBLAS: PyTorch's GEMM runs on the reference BLAS (a few GFLOP/s), so "
         "any ratio below is meaningless; installer/dev.sh deps --bench installs and selects "
         "OpenBLAS\n");
     return;
   }
   if (text("parallel", "") != "openmp")
-    std::printf(
+    std::fprintf(
+        out,
         "  WARNING: OpenBLAS's %s build: its threads and PyTorch's OpenMP threads fight over "
         "the cores (PyTorch's step at 2 threads several times slower, measured here); "
         "installer/dev.sh deps --bench selects the OpenMP build for libblas.so.3 and "
         "libopenblas.so.0\n",
         text("parallel", "unknown").c_str());
   const int threads = b.value("threads", 0);
-  std::printf(
-      "  OpenBLAS kernels, sgemm %lldx%lldx%lld at %d thread%s, GFLOP/s (best of %d "
-      "interleaved rounds):",
-      b["shape"][0].get<long long>(), b["shape"][1].get<long long>(),
-      b["shape"][2].get<long long>(), threads, threads == 1 ? "" : "s", b.value("rounds", 0));
+  std::fprintf(out,
+               "  OpenBLAS kernels, sgemm %lldx%lldx%lld at %d thread%s, GFLOP/s (best of %d "
+               "interleaved rounds):",
+               b["shape"][0].get<long long>(), b["shape"][1].get<long long>(),
+               b["shape"][2].get<long long>(), threads, threads == 1 ? "" : "s",
+               b.value("rounds", 0));
   for (const nlohmann::json& c : b["candidates"]) {
     const std::string name = c["coretype"].get<std::string>();
     const std::string core = c["core"].is_string() ? c["core"].get<std::string>() : "?";
-    std::printf(" %s%s %.1f", name.c_str(), name == "auto" ? (" (" + core + ")").c_str() : "",
-                c["gflops"].get<double>());
+    std::fprintf(out, " %s%s %.1f", name.c_str(), name == "auto" ? (" (" + core + ")").c_str() : "",
+                 c["gflops"].get<double>());
   }
   const std::string coretype = b.value("coretype", "");
-  std::printf("\n  -> %s\n", coretype.empty() ? "auto-detection is the fastest; left as is"
-                                              : ("OPENBLAS_CORETYPE=" + coretype).c_str());
+  std::fprintf(out, "\n  -> %s\n",
+               coretype.empty() ? "auto-detection is the fastest; left as is"
+                                : ("OPENBLAS_CORETYPE=" + coretype).c_str());
 }
 
-}  // namespace dtlab::app
+}  // namespace dtlab::bench

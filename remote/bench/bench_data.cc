@@ -1,6 +1,8 @@
 // `dtlab-cli bench data`: how fast each dataset kind's samples are made, on the host (the
 // dataset, one thread, as a worker makes them) and, with --device cuda:N, by that GPU's
 // sample source into its memory (the same generator function, one thread per sample).
+#include "remote/bench/bench_data.h"
+
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -10,13 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app/args.h"
-#include "app/bench_command.h"
 #include "core/backend/backend.h"
 #include "core/data/dataset.h"
 #include "core/train/core_bench.h"
+#include "remote/bench/bench_common.h"
 
-namespace dtlab::app {
+namespace dtlab::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -30,71 +31,42 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// The kinds --kind names (comma-separated), or all of them.
-std::vector<core::DatasetKind> chosenKinds(const Args& args) {
-  if (!args.has("--kind")) return {std::begin(kKinds), std::end(kKinds)};
-  std::vector<core::DatasetKind> kinds;
-  const std::string list = args.value("--kind", "");
-  std::size_t begin = 0;
-  while (begin <= list.size()) {
-    const std::size_t end = std::min(list.find(',', begin), list.size());
-    const std::string name = list.substr(begin, end - begin);
-    bool known = false;
-    for (const core::DatasetKind kind : kKinds) {
-      if (name == core::toString(kind)) {
-        kinds.push_back(kind);
-        known = true;
-      }
-    }
-    if (!known) {
-      std::string names;
-      for (const core::DatasetKind kind : kKinds)
-        names += std::string(names.empty() ? "" : ", ") + core::toString(kind);
-      throw UsageError("--kind: unknown dataset kind '" + name + "' (expected " + names + ")");
-    }
-    begin = end + 1;
-  }
-  return kinds;
-}
-
-struct KindResult {
-  core::DatasetKind kind;
-  int64_t features = 0;
-  double hostRate = 0.0;    // samples/s, median
-  double deviceRate = 0.0;  // samples/s, median; 0 without a device
-};
-
 }  // namespace
 
-int benchData(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--kind", "--samples", "--device", "--reps"}, {"--json"});
-  if (!args.positionals().empty()) throw UsageError("unexpected argument " + args.positionals()[0]);
-  const int64_t samples = args.integer("--samples", 20000, 1, 100000000);
-  const int reps = static_cast<int>(args.integer("--reps", 5, 1, 1000));
-  const std::string device = args.value("--device", "cpu");
-  const std::vector<core::DatasetKind> kinds = chosenKinds(args);
+std::vector<core::DatasetKind> dataBenchKinds() {
+  return {std::begin(kKinds), std::end(kKinds)};
+}
+
+DataBenchResult runDataBench(const DataBenchOptions& options, std::FILE* out) {
+  const int64_t samples = options.samples;
+  const int reps = options.repetitions;
+  const std::string& device = options.device;
+  const std::vector<core::DatasetKind> kinds =
+      options.kinds.empty() ? dataBenchKinds() : options.kinds;
   std::unique_ptr<core::Backend> backend;
   if (device != "cpu") {
     backend = core::makeBackend(device, 1);  // names why when there is no such GPU
     if (backend->hostMemory())
-      throw UsageError("--device " + device + ": samples are made on the host there already");
+      throw OptionError("--device " + device + ": samples are made on the host there already");
   }
 
-  std::printf(
+  std::fprintf(
+      out,
       "bench data: %lld training samples of each kind (default sizes), made into memory; the "
       "host side one thread, as a worker makes them%s; median of %d repetitions, wall clock\n",
       static_cast<long long>(samples),
       backend ? (", against " + backend->name() + "'s sample source").c_str() : "", reps);
-  std::printf("  %s\n", machineDescription().c_str());
+  std::fprintf(out, "  %s\n", machineDescription().c_str());
   if (backend) {
-    std::printf("  %-18s %8s %16s %16s %8s\n", "kind", "features", "host samples/s",
-                "device samples/s", "ratio");
+    std::fprintf(out, "  %-18s %8s %16s %16s %8s\n", "kind", "features", "host samples/s",
+                 "device samples/s", "ratio");
   } else {
-    std::printf("  %-18s %8s %16s\n", "kind", "features", "host samples/s");
+    std::fprintf(out, "  %-18s %8s %16s\n", "kind", "features", "host samples/s");
   }
   std::vector<int64_t> indices(static_cast<std::size_t>(samples));
   std::iota(indices.begin(), indices.end(), int64_t{0});
-  std::vector<KindResult> results;
+  DataBenchResult result;
+  std::vector<DataKindResult>& results = result.kinds;
   for (const core::DatasetKind kind : kinds) {
     core::DatasetConfig config;
     config.kind = kind;
@@ -102,7 +74,7 @@ int benchData(const std::vector<std::string>& argv) {
     config.testSize = 0;
     config.seed = 1;
     const auto dataset = core::makeDataset(config);
-    KindResult r{kind, dataset->features()};
+    DataKindResult r{kind, dataset->features()};
     std::vector<float> x(static_cast<std::size_t>(samples * r.features));
     std::vector<float> y(static_cast<std::size_t>(samples));
     std::vector<double> host;
@@ -134,19 +106,19 @@ int benchData(const std::vector<std::string>& argv) {
     }
     r.hostRate = core::median(host);
     if (backend) {
-      std::printf("  %-18s %8lld %16.0f %16.0f %7.1fx\n", core::toString(kind),
-                  static_cast<long long>(r.features), r.hostRate, r.deviceRate,
-                  r.deviceRate / r.hostRate);
+      std::fprintf(out, "  %-18s %8lld %16.0f %16.0f %7.1fx\n", core::toString(kind),
+                   static_cast<long long>(r.features), r.hostRate, r.deviceRate,
+                   r.deviceRate / r.hostRate);
     } else {
-      std::printf("  %-18s %8lld %16.0f\n", core::toString(kind),
-                  static_cast<long long>(r.features), r.hostRate);
+      std::fprintf(out, "  %-18s %8lld %16.0f\n", core::toString(kind),
+                   static_cast<long long>(r.features), r.hostRate);
     }
-    std::fflush(stdout);
+    std::fflush(out);
     results.push_back(r);
   }
-  if (args.has("--json")) {
+  {
     nlohmann::json rows = nlohmann::json::array();
-    for (const KindResult& r : results) {
+    for (const DataKindResult& r : results) {
       nlohmann::json row = {{"kind", core::toString(r.kind)},
                             {"features", r.features},
                             {"host_samples_per_s", r.hostRate}};
@@ -156,11 +128,9 @@ int benchData(const std::vector<std::string>& argv) {
       }
       rows.push_back(row);
     }
-    const nlohmann::json out = {
-        {"bench", "data"}, {"device", device}, {"samples", samples}, {"kinds", rows}};
-    std::printf("%s\n", out.dump().c_str());
+    result.json = {{"bench", "data"}, {"device", device}, {"samples", samples}, {"kinds", rows}};
   }
-  return 0;
+  return result;
 }
 
-}  // namespace dtlab::app
+}  // namespace dtlab::bench

@@ -2,8 +2,9 @@
 // DTLab's choice against each of Gloo's built-in algorithms used directly, both sides in the
 // same rank processes with their repetitions interleaved (core::benchAllReduce), plus what a
 // plain TCP stream between two processes reaches (the ceiling of any algorithm here). The
-// processes are this binary, started with the hidden subcommands below.
-#include "app/bench_allreduce.h"
+// processes are this binary, started as `bench allreduce-rank` and `bench tcp-rank` (which
+// dtlab-cli dispatches to runAllReduceRank and runTcpRank, below).
+#include "remote/bench/bench_allreduce.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -26,15 +27,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app/args.h"
-#include "app/bench_command.h"
 #include "core/comm/comm_bench.h"
 #include "core/comm/gloo_communicator.h"
 #include "core/train/core_bench.h"  // median
+#include "remote/bench/bench_common.h"
 
 extern char** environ;
 
-namespace dtlab::app {
+namespace dtlab::bench {
 namespace {
 
 namespace fs = std::filesystem;
@@ -136,13 +136,11 @@ void readAll(int fd, char* data, int64_t n) {
 
 }  // namespace
 
-int benchAllReduceCommand(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--local-nodes", "--bytes", "--reps", "--warmup"}, {"--json"});
-  if (!args.positionals().empty()) throw UsageError("unexpected argument " + args.positionals()[0]);
-  const int nodes = static_cast<int>(args.integer("--local-nodes", 2, 2, 64));
-  const int64_t bytes = args.integer("--bytes", 16 << 20, 4, int64_t{1} << 31);
-  const int reps = static_cast<int>(args.integer("--reps", 10, 1, 100000));
-  const int warmup = static_cast<int>(args.integer("--warmup", 2, 0, 1000));
+AllReduceBenchResult runAllReduceBench(const AllReduceBenchOptions& options, std::FILE* out) {
+  const int nodes = options.nodes;
+  const int64_t bytes = options.bytes;
+  const int reps = options.repetitions;
+  const int warmup = options.warmup;
   const fs::path dir =
       fs::temp_directory_path() / ("dtlab-bench-allreduce-" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -154,18 +152,19 @@ int benchAllReduceCommand(const std::vector<std::string>& argv) {
     }
   } cleanup{dir};
 
-  std::printf(
+  std::fprintf(
+      out,
       "bench allreduce: %d local processes, %lld bytes in place on one buffer per process; per\n"
       "  side %d timed repetitions (after %d untimed), each the wall clock between two barriers\n"
       "  around back-to-back all-reduces, sides interleaved; medians per call\n",
       nodes, static_cast<long long>(bytes), reps, warmup);
-  std::printf("  %s\n", machineDescription().c_str());
-  std::fflush(stdout);
+  std::fprintf(out, "  %s\n", machineDescription().c_str());
+  std::fflush(out);
   const std::vector<nlohmann::json> ranks = measureAllReduce(dir, nodes, bytes, warmup, reps);
   const nlohmann::json& first = ranks.front();
-  std::printf("  %lld calls per repetition\n", first.at("calls").get<long long>());
-  std::printf("  %-24s %10s %12s %12s %8s\n", "side", "median_us", "algbw_GB/s", "busbw_GB/s",
-              "wrong");
+  std::fprintf(out, "  %lld calls per repetition\n", first.at("calls").get<long long>());
+  std::fprintf(out, "  %-24s %10s %12s %12s %8s\n", "side", "median_us", "algbw_GB/s", "busbw_GB/s",
+               "wrong");
   nlohmann::json sides = nlohmann::json::array();
   double ours = 0.0;
   double bestGloo = 0.0;
@@ -182,9 +181,9 @@ int benchAllReduceCommand(const std::vector<std::string>& argv) {
     wrongTotal += wrong;
     const std::string name = side.at("name").get<std::string>();
     const double busbw = side.at("busbw_gbps").get<double>();
-    std::printf("  %-24s %10.0f %12.3f %12.3f %8lld\n", name.c_str(),
-                side.at("median_s").get<double>() * 1e6, side.at("algbw_gbps").get<double>(), busbw,
-                static_cast<long long>(wrong));
+    std::fprintf(out, "  %-24s %10.0f %12.3f %12.3f %8lld\n", name.c_str(),
+                 side.at("median_s").get<double>() * 1e6, side.at("algbw_gbps").get<double>(),
+                 busbw, static_cast<long long>(wrong));
     if (i == 0) {
       ours = busbw;
     } else if (busbw > bestGloo) {
@@ -193,42 +192,39 @@ int benchAllReduceCommand(const std::vector<std::string>& argv) {
     }
     sides.push_back(side);
   }
-  std::printf("  dtlab / best Gloo algorithm (%s), busbw: %.2fx\n", bestGlooName.c_str(),
-              ours / bestGloo);
-  nlohmann::json out = {{"bench", "allreduce"},
-                        {"nodes", nodes},
-                        {"bytes", first.at("bytes")},
-                        {"repetitions", reps},
-                        {"calls_per_repetition", first.at("calls")},
-                        {"sides", sides},
-                        {"busbw_gbps", ours},
-                        {"best_gloo", bestGlooName},
-                        {"best_gloo_busbw_gbps", bestGloo},
-                        {"ratio_vs_best_gloo", ours / bestGloo},
-                        {"wrong", wrongTotal}};
-  std::fflush(stdout);
+  std::fprintf(out, "  dtlab / best Gloo algorithm (%s), busbw: %.2fx\n", bestGlooName.c_str(),
+               ours / bestGloo);
+  AllReduceBenchResult result;
+  nlohmann::json& json = result.json;
+  json = {{"bench", "allreduce"},
+          {"nodes", nodes},
+          {"bytes", first.at("bytes")},
+          {"repetitions", reps},
+          {"calls_per_repetition", first.at("calls")},
+          {"sides", sides},
+          {"busbw_gbps", ours},
+          {"best_gloo", bestGlooName},
+          {"best_gloo_busbw_gbps", bestGloo},
+          {"ratio_vs_best_gloo", ours / bestGloo},
+          {"wrong", wrongTotal}};
+  std::fflush(out);
   const nlohmann::json tcp = measureTcp(dir, bytes, reps);
-  std::printf("  plain TCP stream between two processes: %.3f GB/s (the ceiling here)\n",
-              tcp.at("gbps").get<double>());
-  out["tcp_stream_gbps"] = tcp.at("gbps");
-  if (args.has("--json")) std::printf("%s\n", out.dump().c_str());
-  if (wrongTotal != 0) {
-    std::fprintf(stderr, "bench allreduce: %lld wrong elements (see the wrong column)\n",
-                 static_cast<long long>(wrongTotal));
-    return 1;
-  }
-  return 0;
+  std::fprintf(out, "  plain TCP stream between two processes: %.3f GB/s (the ceiling here)\n",
+               tcp.at("gbps").get<double>());
+  json["tcp_stream_gbps"] = tcp.at("gbps");
+  result.busbwGBps = ours;
+  result.bestGloo = bestGlooName;
+  result.bestGlooBusbwGBps = bestGloo;
+  result.tcpStreamGBps = tcp.at("gbps").get<double>();
+  result.wrong = wrongTotal;
+  return result;
 }
 
-int benchAllReduceRank(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--rank", "--world", "--store", "--bytes", "--reps", "--warmup"}, {});
-  const int rank = static_cast<int>(args.integer("--rank", 0, 0, 1023));
-  const int world = static_cast<int>(args.integer("--world", 1, 1, 1024));
-  core::AllReduceBenchConfig config;
-  config.bytes = args.integer("--bytes", config.bytes, 4, int64_t{1} << 31);
-  config.repetitions = static_cast<int>(args.integer("--reps", config.repetitions, 1, 100000));
-  config.warmup = static_cast<int>(args.integer("--warmup", config.warmup, 0, 1000));
-  gloo::rendezvous::FileStore store(args.value("--store", "/tmp"));
+void runAllReduceRank(const AllReduceRankOptions& options, std::FILE* out) {
+  const int rank = options.rank;
+  const int world = options.world;
+  core::AllReduceBenchConfig config = options.config;
+  gloo::rendezvous::FileStore store(options.storeDir);
   core::GlooCommunicator comm(store, rank, world);
   const int64_t count = config.bytes / static_cast<int64_t>(sizeof(float));
   config.dtlabName =
@@ -243,24 +239,21 @@ int benchAllReduceRank(const std::vector<std::string>& argv) {
                      {"busbw_gbps", s.busbwGBps},
                      {"wrong", s.wrong}});
   }
-  std::printf(
-      "%s\n",
+  std::fprintf(
+      out, "%s\n",
       nlohmann::json{
           {"rank", rank}, {"bytes", r.bytes}, {"calls", r.callsPerRepetition}, {"sides", sides}}
           .dump()
           .c_str());
-  return 0;
 }
 
-int benchTcpRank(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--role", "--port-file", "--bytes", "--iters"}, {});
-  const std::string role = args.value("--role", "");
-  const fs::path portFile = args.value("--port-file", "");
-  const int64_t bytes = args.integer("--bytes", 16 << 20, 1, int64_t{1} << 32);
-  const int iters = static_cast<int>(args.integer("--iters", 20, 1, 100000));
+void runTcpRank(const TcpRankOptions& options, std::FILE* out) {
+  const fs::path portFile = options.portFile;
+  const int64_t bytes = options.bytes;
+  const int iters = options.iterations;
   std::vector<char> buffer(static_cast<std::size_t>(bytes), 1);
   char ack = 0;
-  if (role == "recv") {
+  if (options.receiver) {
     const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -279,9 +272,8 @@ int benchTcpRank(const std::vector<std::string>& argv) {
     }
     ::close(fd);
     ::close(listener);
-    return 0;
+    return;
   }
-  if (role != "send") throw UsageError("--role: expected send or recv");
   const Clock::time_point deadline = Clock::now() + std::chrono::seconds(10);
   while (!fs::exists(portFile)) {
     if (Clock::now() > deadline) throw std::runtime_error("the receiver never reported its port");
@@ -304,11 +296,10 @@ int benchTcpRank(const std::vector<std::string>& argv) {
     if (i >= 3) seconds.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
   ::close(fd);
-  std::printf("%s\n",
-              nlohmann::json{{"gbps", static_cast<double>(bytes) / core::median(seconds) * 1e-9}}
-                  .dump()
-                  .c_str());
-  return 0;
+  std::fprintf(out, "%s\n",
+               nlohmann::json{{"gbps", static_cast<double>(bytes) / core::median(seconds) * 1e-9}}
+                   .dump()
+                   .c_str());
 }
 
-}  // namespace dtlab::app
+}  // namespace dtlab::bench

@@ -1,6 +1,8 @@
 // dtlab-cli bench strategies: every example comparison of resources/specs run as a user runs
 // it (`dtlab-cli run SPEC --quiet --project P`, a child process each), then the README's
 // results table and the issue's claims, each with the figure that meets it or not.
+#include "remote/bench/bench_strategies.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,18 +12,16 @@
 #include <iostream>
 #include <numeric>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "app/args.h"
-#include "app/bench_command.h"
 #include "core/spec/experiment_spec.h"
 #include "core/store/comparison.h"
+#include "remote/bench/bench_common.h"
 
-namespace dtlab::app {
+namespace dtlab::bench {
 namespace {
 
 // The comparisons and what the issue claims for them.
@@ -77,24 +77,15 @@ std::optional<double> field(const nlohmann::json* run, const char* key) {
   return (*run)[key].get<double>();
 }
 
-struct Claim {
-  Claim(std::string t, std::optional<double> m, double at)
-      : text(std::move(t)), measured(m), threshold(at) {}
-  std::string text;
-  std::optional<double> measured;  // with repetitions: their median
-  double threshold = 0.0;
-  std::vector<double> repetitions;  // each repetition's figure, in run order
-  bool met() const { return measured && *measured >= threshold; }
-};
-
 // Each claim's median over the repetitions (claimsOf lists the same claims for every one);
 // a repetition that could not measure a claim counts as failing it (lowest).
-std::vector<Claim> medianClaims(const std::vector<std::vector<Claim>>& perRepetition) {
-  std::vector<Claim> merged = perRepetition.front();
+std::vector<StrategyClaim> medianClaims(
+    const std::vector<std::vector<StrategyClaim>>& perRepetition) {
+  std::vector<StrategyClaim> merged = perRepetition.front();
   for (std::size_t k = 0; k < merged.size(); ++k) {
     std::vector<double> values;
     bool missing = false;
-    for (const std::vector<Claim>& claims : perRepetition) {
+    for (const std::vector<StrategyClaim>& claims : perRepetition) {
       if (k < claims.size() && claims[k].measured)
         values.push_back(*claims[k].measured);
       else
@@ -119,8 +110,8 @@ std::optional<double> ratio(std::optional<double> a, std::optional<double> b) {
   return *a / *b;
 }
 
-std::vector<Claim> claimsOf(const std::string& name, const nlohmann::json& runs) {
-  std::vector<Claim> claims;
+std::vector<StrategyClaim> claimsOf(const std::string& name, const nlohmann::json& runs) {
+  std::vector<StrategyClaim> claims;
   if (name == "hetero_2node" || name == "drift") {
     const nlohmann::json* equal = runNamed(runs, "equal");
     const nlohmann::json* fast = runNamed(runs, "speed_proportional");
@@ -156,48 +147,29 @@ std::string today() {
   return text;
 }
 
-constexpr const char* kUsage = R"(usage: dtlab-cli bench strategies [--specs DIR] [--only NAME,...]
-                                  [--reps R] [--project P.dtlab] [--json]
-  Runs the example comparisons (hetero_2node, hetero_4node, drift, modes_straggler,
-  noniid) from DIR (default: the source tree's resources/specs) with `dtlab-cli run SPEC
-  --quiet --project P` one after another, then prints the results table (markdown, as in
-  the README) and the claims with the measured figures. Each comparison runs R times
-  (default 3): a claim is the median of its R figures, and the table shows the repetition
-  whose first claim is that median. P defaults to strategies.dtlab in the working
-  directory; the runs stay there for `dtlab-cli compare` and the GUI.
-)";
-
 }  // namespace
 
-int benchStrategies(const std::vector<std::string>& argv) {
-  if (std::any_of(argv.begin(), argv.end(), [](const std::string& a) { return a == "--help"; })) {
-    std::printf("%s", kUsage);
-    return 0;
-  }
-  const Args args(argv, {"--specs", "--only", "--project", "--reps"}, {"--json"});
-  const auto reps = static_cast<std::size_t>(args.integer("--reps", 3, 1, 20));
-  if (!args.positionals().empty())
-    throw UsageError("bench strategies: unexpected '" + args.positionals()[0] + "'");
-  const std::string dir = args.value("--specs", DTLAB_SOURCE_DIR "/resources/specs");
-  const std::string project = args.value("--project", "strategies.dtlab");
-  std::vector<std::string> names(std::begin(kSpecs), std::end(kSpecs));
-  if (args.has("--only")) {
-    names.clear();
-    std::stringstream list(args.value("--only", ""));
-    for (std::string name; std::getline(list, name, ',');) {
-      if (std::find(std::begin(kSpecs), std::end(kSpecs), name) == std::end(kSpecs))
-        throw UsageError("--only: unknown comparison '" + name +
-                         "' (hetero_2node, hetero_4node, drift, modes_straggler, noniid)");
-      names.push_back(name);
-    }
-  }
+std::vector<std::string> strategyComparisons() {
+  return {std::begin(kSpecs), std::end(kSpecs)};
+}
 
-  std::string table =
+StrategiesBenchResult runStrategiesBench(const StrategiesBenchOptions& options) {
+  const std::size_t reps = static_cast<std::size_t>(options.repetitions);
+  const std::string& dir = options.specsDir;
+  const std::string& project = options.project;
+  const std::vector<std::string> names =
+      options.only.empty() ? strategyComparisons() : options.only;
+  StrategiesBenchResult result;
+  result.repetitions = options.repetitions;
+  result.project = project;
+  std::string& table = result.table;
+  std::vector<StrategyClaim>& claims = result.claims;
+  nlohmann::json& all = result.runs;
+  table =
       "| comparison | variant | time to target (s) | samples/s | utilisation | wait | "
       "staleness mean/max | comm (KiB/sample) | test accuracy | outcome |\n"
       "|---|---|---|---|---|---|---|---|---|---|\n";
-  std::vector<Claim> claims;
-  nlohmann::json all = nlohmann::json::object();
+  all = nlohmann::json::object();
   for (const std::string& name : names) {
     const std::string path = dir + "/" + name + ".json";
     const core::ExperimentSpec spec = core::loadExperimentSpec(path);  // errors name the file
@@ -206,7 +178,7 @@ int benchStrategies(const std::vector<std::string>& argv) {
     // Every repetition runs the whole comparison; the claims take the median over them and
     // the table shows the repetition whose first claim is that median (the first when none).
     std::vector<nlohmann::json> repetitions;
-    std::vector<std::vector<Claim>> perRepetition;
+    std::vector<std::vector<StrategyClaim>> perRepetition;
     for (std::size_t r = 0; r < reps; ++r) {
       repetitions.push_back(runSpec(path, project)["runs"]);
       perRepetition.push_back(claimsOf(name, repetitions.back()));
@@ -231,39 +203,44 @@ int benchStrategies(const std::vector<std::string>& argv) {
                number(row.maxStaleness, 0) + " | " + number(kib, 1) + " | " +
                number(row.finalTestAccuracy, 3) + " | " + core::comparisonOutcome(row) + " |\n";
     }
-    for (Claim& c : medianClaims(perRepetition)) claims.push_back(std::move(c));
+    for (StrategyClaim& c : medianClaims(perRepetition)) claims.push_back(std::move(c));
   }
 
-  if (args.has("--json")) {
-    nlohmann::json out = {{"bench", "strategies"},
-                          {"machine", machineDescription()},
-                          {"runs", all},
-                          {"claims", nlohmann::json::array()}};
-    for (const Claim& c : claims)
-      out["claims"].push_back({{"claim", c.text},
-                               {"measured", c.measured ? nlohmann::json(*c.measured) : nullptr},
-                               {"at_least", c.threshold},
-                               {"repetitions", c.repetitions},
-                               {"met", c.met()}});
-    std::cout << out.dump() << std::endl;
-    return 0;
-  }
-  std::cout << "Measured " << today() << " by `dtlab-cli bench strategies`; "
-            << machineDescription() << "; project " << project << ".\n\n"
-            << table << "\n";
-  for (const Claim& c : claims) {
-    std::cout << "- " << c.text << ": " << number(c.measured, 2);
-    if (reps > 1) {
-      std::cout << " (median of " << reps << ":";
-      for (double v : c.repetitions) std::cout << " " << number(v, 2);
-      std::cout << ";";
-    } else {
-      std::cout << " (";
-    }
-    std::cout << " claim: at least " << number(c.threshold, 2) << ") "
-              << (c.met() ? "met" : "NOT met") << "\n";
-  }
-  return 0;
+  result.machine = machineDescription();
+  return result;
 }
 
-}  // namespace dtlab::app
+nlohmann::json toJson(const StrategiesBenchResult& result) {
+  nlohmann::json out = {{"bench", "strategies"},
+                        {"machine", result.machine},
+                        {"runs", result.runs},
+                        {"claims", nlohmann::json::array()}};
+  for (const StrategyClaim& c : result.claims)
+    out["claims"].push_back({{"claim", c.text},
+                             {"measured", c.measured ? nlohmann::json(*c.measured) : nullptr},
+                             {"at_least", c.threshold},
+                             {"repetitions", c.repetitions},
+                             {"met", c.met()}});
+  return out;
+}
+
+void writeReport(const StrategiesBenchResult& result, std::ostream& out) {
+  const std::size_t reps = static_cast<std::size_t>(result.repetitions);
+  out << "Measured " << today() << " by `dtlab-cli bench strategies`; " << result.machine
+      << "; project " << result.project << ".\n\n"
+      << result.table << "\n";
+  for (const StrategyClaim& c : result.claims) {
+    out << "- " << c.text << ": " << number(c.measured, 2);
+    if (reps > 1) {
+      out << " (median of " << reps << ":";
+      for (double v : c.repetitions) out << " " << number(v, 2);
+      out << ";";
+    } else {
+      out << " (";
+    }
+    out << " claim: at least " << number(c.threshold, 2) << ") " << (c.met() ? "met" : "NOT met")
+        << "\n";
+  }
+}
+
+}  // namespace dtlab::bench

@@ -1,0 +1,61 @@
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/comm/comm_bench.h"
+
+namespace dtlab::bench {
+
+// `dtlab-cli bench allreduce`: all-reduce between `nodes` processes on this machine, DTLab's
+// choice against each of Gloo's built-in algorithms used directly, both sides in the same
+// rank processes with their repetitions interleaved, plus what a plain TCP stream between two
+// processes reaches (the ceiling of any algorithm here).
+//
+// The rank processes are the running binary, started as `<self> bench allreduce-rank ...` and
+// `<self> bench tcp-rank ...`: a binary that calls runAllReduceBench must dispatch those two
+// subcommands to runAllReduceRank and runTcpRank (dtlab-cli does).
+struct AllReduceBenchOptions {
+  int nodes = 2;
+  int64_t bytes = 16 << 20;
+  int repetitions = 10;
+  int warmup = 2;
+};
+
+struct AllReduceBenchResult {
+  double busbwGBps = 0.0;  // DTLab's
+  std::string bestGloo;    // the Gloo algorithm with the highest busbw
+  double bestGlooBusbwGBps = 0.0;
+  double tcpStreamGBps = 0.0;
+  int64_t wrong = 0;    // wrong elements over every side and rank; nonzero is a failure
+  nlohmann::json json;  // everything measured: the CLI's --json line
+};
+
+// Prints the table to `out` as it measures.
+AllReduceBenchResult runAllReduceBench(const AllReduceBenchOptions& options, std::FILE* out);
+
+// One rank of the comparison: joins the others through a file store in `storeDir` and
+// prints its measurements as one JSON line to `out`.
+struct AllReduceRankOptions {
+  int rank = 0;
+  int world = 1;
+  std::string storeDir = "/tmp";
+  core::AllReduceBenchConfig config;
+};
+void runAllReduceRank(const AllReduceRankOptions& options, std::FILE* out);
+
+// One end of the TCP stream: the receiver listens on loopback and writes its port to
+// `portFile`; the sender connects there, times `iterations` round trips of `bytes` and prints
+// {"gbps": ...} to `out`.
+struct TcpRankOptions {
+  bool receiver = false;
+  std::string portFile;
+  int64_t bytes = 16 << 20;
+  int iterations = 20;
+};
+void runTcpRank(const TcpRankOptions& options, std::FILE* out);
+
+}  // namespace dtlab::bench

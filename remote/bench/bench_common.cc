@@ -1,0 +1,53 @@
+#include "remote/bench/bench_common.h"
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "core/backend/cpu_backend.h"
+
+namespace dtlab::bench {
+
+std::string machineDescription() {
+  std::string model = "unknown CPU", family, number;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    key.erase(key.find_last_not_of(" \t") + 1);
+    const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    if (key == "model name") model = value;
+    if (key == "cpu family") family = value;
+    if (key == "model") number = value;
+    if (line.empty() || (key == "processor" && !family.empty())) break;  // the first CPU only
+  }
+  std::string load;
+  std::ifstream loadavg("/proc/loadavg");
+  for (int i = 0; i < 3; ++i) {
+    std::string field;
+    if (loadavg >> field) load += (i == 0 ? "" : " ") + field;
+  }
+  std::string out = "machine: " + model;
+  if (!family.empty()) out += " (family " + family + " model " + number + ")";
+  out += ", " + std::to_string(core::availableCores()) + " cores";
+  if (!load.empty()) out += ", load average " + load;
+  return out;
+}
+
+void settle() {
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+}
+
+std::string shapeText(const core::CoreBenchConfig& c) {
+  return "MLP " + std::to_string(c.inputs) + "-" + std::to_string(c.hidden) + "x" +
+         std::to_string(c.layers) + "-" + std::to_string(c.classes);
+}
+
+std::vector<std::string> shapeArgs(const core::CoreBenchConfig& c) {
+  return {"--batch",   std::to_string(c.batch),  "--in",     std::to_string(c.inputs),
+          "--hidden",  std::to_string(c.hidden), "--layers", std::to_string(c.layers),
+          "--classes", std::to_string(c.classes)};
+}
+
+}  // namespace dtlab::bench

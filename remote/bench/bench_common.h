@@ -1,0 +1,31 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/common/check.h"
+#include "core/train/core_bench.h"
+
+namespace dtlab::bench {
+
+// Options a benchmark cannot run with, found only once it looks at the machine (no such GPU
+// feature, ...). The CLI reports them as usage errors, naming the flag.
+class OptionError : public Error {
+ public:
+  using Error::Error;
+};
+
+// "machine: <CPU model> (family F model M), N cores, load average A B C": printed by every
+// benchmark, since the figures mean little without it (and this machine may be shared).
+std::string machineDescription();
+
+// The idle threads of the side that just ran may still spin for a while (OpenMP pools,
+// OpenBLAS's workers); the next side's repetition starts after they have gone to sleep.
+void settle();
+
+// "MLP 256-1024x2-10": the shape `bench core` and `bench train` measure.
+std::string shapeText(const core::CoreBenchConfig& c);
+// The same shape as the reference scripts' flags (--batch B --in D ...).
+std::vector<std::string> shapeArgs(const core::CoreBenchConfig& c);
+
+}  // namespace dtlab::bench

@@ -1,0 +1,166 @@
+// `dtlab-cli bench train` (remote/bench/bench_train.h).
+#include "remote/bench/bench_train.h"
+
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/common/check.h"
+#include "core/metrics/metrics.h"
+#include "core/spec/experiment_spec.h"
+#include "remote/bench/bench_common.h"
+#include "remote/bench/reference_process.h"
+#include "remote/cluster/local_cluster.h"
+#include "remote/coordinator/coordinator.h"
+
+namespace dtlab::bench {
+namespace {
+
+// Rank 0's end-of-step wall clock, by step. Every step of sync_allreduce ends on an
+// all-reduce that waits for every rank, so two of these timestamps bracket whole steps the
+// way barriers do, with everything a step does in between (batch loading, metric emission).
+class StepClock : public core::MetricSink {
+ public:
+  void onStep(const core::StepMetrics& m) override {
+    if (m.worker == 0) endMs[m.step] = m.wallMs;
+  }
+  std::map<int64_t, double> endMs;
+};
+
+}  // namespace
+
+TrainBenchResult runTrainBench(const TrainBenchOptions& options, std::FILE* out) {
+  const core::CoreBenchConfig& shape = options.shape;
+  const int nodes = options.nodes;
+  const int reps = options.repetitions;
+  const int64_t steps = options.steps;
+  const int64_t warmup = options.warmup;
+  const bool reference = options.reference;
+  DTLAB_ENFORCE(nodes >= 1 && shape.batch % nodes == 0,
+                "bench train: the global batch must split evenly over the nodes");
+
+  core::ExperimentSpec spec;
+  spec.name = "bench_train";
+  spec.dataset.features = shape.inputs;
+  spec.dataset.classes = shape.classes;
+  spec.dataset.trainSize = shape.batch * 16;
+  spec.dataset.testSize = shape.classes;
+  spec.model.hidden.assign(static_cast<std::size_t>(shape.layers), shape.hidden);
+  spec.optimizer.lr = 0.01f;
+  spec.optimizer.momentum = 0.9f;
+  spec.training.batchSize = shape.batch;
+  spec.training.epochs = 0;
+  spec.training.maxSteps = warmup + steps;
+  spec.training.evalInterval = int64_t{1} << 40;  // evaluate once, after the last step
+  spec.cluster.localNodes = nodes;
+
+  std::fprintf(
+      out,
+      "bench train: sync_allreduce on %d local nodes (1 thread each), %s, global batch %lld;\n"
+      "  per repetition %lld untimed steps, then the wall clock of %lld whole steps; %d "
+      "repetitions, interleaved with the reference's\n",
+      nodes, shapeText(shape).c_str(), static_cast<long long>(shape.batch),
+      static_cast<long long>(warmup), static_cast<long long>(steps), reps);
+  std::fprintf(out, "  %s\n", machineDescription().c_str());
+  std::fflush(out);
+
+  std::optional<TorchReference> torch;
+  std::unique_ptr<ReferenceProcess> ddp;
+  nlohmann::json ddpInfo;
+  if (reference) {
+    torch = findTorchReference(1, out);
+    if (torch) {
+      printBlasChoice(*torch, out);
+      std::vector<std::string> command = {torch->python,
+                                          torch->scripts + "/torch_ddp.py",
+                                          "--serve",
+                                          "--world",
+                                          std::to_string(nodes),
+                                          "--threads",
+                                          "1",
+                                          "--warmup",
+                                          std::to_string(warmup)};
+      for (const std::string& a : shapeArgs(shape)) command.push_back(a);
+      ddp = std::make_unique<ReferenceProcess>(command, torch->environment(1));
+      ddpInfo = ddp->readJson();
+      std::fprintf(out,
+                   "  reference: %s, %d processes, 1 thread each; its sgemm: %.1f GFLOP/s (%s)\n",
+                   ddpInfo.at("impl").get<std::string>().c_str(), nodes,
+                   ddpInfo.at("sgemm_gflops").get<double>(),
+                   ddpInfo.value("core", nlohmann::json()).is_string()
+                       ? ("OpenBLAS " + ddpInfo["core"].get<std::string>()).c_str()
+                       : "not OpenBLAS");
+    }
+  }
+
+  remote::LocalCluster cluster(remote::defaultNodeBinary(), std::vector<remote::LocalNodeOptions>(
+                                                                static_cast<std::size_t>(nodes)));
+  remote::Coordinator coordinator(cluster.addresses(), {});
+  coordinator.connect();
+  const double samples = static_cast<double>(steps * shape.batch);
+  auto runDtlab = [&]() {
+    StepClock clock;
+    const core::RunSummary summary = coordinator.run(spec, 0, &clock);
+    if (summary.status == core::RunStatus::kFailed)
+      throw std::runtime_error("benchmark run failed: " + summary.error);
+    const auto first = clock.endMs.find(warmup);
+    const auto last = clock.endMs.find(warmup + steps);
+    if (first == clock.endMs.end() || last == clock.endMs.end())
+      throw std::runtime_error(
+          "rank 0 reported no end time for step " +
+          std::to_string(first == clock.endMs.end() ? warmup : warmup + steps));
+    return samples * 1000.0 / (last->second - first->second);
+  };
+  auto runDdp = [&]() {
+    const nlohmann::json r = ddp->request("steps " + std::to_string(steps));
+    return samples / r.at("seconds").get<double>();
+  };
+
+  std::vector<double> ours, theirs;
+  for (int rep = 0; rep < reps; ++rep) {
+    // Alternate which side goes first, so neither always follows the other.
+    for (int k = 0; k < 2; ++k) {
+      const bool dtlabTurn = (rep + k) % 2 == 0;
+      if (!dtlabTurn && !ddp) continue;
+      settle();
+      (dtlabTurn ? ours : theirs).push_back(dtlabTurn ? runDtlab() : runDdp());
+    }
+    std::fprintf(out, "  repetition %d: dtlab %10.0f samples/s", rep + 1, ours.back());
+    if (ddp) std::fprintf(out, "   pytorch DDP %10.0f samples/s", theirs.back());
+    std::fprintf(out, "\n");
+    std::fflush(out);
+  }
+  const double rate = core::median(ours);
+  std::fprintf(out, "  dtlab       %d nodes: %10.0f samples/s (median of %d)\n", nodes, rate, reps);
+  TrainBenchResult result;
+  result.samplesPerS = rate;
+  nlohmann::json& json = result.json;
+  json = {{"bench", "train"},
+          {"nodes", nodes},
+          {"steps", steps},
+          {"warmup_steps", warmup},
+          {"repetitions", reps},
+          {"samples_per_s", rate},
+          {"repetition_samples_per_s", ours}};
+  if (ddp) {
+    const double refRate = core::median(theirs);
+    std::fprintf(out, "  pytorch DDP %d procs: %10.0f samples/s (median of %d)\n", nodes, refRate,
+                 reps);
+    std::fprintf(out, "  ratio dtlab / pytorch DDP: %.2fx\n", rate / refRate);
+    json["reference"] = {{"impl", ddpInfo.at("impl")},
+                         {"samples_per_s", refRate},
+                         {"repetition_samples_per_s", theirs},
+                         {"blas", ddpInfo.value("blas", nlohmann::json())},
+                         {"blas_core", ddpInfo.value("core", nlohmann::json())},
+                         {"sgemm_gflops", ddpInfo.at("sgemm_gflops")}};
+    json["ratio"] = rate / refRate;
+    result.ratio = rate / refRate;
+  } else {
+    json["reference"] = nullptr;
+  }
+  return result;
+}
+
+}  // namespace dtlab::bench
