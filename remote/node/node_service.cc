@@ -12,12 +12,12 @@
 
 #include "core/backend/backend.h"
 #include "core/common/config.h"
+#include "core/common/log.h"
 #include "core/spec/experiment_spec.h"
 #include "core/train/local_trainer.h"
 #include "core/train/parameter_server.h"
 #include "core/train/strategy_registry.h"
 #include "remote/common/auth.h"
-#include "core/common/log.h"
 #include "remote/common/protocol.h"
 
 namespace dtlab::remote {
@@ -199,7 +199,8 @@ grpc::ServerUnaryReactor* NodeService::StartJob(grpc::CallbackServerContext* con
   return finishNow(context, status);
 }
 
-grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
+// The request's own fields, checked before anything costs a spec parse.
+grpc::Status NodeService::checkStartRequest(const proto::StartJobRequest& request) const {
   // Cheap checks first: a malformed request must not cost a spec parse.
   if (grpc::Status s = checkJobId(request.job_id()); !s.ok()) return s;
   if (grpc::Status s = checkFieldSize("spec_json", request.spec_json().size(), kMaxSpecJsonBytes);
@@ -218,7 +219,7 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
   if (request.rank() < 0 || request.rank() >= world)
     return invalid("rank: must be in [0, world_size) = [0, " + std::to_string(world) + "), got " +
                    std::to_string(request.rank()));
-  uint64_t heartbeatMs =
+  const uint64_t heartbeatMs =
       request.heartbeat_ms() == 0 ? kDefaultHeartbeat.count() : request.heartbeat_ms();
   if (heartbeatMs < kMinHeartbeatMs || heartbeatMs > kMaxHeartbeatMs)
     return invalid("heartbeat_ms: must be 0 (default 1000) or in [" +
@@ -251,7 +252,12 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
                      std::to_string(e.latency_ms()));
   }
 
-  core::ExperimentSpec spec;
+  return grpc::Status::OK;
+}
+
+// The spec, and what it asks of this node: a GPU for a cuda run, the slot, the variant.
+grpc::Status NodeService::parseStartSpec(const proto::StartJobRequest& request,
+                                         core::ExperimentSpec& spec) const {
   try {
     spec = core::parseExperimentSpecText(request.spec_json());
   } catch (const core::SpecError& e) {
@@ -276,8 +282,14 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
                    std::to_string(variants) + " variants), got " +
                    std::to_string(request.variant()));
 
-  // Parameter-server variants: where the shards are, and this node's shard if it has one.
-  std::shared_ptr<core::ParameterHost> shardHost;
+  return grpc::Status::OK;
+}
+
+// Parameter-server variants: where the shards are, and this node's shard if it has one.
+grpc::Status NodeService::prepareShards(const proto::StartJobRequest& request,
+                                        const core::ExperimentSpec& spec, JobSettings& settings,
+                                        std::shared_ptr<core::ParameterHost>& shardHost) const {
+  const int world = request.world_size();
   std::vector<std::string> psAddresses(request.ps_addresses().begin(),
                                        request.ps_addresses().end());
   std::vector<std::string> psNames(request.ps_names().begin(), request.ps_names().end());
@@ -313,10 +325,19 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
     }
   }
 
-  const std::string nodeName = name();
-  JobSettings settings;
   settings.psAddresses = std::move(psAddresses);
   settings.psNames = std::move(psNames);
+  return grpc::Status::OK;
+}
+
+// What the job runs with: the request's rank, slot and emulation over this daemon's own flags.
+void NodeService::fillJobSettings(const proto::StartJobRequest& request, core::ExperimentSpec spec,
+                                  JobSettings& settings) const {
+  const int world = request.world_size();
+  const uint64_t heartbeatMs =
+      request.heartbeat_ms() == 0 ? kDefaultHeartbeat.count() : request.heartbeat_ms();
+  const uint64_t connectMs = request.connect_timeout_ms();
+  const std::string nodeName = name();
   settings.jobId = request.job_id();
   settings.nodeName = request.node_name().empty() ? nodeName : request.node_name();
   settings.work.spec = std::move(spec);
@@ -361,7 +382,13 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
   settings.heartbeat = std::chrono::milliseconds(heartbeatMs);
   settings.connectTimeout =
       connectMs != 0 ? std::chrono::milliseconds(connectMs) : options_.connectTimeout;
+}
 
+// Installs the job in its slot (a new job id first drops the last job's ranks, rendezvous
+// keys and shards); refuses while shutting down or busy with another job.
+grpc::Status NodeService::installJob(const proto::StartJobRequest& request, JobSettings settings,
+                                     std::shared_ptr<core::ParameterHost> shardHost) {
+  const int world = request.world_size();
   std::vector<std::shared_ptr<Job>> previous;
   const auto slot = static_cast<std::size_t>(request.slot());
   {
@@ -405,6 +432,17 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
   // the lock (a watcher may still hold one, then the last owner joins).
   previous.clear();
   return grpc::Status::OK;
+}
+
+grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
+  if (grpc::Status s = checkStartRequest(request); !s.ok()) return s;
+  core::ExperimentSpec spec;
+  if (grpc::Status s = parseStartSpec(request, spec); !s.ok()) return s;
+  JobSettings settings;
+  std::shared_ptr<core::ParameterHost> shardHost;
+  if (grpc::Status s = prepareShards(request, spec, settings, shardHost); !s.ok()) return s;
+  fillJobSettings(request, std::move(spec), settings);
+  return installJob(request, std::move(settings), std::move(shardHost));
 }
 
 grpc::ServerWriteReactor<proto::JobUpdate>* NodeService::WatchJob(

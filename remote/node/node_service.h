@@ -73,7 +73,19 @@ class NodeService final : public proto::NodeService::CallbackService {
   std::string name() const;
 
  private:
+  // StartJob in its steps: the request's fields, the spec against this node, the
+  // parameter-server shards, the job's settings, and the job installed in its slot.
   grpc::Status startJob(const proto::StartJobRequest& request);
+  grpc::Status checkStartRequest(const proto::StartJobRequest& request) const;
+  grpc::Status parseStartSpec(const proto::StartJobRequest& request,
+                              core::ExperimentSpec& spec) const;
+  grpc::Status prepareShards(const proto::StartJobRequest& request,
+                             const core::ExperimentSpec& spec, JobSettings& settings,
+                             std::shared_ptr<core::ParameterHost>& shardHost) const;
+  void fillJobSettings(const proto::StartJobRequest& request, core::ExperimentSpec spec,
+                       JobSettings& settings) const;
+  grpc::Status installJob(const proto::StartJobRequest& request, JobSettings settings,
+                          std::shared_ptr<core::ParameterHost> shardHost);
   void fillInfo(proto::NodeInfo& info);
   // Worker slots for a spec's device: one per GPU for "cuda", --devices cpu:N for "cpu".
   int slotsFor(const core::ExperimentSpec& spec) const;
