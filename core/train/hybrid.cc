@@ -21,6 +21,8 @@ std::string fixed(double value, int digits) {
 constexpr const char* kName = "hybrid";
 constexpr const char* kSyncThenAsync = "sync_then_async";
 constexpr const char* kAdaptive = "adaptive";
+// Synchronous steps at the start of the run that the adaptive policy does not time.
+constexpr int64_t kUntimedSteps = 1;
 
 }  // namespace
 
@@ -158,7 +160,11 @@ StepReport Hybrid::step(int64_t step, const Votes& local, Votes& agreed) {
                     fixed(options_.switchAt, 2) + ")");
     return r;
   }
-  // adaptive: every rank learns every rank's compute time and decides the same.
+  // adaptive: every rank learns every rank's compute time and decides the same. The run's
+  // first step is not timed: it carries one-time costs (allocations, the GEMM library's first
+  // calls) many times a step's compute, which would hold the smoothed times up for many steps
+  // and delay the switch by as much. Every rank skips it alike (a synchronous step count).
+  if (syncSteps_ <= kUntimedSteps) return r;
   std::vector<float> times(static_cast<std::size_t>(context_.job.world), 0.0f);
   times[static_cast<std::size_t>(context_.job.rank)] = static_cast<float>(r.computeMs);
   if (context_.comm != nullptr) context_.comm->allReduceSum(times.data(), context_.job.world);
