@@ -157,8 +157,9 @@ MainWindow::MainWindow(QWidget* parent)
   connect(controller_, &ExperimentController::progress, this,
           [this](const RunProgress& p) { onProgress(p); });
   connect(controller_, &ExperimentController::runFinished, this,
-          [this](qint64 runId, const QString& status, const QString&) {
-            statusBar()->showMessage(tr("Run #%1 %2").arg(runId).arg(status), 8000);
+          [this](qint64 runId, core::RunStatus status, const QString&) {
+            statusBar()->showMessage(
+                tr("Run #%1 %2").arg(runId).arg(QString::fromUtf8(core::toString(status))), 8000);
             liveRun_ = -1;  // the next reload draws it from the store, complete
             reload();
           });

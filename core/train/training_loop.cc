@@ -45,6 +45,8 @@ class TrainingLoop {
   // Throws RunFailure when the agreed votes say a rank's loss diverged or its evaluation failed.
   void failOnAgreedErrors(const Votes& agreed, int64_t step);
   Votes localVotes(Clock::time_point trainStart) const;
+  void recordStep(int64_t step, const StepReport& r, double stepMs, double wallMs,
+                  int64_t sentBefore, int64_t receivedBefore);
 
   const WorkerJob& job_;
   const ExperimentSpec& spec_;
@@ -126,6 +128,37 @@ bool TrainingLoop::evaluate(Strategy& strategy, int64_t step) {
   return reached;
 }
 
+// This rank's metrics of one step: sent to the sink and added to the run's totals.
+void TrainingLoop::recordStep(int64_t step, const StepReport& r, double stepMs, double wallMs,
+                              int64_t sentBefore, int64_t receivedBefore) {
+  StepMetrics m;
+  m.worker = job_.rank;
+  m.step = step;
+  m.wallMs = wallMs;
+  m.loss = r.loss;
+  m.stepMs = stepMs;
+  m.computeMs = r.computeMs;
+  m.commMs = r.commMs;
+  m.waitMs = r.waitMs;
+  m.samplesPerS = m.stepMs > 0.0 ? static_cast<double>(r.samples) * 1000.0 / m.stepMs : 0.0;
+  m.utilization = m.stepMs > 0.0 ? m.computeMs / m.stepMs : 1.0;
+  m.batchShare = r.batchShare;
+  m.staleness = r.staleness;
+  m.bytesSent = static_cast<double>(r.bytesSent);
+  m.bytesReceived = static_cast<double>(r.bytesReceived);
+  if (comm_ != nullptr && job_.world > 1) {
+    m.bytesSent += static_cast<double>(comm_->bytesSent() - sentBefore);
+    m.bytesReceived += static_cast<double>(comm_->bytesReceived() - receivedBefore);
+  }
+  m.divergence = r.divergence;
+  result_.exchange.add(m);
+  result_.computeMsTotal += m.computeMs;
+  result_.stepMsTotal += m.stepMs;
+  result_.waitMsTotal += m.waitMs;
+  result_.samples += r.samples;
+  if (sink_ != nullptr) sink_->onStep(m);
+}
+
 WorkerResult TrainingLoop::run() {
   dataset_ = makeDataset(spec_.dataset);
   backend_ = makeBackend(job_.device, job_.threads, spec_.training.precision);
@@ -175,35 +208,10 @@ WorkerResult TrainingLoop::run() {
     const StepReport r = strategy->step(step, local, agreed);
     const Clock::time_point t1 = Clock::now();
 
-    StepMetrics m;
-    m.worker = job_.rank;
-    m.step = step;
-    m.wallMs = msBetween(start_, t1);
-    m.loss = r.loss;
-    m.stepMs = msBetween(t0, t1);
-    m.computeMs = r.computeMs;
-    m.commMs = r.commMs;
-    m.waitMs = r.waitMs;
-    m.samplesPerS = m.stepMs > 0.0 ? static_cast<double>(r.samples) * 1000.0 / m.stepMs : 0.0;
-    m.utilization = m.stepMs > 0.0 ? m.computeMs / m.stepMs : 1.0;
-    m.batchShare = r.batchShare;
-    m.staleness = r.staleness;
-    m.bytesSent = static_cast<double>(r.bytesSent);
-    m.bytesReceived = static_cast<double>(r.bytesReceived);
-    if (comm_ != nullptr && job_.world > 1) {
-      m.bytesSent += static_cast<double>(comm_->bytesSent() - sentBefore);
-      m.bytesReceived += static_cast<double>(comm_->bytesReceived() - receivedBefore);
-    }
-    m.divergence = r.divergence;
-    result_.exchange.add(m);
+    recordStep(step, r, msBetween(t0, t1), msBetween(start_, t1), sentBefore, receivedBefore);
     // Ranks that evaluated on their own clocks (asynchronous) may have seen different interval
     // boundaries; from a common state on, they count from the same one.
     if (r.resynchronized) lastEvalProgress_ = strategy->globalStep(step) - 1;
-    result_.computeMsTotal += m.computeMs;
-    result_.stepMsTotal += m.stepMs;
-    result_.waitMsTotal += m.waitMs;
-    result_.samples += r.samples;
-    if (sink_ != nullptr) sink_->onStep(m);
     // A diverged loss is voted with the next agreement, so that every rank stops together
     // (a rank that stopped alone would leave its peers blocked in a collective).
     if (!std::isfinite(r.loss) && divergedBecause_.empty())

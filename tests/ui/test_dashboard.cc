@@ -97,7 +97,7 @@ class TestDashboard : public QObject {
     QVERIFY(controller.start(request));
     QVERIFY(finished.wait(120000));
     QCOMPARE(runFinished.size(), 1);
-    QCOMPARE(runFinished.first().at(1).toString(), QString("completed"));
+    QCOMPARE(runFinished.first().at(1).value<core::RunStatus>(), core::RunStatus::kCompleted);
     runId_ = runFinished.first().at(0).toLongLong();
     const std::vector<ui::LivePoint> rest = controller.liveFeed()->take();
     live_.insert(live_.end(), rest.begin(), rest.end());

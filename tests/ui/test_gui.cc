@@ -230,7 +230,8 @@ class TestGui : public QObject {
     QVERIFY(window.cancelAction()->isEnabled());
     QVERIFY(finished.wait(120000));
     QCOMPARE(runFinished.size(), 2);
-    for (const QList<QVariant>& r : runFinished) QCOMPARE(r.at(1).toString(), QString("completed"));
+    for (const QList<QVariant>& r : runFinished)
+      QCOMPARE(r.at(1).value<core::RunStatus>(), core::RunStatus::kCompleted);
     // Both runs are listed, and the last one is on screen.
     QTRY_COMPARE_WITH_TIMEOUT(window.explorerModel()->snapshot().runs.size(), std::size_t{2},
                               10000);
@@ -265,7 +266,7 @@ class TestGui : public QObject {
     window.cancelAction()->trigger();
     QVERIFY(finished.wait(10000));
     QCOMPARE(runFinished.size(), 1);
-    QCOMPARE(runFinished.first().at(1).toString(), QString("cancelled"));
+    QCOMPARE(runFinished.first().at(1).value<core::RunStatus>(), core::RunStatus::kCancelled);
     auto store = core::ProjectStore::open(path, true);
     QCOMPARE(store->requireRun(1).status, core::RunStatus::kCancelled);
   }
@@ -369,7 +370,7 @@ class TestGui : public QObject {
     ::kill(daemons[1], SIGKILL);
     QVERIFY(finished.wait(15000));
     QCOMPARE(runFinished.size(), 1);
-    QCOMPARE(runFinished.first().at(1).toString(), QString("failed"));
+    QCOMPARE(runFinished.first().at(1).value<core::RunStatus>(), core::RunStatus::kFailed);
     QVERIFY(problem.size() >= 1);
     QVERIFY2(problem.first().first().toString().contains("lost"),
              qPrintable(problem.first().first().toString()));
@@ -551,7 +552,8 @@ class TestGui : public QObject {
     page->runButton()->click();
     QVERIFY(finished.wait(120000));
     QCOMPARE(runFinished.size(), 2);  // both variants
-    for (const QList<QVariant>& r : runFinished) QCOMPARE(r.at(1).toString(), QString("completed"));
+    for (const QList<QVariant>& r : runFinished)
+      QCOMPARE(r.at(1).value<core::RunStatus>(), core::RunStatus::kCompleted);
   }
 
   // The whole session a researcher has, through the real widgets and real daemons: a new
@@ -603,7 +605,8 @@ class TestGui : public QObject {
     experiment->runButton()->click();
     QVERIFY(finished.wait(120000));
     QCOMPARE(runFinished.size(), 2);
-    for (const QList<QVariant>& r : runFinished) QCOMPARE(r.at(1).toString(), QString("completed"));
+    for (const QList<QVariant>& r : runFinished)
+      QCOMPARE(r.at(1).value<core::RunStatus>(), core::RunStatus::kCompleted);
 
     // A second, endless run: points arrive on its page live, then it is cancelled.
     static_cast<QSpinBox*>(experiment->field("training.max_steps"))->setValue(0);
@@ -626,7 +629,7 @@ class TestGui : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(points() > before + 20, 15000);
     window.cancelAction()->trigger();
     QVERIFY(finished.wait(15000));
-    QCOMPARE(runFinished.last().at(1).toString(), QString("cancelled"));
+    QCOMPARE(runFinished.last().at(1).value<core::RunStatus>(), core::RunStatus::kCancelled);
 
     // The comparison of the three runs, exported three ways.
     window.showCompare();

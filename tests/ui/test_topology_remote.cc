@@ -293,7 +293,7 @@ class TestTopologyRemote : public QObject {
     QVERIFY2(problems.isEmpty(),
              problems.isEmpty() ? "" : qPrintable(problems.first().first().toString()));
     QCOMPARE(runFinished.size(), 1);
-    QCOMPARE(runFinished.first().at(1).toString(), QString("completed"));
+    QCOMPARE(runFinished.first().at(1).value<core::RunStatus>(), core::RunStatus::kCompleted);
 
     const ui::ProjectSnapshot snapshot = ui::readProjectSnapshot(path.toStdString());
     QCOMPARE(snapshot.runs.size(), std::size_t{1});

@@ -85,6 +85,7 @@ class ProgressSink final : public core::MetricSink {
 
 ClusterController::ClusterController(QObject* parent) : ExperimentController(parent) {
   qRegisterMetaType<RunProgress>();
+  qRegisterMetaType<core::RunStatus>();
 }
 
 namespace {
@@ -195,8 +196,7 @@ void ClusterController::work(RunRequest request) {
         summary.error = e.what();
       }
       recording.finish(summary);
-      emit runFinished(runId, core::toString(summary.status),
-                       QString::fromStdString(summary.error));
+      emit runFinished(runId, summary.status, QString::fromStdString(summary.error));
       if (summary.status == core::RunStatus::kFailed)
         emit problem(QString("%1 failed: %2").arg(variant, QString::fromStdString(summary.error)));
     }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/metrics/metrics.h"
 #include "core/spec/experiment_spec.h"
 
 namespace dtlab::ui {
@@ -87,8 +88,8 @@ class ExperimentController : public QObject {
   // A variant's run exists in the project (its id), before its first step.
   void runStarted(qint64 runId, const QString& variant);
   void progress(const dtlab::ui::RunProgress& progress);
-  // status: "completed", "cancelled" or "failed" (error set).
-  void runFinished(qint64 runId, const QString& status, const QString& error);
+  // How the variant's run ended (kFailed: error set).
+  void runFinished(qint64 runId, dtlab::core::RunStatus status, const QString& error);
   // The request ended (all variants, a cancel, or a failure before any run).
   void finished();
   // Something a user must be told: the cluster could not start, a node was lost, ...
@@ -98,3 +99,4 @@ class ExperimentController : public QObject {
 }  // namespace dtlab::ui
 
 Q_DECLARE_METATYPE(dtlab::ui::RunProgress)
+Q_DECLARE_METATYPE(dtlab::core::RunStatus)
