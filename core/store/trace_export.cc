@@ -44,6 +44,36 @@ double lookup(const std::unordered_map<int64_t, double>& m, int64_t step) {
   return it == m.end() || std::isnan(it->second) ? 0.0 : it->second;
 }
 
+// A worker's steps as slices on its three tracks (compute, communication, wait), each phase
+// laid out from its step's start and never before the end of the track's previous slice.
+void appendStepPhases(const WorkerSeries& w, int pid, int worker, nlohmann::json& events) {
+  std::array<double, 3> trackEnd = {-1e300, -1e300, -1e300};
+  for (const SeriesPoint& p : w.steps) {
+    const double compute = lookup(w.compute, p.step);
+    const double wait = lookup(w.wait, p.step);
+    const double comm = lookup(w.comm, p.step);
+    const double stepMs =
+        w.stepsAreCompute ? compute + wait + comm : (std::isnan(p.value) ? 0.0 : p.value);
+    // Phases laid out from the step's start: compute, wait, communication.
+    const double startUs = (p.wallMs - stepMs) * 1000.0;
+    const std::array<double, 3> durations = {compute * 1000.0, comm * 1000.0, wait * 1000.0};
+    const std::array<double, 3> offsets = {0.0, (compute + wait) * 1000.0, compute * 1000.0};
+    for (int kind = 0; kind < 3; ++kind) {
+      if (!(durations[kind] > 0.0)) continue;
+      const double ts = std::max(startUs + offsets[kind], trackEnd[kind]);
+      trackEnd[kind] = ts + durations[kind];
+      events.push_back({{"ph", "X"},
+                        {"name", kKinds[kind]},
+                        {"cat", kKinds[kind]},
+                        {"pid", pid},
+                        {"tid", tidOf(worker, kind)},
+                        {"ts", ts},
+                        {"dur", durations[kind]},
+                        {"args", {{"step", p.step}}}});
+    }
+  }
+}
+
 }  // namespace
 
 nlohmann::json chromeTrace(ProjectStore& store, int64_t runId, const TraceOptions& options) {
@@ -111,31 +141,7 @@ nlohmann::json chromeTrace(ProjectStore& store, int64_t runId, const TraceOption
       events.push_back(metadata("thread_sort_index", pid, tid, {{"sort_index", tid}}));
     }
 
-    std::array<double, 3> trackEnd = {-1e300, -1e300, -1e300};
-    for (const SeriesPoint& p : w.steps) {
-      const double compute = lookup(w.compute, p.step);
-      const double wait = lookup(w.wait, p.step);
-      const double comm = lookup(w.comm, p.step);
-      const double stepMs =
-          w.stepsAreCompute ? compute + wait + comm : (std::isnan(p.value) ? 0.0 : p.value);
-      // Phases laid out from the step's start: compute, wait, communication.
-      const double startUs = (p.wallMs - stepMs) * 1000.0;
-      const std::array<double, 3> durations = {compute * 1000.0, comm * 1000.0, wait * 1000.0};
-      const std::array<double, 3> offsets = {0.0, (compute + wait) * 1000.0, compute * 1000.0};
-      for (int kind = 0; kind < 3; ++kind) {
-        if (!(durations[kind] > 0.0)) continue;
-        const double ts = std::max(startUs + offsets[kind], trackEnd[kind]);
-        trackEnd[kind] = ts + durations[kind];
-        events.push_back({{"ph", "X"},
-                          {"name", kKinds[kind]},
-                          {"cat", kKinds[kind]},
-                          {"pid", pid},
-                          {"tid", tidOf(worker, kind)},
-                          {"ts", ts},
-                          {"dur", durations[kind]},
-                          {"args", {{"step", p.step}}}});
-      }
-    }
+    appendStepPhases(w, pid, worker, events);
     const std::string series = "worker " + std::to_string(worker);
     for (const SeriesPoint& p : w.samplesPerS) {
       if (std::isnan(p.value)) continue;
