@@ -153,7 +153,6 @@ class TestParameterServerCli : public QObject {
     while (!err.contains("samples/s") && waited.elapsed() < 60000 && cli.waitForReadyRead(1000))
       err += cli.readAllStandardError();
     QVERIFY2(err.contains("samples/s"), err.constData());  // training is under way
-    QTest::qWait(500);
     ::kill(static_cast<pid_t>(daemons[1]->process.processId()), SIGKILL);
     QElapsedTimer failing;
     failing.start();
