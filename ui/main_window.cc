@@ -133,6 +133,20 @@ MainWindow::MainWindow(QWidget* parent)
   runProgress_->hide();
 
   buildMenus();
+  connectController();
+  updateRunActions();
+  poll_->setInterval(kPollMs);
+  connect(poll_, &QTimer::timeout, this, [this] { pollFile(); });
+
+  QSettings settings;
+  if (!restoreGeometry(settings.value("window/geometry").toByteArray())) resize(1280, 800);
+  if (!split->restoreState(settings.value("window/splitter").toByteArray()))
+    split->setSizes({width() * 2 / 7, width() * 5 / 7});
+}
+
+// The controller's reports: live points (coalesced into one replot every 40 ms), a run's
+// start and end, progress, problems; the topology page asks nodes through it too.
+void MainWindow::connectController() {
   liveTimer_->setSingleShot(true);
   liveTimer_->setInterval(40);
   topologyPage_->setController(controller_);
@@ -169,14 +183,6 @@ MainWindow::MainWindow(QWidget* parent)
     runProgress_->hide();
     updateRunActions();
   });
-  updateRunActions();
-  poll_->setInterval(kPollMs);
-  connect(poll_, &QTimer::timeout, this, [this] { pollFile(); });
-
-  QSettings settings;
-  if (!restoreGeometry(settings.value("window/geometry").toByteArray())) resize(1280, 800);
-  if (!split->restoreState(settings.value("window/splitter").toByteArray()))
-    split->setSizes({width() * 2 / 7, width() * 5 / 7});
 }
 
 MainWindow::~MainWindow() = default;

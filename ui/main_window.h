@@ -86,6 +86,7 @@ class MainWindow final : public QMainWindow {
 
  private:
   void buildMenus();
+  void connectController();
   void reload();
   void applySnapshot(const ProjectSnapshot& snapshot);
   void showOverview(const ProjectSnapshot& snapshot);
@@ -136,7 +137,8 @@ class MainWindow final : public QMainWindow {
   QProgressBar* runProgress_;
   qint64 followRun_ = -1;
   qint64 liveRun_ = -1;
-  QString runningSpec_;  // the JSON of the experiment the controller runs  // the run the controller is executing (its page grows live)
+  QString runningSpec_;  // the JSON of the experiment the controller runs  // the run the
+                         // controller is executing (its page grows live)
   QTimer* liveTimer_;  // coalesces live points into one replot every ~40 ms  // a run started from
                        // here: selected as soon as it is listed
 
