@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "core/comm/gloo_mesh.h"
+#include "core/comm/rank_order_sum.h"
 #include "core/common/check.h"
 
 namespace dtlab::core {
@@ -90,31 +91,6 @@ constexpr std::chrono::milliseconds kShutdownTimeout{10000};
 constexpr size_t kMaxClassicInstances = 16;
 // Caller buffers whose send buffers the own algorithm keeps (gradient buckets, benchmarks).
 constexpr size_t kMaxSendBufferSets = 64;
-
-// Sum of n sources element by element, in rank order, into out (which may be one of the
-// sources at the same offset). Rank order makes the result independent of which rank
-// reduces which chunk.
-void sumInRankOrder(float* out, const float* const* sources, int n, int64_t count) {
-  if (n == 2) {
-    const float* a = sources[0];
-    const float* b = sources[1];
-    for (int64_t i = 0; i < count; ++i) out[i] = a[i] + b[i];
-    return;
-  }
-  constexpr int64_t kBlock = 1024;
-  alignas(64) float acc[kBlock];
-  for (int64_t begin = 0; begin < count; begin += kBlock) {
-    const int64_t m = std::min(kBlock, count - begin);
-    const float* a = sources[0] + begin;
-    const float* b = sources[1] + begin;
-    for (int64_t i = 0; i < m; ++i) acc[i] = a[i] + b[i];
-    for (int r = 2; r < n; ++r) {
-      const float* s = sources[r] + begin;
-      for (int64_t i = 0; i < m; ++i) acc[i] += s[i];
-    }
-    std::memcpy(out + begin, acc, static_cast<size_t>(m) * sizeof(float));
-  }
-}
 
 // A gloo::Context whose pairs we create and connect ourselves (Gloo's connectFullMesh keeps
 // them out of reach until it returns, so a connect could not be aborted, and it waits up to
@@ -250,11 +226,11 @@ void GlooCommunicator::Impl::guarded(const Describe& describe, const Body& body)
                                    " refused: the group is unusable after an earlier failure (",
                                    brokenBy, ")"));
   }
-  struct UnderWay {
+  ++underWay;
+  struct Leave {
     std::atomic<int>& count;
-    explicit UnderWay(std::atomic<int>& c) : count(c) { count.fetch_add(1); }
-    ~UnderWay() { count.fetch_sub(1); }
-  } underWayNow(underWay);
+    ~Leave() { --count; }
+  } leave{underWay};
   try {
     body();
   } catch (const std::exception& e) {

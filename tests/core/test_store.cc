@@ -4,9 +4,6 @@
 // byte-for-byte unchanged, and CSV export.
 #include <QtTest/QtTest>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -144,41 +141,6 @@ class TestStore : public QObject {
     }
     // Kinds are separate name spaces.
     QCOMPARE(store->entities(EntityKind::kDataset).size(), std::size_t{2});
-  }
-
-  // Callers tell failures apart by SQLite's extended code, which every StoreError from a
-  // SQLite call carries: a name taken, a missing parent row, a read-only connection.
-  void storeErrorsCarrySqliteCodes() {
-    const std::string path = file("codes.dtlab");
-    auto store = ProjectStore::create(path);
-    store->createEntity(EntityKind::kDataset, "taken", nlohmann::json::object());
-    auto codeOf = [](auto&& f) -> std::optional<StoreError> {
-      try {
-        f();
-      } catch (const StoreError& e) {
-        return e;
-      }
-      return std::nullopt;
-    };
-    const auto taken = codeOf(
-        [&] { store->createEntity(EntityKind::kDataset, "taken", nlohmann::json::object()); });
-    QVERIFY(taken && taken->uniqueViolation() && !taken->foreignKeyViolation());
-    QCOMPARE(taken->sqliteCode(), SQLITE_CONSTRAINT_UNIQUE);
-    QVERIFY2(std::string(taken->what()).find("a dataset named 'taken' already exists") == 0,
-             taken->what());
-    const auto orphan = codeOf([&] {
-      store->beginRun({int64_t{4242}, "orphan", "sync_allreduce", 1, nullptr});
-    });
-    QVERIFY(orphan && orphan->foreignKeyViolation());
-    QVERIFY2(std::string(orphan->what()).find("no experiment 4242") == 0, orphan->what());
-    store.reset();
-    auto reader = ProjectStore::open(path, true);
-    const auto readOnly = codeOf(
-        [&] { reader->createEntity(EntityKind::kDataset, "new", nlohmann::json::object()); });
-    QVERIFY(readOnly && readOnly->readOnly() && !readOnly->busy() && !readOnly->full());
-    // The store's own refusals carry no SQLite code.
-    const auto missing = codeOf([&] { reader->requireRun(7); });
-    QVERIFY(missing && missing->sqliteCode() == 0);
   }
 
   void runLifecycleRoundTrip() {
@@ -382,36 +344,6 @@ class TestStore : public QObject {
     appender.append(a, 3, 3.0, 3.0);  // no throw
     QVERIFY(errorOf([&] { appender.close(); }).find("deleted while") != std::string::npos);
     QCOMPARE(store->readSeries(*store->findSeries(keep, 0, 0, "loss")).size(), std::size_t{1});
-  }
-
-  // A destructor cannot throw what it meets: the appender dropped without close() logs the
-  // writer's error on stderr instead of losing it.
-  void droppedAppenderLogsItsError() {
-    const std::string path = file("dropped.dtlab");
-    auto store = ProjectStore::create(path);
-    const int64_t doomed = store->beginRun({std::nullopt, "doomed", "single", 1, nullptr});
-    const std::string logPath = file("stderr.log");
-    std::fflush(stderr);
-    const int savedStderr = ::dup(STDERR_FILENO);
-    const int logFd = ::open(logPath.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
-    QVERIFY(savedStderr >= 0 && logFd >= 0);
-    ::dup2(logFd, STDERR_FILENO);
-    {
-      PointAppender appender(path);
-      const SeriesHandle b = appender.series(doomed, 0, 0, "loss");
-      appender.append(b, 1, 1.0, 1.0);
-      appender.flush();
-      store->deleteRun(doomed, true);
-      appender.append(b, 2, 2.0, 2.0);
-    }  // destroyed without close()
-    std::fflush(stderr);
-    ::dup2(savedStderr, STDERR_FILENO);
-    ::close(savedStderr);
-    ::close(logFd);
-    const std::string logged = readBytes(logPath);
-    QVERIFY2(logged.find("warn: closing the point writer of " + path + ": ") != std::string::npos,
-             logged.c_str());
-    QVERIFY2(logged.find("deleted while") != std::string::npos, logged.c_str());
   }
 
   void slowSeriesChunksStayFew() {
