@@ -104,7 +104,8 @@ void refuseForeign(ObjectReader& r, std::string_view key, const json& value,
 }
 
 VariantConfig parseVariant(ObjectReader& r, const ExperimentSpec& spec,
-                           const std::vector<const StrategyDescriptor*>& all) {
+                           const std::vector<const StrategyDescriptor*>& all,
+                           const std::vector<std::string_view>& fields) {
   VariantConfig v;
   const StrategyDescriptor* strategy = all.front();
   if (const json* name = r.find("strategy")) {
@@ -121,7 +122,7 @@ VariantConfig parseVariant(ObjectReader& r, const ExperimentSpec& spec,
   }
 
   // The strategy's own settings as given; any other setting is refused by name.
-  for (std::string_view key : variantFields(all)) {
+  for (std::string_view key : fields) {
     if (std::find(std::begin(kCommonFields), std::end(kCommonFields), key) !=
         std::end(kCommonFields))
       continue;
@@ -173,7 +174,7 @@ std::vector<VariantConfig> parseVariants(const json* list, const std::string& pa
   std::vector<VariantConfig> variants;
   for (std::size_t i = 0; i < list->size(); ++i) {
     ObjectReader r((*list)[i], concat(path, "[", i, "]"), fields);
-    VariantConfig v = parseVariant(r, spec, all);
+    VariantConfig v = parseVariant(r, spec, all, fields);
     for (const VariantConfig& earlier : variants)
       if (earlier.name == v.name)
         throw SpecError(r.pathOf("name"),
