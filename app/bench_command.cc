@@ -13,6 +13,7 @@
 
 #include "app/args.h"
 #include "core/spec/experiment_spec.h"
+#include "core/spec/settings.h"
 #include "remote/bench/bench_allreduce.h"
 #include "remote/bench/bench_common.h"
 #include "remote/bench/bench_core.h"
@@ -244,28 +245,19 @@ int benchStore(const std::vector<std::string>& argv) {
 }
 
 // The kinds --kind names (comma-separated), or all of them.
-std::vector<core::DatasetKind> chosenKinds(const Args& args) {
-  const std::vector<core::DatasetKind> all = bench::dataBenchKinds();
+std::vector<std::string> chosenKinds(const Args& args) {
+  const std::vector<std::string> all = bench::dataBenchKinds();
   if (!args.has("--kind")) return all;
-  std::vector<core::DatasetKind> kinds;
+  std::vector<std::string> kinds;
   const std::string list = args.value("--kind", "");
   std::size_t begin = 0;
   while (begin <= list.size()) {
     const std::size_t end = std::min(list.find(',', begin), list.size());
     const std::string name = list.substr(begin, end - begin);
-    bool known = false;
-    for (const core::DatasetKind kind : all) {
-      if (name == core::toString(kind)) {
-        kinds.push_back(kind);
-        known = true;
-      }
-    }
-    if (!known) {
-      std::string names;
-      for (const core::DatasetKind kind : all)
-        names += std::string(names.empty() ? "" : ", ") + core::toString(kind);
-      throw UsageError("--kind: unknown dataset kind '" + name + "' (expected " + names + ")");
-    }
+    if (std::find(all.begin(), all.end(), name) == all.end())
+      throw UsageError("--kind: unknown dataset kind '" + name + "' (expected " +
+                       core::listText(all) + ")");
+    kinds.push_back(name);
     begin = end + 1;
   }
   return kinds;

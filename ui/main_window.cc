@@ -25,6 +25,7 @@
 #include <QtWidgets/QTreeView>
 
 #include "core/common/config.h"
+#include "core/data/dataset_kinds.h"
 #include "core/spec/experiment_spec.h"
 #include "core/train/strategy_registry.h"
 #include "ui/background.h"
@@ -470,13 +471,14 @@ void MainWindow::newExperiment() {
   tree_->setCurrentIndex({});
   const ProjectSnapshot& s = explorer_->snapshot();
   const std::string strategy = core::strategyNames().front();  // the default strategy
-  nlohmann::json spec = {{"name", "experiment " + std::to_string(s.experiments.size() + 1)},
-                         {"dataset", s.datasets.empty() ? nlohmann::json{{"kind", "gaussian_blobs"}}
-                                                        : s.datasets.front().config},
-                         {"cluster", s.topologies.empty() ? nlohmann::json{{"local_nodes", 2}}
-                                                          : s.topologies.front().config},
-                         {"training", {{"batch_size", 128}, {"epochs", 2}, {"eval_interval", 50}}},
-                         {"variants", {{{"name", strategy}, {"strategy", strategy}}}}};
+  const std::string kind = core::datasetKindNames().front();   // the default dataset kind
+  nlohmann::json spec = {
+      {"name", "experiment " + std::to_string(s.experiments.size() + 1)},
+      {"dataset", s.datasets.empty() ? nlohmann::json{{"kind", kind}} : s.datasets.front().config},
+      {"cluster",
+       s.topologies.empty() ? nlohmann::json{{"local_nodes", 2}} : s.topologies.front().config},
+      {"training", {{"batch_size", 128}, {"epochs", 2}, {"eval_interval", 50}}},
+      {"variants", {{{"name", strategy}, {"strategy", strategy}}}}};
   experimentPage_->edit(-1, spec, s.datasets, s.topologies);
   pages_->setCurrentWidget(experimentPage_);
   updateRunActions();
@@ -490,8 +492,9 @@ void MainWindow::newDataset() {
     return;
   }
   tree_->setCurrentIndex({});
-  datasetPage_->edit(-1, tr("dataset %1").arg(explorer_->snapshot().datasets.size() + 1),
-                     {{"kind", "gaussian_blobs"}, {"train_size", 20000}, {"test_size", 2000}});
+  datasetPage_->edit(
+      -1, tr("dataset %1").arg(explorer_->snapshot().datasets.size() + 1),
+      {{"kind", core::datasetKindNames().front()}, {"train_size", 20000}, {"test_size", 2000}});
   pages_->setCurrentWidget(datasetPage_);
 }
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/common/check.h"
+#include "core/data/dataset_kinds.h"
 #include "core/data/generators.h"
 
 namespace dtlab::core {
@@ -140,22 +141,7 @@ std::unique_ptr<Dataset> makeDataset(const DatasetConfig& config) {
                 config.trainSize, ")");
   requireConfig(config.testSize >= 0, "testSize", "must not be negative (got ", config.testSize,
                 ")");
-  switch (config.kind) {
-    case DatasetKind::kGaussianBlobs:
-      return datagen::makeGaussianBlobs(config);
-    case DatasetKind::kTwoSpirals:
-      return datagen::makeTwoSpirals(config);
-    case DatasetKind::kCheckerboard:
-      return datagen::makeCheckerboard(config);
-    case DatasetKind::kTeacher:
-      return datagen::makeTeacher(config);
-    case DatasetKind::kLinearRegression:
-      return datagen::makeLinearRegression(config);
-    case DatasetKind::kShapes:
-      return datagen::makeShapes(config);
-  }
-  throw Error(
-      ::dtlab::detail::concat("dataset kind: unknown value ", static_cast<int>(config.kind)));
+  return datasetKindOf(config).make(config);
 }
 
 const char* toString(Split split) {

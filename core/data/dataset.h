@@ -26,8 +26,9 @@ enum class TaskKind { kClassification, kRegression };
 // sample. The teacher labels by the argmax of a random network whose output biases are
 // tuned on probe inputs, so its classes are balanced only approximately (a few percent).
 //
-// Every kind's samples are defined by a datagen::SampleProgram (program()), which a GPU
-// backend runs on the device to generate the same samples there.
+// The built-in kinds' samples are defined by a datagen::SampleProgram (program()), which a
+// GPU backend runs on the device to generate the same samples there; a kind without one
+// (a plug-in's, a test's) is generated on the host and copied.
 //
 // Implementations are immutable after construction; every method is safe to call from
 // several threads at once.
@@ -43,8 +44,9 @@ class Dataset {
   TaskKind task() const { return task_; }
   int64_t size(Split split) const { return split == Split::kTrain ? trainSize_ : testSize_; }
   uint64_t seed() const { return seed_; }
-  // What defines the samples; its tables live as long as the dataset.
-  virtual const datagen::SampleProgram& program() const = 0;
+  // What defines the samples, for backends that generate them in their own memory; its tables
+  // live as long as the dataset. Null for a kind that is generated only by generate().
+  virtual const datagen::SampleProgram* program() const { return nullptr; }
 
   // Writes samples [begin, begin+count) of `split`: x is count x features row-major, y
   // has count entries (the class index as a float, or the regression target).
@@ -79,10 +81,10 @@ class Dataset {
   uint64_t seed_;
 };
 
-// Builds the dataset the config describes. Throws dtlab::Error naming the field when
-// the config cannot work. Fields a kind does not use are ignored, including features
-// for the kinds whose width is fixed (spirals and checkerboard: 2, shapes: 784) and
-// classes for checkerboard (2), shapes (10) and linear regression.
+// Builds the dataset the config describes, by its kind's descriptor (dataset_kinds.h).
+// Throws dtlab::Error naming the field when the config cannot work (an unknown kind
+// included). Fields a kind does not use are ignored, including features and classes
+// where the kind fixes them.
 std::unique_ptr<Dataset> makeDataset(const DatasetConfig& config);
 
 const char* toString(Split split);

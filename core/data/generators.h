@@ -13,6 +13,7 @@
 #include "core/common/check.h"
 #include "core/common/random.h"
 #include "core/data/dataset.h"
+#include "core/data/dataset_kinds.h"
 #include "core/data/sample_program.h"
 
 namespace dtlab::core::datagen {
@@ -23,11 +24,28 @@ void requireConfig(bool ok, const char* field, const Args&... reason) {
   if (!ok) throw Error(std::string("dataset ") + field + ": " + ::dtlab::detail::concat(reason...));
 }
 
-// Every kind but the teacher reads DatasetConfig::noise as a standard deviation (in its
-// own units).
-inline void requireNoise(const DatasetConfig& config) {
-  requireConfig(std::isfinite(config.noise) && config.noise >= 0.0f, "noise",
-                "must be finite and >= 0 (got ", config.noise, ")");
+// A kind's "noise" parameter: a non-negative real, 1 by default, that each kind reads as a
+// standard deviation in its own units (`help` says which).
+inline SettingSchema noiseParameter(std::string help) {
+  return SettingSchema{.key = "noise",
+                       .type = SettingType::kReal,
+                       .label = "Noise",
+                       .help = std::move(help),
+                       .defaultValue = 1.0,
+                       .min = 0.0,
+                       .max = INFINITY,
+                       .singlePrecision = true};
+}
+
+// A real parameter as the generators compute with it: a 32-bit float (what the spec rounds it
+// to), checked finite and in [min, max] for configs built in code, which the parser has not
+// seen.
+inline float realParameter(const SettingsView& view, std::string_view key, float min = 0.0f,
+                           float max = INFINITY) {
+  const auto v = static_cast<float>(view.real(key));
+  requireConfig(std::isfinite(v) && v >= min && v <= max, std::string(key).c_str(),
+                "must be finite and in [", min, ", ", max, "] (got ", v, ")");
+  return v;
 }
 
 // The program of a kind, with the seed of `config` and the given shape; the factory fills in
@@ -50,7 +68,7 @@ class ProgramDataset final : public Dataset {
   ProgramDataset(TaskKind task, int64_t trainSize, int64_t testSize, SampleProgram program,
                  std::vector<float> table = {}, std::vector<int64_t> dims = {});
 
-  const SampleProgram& program() const override { return program_; }
+  const SampleProgram* program() const override { return &program_; }
   void generate(Split split, int64_t begin, int64_t count, float* x, float* y) const override;
   void generateIndices(Split split, std::span<const int64_t> indices, float* x,
                        float* y) const override;
@@ -65,11 +83,13 @@ class ProgramDataset final : public Dataset {
   SampleProgram program_;
 };
 
-std::unique_ptr<Dataset> makeGaussianBlobs(const DatasetConfig& config);
-std::unique_ptr<Dataset> makeTwoSpirals(const DatasetConfig& config);
-std::unique_ptr<Dataset> makeCheckerboard(const DatasetConfig& config);
-std::unique_ptr<Dataset> makeTeacher(const DatasetConfig& config);
-std::unique_ptr<Dataset> makeLinearRegression(const DatasetConfig& config);
-std::unique_ptr<Dataset> makeShapes(const DatasetConfig& config);
+// The built-in kinds' descriptors, each defined beside its generator and listed in
+// dataset_kinds.cc.
+DatasetKindDescriptor gaussianBlobsKind();
+DatasetKindDescriptor twoSpiralsKind();
+DatasetKindDescriptor checkerboardKind();
+DatasetKindDescriptor teacherKind();
+DatasetKindDescriptor linearRegressionKind();
+DatasetKindDescriptor shapesKind();
 
 }  // namespace dtlab::core::datagen

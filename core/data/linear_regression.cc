@@ -28,17 +28,31 @@ std::vector<float> regressionWeights(const DatasetConfig& config, float& bias) {
   return weights;
 }
 
-}  // namespace
-
 std::unique_ptr<Dataset> makeLinearRegression(const DatasetConfig& config) {
-  requireNoise(config);
+  const float noise = realParameter(datasetKindOf(config).view(config), "noise");
   requireConfig(config.features >= 1, "features", "linear_regression needs at least 1 (got ",
                 config.features, ")");
   SampleProgram program = programOf(SampleKind::kRegression, config, config.features, 1);
-  program.noise = config.noise;
+  program.noise = noise;
   std::vector<float> weights = regressionWeights(config, program.bias);
   return std::make_unique<ProgramDataset>(TaskKind::kRegression, config.trainSize, config.testSize,
                                           program, std::move(weights));
+}
+
+}  // namespace
+
+DatasetKindDescriptor linearRegressionKind() {
+  DatasetKindDescriptor d;
+  d.name = "linear_regression";
+  d.summary = "A noisy linear function of Gaussian inputs (regression: train with mse)";
+  d.task = TaskKind::kRegression;
+  d.classes = {.defaultValue = 1, .minimum = 1, .maximum = 1};
+  d.features = {.defaultValue = 32, .fixed = false};
+  d.parameters = {
+      noiseParameter("Standard deviation of the target's noise, relative to the "
+                     "signal's (best R^2 = 1 / (1 + noise^2))")};
+  d.make = makeLinearRegression;
+  return d;
 }
 
 }  // namespace dtlab::core::datagen

@@ -1,8 +1,10 @@
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/data/generators.h"
+#include "core/spec/spec_names.h"
 
 namespace dtlab::core::datagen {
 namespace {
@@ -15,8 +17,10 @@ constexpr int64_t kMaxProbeLogits = int64_t{1} << 24;
 // Rounds of output-bias correction; each moves every class's bias by a decaying step
 // towards its share of 1 / classes.
 constexpr int kBalanceRounds = 60;
-// Largest teacher accepted, in parameters (a 1 GiB float32 network).
+// Largest teacher accepted, in weights (a 1 GiB float32 network); the spec refuses a larger
+// one by the kind's check, makeDataset by its own.
 constexpr double kMaxTeacherParameters = double{1 << 28};
+constexpr int64_t kMaxTeacherDepth = 16;
 
 // Labels N(0, I) inputs by the argmax of a fixed random MLP: features -> teacherDepth
 // hidden tanh layers of teacherWidth -> classes. Weights are N(0, 1/fan_in), which
@@ -35,26 +39,48 @@ struct TeacherNetwork {
   int64_t maxWidth = 1;
 };
 
-TeacherNetwork drawTeacher(const DatasetConfig& config) {
+// The teacher's hidden layers: `depth` layers of `width`.
+struct TeacherShape {
+  int64_t width = 0;
+  int64_t depth = 0;
+};
+
+TeacherShape teacherShape(const DatasetConfig& config) {
+  const SettingsView parameters = datasetKindOf(config).view(config);
+  return {parameters.integer("teacher_width"), parameters.integer("teacher_depth")};
+}
+
+// Weights of the teacher network (biases aside), in a double: a product of unchecked sizes.
+double teacherWeights(const DatasetConfig& config, const TeacherShape& shape) {
+  const double width = static_cast<double>(shape.width);
+  const double features = static_cast<double>(config.features);
+  const double classes = static_cast<double>(config.classes);
+  return shape.depth == 0
+             ? features * classes
+             : features * width + static_cast<double>(shape.depth - 1) * width * width +
+                   width * classes;
+}
+
+TeacherNetwork drawTeacher(const DatasetConfig& config, const TeacherShape& shape) {
   TeacherNetwork net;
   Rng rng(deriveSeed(config.seed, kParameterStream));
   int64_t size = 0;
-  for (int64_t l = 0, in = config.features; l <= config.teacherDepth; ++l) {
-    const int64_t out = l == config.teacherDepth ? config.classes : config.teacherWidth;
+  for (int64_t l = 0, in = config.features; l <= shape.depth; ++l) {
+    const int64_t out = l == shape.depth ? config.classes : shape.width;
     size += (in + 1) * out;
     in = out;
   }
   net.table.reserve(static_cast<std::size_t>(size));
   net.dims.push_back(config.features);
-  for (int64_t l = 0; l <= config.teacherDepth; ++l) {
+  for (int64_t l = 0; l <= shape.depth; ++l) {
     const int64_t in = net.dims.back();
-    const int64_t out = l == config.teacherDepth ? config.classes : config.teacherWidth;
+    const int64_t out = l == shape.depth ? config.classes : shape.width;
     const float scale = 1.0f / std::sqrt(static_cast<float>(in));
     for (int64_t k = 0; k < in * out; ++k) net.table.push_back(scale * rng.normal());
     // Small hidden biases move the boundaries off the origin; output biases are set by
     // balanceClasses().
     for (int64_t o = 0; o < out; ++o)
-      net.table.push_back(l < config.teacherDepth ? 0.1f * rng.normal() : 0.0f);
+      net.table.push_back(l < shape.depth ? 0.1f * rng.normal() : 0.0f);
     net.maxWidth = std::max(net.maxWidth, out);
     net.dims.push_back(out);
   }
@@ -120,41 +146,74 @@ void balanceClasses(SampleProgram& program, std::vector<float>& table) {
   for (int64_t c = 0; c < classes; ++c) outputBias[c] = static_cast<float>(bias[c]);
 }
 
-}  // namespace
-
 std::unique_ptr<Dataset> makeTeacher(const DatasetConfig& config) {
   requireConfig(config.classes >= 2, "classes", "teacher needs at least 2 (got ", config.classes,
                 ")");
   requireConfig(config.features >= 1, "features", "teacher needs at least 1 (got ", config.features,
                 ")");
-  requireConfig(config.teacherWidth >= 1, "teacherWidth", "must be at least 1 (got ",
-                config.teacherWidth, ")");
-  requireConfig(config.teacherDepth >= 0, "teacherDepth", "must not be negative (got ",
-                config.teacherDepth, ")");
-  requireConfig(
-      std::isfinite(config.labelNoise) && config.labelNoise >= 0.0f && config.labelNoise <= 1.0f,
-      "labelNoise", "must be a probability in [0, 1] (got ", config.labelNoise, ")");
-  const double width = static_cast<double>(config.teacherWidth);
-  const double parameters =
-      config.teacherDepth == 0
-          ? static_cast<double>(config.features) * static_cast<double>(config.classes)
-          : static_cast<double>(config.features) * width +
-                static_cast<double>(config.teacherDepth - 1) * width * width +
-                width * static_cast<double>(config.classes);
-  requireConfig(parameters <= kMaxTeacherParameters, "teacherWidth", "the teacher would have ",
-                parameters, " parameters; the limit is ", kMaxTeacherParameters);
-  TeacherNetwork net = drawTeacher(config);
+  const TeacherShape shape = teacherShape(config);
+  requireConfig(shape.width >= 1, "teacher_width", "must be at least 1 (got ", shape.width, ")");
+  requireConfig(shape.depth >= 0, "teacher_depth", "must not be negative (got ", shape.depth, ")");
+  const float labelNoise =
+      realParameter(datasetKindOf(config).view(config), "label_noise", 0.0f, 1.0f);
+  const double weights = teacherWeights(config, shape);
+  requireConfig(weights <= kMaxTeacherParameters, "teacher_width", "the teacher would have ",
+                weights, " parameters; the limit is ", kMaxTeacherParameters);
+  TeacherNetwork net = drawTeacher(config, shape);
   SampleProgram program = programOf(SampleKind::kTeacher, config, config.features, config.classes);
-  program.noise = config.labelNoise;
+  program.noise = labelNoise;
   program.table = net.table.data();
   program.tableSize = static_cast<int64_t>(net.table.size());
   program.dims = net.dims.data();
-  program.layers = static_cast<int>(config.teacherDepth + 1);
+  program.layers = static_cast<int>(shape.depth + 1);
   program.maxWidth = net.maxWidth;
   balanceClasses(program, net.table);
   return std::make_unique<ProgramDataset>(TaskKind::kClassification, config.trainSize,
                                           config.testSize, program, std::move(net.table),
                                           std::move(net.dims));
+}
+
+}  // namespace
+
+DatasetKindDescriptor teacherKind() {
+  DatasetKindDescriptor d;
+  d.name = "teacher";
+  d.summary = "Gaussian inputs labelled by a fixed random network (a student-teacher task)";
+  d.classes = {.defaultValue = 10, .minimum = 2, .maximum = kMaxWidth};
+  d.features = {.defaultValue = 32, .fixed = false};
+  const SettingSchema width{.key = "teacher_width",
+                            .label = "Teacher width",
+                            .help = "Width of each hidden layer of the teacher network",
+                            .defaultValue = int64_t{64},
+                            .min = 1,
+                            .max = kMaxWidth};
+  const SettingSchema depth{.key = "teacher_depth",
+                            .label = "Teacher depth",
+                            .help = "Hidden layers of the teacher (0: a linear teacher)",
+                            .defaultValue = int64_t{2},
+                            .min = 0,
+                            .max = kMaxTeacherDepth};
+  const SettingSchema labelNoise{.key = "label_noise",
+                                 .type = SettingType::kReal,
+                                 .label = "Label noise",
+                                 .help = "Probability that a label is replaced by a random class",
+                                 .defaultValue = 0.0,
+                                 .min = 0.0,
+                                 .max = 1.0,
+                                 .singlePrecision = true};
+  d.parameters = {width, depth, labelNoise};
+  d.check = [](const DatasetConfig& config, const std::string& path) {
+    const double weights = teacherWeights(config, teacherShape(config));
+    if (weights > kMaxTeacherParameters)
+      throw SpecError(path + ".teacher_width",
+                      ::dtlab::detail::concat("the teacher network would have ",
+                                              spec_detail::formatNumber(weights),
+                                              " weights, above the limit of ",
+                                              spec_detail::formatNumber(kMaxTeacherParameters),
+                                              "; reduce teacher_width or teacher_depth"));
+  };
+  d.make = makeTeacher;
+  return d;
 }
 
 }  // namespace dtlab::core::datagen

@@ -2,16 +2,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/data/dataset_kinds.h"
+
 namespace dtlab::core {
 
 void checkDataPartition(const DataPartitionConfig& partition, const DatasetConfig& dataset,
                         const std::string& path) {
-  // linear_regression is the one kind without classes (experiment_spec.cc's kind traits).
   if (partition.kind == DataPartitionKind::kDirichlet &&
-      dataset.kind == DatasetKind::kLinearRegression)
+      datasetKindOf(dataset).task == TaskKind::kRegression)
     throw SpecError(path,
-                    "\"dirichlet\" skews the labels each worker sees, so it needs a classification "
-                    "dataset; dataset.kind is \"linear_regression\" (use \"iid\" or \"shared\")");
+                    "\"dirichlet\" skews the labels each worker sees, so it needs a "
+                    "classification dataset; dataset.kind \"" +
+                        dataset.kind + "\" is a regression (use \"iid\" or \"shared\")");
 }
 
 nlohmann::json dataPartitionJson(const DataPartitionConfig& partition) {

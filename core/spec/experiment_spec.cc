@@ -17,7 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/data/dataset_kinds.h"
 #include "core/spec/data_partition_checks.h"
+#include "core/spec/dataset_section.h"
 #include "core/spec/spec_names.h"
 #include "core/spec/spec_reader.h"
 #include "core/spec/variants.h"
@@ -52,17 +54,11 @@ using namespace spec_detail;
 // ---------------------------------------------------------------------------------------------
 // Limits that are not in the header because only the parser needs them.
 
-constexpr int64_t kMaxWidth = 65536;  // hidden widths, features, classes, teacher width
 constexpr int64_t kMaxHiddenLayers = 16;
-constexpr int64_t kMaxTeacherDepth = 16;
-constexpr int64_t kMaxGridSize = 1024;
-constexpr int64_t kMaxSpiralArms = 8;
 constexpr int64_t kMaxThreads = 256;
 constexpr size_t kMaxNameBytes = 256;
-// Weights of the random teacher network and of the trained MLP: 1 GiB of float32 each. The
-// teacher's cap repeats the one its generator enforces (core/data/teacher.cc), so a spec that
-// validates also builds; the MLP's keeps weights plus optimizer state within a node's memory.
-constexpr double kMaxTeacherParameters = double{1 << 28};
+// Weights of the trained MLP: 1 GiB of float32, so weights plus optimizer state stay within a
+// node's memory.
 constexpr double kMaxModelParameters = double{1 << 28};
 constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 
@@ -76,9 +72,6 @@ constexpr std::string_view kNodeFields[] = {"address",    "speed",          "ban
                                             "latency_ms", "speed_schedule", "straggler"};
 constexpr std::string_view kSpeedChangeFields[] = {"at_step", "speed"};
 constexpr std::string_view kStragglerFields[] = {"probability", "pause_ms"};
-constexpr std::string_view kDatasetFields[] = {
-    "kind",          "train_size",    "test_size",   "classes",   "features", "separation", "noise",
-    "teacher_width", "teacher_depth", "label_noise", "grid_size", "turns",    "seed"};
 constexpr std::string_view kModelFields[] = {"hidden", "activation", "init", "loss"};
 constexpr std::string_view kOptimizerFields[] = {
     "kind",  "lr",  "momentum", "nesterov", "weight_decay",       "beta1",
@@ -90,124 +83,8 @@ constexpr std::string_view kTrainingFields[] = {"batch_size",  "epochs",        
                                                 "threads",     "precision",       "data_partition"};
 constexpr std::string_view kDataPartitionFields[] = {"kind", "alpha"};
 
-// What the kinds of dataset imply for the fields the parser fills in.
-struct DatasetKindTraits {
-  DatasetKind kind;
-  bool classification;
-  int64_t defaultClasses;
-  int64_t minClasses;  // minClasses == maxClasses: fixed by the kind
-  int64_t maxClasses;
-  int64_t defaultFeatures;
-  bool featuresFixed;
-};
-
-constexpr DatasetKindTraits kDatasetKindTraits[] = {
-    {DatasetKind::kGaussianBlobs, true, 10, 2, kMaxWidth, 32, false},
-    {DatasetKind::kTwoSpirals, true, 2, 2, kMaxSpiralArms, 2, true},
-    {DatasetKind::kCheckerboard, true, 2, 2, 2, 2, true},
-    {DatasetKind::kTeacher, true, 10, 2, kMaxWidth, 32, false},
-    {DatasetKind::kLinearRegression, false, 1, 1, 1, 32, false},
-    {DatasetKind::kShapes, true, 10, 10, 10, 784, true},
-};
-
-const DatasetKindTraits& traitsOf(DatasetKind kind) {
-  for (const auto& traits : kDatasetKindTraits)
-    if (traits.kind == kind) return traits;
-  DTLAB_ENFORCE(false, "no traits for dataset kind ", static_cast<int>(kind));
-  return kDatasetKindTraits[0];
-}
-
 // ---------------------------------------------------------------------------------------------
 // Sections.
-
-DatasetConfig parseDataset(ObjectReader& r, uint64_t specSeed) {
-  DatasetConfig d;
-  const DatasetConfig defaults;
-  if (auto v = r.choice("kind", kDatasetKindNames)) d.kind = *v;
-  const DatasetKindTraits& traits = traitsOf(d.kind);
-  const char* kindName = toString(d.kind);
-
-  if (auto v = r.integer("train_size", 1, kMaxInt)) d.trainSize = *v;
-  if (auto v = r.integer("test_size", 1, kMaxInt)) d.testSize = *v;
-
-  d.classes = traits.defaultClasses;
-  if (auto v = r.integer("classes", 1, kMaxWidth)) {
-    if (traits.minClasses == traits.maxClasses && *v != traits.minClasses)
-      throw SpecError(r.pathOf("classes"), concat("is fixed at ", traits.minClasses, " for ",
-                                                  kindName, "; remove it (got ", *v, ")"));
-    if (*v < traits.minClasses || *v > traits.maxClasses)
-      throw SpecError(r.pathOf("classes"),
-                      concat("must be between ", traits.minClasses, " and ", traits.maxClasses,
-                             " for ", kindName, ", got ", *v));
-    d.classes = *v;
-  }
-
-  d.features = traits.defaultFeatures;
-  if (auto v = r.integer("features", 1, kMaxWidth)) {
-    if (traits.featuresFixed && *v != traits.defaultFeatures)
-      throw SpecError(r.pathOf("features"), concat("is fixed at ", traits.defaultFeatures, " for ",
-                                                   kindName, "; remove it (got ", *v, ")"));
-    d.features = *v;
-  }
-
-  if (auto v = r.real32("separation", kNonNegative)) d.separation = *v;
-  if (auto v = r.real32("noise", kNonNegative)) d.noise = *v;
-  if (auto v = r.integer("teacher_width", 1, kMaxWidth)) d.teacherWidth = *v;
-  if (auto v = r.integer("teacher_depth", 0, kMaxTeacherDepth)) d.teacherDepth = *v;
-  if (auto v = r.real32("label_noise", kProbability)) d.labelNoise = *v;
-  if (auto v = r.integer("grid_size", 2, kMaxGridSize)) d.gridSize = *v;
-  if (auto v = r.real32("turns", kTurns)) d.turns = *v;
-  d.seed = specSeed;
-  if (auto v = r.unsignedInteger("seed")) d.seed = *v;
-
-  const DatasetKind k = d.kind;
-  const bool blobs = k == DatasetKind::kGaussianBlobs;
-  const bool teacher = k == DatasetKind::kTeacher;
-  rejectIfChanged(r, "separation", d.separation, defaults.separation, blobs, "gaussian_blobs",
-                  kindName);
-  rejectIfChanged(r, "noise", d.noise, defaults.noise, !teacher,
-                  "every kind except teacher (which has label_noise)", kindName);
-  rejectIfChanged(r, "teacher_width", d.teacherWidth, defaults.teacherWidth, teacher, "teacher",
-                  kindName);
-  rejectIfChanged(r, "teacher_depth", d.teacherDepth, defaults.teacherDepth, teacher, "teacher",
-                  kindName);
-  rejectIfChanged(r, "label_noise", d.labelNoise, defaults.labelNoise, teacher, "teacher",
-                  kindName);
-  rejectIfChanged(r, "grid_size", d.gridSize, defaults.gridSize, k == DatasetKind::kCheckerboard,
-                  "checkerboard", kindName);
-  rejectIfChanged(r, "turns", d.turns, defaults.turns, k == DatasetKind::kTwoSpirals, "two_spirals",
-                  kindName);
-
-  if (teacher) {
-    const double width = static_cast<double>(d.teacherWidth);
-    const double features = static_cast<double>(d.features);
-    const double classes = static_cast<double>(d.classes);
-    const double parameters = d.teacherDepth == 0
-                                  ? features * classes
-                                  : features * width +
-                                        static_cast<double>(d.teacherDepth - 1) * width * width +
-                                        width * classes;
-    if (parameters > kMaxTeacherParameters)
-      throw SpecError(r.pathOf("teacher_width"),
-                      concat("the teacher network would have ", formatNumber(parameters),
-                             " weights, above the limit of ", formatNumber(kMaxTeacherParameters),
-                             "; reduce teacher_width or teacher_depth"));
-  }
-
-  // In doubles: the product of two unchecked sizes can overflow int64.
-  const double bytes = (static_cast<double>(d.trainSize) + static_cast<double>(d.testSize)) *
-                       (static_cast<double>(d.features) + 1.0) * 4.0;
-  if (bytes > static_cast<double>(kMaxDatasetBytes)) {
-    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-    std::ostringstream reason;
-    reason << std::fixed << std::setprecision(1) << "the dataset would take " << bytes / kGiB
-           << " GiB ((train_size + test_size) x (features + 1) x 4 bytes), above the cap of "
-           << static_cast<double>(kMaxDatasetBytes) / kGiB << " GiB";
-    throw SpecError(r.pathOf("train_size"), reason.str());
-  }
-  r.finish();
-  return d;
-}
 
 ModelConfig parseModel(ObjectReader& r, const DatasetConfig& data) {
   ModelConfig m;
@@ -239,13 +116,12 @@ ModelConfig parseModel(ObjectReader& r, const DatasetConfig& data) {
   }
   if (auto v = r.choice("activation", kActivationNames)) m.activation = *v;
   if (auto v = r.choice("init", kInitNames)) m.init = *v;
-  const bool classification = traitsOf(data.kind).classification;
+  const bool classification = datasetKindOf(data).task == TaskKind::kClassification;
   m.loss = classification ? LossKind::kCrossEntropy : LossKind::kMse;
   if (auto v = r.choice("loss", kLossNames)) m.loss = *v;
   if (m.loss == LossKind::kCrossEntropy && !classification)
-    throw SpecError(r.pathOf("loss"),
-                    concat("cross_entropy needs a classification dataset, and ",
-                           toString(data.kind), " is a regression dataset; use mse"));
+    throw SpecError(r.pathOf("loss"), concat("cross_entropy needs a classification dataset, and ",
+                                             data.kind, " is a regression dataset; use mse"));
   r.finish();
   return m;
 }
@@ -583,7 +459,8 @@ ExperimentSpec parseExperimentSpec(const json& document) {
       spec.name = *v;
     }
     if (auto v = r.unsignedInteger("seed")) spec.seed = *v;
-    ObjectReader dataset = r.child("dataset", kDatasetFields);
+    const std::vector<std::string_view> datasetKeys = datasetFields();
+    ObjectReader dataset = r.child("dataset", datasetKeys);
     spec.dataset = parseDataset(dataset, spec.seed);
     ObjectReader model = r.child("model", kModelFields);
     spec.model = parseModel(model, spec.dataset);

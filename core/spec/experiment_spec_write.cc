@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/spec/data_partition_checks.h"
+#include "core/spec/dataset_section.h"
 #include "core/spec/experiment_spec.h"
+#include "core/spec/setting_json.h"
 #include "core/spec/spec_names.h"
 #include "core/spec/variants.h"
 
@@ -14,25 +16,6 @@ namespace dtlab::core {
 using namespace spec_detail;
 using nlohmann::json;
 
-namespace {
-
-// The shortest decimal that reads back as the same float, so that written specs say 0.05 and
-// not 0.05000000074505806. Falls back to the exact double in the rare case where reading the
-// short form as a double and then narrowing it rounds differently.
-json floatJson(float value) {
-  if (!std::isfinite(value)) return static_cast<double>(value);
-  const std::string text = formatFloat(value);
-  double shortest = 0.0;
-  const auto result = std::from_chars(text.data(), text.data() + text.size(), shortest);
-  if (result.ec == std::errc() && static_cast<float>(shortest) == value) return shortest;
-  return static_cast<double>(value);
-}
-
-}  // namespace
-
-const char* toString(DatasetKind kind) {
-  return nameOf(kDatasetKindNames, kind);
-}
 const char* toString(Activation activation) {
   return nameOf(kActivationNames, activation);
 }
@@ -57,7 +40,6 @@ const char* toString(Precision precision) {
 }
 
 json toJson(const ExperimentSpec& spec) {
-  const DatasetConfig& d = spec.dataset;
   const ModelConfig& m = spec.model;
   const OptimizerConfig& o = spec.optimizer;
   const ScheduleConfig& s = o.schedule;
@@ -89,20 +71,7 @@ json toJson(const ExperimentSpec& spec) {
   return json{
       {"name", spec.name},
       {"seed", spec.seed},
-      {"dataset",
-       {{"kind", toString(d.kind)},
-        {"train_size", d.trainSize},
-        {"test_size", d.testSize},
-        {"classes", d.classes},
-        {"features", d.features},
-        {"separation", floatJson(d.separation)},
-        {"noise", floatJson(d.noise)},
-        {"teacher_width", d.teacherWidth},
-        {"teacher_depth", d.teacherDepth},
-        {"label_noise", floatJson(d.labelNoise)},
-        {"grid_size", d.gridSize},
-        {"turns", floatJson(d.turns)},
-        {"seed", d.seed}}},
+      {"dataset", datasetJson(spec.dataset)},
       {"model",
        {{"hidden", m.hidden},
         {"activation", toString(m.activation)},

@@ -1,5 +1,7 @@
 #include "core/spec/settings.h"
 
+#include <cmath>
+
 #include <algorithm>
 
 #include "core/common/check.h"
@@ -13,6 +15,7 @@ std::string SettingSchema::rangeText() const {
     case SettingType::kInteger:
       return formatNumber(min) + ".." + formatNumber(max);
     case SettingType::kReal:
+      if (std::isinf(max)) return (minOpen ? "> " : ">= ") + formatNumber(min);
       return std::string("in ") + (minOpen ? "(" : "[") + formatNumber(min) + ", " +
              formatNumber(max) + (maxOpen ? ")" : "]");
     case SettingType::kChoice: {
@@ -91,6 +94,13 @@ bool SettingsView::applies(std::string_view key) const {
   const auto& values = setting.when->values;
   return std::find(values.begin(), values.end(), held) != values.end() &&
          applies(setting.when->key);
+}
+
+std::string listText(const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return out;
 }
 
 }  // namespace dtlab::core

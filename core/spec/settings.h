@@ -1,5 +1,5 @@
 #pragma once
-// Settings described by a schema: what a strategy (and, in time, a dataset kind) declares about
+// Settings described by a schema: what a strategy or a dataset kind declares about
 // each of its own settings (key, type, range, default, one line of help, which other setting it
 // depends on), and the values a spec gives them. The spec's parser and writer, the GUI's tables
 // and the run summaries read the schema; nothing outside the owner of a setting needs to know
@@ -46,6 +46,9 @@ struct SettingSchema {
   // An integer whose default 0 stands for "all" (ps_shards: every node of the run): left out of
   // written specs while 0, shown as "all", and a given value is at least `min`.
   bool zeroMeansAll = false;
+  // A real kept as a 32-bit float: a spec's value is rounded to one (and refused beyond its
+  // range), and written back as the shortest decimal that reads as that float.
+  bool singlePrecision = false;
 
   // The range as messages and tooltips show it ("1..1000000", "in (0, 1)").
   std::string rangeText() const;
@@ -97,5 +100,7 @@ const SettingSchema* findSetting(std::span<const SettingSchema> schema, std::str
 std::string settingText(const SettingValue& value);
 // The condition as messages say it: "partition": "speed_proportional" (or "a" or "b").
 std::string conditionText(const SettingCondition& condition);
+// Names as a sentence lists them: "a", "a and b", "a, b and c".
+std::string listText(const std::vector<std::string>& names);
 
 }  // namespace dtlab::core

@@ -14,13 +14,6 @@ struct NamedValue {
   const char* name;
 };
 
-inline constexpr NamedValue<DatasetKind> kDatasetKindNames[] = {
-    {DatasetKind::kGaussianBlobs, "gaussian_blobs"},
-    {DatasetKind::kTwoSpirals, "two_spirals"},
-    {DatasetKind::kCheckerboard, "checkerboard"},
-    {DatasetKind::kTeacher, "teacher"},
-    {DatasetKind::kLinearRegression, "linear_regression"},
-    {DatasetKind::kShapes, "shapes"}};
 inline constexpr NamedValue<Activation> kActivationNames[] = {
     {Activation::kReLU, "relu"}, {Activation::kGELU, "gelu"}, {Activation::kTanh, "tanh"}};
 inline constexpr NamedValue<InitScheme> kInitNames[] = {{InitScheme::kHe, "he"},

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/spec/setting_json.h"
 #include "core/spec/spec_reader.h"
 #include "core/train/strategy_registry.h"
 
@@ -26,37 +27,6 @@ struct LegacySetting {
   std::string_view value;
 };
 constexpr LegacySetting kLegacySettings[] = {{"partition", "equal"}, {"bucket_kb", ""}};
-
-std::string toChoiceName(const json& value, const std::string& path,
-                         const std::vector<std::string>& choices) {
-  const std::vector<std::string_view> allowed(choices.begin(), choices.end());
-  std::string reason = concat("must be one of ", joinNames(allowed), "; got ", describe(value));
-  if (value.is_string()) {
-    const auto& text = value.get_ref<const std::string&>();
-    if (std::find(choices.begin(), choices.end(), text) != choices.end()) return text;
-    if (const std::string suggestion = closest(text, allowed); !suggestion.empty())
-      reason += " (did you mean '" + suggestion + "'?)";
-  }
-  throw SpecError(path, reason);
-}
-
-SettingValue readSetting(const json& value, const std::string& path, const SettingSchema& s) {
-  switch (s.type) {
-    case SettingType::kInteger:
-      return toInteger(value, path, static_cast<int64_t>(s.min), static_cast<int64_t>(s.max));
-    case SettingType::kReal:
-      return toReal(value, path, Interval{s.min, s.max, !s.minOpen, !s.maxOpen});
-    case SettingType::kChoice:
-      return toChoiceName(value, path, s.choices);
-  }
-  return {};
-}
-
-json settingJson(const SettingValue& value) {
-  if (const auto* i = std::get_if<int64_t>(&value)) return *i;
-  if (const auto* d = std::get_if<double>(&value)) return *d;
-  return std::get<std::string>(value);
-}
 
 // Every key a variant object may hold: the common fields, then each registered strategy's
 // settings (the first declaration of a shared key), then legacy keys nobody declares now.
@@ -133,17 +103,7 @@ VariantConfig parseVariant(ObjectReader& r, const ExperimentSpec& spec,
     else
       refuseForeign(r, key, *value, *strategy, all);
   }
-  // A setting whose condition does not hold would be ignored: refused. The others that are not
-  // given take their defaults, so a parsed variant holds every setting that applies.
-  const SettingsView view = strategy->view(v);
-  for (const SettingSchema& s : strategy->settings) {
-    if (!view.applies(s.key)) {
-      if (v.settings.has(s.key))
-        throw SpecError(r.pathOf(s.key), "applies only to " + conditionText(*s.when));
-      continue;
-    }
-    if (!v.settings.has(s.key)) v.settings.set(s.key, s.defaultValue);
-  }
+  completeSettings(strategy->settings, v.settings, r);
 
   v.name = strategy->name;
   if (auto name = r.text("name")) {
@@ -195,7 +155,7 @@ json variantsJson(const std::vector<VariantConfig>& variants) {
       if (!view.applies(s.key)) continue;
       const SettingValue& value = view.value(s.key);
       if (s.zeroMeansAll && value == SettingValue(int64_t{0})) continue;
-      variant[s.key] = settingJson(value);
+      variant[s.key] = settingJson(s, value);
     }
     out.push_back(std::move(variant));
   }

@@ -56,7 +56,7 @@ struct CoreStepBench::Impl {
                       config.layers >= 0 && config.classes >= 2,
                   "bad benchmark shape");
     ExperimentSpec spec;
-    spec.dataset.kind = DatasetKind::kGaussianBlobs;
+    spec.dataset.kind = "gaussian_blobs";  // any width and class count
     spec.dataset.features = config.inputs;
     spec.dataset.classes = config.classes;
     spec.dataset.trainSize = config.batch * 8;

@@ -104,10 +104,7 @@ std::string strategyList(const std::function<bool(const StrategyDescriptor&)>& p
   std::vector<std::string> names;
   for (const StrategyDescriptor* d : strategies())
     if (pick(*d)) names.push_back(d->name);
-  std::string out;
-  for (std::size_t i = 0; i < names.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
-  return out;
+  return listText(names);
 }
 
 }  // namespace dtlab::core

@@ -78,7 +78,8 @@ Worker::Worker(const ExperimentSpec& spec, Backend& backend, const Dataset& data
   heldRows_ = holdsWholeShard_ ? shardSize_ : stepsPerEpoch() * localBatch_;
   chunk_.resize(static_cast<std::size_t>(std::min(heldRows_, kGenerateChunk)));
   if (!backend_.hostMemory()) {
-    sampleSource_ = backend_.makeSampleSource(dataset.program());
+    if (const datagen::SampleProgram* program = dataset.program())
+      sampleSource_ = backend_.makeSampleSource(*program);
     residentX_ = backend_.allocate(heldRows_ * model_.inputs());
     residentY_ = backend_.allocate(heldRows_);
     batchRows_.resize(static_cast<std::size_t>(localBatch_));
@@ -268,7 +269,8 @@ void EvalSet::prepare() {
   const int64_t n = rows();
   DTLAB_ENFORCE(n > 0, "the ", toString(split_), " split is empty: nothing to evaluate on");
   if (!backend_.hostMemory()) {
-    if (auto source = backend_.makeSampleSource(dataset_.program())) {
+    const datagen::SampleProgram* program = dataset_.program();
+    if (auto source = program ? backend_.makeSampleSource(*program) : nullptr) {
       const int64_t features = dataset_.features();
       residentX_ = backend_.allocate(n * features);
       residentY_ = backend_.allocate(n);

@@ -30,7 +30,7 @@ struct RankThreads {
 inline ExperimentSpec smallBlobsSpec(int64_t steps, int64_t evalInterval) {
   ExperimentSpec spec;
   spec.seed = 11;
-  spec.dataset.kind = DatasetKind::kGaussianBlobs;
+  spec.dataset.kind = "gaussian_blobs";
   spec.dataset.trainSize = 4096;
   spec.dataset.testSize = 512;
   spec.dataset.features = 16;

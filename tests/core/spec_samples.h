@@ -16,11 +16,11 @@ inline std::vector<ExperimentSpec> variedSpecs() {
   ExperimentSpec spirals = base;
   spirals.name = "spirals \xC3\xA9\xE2\x9C\x93";  // UTF-8 survives the trip
   spirals.seed = std::numeric_limits<uint64_t>::max();
-  spirals.dataset.kind = DatasetKind::kTwoSpirals;
+  spirals.dataset.kind = "two_spirals";
   spirals.dataset.classes = 3;
   spirals.dataset.features = 2;
-  spirals.dataset.turns = 2.25f;
-  spirals.dataset.noise = 0.2f;
+  spirals.dataset.parameters.set("turns", 2.25);
+  spirals.dataset.parameters.set("noise", 0.2);
   spirals.dataset.seed = 0;
   spirals.model.loss = LossKind::kMse;
   spirals.model.activation = Activation::kGELU;
@@ -29,10 +29,10 @@ inline std::vector<ExperimentSpec> variedSpecs() {
   specs.push_back(spirals);
 
   ExperimentSpec checkerboard = base;
-  checkerboard.dataset.kind = DatasetKind::kCheckerboard;
+  checkerboard.dataset.kind = "checkerboard";
   checkerboard.dataset.classes = 2;
   checkerboard.dataset.features = 2;
-  checkerboard.dataset.gridSize = 6;
+  checkerboard.dataset.parameters.set("grid_size", int64_t{6});
   checkerboard.optimizer.schedule.kind = ScheduleKind::kStep;
   checkerboard.optimizer.schedule.stepSize = 300;
   checkerboard.optimizer.schedule.gamma = 0.5f;
@@ -40,12 +40,12 @@ inline std::vector<ExperimentSpec> variedSpecs() {
   specs.push_back(checkerboard);
 
   ExperimentSpec teacher = base;
-  teacher.dataset.kind = DatasetKind::kTeacher;
+  teacher.dataset.kind = "teacher";
   teacher.dataset.classes = 5;
   teacher.dataset.features = 20;
-  teacher.dataset.teacherWidth = 32;
-  teacher.dataset.teacherDepth = 0;
-  teacher.dataset.labelNoise = 0.1f;
+  teacher.dataset.parameters.set("teacher_width", int64_t{32});
+  teacher.dataset.parameters.set("teacher_depth", int64_t{0});
+  teacher.dataset.parameters.set("label_noise", 0.1);
   teacher.model.hidden = {};
   teacher.model.activation = Activation::kTanh;
   teacher.model.init = InitScheme::kXavier;
@@ -54,10 +54,10 @@ inline std::vector<ExperimentSpec> variedSpecs() {
   specs.push_back(teacher);
 
   ExperimentSpec regression = base;
-  regression.dataset.kind = DatasetKind::kLinearRegression;
+  regression.dataset.kind = "linear_regression";
   regression.dataset.classes = 1;
   regression.dataset.features = 8;
-  regression.dataset.noise = 0.05f;
+  regression.dataset.parameters.set("noise", 0.05);
   regression.model.loss = LossKind::kMse;
   regression.model.hidden = {4096};
   regression.optimizer.kind = OptimizerKind::kAdam;
@@ -72,12 +72,12 @@ inline std::vector<ExperimentSpec> variedSpecs() {
   specs.push_back(regression);
 
   ExperimentSpec shapes = base;
-  shapes.dataset.kind = DatasetKind::kShapes;
+  shapes.dataset.kind = "shapes";
   shapes.dataset.classes = 10;
   shapes.dataset.features = 784;
   shapes.dataset.trainSize = 60000;
   shapes.dataset.testSize = 10000;
-  shapes.dataset.noise = 0.3f;
+  shapes.dataset.parameters.set("noise", 0.3);
   shapes.model.hidden = {256, 128, 64};
   shapes.optimizer.kind = OptimizerKind::kAdamW;
   shapes.optimizer.lr = 3e-4f;

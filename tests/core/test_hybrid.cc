@@ -49,7 +49,7 @@ ExperimentSpec hybridSpec(const nlohmann::json& variant, int64_t steps) {
   ExperimentSpec spec = parseExperimentSpec(
       {{"cluster", {{"local_nodes", 3}}}, {"variants", nlohmann::json::array({variant})}});
   spec.seed = 21;
-  spec.dataset.kind = DatasetKind::kGaussianBlobs;
+  spec.dataset.kind = "gaussian_blobs";
   spec.dataset.trainSize = 6144;
   spec.dataset.testSize = 512;
   // Compute of a few milliseconds a step, so that measured times are not timer and

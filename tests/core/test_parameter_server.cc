@@ -29,7 +29,7 @@ namespace {
 ExperimentSpec blobsSpec(const char* strategy, int64_t steps) {
   ExperimentSpec spec;
   spec.seed = 11;
-  spec.dataset.kind = DatasetKind::kGaussianBlobs;
+  spec.dataset.kind = "gaussian_blobs";
   spec.dataset.trainSize = 4096;
   spec.dataset.testSize = 512;
   // Big enough that a step takes a millisecond or two, so the workers' steps overlap.

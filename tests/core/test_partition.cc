@@ -12,7 +12,6 @@
 using dtlab::core::classCounts;
 using dtlab::core::Dataset;
 using dtlab::core::DatasetConfig;
-using dtlab::core::DatasetKind;
 using dtlab::core::makeDataset;
 using dtlab::core::PartitionConfig;
 using dtlab::core::PartitionKind;
@@ -235,7 +234,7 @@ class TestPartition : public QObject {
   void teacherLabelsPartitionToo() {
     // The teacher has no index-only label shortcut, so this runs its generated labels.
     DatasetConfig c;
-    c.kind = DatasetKind::kTeacher;
+    c.kind = "teacher";
     c.trainSize = 3000;
     c.seed = 11;
     const auto d = makeDataset(c);
@@ -270,7 +269,7 @@ class TestPartition : public QObject {
     }
     // Label skew means nothing for regression.
     DatasetConfig regression;
-    regression.kind = DatasetKind::kLinearRegression;
+    regression.kind = "linear_regression";
     regression.trainSize = 100;
     const auto r = makeDataset(regression);
     QVERIFY_THROWS_EXCEPTION(dtlab::Error, partitionTrain(*r, 2, dirichlet(0.5)));

@@ -71,7 +71,7 @@ class Recorder final : public MetricSink {
 ExperimentSpec heavySpec(int64_t steps, int64_t every) {
   ExperimentSpec spec;
   spec.seed = 5;
-  spec.dataset.kind = DatasetKind::kGaussianBlobs;
+  spec.dataset.kind = "gaussian_blobs";
   spec.dataset.trainSize = 16384;
   spec.dataset.testSize = 256;
   spec.dataset.features = 64;

@@ -67,8 +67,9 @@ class TestTraining : public QObject {
  private slots:
   void gaussianBlobsReach97() {
     ExperimentSpec spec = baseSpec();
-    spec.dataset.kind = DatasetKind::kGaussianBlobs;
-    spec.dataset.separation = 5.0f;  // at the default 4 the classes overlap: Bayes accuracy ~96.5%
+    spec.dataset.kind = "gaussian_blobs";
+    spec.dataset.parameters.set(
+        "separation", 5.0);  // at the default 4 the classes overlap: Bayes accuracy ~96.5%
     spec.dataset.trainSize = 10000;
     spec.dataset.testSize = 2000;
     spec.model.hidden = {64};
@@ -86,7 +87,7 @@ class TestTraining : public QObject {
 
   void twoSpiralsReach95() {
     ExperimentSpec spec = baseSpec();
-    spec.dataset.kind = DatasetKind::kTwoSpirals;
+    spec.dataset.kind = "two_spirals";
     spec.dataset.classes = 2;
     spec.dataset.features = 2;
     spec.dataset.trainSize = 4000;
@@ -103,7 +104,7 @@ class TestTraining : public QObject {
 
   void shapesReach90() {
     ExperimentSpec spec = baseSpec();
-    spec.dataset.kind = DatasetKind::kShapes;
+    spec.dataset.kind = "shapes";
     spec.dataset.classes = 10;
     spec.dataset.features = 784;
     spec.dataset.trainSize = 10000;
@@ -120,10 +121,10 @@ class TestTraining : public QObject {
 
   void regressionApproachesNoiseFloor() {
     ExperimentSpec spec = baseSpec();
-    spec.dataset.kind = DatasetKind::kLinearRegression;
+    spec.dataset.kind = "linear_regression";
     spec.dataset.classes = 1;
     spec.dataset.features = 8;
-    spec.dataset.noise = 0.1f;
+    spec.dataset.parameters.set("noise", 0.1);
     spec.model.hidden = {};
     spec.model.loss = LossKind::kMse;
     spec.optimizer.lr = 0.02f;
@@ -196,7 +197,7 @@ class TestTraining : public QObject {
 
   void divergenceFailsClearly() {
     ExperimentSpec spec = baseSpec();
-    spec.dataset.kind = DatasetKind::kLinearRegression;
+    spec.dataset.kind = "linear_regression";
     spec.dataset.classes = 1;
     spec.model.loss = LossKind::kMse;
     spec.model.hidden = {};

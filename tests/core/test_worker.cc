@@ -24,7 +24,7 @@ namespace {
 ExperimentSpec smallSpec(int64_t trainSize, int64_t features) {
   ExperimentSpec spec;
   spec.seed = 5;
-  spec.dataset.kind = DatasetKind::kGaussianBlobs;
+  spec.dataset.kind = "gaussian_blobs";
   spec.dataset.trainSize = trainSize;
   spec.dataset.testSize = 64;
   spec.dataset.features = features;

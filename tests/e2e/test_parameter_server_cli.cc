@@ -24,7 +24,7 @@ using e2e::writeSpec;
 core::ExperimentSpec psSpec() {
   core::ExperimentSpec spec;
   spec.seed = 7;
-  spec.dataset.kind = core::DatasetKind::kGaussianBlobs;
+  spec.dataset.kind = "gaussian_blobs";
   spec.dataset.trainSize = 6144;
   spec.dataset.testSize = 512;
   spec.dataset.features = 32;

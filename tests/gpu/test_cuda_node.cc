@@ -27,7 +27,7 @@ const std::string kNode = DTLAB_BINARY_DIR "/app/dtlab-node";
 core::ExperimentSpec cudaSpec(int64_t steps) {
   core::ExperimentSpec spec;
   spec.seed = 3;
-  spec.dataset.kind = core::DatasetKind::kTeacher;
+  spec.dataset.kind = "teacher";
   spec.dataset.trainSize = 16384;
   spec.dataset.testSize = 1024;
   spec.dataset.features = 64;

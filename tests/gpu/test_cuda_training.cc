@@ -28,7 +28,7 @@ ExperimentSpec smallSpec() {
   ExperimentSpec spec;
   spec.seed = 11;
   spec.dataset.seed = 11;
-  spec.dataset.kind = DatasetKind::kTeacher;
+  spec.dataset.kind = "teacher";
   spec.dataset.trainSize = 8192;
   spec.dataset.testSize = 2048;
   spec.dataset.features = 32;

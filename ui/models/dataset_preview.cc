@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/data/dataset.h"
+#include "core/data/dataset_kinds.h"
 #include "core/spec/experiment_spec.h"
 #include "core/tensor/tensor.h"
 
@@ -38,7 +39,10 @@ DatasetPreview computeDatasetPreview(const nlohmann::json& dataset, int workers,
         p.target.push_back(y.data()[i]);
       }
     }
-    if (spec.dataset.kind == core::DatasetKind::kShapes) {
+    const core::DatasetKindDescriptor& kind = core::datasetKindOf(spec.dataset);
+    if (kind.preview == core::DatasetPreviewKind::kImages &&
+        kind.imageSide * kind.imageSide == data->features()) {
+      p.imageSide = kind.imageSide;
       const int64_t shown = std::min<int64_t>(n, 12);
       for (int64_t i = 0; i < shown; ++i) {
         p.images.emplace_back(x.row(i), x.row(i) + data->features());

@@ -22,7 +22,9 @@ struct DatasetPreview {
   // the class (or, for regression, the target in `target`).
   std::vector<double> x, y, target;
   std::vector<int> label;
-  // shapes: the first images (28 x 28, row-major) and their classes.
+  // Kinds previewed as images (shapes): the first images (imageSide x imageSide, row-major)
+  // and their classes.
+  int64_t imageSide = 0;
   std::vector<std::vector<float>> images;
   std::vector<int> imageLabels;
   // Per worker, the class counts of its training shard under the chosen partition

@@ -2,6 +2,10 @@
 
 #include <qcustomplot.h>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include <QtCore/QTimer>
 #include <QtGui/QPainter>
 #include <QtWidgets/QComboBox>
@@ -15,15 +19,13 @@
 #include <QtWidgets/QSpinBox>
 #include <QtWidgets/QVBoxLayout>
 
+#include "core/data/dataset_kinds.h"
 #include "core/spec/experiment_spec.h"
 #include "ui/background.h"
 #include "ui/charts/palette.h"
 
 namespace dtlab::ui {
 namespace {
-
-const char* kKinds[] = {"gaussian_blobs", "two_spirals",       "checkerboard",
-                        "teacher",        "linear_regression", "shapes"};
 
 QSpinBox* spin(QWidget* parent, int min, int max, int value) {
   auto* box = new QSpinBox(parent);
@@ -33,19 +35,30 @@ QSpinBox* spin(QWidget* parent, int min, int max, int value) {
   return box;
 }
 
-QDoubleSpinBox* real(QWidget* parent, double min, double max, double value, int decimals) {
-  auto* box = new QDoubleSpinBox(parent);
-  box->setRange(min, max);
-  box->setDecimals(decimals);
-  box->setValue(value);
-  return box;
-}
-
 int intOf(const nlohmann::json& c, const char* key, int fallback) {
   return c.is_object() && c.contains(key) && c[key].is_number() ? c[key].get<int>() : fallback;
 }
-double realOf(const nlohmann::json& c, const char* key, double fallback) {
-  return c.is_object() && c.contains(key) && c[key].is_number() ? c[key].get<double>() : fallback;
+
+int clampedInt(double v) {
+  return static_cast<int>(std::clamp(v, double{std::numeric_limits<int>::min()},
+                                     double{std::numeric_limits<int>::max()}));
+}
+
+// The editor of one parameter: a spin box for integers and reals, a list for choices.
+QWidget* makeEditor(QWidget* parent, const core::SettingSchema& s) {
+  switch (s.type) {
+    case core::SettingType::kInteger:
+      return spin(parent, clampedInt(s.min), clampedInt(s.max), 0);
+    case core::SettingType::kReal: {
+      auto* box = new QDoubleSpinBox(parent);
+      box->setDecimals(3);
+      box->setSingleStep(0.1);
+      return box;
+    }
+    case core::SettingType::kChoice:
+      return new QComboBox(parent);
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -54,16 +67,15 @@ DatasetPage::DatasetPage(QWidget* parent)
     : QWidget(parent),
       name_(new QLineEdit(this)),
       kind_(new QComboBox(this)),
+      summary_(new QLabel(this)),
       trainSize_(spin(this, 0, 50'000'000, 20000)),
       testSize_(spin(this, 0, 10'000'000, 2000)),
       classes_(spin(this, 1, 4096, 10)),
       features_(spin(this, 1, 65536, 32)),
-      separation_(real(this, 0.0, 1000.0, 4.0, 2)),
-      noise_(real(this, 0.0, 1000.0, 1.0, 2)),
       seed_(spin(this, 0, 2'000'000'000, 1)),
       workers_(spin(this, 1, 64, 4)),
       partition_(new QComboBox(this)),
-      alpha_(real(this, 0.01, 100.0, 0.5, 2)),
+      alpha_(new QDoubleSpinBox(this)),
       error_(new QLabel(this)),
       images_(new QLabel(this)),
       shardNote_(new QLabel(this)),
@@ -71,55 +83,81 @@ DatasetPage::DatasetPage(QWidget* parent)
       scatter_(new QCustomPlot(this)),
       histogram_(new QCustomPlot(this)),
       debounce_(new QTimer(this)) {
-  // Object names let tests and screen readers find the fields.
-  const std::pair<QWidget*, const char*> names[] = {{name_, "name"},
-                                                    {kind_, "kind"},
-                                                    {trainSize_, "train_size"},
-                                                    {testSize_, "test_size"},
-                                                    {classes_, "classes"},
-                                                    {features_, "features"},
-                                                    {separation_, "separation"},
-                                                    {noise_, "noise"},
-                                                    {seed_, "seed"},
-                                                    {workers_, "workers"},
-                                                    {partition_, "partition"},
-                                                    {alpha_, "alpha"}};
+  // Object names let tests and screen readers find the fields (a parameter's is its key).
+  const std::pair<QWidget*, const char*> names[] = {
+      {name_, "name"},          {kind_, "kind"},       {trainSize_, "train_size"},
+      {testSize_, "test_size"}, {classes_, "classes"}, {features_, "features"},
+      {seed_, "seed"},          {workers_, "workers"}, {partition_, "partition"},
+      {alpha_, "alpha"}};
   for (const auto& [widget, objectName] : names) widget->setObjectName(objectName);
-  for (const char* kind : kKinds) kind_->addItem(kind);
+  for (const core::DatasetKindDescriptor* kind : core::datasetKinds()) {
+    kind_->addItem(QString::fromStdString(kind->name));
+    kind_->setItemData(kind_->count() - 1, QString::fromStdString(kind->summary), Qt::ToolTipRole);
+  }
   partition_->addItem("iid");
   partition_->addItem("dirichlet");
+  alpha_->setRange(0.01, 100.0);
+  alpha_->setValue(0.5);
+  for (QLabel* note : {summary_, shardNote_}) {
+    note->setWordWrap(true);
+    note->setStyleSheet("color: #666;");
+  }
   error_->setWordWrap(true);
   error_->setStyleSheet("color: #b02020;");
-  shardNote_->setWordWrap(true);
-  shardNote_->setStyleSheet("color: #666;");
 
-  auto* form = new QFormLayout();
-  form->addRow(tr("Name"), name_);
-  form->addRow(tr("Kind"), kind_);
-  form->addRow(tr("Training samples"), trainSize_);
-  form->addRow(tr("Test samples"), testSize_);
-  form->addRow(tr("Classes"), classes_);
-  form->addRow(tr("Features"), features_);
-  form->addRow(tr("Separation (blobs)"), separation_);
-  form->addRow(tr("Noise"), noise_);
-  form->addRow(tr("Seed"), seed_);
+  auto* left = new QVBoxLayout();
+  left->addWidget(buildFields());
+  left->addWidget(error_);
+  left->addWidget(save_);
+  left->addWidget(buildShardForm());
+  left->addStretch(1);
+  auto* layout = new QHBoxLayout(this);
+  layout->addLayout(left, 2);
+  layout->addLayout(buildPreview(), 5);
+  connectFields();
+  showKind(/*resetValues=*/true);
+}
+
+QWidget* DatasetPage::buildFields() {
+  form_ = new QFormLayout();
+  form_->addRow(tr("Name"), name_);
+  form_->addRow(tr("Kind"), kind_);
+  form_->addRow(QString(), summary_);
+  form_->addRow(tr("Training samples"), trainSize_);
+  form_->addRow(tr("Test samples"), testSize_);
+  form_->addRow(tr("Classes"), classes_);
+  form_->addRow(tr("Features"), features_);
+  // One row per parameter key (and type) any kind declares; showKind() shows those of the
+  // chosen kind with its label, range and help.
+  for (const core::DatasetKindDescriptor* kind : core::datasetKinds()) {
+    for (const core::SettingSchema& s : kind->parameters) {
+      const bool known = std::any_of(parameters_.begin(), parameters_.end(), [&](const auto& f) {
+        return f.key == s.key && f.type == s.type;
+      });
+      if (known) continue;
+      ParameterField field{s.key, s.type, makeEditor(this, s)};
+      field.editor->setObjectName(QString::fromStdString(s.key));
+      form_->addRow(QString::fromStdString(s.label), field.editor);
+      parameters_.push_back(field);
+    }
+  }
+  form_->addRow(tr("Seed"), seed_);
   auto* fields = new QGroupBox(tr("Dataset"), this);
-  fields->setLayout(form);
+  fields->setLayout(form_);
+  return fields;
+}
 
+QWidget* DatasetPage::buildShardForm() {
   auto* shardForm = new QFormLayout();
   shardForm->addRow(tr("Workers"), workers_);
   shardForm->addRow(tr("Partition"), partition_);
   shardForm->addRow(tr("Dirichlet alpha"), alpha_);
   auto* shards = new QGroupBox(tr("Preview of the workers' shards"), this);
   shards->setLayout(shardForm);
+  return shards;
+}
 
-  auto* left = new QVBoxLayout();
-  left->addWidget(fields);
-  left->addWidget(error_);
-  left->addWidget(save_);
-  left->addWidget(shards);
-  left->addStretch(1);
-
+QLayout* DatasetPage::buildPreview() {
   scatter_->setMinimumSize(360, 260);
   scatter_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   scatter_->plotLayout()->insertRow(0);
@@ -139,24 +177,27 @@ DatasetPage::DatasetPage(QWidget* parent)
   right->addWidget(images_);
   right->addWidget(histogram_, 2);
   right->addWidget(shardNote_);
+  return right;
+}
 
-  auto* layout = new QHBoxLayout(this);
-  layout->addLayout(left, 2);
-  layout->addLayout(right, 5);
-
+void DatasetPage::connectFields() {
   debounce_->setSingleShot(true);
   debounce_->setInterval(150);
   connect(debounce_, &QTimer::timeout, this, [this] { computePreview(); });
   for (QSpinBox* box : {trainSize_, testSize_, classes_, features_, seed_, workers_})
     connect(box, &QSpinBox::valueChanged, this, [this] { changed(); });
-  for (QDoubleSpinBox* box : {separation_, noise_, alpha_})
-    connect(box, &QDoubleSpinBox::valueChanged, this, [this] { changed(); });
+  connect(alpha_, &QDoubleSpinBox::valueChanged, this, [this] { changed(); });
+  for (const ParameterField& field : parameters_) {
+    if (auto* box = qobject_cast<QSpinBox*>(field.editor))
+      connect(box, &QSpinBox::valueChanged, this, [this] { changed(); });
+    else if (auto* real = qobject_cast<QDoubleSpinBox*>(field.editor))
+      connect(real, &QDoubleSpinBox::valueChanged, this, [this] { changed(); });
+    else if (auto* list = qobject_cast<QComboBox*>(field.editor))
+      connect(list, &QComboBox::currentIndexChanged, this, [this] { changed(); });
+  }
   connect(kind_, &QComboBox::currentIndexChanged, this, [this] {
-    // A new kind starts from its own class count (two spirals: 2 arms; blobs: 10).
-    if (!loading_) {
-      const QSignalBlocker block(classes_);
-      classes_->setValue(kind_->currentText() == "two_spirals" ? 2 : 10);
-    }
+    // A new kind starts from its own defaults (two spirals: 2 arms and 2 features).
+    showKind(/*resetValues=*/!loading_);
     changed();
   });
   connect(partition_, &QComboBox::currentIndexChanged, this, [this] { changed(); });
@@ -167,22 +208,89 @@ DatasetPage::DatasetPage(QWidget* parent)
   });
 }
 
+const core::DatasetKindDescriptor& DatasetPage::kind() const {
+  const core::DatasetKindDescriptor* kind =
+      core::findDatasetKind(kind_->currentText().toStdString());
+  return kind != nullptr ? *kind : *core::findDatasetKind({});
+}
+
+const core::SettingSchema* DatasetPage::schemaOf(const ParameterField& field) const {
+  const core::SettingSchema* s = core::findSetting(kind().parameters, field.key);
+  return s != nullptr && s->type == field.type ? s : nullptr;
+}
+
+void DatasetPage::showKind(bool resetValues) {
+  const core::DatasetKindDescriptor& k = kind();
+  const QSignalBlocker blockClasses(classes_);
+  const QSignalBlocker blockFeatures(features_);
+  summary_->setText(QString::fromStdString(k.summary));
+  if (resetValues || k.classes.fixed()) classes_->setValue(clampedInt(k.classes.defaultValue));
+  if (resetValues || k.features.fixed) features_->setValue(clampedInt(k.features.defaultValue));
+  classes_->setEnabled(!k.classes.fixed());
+  classes_->setToolTip(
+      k.classes.fixed()
+          ? tr("Fixed at %1 for %2").arg(k.classes.minimum).arg(QString::fromStdString(k.name))
+          : tr("%1 to %2").arg(k.classes.minimum).arg(k.classes.maximum));
+  features_->setEnabled(!k.features.fixed);
+  for (const ParameterField& field : parameters_) {
+    const core::SettingSchema* s = schemaOf(field);
+    form_->setRowVisible(field.editor, s != nullptr);
+    if (s == nullptr) continue;
+    const QSignalBlocker block(field.editor);
+    if (auto* label = qobject_cast<QLabel*>(form_->labelForField(field.editor)))
+      label->setText(QString::fromStdString(s->label));
+    field.editor->setToolTip(QString::fromStdString(s->help + " (" + s->rangeText() + ")"));
+    if (auto* real = qobject_cast<QDoubleSpinBox*>(field.editor))
+      real->setRange(s->min, std::isinf(s->max) ? 1e9 : s->max);
+    if (auto* list = qobject_cast<QComboBox*>(field.editor)) {
+      list->clear();
+      for (const std::string& choice : s->choices) list->addItem(QString::fromStdString(choice));
+    }
+    if (resetValues) setEditorValue(field.editor, s->defaultValue);
+  }
+}
+
+void DatasetPage::setEditorValue(QWidget* editor, const core::SettingValue& value) {
+  if (auto* box = qobject_cast<QSpinBox*>(editor)) {
+    if (const auto* i = std::get_if<int64_t>(&value)) box->setValue(clampedInt(double(*i)));
+  } else if (auto* real = qobject_cast<QDoubleSpinBox*>(editor)) {
+    if (const auto* d = std::get_if<double>(&value)) real->setValue(*d);
+  } else if (auto* list = qobject_cast<QComboBox*>(editor)) {
+    if (const auto* text = std::get_if<std::string>(&value))
+      list->setCurrentText(QString::fromStdString(*text));
+  }
+}
+
+nlohmann::json DatasetPage::editorValue(const QWidget* editor) {
+  if (const auto* box = qobject_cast<const QSpinBox*>(editor)) return box->value();
+  if (const auto* real = qobject_cast<const QDoubleSpinBox*>(editor)) return real->value();
+  if (const auto* list = qobject_cast<const QComboBox*>(editor))
+    return list->currentText().toStdString();
+  return nullptr;
+}
+
 void DatasetPage::edit(qint64 id, const QString& name, const nlohmann::json& c) {
   loading_ = true;
   editState_.loadStarted();
   id_ = id;
   name_->setText(name);
-  const std::string kind = c.is_object() && c.contains("kind") && c["kind"].is_string()
-                               ? c["kind"].get<std::string>()
-                               : "gaussian_blobs";
-  kind_->setCurrentText(QString::fromStdString(kind));
+  const std::string kindName = c.is_object() && c.contains("kind") && c["kind"].is_string()
+                                   ? c["kind"].get<std::string>()
+                                   : kind_->itemText(0).toStdString();
+  kind_->setCurrentText(QString::fromStdString(kindName));
+  showKind(/*resetValues=*/true);  // what the config leaves out reads as the kind's default
   trainSize_->setValue(intOf(c, "train_size", 20000));
   testSize_->setValue(intOf(c, "test_size", 2000));
-  classes_->setValue(intOf(c, "classes", 10));
-  features_->setValue(intOf(c, "features", 32));
-  separation_->setValue(realOf(c, "separation", 4.0));
-  noise_->setValue(realOf(c, "noise", 1.0));
+  classes_->setValue(intOf(c, "classes", classes_->value()));
+  features_->setValue(intOf(c, "features", features_->value()));
   seed_->setValue(intOf(c, "seed", 1));
+  for (const ParameterField& field : parameters_) {
+    if (schemaOf(field) == nullptr || !c.is_object() || !c.contains(field.key)) continue;
+    const nlohmann::json& v = c[field.key];
+    if (v.is_number_integer()) setEditorValue(field.editor, v.get<int64_t>());
+    if (v.is_number()) setEditorValue(field.editor, v.get<double>());
+    if (v.is_string()) setEditorValue(field.editor, v.get<std::string>());
+  }
   loading_ = false;
   changed();
 }
@@ -192,19 +300,35 @@ QString DatasetPage::name() const {
 }
 
 nlohmann::json DatasetPage::config() const {
-  nlohmann::json c = {{"kind", kind_->currentText().toStdString()},
+  const core::DatasetKindDescriptor& k = kind();
+  nlohmann::json c = {{"kind", k.name},
                       {"train_size", trainSize_->value()},
                       {"test_size", testSize_->value()},
-                      {"seed", seed_->value()},
-                      {"noise", noise_->value()}};
+                      {"seed", seed_->value()}};
   // Fields a kind fixes are left out, so the parser does not refuse them.
-  const std::string kind = kind_->currentText().toStdString();
-  const bool fixedWidth = kind == "two_spirals" || kind == "checkerboard" || kind == "shapes";
-  if (!fixedWidth) c["features"] = features_->value();
-  if (kind == "gaussian_blobs" || kind == "teacher" || kind == "two_spirals")
-    c["classes"] = classes_->value();
-  if (kind == "gaussian_blobs") c["separation"] = separation_->value();
+  if (!k.features.fixed) c["features"] = features_->value();
+  if (!k.classes.fixed()) c["classes"] = classes_->value();
+  const core::SettingValues values = parameterValues();
+  const core::SettingsView view(k.parameters, values);
+  for (const ParameterField& field : parameters_)
+    if (schemaOf(field) != nullptr && view.applies(field.key))
+      c[field.key] = editorValue(field.editor);
   return c;
+}
+
+core::SettingValues DatasetPage::parameterValues() const {
+  core::SettingValues values;
+  for (const ParameterField& field : parameters_) {
+    if (schemaOf(field) == nullptr) continue;
+    const nlohmann::json v = editorValue(field.editor);
+    if (v.is_number_integer())
+      values.set(field.key, v.get<int64_t>());
+    else if (v.is_number())
+      values.set(field.key, v.get<double>());
+    else if (v.is_string())
+      values.set(field.key, v.get<std::string>());
+  }
+  return values;
 }
 
 QString DatasetPage::error() const {
@@ -213,11 +337,12 @@ QString DatasetPage::error() const {
 
 void DatasetPage::changed() {
   if (loading_) return;
-  const std::string kind = kind_->currentText().toStdString();
-  features_->setEnabled(kind != "two_spirals" && kind != "checkerboard" && kind != "shapes");
-  classes_->setEnabled(kind == "gaussian_blobs" || kind == "teacher" || kind == "two_spirals");
-  separation_->setEnabled(kind == "gaussian_blobs");
   alpha_->setEnabled(partition_->currentText() == "dirichlet");
+  // A parameter that applies only while another holds some value shows only then.
+  const core::SettingValues values = parameterValues();
+  const core::SettingsView view(kind().parameters, values);
+  for (const ParameterField& field : parameters_)
+    form_->setRowVisible(field.editor, schemaOf(field) != nullptr && view.applies(field.key));
   // Checked here, at once, so that Save (and the window's unsaved-changes question) never
   // offers a form the parser refuses; the preview follows when it is computed.
   QString problem;
@@ -297,7 +422,8 @@ void DatasetPage::showPreview(const DatasetPreview& p) {
 
   images_->setVisible(!p.images.empty());
   if (!p.images.empty()) {
-    constexpr int kSide = 28, kScale = 2, kGap = 6;
+    const int kSide = static_cast<int>(p.imageSide);
+    constexpr int kScale = 2, kGap = 6;
     const int n = static_cast<int>(p.images.size());
     QImage canvas(n * (kSide * kScale + kGap), kSide * kScale + 16, QImage::Format_RGB32);
     canvas.fill(palette().window().color());

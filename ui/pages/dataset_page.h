@@ -4,21 +4,29 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/spec/settings.h"
 #include "ui/models/dataset_preview.h"
 #include "ui/pages/edit_state.h"
 
 class QComboBox;
 class QCustomPlot;
 class QDoubleSpinBox;
+class QFormLayout;
+class QLayout;
 class QLabel;
 class QLineEdit;
 class QPushButton;
 class QSpinBox;
 class QTimer;
 
+namespace dtlab::core {
+struct DatasetKindDescriptor;
+}
+
 namespace dtlab::ui {
 
-// The dataset editor: the fields of a synthetic dataset, checked as you type by the spec's
+// The dataset editor: the fields of a synthetic dataset (the kinds and their parameters as the
+// registry describes them, core/data/dataset_kinds.h), checked as you type by the spec's
 // own parser (its message shown next to the form), and a live preview computed by the real
 // generators off the GUI thread: a scatter of the first two features (2-D datasets are the
 // data itself), sample images for `shapes`, and the class histogram of every worker's shard
@@ -53,6 +61,26 @@ class DatasetPage final : public QWidget {
   void modifiedChanged(bool modified);
 
  private:
+  // The editor of a parameter key (and type) that some kind declares.
+  struct ParameterField {
+    std::string key;
+    core::SettingType type;
+    QWidget* editor;
+  };
+
+  QWidget* buildFields();
+  QWidget* buildShardForm();
+  QLayout* buildPreview();
+  void connectFields();
+  // The chosen kind; its rows shown with its labels, ranges and help (and, with resetValues,
+  // its defaults).
+  const core::DatasetKindDescriptor& kind() const;
+  void showKind(bool resetValues);
+  // The chosen kind's schema of the field's parameter, or null when the kind has none.
+  const core::SettingSchema* schemaOf(const ParameterField& field) const;
+  core::SettingValues parameterValues() const;  // the chosen kind's, as the editors hold them
+  static void setEditorValue(QWidget* editor, const core::SettingValue& value);
+  static nlohmann::json editorValue(const QWidget* editor);
   void changed();
   void computePreview();
   void showPreview(const DatasetPreview& preview);
@@ -64,12 +92,11 @@ class DatasetPage final : public QWidget {
   quint64 request_ = 0;
   QLineEdit* name_;
   QComboBox* kind_;
+  QLabel* summary_;
   QSpinBox* trainSize_;
   QSpinBox* testSize_;
   QSpinBox* classes_;
   QSpinBox* features_;
-  QDoubleSpinBox* separation_;
-  QDoubleSpinBox* noise_;
   QSpinBox* seed_;
   QSpinBox* workers_;
   QComboBox* partition_;
@@ -81,6 +108,8 @@ class DatasetPage final : public QWidget {
   QCustomPlot* scatter_;
   QCustomPlot* histogram_;
   QTimer* debounce_;
+  QFormLayout* form_ = nullptr;
+  std::vector<ParameterField> parameters_;
   DatasetPreview preview_;
   EditState editState_;
   QString content() const;  // what EditState compares

@@ -434,7 +434,7 @@ void ExperimentPage::validate() {
     };
     summary_->setText(
         tr("%1 on %2 training samples, %3, %4, %5")
-            .arg(QString::fromUtf8(core::toString(parsed.dataset.kind)))
+            .arg(QString::fromStdString(parsed.dataset.kind))
             .arg(parsed.dataset.trainSize)
             .arg((parsed.cluster.remote()
                       ? count(parsed.cluster.localNodes, "remote node", "remote nodes")

@@ -1,0 +1,137 @@
+#include "core/data/dataset_kinds.h"
+
+#include <deque>
+#include <mutex>
+
+#include "core/data/generators.h"
+
+namespace dtlab::core {
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::deque<DatasetKindDescriptor> entries;  // a deque: references survive later additions
+};
+
+void checkComplete(const DatasetKindDescriptor& d,
+                   const std::deque<DatasetKindDescriptor>& entries) {
+  if (d.name.empty()) throw Error("a dataset kind needs a name");
+  if (!d.make) throw Error("dataset kind '" + d.name + "' has no make function");
+  for (const DatasetKindDescriptor& e : entries)
+    if (e.name == d.name) throw Error("dataset kind '" + d.name + "' is registered already");
+  const ClassRule& c = d.classes;
+  if (c.minimum < 1 || c.minimum > c.maximum || c.defaultValue < c.minimum ||
+      c.defaultValue > c.maximum)
+    throw Error("dataset kind '" + d.name + "' has a class rule whose default is out of range");
+  if (d.task == TaskKind::kRegression && c.maximum != 1)
+    throw Error("dataset kind '" + d.name + "' is a regression with more than one output");
+  if (d.features.defaultValue < 1)
+    throw Error("dataset kind '" + d.name + "' has no features by default");
+  if (d.preview == DatasetPreviewKind::kImages &&
+      d.imageSide * d.imageSide != d.features.defaultValue)
+    throw Error("dataset kind '" + d.name + "' previews images that are not its features");
+  for (const SettingSchema& s : d.parameters) {
+    if (s.key.empty()) throw Error("dataset kind '" + d.name + "' has a parameter without a key");
+    if (s.when && findSetting(d.parameters, s.when->key) == nullptr)
+      throw Error("parameter '" + s.key + "' of dataset kind '" + d.name + "' depends on '" +
+                  s.when->key + "', which the kind does not have");
+  }
+}
+
+Registry& registry() {
+  static Registry* instance = [] {
+    auto* r = new Registry;  // never destroyed: kinds may be looked up during exit
+    // The built-in kinds, in the order the spec and the GUI list them; the first is the
+    // default.
+    for (DatasetKindDescriptor d :
+         {datagen::gaussianBlobsKind(), datagen::twoSpiralsKind(), datagen::checkerboardKind(),
+          datagen::teacherKind(), datagen::linearRegressionKind(), datagen::shapesKind()}) {
+      checkComplete(d, r->entries);
+      r->entries.push_back(std::move(d));
+    }
+    return r;
+  }();
+  return *instance;
+}
+
+}  // namespace
+
+std::vector<const DatasetKindDescriptor*> datasetKinds() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  std::vector<const DatasetKindDescriptor*> out;
+  for (const DatasetKindDescriptor& d : r.entries) out.push_back(&d);
+  return out;
+}
+
+const DatasetKindDescriptor* findDatasetKind(std::string_view name) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (name.empty()) return &r.entries.front();
+  for (const DatasetKindDescriptor& d : r.entries)
+    if (d.name == name) return &d;
+  return nullptr;
+}
+
+const DatasetKindDescriptor& datasetKindOf(const DatasetConfig& config) {
+  const DatasetKindDescriptor* d = findDatasetKind(config.kind);
+  if (d == nullptr)
+    throw Error("dataset kind '" + config.kind + "' is not available in this build (it has: " +
+                datasetKindList([](const DatasetKindDescriptor&) { return true; }) + ")");
+  return *d;
+}
+
+void registerDatasetKind(DatasetKindDescriptor descriptor) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  checkComplete(descriptor, r.entries);
+  r.entries.push_back(std::move(descriptor));
+}
+
+std::vector<std::string> datasetKindNames() {
+  std::vector<std::string> names;
+  for (const DatasetKindDescriptor* d : datasetKinds()) names.push_back(d->name);
+  return names;
+}
+
+std::string datasetKindList(const std::function<bool(const DatasetKindDescriptor&)>& pick) {
+  std::vector<std::string> names;
+  for (const DatasetKindDescriptor* d : datasetKinds())
+    if (pick(*d)) names.push_back(d->name);
+  return listText(names);
+}
+
+bool DatasetConfig::operator==(const DatasetConfig& other) const {
+  if (trainSize != other.trainSize || testSize != other.testSize || classes != other.classes ||
+      features != other.features || seed != other.seed)
+    return false;
+  const DatasetKindDescriptor* mine = findDatasetKind(kind);
+  const DatasetKindDescriptor* theirs = findDatasetKind(other.kind);
+  if (mine == nullptr || theirs == nullptr)  // unknown kinds: compared as written
+    return kind == other.kind && parameters == other.parameters;
+  if (mine != theirs) return false;
+  const SettingsView a = mine->view(*this);
+  const SettingsView b = mine->view(other);
+  for (const SettingSchema& s : mine->parameters) {
+    if (s.singlePrecision) {  // what the generator computes with
+      if (static_cast<float>(a.real(s.key)) != static_cast<float>(b.real(s.key))) return false;
+    } else if (a.value(s.key) != b.value(s.key)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+DatasetConfig defaultDataset(std::string_view kind) {
+  const DatasetKindDescriptor* d = findDatasetKind(kind);
+  if (d == nullptr) throw Error("dataset kind '" + std::string(kind) + "' is not registered");
+  DatasetConfig c;
+  c.kind = d->name;
+  c.classes = d->classes.defaultValue;
+  c.features = d->features.defaultValue;
+  for (const SettingSchema& s : d->parameters)
+    if (d->view(c).applies(s.key)) c.parameters.set(s.key, s.defaultValue);
+  return c;
+}
+
+}  // namespace dtlab::core

@@ -1,0 +1,78 @@
+#pragma once
+// The kinds of synthetic dataset this build can generate, each described once by a
+// DatasetKindDescriptor that its own generator file defines (name, task, the rules for classes
+// and features, its parameters as a schema, how the GUI previews it, how to build it). The
+// spec's parser and writer, makeDataset, the GUI's dataset page and `dtlab-cli bench data` read
+// this list; no code outside a kind's own files names that kind. Adding one: core/data/README.md.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/data/dataset.h"
+#include "core/spec/experiment_spec.h"
+#include "core/spec/settings.h"
+
+namespace dtlab::core {
+
+// What the GUI's dataset page draws of a kind's samples.
+enum class DatasetPreviewKind {
+  kScatter,  // the first two features (the data itself for 2-D kinds), coloured by class
+  kImages,   // also a row of samples as square grayscale images (features = side * side)
+};
+
+// How many classes (outputs) a kind has. minimum == maximum: fixed by the kind, and a spec may
+// give only that value.
+struct ClassRule {
+  int64_t defaultValue = 2;
+  int64_t minimum = 2;
+  int64_t maximum = 2;
+  bool fixed() const { return minimum == maximum; }
+};
+
+// How many features a kind's samples have: any width from 1 (a spec's "features"), or fixed.
+struct FeatureRule {
+  int64_t defaultValue = 32;
+  bool fixed = false;
+};
+
+struct DatasetKindDescriptor {
+  std::string name;     // the spec's dataset "kind"
+  std::string summary;  // one line: what the samples look like (GUI tooltips, docs)
+  TaskKind task = TaskKind::kClassification;
+  ClassRule classes;  // regression: {1, 1, 1}
+  FeatureRule features;
+  // The kind's own parameters, in the order specs and forms show them. A key several kinds
+  // declare ("noise") means what each kind's help says.
+  std::vector<SettingSchema> parameters;
+  DatasetPreviewKind preview = DatasetPreviewKind::kScatter;
+  int64_t imageSide = 0;  // kImages: the images' side in pixels
+  // Checks the schema cannot express (a limit on a product of fields); throws SpecError under
+  // `path` ("dataset"). Optional.
+  std::function<void(const DatasetConfig&, const std::string& path)> check;
+  // Builds the dataset; throws Error naming a field the config cannot work with.
+  std::function<std::unique_ptr<Dataset>(const DatasetConfig&)> make;
+
+  SettingsView view(const DatasetConfig& config) const { return {parameters, config.parameters}; }
+};
+
+// Every registered kind, in registration order (the built-in ones first). The first is the
+// default of a dataset that names none. References stay valid for the life of the process.
+std::vector<const DatasetKindDescriptor*> datasetKinds();
+// The descriptor named `name` (empty: the default), or nullptr.
+const DatasetKindDescriptor* findDatasetKind(std::string_view name);
+// The descriptor of a config's kind; throws Error naming an unknown one.
+const DatasetKindDescriptor& datasetKindOf(const DatasetConfig& config);
+// Adds a kind (a plug-in, or a test's own). Throws Error when the name is taken or the
+// descriptor is incomplete. Register before any spec that names it is parsed.
+void registerDatasetKind(DatasetKindDescriptor descriptor);
+std::vector<std::string> datasetKindNames();
+// "two_spirals, checkerboard and shapes": the registered kinds for which `pick` holds.
+std::string datasetKindList(const std::function<bool(const DatasetKindDescriptor&)>& pick);
+// A dataset of `kind` (empty: the default) with that kind's classes, features and parameters
+// at their defaults, sizes and seed at DatasetConfig's.
+DatasetConfig defaultDataset(std::string_view kind = {});
+
+}  // namespace dtlab::core
