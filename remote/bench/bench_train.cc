@@ -29,18 +29,10 @@ class StepClock : public core::MetricSink {
   std::map<int64_t, double> endMs;
 };
 
-}  // namespace
-
-TrainBenchResult runTrainBench(const TrainBenchOptions& options, std::FILE* out) {
-  const core::CoreBenchConfig& shape = options.shape;
-  const int nodes = options.nodes;
-  const int reps = options.repetitions;
-  const int64_t steps = options.steps;
-  const int64_t warmup = options.warmup;
-  const bool reference = options.reference;
-  DTLAB_ENFORCE(nodes >= 1 && shape.batch % nodes == 0,
-                "bench train: the global batch must split evenly over the nodes");
-
+// The experiment every repetition runs on DTLab's side: sync_allreduce on `nodes` local
+// nodes, the benchmark's MLP and global batch, `warmup` + `steps` steps, one evaluation.
+core::ExperimentSpec trainBenchSpec(const core::CoreBenchConfig& shape, int nodes, int64_t warmup,
+                                    int64_t steps) {
   core::ExperimentSpec spec;
   spec.name = "bench_train";
   spec.dataset.features = shape.inputs;
@@ -55,83 +47,61 @@ TrainBenchResult runTrainBench(const TrainBenchOptions& options, std::FILE* out)
   spec.training.maxSteps = warmup + steps;
   spec.training.evalInterval = int64_t{1} << 40;  // evaluate once, after the last step
   spec.cluster.localNodes = nodes;
+  return spec;
+}
 
-  std::fprintf(
-      out,
-      "bench train: sync_allreduce on %d local nodes (1 thread each), %s, global batch %lld;\n"
-      "  per repetition %lld untimed steps, then the wall clock of %lld whole steps; %d "
-      "repetitions, interleaved with the reference's\n",
-      nodes, shapeText(shape).c_str(), static_cast<long long>(shape.batch),
-      static_cast<long long>(warmup), static_cast<long long>(steps), reps);
-  std::fprintf(out, "  %s\n", machineDescription().c_str());
-  std::fflush(out);
+// Starts PyTorch DDP's reference process (`nodes` processes, 1 thread each) and prints what
+// it announced in `info`; none (after saying so) when PyTorch is not installed.
+std::unique_ptr<ReferenceProcess> startDdpReference(const core::CoreBenchConfig& shape, int nodes,
+                                                    int64_t warmup, nlohmann::json& info,
+                                                    std::FILE* out) {
+  const std::optional<TorchReference> torch = findTorchReference(1, out);
+  if (!torch) return nullptr;
+  printBlasChoice(*torch, out);
+  std::vector<std::string> command = {torch->python,
+                                      torch->scripts + "/torch_ddp.py",
+                                      "--serve",
+                                      "--world",
+                                      std::to_string(nodes),
+                                      "--threads",
+                                      "1",
+                                      "--warmup",
+                                      std::to_string(warmup)};
+  for (const std::string& a : shapeArgs(shape)) command.push_back(a);
+  auto ddp = std::make_unique<ReferenceProcess>(command, torch->environment(1));
+  info = ddp->readJson();
+  std::fprintf(out, "  reference: %s, %d processes, 1 thread each; its sgemm: %.1f GFLOP/s (%s)\n",
+               info.at("impl").get<std::string>().c_str(), nodes,
+               info.at("sgemm_gflops").get<double>(),
+               info.value("core", nlohmann::json()).is_string()
+                   ? ("OpenBLAS " + info["core"].get<std::string>()).c_str()
+                   : "not OpenBLAS");
+  return ddp;
+}
 
-  std::optional<TorchReference> torch;
-  std::unique_ptr<ReferenceProcess> ddp;
-  nlohmann::json ddpInfo;
-  if (reference) {
-    torch = findTorchReference(1, out);
-    if (torch) {
-      printBlasChoice(*torch, out);
-      std::vector<std::string> command = {torch->python,
-                                          torch->scripts + "/torch_ddp.py",
-                                          "--serve",
-                                          "--world",
-                                          std::to_string(nodes),
-                                          "--threads",
-                                          "1",
-                                          "--warmup",
-                                          std::to_string(warmup)};
-      for (const std::string& a : shapeArgs(shape)) command.push_back(a);
-      ddp = std::make_unique<ReferenceProcess>(command, torch->environment(1));
-      ddpInfo = ddp->readJson();
-      std::fprintf(out,
-                   "  reference: %s, %d processes, 1 thread each; its sgemm: %.1f GFLOP/s (%s)\n",
-                   ddpInfo.at("impl").get<std::string>().c_str(), nodes,
-                   ddpInfo.at("sgemm_gflops").get<double>(),
-                   ddpInfo.value("core", nlohmann::json()).is_string()
-                       ? ("OpenBLAS " + ddpInfo["core"].get<std::string>()).c_str()
-                       : "not OpenBLAS");
-    }
-  }
+// One repetition on DTLab's side: samples/s over the steps after the warm-up, by rank 0's
+// end-of-step clock; throws when the run fails.
+double timeDtlabRun(remote::Coordinator& coordinator, const core::ExperimentSpec& spec,
+                    int64_t warmup, int64_t steps, double samples) {
+  StepClock clock;
+  const core::RunSummary summary = coordinator.run(spec, 0, &clock);
+  if (summary.status == core::RunStatus::kFailed)
+    throw std::runtime_error("benchmark run failed: " + summary.error);
+  const auto first = clock.endMs.find(warmup);
+  const auto last = clock.endMs.find(warmup + steps);
+  if (first == clock.endMs.end() || last == clock.endMs.end())
+    throw std::runtime_error("rank 0 reported no end time for step " +
+                             std::to_string(first == clock.endMs.end() ? warmup : warmup + steps));
+  return samples * 1000.0 / (last->second - first->second);
+}
 
-  remote::LocalCluster cluster(remote::defaultNodeBinary(), std::vector<remote::LocalNodeOptions>(
-                                                                static_cast<std::size_t>(nodes)));
-  remote::Coordinator coordinator(cluster.addresses(), {});
-  coordinator.connect();
-  const double samples = static_cast<double>(steps * shape.batch);
-  auto runDtlab = [&]() {
-    StepClock clock;
-    const core::RunSummary summary = coordinator.run(spec, 0, &clock);
-    if (summary.status == core::RunStatus::kFailed)
-      throw std::runtime_error("benchmark run failed: " + summary.error);
-    const auto first = clock.endMs.find(warmup);
-    const auto last = clock.endMs.find(warmup + steps);
-    if (first == clock.endMs.end() || last == clock.endMs.end())
-      throw std::runtime_error(
-          "rank 0 reported no end time for step " +
-          std::to_string(first == clock.endMs.end() ? warmup : warmup + steps));
-    return samples * 1000.0 / (last->second - first->second);
-  };
-  auto runDdp = [&]() {
-    const nlohmann::json r = ddp->request("steps " + std::to_string(steps));
-    return samples / r.at("seconds").get<double>();
-  };
-
-  std::vector<double> ours, theirs;
-  for (int rep = 0; rep < reps; ++rep) {
-    // Alternate which side goes first, so neither always follows the other.
-    for (int k = 0; k < 2; ++k) {
-      const bool dtlabTurn = (rep + k) % 2 == 0;
-      if (!dtlabTurn && !ddp) continue;
-      settle();
-      (dtlabTurn ? ours : theirs).push_back(dtlabTurn ? runDtlab() : runDdp());
-    }
-    std::fprintf(out, "  repetition %d: dtlab %10.0f samples/s", rep + 1, ours.back());
-    if (ddp) std::fprintf(out, "   pytorch DDP %10.0f samples/s", theirs.back());
-    std::fprintf(out, "\n");
-    std::fflush(out);
-  }
+// Prints the medians and their ratio, and returns the result with its JSON report. `ddpInfo`
+// is the reference's announcement; `theirs` is empty when it did not run.
+TrainBenchResult reportTrainBench(const TrainBenchOptions& options, const std::vector<double>& ours,
+                                  const std::vector<double>& theirs, bool ranDdp,
+                                  const nlohmann::json& ddpInfo, std::FILE* out) {
+  const int nodes = options.nodes;
+  const int reps = options.repetitions;
   const double rate = core::median(ours);
   std::fprintf(out, "  dtlab       %d nodes: %10.0f samples/s (median of %d)\n", nodes, rate, reps);
   TrainBenchResult result;
@@ -139,12 +109,12 @@ TrainBenchResult runTrainBench(const TrainBenchOptions& options, std::FILE* out)
   nlohmann::json& json = result.json;
   json = {{"bench", "train"},
           {"nodes", nodes},
-          {"steps", steps},
-          {"warmup_steps", warmup},
+          {"steps", options.steps},
+          {"warmup_steps", options.warmup},
           {"repetitions", reps},
           {"samples_per_s", rate},
           {"repetition_samples_per_s", ours}};
-  if (ddp) {
+  if (ranDdp) {
     const double refRate = core::median(theirs);
     std::fprintf(out, "  pytorch DDP %d procs: %10.0f samples/s (median of %d)\n", nodes, refRate,
                  reps);
@@ -161,6 +131,61 @@ TrainBenchResult runTrainBench(const TrainBenchOptions& options, std::FILE* out)
     json["reference"] = nullptr;
   }
   return result;
+}
+
+}  // namespace
+
+TrainBenchResult runTrainBench(const TrainBenchOptions& options, std::FILE* out) {
+  const core::CoreBenchConfig& shape = options.shape;
+  const int nodes = options.nodes;
+  const int reps = options.repetitions;
+  const int64_t steps = options.steps;
+  const int64_t warmup = options.warmup;
+  DTLAB_ENFORCE(nodes >= 1 && shape.batch % nodes == 0,
+                "bench train: the global batch must split evenly over the nodes");
+  const core::ExperimentSpec spec = trainBenchSpec(shape, nodes, warmup, steps);
+
+  std::fprintf(
+      out,
+      "bench train: sync_allreduce on %d local nodes (1 thread each), %s, global batch %lld;\n"
+      "  per repetition %lld untimed steps, then the wall clock of %lld whole steps; %d "
+      "repetitions, interleaved with the reference's\n",
+      nodes, shapeText(shape).c_str(), static_cast<long long>(shape.batch),
+      static_cast<long long>(warmup), static_cast<long long>(steps), reps);
+  std::fprintf(out, "  %s\n", machineDescription().c_str());
+  std::fflush(out);
+
+  nlohmann::json ddpInfo;
+  std::unique_ptr<ReferenceProcess> ddp;
+  if (options.reference) ddp = startDdpReference(shape, nodes, warmup, ddpInfo, out);
+
+  remote::LocalCluster cluster(remote::defaultNodeBinary(), std::vector<remote::LocalNodeOptions>(
+                                                                static_cast<std::size_t>(nodes)));
+  remote::Coordinator coordinator(cluster.addresses(), {});
+  coordinator.connect();
+  const double samples = static_cast<double>(steps * shape.batch);
+  auto runDdp = [&]() {
+    const nlohmann::json r = ddp->request("steps " + std::to_string(steps));
+    return samples / r.at("seconds").get<double>();
+  };
+
+  std::vector<double> ours, theirs;
+  for (int rep = 0; rep < reps; ++rep) {
+    // Alternate which side goes first, so neither always follows the other.
+    for (int k = 0; k < 2; ++k) {
+      const bool dtlabTurn = (rep + k) % 2 == 0;
+      if (!dtlabTurn && !ddp) continue;
+      settle();
+      (dtlabTurn ? ours : theirs)
+          .push_back(dtlabTurn ? timeDtlabRun(coordinator, spec, warmup, steps, samples)
+                               : runDdp());
+    }
+    std::fprintf(out, "  repetition %d: dtlab %10.0f samples/s", rep + 1, ours.back());
+    if (ddp) std::fprintf(out, "   pytorch DDP %10.0f samples/s", theirs.back());
+    std::fprintf(out, "\n");
+    std::fflush(out);
+  }
+  return reportTrainBench(options, ours, theirs, ddp != nullptr, ddpInfo, out);
 }
 
 }  // namespace dtlab::bench
