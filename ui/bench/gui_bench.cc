@@ -78,58 +78,60 @@ std::vector<double> eventLoopLateness(double seconds) {
   return late;
 }
 
-}  // namespace
-
-GuiBenchResult runGuiBench(const GuiBenchOptions& options) {
-  const int runs = options.runs;
-  const int reps = options.reps;
-  const int64_t points = options.points;
-  const double streamSeconds = options.streamSeconds;
-  QTemporaryDir dir;
-  const std::string path = dir.filePath("bench.dtlab").toStdString();
-
-  // 1. A project with `runs` runs of `points` loss points each, through the real appender.
+// A project at `path` with `runs` runs of `points` loss points each, written through the real
+// appender; returns the runs' ids.
+std::vector<int64_t> writeComparisonProject(const std::string& path, int runs, int64_t points) {
   std::vector<int64_t> runIds;
-  {
-    auto store = core::ProjectStore::create(path, "bench");
-    core::PointAppender appender(path);
-    for (int r = 0; r < runs; ++r) {
-      const int64_t id =
-          store->beginRun({std::nullopt, "run " + std::to_string(r), "bench", 1, nullptr});
-      runIds.push_back(id);
-      const core::SeriesHandle h = appender.series(id, 0, 0, "loss");
-      std::vector<core::PointRecord> batch;
-      batch.reserve(4096);
-      for (int64_t s = 1; s <= points; ++s) {
-        batch.push_back({h, static_cast<float>(curve(s, r)), s, static_cast<double>(s) * 2.0});
-        if (batch.size() == 4096) {
-          appender.append(batch);
-          batch.clear();
-        }
+  auto store = core::ProjectStore::create(path, "bench");
+  core::PointAppender appender(path);
+  for (int r = 0; r < runs; ++r) {
+    const int64_t id =
+        store->beginRun({std::nullopt, "run " + std::to_string(r), "bench", 1, nullptr});
+    runIds.push_back(id);
+    const core::SeriesHandle h = appender.series(id, 0, 0, "loss");
+    std::vector<core::PointRecord> batch;
+    batch.reserve(4096);
+    for (int64_t s = 1; s <= points; ++s) {
+      batch.push_back({h, static_cast<float>(curve(s, r)), s, static_cast<double>(s) * 2.0});
+      if (batch.size() == 4096) {
+        appender.append(batch);
+        batch.clear();
       }
-      appender.append(batch);
     }
-    appender.close();
+    appender.append(batch);
   }
+  appender.close();
+  return runIds;
+}
 
-  // DTLab's comparison chart, read through the store as the compare page does.
+// The comparison of the runs' loss, read through the store as the compare page does; `ms`:
+// how long the read took.
+ComparisonData readLossComparison(const std::string& path, const std::vector<int64_t>& runIds,
+                                  double& ms) {
   ComparisonRequest request;
   request.metric = "loss";
   request.runIds = runIds;
   QElapsedTimer readTimer;
   readTimer.start();
   ComparisonData data = readComparison(path, request);
-  const double readMs = static_cast<double>(readTimer.nsecsElapsed()) / 1e6;
-  ComparisonChart chart;
+  ms = static_cast<double>(readTimer.nsecsElapsed()) / 1e6;
+  return data;
+}
+
+// DTLab's comparison chart showing `data`; returns the replot times. `drawnPoints`: what the
+// chart draws after downsampling.
+std::vector<double> timeComparisonChart(ComparisonChart& chart, ComparisonData&& data, int reps,
+                                        std::size_t& drawnPoints) {
   chart.resize(1200, 700);
   chart.setData(std::move(data));
-  std::size_t drawnPoints = 0;
+  drawnPoints = 0;
   for (const auto& c : chart.curves()) drawnPoints += c.x.size();
-  const std::vector<double> dtlabMs = timeReplots(chart, reps);
+  return timeReplots(chart, reps);
+}
 
-  // The reference: a plain QCustomPlot with every raw point (QCustomPlot's own adaptive
-  // sampling of line plots is on by default).
-  QCustomPlot plain;
+// The reference: a plain QCustomPlot with every raw point (QCustomPlot's own adaptive
+// sampling of line plots is on by default); returns the replot times.
+std::vector<double> timePlainPlot(QCustomPlot& plain, int runs, int64_t points, int reps) {
   plain.resize(1200, 700);
   for (int r = 0; r < runs; ++r) {
     QVector<double> x(points), y(points);
@@ -140,31 +142,31 @@ GuiBenchResult runGuiBench(const GuiBenchOptions& options) {
     plain.addGraph()->setData(x, y, true);
   }
   plain.rescaleAxes();
-  const std::vector<double> plainMs = timeReplots(plain, reps);
+  return timeReplots(plain, reps);
+}
 
-  // 2. Event-loop latency: idle, then while a 4-node run from the window streams.
-  MainWindow window;
-  window.setQuietErrors(true);
-  window.resize(1280, 800);
-  window.show();
-  const std::vector<double> idle = eventLoopLateness(std::min(3.0, streamSeconds));
-  const std::string runPath = dir.filePath("stream.dtlab").toStdString();
-  {
-    auto store = core::ProjectStore::create(runPath);
-    core::ExperimentSpec spec;
-    spec.name = "stream";
-    spec.dataset.trainSize = 20000;
-    spec.dataset.features = 32;
-    spec.model.hidden = {64, 64};
-    spec.training.batchSize = 64;
-    spec.training.epochs = 0;
-    spec.training.maxSteps = 0;
-    spec.training.maxSeconds = streamSeconds + 30.0;
-    spec.training.evalInterval = 50;
-    spec.cluster.localNodes = 4;
-    store->putEntity(core::EntityKind::kExperiment, "stream", core::toJson(spec));
-  }
-  window.openProject(QString::fromStdString(runPath));
+// A project at `path` holding one experiment, "stream": a 4-node run that goes on for
+// `streamSeconds` and half a minute more, evaluating often.
+void writeStreamProject(const std::string& path, double streamSeconds) {
+  auto store = core::ProjectStore::create(path);
+  core::ExperimentSpec spec;
+  spec.name = "stream";
+  spec.dataset.trainSize = 20000;
+  spec.dataset.features = 32;
+  spec.model.hidden = {64, 64};
+  spec.training.batchSize = 64;
+  spec.training.epochs = 0;
+  spec.training.maxSteps = 0;
+  spec.training.maxSeconds = streamSeconds + 30.0;
+  spec.training.evalInterval = 50;
+  spec.cluster.localNodes = 4;
+  store->putEntity(core::EntityKind::kExperiment, "stream", core::toJson(spec));
+}
+
+// Opens the project in the window and starts its experiment from the experiment page; returns
+// once the run has reported progress and the run page has been on screen for a second.
+void startStreamingRun(MainWindow& window, const std::string& path) {
+  window.openProject(QString::fromStdString(path));
   {
     QEventLoop wait;
     QObject::connect(&window, &MainWindow::projectLoaded, &wait, &QEventLoop::quit);
@@ -180,15 +182,53 @@ GuiBenchResult runGuiBench(const GuiBenchOptions& options) {
   started.exec();
   QTimer::singleShot(1000, &started, &QEventLoop::quit);  // the run page is on screen
   started.exec();
-  const std::vector<double> streaming = eventLoopLateness(streamSeconds);
-  int livePoints = 0;
-  for (int g = 0; g < window.runPage()->chart()->graphCount(); ++g)
-    livePoints += window.runPage()->chart()->graph(g)->data()->size();
+}
+
+// Cancels the window's run and waits for it to finish.
+void cancelRun(MainWindow& window) {
   window.controller()->cancel();
   QEventLoop done;
   QObject::connect(window.controller(), &ExperimentController::finished, &done, &QEventLoop::quit);
   QTimer::singleShot(15000, &done, &QEventLoop::quit);
   done.exec();
+}
+
+}  // namespace
+
+GuiBenchResult runGuiBench(const GuiBenchOptions& options) {
+  const int runs = options.runs;
+  const int reps = options.reps;
+  const int64_t points = options.points;
+  const double streamSeconds = options.streamSeconds;
+  QTemporaryDir dir;
+  const std::string path = dir.filePath("bench.dtlab").toStdString();
+
+  // 1. Replot: DTLab's comparison chart of `runs` runs of `points` points each, and a plain
+  // QCustomPlot with the same raw points. Both stay alive while the event loop is measured.
+  const std::vector<int64_t> runIds = writeComparisonProject(path, runs, points);
+  double readMs = 0.0;
+  ComparisonData data = readLossComparison(path, runIds, readMs);
+  ComparisonChart chart;
+  std::size_t drawnPoints = 0;
+  const std::vector<double> dtlabMs =
+      timeComparisonChart(chart, std::move(data), reps, drawnPoints);
+  QCustomPlot plain;
+  const std::vector<double> plainMs = timePlainPlot(plain, runs, points, reps);
+
+  // 2. Event-loop latency: idle, then while a 4-node run from the window streams.
+  MainWindow window;
+  window.setQuietErrors(true);
+  window.resize(1280, 800);
+  window.show();
+  const std::vector<double> idle = eventLoopLateness(std::min(3.0, streamSeconds));
+  const std::string runPath = dir.filePath("stream.dtlab").toStdString();
+  writeStreamProject(runPath, streamSeconds);
+  startStreamingRun(window, runPath);
+  const std::vector<double> streaming = eventLoopLateness(streamSeconds);
+  int livePoints = 0;
+  for (int g = 0; g < window.runPage()->chart()->graphCount(); ++g)
+    livePoints += window.runPage()->chart()->graph(g)->data()->size();
+  cancelRun(window);
 
   GuiBenchResult result;
   result.drawnPoints = drawnPoints;
