@@ -109,6 +109,13 @@ ExperimentPage::ExperimentPage(QWidget* parent)
       generalError_(new QLabel(this)),
       save_(new QPushButton(tr("Save"), this)),
       run_(new QPushButton(tr("Run"), this)) {
+  setUpFields();
+  connectSignals(buildLayout());
+}
+
+// The choices of the combo boxes with their tooltips, the fields' hints and the variants
+// table's columns.
+void ExperimentPage::setUpFields() {
   activation_->addItems({"relu", "gelu", "tanh"});
   optimizer_->addItems({"sgd", "adam", "adamw", "adadelta"});
   // Where each worker draws its batches from: the whole set, a random shard of its own, or a
@@ -164,7 +171,11 @@ ExperimentPage::ExperimentPage(QWidget* parent)
       VariantsModel::kNameColumn,
       variantsView_->fontMetrics().horizontalAdvance(QStringLiteral("speed_proportional")) + 16);
   variantsView_->setMinimumHeight(120);
+}
 
+// The form's groups (experiment, model and optimizer, limits), the variants table with its
+// buttons and error, and the summary with Save and Run.
+ExperimentPage::VariantButtons ExperimentPage::buildLayout() {
   auto* what = new QFormLayout();
   addRow(what, tr("Name"), "name", name_);
   addRow(what, tr("Seed"), "seed", seed_);
@@ -193,10 +204,11 @@ ExperimentPage::ExperimentPage(QWidget* parent)
     return group;
   };
   auto* variantButtons = new QHBoxLayout();
-  auto* add = new QPushButton(tr("Add variant"), this);
-  auto* remove = new QPushButton(tr("Remove selected"), this);
-  variantButtons->addWidget(add);
-  variantButtons->addWidget(remove);
+  VariantButtons buttons;
+  buttons.add = new QPushButton(tr("Add variant"), this);
+  buttons.remove = new QPushButton(tr("Remove selected"), this);
+  variantButtons->addWidget(buttons.add);
+  variantButtons->addWidget(buttons.remove);
   variantButtons->addStretch(1);
   auto* variantLayout = new QVBoxLayout();
   variantLayout->addWidget(variantsView_);
@@ -230,7 +242,12 @@ ExperimentPage::ExperimentPage(QWidget* parent)
       box(tr("Strategy variants (one run each, same data and initial weights)"), variantLayout), 1);
   layout->addWidget(generalError_);
   layout->addLayout(actions);
+  return buttons;
+}
 
+// Every field's change checks the form again; the buttons add and remove variants, save and
+// run.
+void ExperimentPage::connectSignals(const VariantButtons& buttons) {
   for (QSpinBox* b : {seed_, batch_, epochs_, maxSteps_, evalInterval_})
     connect(b, &QSpinBox::valueChanged, this, [this] { formChanged(); });
   for (QDoubleSpinBox* b : {lr_, momentum_, maxSeconds_, target_, alpha_})
@@ -242,8 +259,8 @@ ExperimentPage::ExperimentPage(QWidget* parent)
   connect(variants_, &QAbstractItemModel::dataChanged, this, [this] { formChanged(); });
   connect(variants_, &QAbstractItemModel::rowsInserted, this, [this] { formChanged(); });
   connect(variants_, &QAbstractItemModel::rowsRemoved, this, [this] { formChanged(); });
-  connect(add, &QPushButton::clicked, this, [this] { variants_->addVariant(); });
-  connect(remove, &QPushButton::clicked, this,
+  connect(buttons.add, &QPushButton::clicked, this, [this] { variants_->addVariant(); });
+  connect(buttons.remove, &QPushButton::clicked, this,
           [this] { variants_->removeVariant(variantsView_->currentIndex().row()); });
   connect(save_, &QPushButton::clicked, this, [this] {
     if (error_.isEmpty())

@@ -63,6 +63,14 @@ class ExperimentPage final : public QWidget {
   void modifiedChanged(bool modified);
 
  private:
+  // The constructor's parts, in the order it runs them.
+  struct VariantButtons {
+    QPushButton* add = nullptr;
+    QPushButton* remove = nullptr;
+  };
+  void setUpFields();
+  VariantButtons buildLayout();
+  void connectSignals(const VariantButtons& buttons);
   void addRow(QFormLayout* form, const QString& label, const QString& path, QWidget* widget);
   void formChanged();
   void validate();
