@@ -80,7 +80,30 @@ ComparePage::ComparePage(QWidget* parent)
   big.setBold(true);
   title->setFont(big);
 
-  // The runs table, sortable by any column (numbers as numbers, unknowns last).
+  setUpRunsTable();
+  QHBoxLayout* tableRow = buildTableExportRow();
+  QHBoxLayout* chartRow = buildChartRow();
+  buildSplitter(tableRow, chartRow);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(title);
+  layout->addWidget(split_, 1);
+
+  saveTimer_->setSingleShot(true);
+  saveTimer_->setInterval(kSaveDelayMs);
+  connect(saveTimer_, &QTimer::timeout, this, [this] { saveLayout(); });
+
+  ++applying_;
+  addChart(ChartSettings{});
+  --applying_;
+  // Only height scrolls: the page is as wide as a chart's toolbar needs.
+  chartScroll_->setMinimumWidth(charts_->minimumSizeHint().width() +
+                                chartScroll_->verticalScrollBar()->sizeHint().width());
+}
+
+// The runs table, sortable by any column (numbers as numbers, unknowns last), with Ctrl+C and
+// its context menu.
+void ComparePage::setUpRunsTable() {
   sorted_->setSourceModel(runs_);
   runsView_->setModel(sorted_);
   // In run order until a header is clicked; the sorted column's title says which way (the
@@ -125,7 +148,10 @@ ComparePage::ComparePage(QWidget* parent)
   connect(copy, &QAction::triggered, this, [this] { copySelectedRows(); });
   runsView_->addAction(copy);
   runsView_->setContextMenuPolicy(Qt::ActionsContextMenu);
+}
 
+// The table's exports (CSV, Markdown) and the hint about Ctrl+C.
+QHBoxLayout* ComparePage::buildTableExportRow() {
   auto* tableCsv = button(tr("CSV..."), tr("The checked runs' figures as CSV"), this);
   auto* tableMd =
       button(tr("Markdown..."), tr("The checked runs' figures as a Markdown table"), this);
@@ -137,8 +163,11 @@ ComparePage::ComparePage(QWidget* parent)
   tableRow->addWidget(tableMd);
   tableRow->addStretch(1);
   tableRow->addWidget(caption(tr("Ctrl+C copies the selected rows"), this));
+  return tableRow;
+}
 
-  // The charts, and what their exports share.
+// The charts' splitter, and the row below them: Add chart and what the charts' exports share.
+QHBoxLayout* ComparePage::buildChartRow() {
   charts_->setChildrenCollapsible(false);
   connect(charts_, &QSplitter::splitterMoved, this, [this] { layoutChanged(); });
   addButton_ = button(tr("Add chart"), QString(), this);
@@ -159,7 +188,11 @@ ComparePage::ComparePage(QWidget* parent)
   chartRow->addWidget(caption(QStringLiteral("\u00d7"), this));
   chartRow->addWidget(exportHeight_);
   chartRow->addWidget(exportDpi_);
+  return chartRow;
+}
 
+// The table above the charts in the page's splitter; the charts scroll when they do not fit.
+void ComparePage::buildSplitter(QHBoxLayout* tableRow, QHBoxLayout* chartRow) {
   auto* top = new QWidget(this);
   auto* topLayout = new QVBoxLayout(top);
   topLayout->setContentsMargins(0, 0, 0, 0);
@@ -184,21 +217,6 @@ ComparePage::ComparePage(QWidget* parent)
   split_->setStretchFactor(1, 1);
   split_->setChildrenCollapsible(false);
   connect(split_, &QSplitter::splitterMoved, this, [this] { layoutChanged(); });
-
-  auto* layout = new QVBoxLayout(this);
-  layout->addWidget(title);
-  layout->addWidget(split_, 1);
-
-  saveTimer_->setSingleShot(true);
-  saveTimer_->setInterval(kSaveDelayMs);
-  connect(saveTimer_, &QTimer::timeout, this, [this] { saveLayout(); });
-
-  ++applying_;
-  addChart(ChartSettings{});
-  --applying_;
-  // Only height scrolls: the page is as wide as a chart's toolbar needs.
-  chartScroll_->setMinimumWidth(charts_->minimumSizeHint().width() +
-                                chartScroll_->verticalScrollBar()->sizeHint().width());
 }
 
 ComparePage::~ComparePage() {

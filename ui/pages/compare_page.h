@@ -11,6 +11,7 @@
 #include "ui/models/compare_layout.h"
 #include "ui/models/project_snapshot.h"
 
+class QHBoxLayout;
 class QPushButton;
 class QScrollArea;
 class QSpinBox;
@@ -107,6 +108,13 @@ class ComparePage final : public QWidget {
   void layoutSaved();
 
  private:
+  // The constructor's parts, in the order it runs them. Each connects its widgets' signals at
+  // the point among their settings where it always has: a setting moved after a connection
+  // could emit the signal to it (the table's sorting, the splitters).
+  void setUpRunsTable();
+  QHBoxLayout* buildTableExportRow();
+  QHBoxLayout* buildChartRow();
+  void buildSplitter(QHBoxLayout* tableRow, QHBoxLayout* chartRow);
   void wirePanel(ComparisonPanel* panel);
   void readLayout();
   void layoutChanged();  // debounced save
