@@ -1,24 +1,13 @@
 #include "core/data/dataset_kinds.h"
 
-#include <deque>
-#include <mutex>
-
+#include "core/common/registry.h"
 #include "core/data/generators.h"
 
 namespace dtlab::core {
 namespace {
 
-struct Registry {
-  std::mutex mutex;
-  std::deque<DatasetKindDescriptor> entries;  // a deque: references survive later additions
-};
-
-void checkComplete(const DatasetKindDescriptor& d,
-                   const std::deque<DatasetKindDescriptor>& entries) {
-  if (d.name.empty()) throw Error("a dataset kind needs a name");
+void checkComplete(const DatasetKindDescriptor& d) {
   if (!d.make) throw Error("dataset kind '" + d.name + "' has no make function");
-  for (const DatasetKindDescriptor& e : entries)
-    if (e.name == d.name) throw Error("dataset kind '" + d.name + "' is registered already");
   const ClassRule& c = d.classes;
   if (c.minimum < 1 || c.minimum > c.maximum || c.defaultValue < c.minimum ||
       c.defaultValue > c.maximum)
@@ -30,47 +19,27 @@ void checkComplete(const DatasetKindDescriptor& d,
   if (d.preview == DatasetPreviewKind::kImages &&
       d.imageSide * d.imageSide != d.features.defaultValue)
     throw Error("dataset kind '" + d.name + "' previews images that are not its features");
-  for (const SettingSchema& s : d.parameters) {
-    if (s.key.empty()) throw Error("dataset kind '" + d.name + "' has a parameter without a key");
-    if (s.when && findSetting(d.parameters, s.when->key) == nullptr)
-      throw Error("parameter '" + s.key + "' of dataset kind '" + d.name + "' depends on '" +
-                  s.when->key + "', which the kind does not have");
-  }
+  checkSchema(d.parameters, "dataset kind '" + d.name + "'");
 }
 
-Registry& registry() {
-  static Registry* instance = [] {
-    auto* r = new Registry;  // never destroyed: kinds may be looked up during exit
-    // The built-in kinds, in the order the spec and the GUI list them; the first is the
-    // default.
-    for (DatasetKindDescriptor d :
-         {datagen::gaussianBlobsKind(), datagen::twoSpiralsKind(), datagen::checkerboardKind(),
-          datagen::teacherKind(), datagen::linearRegressionKind(), datagen::shapesKind()}) {
-      checkComplete(d, r->entries);
-      r->entries.push_back(std::move(d));
-    }
-    return r;
-  }();
+Registry<DatasetKindDescriptor>& registry() {
+  // Never destroyed: kinds may be looked up during exit. The built-in kinds, in the order the
+  // spec and the GUI list them; the first is the default.
+  static auto* instance = new Registry<DatasetKindDescriptor>(
+      "dataset kind", checkComplete,
+      {datagen::gaussianBlobsKind(), datagen::twoSpiralsKind(), datagen::checkerboardKind(),
+       datagen::teacherKind(), datagen::linearRegressionKind(), datagen::shapesKind()});
   return *instance;
 }
 
 }  // namespace
 
 std::vector<const DatasetKindDescriptor*> datasetKinds() {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  std::vector<const DatasetKindDescriptor*> out;
-  for (const DatasetKindDescriptor& d : r.entries) out.push_back(&d);
-  return out;
+  return registry().all();
 }
 
 const DatasetKindDescriptor* findDatasetKind(std::string_view name) {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  if (name.empty()) return &r.entries.front();
-  for (const DatasetKindDescriptor& d : r.entries)
-    if (d.name == name) return &d;
-  return nullptr;
+  return registry().find(name);
 }
 
 const DatasetKindDescriptor& datasetKindOf(const DatasetConfig& config) {
@@ -82,10 +51,7 @@ const DatasetKindDescriptor& datasetKindOf(const DatasetConfig& config) {
 }
 
 void registerDatasetKind(DatasetKindDescriptor descriptor) {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  checkComplete(descriptor, r.entries);
-  r.entries.push_back(std::move(descriptor));
+  registry().add(std::move(descriptor));
 }
 
 std::vector<std::string> datasetKindNames() {

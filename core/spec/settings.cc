@@ -96,6 +96,15 @@ bool SettingsView::applies(std::string_view key) const {
          applies(setting.when->key);
 }
 
+void checkSchema(std::span<const SettingSchema> schema, const std::string& owner) {
+  for (const SettingSchema& s : schema) {
+    if (s.key.empty()) throw Error(owner + " has a setting without a key");
+    if (s.when && findSetting(schema, s.when->key) == nullptr)
+      throw Error("setting '" + s.key + "' of " + owner + " depends on '" + s.when->key +
+                  "', which it does not have");
+  }
+}
+
 std::string listText(const std::vector<std::string>& names) {
   std::string out;
   for (std::size_t i = 0; i < names.size(); ++i)

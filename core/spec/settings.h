@@ -96,6 +96,9 @@ class SettingsView {
 };
 
 const SettingSchema* findSetting(std::span<const SettingSchema> schema, std::string_view key);
+// Throws Error naming `owner` ("strategy 'ssp'") for a setting without a key or one whose
+// condition names a setting the schema lacks.
+void checkSchema(std::span<const SettingSchema> schema, const std::string& owner);
 // The value as JSON-like text for messages and tables: 3, 0.5, "adaptive" (without quotes).
 std::string settingText(const SettingValue& value);
 // The condition as messages say it: "partition": "speed_proportional" (or "a" or "b").

@@ -1,8 +1,6 @@
 #include "core/train/strategy_registry.h"
 
-#include <deque>
-#include <mutex>
-
+#include "core/common/registry.h"
 #include "core/train/async_ps.h"
 #include "core/train/hybrid.h"
 #include "core/train/local_sgd.h"
@@ -11,56 +9,29 @@
 namespace dtlab::core {
 namespace {
 
-struct Registry {
-  std::mutex mutex;
-  std::deque<StrategyDescriptor> entries;  // a deque: references survive later additions
-};
-
-void checkComplete(const StrategyDescriptor& d, const std::deque<StrategyDescriptor>& entries) {
-  if (d.name.empty()) throw Error("a strategy needs a name");
+void checkComplete(const StrategyDescriptor& d) {
   if (!d.make) throw Error("strategy '" + d.name + "' has no make function");
-  for (const StrategyDescriptor& e : entries)
-    if (e.name == d.name) throw Error("strategy '" + d.name + "' is registered already");
-  for (const SettingSchema& s : d.settings) {
-    if (s.key.empty()) throw Error("strategy '" + d.name + "' has a setting without a key");
-    if (s.when && findSetting(d.settings, s.when->key) == nullptr)
-      throw Error("setting '" + s.key + "' of strategy '" + d.name + "' depends on '" +
-                  s.when->key + "', which the strategy does not have");
-  }
+  checkSchema(d.settings, "strategy '" + d.name + "'");
 }
 
-Registry& registry() {
-  static Registry* instance = [] {
-    auto* r = new Registry;  // never destroyed: strategies may be looked up during exit
-    // The built-in strategies, in the order the spec and the GUI list them; the first is the
-    // default.
-    for (StrategyDescriptor d : {syncAllReduceDescriptor(), asyncPsDescriptor(), sspDescriptor(),
-                                 localSgdDescriptor(), hybridDescriptor()}) {
-      checkComplete(d, r->entries);
-      r->entries.push_back(std::move(d));
-    }
-    return r;
-  }();
+Registry<StrategyDescriptor>& registry() {
+  // Never destroyed: strategies may be looked up during exit. The built-in strategies, in the
+  // order the spec and the GUI list them; the first is the default.
+  static auto* instance =
+      new Registry<StrategyDescriptor>("strategy", checkComplete,
+                                       {syncAllReduceDescriptor(), asyncPsDescriptor(),
+                                        sspDescriptor(), localSgdDescriptor(), hybridDescriptor()});
   return *instance;
 }
 
 }  // namespace
 
 std::vector<const StrategyDescriptor*> strategies() {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  std::vector<const StrategyDescriptor*> out;
-  for (const StrategyDescriptor& d : r.entries) out.push_back(&d);
-  return out;
+  return registry().all();
 }
 
 const StrategyDescriptor* findStrategy(std::string_view name) {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  if (name.empty()) return &r.entries.front();
-  for (const StrategyDescriptor& d : r.entries)
-    if (d.name == name) return &d;
-  return nullptr;
+  return registry().find(name);
 }
 
 const StrategyDescriptor& strategyOf(const VariantConfig& variant) {
@@ -72,10 +43,7 @@ const StrategyDescriptor& strategyOf(const VariantConfig& variant) {
 }
 
 void registerStrategy(StrategyDescriptor descriptor) {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  checkComplete(descriptor, r.entries);
-  r.entries.push_back(std::move(descriptor));
+  registry().add(std::move(descriptor));
 }
 
 std::vector<std::string> strategyNames() {

@@ -162,14 +162,14 @@ void ExperimentPage::setUpFields() {
   variantsView_->setItemDelegate(new ChoiceDelegate(variantsView_));
   variantsView_->verticalHeader()->hide();
   // The other columns show their values whole; the variant's name keeps room for a typical
-  // one however many settings columns there are (the table scrolls sideways rather than
+  // one (18 characters) however many settings columns there are (the table scrolls sideways rather than
   // squeeze the names to "..."), and the user may widen it.
   QHeaderView* variantsHeader = variantsView_->horizontalHeader();
   variantsHeader->setSectionResizeMode(QHeaderView::ResizeToContents);
   variantsHeader->setSectionResizeMode(VariantsModel::kNameColumn, QHeaderView::Interactive);
   variantsHeader->resizeSection(
       VariantsModel::kNameColumn,
-      variantsView_->fontMetrics().horizontalAdvance(QStringLiteral("speed_proportional")) + 16);
+      variantsView_->fontMetrics().horizontalAdvance(QString(18, QLatin1Char('n'))) + 16);
   variantsView_->setMinimumHeight(120);
 }
 
