@@ -1,0 +1,334 @@
+#include "remote/coordinator/dispatch.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <optional>
+#include <thread>
+
+#include "core/common/check.h"
+#include "remote/common/auth.h"
+#include "remote/common/client.h"
+#include "remote/common/metric_wire.h"
+#include "remote/common/protocol.h"
+#include "remote/proto/dtlab.grpc.pb.h"
+
+namespace dtlab::remote {
+
+namespace pb = dtlab::remote::proto;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// WatchJob streams live as long as the run; liveness comes from heartbeats, so their
+// deadline is only a backstop against a leaked call.
+constexpr auto kStreamDeadline = std::chrono::hours(24 * 7);
+
+std::shared_ptr<grpc::Channel> channelTo(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(16 << 20);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+// GetInfo with a deadline, its protocol version checked.
+NodeSummary getInfo(pb::NodeService::Stub& stub, const std::string& address,
+                    const std::string& token, std::chrono::milliseconds deadline) {
+  grpc::ClientContext context;
+  prepareClientContext(context, token, deadline);
+  pb::GetInfoRequest request;
+  request.set_protocol_version(kProtocolVersion);
+  pb::NodeInfo info;
+  const grpc::Status status = stub.GetInfo(&context, request, &info);
+  if (!status.ok()) throw Error("node " + address + ": " + describeStatus(status));
+  if (info.protocol_version() != kProtocolVersion)
+    throw Error("node " + address + " speaks protocol " + std::to_string(info.protocol_version()) +
+                ", this coordinator " + std::to_string(kProtocolVersion) + ": update one of them");
+  NodeSummary s;
+  s.advertiseHost = info.advertise_host();
+  s.capabilities.assign(info.capabilities().begin(), info.capabilities().end());
+  s.address = address;
+  s.programVersion = info.program_version();
+  s.hostname = info.hostname();
+  s.speed = info.speed();
+  s.bandwidthMbps = info.bandwidth_mbps();
+  s.latencyMs = info.latency_ms();
+  s.cores = info.cores();
+  s.busy = info.busy();
+  s.workerThreads = info.worker_threads();
+  s.cpuSlots = 0;
+  for (const pb::DeviceInfo& d : info.devices()) {
+    s.devices.push_back(d.kind() == "cuda" ? d.name() + " (" + d.detail() + ")"
+                                           : d.name() + " (" + std::to_string(d.slots()) +
+                                                 (d.slots() == 1 ? " slot)" : " slots)"));
+    if (d.kind() == "cuda") ++s.gpus;
+    if (d.kind() == "cpu") s.cpuSlots += std::max(1, d.slots());
+  }
+  s.cpuSlots = std::max(1, s.cpuSlots);
+  return s;
+}
+
+}  // namespace
+
+struct NodeLinks::Impl {
+  struct Node {
+    std::string address;
+    std::string name;
+    std::unique_ptr<pb::NodeService::Stub> stub;
+  };
+  std::vector<Node> nodes;
+  CoordinatorOptions options;
+
+  const std::string& token(std::size_t i) const {
+    const auto it = options.nodeTokens.find(nodes[i].address);
+    return it == options.nodeTokens.end() ? options.token : it->second;
+  }
+  void prepare(grpc::ClientContext& context, std::size_t i,
+               std::chrono::milliseconds deadline) const {
+    prepareClientContext(context, token(i), deadline);
+  }
+  pb::StartJobRequest startRequest(const Placement& placement, std::size_t rank,
+                                   const std::string& jobId, const std::string& specJson,
+                                   int variant) const;
+};
+
+pb::StartJobRequest NodeLinks::Impl::startRequest(const Placement& placement, std::size_t rank,
+                                                  const std::string& jobId,
+                                                  const std::string& specJson, int variant) const {
+  const std::size_t node = placement.ranks[rank].node;
+  pb::StartJobRequest request;
+  request.set_protocol_version(kProtocolVersion);
+  request.set_job_id(jobId);
+  request.set_spec_json(specJson);
+  request.set_variant(variant);
+  request.set_rank(static_cast<int>(rank));
+  request.set_world_size(static_cast<int>(placement.world()));
+  request.set_rendezvous_address(placement.rendezvous);
+  request.set_node_name(nodes[node].name);
+  request.set_reached_host(parseHostPort(nodes[node].address, "node address").host);
+  request.set_slot(placement.ranks[rank].slot);
+  request.set_node_index(static_cast<int>(node));
+  request.set_heartbeat_ms(static_cast<uint64_t>(options.heartbeatInterval.count()));
+  request.set_connect_timeout_ms(static_cast<uint64_t>(options.connectTimeout.count()));
+  for (std::size_t k = 0; k < placement.psAddresses.size(); ++k) {
+    request.add_ps_addresses(placement.psAddresses[k]);
+    request.add_ps_names(nodes[k].name);
+  }
+  if (!options.emulation.empty()) {
+    const core::NodeConfig& entry = options.emulation[node];
+    pb::NodeEmulation* emulation = request.mutable_emulation();
+    emulation->set_speed(entry.speed);
+    emulation->set_bandwidth_mbps(entry.bandwidthMbps);
+    emulation->set_latency_ms(entry.latencyMs);
+  }
+  return request;
+}
+
+NodeLinks::NodeLinks(std::vector<std::string> addresses, CoordinatorOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  for (std::size_t i = 0; i < addresses.size(); ++i)
+    impl_->nodes.push_back({addresses[i], "node" + std::to_string(i),
+                            pb::NodeService::NewStub(channelTo(addresses[i]))});
+}
+
+NodeLinks::~NodeLinks() = default;
+
+std::size_t NodeLinks::size() const {
+  return impl_->nodes.size();
+}
+const std::string& NodeLinks::address(std::size_t node) const {
+  return impl_->nodes.at(node).address;
+}
+const std::string& NodeLinks::name(std::size_t node) const {
+  return impl_->nodes.at(node).name;
+}
+std::string NodeLinks::label(std::size_t node) const {
+  return name(node) + " (" + address(node) + ")";
+}
+const CoordinatorOptions& NodeLinks::options() const {
+  return impl_->options;
+}
+
+NodeSummary NodeLinks::info(std::size_t node) const {
+  NodeSummary s = getInfo(*impl_->nodes.at(node).stub, address(node), impl_->token(node),
+                          impl_->options.callDeadline);
+  s.name = name(node);
+  return s;
+}
+
+void NodeLinks::cancelJob(std::size_t node, const std::string& jobId, bool abort) const {
+  grpc::ClientContext context;
+  impl_->prepare(context, node, std::chrono::milliseconds(1000));
+  pb::CancelJobRequest request;
+  request.set_protocol_version(kProtocolVersion);
+  request.set_job_id(jobId);
+  request.set_abort(abort);
+  pb::CancelJobResponse response;
+  static_cast<void>(impl_->nodes[node].stub->CancelJob(&context, request, &response));
+}
+
+void NodeLinks::startJobs(const Placement& placement, const std::string& jobId,
+                          const std::string& specJson, int variant) const {
+  const Impl& impl = *impl_;
+  std::size_t started = 0;
+  try {
+    for (; started < placement.world(); ++started) {
+      const std::size_t node = placement.ranks[started].node;
+      grpc::ClientContext context;
+      impl.prepare(context, node, std::chrono::milliseconds(10000));
+      const pb::StartJobRequest request =
+          impl.startRequest(placement, started, jobId, specJson, variant);
+      pb::StartJobResponse response;
+      const grpc::Status status = impl.nodes[node].stub->StartJob(&context, request, &response);
+      if (!status.ok())
+        throw Error("starting the job on " + placement.rankNames[started] + ": " +
+                    describeStatus(status));
+    }
+  } catch (...) {
+    for (std::size_t i = 0; i < started; ++i) cancelJob(placement.ranks[i].node, jobId, true);
+    throw;
+  }
+}
+
+namespace {
+
+// One rank's stream as the watch follows it.
+struct RankWatch {
+  std::unique_ptr<grpc::ClientContext> context;
+  Clock::time_point last = Clock::now();
+  bool broken = false;
+  RankEnd end;  // finished, abandoned, error and result as the merge reads them
+
+  bool ended() const { return end.finished || broken || end.abandoned; }
+};
+
+// Reads rank i's WatchJob stream to its end into `w`, delivering what it reports to `out`.
+void readStream(pb::NodeService::Stub& stub, const std::string& jobId, int slot, std::size_t i,
+                RankWatch& w, const WatchOutputs& out, std::condition_variable& changed) {
+  pb::WatchJobRequest request;
+  request.set_protocol_version(kProtocolVersion);
+  request.set_job_id(jobId);
+  request.set_slot(slot);
+  auto reader = stub.WatchJob(w.context.get(), request);
+  pb::JobUpdate update;
+  while (reader->Read(&update)) {
+    std::lock_guard lock(out.mutex);
+    w.last = Clock::now();
+    if (out.sink != nullptr) {
+      for (const auto& p : update.steps()) out.sink->onStep(toCore(p));
+      for (const auto& e : update.evals()) out.sink->onEval(toCore(e));
+      for (const auto& n : update.node_samples()) out.sink->onNode(toCore(n, static_cast<int>(i)));
+    }
+    for (const auto& e : update.events()) {
+      core::RunEvent event{e.step(), e.wall_ms(), e.kind(), e.detail()};
+      if (out.sink != nullptr) out.sink->onEvent(event);
+      if (event.kind != "finish") out.events.push_back(std::move(event));
+    }
+    if (update.finished()) {
+      w.end.finished = true;
+      w.end.result = update.result();
+    }
+    changed.notify_all();
+  }
+  const grpc::Status status = reader->Finish();
+  std::lock_guard lock(out.mutex);
+  if (!w.end.finished) {
+    w.broken = true;
+    w.end.error = "its stream broke (" + describeStatus(status) + ")";
+  }
+  changed.notify_all();
+}
+
+}  // namespace
+
+WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& jobId,
+                              const std::atomic<bool>* cancel, const WatchOutputs& out,
+                              std::vector<RankEnd>& ends) const {
+  const CoordinatorOptions& options = impl_->options;
+  const std::size_t world = placement.world();
+  std::vector<RankWatch> watches(world);
+  std::vector<std::thread> readers;
+  std::condition_variable changed;
+  for (std::size_t i = 0; i < world; ++i) {
+    const std::size_t node = placement.ranks[i].node;
+    watches[i].end.name = placement.rankNames[i];
+    watches[i].context = std::make_unique<grpc::ClientContext>();
+    prepareClientContext(*watches[i].context, impl_->token(node),
+                         std::chrono::duration_cast<std::chrono::milliseconds>(kStreamDeadline));
+    readers.emplace_back([&, i, node] {
+      readStream(*impl_->nodes[node].stub, jobId, placement.ranks[i].slot, i, watches[i], out,
+                 changed);
+    });
+  }
+
+  // Watchdog: a lost node or a failed job ends the run at once (the others abort their
+  // communication); a user's cancel is forwarded politely. Either way the nodes that have
+  // not reported their end by `windDown` later are left behind.
+  // Cancels go out on threads of their own: a stopped node would hold a call for its whole
+  // deadline, and the others must hear of it now.
+  std::vector<std::thread> cancels;
+  auto sendCancel = [&](std::size_t i, bool abort) {
+    const std::size_t node = placement.ranks[i].node;
+    cancels.emplace_back([this, node, jobId, abort] { cancelJob(node, jobId, abort); });
+  };
+  std::string lostNode;
+  bool failing = false;
+  bool cancelSent = false;
+  std::optional<Clock::time_point> giveUpAt;
+  auto ended = [](const RankWatch& w) { return w.ended(); };
+  {
+    std::unique_lock lock(out.mutex);
+    while (!std::all_of(watches.begin(), watches.end(), ended)) {
+      if (!failing) {
+        for (std::size_t i = 0; i < world && !failing; ++i) {
+          RankWatch& w = watches[i];
+          const bool failed = w.end.finished && core::readRunStatus(w.end.result.status()) ==
+                                                    core::RunStatus::kFailed;
+          const bool silent = !w.end.finished && Clock::now() - w.last > options.lostAfter;
+          if (!failed && !w.broken && !silent) continue;
+          failing = true;
+          if (!failed) {
+            lostNode = placement.rankNames[i] + " lost: " +
+                       (w.broken ? w.end.error
+                                 : "no heartbeat for " + std::to_string(options.lostAfter.count()) +
+                                       " ms");
+            out.addEvent(0, "node_lost", lostNode);
+            if (!w.broken) w.context->TryCancel();
+          }
+          for (std::size_t j = 0; j < world; ++j)
+            if (j != i) sendCancel(j, true);
+          giveUpAt = Clock::now() + options.windDown;
+        }
+      }
+      if (!cancelSent && !failing && cancel != nullptr && cancel->load()) {
+        cancelSent = true;
+        for (std::size_t i = 0; i < world; ++i) sendCancel(i, false);
+        giveUpAt = Clock::now() + options.windDown;
+      }
+      if (giveUpAt && Clock::now() >= *giveUpAt) {
+        for (RankWatch& w : watches) {
+          if (w.ended()) continue;
+          w.end.abandoned = true;
+          w.context->TryCancel();
+        }
+        break;
+      }
+      changed.wait_for(lock, std::chrono::milliseconds(50));
+    }
+  }
+  for (std::thread& t : readers) t.join();
+  for (std::thread& t : cancels) t.join();
+
+  ends.clear();
+  for (RankWatch& w : watches) ends.push_back(std::move(w.end));
+  return {lostNode, failing, cancelSent, options.windDown};
+}
+
+NodeSummary queryNode(const std::string& address, const std::string& token,
+                      std::chrono::milliseconds deadline) {
+  auto stub = pb::NodeService::NewStub(channelTo(address));
+  return getInfo(*stub, address, token, deadline);
+}
+
+}  // namespace dtlab::remote
