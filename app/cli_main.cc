@@ -28,7 +28,7 @@ using dtlab::app::UsageError;
 constexpr const char* kUsageBeforeBench = R"(usage: dtlab-cli <command> [options]
 
 commands:
-  train SPEC.json [--threads N] [--device cpu] [--quiet] [--project P.dtlab]
+  train SPEC.json [--threads N] [--device cpu|cuda:N] [--quiet] [--project P.dtlab]
       Train the spec's model in this process. Progress goes to stderr; the last
       line of stdout is {"runs":[summary]}. --project records the run, its metric
       series, events and summary in the project file (created when missing).
@@ -104,7 +104,9 @@ int train(const std::vector<std::string>& argv) {
   const dtlab::core::ExperimentSpec spec = dtlab::core::loadExperimentSpec(args.positionals()[0]);
   dtlab::core::LocalTrainOptions options;
   options.threads = static_cast<int>(args.integer("--threads", 0, 0, 256));
-  options.device = args.value("--device", "cpu");
+  // The spec's device unless --device says otherwise: a cuda spec trains on the first GPU, and
+  // where there is none the run fails saying so rather than train on the CPU.
+  options.device = args.value("--device", spec.cluster.device == "cuda" ? "cuda:0" : "cpu");
   const int64_t stepsPerEpoch = spec.dataset.trainSize / spec.training.batchSize;
   dtlab::app::ProgressPrinter progress(spec.name, dtlab::core::plannedSteps(spec, stepsPerEpoch),
                                        args.has("--quiet"));

@@ -486,6 +486,12 @@ ExperimentSpec parseExperimentSpec(const json& document) {
 }
 
 ExperimentSpec parseExperimentSpecText(const std::string& text) {
+  // The JSON parser reads a NUL as the end of its input: whatever follows would be dropped
+  // without a word (a truncated edit, a binary file).
+  if (const std::size_t nul = text.find('\0'); nul != std::string::npos)
+    throw SpecError("(json)", concat("a NUL byte at offset ", nul, " (line ",
+                                     1 + std::count(text.begin(), text.begin() + nul, '\n'),
+                                     "): a spec is JSON text, which holds none"));
   json document;
   try {
     DuplicateKeyDetector duplicates;

@@ -6,8 +6,8 @@
 #include <grpcpp/server_builder.h>
 
 #include "core/common/check.h"
-#include "remote/common/auth.h"
 #include "core/common/log.h"
+#include "remote/common/auth.h"
 #include "remote/common/protocol.h"
 
 namespace dtlab::remote {
@@ -15,7 +15,6 @@ namespace dtlab::remote {
 namespace {
 
 constexpr std::chrono::milliseconds kStreamDrain{2000};
-constexpr std::chrono::milliseconds kServerShutdownDeadline{3000};
 
 std::string bracketed(const std::string& host) {
   return host.find(':') != std::string::npos ? "[" + host + "]" : host;
@@ -97,7 +96,10 @@ bool NodeServer::shutdown(std::chrono::milliseconds jobGrace) {
   hub_.waitAllDone(kStreamDrain);
   table_.shutdown();
   parameters_.clear();
-  server_->Shutdown(std::chrono::system_clock::now() + kServerShutdownDeadline);
+  // The watch streams had their drain above; whatever the server still holds (a call in
+  // flight, a client's idle connection, which gRPC would otherwise wait out to the deadline)
+  // is cancelled now, so the daemon exits at once.
+  server_->Shutdown(std::chrono::system_clock::now());
   server_->Wait();
   hub_.stop();
   logAt(LogLevel::kInfo, "stopped");

@@ -463,6 +463,22 @@ class TestSpec : public QObject {
       QVERIFY2(message.starts_with(bad + ": (json): invalid JSON"), e.what());
       QVERIFY2(message.find("line 3") != std::string::npos, e.what());
     }
+    // A NUL ends the JSON parser's input: what follows it is refused, not dropped.
+    {
+      std::ofstream out(bad, std::ios::binary | std::ios::trunc);
+      out << "{\"seed\": 1}\n";
+      out.put('\0');
+      out << "{\"optimizer\": {\"lr\": -1}}";
+    }
+    try {
+      dtlab::core::loadExperimentSpec(bad);
+      QFAIL("loaded a spec with a NUL byte");
+    } catch (const SpecError& e) {
+      QCOMPARE(std::string(e.what()),
+               bad +
+                   ": (json): a NUL byte at offset 12 (line 2): a spec is JSON text, which "
+                   "holds none");
+    }
   }
 
   void roundTrip() {

@@ -352,6 +352,37 @@ class TestCli : public QObject {
                  std::string::npos,
              out["runs"][1]["error"].get<std::string>().c_str());
   }
+
+  // A spec for the GPU trains on one: where there is none, train fails saying why rather than
+  // train on the CPU without a word. --device cpu asks for the CPU.
+  void trainOfACudaSpecUsesTheGpuOrSaysWhyNot() {
+    QTemporaryDir dir;
+    core::ExperimentSpec spec;
+    spec.dataset.trainSize = 512;
+    spec.dataset.testSize = 64;
+    spec.dataset.features = 8;
+    spec.dataset.classes = 2;
+    spec.model.hidden = {8};
+    spec.training.batchSize = 32;
+    spec.training.maxSteps = 3;
+    spec.cluster.device = "cuda";
+    const QString path = writeSpec(dir, spec);
+    std::string noGpu = "no cuda backend";
+    for (const core::BackendInfo& info : core::availableBackends())
+      if (info.name == "cuda") noGpu = info.enabled ? "" : info.why;
+    const Outcome gpu = cli({"train", path, "--quiet"});
+    if (noGpu.empty()) {
+      QCOMPARE(gpu.exitCode, 0);
+      QVERIFY2(gpu.out.contains("rank 0/1 on cuda:0"), qPrintable(gpu.out));
+    } else {
+      QCOMPARE(gpu.exitCode, 1);
+      QVERIFY2(gpu.err.contains("run failed") && gpu.err.contains("cuda"), qPrintable(gpu.err));
+      QVERIFY2(!gpu.out.contains("rank 0/1 on cpu"), qPrintable(gpu.out));
+    }
+    const Outcome cpu = cli({"train", path, "--quiet", "--device", "cpu"});
+    QCOMPARE(cpu.exitCode, 0);
+    QVERIFY2(cpu.out.contains("rank 0/1 on cpu"), qPrintable(cpu.out));
+  }
 };
 
 QTEST_GUILESS_MAIN(TestCli)

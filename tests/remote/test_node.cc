@@ -1,4 +1,9 @@
 // Daemon tests: real dtlab-node processes on loopback, driven through the gRPC protocol.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -13,6 +18,7 @@
 #include "core/comm/gloo_communicator.h"
 #include "core/common/check.h"
 #include "core/common/config.h"
+#include "remote/common/auth.h"
 #include "remote/common/client.h"
 #include "remote/common/protocol.h"
 #include "remote/proto/dtlab.grpc.pb.h"
@@ -468,6 +474,38 @@ class TestNode : public QObject {
     QCOMPARE(node.process().exitCode(), 0);
     QVERIFY(outcome.finished);
     QCOMPARE(outcome.result.status(), std::string("cancelled"));
+  }
+
+  // Clients' idle connections (a channel after its call, a socket that never spoke) do not
+  // hold the daemon's exit: shutdown cancels what the server still holds instead of waiting
+  // out gRPC's deadline (3 s with such a connection open, before).
+  void sigtermIsNotHeldByIdleConnections() {
+    NodeProcess node({});
+    QVERIFY(node.ready());
+    auto stub = nodeStub(node.address());
+    {
+      grpc::ClientContext context;
+      prepare(context);
+      proto::GetInfoRequest request;
+      request.set_protocol_version(dtlab::remote::kProtocolVersion);
+      proto::NodeInfo info;
+      QVERIFY(stub->GetInfo(&context, request, &info).ok());
+    }
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in at{};
+    at.sin_family = AF_INET;
+    at.sin_port = htons(dtlab::remote::parseHostPort(node.address(), "address").port);
+    ::inet_pton(AF_INET, "127.0.0.1", &at.sin_addr);
+    QVERIFY(::connect(fd, reinterpret_cast<const sockaddr*>(&at), sizeof at) == 0);
+    const auto start = Clock::now();
+    node.process().terminate();
+    const bool exited = node.process().waitForFinished(20000);
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    ::close(fd);
+    QVERIFY(exited);
+    QCOMPARE(node.process().exitStatus(), QProcess::NormalExit);
+    QCOMPARE(node.process().exitCode(), 0);
+    QVERIFY2(took < 1500ms, qPrintable(QString("exit took %1 ms").arg(took.count())));
   }
 
   void rendezvousSetGetWait() {
