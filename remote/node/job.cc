@@ -89,6 +89,30 @@ bool Job::cancel(bool abortNow, const std::string& why) {
   return running();
 }
 
+void Job::watcherAttached() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++watchers_;
+}
+
+void Job::watcherDetached() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (--watchers_ == 0) unwatchedSince_ = Clock::now();
+}
+
+std::string Job::leaseLapsed(Clock::time_point now) const {
+  if (watchers_ > 0 || cancelledAt_ || abort_.aborted() || !running()) return {};
+  const auto toSeconds = [](Clock::duration d) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(d).count()) + " s";
+  };
+  if (unwatchedSince_) {
+    if (now - *unwatchedSince_ < kLeaseGrace) return {};
+    return "the coordinator is gone (no WatchJob stream for " + toSeconds(now - *unwatchedSince_) +
+           ")";
+  }
+  if (now - started_ < settings_.connectTimeout + kLeaseGrace) return {};
+  return "no coordinator watched the job within " + toSeconds(now - started_) + " of its start";
+}
+
 bool Job::waitEnded(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
   return changed_.wait_for(lock, timeout, [this] { return ended_; });
@@ -228,6 +252,12 @@ void Job::sampleLoop() {
       lock.unlock();
       logAt(LogLevel::kInfo, "job ", settings_.jobId, ": ", why);
       abort_.abort(why);
+      lock.lock();
+    }
+    if (const std::string why = leaseLapsed(Clock::now()); !why.empty()) {
+      lock.unlock();
+      logAt(LogLevel::kWarn, "job ", settings_.jobId, ": ", why, ": dropping it");
+      cancel(/*abortNow=*/true, why);
       lock.lock();
     }
     if (Clock::now() < nextSample) continue;

@@ -49,6 +49,12 @@ struct JobSettings {
 // within kCancelGrace, or at once when asked (the coordinator lost a node): it fails the
 // pending collective (and with it the peers' collectives) and every wait of the group.
 // Errors anywhere become a "failed" result with the message; nothing escapes the thread.
+//
+// The coordinator holds the job on a lease: its WatchJob streams. A job left without any
+// stream for kLeaseGrace (its coordinator was killed, or its connection was closed by the
+// server's keepalive when the coordinator's host or network went silent), or never watched
+// within its connect timeout plus that grace, is aborted by the sampler thread, so an orphaned
+// job frees its node within seconds. A coordinator that reconnects within the grace keeps it.
 class Job {
  public:
   explicit Job(JobSettings settings);
@@ -72,9 +78,17 @@ class Job {
   // (e.g. stuck connecting to peers that never come).
   bool waitEnded(std::chrono::milliseconds timeout);
 
+  // How long a job may go without a watcher (see the class comment).
+  static constexpr std::chrono::milliseconds kLeaseGrace{5000};
+  // A WatchJob stream began or ended (the WatchHub's streams call these).
+  void watcherAttached();
+  void watcherDetached();
+
  private:
   void run();
   void sampleLoop();
+  // With mutex_ held: why the lease has lapsed ("" while it holds).
+  std::string leaseLapsed(std::chrono::steady_clock::time_point now) const;
   core::WorkerResult runWithCommunicator();
 
   const JobSettings settings_;
@@ -89,6 +103,9 @@ class Job {
   bool ended_ = false;
   std::optional<std::chrono::steady_clock::time_point> cancelledAt_;
   std::string cancelReason_;
+  int watchers_ = 0;
+  // When the last watcher left (empty: never watched yet).
+  std::optional<std::chrono::steady_clock::time_point> unwatchedSince_;
 
   std::thread sampler_;
   std::thread thread_;

@@ -15,6 +15,8 @@ namespace dtlab::remote {
 namespace {
 
 constexpr std::chrono::milliseconds kStreamDrain{2000};
+constexpr std::chrono::milliseconds kKeepaliveTime{1000};
+constexpr std::chrono::milliseconds kKeepaliveTimeout{2000};
 
 std::string bracketed(const std::string& host) {
   return host.find(':') != std::string::npos ? "[" + host + "]" : host;
@@ -43,6 +45,13 @@ NodeServer::NodeServer(NodeOptions options) : options_(std::move(options)) {
   // gRPC sets SO_REUSEPORT by default: a second daemon on the same port would silently
   // share it instead of failing.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Keepalive pings on every connection with a call in flight: a coordinator whose host or
+  // network went silent (no reset ever arrives) loses its WatchJob streams within
+  // kKeepaliveTime + kKeepaliveTimeout, and with them its lease on the job (job.h).
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, static_cast<int>(kKeepaliveTime.count()));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                             static_cast<int>(kKeepaliveTimeout.count()));
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   builder.AddListeningPort(bracketed(host_) + ":" + std::to_string(listen.port),
                            grpc::InsecureServerCredentials(), &port_);
   rendezvousService_ = std::make_unique<RendezvousService>(table_, options_.token);

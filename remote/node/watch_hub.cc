@@ -14,7 +14,9 @@ constexpr std::chrono::milliseconds kPumpInterval{20};
 
 class WatchHub::Stream final : public grpc::ServerWriteReactor<proto::JobUpdate> {
  public:
-  Stream(WatchHub& hub, std::shared_ptr<Job> job) : hub_(hub), job_(std::move(job)) {}
+  Stream(WatchHub& hub, std::shared_ptr<Job> job) : hub_(hub), job_(std::move(job)) {
+    job_->watcherAttached();  // the coordinator's lease on the job (Job's class comment)
+  }
 
   // Hub thread: start the next write if none is in flight (see the class comment).
   void pump(Clock::time_point now) {
@@ -57,6 +59,7 @@ class WatchHub::Stream final : public grpc::ServerWriteReactor<proto::JobUpdate>
 
   void OnDone() override {
     WatchHub& hub = hub_;  // `this` may be deleted by the hub as soon as done_ is set
+    job_->watcherDetached();
     {
       std::lock_guard<std::mutex> lock(mutex_);
       done_ = true;

@@ -1,0 +1,91 @@
+// Runs that outlive their coordinator: daemons hold a job on the coordinator's lease (its
+// WatchJob streams), so a dtlab-cli that is killed, or stopped as a host that went silent
+// would be, leaves no job training on its nodes: each node is free again within 10 s.
+#include <QtTest/QtTest>
+
+#include <signal.h>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "core/spec/experiment_spec.h"
+#include "remote/cluster/local_cluster.h"
+#include "remote/coordinator/coordinator.h"
+#include "tests/e2e/e2e_support.h"
+
+using namespace dtlab;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Two nodes of sync_allreduce for as long as nobody stops them.
+core::ExperimentSpec endlessSpec() {
+  core::ExperimentSpec spec;
+  spec.name = "endless";
+  spec.dataset.trainSize = 2000;
+  spec.dataset.testSize = 200;
+  spec.dataset.features = 8;
+  spec.model.hidden = {16};
+  spec.training.batchSize = 32;
+  spec.training.epochs = 0;
+  spec.training.maxSteps = 100000000;
+  spec.cluster.localNodes = 2;
+  return spec;
+}
+
+bool nodeBusy(const std::string& address) {
+  return remote::queryNode(address, {}, 2000ms).busy;
+}
+
+// Waits until `done` holds, up to `limit`; returns how long it took (or nullopt).
+std::optional<std::chrono::milliseconds> timeUntil(const std::function<bool()>& done,
+                                                   std::chrono::milliseconds limit) {
+  const auto start = Clock::now();
+  while (!done()) {
+    if (Clock::now() - start > limit) return std::nullopt;
+    std::this_thread::sleep_for(100ms);
+  }
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+}
+
+}  // namespace
+
+class TestOrphans : public QObject {
+  Q_OBJECT
+ private slots:
+  void aCoordinatorGoneFreesItsNodes_data() {
+    QTest::addColumn<int>("signal");
+    QTest::newRow("killed (SIGKILL)") << SIGKILL;
+    QTest::newRow("silent (SIGSTOP: its host or network gone)") << SIGSTOP;
+  }
+  void aCoordinatorGoneFreesItsNodes() {
+    QFETCH(int, signal);
+    remote::LocalCluster cluster(e2e::kNode, {{}, {}});
+    QTemporaryDir dir;
+    QProcess coordinator;
+    coordinator.start(e2e::kCli, {"run", e2e::writeSpec(dir, endlessSpec()), "--quiet", "--node",
+                                  QString::fromStdString(cluster.address(0)), "--node",
+                                  QString::fromStdString(cluster.address(1))});
+    QVERIFY(coordinator.waitForStarted(10000));
+    QVERIFY2(timeUntil([&] { return nodeBusy(cluster.address(0)) && nodeBusy(cluster.address(1)); },
+                       60s),
+             "the run never started on both nodes");
+    std::this_thread::sleep_for(500ms);  // under way: watched, training
+    QVERIFY(nodeBusy(cluster.address(0)) && nodeBusy(cluster.address(1)));
+
+    ::kill(static_cast<pid_t>(coordinator.processId()), signal);
+    const auto freed = timeUntil(
+        [&] { return !nodeBusy(cluster.address(0)) && !nodeBusy(cluster.address(1)); }, 30s);
+    if (signal == SIGSTOP) ::kill(static_cast<pid_t>(coordinator.processId()), SIGKILL);
+    coordinator.waitForFinished(10000);
+    QVERIFY2(freed.has_value(), "the nodes still run the orphaned job after 30 s");
+    QVERIFY2(*freed < 10s, qPrintable(QString("freed after %1 ms").arg(freed->count())));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestOrphans)
+#include "test_orphans.moc"
