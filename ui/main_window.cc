@@ -2,6 +2,8 @@
 
 #include <qcustomplot.h>
 
+#include <map>
+
 #include <QtConcurrent/QtConcurrentRun>
 #include <QtCore/QFileInfo>
 #include <QtCore/QFutureWatcher>
@@ -362,29 +364,28 @@ void MainWindow::showCompare() {
 
 // What the right side says while nothing is selected: the project at a glance.
 void MainWindow::showOverview(const ProjectSnapshot& s) {
-  int completed = 0, running = 0, failed = 0;
-  for (const core::RunRecord& r : s.runs) {
-    completed += r.status == core::RunStatus::kCompleted;
-    running += r.status == core::RunStatus::kRunning;
-    failed += r.status == core::RunStatus::kFailed;
-  }
+  // Runs by status, in the order the statuses are listed; a status no run has is left out,
+  // except the three every project is read by.
+  std::map<core::RunStatus, int> byStatus = {{core::RunStatus::kCompleted, 0},
+                                             {core::RunStatus::kRunning, 0},
+                                             {core::RunStatus::kFailed, 0}};
+  for (const core::RunRecord& r : s.runs) ++byStatus[r.status];
+  QStringList statuses;
+  for (const auto& [status, n] : byStatus)
+    statuses << QString("%1 %2").arg(n).arg(QString::fromUtf8(core::toString(status)));
   const QString name =
       s.name.empty() ? QFileInfo(path_).completeBaseName() : QString::fromStdString(s.name);
   const auto count = [](std::size_t n, const char* one, const char* many) {
     return QString("%1 %2").arg(n).arg(n == 1 ? one : many);
   };
   welcome_->setText(
-      tr("<h2>%1</h2><p><tt>%2</tt></p><p>%3, %4, %5<br>%6: %7 completed, %8 running, %9 "
-         "failed</p><p>Select a run in the explorer for its curves and metrics, or an entry "
-         "for its configuration.</p>")
+      tr("<h2>%1</h2><p><tt>%2</tt></p><p>%3, %4, %5<br>%6: %7</p><p>Select a run in the "
+         "explorer for its curves and metrics, or an entry for its configuration.</p>")
           .arg(name.toHtmlEscaped(), path_.toHtmlEscaped(),
                count(s.datasets.size(), "dataset", "datasets"),
                count(s.topologies.size(), "topology", "topologies"),
                count(s.experiments.size(), "experiment", "experiments"),
-               count(s.runs.size(), "run", "runs"))
-          .arg(completed)
-          .arg(running)
-          .arg(failed));
+               count(s.runs.size(), "run", "runs"), statuses.join(", ")));
 }
 
 void MainWindow::pollFile() {

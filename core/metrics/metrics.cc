@@ -16,11 +16,12 @@ nlohmann::json optionalNumber(const std::optional<double>& v) {
   return *v;
 }
 
-constexpr std::array<std::pair<RunStatus, const char*>, 4> kStatusNames = {{
+constexpr std::array<std::pair<RunStatus, const char*>, 5> kStatusNames = {{
     {RunStatus::kRunning, "running"},
     {RunStatus::kCompleted, "completed"},
     {RunStatus::kCancelled, "cancelled"},
     {RunStatus::kFailed, "failed"},
+    {RunStatus::kInterrupted, "interrupted"},
 }};
 constexpr std::array<std::pair<StopReason, const char*>, 8> kStopReasonNames = {{
     {StopReason::kNone, ""},

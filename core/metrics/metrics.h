@@ -23,7 +23,9 @@ struct RunEvent {
 // How a run (or one rank of it) ended. Their text forms ("completed", "max_steps", ...) are
 // what summaries, the wire and the store carry; everywhere else they are these enums.
 // kUnknown: a name this build does not know, read from a file a newer DTLab wrote.
-enum class RunStatus { kRunning, kCompleted, kCancelled, kFailed, kUnknown };
+// kInterrupted: the process recording the run ended without finishing it (killed, its machine
+// rebooted); set when a project is next opened (core/store/recorder.h).
+enum class RunStatus { kRunning, kCompleted, kCancelled, kFailed, kInterrupted, kUnknown };
 enum class StopReason {
   kNone,  // still running
   kTargetAccuracy,

@@ -185,6 +185,7 @@ std::string comparisonOutcome(const ComparisonRow& r) {
   if (r.status == RunStatus::kCancelled || r.stopReason == StopReason::kCancelled)
     return "cancelled";
   if (r.status == RunStatus::kRunning) return "running";
+  if (r.status == RunStatus::kInterrupted) return r.error.empty() ? "interrupted" : r.error;
   std::string out;
   switch (r.stopReason) {
     case StopReason::kTargetAccuracy:

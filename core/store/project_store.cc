@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "core/common/config.h"
+#include "core/store/recorder.h"
 #include "core/store/schema.h"
 
 namespace dtlab::core {
@@ -53,9 +54,18 @@ Entity readEntity(const sqlite::Statement& s, EntityKind kind) {
   return e;
 }
 
+// The last two: who records the run, and the wall time of its last point (ms after its start;
+// what an interrupted run's end time is).
 constexpr const char* kRunColumns =
     "id, experiment_id, name, strategy, seed, status, started_ms, ended_ms, program_version, "
-    "error, spec";
+    "error, spec, recorder, "
+    "(SELECT MAX(last_wall_ms) FROM run_metrics WHERE run_metrics.run_id = runs.id)";
+
+// Why a run is interrupted, for its error column and event.
+std::string interruptionText(const std::string& recorder) {
+  return "interrupted: the process recording it (" + describeRecorder(recorder) +
+         ") ended without finishing it";
+}
 
 RunRecord readRun(const sqlite::Statement& s) {
   RunRecord r;
@@ -70,6 +80,13 @@ RunRecord readRun(const sqlite::Statement& s) {
   r.programVersion = s.columnText(8);
   r.error = s.columnText(9);
   r.spec = parseStoredJson(s.columnText(10), "run " + std::to_string(r.id));
+  // A run left running by a process that is gone reads as interrupted, ended at its last
+  // point, even where the file is only read (ProjectStore::open stores it so).
+  if (r.status == RunStatus::kRunning && recorderState(s.columnText(11)) == RecorderState::kGone) {
+    r.status = RunStatus::kInterrupted;
+    r.endedMs = r.startedMs + static_cast<int64_t>(s.columnOptionalDouble(12).value_or(0.0));
+    r.error = interruptionText(s.columnText(11));
+  }
   return r;
 }
 
@@ -139,7 +156,42 @@ std::unique_ptr<ProjectStore> ProjectStore::create(const std::string& path,
 std::unique_ptr<ProjectStore> ProjectStore::open(const std::string& path, bool readOnly) {
   OpenDatabaseOptions options;
   options.readOnly = readOnly;
-  return std::unique_ptr<ProjectStore>(new ProjectStore(path, openProjectDatabase(path, options)));
+  std::unique_ptr<ProjectStore> store(new ProjectStore(path, openProjectDatabase(path, options)));
+  if (!readOnly) store->storeInterruptedRuns();
+  return store;
+}
+
+void ProjectStore::storeInterruptedRuns() {
+  std::lock_guard lock(mutex_);
+  std::vector<RunRecord> found;
+  {
+    sqlite::Statement s(
+        *db_,
+        (std::string("SELECT ") + kRunColumns + " FROM runs WHERE status = 'running'").c_str());
+    while (s.step()) {
+      RunRecord r = readRun(s);
+      if (r.status == RunStatus::kInterrupted) found.push_back(std::move(r));
+    }
+  }
+  if (found.empty()) return;
+  sqlite::Transaction transaction(*db_);
+  for (const RunRecord& r : found) {
+    sqlite::Statement update(*db_,
+                             "UPDATE runs SET status = ?, ended_ms = ?, error = ? WHERE id = ? AND "
+                             "status = 'running'");
+    update.bind(1, std::string(toString(r.status))).bind(2, r.endedMs.value_or(r.startedMs));
+    update.bind(3, r.error).bind(4, r.id).run();
+    sqlite::Statement last(*db_, "SELECT MAX(last_step) FROM run_metrics WHERE run_id = ?");
+    last.bind(1, r.id);
+    const int64_t step = last.step() ? last.columnOptionalInt(0).value_or(0) : 0;
+    sqlite::Statement event(*db_,
+                            "INSERT INTO events(run_id, step, wall_ms, kind, detail) "
+                            "VALUES (?, ?, ?, 'interrupted', ?)");
+    event.bind(1, r.id).bind(2, step);
+    event.bind(3, static_cast<double>(r.endedMs.value_or(r.startedMs) - r.startedMs));
+    event.bind(4, r.error).run();
+  }
+  transaction.commit();
 }
 
 std::unique_ptr<ProjectStore> ProjectStore::openOrCreate(const std::string& path, bool* created) {
@@ -321,9 +373,10 @@ void ProjectStore::deleteEntity(EntityKind kind, int64_t id) {
 
 int64_t ProjectStore::beginRun(const RunStart& start) {
   std::lock_guard lock(mutex_);
-  sqlite::Statement s(*db_,
-                      "INSERT INTO runs(experiment_id, name, strategy, seed, status, started_ms, "
-                      "program_version, spec) VALUES (?, ?, ?, ?, 'running', ?, ?, ?)");
+  sqlite::Statement s(
+      *db_,
+      "INSERT INTO runs(experiment_id, name, strategy, seed, status, started_ms, "
+      "program_version, spec, recorder) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)");
   s.bind(1, start.experimentId).bind(2, start.name).bind(3, start.strategy);
   s.bind(4, std::bit_cast<int64_t>(start.seed)).bind(5, epochMsNow());
   s.bind(6, "DTLab " DTLAB_VERSION);
@@ -332,6 +385,7 @@ int64_t ProjectStore::beginRun(const RunStart& start) {
   } else {
     s.bind(7, start.spec.dump());
   }
+  s.bind(8, thisRecorder());
   try {
     s.run();
   } catch (const StoreError& e) {

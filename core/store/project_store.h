@@ -131,8 +131,10 @@ class ProjectStore {
                     const nlohmann::json& config);
   void deleteEntity(EntityKind kind, int64_t id);
 
-  // Run lifecycle: beginRun (status "running", started now) ... finishRun (status from
-  // the summary, ended now, the summary stored as JSON).
+  // Run lifecycle: beginRun (status "running", started now, this process as its recorder)
+  // ... finishRun (status from the summary, ended now, the summary stored as JSON). A run
+  // whose recorder ended without finishing it reads as interrupted, and opening the project
+  // for writing stores it so (core/store/recorder.h).
   int64_t beginRun(const RunStart& start);
   void finishRun(int64_t runId, const RunSummary& summary);
   // For runs that end without a summary (e.g. lost nodes): status and error only.
@@ -161,6 +163,9 @@ class ProjectStore {
 
  private:
   ProjectStore(std::string path, std::unique_ptr<sqlite::Db> db);
+  // Stores every run whose recorder is gone as interrupted (status, end at its last point,
+  // the reason as its error and an "interrupted" event); called by open() for writing.
+  void storeInterruptedRuns();
 
   std::string path_;
   std::mutex mutex_;

@@ -210,9 +210,16 @@ void packPointsIntoChunks(sqlite::Db& db) {
   db.exec("DROP TABLE points");
 }
 
-constexpr std::array<Migration, 2> kMigrations = {{
+// v2 -> v3: who records each run (NULL for the runs begun before: recorderState() takes
+// their recorder as gone).
+void addRunRecorders(sqlite::Db& db) {
+  db.exec("ALTER TABLE runs ADD COLUMN recorder TEXT");
+}
+
+constexpr std::array<Migration, 3> kMigrations = {{
     {0, "create the project tables", &createV1},
     {1, "pack points into chunks; add run_metrics", &packPointsIntoChunks},
+    {2, "add runs.recorder", &addRunRecorders},
 }};
 static_assert(kMigrations.size() == kSchemaVersion, "one migration step per version");
 

@@ -19,7 +19,9 @@ class Db;
 //   1  first layout: one row per metric point, points(series_id, step, wall_ms, value)
 //   2  points packed in chunk rows (core/store/chunk_codec.h) and a per-run, per-key
 //      metric summary table (run_metrics), so listing runs never scans points
-inline constexpr int kSchemaVersion = 2;
+//   3  runs.recorder: which process records a run (core/store/recorder.h), so a run whose
+//      recorder is gone reads as interrupted
+inline constexpr int kSchemaVersion = 3;
 inline constexpr int32_t kProjectApplicationId = 0x44544C42;  // "DTLB"
 
 // One forward migration step: from version `from` to `from + 1`. Each step runs in its own

@@ -538,7 +538,7 @@ class TestStore : public QObject {
       t.commit();
     }
     auto store = ProjectStore::open(path);
-    QCOMPARE(store->schemaVersion(), 2);
+    QCOMPARE(store->schemaVersion(), kSchemaVersion);
     QCOMPARE(store->metadata().at("name"), std::string("old project"));
     QCOMPARE(store->entityByName(EntityKind::kDataset, "blobs")->config["kind"],
              nlohmann::json("gaussian_blobs"));
@@ -598,7 +598,7 @@ class TestStore : public QObject {
         for (char c : s.columnText(2)) {
           const bool space = std::isspace(static_cast<unsigned char>(c)) != 0;
           if (space && (sql.empty() || sql.back() == ' ' || sql.back() == '(')) continue;
-          if (c == ')' && !sql.empty() && sql.back() == ' ') sql.pop_back();
+          if ((c == ')' || c == ',') && !sql.empty() && sql.back() == ' ') sql.pop_back();
           sql += space ? ' ' : c;
         }
         out += s.columnText(0) + " " + s.columnText(1) + ": " + sql + "\n";
@@ -635,7 +635,7 @@ class TestStore : public QObject {
     std::string random(20000, '\0');
     for (char& c : random) c = static_cast<char>(rng());
     std::string newer = goodBytes;
-    newer[60 + 3] = 3;  // user_version (big-endian at offset 60) = 3
+    newer[60 + 3] = static_cast<char>(kSchemaVersion + 1);  // user_version (big-endian, at 60)
     std::string foreign = goodBytes;
     foreign[68] = foreign[69] = foreign[70] = foreign[71] = 0;  // application_id = 0
     std::string damaged = goodBytes;

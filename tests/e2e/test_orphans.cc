@@ -1,6 +1,7 @@
 // Runs that outlive their coordinator: daemons hold a job on the coordinator's lease (its
 // WatchJob streams), so a dtlab-cli that is killed, or stopped as a host that went silent
-// would be, leaves no job training on its nodes: each node is free again within 10 s.
+// would be, leaves no job training on its nodes: each node is free again within 10 s. The run
+// it was recording reads as interrupted in its project once the process is gone.
 #include <QtTest/QtTest>
 
 #include <signal.h>
@@ -67,23 +68,37 @@ class TestOrphans : public QObject {
     remote::LocalCluster cluster(e2e::kNode, {{}, {}});
     QTemporaryDir dir;
     QProcess coordinator;
-    coordinator.start(e2e::kCli, {"run", e2e::writeSpec(dir, endlessSpec()), "--quiet", "--node",
-                                  QString::fromStdString(cluster.address(0)), "--node",
-                                  QString::fromStdString(cluster.address(1))});
+    const QString project = dir.filePath("p.dtlab");
+    coordinator.start(e2e::kCli,
+                      {"run", e2e::writeSpec(dir, endlessSpec()), "--quiet", "--node",
+                       QString::fromStdString(cluster.address(0)), "--node",
+                       QString::fromStdString(cluster.address(1)), "--project", project});
     QVERIFY(coordinator.waitForStarted(10000));
+    const auto pid = static_cast<pid_t>(coordinator.processId());
     QVERIFY2(timeUntil([&] { return nodeBusy(cluster.address(0)) && nodeBusy(cluster.address(1)); },
                        60s),
              "the run never started on both nodes");
     std::this_thread::sleep_for(500ms);  // under way: watched, training
     QVERIFY(nodeBusy(cluster.address(0)) && nodeBusy(cluster.address(1)));
 
-    ::kill(static_cast<pid_t>(coordinator.processId()), signal);
+    ::kill(pid, signal);
     const auto freed = timeUntil(
         [&] { return !nodeBusy(cluster.address(0)) && !nodeBusy(cluster.address(1)); }, 30s);
-    if (signal == SIGSTOP) ::kill(static_cast<pid_t>(coordinator.processId()), SIGKILL);
+    if (signal == SIGSTOP) ::kill(pid, SIGKILL);
     coordinator.waitForFinished(10000);
     QVERIFY2(freed.has_value(), "the nodes still run the orphaned job after 30 s");
     QVERIFY2(*freed < 10s, qPrintable(QString("freed after %1 ms").arg(freed->count())));
+
+    // The recording process is gone: its run is interrupted, ended at its last point.
+    const e2e::Outcome listed = e2e::cli({"project", "list", project, "--json"});
+    QCOMPARE(listed.exitCode, 0);
+    const auto runs = nlohmann::json::parse(listed.out.toStdString())["runs"];
+    QCOMPARE(runs.size(), 1u);
+    QCOMPARE(runs[0]["status"], nlohmann::json("interrupted"));
+    QVERIFY(runs[0]["ended_ms"].get<int64_t>() > runs[0]["started_ms"].get<int64_t>());
+    QVERIFY2(
+        runs[0]["error"].get<std::string>().find("pid " + std::to_string(pid)) != std::string::npos,
+        runs[0]["error"].dump().c_str());
   }
 };
 

@@ -103,6 +103,8 @@ QColor statusColor(core::RunStatus status) {
   switch (status) {
     case core::RunStatus::kFailed:
       return QColor(0xb0, 0x20, 0x20);
+    case core::RunStatus::kInterrupted:
+      return QColor(0xb0, 0x70, 0x20);
     case core::RunStatus::kRunning:
       return QColor(0x20, 0x60, 0xb0);
     case core::RunStatus::kCancelled:

@@ -20,7 +20,7 @@ class ExplorerModel final : public QAbstractItemModel {
     KindRole = Qt::UserRole + 1,
     // The entity or run id (items only).
     IdRole,
-    // Runs: "running", "completed", "cancelled" or "failed".
+    // Runs: "running", "completed", "cancelled", "failed" or "interrupted".
     StatusRole,
   };
 
