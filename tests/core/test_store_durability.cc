@@ -2,7 +2,7 @@
 // with SIGKILL leaves a file that opens, passes PRAGMA integrity_check and holds every
 // batch it committed; readers (threads and another process) running beside the writer
 // never see "database is locked" or any other error; a copy saved while a writer appends is
-// a whole, consistent project.
+// a whole, consistent project; two processes recording at once both finish whole.
 #include <QtTest/QtTest>
 
 #include <poll.h>
@@ -173,6 +173,70 @@ class TestStoreDurability : public QObject {
       QCOMPARE(store->runMetrics(runId).at(0).count, total);
       QVERIFY(static_cast<int64_t>(store->events(runId).size()) >= reported / 5);
       QCOMPARE(store->requireRun(runId).status, RunStatus::kRunning);  // as left
+    }
+  }
+
+  // Two processes record a run each into one project at the same time (two experiments run
+  // from two terminals): neither sees an error, both runs are whole, the file is sound.
+  void twoRecordersShareAProject() {
+    const std::string path = file("shared.dtlab");
+    ProjectStore::create(path);
+    constexpr int kBatches = 30;
+    std::vector<pid_t> children;
+    for (int k = 0; k < 2; ++k) {
+      const pid_t pid = ::fork();
+      QVERIFY(pid >= 0);
+      if (pid == 0) {
+        try {
+          int64_t runId = 0;
+          {
+            auto store = ProjectStore::open(path);
+            runId = store->beginRun({std::nullopt, "writer " + std::to_string(k), "single",
+                                     static_cast<uint64_t>(k), nullptr});
+          }
+          {
+            AppenderOptions options;
+            options.commitInterval = std::chrono::milliseconds(3);
+            PointAppender appender(path, options);
+            const SeriesHandle a = appender.series(runId, 0, 0, "loss");
+            const SeriesHandle b = appender.series(runId, 0, 1, "loss");
+            for (int64_t step = 0; step < kBatches * kBatch; ++step) {
+              appender.append(a, step, static_cast<double>(step), valueOf(step, 0));
+              appender.append(b, step, static_cast<double>(step), valueOf(step, 1));
+              if (step % kBatch == 0) appender.appendEvent(runId, {step, 0.0, "mark", ""});
+            }
+            appender.flush();
+          }
+          RunSummary summary;
+          summary.status = RunStatus::kCompleted;
+          ProjectStore::open(path)->finishRun(runId, summary);
+          ::_exit(0);
+        } catch (...) {
+          ::_exit(3);
+        }
+      }
+      children.push_back(pid);
+    }
+    for (const pid_t pid : children) {
+      int status = 0;
+      QCOMPARE(::waitpid(pid, &status, 0), pid);
+      QVERIFY2(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a recorder met an error");
+    }
+    {
+      sqlite::Db raw(path, SQLITE_OPEN_READWRITE);
+      QCOMPARE(raw.queryText("PRAGMA integrity_check"), std::string("ok"));
+    }
+    auto store = ProjectStore::open(path);
+    const std::vector<RunRecord> runs = store->runs();
+    QCOMPARE(runs.size(), std::size_t{2});
+    for (const RunRecord& r : runs) {
+      QCOMPARE(r.status, RunStatus::kCompleted);
+      QCOMPARE(store->runMetrics(r.id).at(0).count, int64_t{2} * kBatches * kBatch);
+      QCOMPARE(static_cast<int>(store->events(r.id).size()), kBatches);
+      const std::vector<SeriesPoint> points =
+          store->readSeries(*store->findSeries(r.id, 0, 1, "loss"));
+      QCOMPARE(static_cast<int64_t>(points.size()), kBatches * kBatch);
+      QCOMPARE(points.back().step, kBatches * kBatch - 1);
     }
   }
 
