@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # DTLab developer entry point: deps | build | test | run | bench.
 #   installer/dev.sh test   installs what is missing, builds, runs every test
+#                           (--sanitize address,undefined | thread: in a sanitizer build)
 #   installer/dev.sh run    installs what is missing, builds, runs the main job
 set -euo pipefail
 
@@ -81,17 +82,38 @@ deps() {
   fi
 }
 
+# The sanitizers of `test --sanitize LIST` (empty: a normal build); they build in a tree of
+# their own (build-sanitize-LIST), optimised with debug info.
+sanitize=""
+
 build() {
-  local werror=OFF
+  local werror=OFF type="${DTLAB_BUILD_TYPE:-Release}"
   [ "${CI:-}" = "true" ] && werror=ON
-  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${DTLAB_BUILD_TYPE:-Release}" \
-    -DDTLAB_WERROR="$werror" >/dev/null
+  [ -n "$sanitize" ] && type=RelWithDebInfo
+  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" \
+    -DDTLAB_WERROR="$werror" -DDTLAB_SANITIZE="$sanitize" >/dev/null
   cmake --build "$build_dir" -j "$jobs"
 }
 
 run_tests() {
   cd "$build_dir"
+  # Reports name the source line; a leak or a race fails the test that caused it.
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}"
+  export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0}"
+  export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+  export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/sanitizers/tsan.supp}"
   ctest --output-on-failure -j "${DTLAB_TEST_JOBS:-1}" "$@"
+}
+
+# `test --sanitize LIST [ctest args]`: LIST is address,undefined or thread.
+parse_sanitize() {
+  if [ "${1:-}" = "--sanitize" ]; then
+    case "${2:-}" in
+      address,undefined | undefined,address | address | undefined | thread) sanitize="$2" ;;
+      *) echo "dev.sh test --sanitize: expected address,undefined or thread, got '${2:-}'" >&2; exit 2 ;;
+    esac
+    build_dir="${DTLAB_BUILD_DIR:-$root/build-sanitize-${sanitize//,/-}}"
+  fi
 }
 
 cmd="${1:-help}"
@@ -99,7 +121,13 @@ cmd="${1:-help}"
 case "$cmd" in
   deps) deps "$@" ;;
   build) deps; build ;;
-  test) deps; build; run_tests "$@" ;;
+  test)
+    parse_sanitize "$@"
+    [ -n "$sanitize" ] && shift 2
+    deps
+    build
+    run_tests "$@"
+    ;;
   run)
     deps
     build
@@ -127,7 +155,7 @@ case "$cmd" in
     "$build_dir/app/dtlab-cli" bench "${@:-core}"
     ;;
   *)
-    echo "usage: installer/dev.sh deps [--bench] | build | test [ctest args] | run | bench [what]" >&2
+    echo "usage: installer/dev.sh deps [--bench] | build | test [--sanitize address,undefined|thread] [ctest args] | run | bench [what]" >&2
     [ "$cmd" = "help" ] && exit 0
     exit 2
     ;;
