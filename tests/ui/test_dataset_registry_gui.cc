@@ -80,6 +80,16 @@ class TestDatasetRegistryGui : public QObject {
     QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
   }
 
+  // A dataset of a kind this build does not have keeps its kind: the form names the problem
+  // and refuses Save instead of saving it as another kind.
+  void anUnknownKindIsSaidNotReplaced() {
+    ui::DatasetPage page;
+    page.edit(7, "plugged", {{"kind", "test_not_here"}, {"train_size", 500}});
+    QCOMPARE(page.config()["kind"], nlohmann::json("test_not_here"));
+    QVERIFY2(page.error().contains("dataset.kind"), qPrintable(page.error()));
+    QVERIFY(!page.saveButton()->isEnabled());
+  }
+
   void benchDataMeasuresIt() {
     const std::vector<std::string> kinds = bench::dataBenchKinds();
     QCOMPARE(kinds.back(), std::string(core::test::kDummyKind));

@@ -277,6 +277,10 @@ void DatasetPage::edit(qint64 id, const QString& name, const nlohmann::json& c) 
   const std::string kindName = c.is_object() && c.contains("kind") && c["kind"].is_string()
                                    ? c["kind"].get<std::string>()
                                    : kind_->itemText(0).toStdString();
+  // A kind this build does not have (a plug-in's) stays as it is, so the form says so and
+  // Save is refused, rather than the dataset silently becoming another kind.
+  if (kind_->findText(QString::fromStdString(kindName)) < 0)
+    kind_->addItem(QString::fromStdString(kindName));
   kind_->setCurrentText(QString::fromStdString(kindName));
   showKind(/*resetValues=*/true);  // what the config leaves out reads as the kind's default
   trainSize_->setValue(intOf(c, "train_size", 20000));
@@ -301,7 +305,7 @@ QString DatasetPage::name() const {
 
 nlohmann::json DatasetPage::config() const {
   const core::DatasetKindDescriptor& k = kind();
-  nlohmann::json c = {{"kind", k.name},
+  nlohmann::json c = {{"kind", kind_->currentText().toStdString()},
                       {"train_size", trainSize_->value()},
                       {"test_size", testSize_->value()},
                       {"seed", seed_->value()}};
