@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "core/data/generators.h"
-#include "core/spec/spec_names.h"
 
 namespace dtlab::core::datagen {
 namespace {
@@ -205,12 +204,12 @@ DatasetKindDescriptor teacherKind() {
   d.check = [](const DatasetConfig& config, const std::string& path) {
     const double weights = teacherWeights(config, teacherShape(config));
     if (weights > kMaxTeacherParameters)
-      throw SpecError(path + ".teacher_width",
-                      ::dtlab::detail::concat("the teacher network would have ",
-                                              spec_detail::formatNumber(weights),
-                                              " weights, above the limit of ",
-                                              spec_detail::formatNumber(kMaxTeacherParameters),
-                                              "; reduce teacher_width or teacher_depth"));
+      throw SpecError(
+          path + ".teacher_width",
+          ::dtlab::detail::concat("the teacher network would have ", static_cast<int64_t>(weights),
+                                  " weights, above the limit of ",
+                                  static_cast<int64_t>(kMaxTeacherParameters),
+                                  "; reduce teacher_width or teacher_depth"));
   };
   d.make = makeTeacher;
   return d;
