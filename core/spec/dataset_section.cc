@@ -66,8 +66,9 @@ void refuseForeign(ObjectReader& r, std::string_view key, const json& value,
                                         "; remove it (got ", describe(value), ")"));
 }
 
-void readParameters(ObjectReader& r, const DatasetKindDescriptor& kind, DatasetConfig& d) {
-  for (std::string_view key : datasetFields()) {
+void readParameters(ObjectReader& r, std::span<const std::string_view> fields,
+                    const DatasetKindDescriptor& kind, DatasetConfig& d) {
+  for (std::string_view key : fields) {
     if (isCommon(key)) continue;
     const json* value = r.find(key);
     if (value == nullptr) continue;
@@ -102,7 +103,8 @@ std::vector<std::string_view> datasetFields() {
   return fields;
 }
 
-DatasetConfig parseDataset(ObjectReader& r, uint64_t specSeed) {
+DatasetConfig parseDataset(ObjectReader& r, std::span<const std::string_view> fields,
+                           uint64_t specSeed) {
   DatasetConfig d;
   const DatasetKindDescriptor* kind = findDatasetKind({});
   if (const json* name = r.find("kind"))
@@ -114,7 +116,7 @@ DatasetConfig parseDataset(ObjectReader& r, uint64_t specSeed) {
   readFeatures(r, *kind, d);
   d.seed = specSeed;
   if (auto v = r.unsignedInteger("seed")) d.seed = *v;
-  readParameters(r, *kind, d);
+  readParameters(r, fields, *kind, d);
   if (kind->check) kind->check(d, r.path());
   checkBytes(r, d);
   r.finish();

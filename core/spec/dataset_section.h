@@ -2,6 +2,7 @@
 // The spec's "dataset" object, read and written through the dataset kinds' descriptors
 // (core/data/dataset_kinds.h); internal to core/spec.
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -16,9 +17,10 @@ namespace dtlab::core::spec_detail {
 // parameters (the first declaration of a shared key). The views point into the registry, which
 // lives as long as the process.
 std::vector<std::string_view> datasetFields();
-// Reads a dataset object whose reader was made with datasetFields(); `specSeed` is the seed of
-// a dataset that gives none.
-DatasetConfig parseDataset(ObjectReader& r, uint64_t specSeed);
+// Reads a dataset object whose reader was made with `fields` (datasetFields()); `specSeed` is
+// the seed of a dataset that gives none.
+DatasetConfig parseDataset(ObjectReader& r, std::span<const std::string_view> fields,
+                           uint64_t specSeed);
 nlohmann::json datasetJson(const DatasetConfig& dataset);
 
 }  // namespace dtlab::core::spec_detail

@@ -461,7 +461,7 @@ ExperimentSpec parseExperimentSpec(const json& document) {
     if (auto v = r.unsignedInteger("seed")) spec.seed = *v;
     const std::vector<std::string_view> datasetKeys = datasetFields();
     ObjectReader dataset = r.child("dataset", datasetKeys);
-    spec.dataset = parseDataset(dataset, spec.seed);
+    spec.dataset = parseDataset(dataset, datasetKeys, spec.seed);
     ObjectReader model = r.child("model", kModelFields);
     spec.model = parseModel(model, spec.dataset);
     ObjectReader optimizer = r.child("optimizer", kOptimizerFields);
