@@ -3,6 +3,8 @@
 #   installer/dev.sh test   installs what is missing, builds, runs every test
 #                           (--sanitize address,undefined | thread: in a sanitizer build)
 #   installer/dev.sh run    installs what is missing, builds, runs the main job
+#   installer/dev.sh fuzz [SECONDS] [TARGET...]
+#                           builds the libFuzzer targets (tests/fuzz, clang) and runs each
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -29,6 +31,8 @@ packages=(
 # its OpenMP build: the pthread build's threads fight PyTorch's OpenMP threads for the
 # cores (measured here: several times slower at 2 threads).
 bench_packages=(python3-torch libopenblas0-openmp)
+# Only for `dev.sh fuzz`: clang with libFuzzer and the sanitizer runtimes, and clang's OpenMP.
+fuzz_packages=(clang libclang-rt-dev libomp-dev)
 
 log() { printf '[dev.sh] %s\n' "$*" >&2; }
 
@@ -116,6 +120,50 @@ parse_sanitize() {
   fi
 }
 
+# `fuzz [SECONDS] [TARGET...]`: each target (all by default: spec, chunk, project, rpc,
+# compare_layout) for SECONDS (default 60) from its seeds, in a clang tree of its own
+# (build-fuzz). Inputs that reach new code are kept in build-fuzz/corpus/NAME for the next run;
+# a finding is saved in build-fuzz/findings/NAME/ and fails the command. Prints, per target,
+# executions per second and the coverage reached.
+fuzz() {
+  local seconds=60 dir="${DTLAB_FUZZ_BUILD_DIR:-$root/build-fuzz}" failed=0
+  if [[ "${1:-}" =~ ^[0-9]+$ ]]; then seconds="$1"; shift; fi
+  install_packages "${fuzz_packages[@]}"
+  CC=clang CXX=clang++ cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DDTLAB_FUZZ=ON -DDTLAB_WERROR=OFF >/dev/null
+  cmake --build "$dir" -j "$jobs" --target dtlab_fuzzers
+  local target seeds name log wanted
+  while read -r target seeds; do
+    name="${target#fuzz_}"
+    if [ $# -gt 0 ]; then
+      wanted=0
+      for w in "$@"; do [ "$w" = "$name" ] && wanted=1; done
+      [ "$wanted" = 1 ] || continue
+    fi
+    mkdir -p "$dir/corpus/$name" "$dir/findings/$name" "$dir/logs"
+    log="$dir/logs/$name.log"
+    local dict=()
+    [ -f "$root/tests/fuzz/$name.dict" ] && dict=(-dict="$root/tests/fuzz/$name.dict")
+    log "fuzzing $name for ${seconds}s (log: $log)"
+    # shellcheck disable=SC2086
+    if ! (cd "$dir" && ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
+          QT_QPA_PLATFORM=offscreen \
+          "$dir/tests/fuzz/$target" -max_total_time="$seconds" -timeout=60 -rss_limit_mb=4096 \
+          -print_final_stats=1 "${dict[@]}" -artifact_prefix="$dir/findings/$name/" \
+          "$dir/corpus/$name" $seeds >"$log" 2>&1); then
+      failed=1
+      log "FINDING in $name: $(ls -t "$dir/findings/$name" | head -1) (see $log); keep it as a test:"
+      log "  cp $dir/findings/$name/<file> $root/tests/fuzz/findings/$name/"
+      grep -m5 -E "FINDING|ERROR: |SUMMARY" "$log" >&2 || true
+    fi
+    printf '%-16s %10s runs %8s exec/s  %s\n' "$name" \
+      "$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)" \
+      "$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)" \
+      "$(grep -E '^#[0-9]+' "$log" | tail -1 | grep -oE 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+/[0-9]+[a-zA-Z]*')"
+  done <"$dir/tests/fuzz/targets.txt"
+  return "$failed"
+}
+
 cmd="${1:-help}"
 [ $# -gt 0 ] && shift
 case "$cmd" in
@@ -147,6 +195,10 @@ case "$cmd" in
     log "no display: to open the workbench on this project, run: $build_dir/app/dtlab $example"
     log "(or without a display: xvfb-run $build_dir/app/dtlab $example --screenshot out.png)"
     ;;
+  fuzz)
+    deps
+    fuzz "$@"
+    ;;
   bench)
     # PyTorch serves the reference side of the speed benchmarks; the strategy comparisons
     # have none (their reference is the equal split / synchronous variant in the same run).
@@ -155,7 +207,7 @@ case "$cmd" in
     "$build_dir/app/dtlab-cli" bench "${@:-core}"
     ;;
   *)
-    echo "usage: installer/dev.sh deps [--bench] | build | test [--sanitize address,undefined|thread] [ctest args] | run | bench [what]" >&2
+    echo "usage: installer/dev.sh deps [--bench] | build | test [--sanitize address,undefined|thread] [ctest args] | run | bench [what] | fuzz [SECONDS] [TARGET...]" >&2
     [ "$cmd" = "help" ] && exit 0
     exit 2
     ;;

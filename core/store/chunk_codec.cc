@@ -47,7 +47,10 @@ ChunkStats chunkStats(std::span<const SeriesPoint> points) {
 }
 
 ChunkView chunkView(std::span<const unsigned char> blob, int64_t count) {
-  if (count < 0 || blob.size() != static_cast<std::size_t>(count) * kChunkBytesPerPoint)
+  // Count first compared by division: count * kChunkBytesPerPoint can wrap around to the
+  // blob's size for a huge count from a damaged row.
+  if (count < 0 || static_cast<uint64_t>(count) != blob.size() / kChunkBytesPerPoint ||
+      blob.size() % kChunkBytesPerPoint != 0)
     throw StoreError("damaged chunk: " + std::to_string(blob.size()) + " bytes for " +
                      std::to_string(count) + " points");
   return ChunkView(blob.data(), count);

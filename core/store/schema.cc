@@ -2,12 +2,14 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <vector>
 
 #include "core/common/config.h"
@@ -249,6 +251,53 @@ uint32_t bigEndian32(const unsigned char* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
 }
 
+// Tables (other than SQLite's own) and their column names.
+using TableColumns = std::map<std::string, std::vector<std::string>>;
+
+TableColumns tableColumns(sqlite::Db& db) {
+  TableColumns out;
+  sqlite::Statement tables(db,
+                           "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE "
+                           "'sqlite\\_%' ESCAPE '\\'");
+  while (tables.step()) out[tables.columnText(0)];
+  for (auto& [table, columns] : out) {
+    sqlite::Statement info(db, "SELECT name FROM pragma_table_info(?)");
+    info.bind(1, table);
+    while (info.step()) columns.push_back(info.columnText(0));
+  }
+  return out;
+}
+
+// What a project of schema `version` holds, read off an empty database that the migration
+// steps built in memory, so that the tables are written down once, in the steps.
+const TableColumns& expectedTables(int version) {
+  static std::mutex mutex;
+  static std::map<int, TableColumns> built;
+  const std::lock_guard lock(mutex);
+  auto it = built.find(version);
+  if (it == built.end()) {
+    sqlite::Db memory(":memory:", SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_MEMORY);
+    for (int step = 0; step < version; ++step)
+      kMigrations[static_cast<std::size_t>(step)].apply(memory);
+    it = built.emplace(version, tableColumns(memory)).first;
+  }
+  return it->second;
+}
+
+// Empty when `db` has every table and column of schema `version` (more are allowed); else
+// the first one missing, in words.
+std::string missingSchemaPart(sqlite::Db& db, int version) {
+  const TableColumns present = tableColumns(db);
+  for (const auto& [table, columns] : expectedTables(version)) {
+    const auto found = present.find(table);
+    if (found == present.end()) return "no table " + table;
+    for (const std::string& column : columns)
+      if (std::find(found->second.begin(), found->second.end(), column) == found->second.end())
+        return "table " + table + " has no column " + column;
+  }
+  return "";
+}
+
 }  // namespace
 
 const Migration* migrationSteps(int* count) {
@@ -348,6 +397,11 @@ std::unique_ptr<sqlite::Db> openProjectDatabase(const std::string& path,
         throw RefusedFile(path + ": written by a newer DTLab (project schema version " +
                           std::to_string(version) + "; this build reads versions up to " +
                           std::to_string(kSchemaVersion) + "). Update DTLab to open it" + refused);
+      // A file whose tables are not its version's (edited by hand, or damaged in its
+      // schema) is refused here, before anything is written to it.
+      const std::string missing = missingSchemaPart(db, version);
+      if (!missing.empty())
+        throw RefusedFile(path + ": damaged project file (" + missing + ")" + refused);
       if (options.verify) {
         sqlite::Statement check(db, "PRAGMA quick_check(1)");
         const std::string result = check.step() ? check.columnText(0) : "no result";
@@ -385,6 +439,9 @@ std::unique_ptr<sqlite::Db> openProjectDatabase(const std::string& path,
                      " must be upgraded to " + std::to_string(kSchemaVersion) +
                      "; open it once read-write (e.g. dtlab-cli project show)");
   if (!options.readOnly) {
+    // Migrated before the switch to WAL: a migration that fails rolls back and leaves a
+    // file that was not in WAL mode byte-for-byte as it was.
+    migrateToLatest(*db);
     // WAL: readers never block the writer nor see "database is locked" from it, and a
     // killed writer loses at most its uncommitted transaction. synchronous=NORMAL keeps
     // every commit across a process crash; only a power loss can drop the last commits,
@@ -397,7 +454,6 @@ std::unique_ptr<sqlite::Db> openProjectDatabase(const std::string& path,
     // A checkpoint rewinds the WAL but leaves the file as large as the largest commit;
     // this bounds what a burst of big commits leaves on disk.
     db->exec("PRAGMA journal_size_limit = 67108864");
-    migrateToLatest(*db);
   }
   // Chart queries read blob pages repeatedly; a bigger page cache than SQLite's 2 MB
   // default keeps a zoomed series in memory.

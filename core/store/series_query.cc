@@ -40,6 +40,13 @@ std::vector<ChunkRow> chunkRows(sqlite::Db& db, int64_t seriesId, XAxis axis, do
     r.count = s.columnInt(1);
     r.minX = s.columnDouble(2);
     r.maxX = s.columnDouble(3);
+    // What the writer stores (1..kChunkCapacity points, finite extents); anything else is a
+    // damaged row, refused before its numbers reach the bucketing arithmetic.
+    if (r.count < 1 || r.count > kChunkCapacity || !std::isfinite(r.minX) ||
+        !std::isfinite(r.maxX) || r.minX > r.maxX)
+      throw StoreError("damaged chunk row " + std::to_string(r.id) + " (" +
+                       std::to_string(r.count) + " points, x from " + std::to_string(r.minX) +
+                       " to " + std::to_string(r.maxX) + ")");
     r.hasValue = !s.isNull(4);
     if (r.hasValue) {
       r.minPoint = {s.columnInt(5), s.columnDouble(6), s.columnDouble(4)};
@@ -146,9 +153,11 @@ SeriesData querySeries(sqlite::Db& db, const SeriesQuery& query) {
     buckets[i].to = i + 1 == n ? out.to : out.from + width * static_cast<double>(i + 1);
   }
   // Monotonic in x, so a chunk whose first and last x share a bucket lies entirely in it.
-  auto bucketOf = [&](double x) {
-    const auto i = static_cast<int64_t>((x - out.from) * scale);
-    return std::clamp<int64_t>(i, 0, n - 1);
+  // Clamped before the conversion: a point's own x (a damaged wall time) may be anything.
+  auto bucketOf = [&](double x) -> int64_t {
+    const double i = (x - out.from) * scale;
+    if (!(i > 0.0)) return 0;  // also NaN
+    return i >= static_cast<double>(n - 1) ? n - 1 : static_cast<int64_t>(i);
   };
 
   int64_t inRange = 0;
