@@ -39,11 +39,12 @@ constexpr const char* kBenchUsage =
       in --precision (default fp32), against the step's own GEMMs run alone on cuBLAS
       in the same precision, both timed here.
   bench train [--local-nodes N] [model flags as bench core] [--reps R]
-              [--steps S] [--warmup W] [--reference torch|none] [--json]
+              [--steps S] [--warmup W] [--reference torch|none] [--tls] [--json]
       sync_allreduce on N local dtlab-node daemons (1 thread each, default 2)
       against PyTorch DDP (gloo, N processes, 1 thread each): per repetition W
       untimed steps, then the wall clock of S whole steps; repetitions interleaved,
-      medians, ratio.
+      medians, ratio. --tls: the daemons serve mutual TLS, against the same run in
+      plain text (the cost of TLS).
   bench allreduce [--local-nodes N] [--bytes S] [--reps R] [--warmup W] [--json]
       All-reduce of S bytes between N local processes (default 2): DTLab's choice
       against each of Gloo's algorithms built once on the same buffer, wall clock
@@ -115,7 +116,7 @@ void printJson(const Args& args, const nlohmann::json& json) {
 int benchTrain(const std::vector<std::string>& argv) {
   const Args args(argv,
                   withShape({"--local-nodes", "--reps", "--steps", "--warmup", "--reference"}),
-                  {"--json"});
+                  {"--json", "--tls"});
   noPositionals(args);
   bench::TrainBenchOptions options;
   readShape(args, options.shape);
@@ -124,6 +125,9 @@ int benchTrain(const std::vector<std::string>& argv) {
   options.steps = args.integer("--steps", 50, 1, 1000000);
   options.warmup = args.integer("--warmup", 10, 1, 1000000);
   options.reference = wantsReference(args);
+  options.tls = args.has("--tls");
+  if (options.tls && args.has("--reference"))
+    throw UsageError("--tls compares with the same run in plain text: drop --reference");
   if (options.shape.batch < options.nodes)
     throw UsageError("--batch must be at least --local-nodes");
   if (options.shape.batch % options.nodes != 0)

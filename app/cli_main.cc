@@ -33,7 +33,7 @@ commands:
       line of stdout is {"runs":[summary]}. --project records the run, its metric
       series, events and summary in the project file (created when missing).
   run SPEC.json [--local-nodes N | --node HOST:PORT ...] [--token T] [--project P.dtlab]
-      [--connect-timeout S] [--quiet]
+      [--connect-timeout S] [--tls-cert F --tls-key F --tls-ca F] [--quiet]
       Run every strategy variant of the spec in turn on a cluster of dtlab-node
       daemons: the given --node daemons (ranks in the order given; each applies its
       own --speed/--bandwidth-mbps/--latency-ms), else N local ones on loopback
@@ -45,7 +45,9 @@ commands:
       every variant as a run (series per worker, events, summary) in the project file.
       At the end, the variants' comparison table (as `compare` prints it) goes to stderr.
       --connect-timeout: seconds the nodes may take to connect to each other (default:
-      each node's own, 30). SIGINT/SIGTERM cancels the run; a second one exits at once.
+      each node's own, 30). --tls-*: mutual TLS to daemons started with TLS (this
+      client's certificate and key, the cluster's CA; dtlab-node gen-certs makes them).
+      SIGINT/SIGTERM cancels the run; a second one exits at once.
 )";
 
 constexpr const char* kUsageAfterBench = R"(  project new P.dtlab [--name NAME]

@@ -23,6 +23,8 @@
 #include "core/common/log.h"
 #include "core/spec/experiment_spec.h"
 #include "remote/common/auth.h"
+#include "remote/common/certificates.h"
+#include "remote/common/tls.h"
 #include "remote/common/versions.h"
 #include "remote/node/node_server.h"
 
@@ -32,6 +34,7 @@ using dtlab::app::Args;
 using dtlab::app::UsageError;
 
 constexpr const char* kUsage = R"(usage: dtlab-node [options]
+       dtlab-node gen-certs DIR --hosts HOST,IP,...
 
 Runs DTLab jobs sent by a coordinator (dtlab-cli run, the GUI) and hosts the rendezvous
 its collective groups start from. Prints "dtlab-node listening on HOST:PORT" once ready.
@@ -55,10 +58,26 @@ options:
                           (a job's spec entry, when it has these, goes first)
   --token T               require "authorization: Bearer T" on every call; mandatory
                           when --listen is not a loopback address
+  --tls-cert F --tls-key F --tls-ca F
+                          mutual TLS on every call: this node's certificate and key, and
+                          the CA whose clients (and peers) it accepts; replaced files are
+                          read again within seconds. Mandatory when --listen is not a
+                          loopback address, unless --insecure
+  --insecure              serve a non-loopback address in clear text (a private network you
+                          trust: the token and every gradient are readable on the wire)
   --threads N             CPU threads of the worker (default 1)
   --name NAME             how the node names itself (default HOSTNAME:PORT)
   --log-level L           error, warn, info or debug (default info)
   --version, --help
+
+gen-certs DIR --hosts HOST,IP,...
+  Writes a cluster CA (ca.pem, ca.key; kept if DIR has one), a certificate for the
+  daemons (node.pem, node.key) naming every HOST and IP the nodes are dialled at, and
+  one for the coordinator (client.pem, client.key). Then, on each node:
+    dtlab-node --listen 0.0.0.0:7000 --token T --tls-cert DIR/node.pem \
+               --tls-key DIR/node.key --tls-ca DIR/ca.pem
+  and to run:  dtlab-cli run SPEC --node HOST:7000 ... --token T \
+               --tls-cert DIR/client.pem --tls-key DIR/client.key --tls-ca DIR/ca.pem
 )";
 
 // A:B with two numbers, or nullopt.
@@ -189,6 +208,16 @@ dtlab::remote::NodeOptions parseOptions(const Args& args) {
   parseDrift(args, options);
   options.token = args.value("--token", "");
   if (args.has("--token") && options.token.empty()) throw UsageError("--token: must not be empty");
+  options.tls = {args.value("--tls-cert", ""), args.value("--tls-key", ""),
+                 args.value("--tls-ca", "")};
+  options.insecure = args.has("--insecure");
+  try {
+    dtlab::remote::checkTlsFiles(options.tls);
+  } catch (const dtlab::Error& e) {
+    throw UsageError(e.what());
+  }
+  if (options.insecure && options.tls.enabled())
+    throw UsageError("--insecure contradicts --tls-cert/--tls-key/--tls-ca");
   if (options.token.empty() && !dtlab::remote::isLoopbackHost(listen.host))
     throw UsageError("--listen " + options.listen +
                      " is not a loopback address: give a --token so that only your coordinator "
@@ -216,17 +245,47 @@ dtlab::remote::NodeOptions parseOptions(const Args& args) {
   return options;
 }
 
+// `dtlab-node gen-certs DIR --hosts HOST,...`
+int genCerts(const std::vector<std::string>& argv) {
+  try {
+    const Args args(argv, {"--hosts"}, {});
+    if (args.positionals().size() != 1)
+      throw UsageError("gen-certs: expected one DIR (dtlab-node gen-certs DIR --hosts HOST,...)");
+    std::vector<std::string> hosts;
+    const std::string list = args.value("--hosts", "");
+    for (std::size_t begin = 0; begin < list.size();) {
+      const std::size_t end = std::min(list.find(',', begin), list.size());
+      if (end > begin) hosts.push_back(list.substr(begin, end - begin));
+      begin = end + 1;
+    }
+    const auto made = dtlab::remote::generateCertificates(args.positionals()[0], hosts);
+    std::cout << (made.newCa ? "new CA" : "kept the CA") << " in " << made.dir << "/ca.pem\n"
+              << "node certificate " << made.dir << "/node.pem for " << list << "\n"
+              << "client certificate " << made.dir << "/client.pem\n";
+    return 0;
+  } catch (const UsageError& e) {
+    std::cerr << "dtlab-node: " << e.what() << "\n";
+    return 2;
+  } catch (const dtlab::Error& e) {
+    std::cerr << "dtlab-node: " << e.what() << "\n";
+    return 1;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::vector<std::string> argvList(argv + 1, argv + argc);
+  if (!argvList.empty() && argvList.front() == "gen-certs")
+    return genCerts({argvList.begin() + 1, argvList.end()});
   dtlab::remote::NodeOptions options;
   try {
-    const Args args(argvList,
-                    {"--listen", "--devices", "--speed", "--bandwidth-mbps", "--latency-ms",
-                     "--speed-schedule", "--straggler", "--token", "--threads", "--name",
-                     "--log-level", "--advertise", "--connect-timeout"},
-                    {"--help", "--version"});
+    const Args args(
+        argvList,
+        {"--listen", "--devices", "--speed", "--bandwidth-mbps", "--latency-ms", "--speed-schedule",
+         "--straggler", "--token", "--threads", "--name", "--log-level", "--advertise",
+         "--connect-timeout", "--tls-cert", "--tls-key", "--tls-ca"},
+        {"--help", "--version", "--insecure"});
     if (args.has("--help")) {
       std::cout << kUsage;
       return 0;
@@ -254,6 +313,9 @@ int main(int argc, char** argv) {
 
   dtlab::setLogSource("dtlab-node[" + (options.name.empty() ? std::string("node") : options.name) +
                       "]");
+  // This daemon dials its peers' rendezvous and parameter-server services with its own
+  // certificate.
+  dtlab::remote::setClientTls(options.tls);
   std::unique_ptr<dtlab::remote::NodeServer> server;
   try {
     server = std::make_unique<dtlab::remote::NodeServer>(options);

@@ -16,6 +16,7 @@
 #include "core/train/local_trainer.h"
 #include "core/train/strategy_registry.h"
 #include "remote/cluster/local_cluster.h"
+#include "remote/common/tls.h"
 #include "remote/coordinator/coordinator.h"
 
 namespace dtlab::app {
@@ -37,7 +38,9 @@ int runCommand(const std::vector<std::string>& argv) {
   // always cancels rather than kills half way.
   std::signal(SIGINT, onInterrupt);
   std::signal(SIGTERM, onInterrupt);
-  const Args args(argv, {"--local-nodes", "--node", "--token", "--project", "--connect-timeout"},
+  const Args args(argv,
+                  {"--local-nodes", "--node", "--token", "--project", "--connect-timeout",
+                   "--tls-cert", "--tls-key", "--tls-ca"},
                   {"--quiet"});
   if (args.positionals().size() != 1) throw UsageError("run: expected one SPEC.json");
   const core::ExperimentSpec spec = core::loadExperimentSpec(args.positionals()[0]);
@@ -47,6 +50,14 @@ int runCommand(const std::vector<std::string>& argv) {
   const std::string token = args.value("--token", "");
   remote::CoordinatorOptions options;
   options.token = token;
+  const remote::TlsFiles tls{args.value("--tls-cert", ""), args.value("--tls-key", ""),
+                             args.value("--tls-ca", "")};
+  try {
+    remote::checkTlsFiles(tls);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  options.tls = tls;
 
   // Where the run happens, first match wins: --node (running daemons, as they are),
   // --local-nodes (a local cluster), the spec's node addresses (running daemons, each given
@@ -56,6 +67,10 @@ int runCommand(const std::vector<std::string>& argv) {
     nodes = spec.cluster.addresses();
     options.emulation = spec.cluster.nodes;
   } else if (nodes.empty()) {
+    if (tls.enabled())
+      throw UsageError(
+          "--tls-cert/--tls-key/--tls-ca are for running daemons (--node, or the "
+          "spec's node addresses); a local cluster runs on loopback without TLS");
     // The embedded default: a local cluster on loopback, kept for every variant.
     const int64_t count = args.integer("--local-nodes", spec.cluster.localNodes, 1, 256);
     // A per-node list describes exactly that many nodes; another count would leave some

@@ -23,6 +23,7 @@ packages=(
   libsqlite3-dev       # project files (core/store)
   libgloo-dev          # CPU collectives over TCP (core/comm)
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc  # node protocol
+  libssl-dev           # certificates for mutual TLS (dtlab-node gen-certs)
   iproute2             # the multi-host test builds network namespaces with `ip`
 )
 # Only for side-by-side reference numbers in `dtlab-cli bench`; never a build or test

@@ -5,6 +5,7 @@
 #include "core/common/check.h"
 #include "remote/common/client.h"
 #include "remote/common/protocol.h"
+#include "remote/common/tls.h"
 
 namespace dtlab::remote {
 
@@ -114,7 +115,7 @@ void RendezvousStore::waitOrGet(const std::vector<std::string>& fullKeys,
           "rendezvous at " + options_.address + ": no answer while " + what + " " + keyText +
           " (is the node at that address running and reachable?): " + describeStatus(status));
     throw Error("rendezvous at " + options_.address + ": " + what + " " + keyText +
-                " failed: " + describeStatus(status));
+                " failed: " + describeStatus(status, options_.address, clientTls().enabled()));
   }
 }
 

@@ -1,6 +1,9 @@
 // `dtlab-cli bench train` (remote/bench/bench_train.h).
 #include "remote/bench/bench_train.h"
 
+#include <stdlib.h>
+
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -13,6 +16,7 @@
 #include "remote/bench/bench_common.h"
 #include "remote/bench/reference_process.h"
 #include "remote/cluster/local_cluster.h"
+#include "remote/common/certificates.h"
 #include "remote/coordinator/coordinator.h"
 
 namespace dtlab::bench {
@@ -79,6 +83,31 @@ std::unique_ptr<ReferenceProcess> startDdpReference(const core::CoreBenchConfig&
   return ddp;
 }
 
+// bench train --tls: a CA and certificates for 127.0.0.1 in a directory of its own, removed
+// with everything in it at the end.
+class CertificateDir {
+ public:
+  CertificateDir() = default;
+  CertificateDir(const CertificateDir&) = delete;
+  CertificateDir& operator=(const CertificateDir&) = delete;
+  ~CertificateDir() {
+    std::error_code ignored;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
+  }
+  std::string make() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "dtlab-bench-tls-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr)
+      throw std::runtime_error("bench train --tls: cannot make a temporary directory");
+    dir_ = pattern;
+    remote::generateCertificates(dir_, {"127.0.0.1"});
+    return dir_;
+  }
+
+ private:
+  std::string dir_;
+};
+
 // One repetition on DTLab's side: samples/s over the steps after the warm-up, by rank 0's
 // end-of-step clock; throws when the run fails.
 double timeDtlabRun(remote::Coordinator& coordinator, const core::ExperimentSpec& spec,
@@ -103,10 +132,32 @@ TrainBenchResult reportTrainBench(const TrainBenchOptions& options, const std::v
   const int nodes = options.nodes;
   const int reps = options.repetitions;
   const double rate = core::median(ours);
-  std::fprintf(out, "  dtlab       %d nodes: %10.0f samples/s (median of %d)\n", nodes, rate, reps);
+  std::fprintf(out, "  dtlab%s %d nodes: %10.0f samples/s (median of %d)\n",
+               options.tls ? " (mutual TLS)" : "      ", nodes, rate, reps);
   TrainBenchResult result;
   result.samplesPerS = rate;
   nlohmann::json& json = result.json;
+  if (options.tls) {
+    const double plain = core::median(theirs);
+    std::fprintf(out, "  dtlab (plain text) %d nodes: %10.0f samples/s (median of %d)\n", nodes,
+                 plain, reps);
+    std::fprintf(out, "  ratio mutual TLS / plain text: %.3fx\n", rate / plain);
+    json = {{"bench", "train"},
+            {"transport", "mutual_tls"},
+            {"nodes", nodes},
+            {"steps", options.steps},
+            {"warmup_steps", options.warmup},
+            {"repetitions", reps},
+            {"samples_per_s", rate},
+            {"repetition_samples_per_s", ours},
+            {"reference",
+             {{"impl", "dtlab plain text"},
+              {"samples_per_s", plain},
+              {"repetition_samples_per_s", theirs}}},
+            {"ratio", rate / plain}};
+    result.ratio = rate / plain;
+    return result;
+  }
   json = {{"bench", "train"},
           {"nodes", nodes},
           {"steps", options.steps},
@@ -157,14 +208,39 @@ TrainBenchResult runTrainBench(const TrainBenchOptions& options, std::FILE* out)
 
   nlohmann::json ddpInfo;
   std::unique_ptr<ReferenceProcess> ddp;
-  if (options.reference) ddp = startDdpReference(shape, nodes, warmup, ddpInfo, out);
+  if (options.reference && !options.tls)
+    ddp = startDdpReference(shape, nodes, warmup, ddpInfo, out);
 
-  remote::LocalCluster cluster(remote::defaultNodeBinary(), std::vector<remote::LocalNodeOptions>(
-                                                                static_cast<std::size_t>(nodes)));
-  remote::Coordinator coordinator(cluster.addresses(), {});
+  // --tls: certificates for loopback, made for this run only.
+  CertificateDir certs;
+  remote::CoordinatorOptions coordinatorOptions;
+  std::vector<remote::LocalNodeOptions> nodeOptions(static_cast<std::size_t>(nodes));
+  if (options.tls) {
+    const std::string dir = certs.make();
+    for (remote::LocalNodeOptions& node : nodeOptions)
+      node.tls = {dir + "/node.pem", dir + "/node.key", dir + "/ca.pem"};
+    coordinatorOptions.tls = {dir + "/client.pem", dir + "/client.key", dir + "/ca.pem"};
+    std::fprintf(out,
+                 "  DTLab over mutual TLS (ECDSA P-256 certificates) against the same run "
+                 "in plain text, interleaved\n");
+  }
+  remote::LocalCluster cluster(remote::defaultNodeBinary(), nodeOptions);
+  remote::Coordinator coordinator(cluster.addresses(), coordinatorOptions);
   coordinator.connect();
   const double samples = static_cast<double>(steps * shape.batch);
+  // The plain-text reference of --tls.
+  std::unique_ptr<remote::LocalCluster> plainCluster;
+  std::unique_ptr<remote::Coordinator> plain;
+  if (options.tls) {
+    plainCluster = std::make_unique<remote::LocalCluster>(
+        remote::defaultNodeBinary(),
+        std::vector<remote::LocalNodeOptions>(static_cast<std::size_t>(nodes)));
+    plain = std::make_unique<remote::Coordinator>(plainCluster->addresses(),
+                                                  remote::CoordinatorOptions{});
+    plain->connect();
+  }
   auto runDdp = [&]() {
+    if (plain) return timeDtlabRun(*plain, spec, warmup, steps, samples);
     const nlohmann::json r = ddp->request("steps " + std::to_string(steps));
     return samples / r.at("seconds").get<double>();
   };
@@ -174,14 +250,16 @@ TrainBenchResult runTrainBench(const TrainBenchOptions& options, std::FILE* out)
     // Alternate which side goes first, so neither always follows the other.
     for (int k = 0; k < 2; ++k) {
       const bool dtlabTurn = (rep + k) % 2 == 0;
-      if (!dtlabTurn && !ddp) continue;
+      if (!dtlabTurn && !ddp && !plain) continue;
       settle();
       (dtlabTurn ? ours : theirs)
           .push_back(dtlabTurn ? timeDtlabRun(coordinator, spec, warmup, steps, samples)
                                : runDdp());
     }
     std::fprintf(out, "  repetition %d: dtlab %10.0f samples/s", rep + 1, ours.back());
-    if (ddp) std::fprintf(out, "   pytorch DDP %10.0f samples/s", theirs.back());
+    if (ddp || plain)
+      std::fprintf(out, "   %s %10.0f samples/s", plain ? "plain text" : "pytorch DDP",
+                   theirs.back());
     std::fprintf(out, "\n");
     std::fflush(out);
   }

@@ -20,6 +20,9 @@ struct TrainBenchOptions {
   int64_t steps = 50;
   int64_t warmup = 10;
   bool reference = true;  // PyTorch DDP beside, when it is installed
+  // The cost of mutual TLS instead: DTLab's daemons serve TLS (certificates made for the run
+  // in a temporary directory), and the reference is the same run on daemons in plain text.
+  bool tls = false;
 };
 
 struct TrainBenchResult {

@@ -107,6 +107,9 @@ LocalCluster::LocalCluster(std::string nodeBinary, const std::vector<LocalNodeOp
         args.push_back("--token");
         args.push_back(token);
       }
+      if (o.tls.enabled())
+        args.insert(args.end(),
+                    {"--tls-cert", o.tls.cert, "--tls-key", o.tls.key, "--tls-ca", o.tls.ca});
       int pipeFds[2];
       if (::pipe2(pipeFds, O_CLOEXEC) != 0)
         throw Error(std::string("pipe: ") + std::strerror(errno));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/spec/experiment_spec.h"
+#include "remote/common/tls.h"
 
 namespace dtlab::remote {
 
@@ -17,6 +18,7 @@ struct LocalNodeOptions {
   double latencyMs = 0.0;
   int threads = 1;
   std::string devices = "cpu";  // dtlab-node --devices: "cpu", "cpu:N", "cuda:N[,cuda:M...]"
+  TlsFiles tls;                 // --tls-cert/--tls-key/--tls-ca; empty: plain text on loopback
 };
 
 // The `count` local daemons a spec's cluster describes: each with its node entry's emulation

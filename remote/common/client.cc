@@ -6,6 +6,7 @@
 
 #include "remote/common/auth.h"
 #include "remote/common/protocol.h"
+#include "remote/common/tls.h"
 
 namespace dtlab::remote {
 
@@ -13,7 +14,7 @@ std::shared_ptr<grpc::Channel> makeNodeChannel(const std::string& address) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxClientReceiveBytes);
   args.SetMaxSendMessageSize(kMaxRequestBytes);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address, channelCredentials(clientTls()), args);
 }
 
 void prepareClientContext(grpc::ClientContext& context, const std::string& token,

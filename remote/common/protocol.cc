@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "remote/common/tls.h"
+
 namespace dtlab::remote {
 
 grpc::Status checkProtocolVersion(uint32_t clientVersion) {
@@ -63,6 +65,15 @@ const char* statusCodeName(grpc::StatusCode code) {
 std::string describeStatus(const grpc::Status& status) {
   std::string out = statusCodeName(status.error_code());
   if (!status.error_message().empty()) out += ": " + status.error_message();
+  return out;
+}
+
+std::string describeStatus(const grpc::Status& status, const std::string& address, bool tls) {
+  std::string out = describeStatus(status);
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    const std::string hint = tlsHint(status.error_message(), address, tls);
+    if (!hint.empty()) out += " (" + hint + ")";
+  }
   return out;
 }
 

@@ -51,5 +51,9 @@ grpc::Status checkFieldSize(std::string_view field, std::size_t size, std::size_
 const char* statusCodeName(grpc::StatusCode code);
 // "UNAVAILABLE: failed to connect to all addresses".
 std::string describeStatus(const grpc::Status& status);
+// The same for a call to the daemon at `address`; a connection that failed the way a TLS
+// mismatch fails gets a hint saying which (remote/common/tls.h).
+// `tls`: whether the call was made with TLS.
+std::string describeStatus(const grpc::Status& status, const std::string& address, bool tls);
 
 }  // namespace dtlab::remote

@@ -9,6 +9,7 @@
 
 #include "core/metrics/metrics.h"
 #include "core/spec/experiment_spec.h"
+#include "remote/common/tls.h"
 
 namespace dtlab::remote {
 
@@ -17,9 +18,12 @@ struct CoordinatorOptions {
   // Tokens of particular nodes, by the address given to the Coordinator, in place of
   // `token` (daemons on different machines may have different tokens).
   std::map<std::string, std::string> nodeTokens;
+  // This client's certificate, key and the cluster's CA for daemons that serve mutual TLS
+  // (remote/common/tls.h); empty: plain text.
+  TlsFiles tls;
   // The compute and link emulation of each node (one entry per node, in the order of the
-  // addresses), sent with every job of its ranks: the spec's node entries when the nodes are the spec's
-  // own (cluster.nodes[i].address). Empty: each daemon applies its own flags. Every node
+  // addresses), sent with every job of its ranks: the spec's node entries when the nodes are the
+  // spec's own (cluster.nodes[i].address). Empty: each daemon applies its own flags. Every node
   // must then list the capability "job_emulation".
   std::vector<core::NodeConfig> emulation;
   std::chrono::milliseconds callDeadline{5000};
@@ -60,7 +64,8 @@ struct NodeSummary {
 // dtlab::Error naming the address: unreachable, wrong or missing token, protocol mismatch.
 // For a check of single nodes (a topology editor's "test connection").
 NodeSummary queryNode(const std::string& address, const std::string& token,
-                      std::chrono::milliseconds deadline = std::chrono::milliseconds(5000));
+                      std::chrono::milliseconds deadline = std::chrono::milliseconds(5000),
+                      const TlsFiles& tls = {});
 
 // The client side of a run: connects to the nodes, assigns ranks (the order of the node
 // list, and on a node with several worker slots for the run's device, one rank per slot:

@@ -12,6 +12,7 @@
 #include "remote/common/client.h"
 #include "remote/common/metric_wire.h"
 #include "remote/common/protocol.h"
+#include "remote/common/tls.h"
 #include "remote/proto/dtlab.grpc.pb.h"
 
 namespace dtlab::remote {
@@ -25,22 +26,22 @@ namespace {
 // deadline is only a backstop against a leaked call.
 constexpr auto kStreamDeadline = std::chrono::hours(24 * 7);
 
-std::shared_ptr<grpc::Channel> channelTo(const std::string& address) {
+std::shared_ptr<grpc::Channel> channelTo(const std::string& address, const TlsFiles& tls) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(16 << 20);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address, channelCredentials(tls), args);
 }
 
 // GetInfo with a deadline, its protocol version checked.
 NodeSummary getInfo(pb::NodeService::Stub& stub, const std::string& address,
-                    const std::string& token, std::chrono::milliseconds deadline) {
+                    const std::string& token, std::chrono::milliseconds deadline, bool tls) {
   grpc::ClientContext context;
   prepareClientContext(context, token, deadline);
   pb::GetInfoRequest request;
   request.set_protocol_version(kProtocolVersion);
   pb::NodeInfo info;
   const grpc::Status status = stub.GetInfo(&context, request, &info);
-  if (!status.ok()) throw Error("node " + address + ": " + describeStatus(status));
+  if (!status.ok()) throw Error("node " + address + ": " + describeStatus(status, address, tls));
   if (info.protocol_version() != kProtocolVersion)
     throw Error("node " + address + " speaks protocol " + std::to_string(info.protocol_version()) +
                 ", this coordinator " + std::to_string(kProtocolVersion) + ": update one of them");
@@ -129,7 +130,7 @@ NodeLinks::NodeLinks(std::vector<std::string> addresses, CoordinatorOptions opti
   impl_->options = std::move(options);
   for (std::size_t i = 0; i < addresses.size(); ++i)
     impl_->nodes.push_back({addresses[i], "node" + std::to_string(i),
-                            pb::NodeService::NewStub(channelTo(addresses[i]))});
+                            pb::NodeService::NewStub(channelTo(addresses[i], impl_->options.tls))});
 }
 
 NodeLinks::~NodeLinks() = default;
@@ -152,7 +153,7 @@ const CoordinatorOptions& NodeLinks::options() const {
 
 NodeSummary NodeLinks::info(std::size_t node) const {
   NodeSummary s = getInfo(*impl_->nodes.at(node).stub, address(node), impl_->token(node),
-                          impl_->options.callDeadline);
+                          impl_->options.callDeadline, impl_->options.tls.enabled());
   s.name = name(node);
   return s;
 }
@@ -326,9 +327,9 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
 }
 
 NodeSummary queryNode(const std::string& address, const std::string& token,
-                      std::chrono::milliseconds deadline) {
-  auto stub = pb::NodeService::NewStub(channelTo(address));
-  return getInfo(*stub, address, token, deadline);
+                      std::chrono::milliseconds deadline, const TlsFiles& tls) {
+  auto stub = pb::NodeService::NewStub(channelTo(address, tls));
+  return getInfo(*stub, address, token, deadline, tls.enabled());
 }
 
 }  // namespace dtlab::remote

@@ -6,6 +6,7 @@
 
 #include "core/backend/backend.h"
 #include "core/spec/experiment_spec.h"
+#include "remote/common/tls.h"
 
 namespace dtlab::remote {
 
@@ -23,6 +24,11 @@ struct NodeOptions {
   std::vector<core::SpeedChange> speedSchedule;
   core::StragglerConfig straggler;
   std::string token;  // required unless listening on loopback
+  // --tls-cert/--tls-key/--tls-ca: mutual TLS on every service (remote/common/tls.h); required
+  // unless listening on loopback or `insecure` (--insecure: plain text on a network the user
+  // trusts).
+  TlsFiles tls;
+  bool insecure = false;
   int threads = 1;    // CPU threads of the worker's backend
   std::string name;   // empty: "<hostname>:<port>"
   // How long a rank waits for its peers when building the collective group (a job may ask

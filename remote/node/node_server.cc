@@ -9,6 +9,7 @@
 #include "core/common/log.h"
 #include "remote/common/auth.h"
 #include "remote/common/protocol.h"
+#include "remote/common/tls.h"
 
 namespace dtlab::remote {
 
@@ -37,6 +38,13 @@ NodeServer::NodeServer(NodeOptions options) : options_(std::move(options)) {
     throw Error("--listen " + options_.listen +
                 " is not a loopback address: a --token is required so that only your "
                 "coordinator can start jobs on this node");
+  if (!options_.tls.enabled() && !options_.insecure && !isLoopbackHost(host_))
+    throw Error("--listen " + options_.listen +
+                " is not a loopback address: its calls, the token and every gradient would cross "
+                "the network in clear text. Give --tls-cert, --tls-key and --tls-ca (dtlab-node "
+                "gen-certs DIR --hosts ... makes them), or --insecure on a private network you "
+                "trust");
+  checkTlsFiles(options_.tls);
   DTLAB_ENFORCE(options_.slots >= 1 && options_.threads >= 1 && options_.speed > 0.0,
                 "invalid node options");
 
@@ -53,7 +61,7 @@ NodeServer::NodeServer(NodeOptions options) : options_(std::move(options)) {
                              static_cast<int>(kKeepaliveTimeout.count()));
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   builder.AddListeningPort(bracketed(host_) + ":" + std::to_string(listen.port),
-                           grpc::InsecureServerCredentials(), &port_);
+                           serverCredentials(options_.tls), &port_);
   rendezvousService_ = std::make_unique<RendezvousService>(table_, options_.token);
   builder.RegisterService(rendezvousService_.get());
   parameterService_ = std::make_unique<ParameterService>(parameters_, options_.token);
@@ -72,7 +80,8 @@ NodeServer::NodeServer(NodeOptions options) : options_(std::move(options)) {
     nodeService_->setName(name_);
   }
   logAt(LogLevel::kInfo, "listening on ", address(),
-        options_.token.empty() ? "" : " (token required)");
+        options_.tls.enabled() ? " (mutual TLS" : " (plain text",
+        options_.token.empty() ? ")" : ", token required)");
 }
 
 NodeServer::~NodeServer() {

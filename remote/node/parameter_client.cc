@@ -8,6 +8,7 @@
 #include "core/comm/communicator.h"
 #include "remote/common/client.h"
 #include "remote/common/protocol.h"
+#include "remote/common/tls.h"
 #include "remote/node/parameter_service.h"
 
 namespace dtlab::remote {
@@ -78,9 +79,9 @@ void GrpcParameterClient::fail(int shard, const char* what, const grpc::Status& 
   const std::string node = s < options_.names.size() && !options_.names[s].empty()
                                ? options_.names[s] + " (" + options_.addresses[s] + ")"
                                : options_.addresses[s];
-  const std::string message = std::string(what) + " parameter-server shard " +
-                              std::to_string(shard) + " on node " + node +
-                              " failed: " + describeStatus(status);
+  const std::string message =
+      std::string(what) + " parameter-server shard " + std::to_string(shard) + " on node " + node +
+      " failed: " + describeStatus(status, options_.addresses[s], clientTls().enabled());
   if (options_.abort != nullptr && options_.abort->aborted())
     throw core::CommError(core::CommFailure::kAborted, message);
   throw core::CommError(status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED

@@ -3,7 +3,9 @@
 // here can reach a peer through loopback, so a node that advertises or binds the wrong
 // address fails the run. The namespaces and their addresses exist only inside this test
 // (10.213.0.0/24 on the bridge); no traffic leaves them. Needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN)
-// and iproute2: without them the tests skip and say why.
+// and iproute2: without them the tests skip and say why. The daemons serve with mutual TLS
+// (certificates from `dtlab-node gen-certs` naming the hosts' addresses), except where a test
+// says --insecure.
 #include <QtCore/QTemporaryDir>
 #include <QtTest/QtTest>
 
@@ -164,7 +166,28 @@ CliOutcome runCli(const QString& ns, const QStringList& args, int timeoutMs) {
 
 class TestMultiHost : public QObject {
   Q_OBJECT
+
+  QTemporaryDir certs_;
+  QString cert(const char* name) const { return certs_.filePath(name); }
+  QStringList nodeTls() const {
+    return {"--tls-cert",     cert("node.pem"), "--tls-key",
+            cert("node.key"), "--tls-ca",       cert("ca.pem")};
+  }
+  QStringList clientTls() const {
+    return {"--tls-cert",       cert("client.pem"), "--tls-key",
+            cert("client.key"), "--tls-ca",         cert("ca.pem")};
+  }
+
  private slots:
+  void initTestCase() {
+    QProcess gen;
+    gen.start(kNode, {"gen-certs", certs_.path(), "--hosts",
+                      TestNetwork::address(1) + "," + TestNetwork::address(2) + "," +
+                          TestNetwork::address(3)});
+    QVERIFY(gen.waitForFinished(30000));
+    QVERIFY2(gen.exitCode() == 0, gen.readAllStandardError().constData());
+  }
+
   // bench_sync.json on three hosts, each reached its own way: a specific --listen address,
   // a wildcard listen without --advertise (the node binds the address the coordinator
   // dialled), and a wildcard listen with --advertise.
@@ -172,18 +195,22 @@ class TestMultiHost : public QObject {
     TestNetwork network(3);
     if (!network.error().isEmpty())
       QSKIP(qPrintable("multi-host test skipped: " + network.error()));
-    NamespacedNode a(network.host(1), {"--listen", TestNetwork::address(1) + ":7000"});
-    NamespacedNode b(network.host(2), {"--listen", "0.0.0.0:7000"});
-    NamespacedNode c(network.host(3),
-                     {"--listen", "0.0.0.0:7000", "--advertise", TestNetwork::address(3)});
+    NamespacedNode a(network.host(1),
+                     QStringList{"--listen", TestNetwork::address(1) + ":7000"} + nodeTls());
+    NamespacedNode b(network.host(2), QStringList{"--listen", "0.0.0.0:7000"} + nodeTls());
+    NamespacedNode c(network.host(3), QStringList{"--listen", "0.0.0.0:7000", "--advertise",
+                                                  TestNetwork::address(3)} +
+                                          nodeTls());
     QVERIFY2(a.ready(), qPrintable(a.log()));
     QVERIFY2(b.ready(), qPrintable(b.log()));
     QVERIFY2(c.ready(), qPrintable(c.log()));
     const CliOutcome out =
         runCli(network.hub(),
-               {"run", DTLAB_SOURCE_DIR "/resources/specs/bench_sync.json", "--quiet", "--token",
-                kToken, "--node", TestNetwork::address(1) + ":7000", "--node",
-                TestNetwork::address(2) + ":7000", "--node", TestNetwork::address(3) + ":7000"},
+               QStringList{"run", DTLAB_SOURCE_DIR "/resources/specs/bench_sync.json", "--quiet",
+                           "--token", kToken, "--node", TestNetwork::address(1) + ":7000", "--node",
+                           TestNetwork::address(2) + ":7000", "--node",
+                           TestNetwork::address(3) + ":7000"} +
+                   clientTls(),
                300000);
     QVERIFY2(out.exitCode == 0, qPrintable(out.stderrText));
     const auto& run = out.summary.at("runs").at(0);
@@ -194,9 +221,10 @@ class TestMultiHost : public QObject {
     QCOMPARE(checksums[0], checksums[1]);
     QCOMPARE(checksums[0], checksums[2]);
 
-    // The parameter server across the same hosts: every worker pulls from and pushes to the
-    // shards of the other two at the addresses their nodes are reached at (a hybrid switches
-    // to them half way).
+    // Every other strategy across the same hosts, over the same TLS: the parameter server
+    // (every worker pulls from and pushes to the shards of the other two at the addresses
+    // their nodes are reached at; a hybrid switches to them half way), bounded staleness and
+    // local SGD.
     QTemporaryDir dir;
     const QString psSpec = dir.filePath("ps.json");
     {
@@ -207,18 +235,22 @@ class TestMultiHost : public QObject {
                     "features": 16, "classes": 4},
         "model": {"hidden": [64]},
         "training": {"batch_size": 96, "epochs": 0, "max_steps": 40, "eval_interval": 20},
-        "variants": [{"strategy": "async_ps"}, {"strategy": "hybrid", "switch_at": 0.5}]})");
+        "variants": [{"strategy": "async_ps"}, {"strategy": "hybrid", "switch_at": 0.5},
+                     {"strategy": "ssp"}, {"strategy": "local_sgd"}]})");
     }
     const CliOutcome ps = runCli(
         network.hub(),
-        {"run", psSpec, "--quiet", "--token", kToken, "--node", TestNetwork::address(1) + ":7000",
-         "--node", TestNetwork::address(2) + ":7000", "--node", TestNetwork::address(3) + ":7000"},
+        QStringList{"run", psSpec, "--quiet", "--token", kToken, "--node",
+                    TestNetwork::address(1) + ":7000", "--node", TestNetwork::address(2) + ":7000",
+                    "--node", TestNetwork::address(3) + ":7000"} +
+            clientTls(),
         300000);
     QVERIFY2(ps.exitCode == 0, qPrintable(ps.stderrText));
     for (const auto& r : ps.summary.at("runs")) {
       QVERIFY2(r.at("status") == "completed", r.dump().c_str());
       QVERIFY2(r.at("bytes_per_sample").get<double>() > 0.0, r.dump().c_str());
     }
+    QCOMPARE(ps.summary.at("runs").size(), 4u);
     QCOMPARE(ps.summary.at("runs").at(1).at("switches").get<int64_t>(), int64_t{1});
   }
 
@@ -241,9 +273,13 @@ class TestMultiHost : public QObject {
                   "02:00:00:00:00:05", "dev", QString("v%1").arg(i), "nud", "permanent"})
                   .isEmpty());
     }
-    NamespacedNode a(network.host(1), {"--listen", TestNetwork::address(1) + ":7000"});
-    NamespacedNode b(network.host(2), {"--listen", TestNetwork::address(2) + ":7000"});
-    NamespacedNode c(network.host(3), {"--listen", "0.0.0.0:7000", "--advertise", silent});
+    // Plain text here, as a private network allows (--insecure).
+    NamespacedNode a(network.host(1),
+                     {"--listen", TestNetwork::address(1) + ":7000", "--insecure"});
+    NamespacedNode b(network.host(2),
+                     {"--listen", TestNetwork::address(2) + ":7000", "--insecure"});
+    NamespacedNode c(network.host(3),
+                     {"--listen", "0.0.0.0:7000", "--advertise", silent, "--insecure"});
     QVERIFY2(a.ready() && b.ready() && c.ready(), qPrintable(a.log() + b.log() + c.log()));
     const QStringList nodes = {"--node", TestNetwork::address(1) + ":7000",
                                "--node", TestNetwork::address(2) + ":7000",

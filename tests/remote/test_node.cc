@@ -29,56 +29,16 @@
 #include <QtTest/QtTest>
 #undef slots
 
+#include "tests/remote/node_process.h"
+
 namespace proto = dtlab::remote::proto;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 
-const QString kNodeBinary = QStringLiteral(DTLAB_BINARY_DIR "/app/dtlab-node");
-
-// A dtlab-node child process; stopped (SIGTERM, then SIGKILL) when it goes out of scope.
-class NodeProcess {
- public:
-  explicit NodeProcess(QStringList args) {
-    args << "--log-level"
-         << "warn";
-    process_.setProcessChannelMode(QProcess::ForwardedErrorChannel);
-    process_.start(kNodeBinary, args);
-    if (!process_.waitForStarted(10000)) return;
-    const auto deadline = Clock::now() + 15s;
-    QByteArray out;
-    while (Clock::now() < deadline) {
-      process_.waitForReadyRead(200);
-      out += process_.readAllStandardOutput();
-      const int at = out.indexOf("dtlab-node listening on ");
-      const int end = at < 0 ? -1 : out.indexOf('\n', at);
-      if (end > at) {
-        address_ = out.mid(at + 24, end - at - 24).trimmed().toStdString();
-        return;
-      }
-      if (process_.state() == QProcess::NotRunning) return;
-    }
-  }
-  ~NodeProcess() {
-    if (process_.state() == QProcess::NotRunning) return;
-    process_.terminate();
-    if (!process_.waitForFinished(10000)) {
-      process_.kill();
-      process_.waitForFinished(5000);
-    }
-  }
-  NodeProcess(const NodeProcess&) = delete;
-  NodeProcess& operator=(const NodeProcess&) = delete;
-
-  bool ready() const { return !address_.empty(); }
-  const std::string& address() const { return address_; }
-  QProcess& process() { return process_; }
-
- private:
-  QProcess process_;
-  std::string address_;
-};
+using dtlab::test::kNodeBinary;
+using dtlab::test::NodeProcess;
 
 std::unique_ptr<proto::NodeService::Stub> nodeStub(const std::string& address) {
   return proto::NodeService::NewStub(dtlab::remote::makeNodeChannel(address));
