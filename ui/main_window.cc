@@ -451,6 +451,19 @@ void MainWindow::runSpec(const QString& specJson) {
     request.nodes << QString::fromStdString(address);
     request.tokens << TopologyPage::nodeToken(QString::fromStdString(address));
   }
+  // One client identity for the run: the topology page keeps the same set for all its
+  // remote nodes; nodes of topologies edited apart may disagree, which is refused.
+  for (int i = 0; i < request.nodes.size(); ++i) {
+    const TlsPaths tls = TopologyPage::nodeTls(request.nodes[i]);
+    if (i == 0) {
+      request.tls = tls;
+    } else if (!(tls == request.tls)) {
+      fail(tr("Cannot run the experiment: nodes %1 and %2 have different TLS settings; set "
+              "them once for the topology on its page")
+               .arg(request.nodes[0], request.nodes[i]));
+      return;
+    }
+  }
   if (!controller_->start(request)) return;
   runningSpec_ = specJson;
   runProgress_->setRange(0, 0);

@@ -6,7 +6,7 @@
 
 #include "remote/common/auth.h"
 #include "remote/common/protocol.h"
-#include "remote/common/tls.h"
+#include "remote/common/tls_credentials.h"
 
 namespace dtlab::remote {
 

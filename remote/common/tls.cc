@@ -8,6 +8,7 @@
 #include <grpcpp/security/tls_credentials_options.h>
 
 #include "core/common/check.h"
+#include "remote/common/tls_credentials.h"
 
 namespace dtlab::remote {
 namespace {

@@ -1,11 +1,7 @@
 #pragma once
 
 #include <chrono>
-#include <memory>
 #include <string>
-
-#include <grpcpp/security/credentials.h>
-#include <grpcpp/security/server_credentials.h>
 
 namespace dtlab::remote {
 
@@ -32,13 +28,8 @@ inline constexpr std::chrono::seconds kTlsReloadInterval{2};
 // flag and the file otherwise. Nothing to check when none is given.
 void checkTlsFiles(const TlsFiles& files);
 
-// A server's credentials: mutual TLS (client certificates required and verified) when
-// `files` is enabled, plain text otherwise.
-std::shared_ptr<grpc::ServerCredentials> serverCredentials(const TlsFiles& files);
-
-// A client's credentials: mutual TLS with `files` (the server's certificate must be signed
-// by files.ca and name the host dialled), plain text when they are empty.
-std::shared_ptr<grpc::ChannelCredentials> channelCredentials(const TlsFiles& files);
+// gRPC credentials from these files: remote/common/tls_credentials.h (this header stays free
+// of gRPC, so that the GUI can carry TlsFiles).
 
 // The identity a daemon dials its peers' rendezvous and parameter-server services with (its
 // own certificate; remote/common/client.h's makeNodeChannel). Empty (the default): plain

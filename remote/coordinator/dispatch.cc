@@ -12,7 +12,7 @@
 #include "remote/common/client.h"
 #include "remote/common/metric_wire.h"
 #include "remote/common/protocol.h"
-#include "remote/common/tls.h"
+#include "remote/common/tls_credentials.h"
 #include "remote/proto/dtlab.grpc.pb.h"
 
 namespace dtlab::remote {

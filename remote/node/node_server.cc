@@ -9,7 +9,7 @@
 #include "core/common/log.h"
 #include "remote/common/auth.h"
 #include "remote/common/protocol.h"
-#include "remote/common/tls.h"
+#include "remote/common/tls_credentials.h"
 
 namespace dtlab::remote {
 

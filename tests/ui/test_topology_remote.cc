@@ -10,10 +10,12 @@
 
 #include <QtCore/QDateTime>
 #include <QtCore/QFile>
+#include <QtCore/QProcess>
 #include <QtCore/QSettings>
 #include <QtCore/QStandardPaths>
 #include <QtCore/QTemporaryDir>
 #include <QtGui/QAction>
+#include <QtWidgets/QGroupBox>
 #include <QtWidgets/QPushButton>
 #include <QtWidgets/QTreeView>
 
@@ -41,7 +43,8 @@ class FakeController final : public ui::ExperimentController {
   void cancel() override {}
   bool busy() const override { return false; }
   ui::LiveFeed* liveFeed() override { return nullptr; }
-  ui::NodeInfo queryNode(const std::string& address, const std::string& token) const override {
+  ui::NodeInfo queryNode(const std::string& address, const std::string& token,
+                         const ui::TlsPaths&) const override {
     std::lock_guard lock(mutex_);
     asked_.push_back(address + " " + token);
     if (address == "down:1") throw dtlab::Error("down:1: UNAVAILABLE (connection refused)");
@@ -309,6 +312,82 @@ class TestTopologyRemote : public QObject {
     QVERIFY(bytes.size() > 0);
     QVERIFY(!bytes.contains(token.toUtf8()));
     QVERIFY(bytes.contains(QByteArray::fromStdString(cluster.address(0))));
+  }
+
+  // Daemons serving mutual TLS: "Test connection" without the TLS fields says the nodes take
+  // only TLS clients; with them (kept in this user's settings, never in the project) it
+  // reaches them, and a run from the window completes over TLS.
+  void runsOverMutualTlsFromTheWindow() {
+    QTemporaryDir certs;
+    QProcess gen;
+    gen.start(QString::fromStdString(kNode), {"gen-certs", certs.path(), "--hosts", "127.0.0.1"});
+    QVERIFY(gen.waitForFinished(30000) && gen.exitCode() == 0);
+    const std::string dir = certs.path().toStdString();
+    remote::LocalNodeOptions serving;
+    serving.tls = {dir + "/node.pem", dir + "/node.key", dir + "/ca.pem"};
+    remote::LocalCluster cluster(kNode, {serving, serving}, "tls-token");
+    const ui::TlsPaths client{certs.filePath("client.pem"), certs.filePath("client.key"),
+                              certs.filePath("ca.pem")};
+    QTemporaryDir projectDir;
+    const QString path = projectDir.filePath("p.dtlab");
+    core::ProjectStore::create(path.toStdString());
+    ui::MainWindow window;
+    window.setQuietErrors(true);
+    window.show();
+    window.openProject(path);
+    QSignalSpy loaded(&window, &ui::MainWindow::projectLoaded);
+    QVERIFY(loaded.wait(20000));
+    window.newTopology();
+    ui::TopologyPage* page = window.topologyPage();
+    QVERIFY(!page->tlsBox()->isVisibleTo(page));  // local nodes only: nothing to secure
+    makeRemote(*page, cluster.addresses(), {"tls-token", "tls-token"});
+    QVERIFY(page->tlsBox()->isVisibleTo(page));
+
+    QSignalSpy tested(page, &ui::TopologyPage::connectionTested);
+    page->testButton()->click();
+    QVERIFY(tested.wait(30000));
+    QCOMPARE(tested.first().first().toBool(), false);
+    QVERIFY2(found(page->model(), 0).contains("it takes only TLS clients"),
+             qPrintable(found(page->model(), 0)));
+
+    page->setTls({client.cert, {}, {}});
+    QVERIFY2(page->error().startsWith("TLS: give the client certificate"),
+             qPrintable(page->error()));
+    QVERIFY(!page->testButton()->isEnabled());
+    page->setTls(client);
+    QVERIFY2(page->error().isEmpty(), qPrintable(page->error()));
+    for (const std::string& address : cluster.addresses())
+      QVERIFY(ui::node_tls::paths(QString::fromStdString(address)) == client);
+    tested.clear();
+    page->testButton()->click();
+    QVERIFY(tested.wait(30000));
+    QVERIFY2(tested.first().first().toBool(), qPrintable(found(page->model(), 0)));
+
+    page->saveButton()->click();
+    QTRY_COMPARE_WITH_TIMEOUT(window.explorerModel()->snapshot().topologies.size(), std::size_t{1},
+                              10000);
+    const nlohmann::json saved = window.explorerModel()->snapshot().topologies.front().config;
+    QVERIFY2(saved.dump().find("client.pem") == std::string::npos, saved.dump().c_str());
+    core::ExperimentSpec spec = ui_test::smallSpec("tls pair", 20);
+    spec.cluster = core::parseExperimentSpec({{"cluster", saved}}).cluster;
+    {
+      auto store = core::ProjectStore::open(path.toStdString());
+      store->putEntity(core::EntityKind::kExperiment, spec.name, core::toJson(spec));
+    }
+    QTRY_COMPARE_WITH_TIMEOUT(window.explorerModel()->snapshot().experiments.size(), std::size_t{1},
+                              20000);
+    window.explorerView()->setCurrentIndex(window.explorerModel()->find(
+        "experiment", window.explorerModel()->snapshot().experiments.front().id));
+    QSignalSpy finished(window.controller(), &ui::ExperimentController::finished);
+    QSignalSpy runFinished(window.controller(), &ui::ExperimentController::runFinished);
+    QSignalSpy problems(window.controller(), &ui::ExperimentController::problem);
+    window.runAction()->trigger();
+    QVERIFY(finished.wait(120000));
+    QVERIFY2(problems.isEmpty(),
+             problems.isEmpty() ? "" : qPrintable(problems.first().first().toString()));
+    QCOMPARE(runFinished.size(), 1);
+    QCOMPARE(runFinished.first().at(1).value<core::RunStatus>(), core::RunStatus::kCompleted);
+    QVERIFY(!projectBytes(path).contains("client.key"));
   }
 
  private:

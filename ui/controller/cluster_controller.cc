@@ -10,6 +10,7 @@
 #include "core/train/local_trainer.h"
 #include "core/train/strategy_registry.h"
 #include "remote/cluster/local_cluster.h"
+#include "remote/common/tls.h"
 #include "remote/common/versions.h"
 #include "remote/coordinator/coordinator.h"
 
@@ -105,10 +106,17 @@ NodeInfo nodeInfoOf(const remote::NodeSummary& n) {
   return info;
 }
 
+remote::TlsFiles tlsFiles(const TlsPaths& paths) {
+  return {paths.cert.toStdString(), paths.key.toStdString(), paths.ca.toStdString()};
+}
+
 }  // namespace
 
-NodeInfo ClusterController::queryNode(const std::string& address, const std::string& token) const {
-  return nodeInfoOf(remote::queryNode(address, token));
+NodeInfo ClusterController::queryNode(const std::string& address, const std::string& token,
+                                      const TlsPaths& tls) const {
+  const remote::TlsFiles files = tlsFiles(tls);
+  remote::checkTlsFiles(files);
+  return nodeInfoOf(remote::queryNode(address, token, std::chrono::milliseconds(5000), files));
 }
 
 std::vector<NodeInfo> ClusterController::queryLocalNodes(const core::ClusterConfig& cluster) const {
@@ -153,6 +161,8 @@ void ClusterController::work(RunRequest request) {
     for (int i = 0; i < request.tokens.size() && i < request.nodes.size(); ++i)
       if (!request.tokens[i].isEmpty())
         options.nodeTokens[request.nodes[i].toStdString()] = request.tokens[i].toStdString();
+    options.tls = tlsFiles(request.tls);
+    remote::checkTlsFiles(options.tls);
     if (nodes.empty() && spec.cluster.remote()) nodes = spec.cluster.addresses();
     // The spec's own daemons run with its emulation: the topology describes them completely.
     if (spec.cluster.remote() && nodes == spec.cluster.addresses())

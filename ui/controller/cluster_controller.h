@@ -23,7 +23,8 @@ class ClusterController final : public ExperimentController {
   void cancel() override;
   bool busy() const override { return busy_.load(); }
   LiveFeed* liveFeed() override { return &feed_; }
-  NodeInfo queryNode(const std::string& address, const std::string& token) const override;
+  NodeInfo queryNode(const std::string& address, const std::string& token,
+                     const TlsPaths& tls) const override;
   std::vector<NodeInfo> queryLocalNodes(const core::ClusterConfig& cluster) const override;
 
  private:

@@ -15,6 +15,16 @@ namespace dtlab::ui {
 
 class LiveFeed;
 
+// Mutual TLS to remote daemons: this user's client certificate, its key and the cluster's CA
+// (PEM file paths; `dtlab-node gen-certs` makes them). All empty: plain text.
+struct TlsPaths {
+  QString cert;
+  QString key;
+  QString ca;
+  bool isEmpty() const { return cert.isEmpty() && key.isEmpty() && ca.isEmpty(); }
+  bool operator==(const TlsPaths&) const = default;
+};
+
 // What to run: every variant of the spec in turn, recorded into the project.
 struct RunRequest {
   QString projectPath;
@@ -29,6 +39,7 @@ struct RunRequest {
   // spec: the GUI keeps them in the user's settings.
   QStringList tokens;
   QString token;  // every node's token unless `tokens` says otherwise; local daemons get it
+  TlsPaths tls;   // for the remote daemons; like tokens, kept in the user's settings
 };
 
 // What a node daemon says of itself (its GetInfo), as the GUI shows it.
@@ -78,8 +89,10 @@ class ExperimentController : public QObject {
   // thread (ui/background.h); both are safe to call from any thread, while a run goes on too.
   // Each throws dtlab::Error with a message a user can act on (unreachable, token refused,
   // another protocol, a daemon that would not start).
-  // GetInfo on the daemon at `address` ("host:port"), with its token ("" for none).
-  virtual NodeInfo queryNode(const std::string& address, const std::string& token) const = 0;
+  // GetInfo on the daemon at `address` ("host:port"), with its token ("" for none), over
+  // mutual TLS with `tls` unless it is empty.
+  virtual NodeInfo queryNode(const std::string& address, const std::string& token,
+                             const TlsPaths& tls) const = 0;
   // Starts the local daemons `cluster` describes, as a run would (its local nodes with their
   // emulation), asks each, stops them: one NodeInfo per local node, in order.
   virtual std::vector<NodeInfo> queryLocalNodes(const core::ClusterConfig& cluster) const = 0;

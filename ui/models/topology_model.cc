@@ -113,6 +113,37 @@ void setToken(const QString& address, const QString& token) {
 
 }  // namespace node_tokens
 
+namespace node_tls {
+
+namespace {
+constexpr const char* kGroup = "node_tls";
+}  // namespace
+
+TlsPaths paths(const QString& address) {
+  if (address.isEmpty()) return {};
+  QSettings settings;
+  settings.beginGroup(kGroup);
+  settings.beginGroup(address);
+  return {settings.value("cert").toString(), settings.value("key").toString(),
+          settings.value("ca").toString()};
+}
+
+void setPaths(const QString& address, const TlsPaths& paths) {
+  if (address.isEmpty()) return;
+  QSettings settings;
+  settings.beginGroup(kGroup);
+  if (paths.isEmpty()) {
+    settings.remove(address);
+    return;
+  }
+  settings.beginGroup(address);
+  settings.setValue("cert", paths.cert);
+  settings.setValue("key", paths.key);
+  settings.setValue("ca", paths.ca);
+}
+
+}  // namespace node_tls
+
 TopologyModel::TopologyModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 void TopologyModel::setCluster(const nlohmann::json& c) {

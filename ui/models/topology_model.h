@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ui/controller/experiment_controller.h"
+
 namespace dtlab::ui {
 
 // The tokens of node daemons, kept per address in the user's settings (QSettings group
@@ -16,6 +18,15 @@ QString token(const QString& address);
 // An empty token forgets the address's one.
 void setToken(const QString& address, const QString& token);
 }  // namespace node_tokens
+
+// The client certificate, key and CA for daemons that serve mutual TLS, kept per address in
+// the user's settings (QSettings group "node_tls") like tokens and never in a project. The
+// topology page sets one set for all the remote nodes of a topology: a cluster has one CA.
+namespace node_tls {
+TlsPaths paths(const QString& address);
+// Empty paths forget the address's.
+void setPaths(const QString& address, const TlsPaths& paths);
+}  // namespace node_tls
 
 // The nodes of a topology, one row each, editable in place. A row is a local node (a
 // dtlab-node the run starts on this machine) or a remote one (a running daemon at an

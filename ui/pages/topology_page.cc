@@ -4,7 +4,9 @@
 #include <string>
 
 #include <QtWidgets/QComboBox>
+#include <QtWidgets/QFileDialog>
 #include <QtWidgets/QFormLayout>
+#include <QtWidgets/QGroupBox>
 #include <QtWidgets/QHBoxLayout>
 #include <QtWidgets/QHeaderView>
 #include <QtWidgets/QLabel>
@@ -77,7 +79,11 @@ TopologyPage::TopologyPage(QWidget* parent)
       error_(new QLabel(this)),
       save_(new QPushButton(tr("Save to project"), this)),
       test_(new QPushButton(tr("Test connection"), this)),
-      addRemote_(new QPushButton(tr("Add remote node"), this)) {
+      addRemote_(new QPushButton(tr("Add remote node"), this)),
+      tlsBox_(new QGroupBox(tr("Mutual TLS to the remote nodes"), this)),
+      tlsCert_(new QLineEdit(tlsBox_)),
+      tlsKey_(new QLineEdit(tlsBox_)),
+      tlsCa_(new QLineEdit(tlsBox_)) {
   name_->setObjectName("name");
   threads_->setObjectName("threads_per_node");
   threads_->setRange(1, 256);
@@ -122,10 +128,38 @@ TopologyPage::TopologyPage(QWidget* parent)
   buttons->addWidget(test_);
   buttons->addWidget(save_);
 
+  // TLS: one set for the topology's remote daemons (a cluster has one CA), kept in the
+  // user's settings under each of their addresses, like the tokens.
+  auto* tlsForm = new QFormLayout(tlsBox_);
+  const auto fileRow = [this, tlsForm](QLineEdit* edit, const QString& label,
+                                       const QString& placeholder, const char* name) {
+    edit->setObjectName(name);
+    edit->setPlaceholderText(placeholder);
+    auto* browse = new QPushButton(tr("Choose..."), tlsBox_);
+    auto* row = new QHBoxLayout();
+    row->addWidget(edit, 1);
+    row->addWidget(browse);
+    tlsForm->addRow(label, row);
+    connect(browse, &QPushButton::clicked, this, [this, edit, label] {
+      const QString file = QFileDialog::getOpenFileName(
+          this, label, edit->text(), tr("PEM files (*.pem *.key *.crt);;All files (*)"));
+      if (!file.isEmpty()) edit->setText(file);
+    });
+    connect(edit, &QLineEdit::textChanged, this, [this] { validate(); });
+  };
+  fileRow(tlsCert_, tr("Client certificate"), tr("e.g. certs/client.pem"), "tls_cert");
+  fileRow(tlsKey_, tr("Client key"), tr("e.g. certs/client.key"), "tls_key");
+  fileRow(tlsCa_, tr("Cluster CA"), tr("e.g. certs/ca.pem"), "tls_ca");
+  tlsBox_->setToolTip(
+      tr("For daemons started with --tls-cert/--tls-key/--tls-ca: this computer's client "
+         "certificate and key and the cluster's CA (dtlab-node gen-certs DIR --hosts ... makes "
+         "them). Kept in your settings, never in the project. Empty: plain text."));
+
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(form);
   layout->addLayout(buttons);
   layout->addWidget(table_, 1);
+  layout->addWidget(tlsBox_);
   layout->addWidget(error_);
 
   connect(add, &QPushButton::clicked, this, [this] { addNodes(addCount_->value()); });
@@ -177,6 +211,14 @@ void TopologyPage::edit(qint64 id, const QString& name, const nlohmann::json& cl
   // A device this page does not offer stays in the JSON's place: the parser names it.
   device_->setCurrentIndex(std::max(0, device_->findData(QString::fromStdString(device))));
   unknownDevice_ = device_->findData(QString::fromStdString(device)) < 0 ? device : "";
+  // The TLS this user keeps for the first remote node (the page stores one set for all).
+  TlsPaths tls;
+  for (const TopologyModel::Node& node : model_->nodes())
+    if (node.remote && !node.address.isEmpty()) {
+      tls = node_tls::paths(node.address);
+      break;
+    }
+  setTls(tls);
   loading_ = false;
   editState_.loadStarted();
   validate();
@@ -184,6 +226,26 @@ void TopologyPage::edit(qint64 id, const QString& name, const nlohmann::json& cl
 
 QString TopologyPage::nodeToken(const QString& address) {
   return node_tokens::token(address);
+}
+
+TlsPaths TopologyPage::nodeTls(const QString& address) {
+  return node_tls::paths(address);
+}
+
+TlsPaths TopologyPage::tls() const {
+  return {tlsCert_->text().trimmed(), tlsKey_->text().trimmed(), tlsCa_->text().trimmed()};
+}
+
+void TopologyPage::setTls(const TlsPaths& paths) {
+  tlsCert_->setText(paths.cert);
+  tlsKey_->setText(paths.key);
+  tlsCa_->setText(paths.ca);
+}
+
+void TopologyPage::storeTls() {
+  const TlsPaths paths = tls();
+  for (const TopologyModel::Node& node : model_->nodes())
+    if (node.remote) node_tls::setPaths(node.address, paths);
 }
 
 QString TopologyPage::name() const {
@@ -221,6 +283,13 @@ void TopologyPage::validate() {
     problem = QString::fromUtf8(e.what());
   }
   if (problem.isEmpty() && name().isEmpty()) problem = tr("name: must not be empty");
+  const TlsPaths paths = tls();
+  if (problem.isEmpty() && model_->hasRemoteNodes() && !paths.isEmpty() &&
+      (paths.cert.isEmpty() || paths.key.isEmpty() || paths.ca.isEmpty()))
+    problem = tr("TLS: give the client certificate, its key and the cluster's CA, or none");
+  tlsBox_->setVisible(model_->hasRemoteNodes());
+  // What the page shows holds for every remote node, also one added after the TLS fields.
+  if (!loading_) storeTls();
   error_->setText(problem);
   error_->setVisible(!problem.isEmpty());
   save_->setEnabled(problem.isEmpty());
@@ -263,9 +332,11 @@ void TopologyPage::testConnection() {
     ++testsPending_;
     const std::string address = node.address.toStdString();
     const std::string token = node_tokens::token(node.address).toStdString();
+    const TlsPaths tls = this->tls();
     const ExperimentController* controller = controller_;
     runInBackground<NodeInfo>(
-        this, [controller, address, token] { return controller->queryNode(address, token); },
+        this,
+        [controller, address, token, tls] { return controller->queryNode(address, token, tls); },
         [this, row, generation](const std::optional<NodeInfo>& found, const QString& error) {
           if (generation != testGeneration_) return;
           model_->setFound(row, found ? describe(*found, true) : error, !found);

@@ -4,8 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ui/controller/experiment_controller.h"
 #include "ui/pages/edit_state.h"
 
+class QGroupBox;
 class QLabel;
 class QLineEdit;
 class QPushButton;
@@ -56,6 +58,14 @@ class TopologyPage final : public QWidget {
   // The token this user keeps for the daemon at `address` ("" when none): what the table's
   // token column edits (node_tokens in ui/models/topology_model.h).
   static QString nodeToken(const QString& address);
+  // The client certificate, key and CA this user keeps for the daemon at `address` (all
+  // empty: plain text); node_tls in ui/models/topology_model.h.
+  static TlsPaths nodeTls(const QString& address);
+  // The TLS fields (shown while the topology has remote nodes): what they hold, and setting
+  // them as the user would (stored for every remote node at once).
+  TlsPaths tls() const;
+  void setTls(const TlsPaths& paths);
+  QGroupBox* tlsBox() const { return tlsBox_; }
 
  signals:
   void saveRequested(qint64 id, const QString& name, const QString& configJson);
@@ -65,6 +75,9 @@ class TopologyPage final : public QWidget {
 
  private:
   void validate();
+  // Stores the TLS fields for every remote node's address (the user's settings); every
+  // validate() outside edit() calls it, so the fields hold for rows added after them too.
+  void storeTls();
   void testConnection();
   void finishTest(int generation, bool ok);
 
@@ -83,6 +96,10 @@ class TopologyPage final : public QWidget {
   QPushButton* save_;
   QPushButton* test_;
   QPushButton* addRemote_;
+  QGroupBox* tlsBox_;
+  QLineEdit* tlsCert_;
+  QLineEdit* tlsKey_;
+  QLineEdit* tlsCa_;
   EditState editState_;
   QString content() const;  // what EditState compares
   bool loading_ = false;    // inside edit(): the widgets' signals are not user edits
