@@ -14,6 +14,7 @@
 #include "app/compare_command.h"
 #include "app/progress.h"
 #include "app/project_command.h"
+#include "app/resume_command.h"
 #include "app/run_command.h"
 #include "core/common/config.h"
 #include "core/spec/experiment_spec.h"
@@ -48,6 +49,14 @@ commands:
       each node's own, 30). --tls-*: mutual TLS to daemons started with TLS (this
       client's certificate and key, the cluster's CA; dtlab-node gen-certs makes them).
       SIGINT/SIGTERM cancels the run; a second one exits at once.
+  resume P.dtlab RUN [--step S] [--local-nodes N | --node HOST:PORT ...] [--token T]
+      [--tls-cert F --tls-key F --tls-ca F] [--connect-timeout S] [--quiet]
+      Continue a failed, cancelled or interrupted run from its newest checkpoint (or
+      the one of step S; the spec's training.checkpoint_every / checkpoint_seconds
+      keep them, the newest training.checkpoints_kept), on the nodes chosen as for
+      `run`, into the same run: its points after that step are dropped and recorded
+      again, and a "resume" event marks it. A synchronous run resumed on as many
+      ranks ends with the parameters it would have had uninterrupted.
 )";
 
 constexpr const char* kUsageAfterBench = R"(  project new P.dtlab [--name NAME]
@@ -154,6 +163,7 @@ int main(int argc, char** argv) {
   try {
     if (command == "train") return train(args);
     if (command == "run") return dtlab::app::runCommand(args);
+    if (command == "resume") return dtlab::app::resumeCommand(args);
     if (command == "bench") return dtlab::app::benchCommand(args);
     if (command == "project") return dtlab::app::projectCommand(args);
     if (command == "export-trace") return dtlab::app::exportTraceCommand(args);

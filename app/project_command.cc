@@ -54,14 +54,6 @@ const char* plural(core::EntityKind kind) {
   return "entities";
 }
 
-int64_t parseRunId(const std::string& text) {
-  int64_t id = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
-  if (ec != std::errc() || end != text.data() + text.size() || id <= 0)
-    throw UsageError("RUN: expected a run id (a positive number), got '" + text + "'");
-  return id;
-}
-
 std::string formatTime(int64_t epochMs) {
   const std::time_t seconds = static_cast<std::time_t>(epochMs / 1000);
   std::tm local{};
@@ -401,6 +393,14 @@ int exportTraceCommand(const std::vector<std::string>& rawArgv) {
   return 0;
 }
 
+int64_t parseRunId(const std::string& text) {
+  int64_t id = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (ec != std::errc() || end != text.data() + text.size() || id <= 0)
+    throw UsageError("RUN: expected a run id (a positive number), got '" + text + "'");
+  return id;
+}
+
 TrainRecording::TrainRecording(const std::string& projectPath, const core::ExperimentSpec& spec,
                                core::MetricSink* progress, const std::string& strategy,
                                const std::string& runName) {
@@ -408,6 +408,14 @@ TrainRecording::TrainRecording(const std::string& projectPath, const core::Exper
   store_ = ProjectStore::openOrCreate(projectPath, &created);
   if (created) std::fprintf(stderr, "created project %s\n", projectPath.c_str());
   recording_ = std::make_unique<core::RunRecording>(*store_, spec, strategy, runName);
+  sink_ = std::make_unique<core::FanOutSink>(
+      std::vector<core::MetricSink*>{progress, &recording_->sink()});
+}
+
+TrainRecording::TrainRecording(std::unique_ptr<ProjectStore> store, int64_t runId,
+                               const core::ExperimentSpec& spec, core::MetricSink* progress)
+    : store_(std::move(store)) {
+  recording_ = std::make_unique<core::RunRecording>(*store_, runId, spec.training.checkpointsKept);
   sink_ = std::make_unique<core::FanOutSink>(
       std::vector<core::MetricSink*>{progress, &recording_->sink()});
 }

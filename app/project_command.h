@@ -23,12 +23,18 @@ int exportTraceCommand(const std::vector<std::string>& argv);
 
 // `dtlab-cli train SPEC --project P.dtlab`: records the run in P (created when missing)
 // while the progress printer keeps printing; sink() forwards to both.
+// A RUN argument: a positive run id, else UsageError.
+int64_t parseRunId(const std::string& text);
+
 class TrainRecording {
  public:
   // strategy: "single" for `train`, the variant's strategy for `run`.
   TrainRecording(const std::string& projectPath, const core::ExperimentSpec& spec,
                  core::MetricSink* progress, const std::string& strategy = "single",
                  const std::string& runName = "");
+  // Goes on recording run `runId` of `store` (`resume`, after ProjectStore::prepareResume).
+  TrainRecording(std::unique_ptr<core::ProjectStore> store, int64_t runId,
+                 const core::ExperimentSpec& spec, core::MetricSink* progress);
   ~TrainRecording();
   core::MetricSink* sink();
   int64_t runId() const;

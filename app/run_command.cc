@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -33,22 +34,30 @@ extern "C" void onInterrupt(int signal) {
 
 }  // namespace
 
-int runCommand(const std::vector<std::string>& argv) {
-  // Before anything that may take time (starting daemons, connecting), so that a signal
-  // always cancels rather than kills half way.
+const std::set<std::string>& clusterFlags() {
+  static const std::set<std::string> flags = {"--local-nodes",     "--node",     "--token",
+                                              "--connect-timeout", "--tls-cert", "--tls-key",
+                                              "--tls-ca"};
+  return flags;
+}
+
+void catchInterrupts() {
   std::signal(SIGINT, onInterrupt);
   std::signal(SIGTERM, onInterrupt);
-  const Args args(argv,
-                  {"--local-nodes", "--node", "--token", "--project", "--connect-timeout",
-                   "--tls-cert", "--tls-key", "--tls-ca"},
-                  {"--quiet"});
-  if (args.positionals().size() != 1) throw UsageError("run: expected one SPEC.json");
-  const core::ExperimentSpec spec = core::loadExperimentSpec(args.positionals()[0]);
-  std::vector<std::string> nodes = args.values("--node");
+}
+
+const std::atomic<bool>& interruptedFlag() {
+  return interrupted;
+}
+
+RunPlace chooseRunPlace(const Args& args, const core::ExperimentSpec& spec) {
+  RunPlace place;
+  std::vector<std::string>& nodes = place.nodes;
+  remote::CoordinatorOptions& options = place.options;
+  nodes = args.values("--node");
   if (!nodes.empty() && args.has("--local-nodes"))
     throw UsageError("--node and --local-nodes exclude each other");
   const std::string token = args.value("--token", "");
-  remote::CoordinatorOptions options;
   options.token = token;
   const remote::TlsFiles tls{args.value("--tls-cert", ""), args.value("--tls-key", ""),
                              args.value("--tls-ca", "")};
@@ -62,7 +71,6 @@ int runCommand(const std::vector<std::string>& argv) {
   // Where the run happens, first match wins: --node (running daemons, as they are),
   // --local-nodes (a local cluster), the spec's node addresses (running daemons, each given
   // the spec's emulation for it), or the spec's local cluster.
-  std::unique_ptr<remote::LocalCluster> cluster;
   if (nodes.empty() && spec.cluster.remote() && !args.has("--local-nodes")) {
     nodes = spec.cluster.addresses();
     options.emulation = spec.cluster.nodes;
@@ -80,16 +88,29 @@ int runCommand(const std::vector<std::string>& argv) {
       throw UsageError("--local-nodes " + std::to_string(count) + " contradicts the spec's " +
                        std::to_string(spec.cluster.nodes.size()) +
                        " per-node entries in cluster.nodes (drop --local-nodes, or edit the spec)");
-    cluster = std::make_unique<remote::LocalCluster>(
+    place.cluster = std::make_unique<remote::LocalCluster>(
         remote::defaultNodeBinary(), remote::localNodeOptions(spec.cluster, count), token);
-    nodes = cluster->addresses();
+    nodes = place.cluster->addresses();
   }
 
   if (args.has("--connect-timeout")) {
     const int64_t seconds = args.integer("--connect-timeout", 30, 1, 3600);
     options.connectTimeout = std::chrono::seconds(seconds);
   }
-  remote::Coordinator coordinator(nodes, options);
+  return place;
+}
+
+int runCommand(const std::vector<std::string>& argv) {
+  // Before anything that may take time (starting daemons, connecting), so that a signal
+  // always cancels rather than kills half way.
+  catchInterrupts();
+  std::set<std::string> flags = clusterFlags();
+  flags.insert("--project");
+  const Args args(argv, flags, {"--quiet"});
+  if (args.positionals().size() != 1) throw UsageError("run: expected one SPEC.json");
+  const core::ExperimentSpec spec = core::loadExperimentSpec(args.positionals()[0]);
+  RunPlace place = chooseRunPlace(args, spec);
+  remote::Coordinator coordinator(place.nodes, place.options);
   coordinator.connect();
 
   nlohmann::json runs = nlohmann::json::array();

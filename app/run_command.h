@@ -1,7 +1,15 @@
 #pragma once
 
+#include <atomic>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
+
+#include "app/args.h"
+#include "core/spec/experiment_spec.h"
+#include "remote/cluster/local_cluster.h"
+#include "remote/coordinator/coordinator.h"
 
 namespace dtlab::app {
 
@@ -9,5 +17,23 @@ namespace dtlab::app {
 //  [--project P.dtlab] [--quiet]`;
 // returns the exit code.
 int runCommand(const std::vector<std::string>& argv);
+
+// Shared by `run` and `resume`.
+// The flags that say where a run happens: --node, --local-nodes, --token, --connect-timeout,
+// --tls-cert, --tls-key, --tls-ca.
+const std::set<std::string>& clusterFlags();
+// Where a run of `spec` happens, from those flags, first match wins: --node (running daemons,
+// as they are), --local-nodes (a local cluster, started here), the spec's node addresses, the
+// spec's local cluster; and the coordinator's options. UsageError for flags that contradict.
+struct RunPlace {
+  std::vector<std::string> nodes;
+  std::unique_ptr<remote::LocalCluster> cluster;  // when the run started local daemons
+  remote::CoordinatorOptions options;
+};
+RunPlace chooseRunPlace(const Args& args, const core::ExperimentSpec& spec);
+// The first SIGINT/SIGTERM sets interruptedFlag() (the run is cancelled), a second one ends the
+// process at once.
+void catchInterrupts();
+const std::atomic<bool>& interruptedFlag();
 
 }  // namespace dtlab::app

@@ -12,6 +12,8 @@
 
 namespace dtlab::core {
 
+struct Checkpoint;  // core/train/checkpoint.h
+
 // Event kinds: start, rebalance, strategy_switch, node_lost, cancel, finish.
 struct RunEvent {
   int64_t step = 0;
@@ -115,6 +117,9 @@ class MetricSink {
   virtual void onEval(const EvalMetrics& /*metrics*/) {}
   virtual void onNode(const NodeMetrics& /*metrics*/) {}
   virtual void onEvent(const RunEvent& /*event*/) {}
+  // A checkpoint of the run (core/train/checkpoint.h), taken by rank 0 as the spec's
+  // training.checkpoint_every / checkpoint_seconds ask.
+  virtual void onCheckpoint(const Checkpoint& /*checkpoint*/) {}
 };
 
 }  // namespace dtlab::core

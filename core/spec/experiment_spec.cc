@@ -78,9 +78,10 @@ constexpr std::string_view kOptimizerFields[] = {
     "beta2", "eps", "rho",      "schedule", "scale_lr_base_batch"};
 constexpr std::string_view kScheduleFields[] = {"kind", "warmup_steps", "step_size", "gamma",
                                                 "min_lr"};
-constexpr std::string_view kTrainingFields[] = {"batch_size",  "epochs",          "max_steps",
-                                                "max_seconds", "target_accuracy", "eval_interval",
-                                                "threads",     "precision",       "data_partition"};
+constexpr std::string_view kTrainingFields[] = {
+    "batch_size",         "epochs",          "max_steps", "max_seconds",    "target_accuracy",
+    "eval_interval",      "threads",         "precision", "data_partition", "checkpoint_every",
+    "checkpoint_seconds", "checkpoints_kept"};
 constexpr std::string_view kDataPartitionFields[] = {"kind", "alpha"};
 
 // ---------------------------------------------------------------------------------------------
@@ -198,6 +199,9 @@ TrainingConfig parseTraining(ObjectReader& r, const DatasetConfig& data) {
   if (auto v = r.integer("eval_interval", 1, kMaxInt)) t.evalInterval = *v;
   if (auto v = r.integer("threads", 0, kMaxThreads)) t.threads = static_cast<int>(*v);
   if (auto v = r.choice("precision", kPrecisionNames)) t.precision = *v;
+  if (auto v = r.integer("checkpoint_every", 0, kMaxInt)) t.checkpointEvery = *v;
+  if (auto v = r.real("checkpoint_seconds", kNonNegative)) t.checkpointSeconds = *v;
+  if (auto v = r.integer("checkpoints_kept", 1, 100)) t.checkpointsKept = *v;
   ObjectReader partition = r.child("data_partition", kDataPartitionFields);
   if (auto v = partition.choice("kind", kDataPartitionNames)) t.dataPartition.kind = *v;
   if (partition.has("alpha") && t.dataPartition.kind != DataPartitionKind::kDirichlet)

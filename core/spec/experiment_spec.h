@@ -139,6 +139,11 @@ struct TrainingConfig {
   int threads = 0;                         // 0: automatic (1 for small models, else all cores)
   Precision precision = Precision::kFp32;  // kTf32 and kBf16 need cluster.device "cuda"
   DataPartitionConfig dataPartition;
+  // Checkpoints (core/train/checkpoint.h) of the strategies that keep them: every this many
+  // steps and/or seconds (0: never by that measure), the newest checkpointsKept of them kept.
+  int64_t checkpointEvery = 0;
+  double checkpointSeconds = 0.0;
+  int64_t checkpointsKept = 2;
 
   bool operator==(const TrainingConfig&) const = default;
 };

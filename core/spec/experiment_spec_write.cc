@@ -103,7 +103,10 @@ json toJson(const ExperimentSpec& spec) {
         {"eval_interval", t.evalInterval},
         {"threads", t.threads},
         {"precision", nameOf(kPrecisionNames, t.precision)},
-        {"data_partition", dataPartitionJson(t.dataPartition)}}},
+        {"data_partition", dataPartitionJson(t.dataPartition)},
+        {"checkpoint_every", t.checkpointEvery},
+        {"checkpoint_seconds", t.checkpointSeconds},
+        {"checkpoints_kept", t.checkpointsKept}}},
       {"cluster", cluster},
       {"variants", variantsJson(spec.variants)},
   };

@@ -5,6 +5,7 @@
 
 #include "core/common/log.h"
 #include "core/store/chunk_codec.h"
+#include "core/store/chunk_rows.h"
 #include "core/store/schema.h"
 #include "core/store/sqlite_db.h"
 
@@ -19,27 +20,13 @@ constexpr int64_t kCommitPoints = 1 << 20;
 // Open (partial) chunk rows a series may have before they are merged into one.
 constexpr std::size_t kMaxOpenChunks = 32;
 
-// A commit's contribution to run_metrics for one (run, key).
-struct MetricDelta {
-  int64_t count = 0;
-  int64_t lastStep = std::numeric_limits<int64_t>::min();
-  double lastWallMs = 0.0;
-  double lastValue = 0.0;
-  double minValue = std::numeric_limits<double>::quiet_NaN();
-  double maxValue = std::numeric_limits<double>::quiet_NaN();
-};
-
 }  // namespace
 
 class PointAppender::Writer {
  public:
   explicit Writer(const std::string& path)
       : db_(openProjectDatabase(path, OpenDatabaseOptions{false, false})),
-        insertChunk_(*db_,
-                     "INSERT INTO chunks(series_id, count, min_step, max_step, min_wall_ms, "
-                     "max_wall_ms, min_value, min_value_step, min_value_wall_ms, max_value, "
-                     "max_value_step, max_value_wall_ms, data) "
-                     "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+        insertChunk_(*db_, kInsertChunkSql),
         readChunk_(*db_, "SELECT count, data FROM chunks WHERE id = ?"),
         deleteChunk_(*db_, "DELETE FROM chunks WHERE id = ?"),
         findRun_(*db_, "SELECT 1 FROM runs WHERE id = ?"),
@@ -52,6 +39,13 @@ class PointAppender::Writer {
         insertEvent_(*db_,
                      "INSERT INTO events(run_id, step, wall_ms, kind, detail) "
                      "VALUES (?, ?, ?, ?, ?)"),
+        putCheckpoint_(
+            *db_,
+            "INSERT OR REPLACE INTO checkpoints(run_id, step, wall_ms, created_ms, data) "
+            "VALUES (?, ?, ?, ?, ?)"),
+        pruneCheckpoints_(*db_,
+                          "DELETE FROM checkpoints WHERE run_id = ?1 AND step NOT IN (SELECT step "
+                          "FROM checkpoints WHERE run_id = ?1 ORDER BY step DESC LIMIT ?2)"),
         upsertMetric_(*db_,
                       "INSERT INTO run_metrics(run_id, key, count, last_step, last_wall_ms, "
                       "last_value, min_value, max_value) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
@@ -89,16 +83,18 @@ class PointAppender::Writer {
 
   // One transaction holding every pending point, the events and the run_metrics update.
   // Returns the points committed.
-  int64_t commit(const std::vector<PendingEvent>& events) {
-    if (pending_ == 0 && events.empty()) return 0;
+  int64_t commit(const std::vector<PendingEvent>& events,
+                 const std::vector<CheckpointRecord>& checkpoints) {
+    if (pending_ == 0 && events.empty() && checkpoints.empty()) return 0;
     try {
-      commitOnce(events);
+      commitOnce(events, checkpoints);
     } catch (const StoreError& e) {
       // The transaction rolled back. A run deleted while it was being recorded shows up
       // as a foreign key failure; name the run instead.
       if (e.foreignKeyViolation()) {
         for (SeriesHandle handle : touched_) requireRun(series_[handle].key.runId);
         for (const PendingEvent& event : events) requireRun(event.runId);
+        for (const CheckpointRecord& c : checkpoints) requireRun(c.runId);
       }
       throw;
     }
@@ -109,19 +105,26 @@ class PointAppender::Writer {
   }
 
  private:
-  void commitOnce(const std::vector<PendingEvent>& events) {
+  void commitOnce(const std::vector<PendingEvent>& events,
+                  const std::vector<CheckpointRecord>& checkpoints) {
     sqlite::Transaction transaction(*db_);
-    std::map<std::pair<int64_t, std::string>, MetricDelta> metrics;
+    MetricDeltas metrics;
     for (SeriesHandle handle : touched_) {
       SeriesState& s = series_[handle];
       ensureSeriesRow(s);
-      accumulate(metrics[{s.key.runId, s.key.key}], s.pending);
+      metrics[{s.key.runId, s.key.key}].add(s.pending);
       writeSeries(s);
     }
     for (const PendingEvent& e : events) {
       requireRun(e.runId);
       insertEvent_.bind(1, e.runId).bind(2, e.event.step).bind(3, e.event.wallMs);
       insertEvent_.bind(4, e.event.kind).bind(5, e.event.detail).run();
+    }
+    for (const CheckpointRecord& c : checkpoints) {
+      requireRun(c.runId);
+      putCheckpoint_.bind(1, c.runId).bind(2, c.step).bind(3, c.wallMs).bind(4, epochMsNow());
+      putCheckpoint_.bindBlob(5, c.data).run();
+      pruneCheckpoints_.bind(1, c.runId).bind(2, c.keep).run();
     }
     for (const auto& [key, m] : metrics) {
       upsertMetric_.bind(1, key.first).bind(2, key.second).bind(3, m.count).bind(4, m.lastStep);
@@ -159,32 +162,8 @@ class PointAppender::Writer {
     findSeries_.reset();
   }
 
-  static void accumulate(MetricDelta& m, const std::vector<SeriesPoint>& points) {
-    for (const SeriesPoint& p : points) {
-      ++m.count;
-      if (p.step >= m.lastStep) {
-        m.lastStep = p.step;
-        m.lastWallMs = p.wallMs;
-        m.lastValue = p.value;
-      }
-      if (std::isnan(p.value)) continue;
-      m.minValue = std::isnan(m.minValue) ? p.value : std::min(m.minValue, p.value);
-      m.maxValue = std::isnan(m.maxValue) ? p.value : std::max(m.maxValue, p.value);
-    }
-  }
-
   int64_t insertChunk(int64_t seriesRow, std::span<const SeriesPoint> points) {
-    const ChunkStats s = chunkStats(points);
-    encodeChunk(points, blob_);
-    insertChunk_.bind(1, seriesRow).bind(2, s.count).bind(3, s.minStep).bind(4, s.maxStep);
-    insertChunk_.bind(5, s.minWallMs).bind(6, s.maxWallMs);
-    if (s.hasValue) {
-      insertChunk_.bind(7, s.minPoint.value).bind(8, s.minPoint.step).bind(9, s.minPoint.wallMs);
-      insertChunk_.bind(10, s.maxPoint.value).bind(11, s.maxPoint.step);
-      insertChunk_.bind(12, s.maxPoint.wallMs);
-    }
-    insertChunk_.bindBlob(13, blob_);
-    insertChunk_.run();
+    insertChunkRow(insertChunk_, seriesRow, points, blob_);
     return db_->lastInsertId();
   }
 
@@ -239,6 +218,8 @@ class PointAppender::Writer {
   sqlite::Statement insertSeries_;
   sqlite::Statement findSeries_;
   sqlite::Statement insertEvent_;
+  sqlite::Statement putCheckpoint_;
+  sqlite::Statement pruneCheckpoints_;
   sqlite::Statement upsertMetric_;
 
   std::vector<SeriesState> series_;    // indexed by SeriesHandle
@@ -311,6 +292,14 @@ void PointAppender::appendEvent(int64_t runId, const RunEvent& event) {
   events_.push_back({runId, event});
 }
 
+void PointAppender::appendCheckpoint(CheckpointRecord record) {
+  std::lock_guard lock(mutex_);
+  if (closed_) throw StoreError(path_ + ": append after the point appender was closed");
+  if (!error_.empty()) return;
+  checkpoints_.push_back(std::move(record));
+  wake_.notify_one();  // a checkpoint is worth committing now
+}
+
 void PointAppender::flush() {
   std::unique_lock lock(mutex_);
   if (!error_.empty()) throw StoreError(error_);
@@ -353,6 +342,7 @@ void PointAppender::writerLoop() {
   using Clock = std::chrono::steady_clock;
   std::vector<PointRecord> batch;
   std::vector<PendingEvent> events;
+  std::vector<CheckpointRecord> checkpoints;
   uint64_t done = 0;
   Clock::time_point deadline = Clock::now() + options_.commitInterval;
   for (;;) {
@@ -361,12 +351,16 @@ void PointAppender::writerLoop() {
     {
       std::unique_lock lock(mutex_);
       wake_.wait_until(lock, deadline, [&] {
-        return stop_ || flushRequested_ > done || queue_.size() >= kWakePoints;
+        return stop_ || flushRequested_ > done || queue_.size() >= kWakePoints ||
+               !checkpoints_.empty();
       });
       batch.swap(queue_);
       events.insert(events.end(), std::make_move_iterator(events_.begin()),
                     std::make_move_iterator(events_.end()));
       events_.clear();
+      checkpoints.insert(checkpoints.end(), std::make_move_iterator(checkpoints_.begin()),
+                         std::make_move_iterator(checkpoints_.end()));
+      checkpoints_.clear();
       for (std::size_t h = writer_->knownSeries(); h < handles_.size(); ++h)
         writer_->addSeries(handles_[h]);
       target = flushRequested_;
@@ -376,18 +370,19 @@ void PointAppender::writerLoop() {
     writer_->add(batch);
     batch.clear();
     const Clock::time_point now = Clock::now();
-    const bool due =
-        now >= deadline || target > done || stopping || writer_->pendingPoints() >= kCommitPoints;
+    const bool due = now >= deadline || target > done || stopping || !checkpoints.empty() ||
+                     writer_->pendingPoints() >= kCommitPoints;
     if (!due) continue;
     std::string error;
     int64_t committed = 0;
     try {
-      committed = writer_->commit(events);
+      committed = writer_->commit(events, checkpoints);
     } catch (const std::exception& e) {
       error = e.what();
     }
-    const bool wrote = committed > 0 || !events.empty();
+    const bool wrote = committed > 0 || !events.empty() || !checkpoints.empty();
     events.clear();
+    checkpoints.clear();
     done = target;
     deadline = Clock::now() + options_.commitInterval;
     {

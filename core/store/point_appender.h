@@ -45,6 +45,15 @@ struct AppenderOptions {
   int64_t maxQueuedPoints = 4'000'000;
 };
 
+// A checkpoint as the store keeps it (ProjectStore::checkpoints).
+struct CheckpointRecord {
+  int64_t runId = 0;
+  int64_t step = 0;
+  double wallMs = 0.0;
+  std::vector<unsigned char> data;  // encodeCheckpoint's bytes
+  int64_t keep = 2;                 // the newest this many of the run's stay
+};
+
 // The write path for metric points and events: any number of producer threads append
 // (a mutex-guarded vector push, no I/O), and one writer thread, with its own connection
 // to the project file, packs points into chunk rows and commits them in batches, one
@@ -74,6 +83,9 @@ class PointAppender {
   void append(SeriesHandle series, int64_t step, double wallMs, double value);
   void append(std::span<const PointRecord> points);  // one lock for many points
   void appendEvent(int64_t runId, const RunEvent& event);
+  // A checkpoint of a run (its encoded bytes), committed with the points appended before it;
+  // the same transaction drops the run's checkpoints beyond the newest `keep`.
+  void appendCheckpoint(CheckpointRecord record);
 
   // Blocks until everything appended before the call is committed. Throws StoreError if
   // the writer failed.
@@ -101,6 +113,7 @@ class PointAppender {
   std::condition_variable progress_;  // flush() and throttled producers wait here
   std::vector<PointRecord> queue_;
   std::vector<PendingEvent> events_;
+  std::vector<CheckpointRecord> checkpoints_;
   std::vector<SeriesKey> handles_;
   std::map<SeriesKey, SeriesHandle> handleIndex_;
   uint64_t flushRequested_ = 0;

@@ -513,6 +513,36 @@ void ProjectStore::addEvent(int64_t runId, const RunEvent& event) {
   }
 }
 
+std::vector<CheckpointInfo> ProjectStore::checkpoints(int64_t runId) {
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(*db_,
+                      "SELECT step, wall_ms, created_ms, length(data) FROM checkpoints "
+                      "WHERE run_id = ? ORDER BY step");
+  s.bind(1, runId);
+  std::vector<CheckpointInfo> out;
+  while (s.step())
+    out.push_back({s.columnInt(0), s.columnDouble(1), s.columnInt(2), s.columnInt(3)});
+  return out;
+}
+
+std::vector<unsigned char> ProjectStore::checkpointData(int64_t runId, int64_t step) {
+  {
+    std::lock_guard lock(mutex_);
+    sqlite::Statement s(*db_, "SELECT data FROM checkpoints WHERE run_id = ? AND step = ?");
+    s.bind(1, runId).bind(2, step);
+    if (s.step()) {
+      const std::span<const unsigned char> blob = s.columnBlob(0);
+      return {blob.begin(), blob.end()};
+    }
+  }
+  std::string steps;
+  for (const CheckpointInfo& c : checkpoints(runId))
+    steps += (steps.empty() ? "" : ", ") + std::to_string(c.step);
+  throw StoreError("run " + std::to_string(runId) + " has no checkpoint of step " +
+                   std::to_string(step) +
+                   (steps.empty() ? " (it has none)" : " (it has steps " + steps + ")"));
+}
+
 std::vector<RunEvent> ProjectStore::events(int64_t runId) {
   std::lock_guard lock(mutex_);
   sqlite::Statement s(*db_,

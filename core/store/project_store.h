@@ -73,6 +73,14 @@ struct RunMetric {
 inline constexpr int kNoNode = -1;
 inline constexpr int kNoWorker = -1;
 
+// A kept checkpoint of a run (core/train/checkpoint.h); its bytes come from checkpointData.
+struct CheckpointInfo {
+  int64_t step = 0;
+  double wallMs = 0.0;
+  int64_t createdMs = 0;
+  int64_t bytes = 0;
+};
+
 struct SeriesInfo {
   int64_t id = 0;
   int64_t runId = 0;
@@ -152,6 +160,17 @@ class ProjectStore {
   // Events (the PointAppender also writes them, in order with the points).
   void addEvent(int64_t runId, const RunEvent& event);
   std::vector<RunEvent> events(int64_t runId);
+
+  // A run's kept checkpoints, oldest first (PointAppender::appendCheckpoint writes them), and
+  // the encoded bytes of one; checkpointData throws naming the steps there are.
+  std::vector<CheckpointInfo> checkpoints(int64_t runId);
+  std::vector<unsigned char> checkpointData(int64_t runId, int64_t step);
+  // Makes the run ready to continue from its checkpoint of `step` (dtlab-cli resume), in one
+  // transaction, and returns the checkpoint's bytes: refused while the run's recorder still
+  // runs; its points after `step` dropped (the resumed run records them again) and its
+  // run_metrics recomputed; its later checkpoints and its summary dropped; status running
+  // with this process as its recorder. (The resumed run's first event says "resume".)
+  std::vector<unsigned char> prepareResume(int64_t runId, int64_t step);
 
   // Series of a run (ordered by key, node, worker) and their points.
   std::vector<SeriesInfo> series(int64_t runId);

@@ -24,16 +24,19 @@ std::string hostName() {
 }
 
 // Field 22 of /proc/<pid>/stat: the process's start, in clock ticks after boot ("" when the
-// process does not exist). The command name (field 2) may hold spaces, so fields are counted
-// after its closing parenthesis.
+// process does not exist, or is a zombie: it died and only its exit status waits for a parent
+// that has not collected it, as under a container's init that reaps nothing). The command
+// name (field 2) may hold spaces, so fields are counted after its closing parenthesis.
 std::string startTicks(long pid) {
   const std::string stat = firstLine("/proc/" + std::to_string(pid) + "/stat");
   const std::size_t close = stat.rfind(')');
   if (close == std::string::npos) return "";
   std::istringstream fields(stat.substr(close + 1));
   std::string field;
-  for (int i = 3; i <= 22 && fields >> field; ++i)
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+    if (i == 3 && (field == "Z" || field == "X")) return "";
     if (i == 22) return field;
+  }
   return "";
 }
 

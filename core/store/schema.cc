@@ -14,6 +14,7 @@
 
 #include "core/common/config.h"
 #include "core/store/chunk_codec.h"
+#include "core/store/chunk_rows.h"
 #include "core/store/sqlite_db.h"
 
 namespace dtlab::core {
@@ -134,30 +135,6 @@ void createV1(sqlite::Db& db) {
   meta.bind(1, "created_with").bind(2, "DTLab " DTLAB_VERSION).run();
 }
 
-// Per (run, key) aggregate accumulated while converting, written to run_metrics.
-struct MetricAggregate {
-  int64_t count = 0;
-  int64_t lastStep = 0;
-  double lastWallMs = 0.0;
-  double lastValue = std::nan("");
-  double minValue = std::nan("");
-  double maxValue = std::nan("");
-};
-
-void insertChunk(sqlite::Statement& insert, int64_t seriesId, std::span<const SeriesPoint> points,
-                 std::vector<unsigned char>& blob) {
-  const ChunkStats s = chunkStats(points);
-  encodeChunk(points, blob);
-  insert.bind(1, seriesId).bind(2, s.count).bind(3, s.minStep).bind(4, s.maxStep);
-  insert.bind(5, s.minWallMs).bind(6, s.maxWallMs);
-  if (s.hasValue) {
-    insert.bind(7, s.minPoint.value).bind(8, s.minPoint.step).bind(9, s.minPoint.wallMs);
-    insert.bind(10, s.maxPoint.value).bind(11, s.maxPoint.step).bind(12, s.maxPoint.wallMs);
-  }
-  insert.bindBlob(13, blob);
-  insert.run();
-}
-
 // v1 -> v2: repack every series' points into chunks (in step order, which v1's primary
 // key guarantees), compute run_metrics from them, and drop the old table.
 void packPointsIntoChunks(sqlite::Db& db) {
@@ -165,50 +142,28 @@ void packPointsIntoChunks(sqlite::Db& db) {
   sqlite::Statement seriesList(db, "SELECT id, run_id, key FROM series ORDER BY id");
   sqlite::Statement points(
       db, "SELECT step, wall_ms, value FROM points WHERE series_id = ? ORDER BY step");
-  sqlite::Statement insert(db,
-                           "INSERT INTO chunks(series_id, count, min_step, max_step, "
-                           "min_wall_ms, max_wall_ms, min_value, min_value_step, "
-                           "min_value_wall_ms, max_value, max_value_step, max_value_wall_ms, "
-                           "data) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  std::map<std::pair<int64_t, std::string>, MetricAggregate> metrics;
+  sqlite::Statement insert(db, kInsertChunkSql);
+  MetricDeltas metrics;
   std::vector<SeriesPoint> buffer;
   std::vector<unsigned char> blob;
   while (seriesList.step()) {
     const int64_t seriesId = seriesList.columnInt(0);
-    MetricAggregate& m = metrics[{seriesList.columnInt(1), seriesList.columnText(2)}];
+    MetricDelta& m = metrics[{seriesList.columnInt(1), seriesList.columnText(2)}];
     points.bind(1, seriesId);
     buffer.clear();
     while (points.step()) {
       const SeriesPoint p{points.columnInt(0), points.columnDouble(1), points.columnDouble(2)};
-      const double stored = static_cast<float>(p.value);
-      if (m.count == 0 || p.step >= m.lastStep) {
-        m.lastStep = p.step;
-        m.lastWallMs = p.wallMs;
-        m.lastValue = stored;
-      }
-      ++m.count;
-      if (!std::isnan(stored)) {
-        m.minValue = std::isnan(m.minValue) ? stored : std::min(m.minValue, stored);
-        m.maxValue = std::isnan(m.maxValue) ? stored : std::max(m.maxValue, stored);
-      }
+      m.add({&p, 1});
       buffer.push_back(p);
       if (buffer.size() == kChunkCapacity) {
-        insertChunk(insert, seriesId, buffer, blob);
+        insertChunkRow(insert, seriesId, buffer, blob);
         buffer.clear();
       }
     }
     points.reset();
-    if (!buffer.empty()) insertChunk(insert, seriesId, buffer, blob);
+    if (!buffer.empty()) insertChunkRow(insert, seriesId, buffer, blob);
   }
-  sqlite::Statement metric(db,
-                           "INSERT INTO run_metrics(run_id, key, count, last_step, last_wall_ms, "
-                           "last_value, min_value, max_value) VALUES (?,?,?,?,?,?,?,?)");
-  for (const auto& [key, m] : metrics) {
-    if (m.count == 0) continue;
-    metric.bind(1, key.first).bind(2, key.second).bind(3, m.count).bind(4, m.lastStep);
-    metric.bind(5, m.lastWallMs).bind(6, m.lastValue).bind(7, m.minValue).bind(8, m.maxValue);
-    metric.run();
-  }
+  insertRunMetrics(db, metrics);
   db.exec("DROP TABLE points");
 }
 
@@ -218,10 +173,25 @@ void addRunRecorders(sqlite::Db& db) {
   db.exec("ALTER TABLE runs ADD COLUMN recorder TEXT");
 }
 
-constexpr std::array<Migration, 3> kMigrations = {{
+// v3 -> v4: checkpoints, one row per kept checkpoint of a run (the encoded form of
+// core/train/checkpoint.h), gone with their run.
+void addCheckpoints(sqlite::Db& db) {
+  db.exec(R"sql(
+    CREATE TABLE checkpoints (
+      run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+      step INTEGER NOT NULL,
+      wall_ms REAL NOT NULL,
+      created_ms INTEGER NOT NULL,
+      data BLOB NOT NULL,
+      PRIMARY KEY (run_id, step)) WITHOUT ROWID;
+  )sql");
+}
+
+constexpr std::array<Migration, 4> kMigrations = {{
     {0, "create the project tables", &createV1},
     {1, "pack points into chunks; add run_metrics", &packPointsIntoChunks},
     {2, "add runs.recorder", &addRunRecorders},
+    {3, "add checkpoints", &addCheckpoints},
 }};
 static_assert(kMigrations.size() == kSchemaVersion, "one migration step per version");
 

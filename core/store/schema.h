@@ -21,7 +21,8 @@ class Db;
 //      metric summary table (run_metrics), so listing runs never scans points
 //   3  runs.recorder: which process records a run (core/store/recorder.h), so a run whose
 //      recorder is gone reads as interrupted
-inline constexpr int kSchemaVersion = 3;
+//   4  checkpoints: a run's newest checkpoints (core/train/checkpoint.h), to resume it from
+inline constexpr int kSchemaVersion = 4;
 inline constexpr int32_t kProjectApplicationId = 0x44544C42;  // "DTLB"
 
 // One forward migration step: from version `from` to `from + 1`. Each step runs in its own

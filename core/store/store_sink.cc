@@ -1,6 +1,7 @@
 #include "core/store/store_sink.h"
 
 #include "core/common/log.h"
+#include "core/train/checkpoint.h"
 
 #include <cmath>
 
@@ -55,6 +56,10 @@ void StoreSink::onNode(const NodeMetrics& m) {
   append(m, handlesOf(nodeHandles_, MetricScope::kNode, node, node, kNoWorker), m.step, m.wallMs);
 }
 
+void StoreSink::onCheckpoint(const Checkpoint& c) {
+  appender_.appendCheckpoint({runId_, c.step, c.wallMs, encodeCheckpoint(c), keep_});
+}
+
 void StoreSink::onEval(const EvalMetrics& m) {
   std::lock_guard lock(mutex_);
   append(m, runHandles_, m.step, m.wallMs);
@@ -83,6 +88,20 @@ RunRecording::RunRecording(ProjectStore& store, const ExperimentSpec& spec,
     throw;
   }
   sink_ = std::make_unique<StoreSink>(*appender_, runId_);
+  sink_->setCheckpointsKept(spec.training.checkpointsKept);
+}
+
+RunRecording::RunRecording(ProjectStore& store, int64_t runId, int64_t checkpointsKept,
+                           AppenderOptions options)
+    : store_(store), runId_(runId) {
+  try {
+    appender_ = std::make_unique<PointAppender>(store.path(), options);
+  } catch (...) {
+    store.setRunStatus(runId_, RunStatus::kFailed, "could not start recording");
+    throw;
+  }
+  sink_ = std::make_unique<StoreSink>(*appender_, runId_);
+  sink_->setCheckpointsKept(checkpointsKept);
 }
 
 RunRecording::~RunRecording() {

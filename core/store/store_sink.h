@@ -33,8 +33,11 @@ class StoreSink : public MetricSink {
   void onEval(const EvalMetrics& m) override;
   void onNode(const NodeMetrics& m) override;
   void onEvent(const RunEvent& e) override;
+  // Encoded and handed to the appender, which keeps the newest checkpointsKept() of the run.
+  void onCheckpoint(const Checkpoint& c) override;
 
   int64_t runId() const { return runId_; }
+  void setCheckpointsKept(int64_t keep) { keep_ = keep; }
 
  private:
   using Handles = std::vector<SeriesHandle>;  // one per table row of a scope, in table order
@@ -47,6 +50,7 @@ class StoreSink : public MetricSink {
   PointAppender& appender_;
   int64_t runId_;
   int node_;
+  int64_t keep_ = 2;
   std::mutex mutex_;  // workers may report from several threads
   std::vector<std::optional<Handles>> workerHandles_;
   std::vector<std::optional<Handles>> nodeHandles_;
@@ -63,6 +67,10 @@ class RunRecording {
  public:
   RunRecording(ProjectStore& store, const ExperimentSpec& spec, const std::string& strategy,
                const std::string& runName = "", AppenderOptions options = {});
+  // Goes on recording run `runId` (a resume: ProjectStore::prepareResume made it ready),
+  // keeping the newest `checkpointsKept` checkpoints.
+  RunRecording(ProjectStore& store, int64_t runId, int64_t checkpointsKept,
+               AppenderOptions options = {});
   ~RunRecording();
   RunRecording(const RunRecording&) = delete;
   RunRecording& operator=(const RunRecording&) = delete;
@@ -95,6 +103,9 @@ class FanOutSink : public MetricSink {
   }
   void onEvent(const RunEvent& e) override {
     for (MetricSink* s : sinks_) s->onEvent(e);
+  }
+  void onCheckpoint(const Checkpoint& c) override {
+    for (MetricSink* s : sinks_) s->onCheckpoint(c);
   }
 
  private:

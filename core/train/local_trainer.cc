@@ -26,6 +26,9 @@ class EventRecorder final : public MetricSink {
     events.push_back(e);
     if (next_ != nullptr) next_->onEvent(e);
   }
+  void onCheckpoint(const Checkpoint& c) override {
+    if (next_ != nullptr) next_->onCheckpoint(c);
+  }
   std::vector<RunEvent> events;
 
  private:
@@ -64,6 +67,7 @@ RunSummary trainLocal(const ExperimentSpec& spec, const LocalTrainOptions& optio
   WorkerJob job;
   job.spec = spec;
   job.device = options.device;
+  job.resumeFrom = options.resumeFrom;
   job.threads = options.threads > 0 ? options.threads : spec.training.threads;
   if (job.threads == 0) {
     try {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <string>
 
 #include "core/metrics/metrics.h"
@@ -10,7 +11,8 @@ namespace dtlab::core {
 
 struct LocalTrainOptions {
   std::string device = "cpu";
-  int threads = 0;  // overrides spec.training.threads when > 0
+  int threads = 0;                               // overrides spec.training.threads when > 0
+  std::shared_ptr<const Checkpoint> resumeFrom;  // continue from it (WorkerJob::resumeFrom)
 };
 
 // Trains the spec's model in this process on the whole training set: the

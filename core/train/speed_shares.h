@@ -31,6 +31,8 @@ class SpeedEstimate {
   explicit SpeedEstimate(double weight = 0.3) : weight_(weight) {}
   void add(int64_t samples, double computeMs);
   double samplesPerS() const { return value_; }
+  // Continues from an earlier estimate (a resumed run).
+  void restart(double samplesPerS) { value_ = samplesPerS; }
 
  private:
   double weight_;

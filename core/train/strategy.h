@@ -16,6 +16,7 @@ namespace dtlab::core {
 
 class AbortSignal;
 class Backend;
+struct Checkpoint;
 class Communicator;
 class ParameterClient;
 class Dataset;
@@ -31,6 +32,9 @@ struct WorkerJob {
   int threads = 1;  // CPU threads of this worker's backend
   std::string device = "cpu";
   bool keepParams = false;  // return the final parameters (tests, equivalence checks)
+  // Continue from this checkpoint (every rank the same one): the first step is its step + 1,
+  // and the run's clock goes on from its time.
+  std::shared_ptr<const Checkpoint> resumeFrom;
 };
 
 // Where a failed rank's error started. A run's error is the root cause: the coordinator
@@ -170,6 +174,15 @@ class Strategy {
   // This rank trains no more (called after the final evaluation): release what other ranks
   // may wait on. Also called, ignoring errors, when the run fails.
   virtual void finish() {}
+
+  // Checkpoints (core/train/checkpoint.h), for a strategy whose ranks hold one replica
+  // between steps, so that rank 0's state after a step continues every rank. checkpoint()
+  // takes that state after `step`; restore(), called on every rank right after setUp(), puts
+  // a fresh rank where the checkpoint was (replica, optimizer, data position, the strategy's
+  // own state). A strategy without them refuses training.checkpoint_every and resume.
+  virtual bool checkpoints() const { return false; }
+  virtual Checkpoint checkpoint(int64_t step) const;
+  virtual void restore(const Checkpoint& checkpoint);
 };
 
 // Runs one rank of the job's strategy variant to the end (stopping conditions as in

@@ -11,6 +11,7 @@
 #include "core/comm/gradient_buckets.h"
 #include "core/common/random.h"
 #include "core/data/dataset.h"
+#include "core/train/checkpoint.h"
 #include "core/train/data_shards.h"
 
 namespace dtlab::core {
@@ -202,6 +203,48 @@ void SyncAllReduce::rebalance(int64_t step) {
   for (int r = 0; r < job.rank; ++r) begin += counts_[static_cast<std::size_t>(r)];
   slice_ = {global_, begin, counts_[static_cast<std::size_t>(job.rank)]};
   worker_->setSlice(slice_);
+}
+
+Checkpoint SyncAllReduce::checkpoint(int64_t step) const {
+  Checkpoint c;
+  c.step = step;
+  c.strategy =
+      strategyOf(context_.job.spec.variants[static_cast<std::size_t>(context_.job.variant)]).name;
+  c.optimizer = worker_->optimizerName();
+  c.params = worker_->model().paramsToHost();
+  c.optimizerState = worker_->optimizerState();
+  c.strategyState = {{"shares", counts_}, {"speed_samples_per_s", speed_.samplesPerS()}};
+  return c;
+}
+
+void SyncAllReduce::restore(const Checkpoint& c) {
+  Worker& worker = *worker_;
+  if (c.optimizer != worker.optimizerName())
+    throw Error("the checkpoint's optimizer is " + c.optimizer + ", this run's " +
+                worker.optimizerName());
+  if (static_cast<int64_t>(c.params.size()) != worker.model().parameterCount())
+    throw Error("the checkpoint holds " + std::to_string(c.params.size()) +
+                " parameters, this model has " + std::to_string(worker.model().parameterCount()));
+  worker.model().setParams(c.params);
+  worker.restoreOptimizerState(c.optimizerState);
+  // The shares carry over when the group has the same size; another group starts equal.
+  const WorkerJob& job = context_.job;
+  std::vector<int64_t> shares;
+  if (c.strategyState.is_object() && c.strategyState.contains("shares"))
+    for (const nlohmann::json& s : c.strategyState["shares"])
+      if (s.is_number_integer()) shares.push_back(s.get<int64_t>());
+  int64_t sum = 0;
+  for (int64_t s : shares) sum += s > 0 ? s : global_ + 1;
+  if (static_cast<int>(shares.size()) == job.world && sum == global_ && shares != counts_) {
+    counts_ = shares;
+    int64_t begin = 0;
+    for (int r = 0; r < job.rank; ++r) begin += counts_[static_cast<std::size_t>(r)];
+    slice_ = {global_, begin, counts_[static_cast<std::size_t>(job.rank)]};
+    worker.setSlice(slice_);
+  }
+  if (c.strategyState.is_object() && c.strategyState.value("speed_samples_per_s", 0.0) > 0.0)
+    speed_.restart(c.strategyState.value("speed_samples_per_s", 0.0));
+  worker.skipBatches(c.step);  // one global batch a step
 }
 
 Votes SyncAllReduce::agree(const Votes& local) {

@@ -6,6 +6,7 @@
 #include "core/backend/backend.h"
 #include "core/comm/communicator.h"
 #include "core/data/dataset.h"
+#include "core/train/checkpoint.h"
 #include "core/train/local_trainer.h"
 #include "core/train/strategy.h"
 #include "core/train/strategy_registry.h"
@@ -47,6 +48,10 @@ class TrainingLoop {
   Votes localVotes(Clock::time_point trainStart) const;
   void recordStep(int64_t step, const StepReport& r, double stepMs, double wallMs,
                   int64_t sentBefore, int64_t receivedBefore);
+  // Puts the run where job_.resumeFrom was taken; returns its step.
+  int64_t resume(Strategy& strategy);
+  // Rank 0 hands the sink a checkpoint after `step` when the spec's interval says so.
+  void maybeCheckpoint(const Strategy& strategy, int64_t step);
 
   const WorkerJob& job_;
   const ExperimentSpec& spec_;
@@ -64,7 +69,37 @@ class TrainingLoop {
   std::string evalFailedBecause_;
   int64_t lastEvalStep_ = -1;
   int64_t lastEvalProgress_ = 0;  // the global step of the last evaluation
+  Clock::time_point lastCheckpoint_ = Clock::now();
 };
+
+int64_t TrainingLoop::resume(Strategy& strategy) {
+  const Checkpoint& c = *job_.resumeFrom;
+  const std::string name = strategyOf(spec_.variants[static_cast<std::size_t>(job_.variant)]).name;
+  if (!strategy.checkpoints())
+    throw Error(name + " keeps no checkpoints, so it cannot resume from one");
+  if (c.strategy != name)
+    throw Error("the checkpoint is of a " + c.strategy + " run, this variant is " + name);
+  strategy.restore(c);
+  // The run's clock goes on from the checkpoint's time (series, time limit, time to target).
+  start_ -= std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double, std::milli>(c.wallMs));
+  lastEvalProgress_ = strategy.globalStep(c.step);
+  return c.step;
+}
+
+void TrainingLoop::maybeCheckpoint(const Strategy& strategy, int64_t step) {
+  const TrainingConfig& t = spec_.training;
+  if (job_.rank != 0 || sink_ == nullptr || !strategy.checkpoints()) return;
+  const Clock::time_point now = Clock::now();
+  const bool bySteps = t.checkpointEvery > 0 && step % t.checkpointEvery == 0;
+  const bool bySeconds =
+      t.checkpointSeconds > 0.0 && msBetween(lastCheckpoint_, now) >= t.checkpointSeconds * 1000.0;
+  if (!bySteps && !bySeconds) return;
+  Checkpoint c = strategy.checkpoint(step);
+  c.wallMs = msBetween(start_, now);
+  sink_->onCheckpoint(c);
+  lastCheckpoint_ = now;
+}
 
 Votes TrainingLoop::localVotes(Clock::time_point trainStart) const {
   Votes v;
@@ -189,9 +224,22 @@ WorkerResult TrainingLoop::run() {
             (backend_->threads() == 1 ? " thread), " : " threads), ") + setUp + ", " +
             std::to_string(strategy->replica().model().parameterCount()) + " parameters");
 
+  if ((spec_.training.checkpointEvery > 0 || spec_.training.checkpointSeconds > 0.0) &&
+      !strategy->checkpoints())
+    event(0, "note",
+          "no checkpoints: " +
+              strategyOf(spec_.variants[static_cast<std::size_t>(job_.variant)]).name +
+              " keeps none (its workers hold replicas of their own)");
   int64_t step = 0;
+  if (job_.resumeFrom) {
+    step = resume(*strategy);
+    event(step, "resume", "from the checkpoint of step " + std::to_string(step));
+  }
   StopReason stop = StopReason::kNone;
-  const Clock::time_point trainStart = Clock::now();
+  Clock::time_point trainStart = Clock::now();
+  if (job_.resumeFrom)
+    trainStart -= std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double, std::milli>(job_.resumeFrom->wallMs));
   for (;;) {
     if (strategy->budgetSpent(step, totalSteps)) {
       stop = spec_.training.maxSteps > 0 && strategy->globalStep(step) >= spec_.training.maxSteps
@@ -243,6 +291,7 @@ WorkerResult TrainingLoop::run() {
       stop = StopReason::kTargetAccuracy;
       break;
     }
+    maybeCheckpoint(*strategy, step);
   }
   // The final evaluation, unless the last step had one. Either way the last agreement came
   // after the last step, so it settled a divergence of that step too. (Whether to evaluate
@@ -261,6 +310,14 @@ WorkerResult TrainingLoop::run() {
 }
 
 }  // namespace
+
+Checkpoint Strategy::checkpoint(int64_t) const {
+  throw Error("this strategy keeps no checkpoints");
+}
+
+void Strategy::restore(const Checkpoint&) {
+  throw Error("this strategy keeps no checkpoints");
+}
 
 const char* toString(FailureOrigin origin) {
   switch (origin) {

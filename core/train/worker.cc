@@ -177,23 +177,70 @@ void Worker::setSlice(BatchSlice slice) {
   localBatch_ = slice.count;
 }
 
-void Worker::loadBatch() {
-  if (cursor_ + slice_.global > shardSize_) {
+void Worker::beginEpoch() {
+  ++epoch_;
+  Rng rng(deriveSeed(spec_.seed, kShuffleStream, static_cast<uint64_t>(epoch_)));
+  for (std::size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[rng.below(i)]);
+  cursor_ = 0;
+  if (!holdsWholeShard_ && !perBatch_) {
+    // Row r of the epoch is row r % localBatch of global batch r / localBatch.
+    generateRows(
+        heldRows_,
+        [this](int64_t r) -> int64_t {
+          return order_[static_cast<std::size_t>((r / localBatch_) * slice_.global + slice_.begin +
+                                                 r % localBatch_)];
+        },
+        residentX_, residentY_);
+  }
+}
+
+void Worker::skipBatches(int64_t batches) {
+  DTLAB_ENFORCE(epoch_ == -1 && batches >= 0, "skipBatches on a worker that has trained");
+  if (batches == 0) return;
+  const int64_t perEpoch = stepsPerEpoch();
+  const int64_t lastEpoch = (batches - 1) / perEpoch;  // the epoch of the last batch skipped
+  // Earlier epochs only shuffle (each epoch shuffles the previous order); their rows are
+  // never used.
+  for (int64_t e = 0; e < lastEpoch; ++e) {
     ++epoch_;
     Rng rng(deriveSeed(spec_.seed, kShuffleStream, static_cast<uint64_t>(epoch_)));
     for (std::size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[rng.below(i)]);
-    cursor_ = 0;
-    if (!holdsWholeShard_ && !perBatch_) {
-      // Row r of the epoch is row r % localBatch of global batch r / localBatch.
-      generateRows(
-          heldRows_,
-          [this](int64_t r) -> int64_t {
-            return order_[static_cast<std::size_t>((r / localBatch_) * slice_.global +
-                                                   slice_.begin + r % localBatch_)];
-          },
-          residentX_, residentY_);
-    }
   }
+  beginEpoch();
+  cursor_ = ((batches - 1) % perEpoch + 1) * slice_.global;
+}
+
+std::vector<std::vector<float>> Worker::optimizerState() const {
+  std::vector<std::vector<float>> out;
+  for (std::span<const float> s : optimizer_->state()) {
+    std::vector<float> host(s.size());
+    if (backend_.hostMemory())
+      std::copy(s.begin(), s.end(), host.begin());
+    else
+      backend_.download(host.data(), s.data(), static_cast<int64_t>(s.size()));
+    out.push_back(std::move(host));
+  }
+  return out;
+}
+
+void Worker::restoreOptimizerState(const std::vector<std::vector<float>>& state) {
+  std::vector<std::span<float>> target = optimizer_->mutableState();
+  if (target.size() != state.size())
+    throw Error(detail::concat("the checkpoint holds ", state.size(), " optimizer buffers, ",
+                               optimizer_->name(), " here has ", target.size()));
+  for (std::size_t i = 0; i < target.size(); ++i) {
+    if (target[i].size() != state[i].size())
+      throw Error(detail::concat("the checkpoint's optimizer buffer ", i, " holds ",
+                                 state[i].size(), " values, this model needs ", target[i].size()));
+    if (backend_.hostMemory())
+      std::copy(state[i].begin(), state[i].end(), target[i].begin());
+    else
+      backend_.upload(target[i].data(), state[i].data(), static_cast<int64_t>(state[i].size()));
+  }
+}
+
+void Worker::loadBatch() {
+  if (cursor_ + slice_.global > shardSize_) beginEpoch();
   const int64_t features = model_.inputs();
   if (residentX_ != nullptr) {
     // The batch's rows among the held ones: through this epoch's order for the whole shard,

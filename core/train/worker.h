@@ -137,7 +137,19 @@ class Worker {
   // Loss and accuracy of the current model on the whole set (made here if it is not yet).
   Evaluation evaluate(EvalSet& set);
 
+  // Resuming from a checkpoint (core/train/checkpoint.h), on a worker that has loaded no
+  // batch yet: the data position after `batches` loadBatch() calls (every epoch's shuffle
+  // replayed, the current epoch's rows made as loadBatch makes them), and the optimizer's
+  // state in Optimizer::state()'s order (its sizes must match).
+  void skipBatches(int64_t batches);
+  std::vector<std::vector<float>> optimizerState() const;
+  void restoreOptimizerState(const std::vector<std::vector<float>>& state);
+  const char* optimizerName() const { return optimizer_->name(); }
+
  private:
+  // The start of the next epoch: its shuffle of order_ and, for a replica that holds an
+  // epoch's rows, their generation.
+  void beginEpoch();
   LossResult loss(const float* output, const float* labels, int64_t rows, float gradScale,
                   float* dOutput);
 

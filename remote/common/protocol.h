@@ -26,6 +26,9 @@ inline constexpr std::string_view kRendezvousKeysMissing = "dtlab.rendezvous.key
 // give a message naming the field instead of a generic RESOURCE_EXHAUSTED.
 inline constexpr int kMaxRequestBytes = 4 << 20;         // server max receive message size
 inline constexpr int kMaxClientReceiveBytes = 16 << 20;  // what clients accept from a node
+// The largest checkpoint that travels: a resume sends it in StartJob (under the request
+// limit, with room for the spec), a job in one WatchJob message.
+inline constexpr int kMaxCheckpointBytes = kMaxRequestBytes - (512 << 10);
 inline constexpr std::size_t kMaxSpecJsonBytes = 1 << 20;
 inline constexpr std::size_t kMaxJobIdBytes = 128;
 inline constexpr std::size_t kMaxNameBytes = 256;

@@ -65,7 +65,8 @@ std::vector<NodeSummary> Coordinator::connect() {
 }
 
 core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
-                                  core::MetricSink* sink, const std::atomic<bool>* cancel) {
+                                  core::MetricSink* sink, const std::atomic<bool>* cancel,
+                                  std::span<const unsigned char> resume) {
   Impl& impl = *impl_;
   const NodeLinks& links = impl.links;
   if (impl.summaries.size() != links.size()) connect();
@@ -95,7 +96,11 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
     addEvent(0, "contention", host);
   }
   // b. Start everywhere (or nowhere).
-  links.startJobs(placement, jobId, specJson, variant);
+  if (resume.size() > static_cast<std::size_t>(kMaxCheckpointBytes))
+    throw Error("the checkpoint is " + std::to_string(resume.size() >> 20) +
+                " MiB; a resume can send at most " + std::to_string(kMaxCheckpointBytes >> 20) +
+                " MiB");
+  links.startJobs(placement, jobId, specJson, variant, resume);
 
   // c. Watch every rank to its end; a lost node or a failed rank ends the run.
   std::vector<RankEnd> ends;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -97,9 +98,11 @@ class Coordinator {
   // Step a. Throws dtlab::Error naming the node (unreachable, wrong token, protocol).
   std::vector<NodeSummary> connect();
   // Steps b-d for spec.variants[variant]. sink receives StepMetrics (worker = rank),
-  // evaluations and events; may be null.
+  // evaluations, events and rank 0's checkpoints; may be null. `resume`: an encoded
+  // checkpoint (core/train/checkpoint.h) the run continues from; empty: from the start.
   core::RunSummary run(const core::ExperimentSpec& spec, int variant, core::MetricSink* sink,
-                       const std::atomic<bool>* cancel = nullptr);
+                       const std::atomic<bool>* cancel = nullptr,
+                       std::span<const unsigned char> resume = {});
 
  private:
   struct Impl;

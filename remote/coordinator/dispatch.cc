@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/common/check.h"
+#include "core/train/checkpoint.h"
 #include "remote/common/auth.h"
 #include "remote/common/client.h"
 #include "remote/common/metric_wire.h"
@@ -90,12 +91,13 @@ struct NodeLinks::Impl {
   }
   pb::StartJobRequest startRequest(const Placement& placement, std::size_t rank,
                                    const std::string& jobId, const std::string& specJson,
-                                   int variant) const;
+                                   int variant, std::span<const unsigned char> resume) const;
 };
 
 pb::StartJobRequest NodeLinks::Impl::startRequest(const Placement& placement, std::size_t rank,
                                                   const std::string& jobId,
-                                                  const std::string& specJson, int variant) const {
+                                                  const std::string& specJson, int variant,
+                                                  std::span<const unsigned char> resume) const {
   const std::size_t node = placement.ranks[rank].node;
   pb::StartJobRequest request;
   request.set_protocol_version(kProtocolVersion);
@@ -122,6 +124,7 @@ pb::StartJobRequest NodeLinks::Impl::startRequest(const Placement& placement, st
     emulation->set_bandwidth_mbps(entry.bandwidthMbps);
     emulation->set_latency_ms(entry.latencyMs);
   }
+  if (!resume.empty()) request.set_resume_checkpoint(resume.data(), resume.size());
   return request;
 }
 
@@ -170,7 +173,8 @@ void NodeLinks::cancelJob(std::size_t node, const std::string& jobId, bool abort
 }
 
 void NodeLinks::startJobs(const Placement& placement, const std::string& jobId,
-                          const std::string& specJson, int variant) const {
+                          const std::string& specJson, int variant,
+                          std::span<const unsigned char> resume) const {
   const Impl& impl = *impl_;
   std::size_t started = 0;
   try {
@@ -179,7 +183,7 @@ void NodeLinks::startJobs(const Placement& placement, const std::string& jobId,
       grpc::ClientContext context;
       impl.prepare(context, node, std::chrono::milliseconds(10000));
       const pb::StartJobRequest request =
-          impl.startRequest(placement, started, jobId, specJson, variant);
+          impl.startRequest(placement, started, jobId, specJson, variant, resume);
       pb::StartJobResponse response;
       const grpc::Status status = impl.nodes[node].stub->StartJob(&context, request, &response);
       if (!status.ok())
@@ -204,9 +208,28 @@ struct RankWatch {
   bool ended() const { return end.finished || broken || end.abandoned; }
 };
 
+// Rank 0's newest checkpoint goes to the sink only once every rank's stream has delivered its
+// points up to the checkpoint's step (or ended): a stored checkpoint never runs ahead of any
+// rank's stored points, so a resume finds each series whole up to it. Under WatchOutputs::mutex.
+struct CheckpointGate {
+  explicit CheckpointGate(std::size_t world) : delivered(world, 0), ended(world, false) {}
+  std::vector<int64_t> delivered;  // each rank's last step point handed to the sink
+  std::vector<bool> ended;
+  std::optional<core::Checkpoint> pending;
+
+  void release(core::MetricSink* sink) {
+    if (!pending || sink == nullptr) return;
+    for (std::size_t r = 0; r < delivered.size(); ++r)
+      if (!ended[r] && delivered[r] < pending->step) return;
+    sink->onCheckpoint(*pending);
+    pending.reset();
+  }
+};
+
 // Reads rank i's WatchJob stream to its end into `w`, delivering what it reports to `out`.
 void readStream(pb::NodeService::Stub& stub, const std::string& jobId, int slot, std::size_t i,
-                RankWatch& w, const WatchOutputs& out, std::condition_variable& changed) {
+                RankWatch& w, const WatchOutputs& out, CheckpointGate& gate,
+                std::condition_variable& changed) {
   pb::WatchJobRequest request;
   request.set_protocol_version(kProtocolVersion);
   request.set_job_id(jobId);
@@ -217,7 +240,10 @@ void readStream(pb::NodeService::Stub& stub, const std::string& jobId, int slot,
     std::lock_guard lock(out.mutex);
     w.last = Clock::now();
     if (out.sink != nullptr) {
-      for (const auto& p : update.steps()) out.sink->onStep(toCore(p));
+      for (const auto& p : update.steps()) {
+        out.sink->onStep(toCore(p));
+        gate.delivered[i] = std::max(gate.delivered[i], p.step());
+      }
       for (const auto& e : update.evals()) out.sink->onEval(toCore(e));
       for (const auto& n : update.node_samples()) out.sink->onNode(toCore(n, static_cast<int>(i)));
     }
@@ -226,6 +252,16 @@ void readStream(pb::NodeService::Stub& stub, const std::string& jobId, int slot,
       if (out.sink != nullptr) out.sink->onEvent(event);
       if (event.kind != "finish") out.events.push_back(std::move(event));
     }
+    if (!update.checkpoint().empty() && out.sink != nullptr) {
+      const std::string& bytes = update.checkpoint();
+      try {
+        gate.pending = core::decodeCheckpoint(
+            {reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()});
+      } catch (const core::CheckpointError& e) {
+        out.sink->onEvent({0, 0.0, "note", std::string("a checkpoint was not kept: ") + e.what()});
+      }
+    }
+    gate.release(out.sink);
     if (update.finished()) {
       w.end.finished = true;
       w.end.result = update.result();
@@ -234,6 +270,8 @@ void readStream(pb::NodeService::Stub& stub, const std::string& jobId, int slot,
   }
   const grpc::Status status = reader->Finish();
   std::lock_guard lock(out.mutex);
+  gate.ended[i] = true;
+  gate.release(out.sink);
   if (!w.end.finished) {
     w.broken = true;
     w.end.error = "its stream broke (" + describeStatus(status) + ")";
@@ -251,6 +289,7 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
   std::vector<RankWatch> watches(world);
   std::vector<std::thread> readers;
   std::condition_variable changed;
+  CheckpointGate gate(world);
   for (std::size_t i = 0; i < world; ++i) {
     const std::size_t node = placement.ranks[i].node;
     watches[i].end.name = placement.rankNames[i];
@@ -258,7 +297,7 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
     prepareClientContext(*watches[i].context, impl_->token(node),
                          std::chrono::duration_cast<std::chrono::milliseconds>(kStreamDeadline));
     readers.emplace_back([&, i, node] {
-      readStream(*impl_->nodes[node].stub, jobId, placement.ranks[i].slot, i, watches[i], out,
+      readStream(*impl_->nodes[node].stub, jobId, placement.ranks[i].slot, i, watches[i], out, gate,
                  changed);
     });
   }

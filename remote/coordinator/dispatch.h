@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -48,9 +49,10 @@ class NodeLinks {
   NodeSummary info(std::size_t node) const;
   // Starts the job on every rank's node, in rank order. When a start fails, the jobs already
   // started are aborted (none is left waiting at the rendezvous for ranks that will never
-  // come) and the Error names the rank.
+  // come) and the Error names the rank. `resume`: an encoded checkpoint every rank continues
+  // from (empty: a fresh run).
   void startJobs(const Placement& placement, const std::string& jobId, const std::string& specJson,
-                 int variant) const;
+                 int variant, std::span<const unsigned char> resume = {}) const;
   // Reads every rank's stream until all have ended (or the wind-down after a failure, a lost
   // node or the user's `cancel` has passed); fills `ends` in rank order.
   WatchEnd watchJobs(const Placement& placement, const std::string& jobId,

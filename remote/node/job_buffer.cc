@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "core/train/checkpoint.h"
 #include "remote/common/metric_wire.h"
+#include "remote/common/protocol.h"
 
 namespace dtlab::remote {
 
@@ -61,6 +63,20 @@ void JobBuffer::onEvent(const core::RunEvent& event) {
   events_.push_back(event);
 }
 
+void JobBuffer::onCheckpoint(const core::Checkpoint& checkpoint) {
+  std::vector<unsigned char> bytes = core::encodeCheckpoint(checkpoint);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (bytes.size() > static_cast<std::size_t>(kMaxCheckpointBytes)) {
+    events_.push_back({checkpoint.step, checkpoint.wallMs, "note",
+                       "checkpoint of step " + std::to_string(checkpoint.step) + " not kept: " +
+                           std::to_string(bytes.size() >> 20) + " MiB, more than the " +
+                           std::to_string(kMaxCheckpointBytes >> 20) + " MiB a message carries"});
+    return;
+  }
+  checkpoint_ = std::move(bytes);
+  ++checkpointSeq_;
+}
+
 void JobBuffer::onNode(const core::NodeMetrics& sample) {
   std::lock_guard<std::mutex> lock(mutex_);
   core::NodeMetrics stamped = sample;
@@ -106,8 +122,16 @@ bool JobBuffer::fill(Cursor& cursor, int maxPoints, proto::JobUpdate& update) co
   cursor.samples = std::max(cursor.samples, samples_.base);
   for (; budget > 0 && cursor.samples < samples_.end(); ++cursor.samples, --budget, any = true)
     toProto(samples_.items[cursor.samples - samples_.base], *update.add_node_samples());
+  // The checkpoint goes after every step point taken before it (the training thread recorded
+  // those first), so a coordinator stores no checkpoint ahead of its run's points.
+  if (cursor.checkpoints < checkpointSeq_ && cursor.steps == steps_.end()) {
+    update.set_checkpoint(checkpoint_.data(), checkpoint_.size());
+    cursor.checkpoints = checkpointSeq_;
+    any = true;
+  }
   const bool drained = cursor.events == events_.size() && cursor.evals == evals_.end() &&
-                       cursor.steps == steps_.end() && cursor.samples == samples_.end();
+                       cursor.steps == steps_.end() && cursor.samples == samples_.end() &&
+                       cursor.checkpoints == checkpointSeq_;
   if (result_ && drained) {
     update.set_finished(true);
     toProto(*result_, *update.mutable_result());

@@ -30,6 +30,7 @@ class JobBuffer final : public core::MetricSink {
     uint64_t evals = 0;
     uint64_t events = 0;
     uint64_t samples = 0;
+    uint64_t checkpoints = 0;
   };
 
   void onStep(const core::StepMetrics& metrics) override;
@@ -37,6 +38,9 @@ class JobBuffer final : public core::MetricSink {
   void onEvent(const core::RunEvent& event) override;
   // A node sample; its step is set to the latest step seen when the sampler left it 0.
   void onNode(const core::NodeMetrics& sample) override;
+  // Keeps the newest (encoded) for the watchers; one larger than kMaxCheckpointBytes is
+  // dropped with an event saying so.
+  void onCheckpoint(const core::Checkpoint& checkpoint) override;
 
   // Records the end of the job; the first call wins and returns true.
   bool finish(const core::WorkerResult& result);
@@ -71,6 +75,8 @@ class JobBuffer final : public core::MetricSink {
   Retained<core::EvalMetrics> evals_;
   Retained<core::NodeMetrics> samples_;
   std::vector<core::RunEvent> events_;
+  std::vector<unsigned char> checkpoint_;  // the newest, encoded
+  uint64_t checkpointSeq_ = 0;             // how many were taken
   std::optional<core::WorkerResult> result_;
 };
 

@@ -29,8 +29,8 @@ struct NodeOptions {
   // trusts).
   TlsFiles tls;
   bool insecure = false;
-  int threads = 1;    // CPU threads of the worker's backend
-  std::string name;   // empty: "<hostname>:<port>"
+  int threads = 1;   // CPU threads of the worker's backend
+  std::string name;  // empty: "<hostname>:<port>"
   // How long a rank waits for its peers when building the collective group (a job may ask
   // for another value).
   std::chrono::milliseconds connectTimeout{30000};

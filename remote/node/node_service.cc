@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/backend/backend.h"
+#include "core/train/checkpoint.h"
 #include "core/common/config.h"
 #include "core/common/log.h"
 #include "core/spec/experiment_spec.h"
@@ -442,6 +443,15 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
   std::shared_ptr<core::ParameterHost> shardHost;
   if (grpc::Status s = prepareShards(request, spec, settings, shardHost); !s.ok()) return s;
   fillJobSettings(request, std::move(spec), settings);
+  if (!request.resume_checkpoint().empty()) {
+    const std::string& bytes = request.resume_checkpoint();
+    try {
+      settings.work.resumeFrom = std::make_shared<const core::Checkpoint>(core::decodeCheckpoint(
+          {reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()}));
+    } catch (const core::CheckpointError& e) {
+      return {grpc::StatusCode::INVALID_ARGUMENT, std::string("resume_checkpoint: ") + e.what()};
+    }
+  }
   return installJob(request, std::move(settings), std::move(shardHost));
 }
 

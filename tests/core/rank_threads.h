@@ -23,6 +23,7 @@ struct RankThreads {
   bool group = true;  // a Gloo group for the ranks (when the world has more than one)
   // A host of every block, for async_ps, ssp and hybrid, planning the spec's max_steps.
   bool parameterServer = false;
+  std::shared_ptr<const Checkpoint> resumeFrom;  // every rank continues from it
 };
 
 // The small problem the strategy tests train: Gaussian blobs (4096 training samples, 16
@@ -71,6 +72,7 @@ inline std::vector<WorkerResult> runRankThreads(const ExperimentSpec& spec,
       job.world = world;
       job.node = how.nodes[static_cast<std::size_t>(rank)];
       job.keepParams = true;
+      job.resumeFrom = how.resumeFrom;
       std::unique_ptr<GlooCommunicator> comm;
       if (how.group && world > 1) comm = std::make_unique<GlooCommunicator>(store, rank, world);
       std::unique_ptr<LocalParameterClient> client;

@@ -384,6 +384,12 @@ class TestSpec : public QObject {
                "training.target_accuracy", "(0, 1]");
     invalidRow("zero eval interval", R"({"training": {"eval_interval": 0}})",
                "training.eval_interval", "positive integer");
+    invalidRow("negative checkpoint interval", R"({"training": {"checkpoint_every": -5}})",
+               "training.checkpoint_every", "");
+    invalidRow("no checkpoint kept", R"({"training": {"checkpoints_kept": 0}})",
+               "training.checkpoints_kept", "");
+    invalidRow("checkpoint seconds as text", R"({"training": {"checkpoint_seconds": "1m"}})",
+               "training.checkpoint_seconds", "");
     invalidRow("negative threads", R"({"training": {"threads": -1}})", "training.threads",
                "non-negative integer, got -1");
     invalidRow("many threads", R"({"training": {"threads": 257}})", "training.threads",
@@ -506,8 +512,10 @@ class TestSpec : public QObject {
     QCOMPARE(document["model"].size(), 4u);
     QCOMPARE(document["optimizer"].size(), 11u);
     QCOMPARE(document["optimizer"]["schedule"].size(), 5u);
-    QCOMPARE(document["training"].size(), 9u);
+    QCOMPARE(document["training"].size(), 12u);
     QCOMPARE(document["training"]["precision"], json("fp32"));
+    QCOMPARE(document["training"]["checkpoint_every"], json(0));  // no checkpoints by default
+    QCOMPARE(document["training"]["checkpoints_kept"], json(2));
     QVERIFY(document["training"]["target_accuracy"].is_null());
     // Floats are written in their shortest form, not as the widened double.
     QCOMPARE(document["optimizer"]["lr"].dump(), std::string("0.05"));

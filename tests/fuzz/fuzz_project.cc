@@ -22,6 +22,7 @@
 #include "core/store/schema.h"
 #include "core/store/sqlite_db.h"
 #include "core/store/trace_export.h"
+#include "core/train/checkpoint.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace dtlab::core;
@@ -53,12 +54,15 @@ void placeFile(const fs::path& path, std::string_view bytes) {
       .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
-// Runs `read`; a StoreError is an answer, anything else escapes to the fuzzer.
+// Runs `read`; a StoreError (or a CheckpointError for a damaged checkpoint) is an answer,
+// anything else escapes to the fuzzer.
 template <typename F>
 void answer(F&& read, std::string_view input) {
   try {
     read();
   } catch (const StoreError& e) {
+    requireUserMessage(e, input);
+  } catch (const CheckpointError& e) {
     requireUserMessage(e, input);
   }
 }
@@ -74,6 +78,12 @@ void readEverything(ProjectStore& store, std::string_view input) {
     answer([&] { comparisonRow(run, store.runSummary(run.id), "experiment"); }, input);
     answer([&] { store.runMetrics(run.id); }, input);
     answer([&] { store.events(run.id); }, input);
+    answer(
+        [&] {
+          for (const CheckpointInfo& c : store.checkpoints(run.id))
+            decodeCheckpoint(store.checkpointData(run.id, c.step));
+        },
+        input);
     std::vector<SeriesInfo> series;
     answer([&] { series = store.series(run.id); }, input);
     if (series.size() > 6) series.resize(6);
@@ -135,6 +145,14 @@ void writeRecordedProject(const fs::path& path) {
       for (int64_t step = 10; step <= 40; step += 10)
         appender.append(accuracy, step, 10.0 * step, step / 50.0);
       appender.appendEvent(run, {.step = 20, .wallMs = 200.0, .kind = "note", .detail = "seed"});
+      Checkpoint checkpoint;
+      checkpoint.step = 40;
+      checkpoint.strategy = "sync_allreduce";
+      checkpoint.optimizer = "sgd";
+      checkpoint.params = {0.5f, -1.0f, 2.0f};
+      checkpoint.optimizerState = {{0.1f, 0.2f, 0.3f}};
+      checkpoint.strategyState = {{"shares", {2, 2}}};
+      appender.appendCheckpoint({run, 40, 400.0, encodeCheckpoint(checkpoint), 2});
       appender.close();
     }
     RunSummary summary;

@@ -1,0 +1,105 @@
+#include "app/resume_command.h"
+
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "app/args.h"
+#include "app/progress.h"
+#include "app/project_command.h"
+#include "app/run_command.h"
+#include "core/store/project_store.h"
+#include "core/train/checkpoint.h"
+#include "core/train/local_trainer.h"
+#include "core/train/strategy_registry.h"
+
+namespace dtlab::app {
+namespace {
+
+// The variant a run of `spec` ran: `run` names its runs "EXPERIMENT/VARIANT".
+int variantOf(const core::ExperimentSpec& spec, const core::RunRecord& run) {
+  if (spec.variants.size() == 1) return 0;
+  const std::string name = run.name.substr(run.name.rfind('/') + 1);
+  for (std::size_t v = 0; v < spec.variants.size(); ++v) {
+    const core::VariantConfig& variant = spec.variants[v];
+    if ((variant.name.empty() ? core::strategyOf(variant).name : variant.name) == name)
+      return static_cast<int>(v);
+  }
+  throw Error("run " + std::to_string(run.id) + " ('" + run.name +
+              "'): its spec has no variant named '" + name + "'");
+}
+
+}  // namespace
+
+int resumeCommand(const std::vector<std::string>& argv) {
+  catchInterrupts();
+  std::set<std::string> flags = clusterFlags();
+  flags.insert({"--step", "--threads", "--device"});
+  const Args args(argv, flags, {"--quiet"});
+  if (args.positionals().size() != 2) throw UsageError("resume: expected P.dtlab and a RUN id");
+  const std::string& path = args.positionals()[0];
+  const int64_t runId = parseRunId(args.positionals()[1]);
+  auto store = core::ProjectStore::open(path);
+  const core::RunRecord run = store->requireRun(runId);
+  if (run.status == core::RunStatus::kCompleted)
+    throw Error("run " + std::to_string(runId) + " ('" + run.name +
+                "') completed: nothing to resume");
+  if (run.spec.is_null()) throw Error("run " + std::to_string(runId) + " has no stored spec");
+  const core::ExperimentSpec spec = core::parseExperimentSpec(run.spec);
+  const std::vector<core::CheckpointInfo> kept = store->checkpoints(runId);
+  if (kept.empty())
+    throw Error("run " + std::to_string(runId) + " ('" + run.name +
+                "') has no checkpoint: its spec keeps none (training.checkpoint_every, "
+                "checkpoint_seconds), or it stopped before the first");
+  const int64_t step =
+      args.has("--step") ? args.integer("--step", 0, 0, INT64_MAX) : kept.back().step;
+  const bool single = run.strategy == "single";  // a `train` run, in this process
+  const int variant = single ? 0 : variantOf(spec, run);
+
+  // Everything that may refuse (flags, nodes) before the project changes.
+  std::unique_ptr<RunPlace> place;
+  std::unique_ptr<remote::Coordinator> coordinator;
+  if (!single) {
+    place = std::make_unique<RunPlace>(chooseRunPlace(args, spec));
+    coordinator = std::make_unique<remote::Coordinator>(place->nodes, place->options);
+    coordinator->connect();
+  }
+  const std::vector<unsigned char> checkpoint = store->prepareResume(runId, step);
+  std::cerr << "resuming run " << runId << " ('" << run.name << "') from the checkpoint of step "
+            << step << "\n";
+
+  const int64_t stepsPerEpoch = spec.dataset.trainSize / spec.training.batchSize;
+  ProgressPrinter progress(run.name, core::plannedSteps(spec, stepsPerEpoch), args.has("--quiet"));
+  TrainRecording recording(std::move(store), runId, spec, &progress);
+  core::RunSummary summary;
+  try {
+    if (single) {
+      core::LocalTrainOptions options;
+      options.threads = static_cast<int>(args.integer("--threads", 0, 0, 256));
+      options.device = args.value("--device", spec.cluster.device == "cuda" ? "cuda:0" : "cpu");
+      options.resumeFrom =
+          std::make_shared<const core::Checkpoint>(core::decodeCheckpoint(checkpoint));
+      summary = core::trainLocal(spec, options, recording.sink(), &interruptedFlag());
+    } else {
+      summary = coordinator->run(spec, variant, recording.sink(), &interruptedFlag(), checkpoint);
+    }
+  } catch (const std::exception& e) {
+    summary.name = run.name;
+    summary.strategy = run.strategy;
+    summary.status = core::RunStatus::kFailed;
+    summary.stopReason = core::StopReason::kError;
+    summary.error = e.what();
+  }
+  const bool recorded = recording.finish(summary);
+  std::cout << nlohmann::json{{"runs", nlohmann::json::array({core::toJson(summary)})}}.dump()
+            << std::endl;
+  if (interruptedFlag().load()) return 130;
+  if (summary.status == core::RunStatus::kFailed) {
+    std::cerr << "dtlab-cli resume: run " << runId << " failed again: " << summary.error << "\n";
+    return 1;
+  }
+  return recorded ? 0 : 1;
+}
+
+}  // namespace dtlab::app

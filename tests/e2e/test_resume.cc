@@ -1,0 +1,132 @@
+// dtlab-cli resume: a synchronous run whose coordinator was SIGKILLed at a random step (after a
+// random number of checkpoints, from a printed seed) continues from its newest checkpoint on
+// fresh local daemons, into the same run, and ends with the parameters of the same run left
+// alone; its series have one point per step. Runs that cannot resume say why.
+#include <QtCore/QProcess>
+#include <QtCore/QTemporaryDir>
+#include <QtTest/QtTest>
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/store/project_store.h"
+#include "tests/core/rank_threads.h"
+#include "tests/e2e/e2e_support.h"
+
+using namespace dtlab;
+using e2e::cli;
+using e2e::kCli;
+
+namespace {
+
+nlohmann::json lastRun(const e2e::Outcome& o) {
+  const QStringList lines = o.out.trimmed().split('\n');
+  try {
+    return nlohmann::json::parse(lines.last().toStdString()).at("runs").at(0);
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
+// Newest checkpoint step of run 1 in the project at `path` (0: none yet).
+int64_t newestCheckpoint(const QString& path) {
+  if (!QFile::exists(path)) return 0;
+  try {
+    auto store = core::ProjectStore::open(path.toStdString(), true);
+    const auto kept = store->checkpoints(1);
+    return kept.empty() ? 0 : kept.back().step;
+  } catch (const std::exception&) {
+    return 0;  // caught between the writer's steps
+  }
+}
+
+}  // namespace
+
+class TestResume : public QObject {
+  Q_OBJECT
+ private slots:
+  void killedSyncRunResumesToTheSameParameters() {
+    QTemporaryDir dir;
+    core::ExperimentSpec spec = core::test::smallBlobsSpec(300, 100);
+    spec.name = "resume";
+    spec.model.hidden = {128, 128};  // slow enough that the kill lands mid-run
+    spec.training.checkpointEvery = 25;
+    spec.training.checkpointsKept = 3;
+    spec.cluster.localNodes = 2;
+    const QString specPath = e2e::writeSpec(dir, spec);
+
+    const e2e::Outcome whole =
+        cli({"run", specPath, "--quiet", "--project", dir.filePath("whole.dtlab")}, 120000);
+    QVERIFY2(whole.exitCode == 0, qPrintable(whole.err));
+    const nlohmann::json wholeRun = lastRun(whole);
+    QCOMPARE(wholeRun.at("status"), nlohmann::json("completed"));
+
+    const unsigned seed = std::random_device{}();
+    std::mt19937 rng(seed);
+    const int64_t killAfter = 25 * std::uniform_int_distribution<int>(1, 6)(rng);
+    qInfo("seed %u: the coordinator is killed once the checkpoint of step %lld is stored", seed,
+          static_cast<long long>(killAfter));
+    const QString cut = dir.filePath("cut.dtlab");
+    QProcess run;
+    run.start(kCli, {"run", specPath, "--quiet", "--project", cut});
+    QVERIFY(run.waitForStarted());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (newestCheckpoint(cut) < killAfter && run.state() == QProcess::Running &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    QVERIFY2(run.state() == QProcess::Running, "the run ended before it could be killed");
+    run.kill();
+    QVERIFY(run.waitForFinished(10000));
+
+    const e2e::Outcome resumed = cli({"resume", cut, "1", "--quiet"}, 120000);
+    QVERIFY2(resumed.exitCode == 0, qPrintable(resumed.err));
+    QVERIFY2(resumed.err.contains("from the checkpoint of step"), qPrintable(resumed.err));
+    const nlohmann::json resumedRun = lastRun(resumed);
+    QCOMPARE(resumedRun.at("status"), nlohmann::json("completed"));
+    QCOMPARE(resumedRun.at("steps"), wholeRun.at("steps"));
+    QCOMPARE(resumedRun.at("param_checksum"), wholeRun.at("param_checksum"));
+
+    auto store = core::ProjectStore::open(cut.toStdString(), true);
+    QCOMPARE(store->requireRun(1).status, core::RunStatus::kCompleted);
+    bool resumeEvent = false;
+    for (const core::RunEvent& e : store->events(1)) resumeEvent |= e.kind == "resume";
+    QVERIFY(resumeEvent);
+    for (const core::SeriesInfo& s : store->series(1)) {
+      if (s.key != "loss") continue;
+      const std::vector<core::SeriesPoint> points = store->readSeries(s.id);
+      QCOMPARE(static_cast<int64_t>(points.size()), int64_t{300});
+      for (std::size_t i = 0; i < points.size(); ++i)
+        QCOMPARE(points[i].step, static_cast<int64_t>(i) + 1);
+    }
+    QVERIFY(store->checkpoints(1).size() <= 3);
+  }
+
+  void runsThatCannotResumeSayWhy() {
+    QTemporaryDir dir;
+    core::ExperimentSpec spec = core::test::smallBlobsSpec(20, 10);
+    spec.cluster.localNodes = 1;
+    const QString specPath = e2e::writeSpec(dir, spec);
+    const QString project = dir.filePath("p.dtlab");
+    QCOMPARE(cli({"run", specPath, "--quiet", "--project", project}).exitCode, 0);
+    e2e::Outcome o = cli({"resume", project, "1"});
+    QCOMPARE(o.exitCode, 1);
+    QVERIFY2(o.err.contains("completed: nothing to resume"), qPrintable(o.err));
+    {
+      auto store = core::ProjectStore::open(project.toStdString());
+      store->setRunStatus(1, core::RunStatus::kFailed, "test");
+    }
+    o = cli({"resume", project, "1"});
+    QCOMPARE(o.exitCode, 1);
+    QVERIFY2(o.err.contains("has no checkpoint"), qPrintable(o.err));
+    o = cli({"resume", project, "9"});
+    QVERIFY2(o.exitCode != 0 && o.err.contains("no run 9"), qPrintable(o.err));
+    o = cli({"resume", project});
+    QVERIFY2(o.exitCode == 2 && o.err.contains("expected P.dtlab and a RUN"), qPrintable(o.err));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestResume)
+#include "test_resume.moc"
