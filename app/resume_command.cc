@@ -15,22 +15,6 @@
 #include "core/train/strategy_registry.h"
 
 namespace dtlab::app {
-namespace {
-
-// The variant a run of `spec` ran: `run` names its runs "EXPERIMENT/VARIANT".
-int variantOf(const core::ExperimentSpec& spec, const core::RunRecord& run) {
-  if (spec.variants.size() == 1) return 0;
-  const std::string name = run.name.substr(run.name.rfind('/') + 1);
-  for (std::size_t v = 0; v < spec.variants.size(); ++v) {
-    const core::VariantConfig& variant = spec.variants[v];
-    if ((variant.name.empty() ? core::strategyOf(variant).name : variant.name) == name)
-      return static_cast<int>(v);
-  }
-  throw Error("run " + std::to_string(run.id) + " ('" + run.name +
-              "'): its spec has no variant named '" + name + "'");
-}
-
-}  // namespace
 
 int resumeCommand(const std::vector<std::string>& argv) {
   catchInterrupts();
@@ -55,7 +39,7 @@ int resumeCommand(const std::vector<std::string>& argv) {
   const int64_t step =
       args.has("--step") ? args.integer("--step", 0, 0, INT64_MAX) : kept.back().step;
   const bool single = run.strategy == "single";  // a `train` run, in this process
-  const int variant = single ? 0 : variantOf(spec, run);
+  const int variant = single ? 0 : core::variantOfRun(spec, run.name);
 
   // Everything that may refuse (flags, nodes) before the project changes.
   std::unique_ptr<RunPlace> place;

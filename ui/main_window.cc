@@ -246,6 +246,10 @@ void MainWindow::buildMenus() {
     cancelAction_->setEnabled(false);
   });
   cancelAction_->setShortcut(Qt::CTRL | Qt::Key_Period);
+  resumeAction_ = runMenu->addAction(tr("Res&ume Run"), this, [this] {
+    if (const core::RunRecord* run = resumableRun())
+      runSpec(QString::fromStdString(run->spec.dump()), run->id);
+  });
   QToolBar* tools = addToolBar(tr("Run"));
   tools->setObjectName("runToolBar");
   tools->addAction(runAction_);
@@ -427,6 +431,27 @@ void MainWindow::updateRunActions() {
   cancelAction_->setEnabled(controller_->busy());
   cancelAction_->setToolTip(controller_->busy() ? tr("Stop the running experiment")
                                                 : tr("No run is in progress."));
+  const core::RunRecord* resumable = blocked.isEmpty() ? resumableRun() : nullptr;
+  resumeAction_->setEnabled(resumable != nullptr);
+  resumeAction_->setToolTip(
+      !blocked.isEmpty() ? blocked
+      : resumable != nullptr
+          ? tr("Continue run %1 from its newest checkpoint, into the same run").arg(resumable->id)
+          : tr("Select a failed, cancelled or interrupted run that kept "
+               "checkpoints (training.checkpoint_every)."));
+  resumeAction_->setStatusTip(resumeAction_->toolTip());
+}
+
+const core::RunRecord* MainWindow::resumableRun() const {
+  const QModelIndex index = tree_->currentIndex();
+  if (!index.isValid() || index.data(ExplorerModel::KindRole).toString() != "run") return nullptr;
+  const qint64 id = index.data(ExplorerModel::IdRole).toLongLong();
+  for (const core::RunRecord& run : explorer_->snapshot().runs)
+    if (run.id == id && !run.spec.is_null() &&
+        (run.status == core::RunStatus::kFailed || run.status == core::RunStatus::kCancelled ||
+         run.status == core::RunStatus::kInterrupted))
+      return &run;
+  return nullptr;
 }
 
 void MainWindow::runSelectedExperiment() {
@@ -434,9 +459,10 @@ void MainWindow::runSelectedExperiment() {
   runSpec(QString::fromStdString(experimentPage_->spec().dump()));
 }
 
-void MainWindow::runSpec(const QString& specJson) {
+void MainWindow::runSpec(const QString& specJson, qint64 resumeRunId) {
   RunRequest request;
   request.projectPath = path_;
+  request.resumeRunId = resumeRunId;
   try {
     request.spec = core::parseExperimentSpec(nlohmann::json::parse(specJson.toStdString()));
   } catch (const std::exception& error) {
@@ -468,10 +494,13 @@ void MainWindow::runSpec(const QString& specJson) {
   runningSpec_ = specJson;
   runProgress_->setRange(0, 0);
   runProgress_->show();
-  statusBar()->showMessage((remoteNodes ? tr("Starting %1 on %2 remote nodes...")
-                                        : tr("Starting %1 on %2 local nodes..."))
-                               .arg(QString::fromStdString(request.spec.name))
-                               .arg(request.spec.cluster.localNodes));
+  if (resumeRunId > 0)
+    statusBar()->showMessage(tr("Resuming run %1 from its newest checkpoint...").arg(resumeRunId));
+  else
+    statusBar()->showMessage((remoteNodes ? tr("Starting %1 on %2 remote nodes...")
+                                          : tr("Starting %1 on %2 local nodes..."))
+                                 .arg(QString::fromStdString(request.spec.name))
+                                 .arg(request.spec.cluster.localNodes));
   updateRunActions();
 }
 

@@ -58,6 +58,7 @@ class MainWindow final : public QMainWindow {
   // project), or cancels the running one. The actions say why they are disabled.
   QAction* runAction() const { return runAction_; }
   QAction* cancelAction() const { return cancelAction_; }
+  QAction* resumeAction() const { return resumeAction_; }
   ExperimentController* controller() const { return controller_; }
 
   QString projectPath() const { return path_; }
@@ -99,7 +100,11 @@ class MainWindow final : public QMainWindow {
   void showAbout();
   void updateRunActions();
   void runSelectedExperiment();
-  void runSpec(const QString& specJson);
+  // resumeRunId: not 0 to resume that run (RunRequest::resumeRunId) with the spec it ran.
+  void runSpec(const QString& specJson, qint64 resumeRunId = 0);
+  // The run selected in the explorer when it can be resumed (failed, cancelled or
+  // interrupted), else null.
+  const core::RunRecord* resumableRun() const;
   void onProgress(const RunProgress& progress);
   // reshow: the editor goes on showing the saved entity (false when the user is leaving it).
   void saveEntity(const QString& kind, qint64 id, const QString& name, const QString& configJson,
@@ -134,6 +139,7 @@ class MainWindow final : public QMainWindow {
   ExperimentController* controller_;
   QAction* runAction_ = nullptr;
   QAction* cancelAction_ = nullptr;
+  QAction* resumeAction_ = nullptr;
   QProgressBar* runProgress_;
   qint64 followRun_ = -1;
   qint64 liveRun_ = -1;

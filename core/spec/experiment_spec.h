@@ -232,6 +232,12 @@ struct VariantConfig {
 // spec without "variants" runs.
 std::vector<VariantConfig> defaultVariants();
 
+struct ExperimentSpec;
+// The variant a run of `spec` ran, from the run's name: `dtlab-cli run` and the GUI name a
+// variant's run "EXPERIMENT/VARIANT"; a spec of one variant needs no name. Throws Error
+// naming the variant it could not find.
+int variantOfRun(const ExperimentSpec& spec, const std::string& runName);
+
 struct ExperimentSpec {
   std::string name = "experiment";
   uint64_t seed = 1;

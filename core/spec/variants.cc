@@ -170,4 +170,12 @@ std::vector<VariantConfig> defaultVariants() {
   return {defaultVariant()};
 }
 
+int variantOfRun(const ExperimentSpec& spec, const std::string& runName) {
+  if (spec.variants.size() == 1) return 0;
+  const std::string name = runName.substr(runName.rfind('/') + 1);
+  for (std::size_t v = 0; v < spec.variants.size(); ++v)
+    if (spec.variants[v].name == name) return static_cast<int>(v);
+  throw Error("run '" + runName + "': its spec has no variant named '" + name + "'");
+}
+
 }  // namespace dtlab::core

@@ -180,13 +180,33 @@ void ClusterController::work(RunRequest request) {
     auto store = core::ProjectStore::open(request.projectPath.toStdString());
     const int64_t stepsPerEpoch = spec.dataset.trainSize / spec.training.batchSize;
     const int variants = static_cast<int>(spec.variants.size());
-    for (int v = 0; v < variants && !cancel_.load(); ++v) {
+    // A resume: that run's variant alone, from its newest checkpoint, into the same run.
+    std::vector<unsigned char> resume;
+    int first = 0;
+    int last = variants - 1;
+    if (request.resumeRunId > 0) {
+      const core::RunRecord run = store->requireRun(request.resumeRunId);
+      const std::vector<core::CheckpointInfo> kept = store->checkpoints(run.id);
+      if (kept.empty())
+        throw Error("run " + std::to_string(run.id) + " ('" + run.name +
+                    "') has no checkpoint to resume from (its spec's training.checkpoint_every "
+                    "and checkpoint_seconds keep them)");
+      first = last = core::variantOfRun(spec, run.name);
+      resume = store->prepareResume(run.id, kept.back().step);
+    }
+    for (int v = first; v <= last && !cancel_.load(); ++v) {
       const std::string runName = spec.name + "/" + spec.variants[static_cast<std::size_t>(v)].name;
       const QString variant =
           QString::fromStdString(spec.variants[static_cast<std::size_t>(v)].name);
       // The experiment is the spec with all its variants; each variant's run belongs to it.
-      core::RunRecording recording(
-          *store, spec, core::strategyOf(spec.variants[static_cast<std::size_t>(v)]).name, runName);
+      std::unique_ptr<core::RunRecording> recordingOwner =
+          request.resumeRunId > 0
+              ? std::make_unique<core::RunRecording>(*store, request.resumeRunId,
+                                                     spec.training.checkpointsKept)
+              : std::make_unique<core::RunRecording>(
+                    *store, spec, core::strategyOf(spec.variants[static_cast<std::size_t>(v)]).name,
+                    runName);
+      core::RunRecording& recording = *recordingOwner;
       const qint64 runId = recording.runId();
       emit runStarted(runId, variant);
       RunProgress base;
@@ -198,7 +218,7 @@ void ClusterController::work(RunRequest request) {
       core::FanOutSink sink({&recording.sink(), &progress});
       core::RunSummary summary;
       try {
-        summary = coordinator.run(spec, v, &sink, &cancel_);
+        summary = coordinator.run(spec, v, &sink, &cancel_, resume);
       } catch (const std::exception& e) {
         summary.name = runName;
         summary.status = core::RunStatus::kFailed;

@@ -40,6 +40,9 @@ struct RunRequest {
   QStringList tokens;
   QString token;  // every node's token unless `tokens` says otherwise; local daemons get it
   TlsPaths tls;   // for the remote daemons; like tokens, kept in the user's settings
+  // Not 0: resume this run of the project (its variant only) from its newest checkpoint,
+  // recording into it, instead of running every variant afresh.
+  qint64 resumeRunId = 0;
 };
 
 // What a node daemon says of itself (its GetInfo), as the GUI shows it.
