@@ -69,10 +69,11 @@ void StoreSink::onEvent(const RunEvent& e) {
   appender_.appendEvent(runId_, e);
 }
 
-RunRecording::RunRecording(ProjectStore& store, const ExperimentSpec& spec,
-                           const std::string& strategy, const std::string& runName,
-                           AppenderOptions options)
-    : store_(store) {
+namespace {
+
+// Stores the spec as its experiment and begins the run (RunRecording's first constructor).
+int64_t beginRecordedRun(ProjectStore& store, const ExperimentSpec& spec,
+                         const std::string& strategy, const std::string& runName) {
   const nlohmann::json specJson = toJson(spec);
   RunStart start;
   start.experimentId = store.putEntity(EntityKind::kExperiment, spec.name, specJson);
@@ -80,16 +81,16 @@ RunRecording::RunRecording(ProjectStore& store, const ExperimentSpec& spec,
   start.strategy = strategy;
   start.seed = spec.seed;
   start.spec = specJson;
-  runId_ = store.beginRun(start);
-  try {
-    appender_ = std::make_unique<PointAppender>(store.path(), options);
-  } catch (...) {
-    store.setRunStatus(runId_, RunStatus::kFailed, "could not start recording");
-    throw;
-  }
-  sink_ = std::make_unique<StoreSink>(*appender_, runId_);
-  sink_->setCheckpointsKept(spec.training.checkpointsKept);
+  return store.beginRun(start);
 }
+
+}  // namespace
+
+RunRecording::RunRecording(ProjectStore& store, const ExperimentSpec& spec,
+                           const std::string& strategy, const std::string& runName,
+                           AppenderOptions options)
+    : RunRecording(store, beginRecordedRun(store, spec, strategy, runName),
+                   spec.training.checkpointsKept, options) {}
 
 RunRecording::RunRecording(ProjectStore& store, int64_t runId, int64_t checkpointsKept,
                            AppenderOptions options)

@@ -177,10 +177,14 @@ void Worker::setSlice(BatchSlice slice) {
   localBatch_ = slice.count;
 }
 
-void Worker::beginEpoch() {
+void Worker::shuffleNextEpoch() {
   ++epoch_;
   Rng rng(deriveSeed(spec_.seed, kShuffleStream, static_cast<uint64_t>(epoch_)));
   for (std::size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[rng.below(i)]);
+}
+
+void Worker::beginEpoch() {
+  shuffleNextEpoch();
   cursor_ = 0;
   if (!holdsWholeShard_ && !perBatch_) {
     // Row r of the epoch is row r % localBatch of global batch r / localBatch.
@@ -201,11 +205,7 @@ void Worker::skipBatches(int64_t batches) {
   const int64_t lastEpoch = (batches - 1) / perEpoch;  // the epoch of the last batch skipped
   // Earlier epochs only shuffle (each epoch shuffles the previous order); their rows are
   // never used.
-  for (int64_t e = 0; e < lastEpoch; ++e) {
-    ++epoch_;
-    Rng rng(deriveSeed(spec_.seed, kShuffleStream, static_cast<uint64_t>(epoch_)));
-    for (std::size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[rng.below(i)]);
-  }
+  for (int64_t e = 0; e < lastEpoch; ++e) shuffleNextEpoch();
   beginEpoch();
   cursor_ = ((batches - 1) % perEpoch + 1) * slice_.global;
 }

@@ -147,8 +147,10 @@ class Worker {
   const char* optimizerName() const { return optimizer_->name(); }
 
  private:
-  // The start of the next epoch: its shuffle of order_ and, for a replica that holds an
-  // epoch's rows, their generation.
+  // The next epoch's shuffle of order_ (each epoch shuffles the previous order).
+  void shuffleNextEpoch();
+  // The start of the next epoch: its shuffle and, for a replica that holds an epoch's rows,
+  // their generation.
   void beginEpoch();
   LossResult loss(const float* output, const float* labels, int64_t rows, float gradScale,
                   float* dOutput);
