@@ -89,7 +89,13 @@ struct RunSummary {
   std::vector<double> utilization;  // per worker: compute / step wall time
   int64_t rebalances = 0;           // speed_proportional: times the shares moved
   int64_t switches = 0;             // hybrid: times the run switched between sync and async
-  double meanStaleness = 0.0;       // over every worker's steps
+  // Lost nodes the run survived (on_node_loss "continue" or "restart"), the time from each
+  // node's last report to the run training again without it, summed, and the steps a restart
+  // took again (from its checkpoint to where the lost group had got).
+  int64_t recoveries = 0;
+  double recoveryS = 0.0;
+  int64_t stepsLost = 0;
+  double meanStaleness = 0.0;  // over every worker's steps
   double maxStaleness = 0.0;
   std::vector<int64_t> stalenessHistogram;  // as ExchangeTotals
   // Bytes in and out of the workers' links (collectives, pushes, pulls) per sample trained.

@@ -103,6 +103,11 @@ const Column kColumns[] = {
      [](const ComparisonRow& r) { return integer(r.peakMemBytes); }},
     {"final_test_accuracy", "test acc", 4, 1,
      [](const ComparisonRow& r) { return number(r.finalTestAccuracy); }},
+    {"recoveries", "recoveries", 0, 1,
+     [](const ComparisonRow& r) { return integer(r.recoveries); }},
+    {"recovery_s", "recovery (s)", 2, 1,
+     [](const ComparisonRow& r) { return number(r.recoveryS); }},
+    {"steps_lost", "steps lost", 0, 1, [](const ComparisonRow& r) { return integer(r.stepsLost); }},
     {"outcome", "outcome", 0, 1, [](const ComparisonRow& r) { return text(comparisonOutcome(r)); }},
 };
 
@@ -242,6 +247,9 @@ ComparisonRow comparisonRow(const nlohmann::json& s, std::optional<double> targe
   row.bytesPerSample = jsonNumber(s, "bytes_per_sample");
   row.finalTestAccuracy = jsonNumber(s, "final_test_accuracy");
   row.wallS = jsonNumber(s, "wall_s");
+  row.recoveries = jsonInteger(s, "recoveries");
+  row.recoveryS = jsonNumber(s, "recovery_s");
+  row.stepsLost = jsonInteger(s, "steps_lost");
   // One figure per worker, 0 where a worker could not measure it; the row shows the largest.
   if (row.hasSummary && s.contains("peak_mem_bytes") && s["peak_mem_bytes"].is_array()) {
     int64_t peak = 0;

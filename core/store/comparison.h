@@ -42,6 +42,10 @@ struct ComparisonRow {
   std::optional<int64_t> peakMemBytes;  // the largest worker's; none when no worker measured it
   std::optional<double> finalTestAccuracy;
   std::optional<double> wallS;
+  // Lost nodes survived (on_node_loss), their summed recovery time and the steps taken again.
+  std::optional<int64_t> recoveries;
+  std::optional<double> recoveryS;
+  std::optional<int64_t> stepsLost;
 };
 
 // Why the variant stopped, in words: "target reached", "time limit, target not reached",

@@ -29,7 +29,7 @@ StrategyDescriptor parameterServerDescriptor(std::string name, std::string summa
   d.summary = std::move(summary);
   d.traits.usesParameterServer = true;
   d.traits.needsCollectiveGroup = false;
-  d.settings = {psShardsSetting()};
+  d.settings = {psShardsSetting(), onNodeLossSetting(NodeLossPolicy::kContinue)};
   d.check = checkPsShards;
   return d;
 }

@@ -35,6 +35,10 @@ struct WorkerJob {
   // Continue from this checkpoint (every rank the same one): the first step is its step + 1,
   // and the run's clock goes on from its time.
   std::shared_ptr<const Checkpoint> resumeFrom;
+  // The run's clock at the start of this job: a group restarted after a lost node goes on
+  // from the time the run has taken so far, lost time included. Unset: the checkpoint's time,
+  // or 0 for a fresh run.
+  std::optional<double> clockStartMs;
 };
 
 // Where a failed rank's error started. A run's error is the root cause: the coordinator

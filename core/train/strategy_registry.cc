@@ -1,5 +1,6 @@
 #include "core/train/strategy_registry.h"
 
+#include "core/common/check.h"
 #include "core/common/registry.h"
 #include "core/train/async_ps.h"
 #include "core/train/hybrid.h"
@@ -25,6 +26,42 @@ Registry<StrategyDescriptor>& registry() {
 }
 
 }  // namespace
+
+const char* toString(NodeLossPolicy policy) {
+  switch (policy) {
+    case NodeLossPolicy::kFail:
+      return "fail";
+    case NodeLossPolicy::kContinue:
+      return "continue";
+    case NodeLossPolicy::kRestart:
+      return "restart";
+  }
+  return "fail";
+}
+
+SettingSchema onNodeLossSetting(NodeLossPolicy survives) {
+  DTLAB_ENFORCE(survives != NodeLossPolicy::kFail, "a policy that survives a lost node");
+  SettingSchema s{.key = "on_node_loss",
+                  .type = SettingType::kChoice,
+                  .label = "On node\nloss",
+                  .help = survives == NodeLossPolicy::kContinue
+                              ? "When a worker's node is lost: fail the run, or let the other "
+                                "workers continue"
+                              : "When a node is lost: fail the run, or restart the group on the "
+                                "surviving nodes from the last checkpoint",
+                  .defaultValue = std::string(toString(NodeLossPolicy::kFail)),
+                  .choices = {toString(NodeLossPolicy::kFail), toString(survives)}};
+  return s;
+}
+
+NodeLossPolicy nodeLossPolicy(const VariantConfig& variant) {
+  const StrategyDescriptor& strategy = strategyOf(variant);
+  if (findSetting(strategy.settings, "on_node_loss") == nullptr) return NodeLossPolicy::kFail;
+  const std::string& value = strategy.view(variant).choice("on_node_loss");
+  for (NodeLossPolicy p : {NodeLossPolicy::kContinue, NodeLossPolicy::kRestart})
+    if (value == toString(p)) return p;
+  return NodeLossPolicy::kFail;
+}
 
 std::vector<const StrategyDescriptor*> strategies() {
   return registry().all();

@@ -60,6 +60,19 @@ struct StrategyDescriptor {
   SettingsView view(const VariantConfig& variant) const { return {settings, variant.settings}; }
 };
 
+// What a run does when one of its nodes is lost (the variant setting "on_node_loss").
+enum class NodeLossPolicy {
+  kFail,      // the run fails naming the node (every strategy)
+  kContinue,  // the other workers go on without it (parameter-server strategies)
+  kRestart,   // the group re-forms from the survivors at the last checkpoint (synchronous)
+};
+const char* toString(NodeLossPolicy policy);
+// The "on_node_loss" setting of a strategy that can survive a lost node, offering "fail" and
+// `survives` ("continue" or "restart"). A strategy without it always fails.
+SettingSchema onNodeLossSetting(NodeLossPolicy survives);
+// The variant's policy: its "on_node_loss" value, kFail for a strategy without the setting.
+NodeLossPolicy nodeLossPolicy(const VariantConfig& variant);
+
 // Every registered strategy, in registration order (the built-in ones first). The first is the
 // default of a variant that names none. References stay valid for the life of the process.
 std::vector<const StrategyDescriptor*> strategies();

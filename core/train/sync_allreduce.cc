@@ -59,9 +59,17 @@ StrategyDescriptor syncAllReduceDescriptor() {
       .min = 1,
       .max = 1'000'000,
       .when = SettingCondition{"partition", {kSpeedProportional}}};
-  d.settings = {bucketKbSetting(), partition, rebalance};
+  d.settings = {bucketKbSetting(), partition, rebalance,
+                onNodeLossSetting(NodeLossPolicy::kRestart)};
   d.check = [](const VariantConfig& v, const VariantCheckContext& at) {
-    const DataPartitionKind data = at.spec.training.dataPartition.kind;
+    const TrainingConfig& t = at.spec.training;
+    if (nodeLossPolicy(v) == NodeLossPolicy::kRestart && t.checkpointEvery == 0 &&
+        t.checkpointSeconds <= 0.0)
+      throw SpecError(at.path + ".on_node_loss",
+                      "\"restart\" continues from the run's last checkpoint, and this spec keeps "
+                      "none: set training.checkpoint_every (steps) or "
+                      "training.checkpoint_seconds");
+    const DataPartitionKind data = t.dataPartition.kind;
     if (SyncAllReduceOptions::of(v).speedProportional && data != DataPartitionKind::kShared)
       throw SpecError(at.path + ".partition",
                       std::string("\"speed_proportional\" gives each worker a slice of every "

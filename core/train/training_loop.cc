@@ -80,9 +80,6 @@ int64_t TrainingLoop::resume(Strategy& strategy) {
   if (c.strategy != name)
     throw Error("the checkpoint is of a " + c.strategy + " run, this variant is " + name);
   strategy.restore(c);
-  // The run's clock goes on from the checkpoint's time (series, time limit, time to target).
-  start_ -= std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double, std::milli>(c.wallMs));
   lastEvalProgress_ = strategy.globalStep(c.step);
   return c.step;
 }
@@ -195,10 +192,17 @@ void TrainingLoop::recordStep(int64_t step, const StepReport& r, double stepMs, 
 }
 
 WorkerResult TrainingLoop::run() {
+  // The run's clock goes on from where it stood (events, series, time limit, time to target).
+  const auto clockStart =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(
+          job_.clockStartMs.value_or(job_.resumeFrom ? job_.resumeFrom->wallMs : 0.0)));
+  start_ -= clockStart;
   dataset_ = makeDataset(spec_.dataset);
   backend_ = makeBackend(job_.device, job_.threads, spec_.training.precision);
   if (!backend_->hostMemory()) {
-    if (job_.world > 1 && (comm_ == nullptr || !comm_->deviceMemory()))
+    const bool needsGroup = strategyOf(spec_.variants[static_cast<std::size_t>(job_.variant)])
+                                .traits.needsCollectiveGroup;
+    if (job_.world > 1 && needsGroup && (comm_ == nullptr || !comm_->deviceMemory()))
       throw Error(detail::concat("device '", job_.device, "' with ", job_.world,
                                  " workers needs collectives on the GPU (NCCL); this group's "
                                  "work on host memory"));
@@ -236,10 +240,7 @@ WorkerResult TrainingLoop::run() {
     event(step, "resume", "from the checkpoint of step " + std::to_string(step));
   }
   StopReason stop = StopReason::kNone;
-  Clock::time_point trainStart = Clock::now();
-  if (job_.resumeFrom)
-    trainStart -= std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double, std::milli>(job_.resumeFrom->wallMs));
+  Clock::time_point trainStart = Clock::now() - clockStart;
   for (;;) {
     if (strategy->budgetSpent(step, totalSteps)) {
       stop = spec_.training.maxSteps > 0 && strategy->globalStep(step) >= spec_.training.maxSteps

@@ -3,10 +3,13 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <mutex>
+#include <optional>
 #include <random>
 
 #include "core/common/check.h"
+#include "core/train/checkpoint.h"
 #include "core/train/parameter_server.h"
 #include "core/train/strategy.h"
 #include "core/train/strategy_registry.h"
@@ -64,6 +67,32 @@ std::vector<NodeSummary> Coordinator::connect() {
   return out;
 }
 
+namespace {
+
+// A restart after a lost node (on_node_loss "restart"), reported as a "recovery" event once
+// the re-formed group trains again.
+struct PendingRecovery {
+  Clock::time_point lostAt;  // when the lost node last reported
+  int64_t stepsLost = 0;
+  std::string detail;
+};
+
+std::string stepsText(int64_t n) {
+  return std::to_string(n) + (n == 1 ? " step" : " steps");
+}
+
+// The nodes of `placement` without the one that ran rank `lost`, in rank order.
+std::vector<std::size_t> survivorsOf(const Placement& placement, std::size_t lost) {
+  std::vector<std::size_t> nodes;
+  for (const RankSlot& r : placement.ranks)
+    if (r.node != placement.ranks[lost].node &&
+        std::find(nodes.begin(), nodes.end(), r.node) == nodes.end())
+      nodes.push_back(r.node);
+  return nodes;
+}
+
+}  // namespace
+
 core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
                                   core::MetricSink* sink, const std::atomic<bool>* cancel,
                                   std::span<const unsigned char> resume) {
@@ -74,38 +103,96 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
   // a. Place the ranks (every check that can refuse the run is made here, before any job).
   std::vector<std::string> labels;
   for (std::size_t i = 0; i < links.size(); ++i) labels.push_back(links.label(i));
-  const Placement placement = placeRun(spec, variant, impl.summaries, labels);
-  const std::string jobId = newJobId();
+  Placement placement = placeRun(spec, variant, impl.summaries, labels);
   const std::string specJson = core::toJson(spec).dump();
   const Clock::time_point start = Clock::now();
   const std::string strategy = core::strategyOf(chosen).name;
+  const core::NodeLossPolicy onNodeLoss = core::nodeLossPolicy(chosen);
+
+  if (resume.size() > static_cast<std::size_t>(kMaxCheckpointBytes))
+    throw Error("the checkpoint is " + std::to_string(resume.size()) +
+                " bytes; a resume can send "
+                "at most " +
+                std::to_string(kMaxCheckpointBytes >> 20) + " MiB");
+  // What a restart continues from: the newest checkpoint, at first the one resumed from.
+  std::string checkpoint(resume.begin(), resume.end());
+  int64_t checkpointStep = 0;
+  double clockBaseMs = 0.0;  // the run's clock when this coordinator started it
+  if (!resume.empty()) {
+    const core::Checkpoint c = core::decodeCheckpoint(resume);
+    checkpointStep = c.step;
+    clockBaseMs = c.wallMs;
+  }
 
   core::RunSummary summary;
   summary.name = chosen.name.empty() ? strategy : chosen.name;
   summary.strategy = strategy;
   std::mutex mutex;  // guards sink calls, summary.events and the per-node state below
   auto addEvent = [&](int64_t step, std::string kind, std::string detail) {
-    core::RunEvent e{step, std::chrono::duration<double, std::milli>(Clock::now() - start).count(),
-                     std::move(kind), std::move(detail)};
+    core::RunEvent e{
+        step, clockBaseMs + std::chrono::duration<double, std::milli>(Clock::now() - start).count(),
+        std::move(kind), std::move(detail)};
     if (sink != nullptr) sink->onEvent(e);
     summary.events.push_back(std::move(e));
+  };
+  auto recovered = [&](int64_t step, double seconds, int64_t stepsLost, std::string detail) {
+    ++summary.recoveries;
+    summary.recoveryS += seconds;
+    summary.stepsLost += stepsLost;
+    char took[48];
+    std::snprintf(took, sizeof(took), "; recovered in %.2f s", seconds);
+    addEvent(step, "recovery", detail + took);
+  };
+  std::optional<PendingRecovery> restarting;
+  auto firstStep = [&](int64_t step) {
+    if (!restarting) return;
+    recovered(step, std::chrono::duration<double>(Clock::now() - restarting->lostAt).count(),
+              restarting->stepsLost, restarting->detail);
+    restarting.reset();
   };
   // Workers that share a host's cores: the run says so, its timings measure that too.
   for (const std::string& host : placement.contention) {
     summary.contended = true;
     addEvent(0, "contention", host);
   }
-  // b. Start everywhere (or nowhere).
-  if (resume.size() > static_cast<std::size_t>(kMaxCheckpointBytes))
-    throw Error("the checkpoint is " + std::to_string(resume.size() >> 20) +
-                " MiB; a resume can send at most " + std::to_string(kMaxCheckpointBytes >> 20) +
-                " MiB");
-  links.startJobs(placement, jobId, specJson, variant, resume);
+  std::optional<double> clockStartMs;  // a restart's: the run's time so far
 
-  // c. Watch every rank to its end; a lost node or a failed rank ends the run.
   std::vector<RankEnd> ends;
-  const WatchEnd watched =
-      links.watchJobs(placement, jobId, cancel, {sink, mutex, summary.events, addEvent}, ends);
+  WatchEnd watched;
+  for (;;) {
+    // b. Start everywhere (or nowhere).
+    const std::string jobId = newJobId();
+    links.startJobs(placement, jobId, specJson, variant,
+                    {reinterpret_cast<const unsigned char*>(checkpoint.data()), checkpoint.size()},
+                    clockStartMs);
+    // c. Watch every rank to its end; a lost node or a failed rank ends the group.
+    watched = links.watchJobs(
+        placement, jobId, cancel,
+        {sink, mutex, summary.events, addEvent, onNodeLoss, recovered, firstStep}, ends);
+    if (restarting && !watched.failing) firstStep(watched.lastStep);  // ended without a step
+    if (!watched.checkpoint.empty()) {
+      checkpoint = std::move(watched.checkpoint);
+      checkpointStep = watched.checkpointStep;
+    }
+    const bool cancelled = cancel != nullptr && cancel->load();
+    if (onNodeLoss != core::NodeLossPolicy::kRestart || !watched.lostRank || cancelled) break;
+    const std::vector<std::size_t> survivors = survivorsOf(placement, *watched.lostRank);
+    if (survivors.empty()) break;
+    // The group re-forms from the survivors at the newest checkpoint (the global batch kept,
+    // divided among fewer ranks), as Horovod elastic does; the run's clock goes on.
+    placement = placeRunOn(spec, variant, impl.summaries, labels, survivors);
+    std::string nodes;
+    for (const std::string& name : placement.rankNames) nodes += (nodes.empty() ? "" : ", ") + name;
+    restarting = PendingRecovery{
+        watched.lostLastHeard, std::max<int64_t>(0, watched.lastStep - checkpointStep),
+        "restarted on " + std::to_string(placement.world()) +
+            (placement.world() == 1 ? " rank (" : " ranks (") + nodes + ") from " +
+            (checkpoint.empty() ? std::string("the start (no checkpoint yet)")
+                                : "the checkpoint of step " + std::to_string(checkpointStep)) +
+            ", " + stepsText(std::max<int64_t>(0, watched.lastStep - checkpointStep)) + " lost"};
+    clockStartMs =
+        clockBaseMs + std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  }
 
   // d. Merge.
   mergeRankEnds(ends, watched, summary);

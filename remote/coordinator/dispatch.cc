@@ -77,6 +77,7 @@ struct NodeLinks::Impl {
     std::string address;
     std::string name;
     std::unique_ptr<pb::NodeService::Stub> stub;
+    std::unique_ptr<pb::ParameterServer::Stub> ps;  // the shard it serves, if any
   };
   std::vector<Node> nodes;
   CoordinatorOptions options;
@@ -89,6 +90,11 @@ struct NodeLinks::Impl {
                std::chrono::milliseconds deadline) const {
     prepareClientContext(context, token(i), deadline);
   }
+  // Tells every shard (shard k on node k) that `worker` has left the job, as the worker itself
+  // does when it finishes: nobody waits for it any more. Returns the shards that did not
+  // answer, by name.
+  std::vector<std::string> leaveShards(std::size_t shards, const std::string& jobId,
+                                       int worker) const;
   pb::StartJobRequest startRequest(const Placement& placement, std::size_t rank,
                                    const std::string& jobId, const std::string& specJson,
                                    int variant, std::span<const unsigned char> resume) const;
@@ -128,12 +134,31 @@ pb::StartJobRequest NodeLinks::Impl::startRequest(const Placement& placement, st
   return request;
 }
 
+std::vector<std::string> NodeLinks::Impl::leaveShards(std::size_t shards, const std::string& jobId,
+                                                      int worker) const {
+  std::vector<std::string> silent;
+  for (std::size_t k = 0; k < shards && k < nodes.size(); ++k) {
+    grpc::ClientContext context;
+    prepare(context, k, std::chrono::milliseconds(3000));
+    pb::PsLeaveRequest request;
+    request.set_protocol_version(kProtocolVersion);
+    request.set_job_id(jobId);
+    request.set_worker(worker);
+    pb::PsLeaveResponse response;
+    if (!nodes[k].ps->Leave(&context, request, &response).ok()) silent.push_back(nodes[k].name);
+  }
+  return silent;
+}
+
 NodeLinks::NodeLinks(std::vector<std::string> addresses, CoordinatorOptions options)
     : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
-  for (std::size_t i = 0; i < addresses.size(); ++i)
+  for (std::size_t i = 0; i < addresses.size(); ++i) {
+    const auto channel = channelTo(addresses[i], impl_->options.tls);
     impl_->nodes.push_back({addresses[i], "node" + std::to_string(i),
-                            pb::NodeService::NewStub(channelTo(addresses[i], impl_->options.tls))});
+                            pb::NodeService::NewStub(channel),
+                            pb::ParameterServer::NewStub(channel)});
+  }
 }
 
 NodeLinks::~NodeLinks() = default;
@@ -174,7 +199,8 @@ void NodeLinks::cancelJob(std::size_t node, const std::string& jobId, bool abort
 
 void NodeLinks::startJobs(const Placement& placement, const std::string& jobId,
                           const std::string& specJson, int variant,
-                          std::span<const unsigned char> resume) const {
+                          std::span<const unsigned char> resume,
+                          std::optional<double> clockStartMs) const {
   const Impl& impl = *impl_;
   std::size_t started = 0;
   try {
@@ -182,8 +208,9 @@ void NodeLinks::startJobs(const Placement& placement, const std::string& jobId,
       const std::size_t node = placement.ranks[started].node;
       grpc::ClientContext context;
       impl.prepare(context, node, std::chrono::milliseconds(10000));
-      const pb::StartJobRequest request =
+      pb::StartJobRequest request =
           impl.startRequest(placement, started, jobId, specJson, variant, resume);
+      if (clockStartMs) request.set_clock_start_ms(*clockStartMs);
       pb::StartJobResponse response;
       const grpc::Status status = impl.nodes[node].stub->StartJob(&context, request, &response);
       if (!status.ok())
@@ -205,25 +232,33 @@ struct RankWatch {
   bool broken = false;
   RankEnd end;  // finished, abandoned, error and result as the merge reads them
 
-  bool ended() const { return end.finished || broken || end.abandoned; }
+  bool ended() const { return end.finished || broken || end.abandoned || end.dropped; }
 };
 
 // Rank 0's newest checkpoint goes to the sink only once every rank's stream has delivered its
 // points up to the checkpoint's step (or ended): a stored checkpoint never runs ahead of any
 // rank's stored points, so a resume finds each series whole up to it. Under WatchOutputs::mutex.
+// The newest released one is kept (encoded) for a restart after a lost node.
 struct CheckpointGate {
   explicit CheckpointGate(std::size_t world) : delivered(world, 0), ended(world, false) {}
   std::vector<int64_t> delivered;  // each rank's last step point handed to the sink
   std::vector<bool> ended;
   std::optional<core::Checkpoint> pending;
+  std::string pendingBytes;
+  std::string released;  // the newest checkpoint released, encoded
+  int64_t releasedStep = 0;
+  bool sawStep = false;  // a step point has arrived
 
   void release(core::MetricSink* sink) {
-    if (!pending || sink == nullptr) return;
+    if (!pending) return;
     for (std::size_t r = 0; r < delivered.size(); ++r)
       if (!ended[r] && delivered[r] < pending->step) return;
-    sink->onCheckpoint(*pending);
+    if (sink != nullptr) sink->onCheckpoint(*pending);
+    released = std::move(pendingBytes);
+    releasedStep = pending->step;
     pending.reset();
   }
+  int64_t lastStep() const { return *std::max_element(delivered.begin(), delivered.end()); }
 };
 
 // Reads rank i's WatchJob stream to its end into `w`, delivering what it reports to `out`.
@@ -239,11 +274,12 @@ void readStream(pb::NodeService::Stub& stub, const std::string& jobId, int slot,
   while (reader->Read(&update)) {
     std::lock_guard lock(out.mutex);
     w.last = Clock::now();
+    if (!gate.sawStep && update.steps_size() > 0 && out.firstStep)
+      out.firstStep(update.steps(0).step());
+    gate.sawStep = gate.sawStep || update.steps_size() > 0;
+    for (const auto& p : update.steps()) gate.delivered[i] = std::max(gate.delivered[i], p.step());
     if (out.sink != nullptr) {
-      for (const auto& p : update.steps()) {
-        out.sink->onStep(toCore(p));
-        gate.delivered[i] = std::max(gate.delivered[i], p.step());
-      }
+      for (const auto& p : update.steps()) out.sink->onStep(toCore(p));
       for (const auto& e : update.evals()) out.sink->onEval(toCore(e));
       for (const auto& n : update.node_samples()) out.sink->onNode(toCore(n, static_cast<int>(i)));
     }
@@ -252,13 +288,16 @@ void readStream(pb::NodeService::Stub& stub, const std::string& jobId, int slot,
       if (out.sink != nullptr) out.sink->onEvent(event);
       if (event.kind != "finish") out.events.push_back(std::move(event));
     }
-    if (!update.checkpoint().empty() && out.sink != nullptr) {
+    if (!update.checkpoint().empty()) {
       const std::string& bytes = update.checkpoint();
       try {
         gate.pending = core::decodeCheckpoint(
             {reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()});
+        gate.pendingBytes = bytes;
       } catch (const core::CheckpointError& e) {
-        out.sink->onEvent({0, 0.0, "note", std::string("a checkpoint was not kept: ") + e.what()});
+        if (out.sink != nullptr)
+          out.sink->onEvent(
+              {0, 0.0, "note", std::string("a checkpoint was not kept: ") + e.what()});
       }
     }
     gate.release(out.sink);
@@ -312,7 +351,45 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
     const std::size_t node = placement.ranks[i].node;
     cancels.emplace_back([this, node, jobId, abort] { cancelJob(node, jobId, abort); });
   };
+  // "continue": a lost rank whose node serves no shard is dropped; the shards hear that it
+  // left (on a thread of its own, as the cancels), then the recovery is reported.
+  const std::size_t shards = placement.psAddresses.size();
+  auto canDrop = [&](std::size_t i) {
+    if (out.onNodeLoss != core::NodeLossPolicy::kContinue || placement.ranks[i].node < shards)
+      return false;
+    for (std::size_t j = 0; j < world; ++j)
+      if (j != i && !watches[j].end.dropped) return true;
+    return false;
+  };
+  auto drop = [&](std::size_t i, const std::string& lost) {
+    RankWatch& w = watches[i];
+    w.end.dropped = true;
+    if (!w.broken) w.context->TryCancel();
+    const int64_t step = gate.lastStep();
+    const auto others = std::count_if(watches.begin(), watches.end(),
+                                      [](const RankWatch& x) { return !x.end.dropped; });
+    out.addEvent(step, "node_lost",
+                 lost + "; the other " + std::to_string(others) +
+                     (others == 1 ? " worker goes on" : " workers go on") +
+                     " (on_node_loss: continue)");
+    sendCancel(i, true);  // a stopped node that wakes up must not push again
+    const Clock::time_point lastHeard = w.last;
+    const std::string name = placement.rankNames[i];
+    cancels.emplace_back([this, &out, shards, jobId, i, step, lastHeard, name] {
+      const std::vector<std::string> silent =
+          impl_->leaveShards(shards, jobId, static_cast<int>(i));
+      std::lock_guard lock(out.mutex);
+      const double seconds = std::chrono::duration<double>(Clock::now() - lastHeard).count();
+      std::string detail = "rank " + std::to_string(i) + " (" + name +
+                           ") left the parameter server; no update is lost (every push it made "
+                           "is on the server)";
+      for (const std::string& shard : silent) detail += "; " + shard + " did not hear of it";
+      if (out.recovered) out.recovered(step, seconds, 0, detail);
+    });
+  };
   std::string lostNode;
+  std::optional<std::size_t> lostRank;
+  Clock::time_point lostLastHeard{};
   bool failing = false;
   bool cancelSent = false;
   std::optional<Clock::time_point> giveUpAt;
@@ -323,17 +400,38 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
       if (!failing) {
         for (std::size_t i = 0; i < world && !failing; ++i) {
           RankWatch& w = watches[i];
+          if (w.end.dropped) continue;
           const bool failed = w.end.finished && core::readRunStatus(w.end.result.status()) ==
                                                     core::RunStatus::kFailed;
           const bool silent = !w.end.finished && Clock::now() - w.last > options.lostAfter;
           if (!failed && !w.broken && !silent) continue;
+          const std::string lost =
+              failed ? std::string()
+                     : placement.rankNames[i] + " lost: " +
+                           (w.broken ? w.end.error
+                                     : "no heartbeat for " +
+                                           std::to_string(options.lostAfter.count()) + " ms");
+          if (!failed && canDrop(i)) {
+            drop(i, lost);
+            continue;
+          }
           failing = true;
           if (!failed) {
-            lostNode = placement.rankNames[i] + " lost: " +
-                       (w.broken ? w.end.error
-                                 : "no heartbeat for " + std::to_string(options.lostAfter.count()) +
-                                       " ms");
-            out.addEvent(0, "node_lost", lostNode);
+            lostNode = lost;
+            lostRank = i;
+            lostLastHeard = w.last;
+            if (placement.ranks[i].node < shards &&
+                out.onNodeLoss == core::NodeLossPolicy::kContinue)
+              lostNode += "; it served parameter-server shard " +
+                          std::to_string(placement.ranks[i].node) +
+                          ", whose blocks are kept nowhere else, so the run cannot continue";
+            out.addEvent(gate.lastStep(), "node_lost",
+                         out.onNodeLoss == core::NodeLossPolicy::kRestart &&
+                                 placement.ranks.front().node != placement.ranks.back().node
+                             ? lostNode +
+                                   "; the group restarts on the other nodes (on_node_loss: "
+                                   "restart)"
+                             : lostNode);
             if (!w.broken) w.context->TryCancel();
           }
           for (std::size_t j = 0; j < world; ++j)
@@ -362,7 +460,8 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
 
   ends.clear();
   for (RankWatch& w : watches) ends.push_back(std::move(w.end));
-  return {lostNode, failing, cancelSent, options.windDown};
+  return {lostNode,      failing,         cancelSent,    options.windDown, lostRank,
+          lostLastHeard, gate.lastStep(), gate.released, gate.releasedStep};
 }
 
 NodeSummary queryNode(const std::string& address, const std::string& token,

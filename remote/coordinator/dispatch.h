@@ -9,11 +9,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/metrics/metrics.h"
+#include "core/train/strategy_registry.h"
 #include "remote/coordinator/coordinator.h"
 #include "remote/coordinator/merge.h"
 #include "remote/coordinator/placement.h"
@@ -28,6 +30,16 @@ struct WatchOutputs {
   std::mutex& mutex;
   std::vector<core::RunEvent>& events;
   std::function<void(int64_t step, std::string kind, std::string detail)> addEvent;
+  // On "continue", a rank whose node is lost is dropped (RankEnd::dropped) and the others go
+  // on, unless its node serves a parameter-server shard (whose blocks have no copy elsewhere);
+  // any other policy ends the run (a restart is the caller's: WatchEnd says what it needs).
+  core::NodeLossPolicy onNodeLoss = core::NodeLossPolicy::kFail;
+  // A dropped rank has left the shards' boards (nobody waits for it any more): `seconds` from
+  // when it was last heard, `detail` for the "recovery" event. Called under `mutex`.
+  std::function<void(int64_t step, double seconds, int64_t stepsLost, std::string detail)>
+      recovered;
+  // The first step point of any rank (a restarted group trains again). Called under `mutex`.
+  std::function<void(int64_t step)> firstStep;
 };
 
 class NodeLinks {
@@ -50,11 +62,14 @@ class NodeLinks {
   // Starts the job on every rank's node, in rank order. When a start fails, the jobs already
   // started are aborted (none is left waiting at the rendezvous for ranks that will never
   // come) and the Error names the rank. `resume`: an encoded checkpoint every rank continues
-  // from (empty: a fresh run).
+  // from (empty: a fresh run); `clockStartMs`: the run's clock at the start (unset: the
+  // checkpoint's time, or 0).
   void startJobs(const Placement& placement, const std::string& jobId, const std::string& specJson,
-                 int variant, std::span<const unsigned char> resume = {}) const;
+                 int variant, std::span<const unsigned char> resume = {},
+                 std::optional<double> clockStartMs = std::nullopt) const;
   // Reads every rank's stream until all have ended (or the wind-down after a failure, a lost
-  // node or the user's `cancel` has passed); fills `ends` in rank order.
+  // node or the user's `cancel` has passed); fills `ends` in rank order. A rank dropped under
+  // "continue" leaves every shard's board first (PsLeave on its behalf).
   WatchEnd watchJobs(const Placement& placement, const std::string& jobId,
                      const std::atomic<bool>* cancel, const WatchOutputs& out,
                      std::vector<RankEnd>& ends) const;

@@ -45,6 +45,7 @@ void mergeOutcome(const std::vector<RankEnd>& ranks, const WatchEnd& watch,
   int bestCause = 99;
   core::StopReason failedBecause = core::StopReason::kError;
   for (const RankEnd& end : ranks) {
+    if (end.dropped) continue;
     const proto::JobResult& r = end.result;
     const core::RunStatus status =
         end.finished ? core::readRunStatus(r.status()) : core::RunStatus::kFailed;
@@ -94,12 +95,14 @@ void mergeOutcome(const std::vector<RankEnd>& ranks, const WatchEnd& watch,
 void mergeRankEnds(const std::vector<RankEnd>& ranks, const WatchEnd& watch,
                    core::RunSummary& summary) {
   if (ranks.empty()) return;
-  const double world = static_cast<double>(ranks.size());
+  const double world = static_cast<double>(
+      std::count_if(ranks.begin(), ranks.end(), [](const RankEnd& e) { return !e.dropped; }));
   double maxStepMs = 0.0;
   double utilization = 0.0;
   double waitFraction = 0.0;
   core::ExchangeTotals exchange;
   for (const RankEnd& end : ranks) {
+    if (end.dropped) continue;
     const proto::JobResult& r = end.result;
     exchange.merge(exchangeOf(r));
     summary.paramChecksum.push_back(r.param_checksum());

@@ -4,6 +4,7 @@
 // cancelled, the throughput, utilisation and exchange figures: decided here from the ranks'
 // ends alone, so each rule has a test of its own (tests/remote/test_merge.cc).
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ struct RankEnd {
   bool abandoned = false;   // still running at the end of the wind-down: left behind
   std::string error;        // why its stream ended without a result ("its stream broke (...)")
   proto::JobResult result;  // when finished
+  // Its node was lost and the run went on without it (on_node_loss "continue"): it has no
+  // say in the run's outcome, and what it trained is on the server, not in its figures.
+  bool dropped = false;
 };
 
 // How the watch itself ended.
@@ -27,6 +31,14 @@ struct WatchEnd {
   bool failing = false;     // the coordinator ended the run on a failure or a lost node
   bool cancelSent = false;  // the user's cancel was forwarded
   std::chrono::milliseconds windDown{0};  // how long ranks were given to report their end
+  // What a restart after a lost node needs (on_node_loss "restart"): the rank whose node was
+  // lost, the highest step any rank reported, and the newest checkpoint handed to the sink
+  // (encoded; empty: none in this watch).
+  std::optional<std::size_t> lostRank;
+  std::chrono::steady_clock::time_point lostLastHeard{};  // when the lost rank last reported
+  int64_t lastStep = 0;
+  std::string checkpoint;
+  int64_t checkpointStep = 0;
 };
 
 // Fills `summary`'s outcome (status, stop reason, error) and figures (steps, samples,

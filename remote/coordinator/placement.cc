@@ -113,6 +113,32 @@ Placement placeRun(const core::ExperimentSpec& spec, int variant,
   if (core::strategyOf(chosen).traits.usesParameterServer && p.world() > 1)
     for (int k = 0; k < core::psShardCount(chosen, static_cast<int>(p.world())); ++k)
       p.psAddresses.push_back(reachableAddress(nodes[static_cast<std::size_t>(k)]));
+  // A shard's blocks are kept nowhere else, so a run whose every node serves one cannot
+  // continue after losing any of them.
+  if (core::nodeLossPolicy(chosen) == core::NodeLossPolicy::kContinue && p.world() > 1 &&
+      p.psAddresses.size() >= p.nodeCount)
+    throw Error("variant '" + chosen.name +
+                "': on_node_loss \"continue\" needs nodes that serve "
+                "no parameter-server shard (a lost shard's blocks are kept nowhere else), and "
+                "all " +
+                std::to_string(p.nodeCount) + " nodes serve one: set ps_shards below " +
+                std::to_string(p.nodeCount) + " (the shards live on the first ps_shards nodes)");
+  return p;
+}
+
+Placement placeRunOn(const core::ExperimentSpec& spec, int variant,
+                     const std::vector<NodeSummary>& nodes, const std::vector<std::string>& labels,
+                     const std::vector<std::size_t>& use) {
+  core::ExperimentSpec narrowed = spec;
+  narrowed.variants.at(static_cast<std::size_t>(variant)).nodes = 0;
+  std::vector<NodeSummary> subset;
+  std::vector<std::string> subsetLabels;
+  for (std::size_t n : use) {
+    subset.push_back(nodes.at(n));
+    subsetLabels.push_back(labels.at(n));
+  }
+  Placement p = placeRun(narrowed, variant, subset, subsetLabels);
+  for (RankSlot& r : p.ranks) r.node = use[r.node];
   return p;
 }
 

@@ -39,6 +39,13 @@ struct Placement {
 Placement placeRun(const core::ExperimentSpec& spec, int variant,
                    const std::vector<NodeSummary>& nodes, const std::vector<std::string>& labels);
 
+// placeRun on the nodes `use` (indices into `nodes`, in rank order) alone, the variant's own
+// node count set aside: a group re-formed from the nodes that survived a lost one. The
+// placement's node indices are into `nodes`.
+Placement placeRunOn(const core::ExperimentSpec& spec, int variant,
+                     const std::vector<NodeSummary>& nodes, const std::vector<std::string>& labels,
+                     const std::vector<std::size_t>& use);
+
 // A node's services as its peers reach them: its advertised host (else the host the
 // coordinator dialled) on the port it serves on.
 std::string reachableAddress(const NodeSummary& node);

@@ -162,7 +162,12 @@ core::WorkerResult Job::runWithCommunicator() {
   const auto& work = settings_.work;
   std::unique_ptr<RendezvousStore> store;
   std::unique_ptr<core::Communicator> comm;
-  if (work.world > 1) {
+  const core::VariantConfig& variant =
+      work.spec.variants.at(static_cast<std::size_t>(work.variant));
+  const core::StrategyTraits traits = core::strategyOf(variant).traits;
+  // Workers of a parameter server talk only to its shards: no group, so that a lost worker
+  // touches no other worker (on_node_loss "continue").
+  if (work.world > 1 && traits.needsCollectiveGroup) {
     try {
       RendezvousStoreOptions storeOptions;
       storeOptions.address = settings_.rendezvousAddress;
@@ -207,9 +212,7 @@ core::WorkerResult Job::runWithCommunicator() {
   }
   // Parameter-server strategies talk to the shards' daemons (this one's included) over gRPC.
   std::unique_ptr<GrpcParameterClient> ps;
-  const core::VariantConfig& variant =
-      work.spec.variants.at(static_cast<std::size_t>(work.variant));
-  if (core::strategyOf(variant).traits.usesParameterServer && work.world > 1) {
+  if (traits.usesParameterServer && work.world > 1) {
     ParameterClientOptions options;
     options.jobId = settings_.jobId;
     options.addresses = settings_.psAddresses;

@@ -37,9 +37,10 @@ struct JobSettings {
 // a sampler thread that records the process's CPU and memory use every 500 ms.
 //
 // The job thread's steps:
-//   1. world > 1: a RendezvousStore (keys "<job id>/...") on rendezvousAddress, a
-//      GlooCommunicator over it (waits up to connectTimeout for every rank), wrapped in an
-//      EmulatedLinkCommunicator when bandwidth or latency are emulated,
+//   1. world > 1 and a strategy with a collective group: a RendezvousStore (keys
+//      "<job id>/...") on rendezvousAddress, a GlooCommunicator over it (waits up to
+//      connectTimeout for every rank), wrapped in an EmulatedLinkCommunicator when bandwidth
+//      or latency are emulated; a parameter-server strategy's client of the shards,
 //   2. core::runWorker(work, comm, buffer, cancel flag),
 //   3. stop the sampler, destroy the communicator (closes the TCP mesh),
 //   4. buffer().finish(result) -- only now is the node free for the next job, so a

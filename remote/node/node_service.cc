@@ -11,10 +11,10 @@
 #include <thread>
 
 #include "core/backend/backend.h"
-#include "core/train/checkpoint.h"
 #include "core/common/config.h"
 #include "core/common/log.h"
 #include "core/spec/experiment_spec.h"
+#include "core/train/checkpoint.h"
 #include "core/train/local_trainer.h"
 #include "core/train/parameter_server.h"
 #include "core/train/strategy_registry.h"
@@ -451,6 +451,13 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
     } catch (const core::CheckpointError& e) {
       return {grpc::StatusCode::INVALID_ARGUMENT, std::string("resume_checkpoint: ") + e.what()};
     }
+  }
+  if (request.has_clock_start_ms()) {
+    const double ms = request.clock_start_ms();
+    if (!std::isfinite(ms) || ms < 0.0 || ms > 1e12)
+      return {grpc::StatusCode::INVALID_ARGUMENT,
+              "clock_start_ms: must be a time in ms from 0 to 1e12, got " + std::to_string(ms)};
+    settings.work.clockStartMs = ms;
   }
   return installJob(request, std::move(settings), std::move(shardHost));
 }

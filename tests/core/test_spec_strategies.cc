@@ -180,6 +180,40 @@ class TestSpecStrategies : public QObject {
     QVERIFY2(std::string(e->what()).find("did you mean 'adaptive'") != std::string::npos,
              e->what());
   }
+
+  // on_node_loss: each strategy offers what it can do ("continue" for the parameter-server
+  // ones, "restart" for the synchronous one, which needs checkpoints to restart from); the
+  // others have no such setting, so a lost node always ends their run.
+  void onNodeLossOffersWhatTheStrategyCanDo() {
+    namespace core = dtlab::core;
+    const auto parsed = dtlab::core::parseExperimentSpec(fourNodes(
+        json::array({{{"strategy", "async_ps"}, {"ps_shards", 1}, {"on_node_loss", "continue"}},
+                     {{"strategy", "ssp"}},
+                     {{"strategy", "local_sgd"}}})));
+    QCOMPARE(core::nodeLossPolicy(parsed.variants[0]), core::NodeLossPolicy::kContinue);
+    QCOMPARE(core::nodeLossPolicy(parsed.variants[1]), core::NodeLossPolicy::kFail);
+    QCOMPARE(core::nodeLossPolicy(parsed.variants[2]), core::NodeLossPolicy::kFail);
+
+    auto e = errorOf(json::array({{{"strategy", "sync_allreduce"}, {"on_node_loss", "continue"}}}));
+    QVERIFY(e);
+    QCOMPARE(e->path(), std::string("variants[0].on_node_loss"));
+    QVERIFY2(e->reason().find("restart") != std::string::npos, e->what());
+    e = errorOf(json::array({{{"strategy", "local_sgd"}, {"on_node_loss", "continue"}}}));
+    QVERIFY(e);
+    QVERIFY2(
+        e->reason().find("applies only to sync_allreduce, async_ps and ssp") != std::string::npos,
+        e->what());
+    // A restart continues from a checkpoint: a spec that keeps none is refused, saying so.
+    e = errorOf(json::array({{{"strategy", "sync_allreduce"}, {"on_node_loss", "restart"}}}));
+    QVERIFY(e);
+    QCOMPARE(e->path(), std::string("variants[0].on_node_loss"));
+    QVERIFY2(e->reason().find("training.checkpoint_every") != std::string::npos, e->what());
+    json spec =
+        fourNodes(json::array({{{"strategy", "sync_allreduce"}, {"on_node_loss", "restart"}}}));
+    spec["training"] = {{"checkpoint_seconds", 30}};
+    QCOMPARE(core::nodeLossPolicy(core::parseExperimentSpec(spec).variants[0]),
+             core::NodeLossPolicy::kRestart);
+  }
 };
 
 QTEST_GUILESS_MAIN(TestSpecStrategies)

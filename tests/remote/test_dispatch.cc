@@ -80,7 +80,8 @@ Watched watch(const remote::NodeLinks& links, const remote::Placement& placement
   w.end = links.watchJobs(
       placement, jobId, cancel,
       {&sink, mutex, w.events,
-       [&](int64_t, std::string kind, std::string) { w.added.push_back(std::move(kind)); }},
+       [&](int64_t, std::string kind, std::string) { w.added.push_back(std::move(kind)); },
+       core::NodeLossPolicy::kFail, nullptr, nullptr},
       w.ranks);
   side.join();
   return w;

@@ -139,6 +139,27 @@ class TestMerge : public QObject {
     QCOMPARE(s.error, watch.lostNode);
   }
 
+  // A rank dropped under on_node_loss "continue" has no say in the outcome and no figures:
+  // the run is the other ranks' (utilisation averaged over them), its node count the run's.
+  void aDroppedRankIsLeftOut() {
+    RankEnd a = finished("node0", "completed", "target_accuracy");
+    a.result.set_steps(50);
+    a.result.set_samples(800);
+    a.result.set_step_ms_total(100.0);
+    a.result.set_compute_ms_total(50.0);
+    RankEnd gone;
+    gone.name = "node1";
+    gone.error = "its stream broke (UNAVAILABLE)";
+    gone.dropped = true;
+    const core::RunSummary s = merged({a, gone});
+    QCOMPARE(s.status, core::RunStatus::kCompleted);
+    QCOMPARE(s.stopReason, core::StopReason::kTargetAccuracy);
+    QCOMPARE(s.samples, int64_t{800});
+    QCOMPARE(s.meanUtilization, 0.5);
+    QCOMPARE(s.utilization.size(), std::size_t{1});
+    QCOMPARE(s.nodes, int64_t{2});
+  }
+
   // A status or stop reason this build does not know is not taken for success.
   void unknownNamesAreNotSuccess() {
     core::RunSummary s = merged({finished("node0", "paused", "")});

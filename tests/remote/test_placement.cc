@@ -105,6 +105,37 @@ class TestPlacement : public QObject {
     QVERIFY(p.psAddresses.empty());
   }
 
+  // "continue" needs a node that serves no shard: with every node serving one, any lost node
+  // would end the run, so the run is refused before it starts, saying what to change.
+  void continueNeedsNodesWithoutAShard() {
+    std::vector<NodeSummary> nodes = {node("a:1"), node("b:2"), node("c:3")};
+    const std::string refused =
+        refusal(specOf({{"strategy", "async_ps"}, {"on_node_loss", "continue"}}, 3), nodes);
+    QVERIFY2(refused.find("on_node_loss \"continue\"") != std::string::npos &&
+                 refused.find("set ps_shards below 3") != std::string::npos,
+             refused.c_str());
+    QCOMPARE(
+        refusal(specOf({{"strategy", "ssp"}, {"ps_shards", 2}, {"on_node_loss", "continue"}}, 3),
+                nodes),
+        std::string("placed"));
+  }
+
+  // A group re-formed on the survivors: ranks on the nodes given, named as before, the
+  // rendezvous on the first of them, the variant's own node count set aside.
+  void placedAgainOnTheSurvivors() {
+    std::vector<NodeSummary> nodes = {node("a:1"), node("b:2", 2), node("c:3")};
+    const Placement p =
+        remote::placeRunOn(specOf({{"strategy", "sync_allreduce"}, {"nodes", 3}}, 3), 0, nodes,
+                           labelsOf(nodes), {1, 2});
+    QCOMPARE(p.world(), std::size_t{3});
+    QCOMPARE(p.ranks[0].node, std::size_t{1});
+    QCOMPARE(p.ranks[1].node, std::size_t{1});
+    QCOMPARE(p.ranks[1].slot, 1);
+    QCOMPARE(p.ranks[2].node, std::size_t{2});
+    QCOMPARE(p.rankNames[2], std::string("node2 (c:3)"));
+    QCOMPARE(p.rendezvous, std::string("b:2"));
+  }
+
   // Every refusal names the node and says what to do.
   void refusalsNameTheNode() {
     std::vector<NodeSummary> nodes = {node("a:1"), node("b:2", 2)};

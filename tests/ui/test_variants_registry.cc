@@ -81,6 +81,30 @@ class TestVariantsRegistry : public QObject {
     QCOMPARE(page.spec()["variants"][0],
              nlohmann::json({{"name", "sync"}, {"strategy", core::test::kDummyStrategy}}));
   }
+
+  // on_node_loss is a column like any setting: "restart" asks for checkpoints, which the
+  // form's "Checkpoint every (steps)" keeps.
+  void aRestartingVariantAsksForCheckpoints() {
+    ui::ExperimentPage page;
+    nlohmann::json spec = {{"name", "elastic"},
+                           {"cluster", {{"local_nodes", 2}}},
+                           {"variants", {{{"name", "sync"}, {"strategy", "sync_allreduce"}}}}};
+    page.edit(-1, spec, {}, {});
+    V* model = page.variants();
+    const int onLoss = model->columnOf("on_node_loss");
+    QVERIFY(onLoss >= 0);
+    QCOMPARE(model->index(0, onLoss).data(V::ChoicesRole).toStringList(),
+             QStringList({"fail", "restart"}));
+    QVERIFY(model->setData(model->index(0, onLoss), "restart"));
+    QVERIFY2(page.error().startsWith("variants[0].on_node_loss: \"restart\" continues from"),
+             qPrintable(page.error()));
+    spec["training"] = {{"checkpoint_every", 25}};
+    spec["variants"][0]["on_node_loss"] = "restart";
+    page.edit(-1, spec, {}, {});
+    QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
+    QCOMPARE(page.spec()["training"]["checkpoint_every"], nlohmann::json(25));
+    QCOMPARE(page.spec()["variants"][0]["on_node_loss"], nlohmann::json("restart"));
+  }
 };
 
 QTEST_MAIN(TestVariantsRegistry)

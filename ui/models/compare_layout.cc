@@ -149,7 +149,9 @@ CompareLayout parseCompareLayout(const std::string& text, QStringList& problems)
           (!v.contains("order") || v["order"] == "ascending" || v["order"] == "descending");
       if (ok) {
         layout.sortColumn = v["column"].get<std::string>();
-        layout.sortDescending = v.contains("order") && v["order"] == "descending";
+        // No column is the run order, which has no direction.
+        layout.sortDescending =
+            !layout.sortColumn.empty() && v.contains("order") && v["order"] == "descending";
       } else {
         problems << QString(
                         "'sort' is %1, not {\"column\": ..., \"order\": \"ascending\" or "

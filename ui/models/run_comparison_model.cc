@@ -10,7 +10,7 @@ namespace dtlab::ui {
 namespace {
 
 // Per column: its CSV name, its title in the table's header (short, on two lines where that
-// makes the column narrower: fourteen columns share the page's width with the explorer) and
+// makes the column narrower: fifteen columns share the page's width with the explorer) and
 // in Markdown and copies, and the decimals its numbers are shown with (-1: three significant
 // digits, as `dtlab-cli compare` shows divergence).
 struct ColumnInfo {
@@ -33,6 +33,7 @@ constexpr ColumnInfo kColumns[RunComparisonModel::kColumnCount] = {
     {"bytes_per_sample", "Comm.\nB/sample", "Communication (bytes/sample)", 0},
     {"peak_mem_bytes", "Peak\nMiB", "Peak memory (MiB)", 1},
     {"final_test_accuracy", "Final\naccuracy", "Final test accuracy", 4},
+    {"recoveries", "Recov-\neries", "Recoveries", 0},
     {"outcome", "Outcome", "Outcome", 0},
 };
 
@@ -206,6 +207,8 @@ QVariant RunComparisonModel::value(const Row& row, int column) const {
       return f.peakMemBytes ? QVariant::fromValue<qint64>(*f.peakMemBytes) : QVariant();
     case kAccuracyColumn:
       return figure(f.finalTestAccuracy);
+    case kRecoveriesColumn:
+      return f.recoveries ? QVariant::fromValue<qint64>(*f.recoveries) : QVariant();
     case kOutcomeColumn:
       return QString::fromStdString(core::comparisonOutcome(f));
     default:
@@ -262,6 +265,7 @@ QString RunComparisonModel::unknownTip(const Row& row, int column) const {
     case kMeanStalenessColumn:
     case kMaxStalenessColumn:
     case kBytesPerSampleColumn:
+    case kRecoveriesColumn:
       return tr("Run #%1 did not record %2: its summary has no '%3' (runs recorded before "
                 "DTLab measured it)")
           .arg(row.run.id)
@@ -300,6 +304,12 @@ QVariant RunComparisonModel::data(const QModelIndex& index, int role) const {
         return unknownTip(row, index.column());
       if (index.column() == kOutcomeColumn)  // elided where the column is narrower
         return text(row, kOutcomeColumn);
+      if (index.column() == kRecoveriesColumn)
+        return tr("%n lost node(s) survived: %1 s from losing each to training again, summed; "
+                  "%2 steps taken again after a restart",
+                  nullptr, static_cast<int>(row.figures.recoveries.value_or(0)))
+            .arg(row.figures.recoveryS.value_or(0.0), 0, 'f', 2)
+            .arg(row.figures.stepsLost.value_or(0));
       return {};
     default:
       return {};

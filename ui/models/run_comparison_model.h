@@ -37,6 +37,7 @@ class RunComparisonModel final : public QAbstractTableModel {
     kBytesPerSampleColumn,  // communication per sample
     kPeakMemoryColumn,
     kAccuracyColumn,
+    kRecoveriesColumn,  // lost nodes survived (on_node_loss); the tooltip has time and steps
     // core::comparisonOutcome(): why the run stopped, in words; it says what a status would
     // (running, cancelled, failed: why) and more (time limit, target not reached).
     kOutcomeColumn,

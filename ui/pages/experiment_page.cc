@@ -100,6 +100,7 @@ ExperimentPage::ExperimentPage(QWidget* parent)
       maxSeconds_(real(this, 0.0, 1e7, 1)),
       target_(real(this, 0.0, 1.0, 4)),
       evalInterval_(spin(this, 0, 10'000'000)),
+      checkpointEvery_(spin(this, 0, 2'000'000'000)),
       dataPartition_(new QComboBox(this)),
       precision_(new QComboBox(this)),
       alpha_(real(this, 0.0, 1000.0, 3)),
@@ -154,6 +155,10 @@ void ExperimentPage::setUpFields() {
   maxSteps_->setSpecialValueText(tr("no limit"));
   epochs_->setSpecialValueText(tr("no limit"));
   maxSeconds_->setSpecialValueText(tr("no limit"));
+  checkpointEvery_->setSpecialValueText(tr("none"));
+  checkpointEvery_->setToolTip(
+      tr("Keep a checkpoint of the run in the project every this many steps (synchronous "
+         "all-reduce): for Run > Resume Run, and for a variant that restarts on a lost node"));
   generalError_->setWordWrap(true);
   generalError_->setStyleSheet("color: #b02020;");
   summary_->setWordWrap(true);
@@ -162,8 +167,8 @@ void ExperimentPage::setUpFields() {
   variantsView_->setItemDelegate(new ChoiceDelegate(variantsView_));
   variantsView_->verticalHeader()->hide();
   // The other columns show their values whole; the variant's name keeps room for a typical
-  // one (18 characters) however many settings columns there are (the table scrolls sideways rather than
-  // squeeze the names to "..."), and the user may widen it.
+  // one (18 characters) however many settings columns there are (the table scrolls sideways rather
+  // than squeeze the names to "..."), and the user may widen it.
   QHeaderView* variantsHeader = variantsView_->horizontalHeader();
   variantsHeader->setSectionResizeMode(QHeaderView::ResizeToContents);
   variantsHeader->setSectionResizeMode(VariantsModel::kNameColumn, QHeaderView::Interactive);
@@ -195,6 +200,7 @@ ExperimentPage::VariantButtons ExperimentPage::buildLayout() {
   addRow(limits, tr("Max seconds"), "training.max_seconds", maxSeconds_);
   addRow(limits, tr("Target test accuracy"), "training.target_accuracy", target_);
   addRow(limits, tr("Evaluate every (steps)"), "training.eval_interval", evalInterval_);
+  addRow(limits, tr("Checkpoint every (steps)"), "training.checkpoint_every", checkpointEvery_);
   addRow(limits, tr("Training data"), "training.data_partition.kind", dataPartition_);
   addRow(limits, tr("Dirichlet alpha"), "training.data_partition.alpha", alpha_);
 
@@ -248,7 +254,7 @@ ExperimentPage::VariantButtons ExperimentPage::buildLayout() {
 // Every field's change checks the form again; the buttons add and remove variants, save and
 // run.
 void ExperimentPage::connectSignals(const VariantButtons& buttons) {
-  for (QSpinBox* b : {seed_, batch_, epochs_, maxSteps_, evalInterval_})
+  for (QSpinBox* b : {seed_, batch_, epochs_, maxSteps_, evalInterval_, checkpointEvery_})
     connect(b, &QSpinBox::valueChanged, this, [this] { formChanged(); });
   for (QDoubleSpinBox* b : {lr_, momentum_, maxSeconds_, target_, alpha_})
     connect(b, &QDoubleSpinBox::valueChanged, this, [this] { formChanged(); });
@@ -335,6 +341,7 @@ void ExperimentPage::edit(qint64 id, const nlohmann::json& spec,
   maxSeconds_->setValue(number("training", "max_seconds", 0.0));
   target_->setValue(number("training", "target_accuracy", 0.0));
   evalInterval_->setValue(static_cast<int>(number("training", "eval_interval", 200)));
+  checkpointEvery_->setValue(static_cast<int>(number("training", "checkpoint_every", 0)));
   const nlohmann::json precision = get(spec_, "training", "precision");
   precision_->setCurrentIndex(
       std::max(0, precision_->findData(precision.is_string()
@@ -397,6 +404,7 @@ void ExperimentPage::formChanged() {
     spec_["training"].erase("target_accuracy");
   }
   put(spec_, "training", "eval_interval", evalInterval_->value());
+  put(spec_, "training", "checkpoint_every", checkpointEvery_->value());
   put(spec_, "training", "precision", precision_->currentData().toString().toStdString());
   // "alpha" only for Dirichlet shards: the parser refuses a field the kind does not read.
   const std::string partitionKind = dataPartition_->currentData().toString().toStdString();

@@ -99,9 +99,10 @@ class ExperimentPage final : public QWidget {
   QDoubleSpinBox* maxSeconds_;
   QDoubleSpinBox* target_;
   QSpinBox* evalInterval_;
-  QComboBox* dataPartition_;  // training.data_partition.kind
-  QComboBox* precision_;      // training.precision
-  QDoubleSpinBox* alpha_;     // its Dirichlet concentration
+  QSpinBox* checkpointEvery_;  // training.checkpoint_every (0: none)
+  QComboBox* dataPartition_;   // training.data_partition.kind
+  QComboBox* precision_;       // training.precision
+  QDoubleSpinBox* alpha_;      // its Dirichlet concentration
   VariantsModel* variants_;
   QTableView* variantsView_;
   QLabel* summary_;

@@ -1,0 +1,196 @@
+// on_node_loss through real daemons and dtlab-cli: a parameter-server run whose worker's daemon
+// is SIGKILLed mid-run goes on with the other workers and reaches its target ("continue"); a
+// lost shard still fails the run, naming it; a synchronous run re-forms its group on the
+// surviving nodes from its last checkpoint and reaches its target ("restart"). Each recovery
+// is an event and a figure of the summary.
+#include <QtCore/QProcess>
+#include <QtTest/QtTest>
+
+#include <csignal>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "core/store/project_store.h"
+#include "tests/e2e/e2e_support.h"
+#include "tests/remote/node_process.h"
+
+using namespace dtlab;
+
+namespace {
+
+using e2e::kCli;
+
+// A teacher-network task that the strategies reach 80% on in a few hundred steps.
+nlohmann::json specWith(int nodes, const nlohmann::json& variant) {
+  return {{"name", "loss"},
+          {"seed", 7},
+          {"dataset",
+           {{"kind", "teacher"},
+            {"train_size", 8192},
+            {"test_size", 1024},
+            {"features", 32},
+            {"classes", 4}}},
+          {"model", {{"hidden", {128}}}},
+          {"optimizer", {{"lr", 0.01}}},
+          {"training",
+           {{"batch_size", 64},
+            {"epochs", 0},
+            {"max_steps", 4000},
+            {"eval_interval", 10},
+            {"target_accuracy", 0.8},
+            {"checkpoint_every", 10}}},
+          {"cluster", {{"local_nodes", nodes}}},
+          {"variants", {variant}}};
+}
+
+struct Run {
+  // dtlab-nodes on free loopback ports at an emulated speed, so that a run lasts long enough
+  // to lose a node in the middle of it.
+  std::vector<std::unique_ptr<test::NodeProcess>> daemons;
+  QTemporaryDir dir;
+  QProcess cli;
+  QString project;
+
+  bool start(int nodes, const nlohmann::json& spec) {
+    QStringList args{"run", dir.filePath("spec.json"), "--project", dir.filePath("p.dtlab")};
+    project = dir.filePath("p.dtlab");
+    QFile file(dir.filePath("spec.json"));
+    if (!file.open(QIODevice::WriteOnly)) return false;
+    file.write(QByteArray::fromStdString(spec.dump()));
+    file.close();
+    for (int i = 0; i < nodes; ++i) {
+      daemons.push_back(std::make_unique<test::NodeProcess>(
+          QStringList{"--listen", "127.0.0.1:0", "--speed", "0.02"}));
+      if (!daemons.back()->ready()) return false;
+      args << "--node" << QString::fromStdString(daemons.back()->address());
+    }
+    cli.start(kCli, args);
+    return cli.waitForStarted(10000);
+  }
+  // The last line of the CLI's JSON output: the summary of the run.
+  nlohmann::json finish(QString& err) {
+    if (!cli.waitForFinished(120000)) {
+      cli.kill();
+      cli.waitForFinished();
+    }
+    err = QString::fromUtf8(cli.readAllStandardError());
+    const QString out = QString::fromUtf8(cli.readAllStandardOutput()).trimmed();
+    for (const QString& line : out.split('\n'))
+      if (line.startsWith("{\"runs\"")) return nlohmann::json::parse(line.toStdString())["runs"][0];
+    return nullptr;
+  }
+  void kill(int node) { ::kill(static_cast<pid_t>(daemons[node]->process().processId()), SIGKILL); }
+  // Whether the run has stored a checkpoint within `timeout`.
+  bool waitForCheckpoint(std::chrono::milliseconds timeout) const {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      try {
+        auto store = core::ProjectStore::open(project.toStdString(), true);
+        for (const core::RunRecord& run : store->runs())
+          if (!store->checkpoints(run.id).empty()) return true;
+      } catch (const std::exception&) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+};
+
+int countEvents(const nlohmann::json& run, const std::string& kind) {
+  int n = 0;
+  for (const nlohmann::json& e : run["events"]) n += e["kind"] == kind ? 1 : 0;
+  return n;
+}
+
+std::string eventDetail(const nlohmann::json& run, const std::string& kind) {
+  for (const nlohmann::json& e : run["events"])
+    if (e["kind"] == kind) return e["detail"].get<std::string>();
+  return {};
+}
+
+}  // namespace
+
+class TestNodeLoss : public QObject {
+  Q_OBJECT
+ private slots:
+  void parameterServerWorkersContinueWithoutALostOne_data() {
+    QTest::addColumn<QString>("variant");
+    QTest::newRow("async_ps")
+        << R"({"strategy": "async_ps", "ps_shards": 1, "on_node_loss": "continue"})";
+    QTest::newRow("ssp") << R"({"strategy": "ssp", "staleness": 2, "ps_shards": 2,
+                                "on_node_loss": "continue"})";
+  }
+  void parameterServerWorkersContinueWithoutALostOne() {
+    QFETCH(QString, variant);
+    Run run;
+    QVERIFY(run.start(4, specWith(4, nlohmann::json::parse(variant.toStdString()))));
+    QVERIFY(e2e::waitForStepPoint(run.project, std::chrono::seconds(60)));
+    run.kill(3);  // a worker's node; shard 0 lives on node0
+    QString err;
+    const nlohmann::json summary = run.finish(err);
+    QVERIFY2(summary.is_object(), qPrintable(err));
+    QVERIFY2(summary["status"] == "completed", summary.dump().c_str());
+    QCOMPARE(summary["stop_reason"], nlohmann::json("target_accuracy"));
+    QVERIFY2(summary["recoveries"] == 1, summary.dump().c_str());
+    QCOMPARE(summary["steps_lost"], nlohmann::json(0));
+    QCOMPARE(countEvents(summary, "node_lost"), 1);
+    const std::string lost = eventDetail(summary, "node_lost");
+    QVERIFY2(lost.find(run.daemons[3]->address()) != std::string::npos &&
+                 lost.find("the other 3 workers go on") != std::string::npos,
+             lost.c_str());
+    QVERIFY2(eventDetail(summary, "recovery").find("rank 3") != std::string::npos,
+             eventDetail(summary, "recovery").c_str());
+    // The project says the same, and the comparison shows the recovery.
+    const e2e::Outcome compare = e2e::cli({"compare", run.project, "--format", "json"});
+    QCOMPARE(compare.exitCode, 0);
+    const auto rows = nlohmann::json::parse(compare.out.toStdString())["rows"];
+    QCOMPARE(rows[0]["recoveries"], nlohmann::json(1));
+    QVERIFY(rows[0]["recovery_s"].get<double>() >= 0.0);
+  }
+
+  void aLostShardStillFailsTheRunNamingIt() {
+    Run run;
+    QVERIFY(run.start(3, specWith(3, nlohmann::json::parse(
+                                         R"({"strategy": "async_ps", "ps_shards": 2,
+                                 "on_node_loss": "continue"})"))));
+    QVERIFY(e2e::waitForStepPoint(run.project, std::chrono::seconds(60)));
+    run.kill(1);  // serves shard 1
+    QString err;
+    const nlohmann::json summary = run.finish(err);
+    QVERIFY2(summary.is_object(), qPrintable(err));
+    QCOMPARE(summary["status"], nlohmann::json("failed"));
+    const std::string error = summary["error"].get<std::string>();
+    QVERIFY2(error.find(run.daemons[1]->address()) != std::string::npos &&
+                 error.find("parameter-server shard 1") != std::string::npos,
+             error.c_str());
+    QCOMPARE(summary["recoveries"], nlohmann::json(0));
+  }
+
+  void aSynchronousGroupRestartsOnTheSurvivorsFromItsCheckpoint() {
+    Run run;
+    QVERIFY(
+        run.start(3, specWith(3, {{"strategy", "sync_allreduce"}, {"on_node_loss", "restart"}})));
+    QVERIFY(run.waitForCheckpoint(std::chrono::seconds(60)));
+    run.kill(2);
+    QString err;
+    const nlohmann::json summary = run.finish(err);
+    QVERIFY2(summary.is_object(), qPrintable(err));
+    QCOMPARE(summary["status"], nlohmann::json("completed"));
+    QCOMPARE(summary["stop_reason"], nlohmann::json("target_accuracy"));
+    QCOMPARE(summary["recoveries"], nlohmann::json(1));
+    QCOMPARE(summary["nodes"], nlohmann::json(2));  // the re-formed group
+    const std::string recovery = eventDetail(summary, "recovery");
+    QVERIFY2(recovery.find("restarted on 2 ranks") != std::string::npos &&
+                 recovery.find("from the checkpoint of step ") != std::string::npos,
+             recovery.c_str());
+    QVERIFY(summary["steps_lost"].get<int64_t>() >= 0);
+    QVERIFY(summary["recovery_s"].get<double>() > 0.0);
+    // The two replicas of the re-formed group agree.
+    QCOMPARE(summary["param_checksum"].size(), std::size_t{2});
+    QCOMPARE(summary["param_checksum"][0], summary["param_checksum"][1]);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestNodeLoss)
+#include "test_node_loss.moc"
