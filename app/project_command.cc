@@ -403,19 +403,26 @@ int64_t parseRunId(const std::string& text) {
 
 TrainRecording::TrainRecording(const std::string& projectPath, const core::ExperimentSpec& spec,
                                core::MetricSink* progress, const std::string& strategy,
-                               const std::string& runName) {
+                               const std::string& runName,
+                               std::function<void(const std::string&)> onFailure) {
   bool created = false;
   store_ = ProjectStore::openOrCreate(projectPath, &created);
   if (created) std::fprintf(stderr, "created project %s\n", projectPath.c_str());
-  recording_ = std::make_unique<core::RunRecording>(*store_, spec, strategy, runName);
+  core::AppenderOptions options;
+  options.onFailure = std::move(onFailure);
+  recording_ = std::make_unique<core::RunRecording>(*store_, spec, strategy, runName, options);
   sink_ = std::make_unique<core::FanOutSink>(
       std::vector<core::MetricSink*>{progress, &recording_->sink()});
 }
 
 TrainRecording::TrainRecording(std::unique_ptr<ProjectStore> store, int64_t runId,
-                               const core::ExperimentSpec& spec, core::MetricSink* progress)
+                               const core::ExperimentSpec& spec, core::MetricSink* progress,
+                               std::function<void(const std::string&)> onFailure)
     : store_(std::move(store)) {
-  recording_ = std::make_unique<core::RunRecording>(*store_, runId, spec.training.checkpointsKept);
+  core::AppenderOptions options;
+  options.onFailure = std::move(onFailure);
+  recording_ = std::make_unique<core::RunRecording>(*store_, runId, spec.training.checkpointsKept,
+                                                    options);
   sink_ = std::make_unique<core::FanOutSink>(
       std::vector<core::MetricSink*>{progress, &recording_->sink()});
 }
@@ -437,7 +444,7 @@ bool TrainRecording::finish(const core::RunSummary& summary) {
                  store_->path().c_str());
     return true;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "dtlab-cli train: recording in %s failed: %s\n", store_->path().c_str(),
+    std::fprintf(stderr, "dtlab-cli: recording in %s failed: %s\n", store_->path().c_str(),
                  e.what());
     return false;
   }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,12 +30,16 @@ int64_t parseRunId(const std::string& text);
 class TrainRecording {
  public:
   // strategy: "single" for `train`, the variant's strategy for `run`.
+  // `onFailure`: called (on the recording's thread) when it can write no more (disk full, the
+  // project made read-only), with the error; the caller stops its run.
   TrainRecording(const std::string& projectPath, const core::ExperimentSpec& spec,
                  core::MetricSink* progress, const std::string& strategy = "single",
-                 const std::string& runName = "");
+                 const std::string& runName = "",
+                 std::function<void(const std::string&)> onFailure = {});
   // Goes on recording run `runId` of `store` (`resume`, after ProjectStore::prepareResume).
   TrainRecording(std::unique_ptr<core::ProjectStore> store, int64_t runId,
-                 const core::ExperimentSpec& spec, core::MetricSink* progress);
+                 const core::ExperimentSpec& spec, core::MetricSink* progress,
+                 std::function<void(const std::string&)> onFailure = {});
   ~TrainRecording();
   core::MetricSink* sink();
   int64_t runId() const;

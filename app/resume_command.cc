@@ -55,7 +55,7 @@ int resumeCommand(const std::vector<std::string>& argv) {
 
   const int64_t stepsPerEpoch = spec.dataset.trainSize / spec.training.batchSize;
   ProgressPrinter progress(run.name, core::plannedSteps(spec, stepsPerEpoch), args.has("--quiet"));
-  TrainRecording recording(std::move(store), runId, spec, &progress);
+  TrainRecording recording(std::move(store), runId, spec, &progress, stopOnRecordingFailure);
   core::RunSummary summary;
   try {
     if (single) {
@@ -78,6 +78,7 @@ int resumeCommand(const std::vector<std::string>& argv) {
   const bool recorded = recording.finish(summary);
   std::cout << nlohmann::json{{"runs", nlohmann::json::array({core::toJson(summary)})}}.dump()
             << std::endl;
+  if (recordingFailed()) return 1;
   if (interruptedFlag().load()) return 130;
   if (summary.status == core::RunStatus::kFailed) {
     std::cerr << "dtlab-cli resume: run " << runId << " failed again: " << summary.error << "\n";

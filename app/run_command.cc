@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -24,6 +25,7 @@ namespace dtlab::app {
 namespace {
 
 std::atomic<bool> interrupted{false};
+std::atomic<bool> recordingBroke{false};
 
 // The first SIGINT/SIGTERM cancels the run (the nodes stop together, or abort within a few
 // seconds); a second one ends the process at once (the local daemons die with it).
@@ -48,6 +50,16 @@ void catchInterrupts() {
 
 const std::atomic<bool>& interruptedFlag() {
   return interrupted;
+}
+
+void stopOnRecordingFailure(const std::string& error) {
+  if (recordingBroke.exchange(true)) return;
+  std::fprintf(stderr, "dtlab-cli: %s; stopping the run\n", error.c_str());
+  interrupted.store(true);
+}
+
+bool recordingFailed() {
+  return recordingBroke.load();
 }
 
 RunPlace chooseRunPlace(const Args& args, const core::ExperimentSpec& spec) {
@@ -130,7 +142,8 @@ int runCommand(const std::vector<std::string>& argv) {
       // The experiment is the spec with all its variants; each variant's run belongs to it.
       recording = std::make_unique<TrainRecording>(args.value("--project", ""), spec, &progress,
                                                    core::strategyOf(spec.variants[v]).name,
-                                                   spec.name + "/" + spec.variants[v].name);
+                                                   spec.name + "/" + spec.variants[v].name,
+                                                   stopOnRecordingFailure);
     }
     core::RunSummary summary;
     try {
@@ -155,6 +168,7 @@ int runCommand(const std::vector<std::string>& argv) {
   }
   std::cout << nlohmann::json{{"runs", runs}}.dump() << std::endl;
   std::cerr << core::comparisonTable(comparison) << std::flush;
+  if (recordingFailed()) return 1;
   if (interrupted.load()) return 130;
   return failed ? 1 : 0;
 }

@@ -35,5 +35,10 @@ RunPlace chooseRunPlace(const Args& args, const core::ExperimentSpec& spec);
 // process at once.
 void catchInterrupts();
 const std::atomic<bool>& interruptedFlag();
+// A recording that can write no more (disk full, the project made read-only) stops the run:
+// the cause goes to stderr, the run is cancelled as by an interrupt, and recordingFailed()
+// makes the command exit 1. For TrainRecording's onFailure.
+void stopOnRecordingFailure(const std::string& error);
+bool recordingFailed();
 
 }  // namespace dtlab::app

@@ -385,15 +385,17 @@ void PointAppender::writerLoop() {
     checkpoints.clear();
     done = target;
     deadline = Clock::now() + options_.commitInterval;
+    if (!error.empty()) error = path_ + ": recording stopped: " + error;
     {
       std::lock_guard lock(mutex_);
       committedPoints_ += committed;
       if (wrote && error.empty()) ++commits_;
       flushDone_ = done;
-      if (!error.empty()) error_ = path_ + ": recording stopped: " + error;
+      if (!error.empty()) error_ = error;
     }
     progress_.notify_all();
     // After an error nothing more is written: what committed stays, the rest is reported.
+    if (!error.empty() && options_.onFailure) options_.onFailure(error);
     if (stopping || !error.empty()) return;
   }
 }

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,6 +44,9 @@ struct AppenderOptions {
   // Producers block in append() while this many points wait for the writer (memory
   // bound if the disk cannot keep up).
   int64_t maxQueuedPoints = 4'000'000;
+  // Called once, on the writer thread, when the writer fails (with the error that flush()
+  // and close() report), so that whoever records can stop what it records at once.
+  std::function<void(const std::string& error)> onFailure;
 };
 
 // A checkpoint as the store keeps it (ProjectStore::checkpoints).

@@ -232,7 +232,10 @@ class TestStoreDurability : public QObject {
     for (const RunRecord& r : runs) {
       QCOMPARE(r.status, RunStatus::kCompleted);
       QCOMPARE(store->runMetrics(r.id).at(0).count, int64_t{2} * kBatches * kBatch);
-      QCOMPARE(static_cast<int>(store->events(r.id).size()), kBatches);
+      std::string kinds;
+      for (const RunEvent& e : store->events(r.id))
+        kinds += e.kind + "@" + std::to_string(e.step) + " ";
+      QVERIFY2(static_cast<int>(store->events(r.id).size()) == kBatches, kinds.c_str());
       const std::vector<SeriesPoint> points =
           store->readSeries(*store->findSeries(r.id, 0, 1, "loss"));
       QCOMPARE(static_cast<int64_t>(points.size()), kBatches * kBatch);

@@ -15,8 +15,9 @@ inline const QString kNodeBinary = QStringLiteral(DTLAB_BINARY_DIR "/app/dtlab-n
 class NodeProcess {
  public:
   explicit NodeProcess(QStringList args) {
-    args << "--log-level"
-         << "warn";
+    if (!args.contains("--log-level"))
+      args << "--log-level"
+           << "warn";
     process_.setProcessChannelMode(QProcess::ForwardedErrorChannel);
     process_.start(kNodeBinary, args);
     if (!process_.waitForStarted(10000)) return;
