@@ -19,85 +19,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/e2e/test_network.h"
+
 using Clock = std::chrono::steady_clock;
+using dtlab::test::ip;
+using dtlab::test::TestNetwork;
 
 namespace {
 
 const QString kNode = DTLAB_BINARY_DIR "/app/dtlab-node";
 const QString kCli = DTLAB_BINARY_DIR "/app/dtlab-cli";
 const QString kToken = "multihost-test-token";
-
-// Runs `ip ARGS...`; returns "" on success, else what it said.
-QString ip(const QStringList& args) {
-  QProcess p;
-  p.start("ip", args);
-  if (!p.waitForFinished(20000)) return "ip " + args.join(' ') + ": did not finish";
-  if (p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0)
-    return "ip " + args.join(' ') + ": " + QString::fromUtf8(p.readAllStandardError()).trimmed();
-  return {};
-}
-
-// Network namespaces hub + h1..hN: a bridge in the hub, host i at 10.213.0.(10+i) on it, the
-// hub itself at 10.213.0.254. Removed again (with everything in them) on destruction.
-class TestNetwork {
- public:
-  explicit TestNetwork(int hosts) : prefix_(QString("dtlab%1").arg(::getpid())) {
-    error_ = setUp(hosts);
-  }
-  ~TestNetwork() {
-    for (const QString& ns : created_) ip({"netns", "del", ns});
-  }
-  const QString& error() const { return error_; }
-  QString hub() const { return prefix_ + "-hub"; }
-  QString host(int i) const { return prefix_ + QString("-h%1").arg(i); }
-  static QString address(int i) { return QString("10.213.0.%1").arg(10 + i); }
-
- private:
-  QString add(const QString& ns) {
-    QString e = ip({"netns", "add", ns});
-    if (e.isEmpty()) created_.push_back(ns);
-    return e;
-  }
-  QString setUp(int hosts) {
-    if (::geteuid() != 0) return "not root: network namespaces need CAP_SYS_ADMIN";
-    if (QStandardPaths::findExecutable("ip").isEmpty() &&
-        QStandardPaths::findExecutable("ip", {"/usr/sbin", "/sbin"}).isEmpty())
-      return "no 'ip' command (Debian's iproute2)";
-    QStringList steps;
-    if (QString e = add(hub()); !e.isEmpty()) return "cannot create a network namespace: " + e;
-    const QStringList inHub = {"netns", "exec", hub(), "ip"};
-    auto run = [&](const QStringList& args) -> QString { return ip(args); };
-    for (const QStringList& args :
-         {inHub + QStringList{"link", "set", "lo", "up"},
-          inHub + QStringList{"link", "add", "br0", "type", "bridge"},
-          inHub + QStringList{"addr", "add", "10.213.0.254/24", "dev", "br0"},
-          inHub + QStringList{"link", "set", "br0", "up"}}) {
-      if (QString e = run(args); !e.isEmpty()) return e;
-    }
-    for (int i = 1; i <= hosts; ++i) {
-      const QString ns = host(i);
-      const QString outside = QString("b%1").arg(i);
-      const QString inside = QString("v%1").arg(i);
-      const QStringList inHost = {"netns", "exec", ns, "ip"};
-      if (QString e = add(ns); !e.isEmpty()) return e;
-      for (const QStringList& args :
-           {QStringList{"link", "add", inside, "netns", ns, "type", "veth", "peer", "name", outside,
-                        "netns", hub()},
-            inHost + QStringList{"link", "set", "lo", "up"},
-            inHost + QStringList{"addr", "add", address(i) + "/24", "dev", inside},
-            inHost + QStringList{"link", "set", inside, "up"},
-            inHub + QStringList{"link", "set", outside, "master", "br0"},
-            inHub + QStringList{"link", "set", outside, "up"}}) {
-        if (QString e = run(args); !e.isEmpty()) return e;
-      }
-    }
-    return {};
-  }
-
-  QString prefix_;
-  QString error_;
-  std::vector<QString> created_;
-};
 
 // A dtlab-node inside a namespace; SIGTERM, then SIGKILL, on destruction.
 class NamespacedNode {

@@ -5,6 +5,8 @@
 //   kill_node / stop_node / restart_node   SIGKILL, SIGSTOP, or SIGKILL and a new daemon on
 //                                          the same port, of a random node: a worker, rank 0
 //                                          (the rendezvous) or a parameter-server shard
+//   net_cut                                a node's host cut off the network (its daemon in a
+//                                          network namespace, every packet dropped)
 //   kill_coordinator / stop_coordinator    SIGKILL or SIGSTOP of dtlab-cli itself
 //   full_disk                              the project's file system filled (a small tmpfs)
 //   read_only                              the project's files made immutable (chattr +i)
@@ -14,7 +16,7 @@
 // promises: the cause named within 5 s and the run ended, or the run recovered (a "recovery"
 // event) and completed; every daemon idle again and gone when asked; the project passing
 // integrity_check with every point committed before the fault. Faults that need root (the
-// tmpfs, chattr) are skipped without it, saying so.
+// namespaces, the tmpfs, chattr) are skipped without it, saying so.
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
@@ -32,6 +34,7 @@
 #include <random>
 #include <thread>
 
+#include "tests/e2e/test_network.h"
 #include "tests/faults/fault_world.h"
 
 using namespace dtlab::faults;
@@ -43,14 +46,15 @@ enum class Kind {
   kKillNode,
   kStopNode,
   kRestartNode,
+  kNetCut,
   kKillCoordinator,
   kStopCoordinator,
   kFullDisk,
   kReadOnly
 };
-constexpr Kind kKinds[] = {Kind::kKillNode,        Kind::kStopNode,        Kind::kRestartNode,
-                           Kind::kKillCoordinator, Kind::kStopCoordinator, Kind::kFullDisk,
-                           Kind::kReadOnly};
+constexpr Kind kKinds[] = {Kind::kKillNode, Kind::kStopNode,        Kind::kRestartNode,
+                           Kind::kNetCut,   Kind::kKillCoordinator, Kind::kStopCoordinator,
+                           Kind::kFullDisk, Kind::kReadOnly};
 const char* nameOf(Kind k) {
   switch (k) {
     case Kind::kKillNode:
@@ -59,6 +63,8 @@ const char* nameOf(Kind k) {
       return "stop_node";
     case Kind::kRestartNode:
       return "restart_node";
+    case Kind::kNetCut:
+      return "net_cut";
     case Kind::kKillCoordinator:
       return "kill_coordinator";
     case Kind::kStopCoordinator:
@@ -214,10 +220,26 @@ Result runFault(const Plan& plan, uint64_t seed) {
   }
   const std::string project = projectDir + "/p.dtlab";
 
+  // A network cut needs hosts of their own: each daemon in a namespace on a bridge that this
+  // process joins too.
+  std::unique_ptr<dtlab::test::TestNetwork> network;
+  if (plan.kind == Kind::kNetCut) {
+    network = std::make_unique<dtlab::test::TestNetwork>(nodesFor(plan.policy), true);
+    if (!network->error().isEmpty()) {
+      r.skipped = true;
+      r.detail = "skipped: " + network->error().toStdString();
+      return r;
+    }
+  }
   std::vector<std::unique_ptr<Daemon>> daemons;
-  QStringList args{"run", dir.filePath("spec.json"), "--project", QString::fromStdString(project)};
+  QStringList args{"run",       dir.filePath("spec.json"),
+                   "--project", QString::fromStdString(project),
+                   "--token",   QString::fromStdString(kToken)};
   for (int i = 0; i < nodesFor(plan.policy); ++i) {
-    daemons.push_back(std::make_unique<Daemon>(0.05));
+    daemons.push_back(
+        network ? std::make_unique<Daemon>(0.05, dtlab::test::TestNetwork::address(i + 1) + ":7000",
+                                           network->host(i + 1))
+                : std::make_unique<Daemon>(0.05));
     if (!daemons.back()->ready()) return r.fail("a daemon did not start"), r;
     args << "--node" << QString::fromStdString(daemons.back()->address());
   }
@@ -256,12 +278,21 @@ Result runFault(const Plan& plan, uint64_t seed) {
       const int port = victim.port();
       victim.signal(SIGKILL);
       victim.stop(std::chrono::seconds(5));
-      daemons[static_cast<std::size_t>(plan.victim)] = std::make_unique<Daemon>(0.05, port);
+      daemons[static_cast<std::size_t>(plan.victim)] =
+          std::make_unique<Daemon>(0.05, QString("127.0.0.1:%1").arg(port));
       if (!daemons[static_cast<std::size_t>(plan.victim)]->ready())
         r.fail("no daemon could start again on port " + std::to_string(port));
       expectNodeFault(plan, cli, victimAddress, faultAt, r);
       break;
     }
+    case Kind::kNetCut:
+      if (const QString e = network->cut(plan.victim + 1, true); !e.isEmpty()) {
+        r.fail("cutting the link: " + e.toStdString());
+        break;
+      }
+      expectNodeFault(plan, cli, victimAddress, faultAt, r);
+      network->cut(plan.victim + 1, false);  // joined again, it must find its job dropped
+      break;
     case Kind::kKillCoordinator:
     case Kind::kStopCoordinator: {
       cli.signal(plan.kind == Kind::kKillCoordinator ? SIGKILL : SIGSTOP);
@@ -343,22 +374,30 @@ int main(int argc, char** argv) {
   QCoreApplication app(argc, argv);
   uint64_t seed = std::random_device{}();
   int count = 40;
+  std::string only;  // --only KIND: every fault of that kind
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--seed")
       seed = std::stoull(argv[i + 1]);
     else if (flag == "--count")
       count = std::stoi(argv[i + 1]);
+    else if (flag == "--only")
+      only = argv[i + 1];
     else
-      return std::fprintf(stderr, "usage: dtlab_faults [--seed S] [--count N]\n"), 2;
+      return std::fprintf(stderr, "usage: dtlab_faults [--seed S] [--count N] [--only KIND]\n"), 2;
   }
+  if (!only.empty() &&
+      std::none_of(std::begin(kKinds), std::end(kKinds), [&](Kind k) { return only == nameOf(k); }))
+    return std::fprintf(stderr, "dtlab_faults: --only %s: not a kind of fault\n", only.c_str()), 2;
   std::printf("fault-injection suite: seed %" PRIu64 ", %d faults (rerun: --seed %" PRIu64
-              " --count %d)\n",
-              seed, count, seed, count);
+              " --count %d%s%s)\n",
+              seed, count, seed, count, only.empty() ? "" : " --only ", only.c_str());
   std::fflush(stdout);
   std::mt19937_64 rng(seed);
   // Every kind in turn (in an order drawn from the seed), so that a short run covers them all.
-  std::vector<Kind> order(std::begin(kKinds), std::end(kKinds));
+  std::vector<Kind> order;
+  for (Kind k : kKinds)
+    if (only.empty() || only == nameOf(k)) order.push_back(k);
   std::shuffle(order.begin(), order.end(), rng);
   int passed = 0, failed = 0, skipped = 0;
   std::map<std::string, int> perKind;
@@ -373,7 +412,7 @@ int main(int argc, char** argv) {
     const auto start = Clock::now();
     const Result r = runFault(plan, seed + static_cast<uint64_t>(i));
     const bool node = plan.kind == Kind::kKillNode || plan.kind == Kind::kStopNode ||
-                      plan.kind == Kind::kRestartNode;
+                      plan.kind == Kind::kRestartNode || plan.kind == Kind::kNetCut;
     std::string figures;
     char buffer[96];
     if (r.namedS)

@@ -20,9 +20,11 @@ double secondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-Daemon::Daemon(double speed, int port)
-    : node_({"--listen", QString("127.0.0.1:%1").arg(port), "--speed", QString::number(speed),
-             "--log-level", "error"}) {}
+Daemon::Daemon(double speed, const QString& listen, const QString& netns)
+    : node_(QStringList{"--listen", listen, "--speed", QString::number(speed), "--token",
+                        QString::fromStdString(kToken), "--log-level", "error"} +
+                (netns.isEmpty() ? QStringList() : QStringList{"--insecure"}),
+            netns) {}
 
 Daemon::~Daemon() {
   signal(SIGCONT);
@@ -170,7 +172,7 @@ std::optional<double> waitIdle(const std::string& address, std::chrono::millisec
   const Clock::time_point start = Clock::now();
   while (Clock::now() - start < timeout) {
     try {
-      if (!remote::queryNode(address, "", std::chrono::milliseconds(1000)).busy)
+      if (!remote::queryNode(address, kToken, std::chrono::milliseconds(1000)).busy)
         return secondsSince(start);
     } catch (const std::exception&) {
       // Not answering yet (a stopped daemon woken a moment ago): ask again.

@@ -23,13 +23,19 @@ namespace dtlab::faults {
 
 using Clock = std::chrono::steady_clock;
 
+// Every daemon's token (daemons on a namespace host's address require one), which the runs
+// and the checks send.
+inline const std::string kToken = "fault-suite-token";
+
 double secondsSince(Clock::time_point t);
 
-// A dtlab-node on loopback at an emulated speed (so that a run lasts long enough to be hit in
-// the middle), on a port of its own or a given one (a daemon restarted on the same port).
+// A dtlab-node at an emulated speed (so that a run lasts long enough to be hit in the
+// middle): on loopback, on a port of its own or a given one (a daemon restarted on the same
+// port), or on a network namespace host's address (`netns`; plain text: the namespaces are
+// private to the suite).
 class Daemon {
  public:
-  explicit Daemon(double speed, int port = 0);
+  explicit Daemon(double speed, const QString& listen = "127.0.0.1:0", const QString& netns = {});
   ~Daemon();  // SIGCONT first, so that a stopped daemon can act on its SIGTERM
   bool ready() const { return node_.ready(); }
   const std::string& address() const { return node_.address(); }

@@ -12,14 +12,19 @@ namespace dtlab::test {
 inline const QString kNodeBinary = QStringLiteral(DTLAB_BINARY_DIR "/app/dtlab-node");
 
 // A dtlab-node child process; stopped (SIGTERM, then SIGKILL) when it goes out of scope.
+// With `netns`, it runs in that network namespace (`ip netns exec`, which execs the daemon:
+// the process is still the daemon itself).
 class NodeProcess {
  public:
-  explicit NodeProcess(QStringList args) {
+  explicit NodeProcess(QStringList args, const QString& netns = {}) {
     if (!args.contains("--log-level"))
       args << "--log-level"
            << "warn";
     process_.setProcessChannelMode(QProcess::ForwardedErrorChannel);
-    process_.start(kNodeBinary, args);
+    if (netns.isEmpty())
+      process_.start(kNodeBinary, args);
+    else
+      process_.start("ip", QStringList{"netns", "exec", netns, kNodeBinary} + args);
     if (!process_.waitForStarted(10000)) return;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
     QByteArray out;
