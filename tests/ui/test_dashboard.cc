@@ -517,6 +517,26 @@ class TestDashboard : public QObject {
     for (Dash::Chart c : kCharts) QCOMPARE(d.eventMarkerCount(c), shown);
   }
 
+  // Events at one step share one name; a recovery's line is not a lost node's.
+  void eventsAtOneStepShareAName() {
+    ui::RunDetail detail = detail_;
+    detail.events = {{30, 300.0, "node_lost", "node2 (127.0.0.1:7002) lost"},
+                     {30, 900.0, "recovery", "restarted on 2 ranks"}};
+    auto page = shownPage(detail);
+    const Dash& d = *page->chart();
+    QCOMPARE(d.eventMarkerCount(Dash::kLossChart), 2);
+    QCOMPARE(d.eventLabels(Dash::kLossChart), QStringList{"node_lost, recovery"});
+    std::map<QString, QPen> pens;
+    for (int i = 0; i < d.itemCount(); ++i)
+      if (auto* line = qobject_cast<QCPItemStraightLine*>(d.item(i));
+          line && !line->property("event").isNull())
+        pens[line->property("event").toString()] = line->pen();
+    QVERIFY(pens["node_lost"].color() != pens["recovery"].color());
+    // Apart in time, each has its own name.
+    page->setXAxis(ui::RunXAxis::kSeconds);
+    QCOMPARE(d.eventLabels(Dash::kLossChart), (QStringList{"node_lost", "recovery"}));
+  }
+
   // The crosshair lists the visible series of the chart under the mouse; a legend click hides
   // a series, and the list leaves it out.
   void valuesAtListsVisibleSeriesAndOmitsHidden() {

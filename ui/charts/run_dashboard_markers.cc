@@ -16,6 +16,7 @@ namespace {
 // wider; a rebalance (many) thin and dashed.
 QPen eventPen(const std::string& kind) {
   if (kind == "node_lost") return QPen(QColor(200, 0, 0, 200), 1.5, Qt::SolidLine);
+  if (kind == "recovery") return QPen(QColor(0, 140, 60, 200), 1.5, Qt::SolidLine);
   if (kind == "cancel") return QPen(QColor(0, 0, 0, 170), 1.5, Qt::SolidLine);
   if (kind == "strategy_switch") return QPen(QColor(150, 60, 170, 220), 2.0, Qt::SolidLine);
   if (kind == "rebalance") return QPen(QColor(0, 130, 130, 150), 1.0, Qt::DashLine);
@@ -51,6 +52,9 @@ void RunDashboard::drawMarkers() {
     Panel& p = panels_[static_cast<std::size_t>(c)];
     QCPAxis* x = p.rect->axis(QCPAxis::atBottom);
     QCPAxis* y = p.rect->axis(QCPAxis::atLeft);
+    // Events at one place (a lost node and the restart that recovered from it, at one step)
+    // share one name, "node_lost, recovery", instead of names drawn over each other.
+    std::map<double, QCPItemText*> labelAt;
     for (const core::RunEvent* e : shown) {
       const double key = xMode_ == RunXAxis::kStep      ? static_cast<double>(e->step)
                          : xMode_ == RunXAxis::kSeconds ? e->wallMs / 1000.0
@@ -72,6 +76,10 @@ void RunDashboard::drawMarkers() {
       p.markers.push_back(line);
       const bool named = fewEnough || e->kind == "strategy_switch";
       if ((c != kLossChart && c != kScheduleChart) || !named) continue;
+      if (const auto at = labelAt.find(key); at != labelAt.end()) {
+        at->second->setText(at->second->text() + ", " + eventLabel(*e));
+        continue;
+      }
       // Upright along the line, from the top of the chart down, where curves that start high
       // and fall (loss) have left room by the time events happen.
       auto* label = new QCPItemText(this);
@@ -89,6 +97,7 @@ void RunDashboard::drawMarkers() {
       label->setText(eventLabel(*e));
       label->setProperty("event", QString::fromStdString(e->kind));
       p.markers.push_back(label);
+      labelAt[key] = label;
     }
   }
 }
