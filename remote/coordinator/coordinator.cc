@@ -41,6 +41,15 @@ struct Coordinator::Impl {
 };
 
 Coordinator::Coordinator(std::vector<std::string> addresses, CoordinatorOptions options) {
+  // One daemon named twice would be asked for the same job twice; several workers on one
+  // node are its slots (dtlab-node --devices cpu:N), not repeated addresses.
+  for (std::size_t i = 0; i < addresses.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (addresses[i] == addresses[j])
+        throw Error("node " + addresses[i] + " is listed twice (as node" + std::to_string(j) +
+                    " and node" + std::to_string(i) +
+                    "); for several workers on one node, start its dtlab-node with --devices "
+                    "cpu:N");
   if (!options.emulation.empty() && options.emulation.size() != addresses.size())
     throw Error("per-node emulation for " + std::to_string(options.emulation.size()) +
                 " nodes, but " + std::to_string(addresses.size()) + " node addresses");

@@ -276,6 +276,18 @@ class TestCli : public QObject {
              qPrintable(o.err));
   }
 
+  // One daemon named twice is refused before anything starts, saying what to do instead.
+  void aNodeListedTwiceIsAnError() {
+    QTemporaryDir dir;
+    const QString path = writeSpec(dir, smallSpec());
+    const Outcome o =
+        cli({"run", path, "--node", "127.0.0.1:7411", "--node", "127.0.0.1:7411", "--quiet"});
+    QVERIFY(o.exitCode != 0);
+    QVERIFY2(o.err.contains("node 127.0.0.1:7411 is listed twice (as node0 and node1)") &&
+                 o.err.contains("--devices cpu:N"),
+             qPrintable(o.err));
+  }
+
   // A spec whose cluster names running daemons by address trains on them, each daemon with
   // the spec's emulation for it (the daemons were started without any), with the token.
   void runUsesTheDaemonsTheSpecNames() {
