@@ -187,6 +187,7 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
     if (onNodeLoss != core::NodeLossPolicy::kRestart || !watched.lostRank || cancelled) break;
     const std::vector<std::size_t> survivors = survivorsOf(placement, *watched.lostRank);
     if (survivors.empty()) break;
+    const std::string lost = placement.rankNames[*watched.lostRank];
     // The group re-forms from the survivors at the newest checkpoint (the global batch kept,
     // divided among fewer ranks), as Horovod elastic does; the run's clock goes on.
     placement = placeRunOn(spec, variant, impl.summaries, labels, survivors);
@@ -194,7 +195,7 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
     for (const std::string& name : placement.rankNames) nodes += (nodes.empty() ? "" : ", ") + name;
     restarting = PendingRecovery{
         watched.lostLastHeard, std::max<int64_t>(0, watched.lastStep - checkpointStep),
-        "restarted on " + std::to_string(placement.world()) +
+        lost + " lost; restarted on " + std::to_string(placement.world()) +
             (placement.world() == 1 ? " rank (" : " ranks (") + nodes + ") from " +
             (checkpoint.empty() ? std::string("the start (no checkpoint yet)")
                                 : "the checkpoint of step " + std::to_string(checkpointStep)) +

@@ -181,7 +181,8 @@ class TestNodeLoss : public QObject {
     QCOMPARE(summary["recoveries"], nlohmann::json(1));
     QCOMPARE(summary["nodes"], nlohmann::json(2));  // the re-formed group
     const std::string recovery = eventDetail(summary, "recovery");
-    QVERIFY2(recovery.find("restarted on 2 ranks") != std::string::npos &&
+    QVERIFY2(recovery.find(run.daemons[2]->address() + ") lost; restarted on 2 ranks") !=
+                     std::string::npos &&
                  recovery.find("from the checkpoint of step ") != std::string::npos,
              recovery.c_str());
     QVERIFY(summary["steps_lost"].get<int64_t>() >= 0);
