@@ -62,23 +62,24 @@ const std::vector<Method>& methods() {
   return all;
 }
 
-// The node and a channel to it, made once per process and never torn down (a fuzzer exits
-// without running destructors for them).
+// The node and a channel to it, made once per process and never torn down: a destructor run
+// at exit (the replay's return from main) would close the channel while the server's threads
+// still run, which crashed the replay once under load.
 struct Harness {
   dtlab::remote::NodeServer* node;
   std::unique_ptr<grpc::GenericStub> stub;
 };
 
 Harness& harness() {
-  static Harness h = [] {
+  static Harness* h = [] {
     dtlab::remote::NodeOptions options;
     options.token = kToken;
     options.connectTimeout = std::chrono::milliseconds(2000);
     auto* node = new dtlab::remote::NodeServer(options);
-    return Harness{
+    return new Harness{
         node, std::make_unique<grpc::GenericStub>(dtlab::remote::makeNodeChannel(node->address()))};
   }();
-  return h;
+  return *h;
 }
 
 grpc::Status call(const std::string& method, const std::string& body, const std::string& token) {
