@@ -52,6 +52,17 @@ struct Calls {
   Latch latch;
 };
 
+// Cancels the calls of `contexts` when the job aborts (a lost peer, its coordinator gone), so
+// that none waits out its deadline on a shard that is gone or stopped, or (Init) for one to
+// come up. Handlers run under the signal's lock: TryCancel is quick.
+core::AbortSignal::Registration cancelOnAbort(const core::AbortSignal* abort,
+                                              grpc::ClientContext* contexts, std::size_t n) {
+  if (abort == nullptr) return {};
+  return abort->onAbort([contexts, n](const std::string&) {
+    for (std::size_t i = 0; i < n; ++i) contexts[i].TryCancel();
+  });
+}
+
 }  // namespace
 
 struct GrpcParameterClient::Shard {
@@ -115,6 +126,7 @@ void GrpcParameterClient::sendValues(const float* params, int64_t version, int64
       grpc::ClientContext context;
       prepareClientContext(context, options_.token, options_.callTimeout);
       context.set_wait_for_ready(true);  // the shard's daemon may still be starting its job
+      const auto cancelling = cancelOnAbort(options_.abort, &context, 1);
       proto::PsInitResponse response;
       const grpc::Status status =
           shards_[static_cast<std::size_t>(block.shard)]->stub->Init(&context, request, &response);
@@ -134,6 +146,7 @@ double GrpcParameterClient::waitForClock(int64_t clock) {
   for (;;) {
     grpc::ClientContext context;
     prepareClientContext(context, options_.token, kWaitSlice);
+    const auto cancelling = cancelOnAbort(options_.abort, &context, 1);
     proto::PsWaitRequest request;
     request.set_protocol_version(kProtocolVersion);
     request.set_job_id(options_.jobId);
@@ -153,6 +166,7 @@ double GrpcParameterClient::waitForClock(int64_t clock) {
 core::PullOutcome GrpcParameterClient::pull(float* params, std::vector<int64_t>& versions) {
   const std::size_t n = layout_.size();
   Calls<proto::PsPullRequest, proto::PsPullResponse> calls(n);
+  const auto cancelling = cancelOnAbort(options_.abort, calls.contexts.data(), n);
   for (std::size_t b = 0; b < n; ++b) {
     prepareClientContext(calls.contexts[b], options_.token, options_.callTimeout);
     calls.requests[b].set_protocol_version(kProtocolVersion);
@@ -187,6 +201,7 @@ core::PushOutcome GrpcParameterClient::push(const float* grads, const std::vecto
                                             const core::WorkerReport& report) {
   const std::size_t n = layout_.size();
   Calls<proto::PsPushRequest, proto::PsPushResponse> calls(n);
+  const auto cancelling = cancelOnAbort(options_.abort, calls.contexts.data(), n);
   for (std::size_t b = 0; b < n; ++b) {
     const core::PsBlock& block = layout_[b];
     prepareClientContext(calls.contexts[b], options_.token, options_.callTimeout);
@@ -219,6 +234,7 @@ core::PushOutcome GrpcParameterClient::push(const float* grads, const std::vecto
 core::BoardState GrpcParameterClient::report(const core::WorkerReport& r) {
   grpc::ClientContext context;
   prepareClientContext(context, options_.token, options_.callTimeout);
+  const auto cancelling = cancelOnAbort(options_.abort, &context, 1);
   proto::PsReportRequest request;
   request.set_protocol_version(kProtocolVersion);
   request.set_job_id(options_.jobId);
