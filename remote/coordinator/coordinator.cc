@@ -193,13 +193,14 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
     placement = placeRunOn(spec, variant, impl.summaries, labels, survivors);
     std::string nodes;
     for (const std::string& name : placement.rankNames) nodes += (nodes.empty() ? "" : ", ") + name;
+    const int64_t stepsLost = std::max<int64_t>(0, watched.lastStep - checkpointStep);
     restarting = PendingRecovery{
-        watched.lostLastHeard, std::max<int64_t>(0, watched.lastStep - checkpointStep),
+        watched.lostLastHeard, stepsLost,
         lost + " lost; restarted on " + std::to_string(placement.world()) +
             (placement.world() == 1 ? " rank (" : " ranks (") + nodes + ") from " +
             (checkpoint.empty() ? std::string("the start (no checkpoint yet)")
                                 : "the checkpoint of step " + std::to_string(checkpointStep)) +
-            ", " + stepsText(std::max<int64_t>(0, watched.lastStep - checkpointStep)) + " lost"};
+            ", " + stepsText(stepsLost) + " lost"};
     clockStartMs =
         clockBaseMs + std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   }

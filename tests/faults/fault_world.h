@@ -92,7 +92,8 @@ std::vector<std::string> runStatuses(const std::string& project);
 // Whether `address`'s daemon answers and runs no job within `timeout`; the seconds it took.
 std::optional<double> waitIdle(const std::string& address, std::chrono::milliseconds timeout);
 
-// Polls `done` every 20 ms (pumping the CLI) until it holds or `timeout` passes.
+// Polls `done` every 20 ms until it holds or `timeout` passes (a caller that watches the CLI
+// pumps it inside `done`).
 bool waitUntil(const std::function<bool()>& done, std::chrono::milliseconds timeout);
 
 }  // namespace dtlab::faults
