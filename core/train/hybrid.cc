@@ -69,7 +69,13 @@ StrategyDescriptor hybridDescriptor() {
       .min = 1,
       .max = 1'000'000,
       .when = SettingCondition{"policy", {kAdaptive}}};
-  d.settings = {bucketKbSetting(), psShardsSetting(), policy, switchAt, ratio, window};
+  d.settings = {bucketKbSetting(),
+                psShardsSetting(),
+                policy,
+                switchAt,
+                ratio,
+                window,
+                onNodeLossSetting(NodeLossPolicy::kContinue)};
   d.check = checkPsShards;
   d.serverWatch = [](const VariantConfig& v) -> std::optional<ServerWatchSettings> {
     const HybridOptions options = HybridOptions::of(v);
@@ -192,7 +198,7 @@ void Hybrid::switchToAsync(const std::string& reason) {
   // run's progress in pushes (the server's schedule counts pushes).
   async_->client().reset(sync_->replica().model().params(),
                          psUpdatesPlanned(global, context_.job.world), phase_ + 1);
-  context_.event(global, "strategy_switch", "sync -> async " + reason);
+  context_.event(global, kSwitchEvent, std::string(kSwitchToAsync) + " " + reason);
 }
 
 void Hybrid::switchToSync() {
@@ -206,7 +212,7 @@ void Hybrid::switchToSync() {
   policy_.reset();
   smoothedMs_.clear();
   const int64_t global = syncSteps_ + pushesSeen_ / context_.job.world;
-  context_.event(global, "strategy_switch",
+  context_.event(global, kSwitchEvent,
                  "async -> sync at step " + std::to_string(global) + ": straggler ratio " +
                      fixed(board.endRatio, 2) + " below " + fixed(policy_.backBelow(), 2) +
                      " for " + std::to_string(policy_.window()) + " steps");

@@ -11,6 +11,11 @@
 
 namespace dtlab::core {
 
+// The run event of every switch, and how its detail begins when the run goes asynchronous
+// (the coordinator follows the phase: a lost worker is left behind only while asynchronous).
+inline constexpr const char* kSwitchEvent = "strategy_switch";
+inline constexpr const char* kSwitchToAsync = "sync -> async";
+
 // hybrid (DESIGN.md's strategy table): synchronous all-reduce and the asynchronous parameter
 // server in one run, switching between them.
 //   sync_then_async: synchronous until switch_at of the run's steps, then asynchronous for the

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <numeric>
 #include <thread>
 
 #include "core/backend/backend.h"
 #include "core/comm/communicator.h"
+#include "core/comm/elastic_group.h"
 #include "core/common/random.h"
 #include "core/data/dataset.h"
 #include "core/train/data_shards.h"
@@ -32,7 +34,7 @@ StrategyDescriptor localSgdDescriptor() {
                              .defaultValue = int64_t{8},
                              .min = 1,
                              .max = 1'000'000};
-  d.settings = {period};
+  d.settings = {period, onNodeLossSetting(NodeLossPolicy::kContinue)};
   d.make = [](StrategyContext& c) -> std::unique_ptr<Strategy> {
     const VariantConfig& v = c.job.spec.variants.at(static_cast<std::size_t>(c.job.variant));
     return std::make_unique<LocalSgd>(c, strategyOf(v).view(v).integer("period"));
@@ -65,7 +67,7 @@ std::string LocalSgd::setUp() {
   // Rank 0's initial weights everywhere: replicas start identical whatever their seeds.
   if (context_.comm != nullptr) {
     context_.comm->broadcast(model.params(), params, 0);
-    buffer_.resize(static_cast<std::size_t>(params + Votes::kCount));
+    buffer_.resize(static_cast<std::size_t>(params + Votes::kCount + 1));
   }
   return "local_sgd, period " + std::to_string(period_) + ", " + std::to_string(slice_.count) +
          " of " + std::to_string(global_) + " samples per local step" +
@@ -73,6 +75,7 @@ std::string LocalSgd::setUp() {
 }
 
 StepReport LocalSgd::step(int64_t step, const Votes& local, Votes& agreed) {
+  step_ = step;
   Worker& worker = *worker_;
   Mlp& model = worker.model();
   if (holdsEvaluationAverage_) {
@@ -113,13 +116,13 @@ StepReport LocalSgd::step(int64_t step, const Votes& local, Votes& agreed) {
     ownParams_.resize(static_cast<std::size_t>(model.parameterCount()));
     worker.backend().download(ownParams_.data(), model.params(), model.parameterCount());
   }
-  average(local, agreed);
+  const bool averaged = average(step, local, agreed);
   const Clock::time_point t3 = Clock::now();
   if (averageNow) {
     samplesSinceAverage_ = 0;
     allSamplesSinceAverage_ = 0;
   } else {
-    holdsEvaluationAverage_ = true;
+    holdsEvaluationAverage_ = averaged;
   }
   // The training thread sits in the averaging collective for all of it (nothing overlaps it),
   // and a blocking all-reduce cannot tell waiting for the slowest peer from the transfer: the
@@ -127,32 +130,74 @@ StepReport LocalSgd::step(int64_t step, const Votes& local, Votes& agreed) {
   // time blocked on peers.
   r.commMs = msBetween(t2, t3);
   r.waitMs = r.commMs;
-  r.votesAgreed = true;
+  r.votesAgreed = averaged;
   return r;
 }
 
-void LocalSgd::average(const Votes& local, Votes& agreed) {
+bool LocalSgd::average(int64_t step, const Votes& local, Votes& agreed) {
   Mlp& model = worker_->model();
   const int64_t params = model.parameterCount();
   // FedAvg: this rank's parameters weighted by its share of the samples all ranks trained on
-  // since the last average, so the all-reduced sum is the weighted mean.
+  // since the last average, so the all-reduced sum is the weighted mean. The weights ride
+  // along: after a lost rank they sum to less than one, and the sum is divided out.
   const float weight = static_cast<float>(static_cast<double>(samplesSinceAverage_) /
                                           static_cast<double>(allSamplesSinceAverage_));
   // Staged through host memory: the communicator reduces host buffers, the votes must share
   // the parameters' all-reduce, and the backend has no scaling kernel. On the CPU backend this
   // is two copies of the parameters, small beside the all-reduce itself.
-  worker_->backend().download(buffer_.data(), model.params(), params);
-  for (int64_t i = 0; i < params; ++i) buffer_[static_cast<std::size_t>(i)] *= weight;
-  std::copy(local.values.begin(), local.values.end(), buffer_.begin() + params);
-  context_.comm->allReduceSum(buffer_.data(), params + Votes::kCount);
+  const auto reduce = [&](Communicator& comm) {
+    worker_->backend().download(buffer_.data(), model.params(), params);
+    for (int64_t i = 0; i < params; ++i) buffer_[static_cast<std::size_t>(i)] *= weight;
+    std::copy(local.values.begin(), local.values.end(), buffer_.begin() + params);
+    buffer_.back() = weight;
+    comm.allReduceSum(buffer_.data(), static_cast<int64_t>(buffer_.size()));
+  };
+  if (!collective(step, reduce)) return false;
+  const float weights = buffer_.back();
+  // Whole groups' weights sum to one up to rounding: left alone, so that period 1 follows
+  // sync_allreduce's trajectory.
+  if (std::abs(weights - 1.0f) > 1e-4f)
+    for (int64_t i = 0; i < params; ++i) buffer_[static_cast<std::size_t>(i)] /= weights;
   worker_->backend().upload(model.params(), buffer_.data(), params);
   std::copy_n(buffer_.begin() + params, Votes::kCount, agreed.values.begin());
+  return true;
+}
+
+bool LocalSgd::collective(int64_t step, const std::function<void(Communicator&)>& op) {
+  ElasticGroup* group = context_.elastic;
+  if (group == nullptr) {
+    op(*context_.comm);
+    return true;
+  }
+  const int generation = group->generation();
+  const bool ran = group->collective(op);
+  if (group->generation() != generation) {
+    std::string ranks;
+    for (int member : group->members())
+      ranks += (ranks.empty() ? "" : ", ") + std::to_string(member);
+    context_.event(step, kRegroupEvent,
+                   "the group went on with " + std::to_string(group->members().size()) +
+                       " workers (ranks " + ranks + ") at step " + std::to_string(step) +
+                       (ran ? "" : ", this rank's pending average skipped") +
+                       "; the lost workers' local steps since the last average are lost");
+  }
+  return ran;
 }
 
 Votes LocalSgd::agree(const Votes& local) {
   Votes sum = local;
-  if (context_.comm != nullptr) context_.comm->allReduceSum(sum.values.data(), Votes::kCount);
+  if (context_.comm == nullptr) return sum;
+  // Skipped: the others agreed without this rank and went on, so the sum said to go on.
+  if (!collective(step_, [&](Communicator& comm) {
+        sum = local;
+        comm.allReduceSum(sum.values.data(), Votes::kCount);
+      }))
+    return local;
   return sum;
+}
+
+bool LocalSgd::evaluates() const {
+  return context_.elastic != nullptr ? context_.elastic->leads() : context_.job.rank == 0;
 }
 
 }  // namespace dtlab::core

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -34,6 +35,11 @@ namespace dtlab::core {
 // does not depend on training.eval_interval; that average costs one all-reduce and carries
 // the votes too. Cancel and time limits therefore take effect at the next average or
 // evaluation, the only steps where every rank learns of them.
+//
+// With on_node_loss "continue" the averages go through an ElasticGroup: when a rank is lost
+// the others re-form the group and go on from their own replicas (what the lost rank trained
+// since the last average is lost with it); the weights of the survivors' average are divided
+// by their sum, so it stays the mean over the samples they trained on.
 class LocalSgd final : public Strategy {
  public:
   LocalSgd(StrategyContext& context, int64_t period);
@@ -43,14 +49,19 @@ class LocalSgd final : public Strategy {
   StepReport step(int64_t step, const Votes& local, Votes& agreed) override;
   Votes agree(const Votes& local) override;
   Worker& replica() override { return *worker_; }
-  // Every evaluation sees replicas that were just averaged, so one rank is enough.
-  bool evaluates() const override { return context_.job.rank == 0; }
+  // Every evaluation sees replicas that were just averaged, so one rank is enough: rank 0, or
+  // the first of the group re-formed after a lost rank.
+  bool evaluates() const override;
   int64_t globalBatch() const override { return global_; }
 
  private:
   // Replaces this rank's parameters by the sample-weighted average over all ranks and sums
-  // the votes in the same all-reduce.
-  void average(const Votes& local, Votes& agreed);
+  // the votes in the same all-reduce. False: skipped after a lost rank (the others had
+  // averaged without this rank), the parameters and votes left as they were.
+  bool average(int64_t step, const Votes& local, Votes& agreed);
+  // Runs op on the group, through the elastic group when there is one (recording the
+  // regroup event when it re-formed); false: skipped.
+  bool collective(int64_t step, const std::function<void(Communicator&)>& op);
 
   StrategyContext& context_;
   int64_t global_;
@@ -66,6 +77,7 @@ class LocalSgd final : public Strategy {
   // This rank's own parameters while the model holds an average made for an evaluation.
   std::vector<float> ownParams_;
   bool holdsEvaluationAverage_ = false;
+  int64_t step_ = 0;  // the step in progress, or the last one
 };
 
 // local_sgd's descriptor (strategy_registry.cc lists it).

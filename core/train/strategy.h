@@ -18,6 +18,8 @@ class AbortSignal;
 class Backend;
 struct Checkpoint;
 class Communicator;
+class ElasticGroup;
+class GroupRecovery;
 class ParameterClient;
 class Dataset;
 class Worker;
@@ -130,13 +132,17 @@ struct StepReport {
 struct StrategyContext {
   const WorkerJob& job;
   Communicator* comm;  // null when world == 1
+  // The same group when it may go on without a lost rank (on_node_loss "continue" of a
+  // strategy with a group, elastic_group.h); null otherwise.
+  ElasticGroup* elastic;
   // The parameter server's blocks, for strategies that use one; null: a single-process run
   // (the strategy serves its parameters itself) or a strategy that has none.
   ParameterClient* ps;
   const Dataset& dataset;
   Backend& backend;
   int64_t totalSteps;  // for the learning-rate schedule; 0: unbounded
-  // Records an event (rank 0's are the run's; the loop keeps the others out).
+  // Records an event (the leading rank's are the run's: rank 0, or the first of the group
+  // re-formed after a loss; the loop keeps the others out).
   std::function<void(int64_t step, std::string kind, std::string detail)> event;
 };
 
@@ -196,8 +202,10 @@ class Strategy {
 // and its origin; `cancel` stops at the next step boundary. Metrics go to sink with
 // StepMetrics::worker = rank.
 // `ps` serves the parameters of parameter-server strategies across processes (null: the
-// strategy serves them in this process, which needs world == 1).
+// strategy serves them in this process, which needs world == 1). `recovery` (may be null)
+// re-forms the group without a lost rank, for a variant whose on_node_loss is "continue".
 WorkerResult runWorker(const WorkerJob& job, Communicator* comm, MetricSink* sink,
-                       const std::atomic<bool>* cancel, ParameterClient* ps = nullptr);
+                       const std::atomic<bool>* cancel, ParameterClient* ps = nullptr,
+                       GroupRecovery* recovery = nullptr);
 
 }  // namespace dtlab::core

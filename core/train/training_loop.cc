@@ -5,6 +5,7 @@
 
 #include "core/backend/backend.h"
 #include "core/comm/communicator.h"
+#include "core/comm/elastic_group.h"
 #include "core/data/dataset.h"
 #include "core/train/checkpoint.h"
 #include "core/train/local_trainer.h"
@@ -30,14 +31,19 @@ std::string formatLoss(double loss) {
 class TrainingLoop {
  public:
   TrainingLoop(const WorkerJob& job, Communicator* comm, MetricSink* sink,
-               const std::atomic<bool>* cancel, ParameterClient* ps)
-      : job_(job), spec_(job.spec), comm_(comm), sink_(sink), cancel_(cancel), ps_(ps) {}
+               const std::atomic<bool>* cancel, ParameterClient* ps, GroupRecovery* recovery)
+      : job_(job), spec_(job.spec), comm_(comm), sink_(sink), cancel_(cancel), ps_(ps) {
+    if (recovery != nullptr && comm != nullptr && job.world > 1) {
+      elastic_ = std::make_unique<ElasticGroup>(*comm, job.rank, job.world, *recovery);
+      comm_ = elastic_.get();
+    }
+  }
 
   WorkerResult run();
 
  private:
   void event(int64_t step, std::string kind, std::string detail) {
-    if (sink_ != nullptr && job_.rank == 0)
+    if (sink_ != nullptr && (elastic_ ? elastic_->leads() : job_.rank == 0))
       sink_->onEvent({step, msBetween(start_, Clock::now()), std::move(kind), std::move(detail)});
   }
   // Evaluates (on the ranks the strategy names) and agrees on the verdict; throws RunFailure
@@ -55,7 +61,8 @@ class TrainingLoop {
 
   const WorkerJob& job_;
   const ExperimentSpec& spec_;
-  Communicator* comm_;
+  Communicator* comm_;  // elastic_ when there is one
+  std::unique_ptr<ElasticGroup> elastic_;
   MetricSink* sink_;
   const std::atomic<bool>* cancel_;
   ParameterClient* ps_;
@@ -213,6 +220,7 @@ WorkerResult TrainingLoop::run() {
   const int64_t totalSteps = plannedSteps(spec_, stepsPerEpoch);
   StrategyContext context{job_,
                           job_.world > 1 ? comm_ : nullptr,
+                          elastic_.get(),
                           ps_,
                           *dataset_,
                           *backend_,
@@ -341,7 +349,8 @@ FailureOrigin parseFailureOrigin(std::string_view text) {
 }
 
 WorkerResult runWorker(const WorkerJob& job, Communicator* comm, MetricSink* sink,
-                       const std::atomic<bool>* cancel, ParameterClient* ps) {
+                       const std::atomic<bool>* cancel, ParameterClient* ps,
+                       GroupRecovery* recovery) {
   const Clock::time_point start = Clock::now();
   WorkerResult result;
   auto fail = [&](FailureOrigin origin, const char* message,
@@ -366,7 +375,7 @@ WorkerResult runWorker(const WorkerJob& job, Communicator* comm, MetricSink* sin
         (comm == nullptr || comm->size() != job.world || comm->rank() != job.rank))
       throw Error("the communicator does not match rank " + std::to_string(job.rank) + " of " +
                   std::to_string(job.world));
-    result = TrainingLoop(job, comm, sink, cancel, ps).run();
+    result = TrainingLoop(job, comm, sink, cancel, ps, recovery).run();
   } catch (const RunFailure& e) {
     fail(e.origin(), e.what(), e.reason());
   } catch (const CommError& e) {

@@ -12,8 +12,9 @@ namespace dtlab::remote {
 // The wire protocol version (remote/proto/dtlab.proto). Every request carries it; a node
 // refuses any other value with FAILED_PRECONDITION naming both versions. Bump it when a
 // change would make an old peer misread a message, not for added optional fields.
-// 4: the gpu_mem_bytes node metric; 5: several ranks per node (StartJob slot and node_index).
-inline constexpr uint32_t kProtocolVersion = 5;
+// 4: the gpu_mem_bytes node metric; 5: several ranks per node (StartJob slot and node_index);
+// 6: RegroupJob (a group that goes on without a lost node).
+inline constexpr uint32_t kProtocolVersion = 6;
 
 // The capability (NodeInfo.capabilities) of a node that applies StartJobRequest.emulation.
 inline constexpr std::string_view kJobEmulationCapability = "job_emulation";

@@ -175,9 +175,10 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
                     {reinterpret_cast<const unsigned char*>(checkpoint.data()), checkpoint.size()},
                     clockStartMs);
     // c. Watch every rank to its end; a lost node or a failed rank ends the group.
-    watched = links.watchJobs(
-        placement, jobId, cancel,
-        {sink, mutex, summary.events, addEvent, onNodeLoss, recovered, firstStep}, ends);
+    watched = links.watchJobs(placement, jobId, cancel,
+                              {sink, mutex, summary.events, addEvent, onNodeLoss,
+                               continueByOf(core::strategyOf(chosen).traits), recovered, firstStep},
+                              ends);
     if (restarting && !watched.failing) firstStep(watched.lastStep);  // ended without a step
     if (!watched.checkpoint.empty()) {
       checkpoint = std::move(watched.checkpoint);

@@ -7,8 +7,10 @@
 #include <optional>
 #include <thread>
 
+#include "core/comm/elastic_group.h"
 #include "core/common/check.h"
 #include "core/train/checkpoint.h"
+#include "core/train/hybrid.h"
 #include "remote/common/auth.h"
 #include "remote/common/client.h"
 #include "remote/common/metric_wire.h"
@@ -72,6 +74,12 @@ NodeSummary getInfo(pb::NodeService::Stub& stub, const std::string& address,
 
 }  // namespace
 
+ContinueBy continueByOf(const core::StrategyTraits& traits) {
+  if (!traits.usesParameterServer) return ContinueBy::kRegroup;
+  return traits.needsCollectiveGroup ? ContinueBy::kLeavingShardsWhileAsync
+                                     : ContinueBy::kLeavingShards;
+}
+
 struct NodeLinks::Impl {
   struct Node {
     std::string address;
@@ -95,6 +103,9 @@ struct NodeLinks::Impl {
   // answer, by name.
   std::vector<std::string> leaveShards(std::size_t shards, const std::string& jobId,
                                        int worker) const;
+  // Tells node i who goes on (RegroupJob); returns why it failed ("" when heard).
+  std::string regroupJob(std::size_t i, const std::string& jobId, uint32_t generation,
+                         const std::vector<int>& members, const std::string& rendezvous) const;
   pb::StartJobRequest startRequest(const Placement& placement, std::size_t rank,
                                    const std::string& jobId, const std::string& specJson,
                                    int variant, std::span<const unsigned char> resume) const;
@@ -148,6 +159,22 @@ std::vector<std::string> NodeLinks::Impl::leaveShards(std::size_t shards, const 
     if (!nodes[k].ps->Leave(&context, request, &response).ok()) silent.push_back(nodes[k].name);
   }
   return silent;
+}
+
+std::string NodeLinks::Impl::regroupJob(std::size_t i, const std::string& jobId,
+                                        uint32_t generation, const std::vector<int>& members,
+                                        const std::string& rendezvous) const {
+  grpc::ClientContext context;
+  prepare(context, i, std::chrono::milliseconds(3000));
+  pb::RegroupJobRequest request;
+  request.set_protocol_version(kProtocolVersion);
+  request.set_job_id(jobId);
+  request.set_generation(generation);
+  for (int m : members) request.add_members(m);
+  request.set_rendezvous_address(rendezvous);
+  pb::RegroupJobResponse response;
+  const grpc::Status status = nodes[i].stub->RegroupJob(&context, request, &response);
+  return status.ok() ? std::string() : describeStatus(status);
 }
 
 NodeLinks::NodeLinks(std::vector<std::string> addresses, CoordinatorOptions options)
@@ -261,10 +288,23 @@ struct CheckpointGate {
   int64_t lastStep() const { return *std::max_element(delivered.begin(), delivered.end()); }
 };
 
+// What the watch follows across the ranks' streams, under WatchOutputs::mutex.
+struct WatchState {
+  explicit WatchState(std::size_t world) : gate(world) {}
+  CheckpointGate gate;
+  bool asynchronous = false;  // a hybrid's phase, from its switch events
+  // Survivors told to re-form their group, until its leader reports it formed: who was lost
+  // and when the first of them was last heard.
+  std::string regroupLost;
+  std::optional<Clock::time_point> regroupSince;
+  uint32_t generation = 0;  // of the newest group the survivors were told to form
+};
+
 // Reads rank i's WatchJob stream to its end into `w`, delivering what it reports to `out`.
 void readStream(pb::NodeService::Stub& stub, const std::string& jobId, int slot, std::size_t i,
-                RankWatch& w, const WatchOutputs& out, CheckpointGate& gate,
+                RankWatch& w, const WatchOutputs& out, WatchState& state,
                 std::condition_variable& changed) {
+  CheckpointGate& gate = state.gate;
   pb::WatchJobRequest request;
   request.set_protocol_version(kProtocolVersion);
   request.set_job_id(jobId);
@@ -285,6 +325,17 @@ void readStream(pb::NodeService::Stub& stub, const std::string& jobId, int slot,
     }
     for (const auto& e : update.events()) {
       core::RunEvent event{e.step(), e.wall_ms(), e.kind(), e.detail()};
+      if (event.kind == core::kSwitchEvent)
+        state.asynchronous = event.detail.starts_with(core::kSwitchToAsync);
+      if (event.kind == core::kRegroupEvent && state.regroupSince && out.recovered) {
+        // The coordinator's "recovery" says it, with the lost node and the time it took.
+        out.recovered(event.step,
+                      std::chrono::duration<double>(Clock::now() - *state.regroupSince).count(), 0,
+                      state.regroupLost + "; " + event.detail);
+        state.regroupSince.reset();
+        state.regroupLost.clear();
+        continue;
+      }
       if (out.sink != nullptr) out.sink->onEvent(event);
       if (event.kind != "finish") out.events.push_back(std::move(event));
     }
@@ -328,7 +379,8 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
   std::vector<RankWatch> watches(world);
   std::vector<std::thread> readers;
   std::condition_variable changed;
-  CheckpointGate gate(world);
+  WatchState state(world);
+  CheckpointGate& gate = state.gate;
   for (std::size_t i = 0; i < world; ++i) {
     const std::size_t node = placement.ranks[i].node;
     watches[i].end.name = placement.rankNames[i];
@@ -336,8 +388,8 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
     prepareClientContext(*watches[i].context, impl_->token(node),
                          std::chrono::duration_cast<std::chrono::milliseconds>(kStreamDeadline));
     readers.emplace_back([&, i, node] {
-      readStream(*impl_->nodes[node].stub, jobId, placement.ranks[i].slot, i, watches[i], out, gate,
-                 changed);
+      readStream(*impl_->nodes[node].stub, jobId, placement.ranks[i].slot, i, watches[i], out,
+                 state, changed);
     });
   }
 
@@ -351,36 +403,70 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
     const std::size_t node = placement.ranks[i].node;
     cancels.emplace_back([this, node, jobId, abort] { cancelJob(node, jobId, abort); });
   };
-  // "continue": a lost rank whose node serves no shard is dropped; the shards hear that it
-  // left (on a thread of its own, as the cancels), then the recovery is reported.
+  // "continue": the ranks of a lost node that serves no shard are dropped, and the others go
+  // on: told who is left (RegroupJob, on threads of their own as the cancels), or leaving the
+  // shards for the dropped ranks; the recovery is reported when the group has re-formed, or
+  // when the shards have heard.
   const std::size_t shards = placement.psAddresses.size();
   auto canDrop = [&](std::size_t i) {
     if (out.onNodeLoss != core::NodeLossPolicy::kContinue || placement.ranks[i].node < shards)
       return false;
+    if (out.continueBy == ContinueBy::kLeavingShardsWhileAsync && !state.asynchronous) return false;
     for (std::size_t j = 0; j < world; ++j)
-      if (j != i && !watches[j].end.dropped) return true;
+      if (placement.ranks[j].node != placement.ranks[i].node && !watches[j].end.dropped)
+        return true;
     return false;
   };
   auto drop = [&](std::size_t i, const std::string& lost) {
-    RankWatch& w = watches[i];
-    w.end.dropped = true;
-    if (!w.broken) w.context->TryCancel();
+    // Every rank of the node goes with it (its daemon is one process).
+    std::vector<std::size_t> gone;
+    for (std::size_t j = 0; j < world; ++j)
+      if (placement.ranks[j].node == placement.ranks[i].node && !watches[j].end.dropped)
+        gone.push_back(j);
+    Clock::time_point lastHeard = watches[i].last;
+    for (std::size_t j : gone) {
+      RankWatch& w = watches[j];
+      w.end.dropped = true;
+      if (!w.broken) w.context->TryCancel();
+      lastHeard = std::min(lastHeard, w.last);
+    }
     const int64_t step = gate.lastStep();
-    const auto others = std::count_if(watches.begin(), watches.end(),
-                                      [](const RankWatch& x) { return !x.end.dropped; });
+    std::vector<int> members;
+    for (std::size_t j = 0; j < world; ++j)
+      if (!watches[j].end.dropped) members.push_back(static_cast<int>(j));
+    const auto others = members.size();
     out.addEvent(step, "node_lost",
                  lost + "; the other " + std::to_string(others) +
                      (others == 1 ? " worker goes on" : " workers go on") +
                      " (on_node_loss: continue)");
     sendCancel(i, true);  // a stopped node that wakes up must not push again
-    const Clock::time_point lastHeard = w.last;
+    if (out.continueBy == ContinueBy::kRegroup) {
+      const uint32_t generation = ++state.generation;
+      if (!state.regroupSince) state.regroupSince = lastHeard;
+      state.regroupLost += (state.regroupLost.empty() ? "" : "; ") + lost;
+      const std::string rendezvous = placement.rankAddresses[static_cast<std::size_t>(members[0])];
+      std::vector<std::size_t> nodes;
+      for (int m : members) nodes.push_back(placement.ranks[static_cast<std::size_t>(m)].node);
+      std::sort(nodes.begin(), nodes.end());
+      nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+      // A survivor that does not hear it is lost in its turn (its group will not form).
+      for (std::size_t node : nodes)
+        cancels.emplace_back([this, node, jobId, generation, members, rendezvous] {
+          static_cast<void>(impl_->regroupJob(node, jobId, generation, members, rendezvous));
+        });
+      return;
+    }
     const std::string name = placement.rankNames[i];
-    cancels.emplace_back([this, &out, shards, jobId, i, step, lastHeard, name] {
-      const std::vector<std::string> silent =
-          impl_->leaveShards(shards, jobId, static_cast<int>(i));
+    cancels.emplace_back([this, &out, shards, jobId, gone, step, lastHeard, name] {
+      std::vector<std::string> silent;
+      for (std::size_t j : gone) {
+        const std::vector<std::string> missed =
+            impl_->leaveShards(shards, jobId, static_cast<int>(j));
+        silent.insert(silent.end(), missed.begin(), missed.end());
+      }
       std::lock_guard lock(out.mutex);
       const double seconds = std::chrono::duration<double>(Clock::now() - lastHeard).count();
-      std::string detail = "rank " + std::to_string(i) + " (" + name +
+      std::string detail = "rank " + std::to_string(gone.front()) + " (" + name +
                            ") left the parameter server; no update is lost (every push it made "
                            "is on the server)";
       for (const std::string& shard : silent) detail += "; " + shard + " did not hear of it";
@@ -425,6 +511,11 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
               lostNode += "; it served parameter-server shard " +
                           std::to_string(placement.ranks[i].node) +
                           ", whose blocks are kept nowhere else, so the run cannot continue";
+            else if (out.onNodeLoss == core::NodeLossPolicy::kContinue &&
+                     out.continueBy == ContinueBy::kLeavingShardsWhileAsync && !state.asynchronous)
+              lostNode +=
+                  "; the run was training synchronously, and continues without a lost node "
+                  "only while it trains asynchronously";
             out.addEvent(gate.lastStep(), "node_lost",
                          out.onNodeLoss == core::NodeLossPolicy::kRestart &&
                                  placement.ranks.front().node != placement.ranks.back().node

@@ -22,6 +22,13 @@
 
 namespace dtlab::remote {
 
+// How a strategy goes on without a lost node (on_node_loss "continue"): its ranks leave the
+// parameter-server shards (PsLeave for them; nobody waits for them any more), the survivors
+// re-form their collective group (RegroupJob), or, for a strategy with both, the ranks leave
+// the shards while the run trains asynchronously and the run fails while the group is in use.
+enum class ContinueBy { kLeavingShards, kRegroup, kLeavingShardsWhileAsync };
+ContinueBy continueByOf(const core::StrategyTraits& traits);
+
 // Where a watch delivers what the ranks report, all under `mutex`: metrics to `sink` (may be
 // null), events other than each rank's "finish" to `events`; `addEvent` records the
 // coordinator's own ("node_lost").
@@ -34,8 +41,11 @@ struct WatchOutputs {
   // on, unless its node serves a parameter-server shard (whose blocks have no copy elsewhere);
   // any other policy ends the run (a restart is the caller's: WatchEnd says what it needs).
   core::NodeLossPolicy onNodeLoss = core::NodeLossPolicy::kFail;
-  // A dropped rank has left the shards' boards (nobody waits for it any more): `seconds` from
-  // when it was last heard, `detail` for the "recovery" event. Called under `mutex`.
+  // How "continue" goes on without a lost node's ranks (continueByOf() of the strategy).
+  ContinueBy continueBy = ContinueBy::kLeavingShards;
+  // A dropped rank has left the shards' boards, or the survivors' group has re-formed (its
+  // leader's "regroup" event): `seconds` from when the lost rank was last heard, `detail` for
+  // the "recovery" event. Called under `mutex`.
   std::function<void(int64_t step, double seconds, int64_t stepsLost, std::string detail)>
       recovered;
   // The first step point of any rank (a restarted group trains again). Called under `mutex`.

@@ -23,6 +23,12 @@ int causeRank(core::FailureOrigin origin) {
 }
 constexpr int kNoReport = 4;  // a rank that never reported its end
 
+const RankEnd& leaderOf(const std::vector<RankEnd>& ranks) {
+  for (const RankEnd& end : ranks)
+    if (!end.dropped) return end;
+  return ranks.front();
+}
+
 core::ExchangeTotals exchangeOf(const proto::JobResult& r) {
   core::ExchangeTotals x;
   x.steps = r.exchange_steps();
@@ -85,7 +91,7 @@ void mergeOutcome(const std::vector<RankEnd>& ranks, const WatchEnd& watch,
   } else if (summary.status == core::RunStatus::kCancelled) {
     summary.stopReason = core::StopReason::kCancelled;
   } else {
-    const core::StopReason first = core::readStopReason(ranks.front().result.stop_reason());
+    const core::StopReason first = core::readStopReason(leaderOf(ranks).result.stop_reason());
     summary.stopReason = first == core::StopReason::kUnknown ? core::StopReason::kError : first;
   }
 }
@@ -117,11 +123,13 @@ void mergeRankEnds(const std::vector<RankEnd>& ranks, const WatchEnd& watch,
     }
   }
   mergeOutcome(ranks, watch, summary);
-  // Rank 0 evaluates and counts the run's steps.
-  const proto::JobResult& first = ranks.front().result;
+  // The first rank that stayed evaluates and counts the run's steps (rank 0, unless its node
+  // was lost and the others went on).
+  const RankEnd& leader = leaderOf(ranks);
+  const proto::JobResult& first = leader.result;
   summary.steps = first.steps();
   if (first.has_test_accuracy()) summary.finalTestAccuracy = first.final_test_accuracy();
-  if (ranks.front().finished) summary.finalTestLoss = first.final_test_loss();
+  if (leader.finished) summary.finalTestLoss = first.final_test_loss();
   if (first.has_time_to_target()) summary.timeToTargetS = first.time_to_target_s();
   // The run's throughput: every rank's samples over the slowest rank's time in steps.
   summary.samplesPerS =

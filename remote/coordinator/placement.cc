@@ -107,6 +107,7 @@ Placement placeRun(const core::ExperimentSpec& spec, int variant,
     for (int s = 0; s < slots[n]; ++s) {
       p.ranks.push_back({n, s});
       p.rankNames.push_back(slots[n] == 1 ? labels[n] : labels[n] + " slot " + std::to_string(s));
+      p.rankAddresses.push_back(reachableAddress(nodes[n]));
     }
   p.contention = contentionOf(nodes, labels, p.nodeCount, slots);
   p.rendezvous = reachableAddress(nodes[0]);

@@ -24,6 +24,8 @@ struct Placement {
   // How messages name rank r: its node's label, and its slot where the node has several.
   std::vector<std::string> rankNames;
   std::string rendezvous;  // rank 0's node as its peers reach it (rank 0 hosts the store)
+  // Rank r's node as its peers reach it (where a group re-formed without a lost node meets).
+  std::vector<std::string> rankAddresses;
   // Parameter-server shard k on node k, as peers reach it; empty for a variant without a
   // server, or with one worker (which serves itself).
   std::vector<std::string> psAddresses;

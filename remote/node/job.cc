@@ -8,17 +8,11 @@
 
 #include "core/backend/backend.h"
 #include "core/backend/device_monitor.h"
-#include "core/comm/emulated_link_communicator.h"
-#include "core/comm/gloo_communicator.h"
 #include "core/common/config.h"
+#include "core/common/log.h"
 #include "core/common/process_memory.h"
 #include "core/train/strategy_registry.h"
-#if DTLAB_HAVE_CUDA
-#include "core/comm/nccl_communicator.h"
-#endif
-#include "core/common/log.h"
 #include "remote/node/parameter_client.h"
-#include "remote/rendezvous_store.h"
 
 namespace dtlab::remote {
 
@@ -58,6 +52,11 @@ core::WorkerResult failedResult(const std::string& message, core::FailureOrigin 
 }  // namespace
 
 Job::Job(JobSettings settings) : settings_(std::move(settings)), started_(Clock::now()) {
+  const core::VariantConfig& variant =
+      settings_.work.spec.variants.at(static_cast<std::size_t>(settings_.work.variant));
+  continues_ = core::nodeLossPolicy(variant) == core::NodeLossPolicy::kContinue;
+  if (settings_.work.world > 1 && core::strategyOf(variant).traits.needsCollectiveGroup)
+    group_ = std::make_unique<JobGroup>(settings_, abort_, cancel_, continues_);
   sampler_ = std::thread([this] { sampleLoop(); });
   thread_ = std::thread([this] { run(); });
 }
@@ -87,6 +86,11 @@ bool Job::cancel(bool abortNow, const std::string& why) {
   }
   changed_.notify_all();
   return running();
+}
+
+std::string Job::regroup(const GroupNotice& notice) {
+  if (!group_) return "job " + settings_.jobId + " has no collective group to re-form";
+  return group_->notify(notice);
 }
 
 void Job::watcherAttached() {
@@ -160,46 +164,12 @@ void Job::run() {
 
 core::WorkerResult Job::runWithCommunicator() {
   const auto& work = settings_.work;
-  std::unique_ptr<RendezvousStore> store;
   std::unique_ptr<core::Communicator> comm;
-  const core::VariantConfig& variant =
-      work.spec.variants.at(static_cast<std::size_t>(work.variant));
-  const core::StrategyTraits traits = core::strategyOf(variant).traits;
   // Workers of a parameter server talk only to its shards: no group, so that a lost worker
   // touches no other worker (on_node_loss "continue").
-  if (work.world > 1 && traits.needsCollectiveGroup) {
+  if (group_) {
     try {
-      RendezvousStoreOptions storeOptions;
-      storeOptions.address = settings_.rendezvousAddress;
-      storeOptions.token = settings_.token;
-      storeOptions.keyPrefix = settings_.jobId;
-      storeOptions.timeout = settings_.connectTimeout;
-      storeOptions.cancel = &cancel_;  // an abort sets it too
-      store = std::make_unique<RendezvousStore>(storeOptions);
-      if (work.device != "cpu") {
-        // GPU workers: NCCL, its id through the same rendezvous (one rank per GPU).
-#if DTLAB_HAVE_CUDA
-        core::NcclOptions ncclOptions;
-        ncclOptions.device = core::cudaDeviceIndex(work.device);
-        ncclOptions.interfaceAddress = settings_.collectiveAddress;
-        ncclOptions.keyPrefix = "nccl";
-        ncclOptions.connectTimeout = settings_.connectTimeout;
-        ncclOptions.abort = &abort_;
-        comm = std::make_unique<core::NcclCommunicator>(*store, work.rank, work.world, ncclOptions);
-#else
-        throw Error("device '" + work.device + "' needs NCCL: built without CUDA");
-#endif
-      } else {
-        core::GlooOptions glooOptions;
-        glooOptions.interfaceAddress = settings_.collectiveAddress;
-        glooOptions.keyPrefix = "gloo";
-        glooOptions.connectTimeout = settings_.connectTimeout;
-        glooOptions.abort = &abort_;
-        comm = std::make_unique<core::GlooCommunicator>(*store, work.rank, work.world, glooOptions);
-      }
-      if (settings_.bandwidthMbps > 0.0 || settings_.latencyMs > 0.0)
-        comm = std::make_unique<core::EmulatedLinkCommunicator>(
-            std::move(comm), settings_.bandwidthMbps, settings_.latencyMs, &abort_);
+      comm = group_->first();
     } catch (const std::exception& e) {
       // Not reaching a peer is this node's report of that peer; a communication origin lets
       // the coordinator prefer a rank's own failure if there is one.
@@ -210,6 +180,8 @@ core::WorkerResult Job::runWithCommunicator() {
                           core::FailureOrigin::kCommunication);
     }
   }
+  const core::StrategyTraits traits =
+      core::strategyOf(work.spec.variants.at(static_cast<std::size_t>(work.variant))).traits;
   // Parameter-server strategies talk to the shards' daemons (this one's included) over gRPC.
   std::unique_ptr<GrpcParameterClient> ps;
   if (traits.usesParameterServer && work.world > 1) {
@@ -224,7 +196,8 @@ core::WorkerResult Job::runWithCommunicator() {
         core::psLayoutFor(work.spec, work.variant, work.world), std::move(options));
   }
   // comm (and with it the Gloo connections) goes before the result is published.
-  return core::runWorker(work, comm.get(), &buffer_, &cancel_, ps.get());
+  return core::runWorker(work, comm.get(), &buffer_, &cancel_, ps.get(),
+                         continues_ ? group_.get() : nullptr);
 }
 
 void Job::sampleLoop() {

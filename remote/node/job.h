@@ -13,6 +13,7 @@
 #include "core/comm/abort_signal.h"
 #include "core/train/strategy.h"
 #include "remote/node/job_buffer.h"
+#include "remote/node/job_group.h"
 
 namespace dtlab::remote {
 
@@ -37,10 +38,12 @@ struct JobSettings {
 // a sampler thread that records the process's CPU and memory use every 500 ms.
 //
 // The job thread's steps:
-//   1. world > 1 and a strategy with a collective group: a RendezvousStore (keys
-//      "<job id>/...") on rendezvousAddress, a GlooCommunicator over it (waits up to
-//      connectTimeout for every rank), wrapped in an EmulatedLinkCommunicator when bandwidth
-//      or latency are emulated; a parameter-server strategy's client of the shards,
+//   1. world > 1 and a strategy with a collective group: its JobGroup's first group (a
+//      RendezvousStore with keys "<job id>/..." on rendezvousAddress, a GlooCommunicator over
+//      it that waits up to connectTimeout for every rank, wrapped in an
+//      EmulatedLinkCommunicator when bandwidth or latency are emulated; the JobGroup re-forms
+//      it after a lost node when the variant continues); a parameter-server strategy's
+//      client of the shards,
 //   2. core::runWorker(work, comm, buffer, cancel flag),
 //   3. stop the sampler, destroy the communicator (closes the TCP mesh),
 //   4. buffer().finish(result) -- only now is the node free for the next job, so a
@@ -75,6 +78,9 @@ class Job {
   // communication at once; returns whether it was still running.
   bool cancel(bool abortNow = false, const std::string& why = "cancelled");
   bool cancelRequested() const { return cancel_.load(); }
+  // The coordinator's word of who goes on after a lost node (RegroupJob); returns why it is
+  // refused, "" when taken (JobGroup::notify).
+  std::string regroup(const GroupNotice& notice);
   // Waits until the job thread has ended; false when it is still running after `timeout`
   // (e.g. stuck connecting to peers that never come).
   bool waitEnded(std::chrono::milliseconds timeout);
@@ -96,6 +102,9 @@ class Job {
   JobBuffer buffer_;
   std::atomic<bool> cancel_{false};
   core::AbortSignal abort_;
+  bool continues_ = false;  // on_node_loss "continue"
+  // The collective group, for a strategy with one and more than one rank (else null).
+  std::unique_ptr<JobGroup> group_;
   const std::chrono::steady_clock::time_point started_;
 
   std::mutex mutex_;

@@ -505,6 +505,43 @@ grpc::ServerUnaryReactor* NodeService::CancelJob(grpc::CallbackServerContext* co
   return finishNow(context, status);
 }
 
+grpc::ServerUnaryReactor* NodeService::RegroupJob(grpc::CallbackServerContext* context,
+                                                  const proto::RegroupJobRequest* request,
+                                                  proto::RegroupJobResponse* response) {
+  grpc::Status status = checkBearerToken(*context, options_.token);
+  if (status.ok()) status = checkProtocolVersion(request->protocol_version());
+  if (status.ok()) status = checkFieldSize("job_id", request->job_id().size(), kMaxJobIdBytes);
+  if (status.ok())
+    status = checkFieldSize("rendezvous_address", request->rendezvous_address().size(),
+                            kMaxAddressBytes);
+  if (status.ok() && (request->members().empty() || request->rendezvous_address().empty() ||
+                      request->generation() == 0))
+    status = {grpc::StatusCode::INVALID_ARGUMENT,
+              "RegroupJob needs a generation above 0, members and a rendezvous_address"};
+  if (status.ok()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (jobId_ == request->job_id()) {
+      const GroupNotice notice{request->generation(),
+                               {request->members().begin(), request->members().end()},
+                               request->rendezvous_address()};
+      bool wasRunning = false;
+      for (const std::shared_ptr<Job>& job : jobs_) {
+        if (!job || !job->running()) continue;
+        if (const std::string refused = job->regroup(notice); !refused.empty()) {
+          status = {grpc::StatusCode::INVALID_ARGUMENT, refused};
+          break;
+        }
+        wasRunning = true;
+      }
+      response->set_was_running(wasRunning);
+      if (wasRunning)
+        logAt(LogLevel::kInfo, "job ", jobId_, ": regroup ", notice.generation, " of ",
+              notice.members.size(), " ranks at ", notice.rendezvous);
+    }
+  }
+  return finishNow(context, status);
+}
+
 grpc::ServerUnaryReactor* NodeService::Ping(grpc::CallbackServerContext* context,
                                             const proto::PingRequest* request,
                                             proto::PingResponse* response) {

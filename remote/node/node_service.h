@@ -41,6 +41,11 @@ namespace dtlab::remote {
 //             cancelled); was_running says whether it was still running. An unknown or
 //             finished job id is not an error (was_running = false), so a coordinator can
 //             cancel everywhere without tracking who already stopped.
+//   RegroupJob tells every rank of the job here who goes on after a lost node (the job's
+//             original ranks in the new group's order) and where the new group meets; a
+//             rank that is not among them, or a generation not above the last, is
+//             INVALID_ARGUMENT. An unknown or finished job is not an error (was_running =
+//             false).
 //   Ping      the node's wall clock in unix ms.
 class NodeService final : public proto::NodeService::CallbackService {
  public:
@@ -60,6 +65,9 @@ class NodeService final : public proto::NodeService::CallbackService {
   grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
                                       const proto::CancelJobRequest* request,
                                       proto::CancelJobResponse* response) override;
+  grpc::ServerUnaryReactor* RegroupJob(grpc::CallbackServerContext* context,
+                                       const proto::RegroupJobRequest* request,
+                                       proto::RegroupJobResponse* response) override;
   grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* context,
                                  const proto::PingRequest* request,
                                  proto::PingResponse* response) override;

@@ -297,7 +297,8 @@ class TestParameterServer : public QObject {
       job.spec = spec;
       auto train = [&](Backend& backend) {
         StrategyContext context{
-            job, nullptr, nullptr, *dataset, backend, 12, [](int64_t, std::string, std::string) {}};
+            job,      nullptr, nullptr, nullptr,
+            *dataset, backend, 12,      [](int64_t, std::string, std::string) {}};
         std::unique_ptr<Strategy> s = makeStrategy(context);
         s->setUp();
         for (int64_t step = 1; step <= 12; ++step) {

@@ -182,27 +182,29 @@ class TestSpecStrategies : public QObject {
   }
 
   // on_node_loss: each strategy offers what it can do ("continue" for the parameter-server
-  // ones, "restart" for the synchronous one, which needs checkpoints to restart from); the
-  // others have no such setting, so a lost node always ends their run.
+  // ones and local_sgd, "restart" for the synchronous one, which needs checkpoints to restart
+  // from), "fail" being the default everywhere.
   void onNodeLossOffersWhatTheStrategyCanDo() {
     namespace core = dtlab::core;
     const auto parsed = dtlab::core::parseExperimentSpec(fourNodes(
         json::array({{{"strategy", "async_ps"}, {"ps_shards", 1}, {"on_node_loss", "continue"}},
                      {{"strategy", "ssp"}},
-                     {{"strategy", "local_sgd"}}})));
+                     {{"strategy", "local_sgd"}, {"on_node_loss", "continue"}},
+                     {{"strategy", "hybrid"}, {"ps_shards", 1}, {"on_node_loss", "continue"}}})));
     QCOMPARE(core::nodeLossPolicy(parsed.variants[0]), core::NodeLossPolicy::kContinue);
     QCOMPARE(core::nodeLossPolicy(parsed.variants[1]), core::NodeLossPolicy::kFail);
-    QCOMPARE(core::nodeLossPolicy(parsed.variants[2]), core::NodeLossPolicy::kFail);
+    QCOMPARE(core::nodeLossPolicy(parsed.variants[2]), core::NodeLossPolicy::kContinue);
+    QCOMPARE(core::nodeLossPolicy(parsed.variants[3]), core::NodeLossPolicy::kContinue);
 
     auto e = errorOf(json::array({{{"strategy", "sync_allreduce"}, {"on_node_loss", "continue"}}}));
     QVERIFY(e);
     QCOMPARE(e->path(), std::string("variants[0].on_node_loss"));
     QVERIFY2(e->reason().find("restart") != std::string::npos, e->what());
-    e = errorOf(json::array({{{"strategy", "local_sgd"}, {"on_node_loss", "continue"}}}));
+    // local_sgd's replicas differ between averages: no checkpoint restarts them all.
+    e = errorOf(json::array({{{"strategy", "local_sgd"}, {"on_node_loss", "restart"}}}));
     QVERIFY(e);
-    QVERIFY2(
-        e->reason().find("applies only to sync_allreduce, async_ps and ssp") != std::string::npos,
-        e->what());
+    QCOMPARE(e->path(), std::string("variants[0].on_node_loss"));
+    QVERIFY2(e->reason().find("continue") != std::string::npos, e->what());
     // A restart continues from a checkpoint: a spec that keeps none is refused, saying so.
     e = errorOf(json::array({{{"strategy", "sync_allreduce"}, {"on_node_loss", "restart"}}}));
     QVERIFY(e);

@@ -6,7 +6,9 @@
 #include <QtCore/QProcess>
 #include <QtTest/QtTest>
 
+#include <algorithm>
 #include <csignal>
+#include <functional>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -81,19 +83,37 @@ struct Run {
     return nullptr;
   }
   void kill(int node) { ::kill(static_cast<pid_t>(daemons[node]->process().processId()), SIGKILL); }
-  // Whether the run has stored a checkpoint within `timeout`.
-  bool waitForCheckpoint(std::chrono::milliseconds timeout) const {
+  // Whether the project shows what `seen` looks for within `timeout` (read-only, beside the
+  // recording CLI).
+  bool waitForStore(const std::function<bool(core::ProjectStore&, const core::RunRecord&)>& seen,
+                    std::chrono::milliseconds timeout) const {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
       try {
         auto store = core::ProjectStore::open(project.toStdString(), true);
         for (const core::RunRecord& run : store->runs())
-          if (!store->checkpoints(run.id).empty()) return true;
+          if (seen(*store, run)) return true;
       } catch (const std::exception&) {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     return false;
+  }
+  bool waitForEvent(const std::string& kind, std::chrono::milliseconds timeout) const {
+    return waitForStore(
+        [&](core::ProjectStore& store, const core::RunRecord& run) {
+          const std::vector<core::RunEvent> events = store.events(run.id);
+          return std::any_of(events.begin(), events.end(),
+                             [&](const core::RunEvent& e) { return e.kind == kind; });
+        },
+        timeout);
+  }
+  bool waitForCheckpoint(std::chrono::milliseconds timeout) const {
+    return waitForStore(
+        [](core::ProjectStore& store, const core::RunRecord& run) {
+          return !store.checkpoints(run.id).empty();
+        },
+        timeout);
   }
 };
 
@@ -165,6 +185,79 @@ class TestNodeLoss : public QObject {
                  error.find("parameter-server shard 1") != std::string::npos,
              error.c_str());
     QCOMPARE(summary["recoveries"], nlohmann::json(0));
+  }
+
+  // local_sgd re-forms its group from the survivors and goes on from their replicas; losing
+  // rank 0 (the evaluating rank, whose node hosted the group's rendezvous) included.
+  void localSgdGoesOnWithoutALostNode_data() {
+    QTest::addColumn<int>("lost");
+    QTest::newRow("rank 0") << 0;
+    QTest::newRow("rank 2") << 2;
+  }
+  void localSgdGoesOnWithoutALostNode() {
+    QFETCH(int, lost);
+    Run run;
+    QVERIFY(run.start(
+        4, specWith(4, {{"strategy", "local_sgd"}, {"period", 4}, {"on_node_loss", "continue"}})));
+    QVERIFY(e2e::waitForStepPoint(run.project, std::chrono::seconds(60)));
+    run.kill(lost);
+    QString err;
+    const nlohmann::json summary = run.finish(err);
+    QVERIFY2(summary.is_object(), qPrintable(err));
+    QVERIFY2(summary["status"] == "completed", summary.dump().c_str());
+    QCOMPARE(summary["stop_reason"], nlohmann::json("target_accuracy"));
+    QCOMPARE(summary["recoveries"], nlohmann::json(1));
+    QCOMPARE(summary["steps_lost"], nlohmann::json(0));
+    const std::string recovery = eventDetail(summary, "recovery");
+    QVERIFY2(recovery.find(run.daemons[static_cast<std::size_t>(lost)]->address()) !=
+                     std::string::npos &&
+                 recovery.find("the group went on with 3 workers") != std::string::npos,
+             recovery.c_str());
+    QVERIFY(summary["recovery_s"].get<double>() > 0.0);
+    // The three survivors end with the same averaged model.
+    QCOMPARE(summary["param_checksum"].size(), std::size_t{3});
+    QCOMPARE(summary["param_checksum"][0], summary["param_checksum"][1]);
+    QCOMPARE(summary["param_checksum"][0], summary["param_checksum"][2]);
+  }
+
+  // The hybrid leaves a lost worker behind while it trains asynchronously; while its group is
+  // in use (synchronous) a lost node fails the run, saying why.
+  void theHybridContinuesOnlyWhileAsynchronous() {
+    const nlohmann::json variant = {{"strategy", "hybrid"},
+                                    {"policy", "sync_then_async"},
+                                    {"switch_at", 0.02},
+                                    {"ps_shards", 1},
+                                    {"on_node_loss", "continue"}};
+    {
+      Run run;
+      QVERIFY(run.start(3, specWith(3, variant)));
+      QVERIFY(run.waitForEvent("strategy_switch", std::chrono::seconds(90)));
+      run.kill(2);
+      QString err;
+      const nlohmann::json summary = run.finish(err);
+      QVERIFY2(summary.is_object(), qPrintable(err));
+      QVERIFY2(summary["status"] == "completed", summary.dump().c_str());
+      QCOMPARE(summary["recoveries"], nlohmann::json(1));
+      QVERIFY2(
+          eventDetail(summary, "recovery").find("left the parameter server") != std::string::npos,
+          eventDetail(summary, "recovery").c_str());
+    }
+    {
+      Run run;
+      nlohmann::json late = variant;
+      late["switch_at"] = 0.9;
+      QVERIFY(run.start(3, specWith(3, late)));
+      QVERIFY(e2e::waitForStepPoint(run.project, std::chrono::seconds(60)));
+      run.kill(2);
+      QString err;
+      const nlohmann::json summary = run.finish(err);
+      QVERIFY2(summary.is_object(), qPrintable(err));
+      QCOMPARE(summary["status"], nlohmann::json("failed"));
+      const std::string error = summary["error"].get<std::string>();
+      QVERIFY2(error.find(run.daemons[2]->address()) != std::string::npos &&
+                   error.find("training synchronously") != std::string::npos,
+               error.c_str());
+    }
   }
 
   void aSynchronousGroupRestartsOnTheSurvivorsFromItsCheckpoint() {

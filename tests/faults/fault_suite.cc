@@ -11,12 +11,12 @@
 //   full_disk                              the project's file system filled (a small tmpfs)
 //   read_only                              the project's files made immutable (chattr +i)
 //
-// on a variant drawn too: sync_allreduce with on_node_loss "fail" or "restart", or async_ps
-// (one shard, on node0) with "continue". After each fault the run must end as its policy
-// promises: the cause named within 5 s and the run ended, or the run recovered (a "recovery"
-// event) and completed; every daemon idle again and gone when asked; the project passing
-// integrity_check with every point committed before the fault. Faults that need root (the
-// namespaces, the tmpfs, chattr) are skipped without it, saying so.
+// on a variant drawn too: sync_allreduce with on_node_loss "fail" or "restart", async_ps
+// (one shard, on node0) with "continue", or local_sgd with "continue" (its group re-formed). After
+// each fault the run must end as its policy promises: the cause named within 5 s and the run ended,
+// or the run recovered (a "recovery" event) and completed; every daemon idle again and gone when
+// asked; the project passing integrity_check with every point committed before the fault. Faults
+// that need root (the namespaces, the tmpfs, chattr) are skipped without it, saying so.
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
@@ -77,7 +77,8 @@ const char* nameOf(Kind k) {
   return "?";
 }
 
-enum class Policy { kSyncFail, kSyncRestart, kAsyncContinue };
+enum class Policy { kSyncFail, kSyncRestart, kAsyncContinue, kLocalContinue };
+constexpr int kPolicies = 4;
 const char* nameOf(Policy p) {
   switch (p) {
     case Policy::kSyncFail:
@@ -86,6 +87,8 @@ const char* nameOf(Policy p) {
       return "sync_allreduce/restart";
     case Policy::kAsyncContinue:
       return "async_ps/continue";
+    case Policy::kLocalContinue:
+      return "local_sgd/continue";
   }
   return "?";
 }
@@ -114,7 +117,7 @@ struct Result {
 };
 
 int nodesFor(Policy p) {
-  return p == Policy::kAsyncContinue ? 4 : 3;
+  return p == Policy::kAsyncContinue || p == Policy::kLocalContinue ? 4 : 3;
 }
 
 // A run of a few seconds (its time limit), checkpoints for the restarting variant.
@@ -122,6 +125,8 @@ json specFor(Policy p, uint64_t seed) {
   json variant =
       p == Policy::kAsyncContinue
           ? json{{"strategy", "async_ps"}, {"ps_shards", 1}, {"on_node_loss", "continue"}}
+      : p == Policy::kLocalContinue
+          ? json{{"strategy", "local_sgd"}, {"period", 4}, {"on_node_loss", "continue"}}
           : json{{"strategy", "sync_allreduce"},
                  {"on_node_loss", p == Policy::kSyncRestart ? "restart" : "fail"}};
   json training = {{"batch_size", 64},
@@ -176,6 +181,7 @@ void fillDisk(const std::string& dir) {
 void expectNodeFault(const Plan& plan, Cli& cli, const std::string& victim,
                      Clock::time_point faultAt, Result& r) {
   const bool survives = plan.policy == Policy::kSyncRestart ||
+                        plan.policy == Policy::kLocalContinue ||
                         (plan.policy == Policy::kAsyncContinue && plan.victim != 0);
   if (!cli.waitExit(std::chrono::seconds(40))) return r.fail("dtlab-cli still running 40 s on");
   const json summary = cli.summary();
@@ -403,7 +409,7 @@ int main(int argc, char** argv) {
     Plan plan;
     plan.index = i;
     plan.kind = order[static_cast<std::size_t>(i) % order.size()];
-    plan.policy = static_cast<Policy>(rng() % 3);
+    plan.policy = static_cast<Policy>(rng() % kPolicies);
     plan.victim = static_cast<int>(rng() % static_cast<uint64_t>(nodesFor(plan.policy)));
     plan.delayMs = static_cast<int>(rng() % 1500);
     const auto start = Clock::now();

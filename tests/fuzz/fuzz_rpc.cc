@@ -58,6 +58,7 @@ const std::vector<Method>& methods() {
       {"/dtlab.remote.proto.ParameterServer/Report", &make<proto::PsReportRequest>},
       {"/dtlab.remote.proto.ParameterServer/WaitClock", &make<proto::PsWaitRequest>},
       {"/dtlab.remote.proto.ParameterServer/Leave", &make<proto::PsLeaveRequest>},
+      {"/dtlab.remote.proto.NodeService/RegroupJob", &make<proto::RegroupJobRequest>},
   };
   return all;
 }
@@ -190,6 +191,13 @@ void writeSeeds(const std::filesystem::path& dir) {
   leave.set_protocol_version(version);
   leave.set_job_id("fuzz-seed");
   seeds.push_back(seed(13, 1, leave));
+  proto::RegroupJobRequest regroup;
+  regroup.set_protocol_version(version);
+  regroup.set_job_id("fuzz-seed");
+  regroup.set_generation(1);
+  regroup.add_members(0);
+  regroup.set_rendezvous_address("127.0.0.1:1");
+  seeds.push_back(seed(14, 1, regroup));
   for (std::size_t i = 0; i < seeds.size(); ++i) {
     char name[32];
     std::snprintf(name, sizeof name, "seed-%02zu.bin", i);

@@ -81,7 +81,7 @@ Watched watch(const remote::NodeLinks& links, const remote::Placement& placement
       placement, jobId, cancel,
       {&sink, mutex, w.events,
        [&](int64_t, std::string kind, std::string) { w.added.push_back(std::move(kind)); },
-       core::NodeLossPolicy::kFail, nullptr, nullptr},
+       core::NodeLossPolicy::kFail, remote::ContinueBy::kLeavingShards, nullptr, nullptr},
       w.ranks);
   side.join();
   return w;
