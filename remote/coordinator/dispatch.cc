@@ -443,7 +443,8 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
     if (out.continueBy == ContinueBy::kRegroup) {
       const uint32_t generation = ++state.generation;
       if (!state.regroupSince) state.regroupSince = lastHeard;
-      state.regroupLost += (state.regroupLost.empty() ? "" : "; ") + lost;
+      state.regroupLost +=
+          (state.regroupLost.empty() ? "" : "; ") + placement.rankNames[i] + " lost";
       const std::string rendezvous = placement.rankAddresses[static_cast<std::size_t>(members[0])];
       std::vector<std::size_t> nodes;
       for (int m : members) nodes.push_back(placement.ranks[static_cast<std::size_t>(m)].node);

@@ -517,8 +517,9 @@ class TestDashboard : public QObject {
     for (Dash::Chart c : kCharts) QCOMPARE(d.eventMarkerCount(c), shown);
   }
 
-  // Events at one step share one name; a recovery's line is not a lost node's.
-  void eventsAtOneStepShareAName() {
+  // Events at one place (one step, or the next) share one name; a recovery's line is not a
+  // lost node's.
+  void eventsAtOnePlaceShareAName() {
     ui::RunDetail detail = detail_;
     detail.events = {{30, 300.0, "node_lost", "node2 (127.0.0.1:7002) lost"},
                      {30, 900.0, "recovery", "restarted on 2 ranks"}};
@@ -535,6 +536,14 @@ class TestDashboard : public QObject {
     // Apart in time, each has its own name.
     page->setXAxis(ui::RunXAxis::kSeconds);
     QCOMPARE(d.eventLabels(Dash::kLossChart), (QStringList{"node_lost", "recovery"}));
+    // A step apart (a group that went on at the next step) is one place too; far apart is not.
+    detail.events = {{30, 300.0, "node_lost", "node2 (127.0.0.1:7002) lost"},
+                     {31, 310.0, "recovery", "the group went on with 3 workers"},
+                     {80, 800.0, "rebalance", "shares 0.3 0.7"},
+                     {100, 1000.0, "finish", "completed (max_steps)"}};
+    page = shownPage(detail);
+    QCOMPARE(page->chart()->eventLabels(Dash::kLossChart),
+             (QStringList{"node_lost, recovery", "rebalance"}));
   }
 
   // The crosshair lists the visible series of the chart under the mouse; a legend click hides

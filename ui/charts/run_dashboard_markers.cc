@@ -1,6 +1,7 @@
 // RunDashboard's event markers: a line per event on every chart, in its kind's style, and
 // the event's short name beside it on the loss and schedule charts. Part of run_dashboard.cc's
 // class, kept apart for size.
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -48,17 +49,28 @@ void RunDashboard::drawMarkers() {
   // Dozens of lines of one kind (a rebalance every few steps) would hide the curves: fainter.
   std::map<std::string, int> perKind;
   for (const core::RunEvent* e : shown) ++perKind[e->kind];
+  const auto keyOf = [&](const core::RunEvent& e) {
+    return xMode_ == RunXAxis::kStep      ? static_cast<double>(e.step)
+           : xMode_ == RunXAxis::kSeconds ? e.wallMs / 1000.0
+                                          : startS_ + e.wallMs / 1000.0;
+  };
+  // The run's extent on the x axis, from its first event to its last ("finish" included).
+  double first = 0.0, last = 0.0;
+  for (const core::RunEvent& e : events_) {
+    first = std::min(first, keyOf(e));
+    last = std::max(last, keyOf(e));
+  }
   for (int c = 0; c < kChartCount; ++c) {
     Panel& p = panels_[static_cast<std::size_t>(c)];
     QCPAxis* x = p.rect->axis(QCPAxis::atBottom);
     QCPAxis* y = p.rect->axis(QCPAxis::atLeft);
-    // Events at one place (a lost node and the restart that recovered from it, at one step)
-    // share one name, "node_lost, recovery", instead of names drawn over each other.
+    // Events at one step share one name ("node_lost, rebalance") instead of names drawn over
+    // each other; so does a recovery and the loss it recovered from when they are within 1%
+    // of the run's extent (a group that went on a step or a fraction of a second later).
+    const double recoveryNear = 0.01 * (last - first);
     std::map<double, QCPItemText*> labelAt;
     for (const core::RunEvent* e : shown) {
-      const double key = xMode_ == RunXAxis::kStep      ? static_cast<double>(e->step)
-                         : xMode_ == RunXAxis::kSeconds ? e->wallMs / 1000.0
-                                                        : startS_ + e->wallMs / 1000.0;
+      const double key = keyOf(*e);
       QPen pen = eventPen(e->kind);
       if (perKind[e->kind] > 40) {
         QColor faint = pen.color();
@@ -76,7 +88,9 @@ void RunDashboard::drawMarkers() {
       p.markers.push_back(line);
       const bool named = fewEnough || e->kind == "strategy_switch";
       if ((c != kLossChart && c != kScheduleChart) || !named) continue;
-      if (const auto at = labelAt.find(key); at != labelAt.end()) {
+      const double near = e->kind == "recovery" ? recoveryNear : 0.0;
+      if (const auto at = labelAt.lower_bound(key - near);
+          at != labelAt.end() && at->first <= key + near) {
         at->second->setText(at->second->text() + ", " + eventLabel(*e));
         continue;
       }
