@@ -14,6 +14,16 @@ ElasticGroup::ElasticGroup(Communicator& first, int rank, int world, GroupRecove
 
 ElasticGroup::~ElasticGroup() = default;
 
+void ElasticGroup::setComputeStream(void* stream) {
+  stream_ = stream;
+  current_->setComputeStream(stream);
+}
+
+void ElasticGroup::prepareFences(int fenceCount) {
+  fences_ = fenceCount;
+  current_->prepareFences(fenceCount);
+}
+
 bool ElasticGroup::collective(const std::function<void(Communicator&)>& op) {
   ++seq_;
   if (seq_ < skipUntil_) return false;
@@ -38,6 +48,8 @@ bool ElasticGroup::recover(const CommError& cause) {
     retiredReceived_ += current_->bytesReceived();
     owned_ = std::move(next.comm);  // the previous re-formed group, if any, closes here
     current_ = owned_.get();
+    if (stream_ != nullptr) current_->setComputeStream(stream_);
+    if (fences_ > 0) current_->prepareFences(fences_);
     members_ = std::move(next.members);
     generation_ = next.generation;
     // Where every survivor stands: the number of the collective that failed on it. Exact in a

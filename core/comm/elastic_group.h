@@ -61,6 +61,17 @@ class ElasticGroup final : public Communicator {
 
   int rank() const override { return current_->rank(); }
   int size() const override { return current_->size(); }
+  bool deviceMemory() const override { return current_->deviceMemory(); }
+  // Kept, and given to every later group too.
+  void setComputeStream(void* stream) override;
+  void prepareFences(int fenceCount) override;
+  void markComputeFence(int slot) override { current_->markComputeFence(slot); }
+  void allReduceAfterFence(float* data, int64_t count, bool average, int slot) override {
+    current_->allReduceAfterFence(data, count, average, slot);
+  }
+  void allReduceAverage(float* data, int64_t count) override {
+    current_->allReduceAverage(data, count);
+  }
   void allReduceSum(float* data, int64_t count) override { current_->allReduceSum(data, count); }
   void broadcast(float* data, int64_t count, int root) override {
     current_->broadcast(data, count, root);
@@ -87,6 +98,8 @@ class ElasticGroup final : public Communicator {
   int64_t skipUntil_ = 0;  // calls numbered below it are skipped
   int64_t retiredSent_ = 0;
   int64_t retiredReceived_ = 0;
+  void* stream_ = nullptr;  // setComputeStream's, for the groups to come
+  int fences_ = 0;          // prepareFences's
 };
 
 }  // namespace dtlab::core
