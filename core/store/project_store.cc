@@ -163,8 +163,9 @@ std::unique_ptr<ProjectStore> ProjectStore::open(const std::string& path, bool r
 
 void ProjectStore::storeInterruptedRuns() {
   std::lock_guard lock(mutex_);
-  std::vector<RunRecord> found;
-  {
+  // Runs whose recording process is gone, read from `db_` as it stands.
+  const auto interrupted = [this] {
+    std::vector<RunRecord> found;
     sqlite::Statement s(
         *db_,
         (std::string("SELECT ") + kRunColumns + " FROM runs WHERE status = 'running'").c_str());
@@ -172,15 +173,22 @@ void ProjectStore::storeInterruptedRuns() {
       RunRecord r = readRun(s);
       if (r.status == RunStatus::kInterrupted) found.push_back(std::move(r));
     }
-  }
-  if (found.empty()) return;
+    return found;
+  };
+  // Most opens find none, and take no write lock for it.
+  if (interrupted().empty()) return;
+  // Looked at again under the write lock: a read outside it sees the file as it was when the
+  // read began, and a recorder may have finished its run and exited since (it would read as
+  // gone with its run still running). Under the lock nobody commits meanwhile.
   sqlite::Transaction transaction(*db_);
+  const std::vector<RunRecord> found = interrupted();
   for (const RunRecord& r : found) {
     sqlite::Statement update(*db_,
                              "UPDATE runs SET status = ?, ended_ms = ?, error = ? WHERE id = ? AND "
                              "status = 'running'");
     update.bind(1, std::string(toString(r.status))).bind(2, r.endedMs.value_or(r.startedMs));
     update.bind(3, r.error).bind(4, r.id).run();
+    if (db_->changes() != 1) continue;
     sqlite::Statement last(*db_, "SELECT MAX(last_step) FROM run_metrics WHERE run_id = ?");
     last.bind(1, r.id);
     const int64_t step = last.step() ? last.columnOptionalInt(0).value_or(0) : 0;
