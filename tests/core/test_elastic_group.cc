@@ -118,7 +118,7 @@ class TestElasticGroup : public QObject {
     AbortSignal lost;
     std::vector<float> second(3, 0.0f);
     std::vector<int> generation(3, -1);
-    std::vector<bool> leads(3, false);
+    std::vector<char> leads(3, 0);  // not vector<bool>: the threads write their own element
     std::vector<int64_t> sent(3, 0);
     std::vector<float> first(3, 0.0f);
     std::vector<std::vector<int>> members(3);
