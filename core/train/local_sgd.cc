@@ -64,9 +64,14 @@ std::string LocalSgd::setUp() {
                                                   context_.backend.threads() == 1);
   Mlp& model = worker_->model();
   const int64_t params = model.parameterCount();
-  // Rank 0's initial weights everywhere: replicas start identical whatever their seeds.
+  // Rank 0's initial weights everywhere: replicas start identical whatever their seeds. (Rank 0
+  // lost before it finished: the first survivor's, each rank starting again from its own.)
   if (context_.comm != nullptr) {
-    context_.comm->broadcast(model.params(), params, 0);
+    std::vector<float> own = model.paramsToHost();
+    collective(0, [&](Communicator& comm) {
+      context_.backend.upload(model.params(), own.data(), params);
+      comm.broadcast(model.params(), params, 0);
+    });
     buffer_.resize(static_cast<std::size_t>(params + Votes::kCount + 1));
   }
   return "local_sgd, period " + std::to_string(period_) + ", " + std::to_string(slice_.count) +

@@ -110,6 +110,13 @@ LocalCluster::LocalCluster(std::string nodeBinary, const std::vector<LocalNodeOp
       if (o.tls.enabled())
         args.insert(args.end(),
                     {"--tls-cert", o.tls.cert, "--tls-key", o.tls.key, "--tls-ca", o.tls.ca});
+      // Everything the child needs is made here: between fork and exec a child of a
+      // multi-threaded process may only make async-signal-safe calls (an allocation can wait
+      // for good on a lock another thread held at the fork).
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      const std::string cannot = "cannot start " + args[0] + ": ";
       int pipeFds[2];
       if (::pipe2(pipeFds, O_CLOEXEC) != 0)
         throw Error(std::string("pipe: ") + std::strerror(errno));
@@ -120,12 +127,11 @@ LocalCluster::LocalCluster(std::string nodeBinary, const std::vector<LocalNodeOp
         ::prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (::getppid() != parent) ::_exit(1);  // the parent died before prctl took effect
         ::dup2(pipeFds[1], STDOUT_FILENO);
-        std::vector<char*> argv;
-        for (std::string& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
         ::execv(argv[0], argv.data());
-        const std::string message = "cannot start " + args[0] + ": " + std::strerror(errno) + "\n";
-        ssize_t ignored = ::write(STDOUT_FILENO, message.data(), message.size());
+        const char* why = ::strerrordesc_np(errno);  // a static string, unlike strerror's
+        ssize_t ignored = ::write(STDOUT_FILENO, cannot.data(), cannot.size());
+        ignored = ::write(STDOUT_FILENO, why, std::strlen(why));
+        ignored = ::write(STDOUT_FILENO, "\n", 1);
         (void)ignored;
         ::_exit(127);
       }

@@ -265,6 +265,59 @@ class TestElasticGroup : public QObject {
     QVERIFY2(results[0].finalTestAccuracy && *results[0].finalTestAccuracy > 0.5,
              "the survivors went on learning");
   }
+
+  // Rank 0 lost before its initial weights went out: the survivors take the first survivor's.
+  void localSgdGoesOnWhenRankZeroIsLostAtTheStart() {
+    ExperimentSpec spec = test::smallBlobsSpec(20, 10);
+    VariantConfig v;
+    v.strategy = "local_sgd";
+    v.settings.set("on_node_loss", std::string("continue"));
+    spec.variants = {v};
+    gloo::rendezvous::HashStore store;
+    Survivors survivors(store);
+    AbortSignal lost;
+    LosingSink sink(-1, lost, survivors);
+    std::vector<WorkerResult> results(3);
+    std::vector<std::thread> threads;
+    for (int rank = 0; rank < 3; ++rank)
+      threads.emplace_back([&, rank] {
+        WorkerJob job;
+        job.spec = spec;
+        job.rank = rank;
+        job.world = 3;
+        GlooOptions options;
+        options.keyPrefix = "g0";
+        if (rank == 0) options.abort = &lost;
+        GlooCommunicator first(store, rank, 3, options);
+        if (rank == 0) {
+          lost.abort("rank 0 lost (test)");
+          survivors.name({1, 2});
+        }
+        results[static_cast<std::size_t>(rank)] =
+            runWorker(job, &first, &sink, nullptr, nullptr, &recovery(survivors, rank));
+      });
+    for (std::thread& t : threads) t.join();
+    QCOMPARE(results[0].status, RunStatus::kFailed);
+    for (int rank = 1; rank < 3; ++rank)
+      QVERIFY2(results[static_cast<std::size_t>(rank)].status == RunStatus::kCompleted,
+               results[static_cast<std::size_t>(rank)].error.c_str());
+    QCOMPARE(results[1].paramChecksum, results[2].paramChecksum);
+    const auto regroup = std::find_if(sink.events.begin(), sink.events.end(),
+                                      [](const RunEvent& e) { return e.kind == kRegroupEvent; });
+    QVERIFY(regroup != sink.events.end());
+    QCOMPARE(regroup->step, int64_t{0});
+    QVERIFY2(regroup->detail.find("ranks 1, 2") != std::string::npos, regroup->detail.c_str());
+  }
+
+ private:
+  // One recovery per rank, alive for the whole run.
+  GroupRecovery& recovery(Survivors& survivors, int rank) {
+    std::lock_guard lock(recoveriesMutex_);
+    recoveries_.push_back(std::make_unique<RankRecovery>(survivors, rank));
+    return *recoveries_.back();
+  }
+  std::mutex recoveriesMutex_;
+  std::vector<std::unique_ptr<RankRecovery>> recoveries_;
 };
 
 QTEST_GUILESS_MAIN(TestElasticGroup)

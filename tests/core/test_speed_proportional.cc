@@ -345,7 +345,7 @@ class TestSpeedProportional : public QObject {
   // Node 1 slows from 1 to 0.25 at step 30 (its speed_schedule): the shares, near equal before,
   // settle at the new ratio within three rebalance periods of 10 steps.
   void sharesFollowASpeedScheduleChange() {
-    double after = 0.0;
+    double before = 0.0, after = 0.0;
     for (int attempt = 1; attempt <= kSettleAttempts; ++attempt) {
       Recorder recorder;
       std::vector<NodeConfig> nodes(2);
@@ -361,14 +361,16 @@ class TestSpeedProportional : public QObject {
         if (e.kind == "rebalance")
           qInfo("step %lld: %s", static_cast<long long>(e.step), e.detail.c_str());
       const std::vector<double>& fast = recorder.shares[0];
-      QVERIFY2(std::abs(fast[29] - 0.5) <= 0.05, qPrintable(QString::number(fast[29])));  // before
-      // Three periods after the change, settled at the new ratio 1 : 0.25 (within 5% of the
-      // global batch, as above).
+      // Equal before the change; three periods after it, settled at the new ratio 1 : 0.25
+      // (within 5% of the global batch, as above). Either is measured, so a busy machine gets
+      // the retries both ways.
+      before = fast[29];
       after = medianShare(fast, 60, 70);
-      if (std::abs(after - 0.8) <= 0.05) break;
-      qInfo("attempt %d: median share %.3f after the change, not within 0.05 of 0.8", attempt,
-            after);
+      if (std::abs(before - 0.5) <= 0.05 && std::abs(after - 0.8) <= 0.05) break;
+      qInfo("attempt %d: share %.3f before the change (want 0.5), median %.3f after (want 0.8)",
+            attempt, before, after);
     }
+    QVERIFY2(std::abs(before - 0.5) <= 0.05, qPrintable(QString::number(before)));
     QVERIFY2(std::abs(after - 0.8) <= 0.05, qPrintable(QString::number(after)));
   }
 
