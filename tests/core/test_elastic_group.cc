@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -103,6 +104,45 @@ class LosingSink final : public MetricSink {
   Survivors& survivors_;
   std::mutex mutex_;
 };
+
+// local_sgd with on_node_loss "continue".
+ExperimentSpec localSgdContinuing(int64_t steps, int64_t period) {
+  ExperimentSpec spec = test::smallBlobsSpec(steps, 10);
+  VariantConfig v;
+  v.strategy = "local_sgd";
+  v.settings.set("period", period);
+  v.settings.set("on_node_loss", std::string("continue"));
+  spec.variants = {v};
+  return spec;
+}
+
+// Three ranks of `spec` as threads over real Gloo, each with its own recovery; rank `lost`'s
+// connections abort with `signal`. `atStart(rank)` runs on each rank's thread once the first
+// group is up, before the rank trains.
+std::vector<WorkerResult> runThreeRanks(const ExperimentSpec& spec, gloo::rendezvous::Store& store,
+                                        Survivors& survivors, int lost, AbortSignal& signal,
+                                        MetricSink& sink,
+                                        const std::function<void(int)>& atStart = {}) {
+  std::vector<WorkerResult> results(3);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 3; ++rank)
+    threads.emplace_back([&, rank] {
+      WorkerJob job;
+      job.spec = spec;
+      job.rank = rank;
+      job.world = 3;
+      GlooOptions options;
+      options.keyPrefix = "g0";
+      if (rank == lost) options.abort = &signal;
+      GlooCommunicator first(store, rank, 3, options);
+      RankRecovery recovery(survivors, rank);
+      if (atStart) atStart(rank);
+      results[static_cast<std::size_t>(rank)] =
+          runWorker(job, &first, &sink, nullptr, nullptr, &recovery);
+    });
+  for (std::thread& t : threads) t.join();
+  return results;
+}
 
 }  // namespace
 
@@ -220,33 +260,12 @@ class TestElasticGroup : public QObject {
   // local_sgd with on_node_loss "continue": the two ranks left after the third is lost train
   // to the end, end with the same averaged model, and the new leader records the regroup.
   void localSgdGoesOnWithoutALostRank() {
-    ExperimentSpec spec = test::smallBlobsSpec(40, 10);
-    VariantConfig v;
-    v.strategy = "local_sgd";
-    v.settings.set("period", int64_t{4});
-    v.settings.set("on_node_loss", std::string("continue"));
-    spec.variants = {v};
+    const ExperimentSpec spec = localSgdContinuing(40, 4);
     gloo::rendezvous::HashStore store;
     Survivors survivors(store);
     AbortSignal lost;
     LosingSink sink(9, lost, survivors);
-    std::vector<WorkerResult> results(3);
-    std::vector<std::thread> threads;
-    for (int rank = 0; rank < 3; ++rank)
-      threads.emplace_back([&, rank] {
-        WorkerJob job;
-        job.spec = spec;
-        job.rank = rank;
-        job.world = 3;
-        GlooOptions options;
-        options.keyPrefix = "g0";
-        if (rank == 2) options.abort = &lost;
-        GlooCommunicator first(store, rank, 3, options);
-        RankRecovery recovery(survivors, rank);
-        results[static_cast<std::size_t>(rank)] =
-            runWorker(job, &first, &sink, nullptr, nullptr, &recovery);
-      });
-    for (std::thread& t : threads) t.join();
+    const std::vector<WorkerResult> results = runThreeRanks(spec, store, survivors, 2, lost, sink);
     QCOMPARE(results[2].status, RunStatus::kFailed);
     for (int rank = 0; rank < 2; ++rank) {
       const WorkerResult& r = results[static_cast<std::size_t>(rank)];
@@ -268,35 +287,17 @@ class TestElasticGroup : public QObject {
 
   // Rank 0 lost before its initial weights went out: the survivors take the first survivor's.
   void localSgdGoesOnWhenRankZeroIsLostAtTheStart() {
-    ExperimentSpec spec = test::smallBlobsSpec(20, 10);
-    VariantConfig v;
-    v.strategy = "local_sgd";
-    v.settings.set("on_node_loss", std::string("continue"));
-    spec.variants = {v};
+    const ExperimentSpec spec = localSgdContinuing(20, 8);
     gloo::rendezvous::HashStore store;
     Survivors survivors(store);
     AbortSignal lost;
     LosingSink sink(-1, lost, survivors);
-    std::vector<WorkerResult> results(3);
-    std::vector<std::thread> threads;
-    for (int rank = 0; rank < 3; ++rank)
-      threads.emplace_back([&, rank] {
-        WorkerJob job;
-        job.spec = spec;
-        job.rank = rank;
-        job.world = 3;
-        GlooOptions options;
-        options.keyPrefix = "g0";
-        if (rank == 0) options.abort = &lost;
-        GlooCommunicator first(store, rank, 3, options);
-        if (rank == 0) {
+    const std::vector<WorkerResult> results =
+        runThreeRanks(spec, store, survivors, 0, lost, sink, [&](int rank) {
+          if (rank != 0) return;
           lost.abort("rank 0 lost (test)");
           survivors.name({1, 2});
-        }
-        results[static_cast<std::size_t>(rank)] =
-            runWorker(job, &first, &sink, nullptr, nullptr, &recovery(survivors, rank));
-      });
-    for (std::thread& t : threads) t.join();
+        });
     QCOMPARE(results[0].status, RunStatus::kFailed);
     for (int rank = 1; rank < 3; ++rank)
       QVERIFY2(results[static_cast<std::size_t>(rank)].status == RunStatus::kCompleted,
@@ -308,16 +309,6 @@ class TestElasticGroup : public QObject {
     QCOMPARE(regroup->step, int64_t{0});
     QVERIFY2(regroup->detail.find("ranks 1, 2") != std::string::npos, regroup->detail.c_str());
   }
-
- private:
-  // One recovery per rank, alive for the whole run.
-  GroupRecovery& recovery(Survivors& survivors, int rank) {
-    std::lock_guard lock(recoveriesMutex_);
-    recoveries_.push_back(std::make_unique<RankRecovery>(survivors, rank));
-    return *recoveries_.back();
-  }
-  std::mutex recoveriesMutex_;
-  std::vector<std::unique_ptr<RankRecovery>> recoveries_;
 };
 
 QTEST_GUILESS_MAIN(TestElasticGroup)
