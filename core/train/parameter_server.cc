@@ -48,8 +48,9 @@ int psShardCount(const VariantConfig& variant, int world) {
 SettingSchema psShardsSetting() {
   return {.key = "ps_shards",
           .label = "PS\nshards",
-          .help = "Nodes holding a shard of the parameters (the first N); empty or 0: every node "
-                  "of the run",
+          .help =
+              "Nodes holding a shard of the parameters (the first N); empty or 0: every node "
+              "of the run",
           .defaultValue = int64_t{0},
           .min = 1,
           .max = static_cast<double>(kMaxClusterNodes),
@@ -125,6 +126,38 @@ int64_t ParameterBlock::push(const float* gradient, int64_t count, int64_t based
 int64_t ParameterBlock::version() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return version_;
+}
+
+ParameterBlock::Snapshot ParameterBlock::snapshot() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!initialized_) throw Error("parameter block snapshot taken before its initial values");
+  Snapshot s;
+  s.params = params_;
+  for (std::span<const float> part : optimizer_->state())
+    s.optimizerState.emplace_back(part.begin(), part.end());
+  s.version = version_;
+  return s;
+}
+
+void ParameterBlock::restore(const Snapshot& snapshot) {
+  DTLAB_ENFORCE(static_cast<int64_t>(snapshot.params.size()) == block_.size(), "block [",
+                block_.begin, ", ", block_.end, ") holds ", block_.size(),
+                " parameters, the snapshot ", snapshot.params.size());
+  DTLAB_ENFORCE(snapshot.version >= 0, "a snapshot of version ", snapshot.version);
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::span<float>> state = optimizer_->mutableState();
+  DTLAB_ENFORCE(state.size() == snapshot.optimizerState.size(), "the block's optimizer keeps ",
+                state.size(), " state buffers, the snapshot ", snapshot.optimizerState.size());
+  for (std::size_t i = 0; i < state.size(); ++i) {
+    DTLAB_ENFORCE(state[i].size() == snapshot.optimizerState[i].size(), "optimizer state ", i,
+                  " of block [", block_.begin, ", ", block_.end, ") holds ", state[i].size(),
+                  " values, the snapshot ", snapshot.optimizerState[i].size());
+    std::copy(snapshot.optimizerState[i].begin(), snapshot.optimizerState[i].end(),
+              state[i].begin());
+  }
+  params_ = snapshot.params;
+  version_ = snapshot.version;
+  initialized_ = true;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -110,6 +110,20 @@ class ParameterBlock {
   int64_t push(const float* gradient, int64_t count, int64_t basedOn);
   int64_t version() const;
 
+  // Everything a push depends on, for a checkpoint of the block: its parameters, its
+  // optimizer's state (Optimizer::state(), in its order) and its version. Throws dtlab::Error
+  // before init.
+  struct Snapshot {
+    std::vector<float> params;
+    std::vector<std::vector<float>> optimizerState;
+    int64_t version = 0;
+  };
+  Snapshot snapshot() const;
+  // Puts a block (of the same spec and range) where `snapshot` was taken: the pushes that
+  // follow apply exactly as they would have on the block it came from. Throws dtlab::Error
+  // naming what does not fit.
+  void restore(const Snapshot& snapshot);
+
  private:
   PsBlock block_;
   mutable std::mutex mutex_;
