@@ -67,9 +67,10 @@ std::string LocalSgd::setUp() {
   // Rank 0's initial weights everywhere: replicas start identical whatever their seeds. (Rank 0
   // lost before it finished: the first survivor's, each rank starting again from its own.)
   if (context_.comm != nullptr) {
-    std::vector<float> own = model.paramsToHost();
+    std::vector<float> own;  // kept only where the broadcast may have to run again
+    if (context_.elastic != nullptr) own = model.paramsToHost();
     collective(0, [&](Communicator& comm) {
-      context_.backend.upload(model.params(), own.data(), params);
+      if (!own.empty()) context_.backend.upload(model.params(), own.data(), params);
       comm.broadcast(model.params(), params, 0);
     });
     buffer_.resize(static_cast<std::size_t>(params + Votes::kCount + 1));

@@ -103,9 +103,10 @@ struct NodeLinks::Impl {
   // answer, by name.
   std::vector<std::string> leaveShards(std::size_t shards, const std::string& jobId,
                                        int worker) const;
-  // Tells node i who goes on (RegroupJob); returns why it failed ("" when heard).
-  std::string regroupJob(std::size_t i, const std::string& jobId, uint32_t generation,
-                         const std::vector<int>& members, const std::string& rendezvous) const;
+  // Tells node i who goes on (RegroupJob). Errors are ignored: a survivor that does not hear
+  // it is found lost in its turn (its group does not form).
+  void regroupJob(std::size_t i, const std::string& jobId, uint32_t generation,
+                  const std::vector<int>& members, const std::string& rendezvous) const;
   pb::StartJobRequest startRequest(const Placement& placement, std::size_t rank,
                                    const std::string& jobId, const std::string& specJson,
                                    int variant, std::span<const unsigned char> resume) const;
@@ -161,9 +162,9 @@ std::vector<std::string> NodeLinks::Impl::leaveShards(std::size_t shards, const 
   return silent;
 }
 
-std::string NodeLinks::Impl::regroupJob(std::size_t i, const std::string& jobId,
-                                        uint32_t generation, const std::vector<int>& members,
-                                        const std::string& rendezvous) const {
+void NodeLinks::Impl::regroupJob(std::size_t i, const std::string& jobId, uint32_t generation,
+                                 const std::vector<int>& members,
+                                 const std::string& rendezvous) const {
   grpc::ClientContext context;
   prepare(context, i, std::chrono::milliseconds(3000));
   pb::RegroupJobRequest request;
@@ -173,8 +174,7 @@ std::string NodeLinks::Impl::regroupJob(std::size_t i, const std::string& jobId,
   for (int m : members) request.add_members(m);
   request.set_rendezvous_address(rendezvous);
   pb::RegroupJobResponse response;
-  const grpc::Status status = nodes[i].stub->RegroupJob(&context, request, &response);
-  return status.ok() ? std::string() : describeStatus(status);
+  static_cast<void>(nodes[i].stub->RegroupJob(&context, request, &response));
 }
 
 NodeLinks::NodeLinks(std::vector<std::string> addresses, CoordinatorOptions options)
@@ -450,10 +450,9 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
       for (int m : members) nodes.push_back(placement.ranks[static_cast<std::size_t>(m)].node);
       std::sort(nodes.begin(), nodes.end());
       nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-      // A survivor that does not hear it is lost in its turn (its group will not form).
       for (std::size_t node : nodes)
         cancels.emplace_back([this, node, jobId, generation, members, rendezvous] {
-          static_cast<void>(impl_->regroupJob(node, jobId, generation, members, rendezvous));
+          impl_->regroupJob(node, jobId, generation, members, rendezvous);
         });
       return;
     }

@@ -54,9 +54,8 @@ core::WorkerResult failedResult(const std::string& message, core::FailureOrigin 
 Job::Job(JobSettings settings) : settings_(std::move(settings)), started_(Clock::now()) {
   const core::VariantConfig& variant =
       settings_.work.spec.variants.at(static_cast<std::size_t>(settings_.work.variant));
-  continues_ = core::nodeLossPolicy(variant) == core::NodeLossPolicy::kContinue;
   if (settings_.work.world > 1 && core::strategyOf(variant).traits.needsCollectiveGroup)
-    group_ = std::make_unique<JobGroup>(settings_, abort_, cancel_, continues_);
+    group_ = std::make_unique<JobGroup>(settings_, abort_, cancel_);
   sampler_ = std::thread([this] { sampleLoop(); });
   thread_ = std::thread([this] { run(); });
 }
@@ -197,7 +196,7 @@ core::WorkerResult Job::runWithCommunicator() {
   }
   // comm (and with it the Gloo connections) goes before the result is published.
   return core::runWorker(work, comm.get(), &buffer_, &cancel_, ps.get(),
-                         continues_ ? group_.get() : nullptr);
+                         group_ && group_->continues() ? group_.get() : nullptr);
 }
 
 void Job::sampleLoop() {

@@ -102,7 +102,6 @@ class Job {
   JobBuffer buffer_;
   std::atomic<bool> cancel_{false};
   core::AbortSignal abort_;
-  bool continues_ = false;  // on_node_loss "continue"
   // The collective group, for a strategy with one and more than one rank (else null).
   std::unique_ptr<JobGroup> group_;
   const std::chrono::steady_clock::time_point started_;

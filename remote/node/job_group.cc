@@ -5,6 +5,7 @@
 #include "core/comm/emulated_link_communicator.h"
 #include "core/comm/gloo_communicator.h"
 #include "core/common/log.h"
+#include "core/train/strategy_registry.h"
 #include "remote/node/job.h"
 #include "remote/rendezvous_store.h"
 #if DTLAB_HAVE_CUDA
@@ -22,8 +23,12 @@ struct JobGroup::Generation {
 };
 
 JobGroup::JobGroup(const JobSettings& settings, const core::AbortSignal& jobAbort,
-                   const std::atomic<bool>& cancel, bool continues)
-    : settings_(settings), jobAbort_(jobAbort), cancel_(cancel), continues_(continues) {}
+                   const std::atomic<bool>& cancel)
+    : settings_(settings),
+      jobAbort_(jobAbort),
+      cancel_(cancel),
+      continues_(core::nodeLossPolicy(settings.work.spec.variants.at(static_cast<std::size_t>(
+                     settings.work.variant))) == core::NodeLossPolicy::kContinue) {}
 
 JobGroup::~JobGroup() = default;
 

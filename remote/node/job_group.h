@@ -36,12 +36,16 @@ class JobGroup final : public core::GroupRecovery {
  public:
   // `settings`, `jobAbort` and `cancel` must outlive the group.
   JobGroup(const JobSettings& settings, const core::AbortSignal& jobAbort,
-           const std::atomic<bool>& cancel, bool continues);
+           const std::atomic<bool>& cancel);
   ~JobGroup() override;
   JobGroup(const JobGroup&) = delete;
   JobGroup& operator=(const JobGroup&) = delete;
 
   static constexpr std::chrono::milliseconds kAbortPoll{100};
+
+  // Whether the job's variant goes on without a lost node (on_node_loss "continue"): only
+  // then is the group re-formed.
+  bool continues() const { return continues_; }
 
   // The job's first group (every rank of StartJob). Throws what building it threw.
   std::unique_ptr<core::Communicator> first();

@@ -30,6 +30,7 @@
 #undef slots
 
 #include "tests/remote/node_process.h"
+#include "tests/remote/node_rpc.h"
 
 namespace proto = dtlab::remote::proto;
 using namespace std::chrono_literals;
@@ -39,55 +40,15 @@ namespace {
 
 using dtlab::test::kNodeBinary;
 using dtlab::test::NodeProcess;
-
-std::unique_ptr<proto::NodeService::Stub> nodeStub(const std::string& address) {
-  return proto::NodeService::NewStub(dtlab::remote::makeNodeChannel(address));
-}
+using namespace dtlab::test::rpc;
 
 std::unique_ptr<proto::Rendezvous::Stub> rendezvousStub(const std::string& address) {
   return proto::Rendezvous::NewStub(dtlab::remote::makeNodeChannel(address));
 }
 
-void prepare(grpc::ClientContext& context, const std::string& token = {},
-             std::chrono::milliseconds timeout = 10s) {
-  dtlab::remote::prepareClientContext(context, token, timeout);
-}
-
-// Tiny and quick: 50 steps of a small MLP on 2000 blobs.
-std::string tinySpec(int64_t maxSteps = 50) {
-  return R"({"name": "tiny", "seed": 7,
-    "dataset": {"kind": "gaussian_blobs", "train_size": 2000, "test_size": 200, "classes": 4,
-                "features": 8},
-    "model": {"hidden": [16]},
-    "training": {"batch_size": 32, "epochs": 0, "max_steps": )" +
-         std::to_string(maxSteps) + R"(, "eval_interval": 25, "threads": 1}})";
-}
-
 // Runs until cancelled: a million steps.
 std::string longSpec() {
   return tinySpec(1000000);
-}
-
-proto::StartJobRequest startRequest(const std::string& jobId, const std::string& spec, int rank = 0,
-                                    int world = 1) {
-  proto::StartJobRequest request;
-  request.set_protocol_version(dtlab::remote::kProtocolVersion);
-  request.set_job_id(jobId);
-  request.set_spec_json(spec);
-  request.set_variant(0);
-  request.set_rank(rank);
-  request.set_world_size(world);
-  request.set_node_name("node-under-test");
-  request.set_reached_host("127.0.0.1");
-  return request;
-}
-
-grpc::Status startJob(proto::NodeService::Stub& stub, const proto::StartJobRequest& request,
-                      const std::string& token = {}) {
-  grpc::ClientContext context;
-  prepare(context, token);
-  proto::StartJobResponse response;
-  return stub.StartJob(&context, request, &response);
 }
 
 struct WatchOutcome {
@@ -135,44 +96,6 @@ WatchOutcome watchToEnd(proto::NodeService::Stub& stub, const std::string& jobId
   }
   outcome.status = reader->Finish();
   return outcome;
-}
-
-bool waitUntil(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
-  const auto end = Clock::now() + timeout;
-  while (!condition()) {
-    if (Clock::now() > end) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
-
-proto::NodeInfo getInfo(proto::NodeService::Stub& stub, grpc::Status* status,
-                        const std::string& token = {},
-                        uint32_t version = dtlab::remote::kProtocolVersion) {
-  grpc::ClientContext context;
-  prepare(context, token);
-  proto::GetInfoRequest request;
-  request.set_protocol_version(version);
-  proto::NodeInfo info;
-  *status = stub.GetInfo(&context, request, &info);
-  return info;
-}
-
-// Aborts the job (errors ignored: it may have ended).
-void cancelJob(proto::NodeService::Stub& stub, const std::string& jobId) {
-  grpc::ClientContext context;
-  prepare(context);
-  proto::CancelJobRequest request;
-  request.set_protocol_version(dtlab::remote::kProtocolVersion);
-  request.set_job_id(jobId);
-  request.set_abort(true);
-  proto::CancelJobResponse response;
-  static_cast<void>(stub.CancelJob(&context, request, &response));
-}
-
-bool busy(proto::NodeService::Stub& stub) {
-  grpc::Status status;
-  return getInfo(stub, &status).busy();
 }
 
 }  // namespace
@@ -631,62 +554,6 @@ class TestNode : public QObject {
     } catch (const dtlab::Error& e) {
       QVERIFY2(std::string(e.what()).find("UNAUTHENTICATED") != std::string::npos, e.what());
     }
-  }
-
-  // RegroupJob (who goes on after a lost node) is refused, naming why, where it cannot apply:
-  // a variant that fails on a lost node, a rank not among the members, an old generation.
-  void regroupIsRefusedWhereItCannotApply() {
-    NodeProcess node({});
-    QVERIFY(node.ready());
-    auto stub = nodeStub(node.address());
-    auto regroup = [&](const std::string& job, uint32_t generation, std::vector<int> members,
-                       proto::RegroupJobResponse* response = nullptr) {
-      grpc::ClientContext context;
-      prepare(context);
-      proto::RegroupJobRequest request;
-      request.set_protocol_version(dtlab::remote::kProtocolVersion);
-      request.set_job_id(job);
-      request.set_generation(generation);
-      for (int m : members) request.add_members(m);
-      request.set_rendezvous_address(node.address());
-      proto::RegroupJobResponse ignored;
-      return stub->RegroupJob(&context, request, response != nullptr ? response : &ignored);
-    };
-    // No members: refused before any job is looked at. An unknown job: nothing to do.
-    QCOMPARE(regroup("nobody", 1, {}).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-    proto::RegroupJobResponse response;
-    QVERIFY(regroup("nobody", 1, {0}, &response).ok());
-    QVERIFY(!response.was_running());
-
-    // Rank 0 of two waits in the rendezvous for a rank 1 that never comes.
-    const auto waiting = [&](const std::string& job, const std::string& variant) {
-      std::string spec = tinySpec(1000000);
-      spec.back() = ',';
-      auto request = startRequest(job, spec + R"("variants": [)" + variant + "]}", 0, 2);
-      request.set_rendezvous_address(node.address());
-      return startJob(*stub, request);
-    };
-    QVERIFY(waiting("sync-1", R"({"strategy": "sync_allreduce"})").ok());
-    grpc::Status refused = regroup("sync-1", 1, {0});
-    QCOMPARE(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-    QVERIFY2(refused.error_message().find("on_node_loss is not \"continue\"") != std::string::npos,
-             refused.error_message().c_str());
-    cancelJob(*stub, "sync-1");
-    QVERIFY(waitUntil([&] { return !busy(*stub); }, 10s));
-
-    QVERIFY(waiting("local-1", R"({"strategy": "local_sgd", "on_node_loss": "continue"})").ok());
-    refused = regroup("local-1", 1, {1});
-    QCOMPARE(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-    QVERIFY2(refused.error_message().find("rank 0 of job local-1 runs here and is not among") !=
-                 std::string::npos,
-             refused.error_message().c_str());
-    QVERIFY(regroup("local-1", 1, {0}, &response).ok());
-    QVERIFY(response.was_running());
-    refused = regroup("local-1", 1, {0});
-    QVERIFY2(refused.error_message().find("generation 1 is not above 1") != std::string::npos,
-             refused.error_message().c_str());
-    cancelJob(*stub, "local-1");
-    QVERIFY(waitUntil([&] { return !busy(*stub); }, 10s));
   }
 
   void heartbeatsFlowAndCancelWorksWhileWaitingForPeers() {
