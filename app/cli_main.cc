@@ -56,7 +56,9 @@ commands:
       keep them, the newest training.checkpoints_kept), on the nodes chosen as for
       `run`, into the same run: its points after that step are dropped and recorded
       again, and a "resume" event marks it. A synchronous run resumed on as many
-      ranks ends with the parameters it would have had uninterrupted.
+      ranks ends with the parameters it would have had uninterrupted; a parameter-server
+      run (async_ps, ssp) continues from its server's blocks, each worker from its own
+      step (on another number of ranks, every worker from the run's progress).
 )";
 
 constexpr const char* kUsageAfterBench = R"(  project new P.dtlab [--name NAME]

@@ -3,7 +3,7 @@
 #   installer/dev.sh test   installs what is missing, builds, runs every test
 #                           (--sanitize address,undefined | thread: in a sanitizer build)
 #   installer/dev.sh run    installs what is missing, builds, runs the main job
-#   installer/dev.sh faults [--seed S] [--count N] [--only KIND]
+#   installer/dev.sh faults [--seed S] [--count N] [--only KIND] [--policy P]
 #                           builds, then hits real runs with N seeded faults (default 40;
 #                           tests/faults): killed, stopped and cut-off nodes, coordinators, a full
 #                           disk, a read-only project (root for the cut, the disk and the project)
@@ -217,7 +217,7 @@ case "$cmd" in
     "$build_dir/app/dtlab-cli" bench "${@:-core}"
     ;;
   *)
-    echo "usage: installer/dev.sh deps [--bench] | build | test [--sanitize address,undefined|thread] [ctest args] | run | bench [what] | faults [--seed S] [--count N] [--only KIND] | fuzz [SECONDS] [TARGET...]" >&2
+    echo "usage: installer/dev.sh deps [--bench] | build | test [--sanitize address,undefined|thread] [ctest args] | run | bench [what] | faults [--seed S] [--count N] [--only KIND] [--policy P] | fuzz [SECONDS] [TARGET...]" >&2
     [ "$cmd" = "help" ] && exit 0
     exit 2
     ;;

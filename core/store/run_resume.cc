@@ -10,18 +10,30 @@
 #include "core/store/schema.h"
 #include "core/store/series_query.h"
 #include "core/store/sqlite_db.h"
+#include "core/train/checkpoint.h"
 
 namespace dtlab::core {
 namespace {
 
-// Drops the points of the run's series after `step`: the rows holding any are replaced by rows
-// of their points up to `step`. Returns the run's metric summary of what stays.
-MetricDeltas truncateSeries(sqlite::Db& db, int64_t runId, int64_t step) {
+// Drops the points of the run's series after the checkpoint: a worker's after its own step
+// there (Checkpoint::stepOf), the others' after its step. The rows holding any are replaced by
+// rows of their points up to it. Returns the run's metric summary of what stays.
+MetricDeltas truncateSeries(sqlite::Db& db, int64_t runId, const Checkpoint& checkpoint) {
   MetricDeltas metrics;
-  sqlite::Statement seriesList(db, "SELECT id, key FROM series WHERE run_id = ?");
+  sqlite::Statement seriesList(db, "SELECT id, key, worker FROM series WHERE run_id = ?");
   seriesList.bind(1, runId);
-  std::vector<std::pair<int64_t, std::string>> series;
-  while (seriesList.step()) series.emplace_back(seriesList.columnInt(0), seriesList.columnText(1));
+  struct Series {
+    int64_t id;
+    std::string key;
+    int64_t lastStep;  // the last point that stays
+  };
+  std::vector<Series> series;
+  while (seriesList.step()) {
+    const int64_t worker = seriesList.columnInt(2);
+    series.push_back(
+        {seriesList.columnInt(0), seriesList.columnText(1),
+         worker >= 0 ? checkpoint.stepOf(static_cast<std::size_t>(worker)) : checkpoint.step});
+  }
   // The rows holding any point after `step`; their points up to `step` move to new rows.
   sqlite::Statement later(db,
                           "SELECT id, count, data FROM chunks WHERE series_id = ? AND max_step > ? "
@@ -29,7 +41,7 @@ MetricDeltas truncateSeries(sqlite::Db& db, int64_t runId, int64_t step) {
   sqlite::Statement removeChunk(db, "DELETE FROM chunks WHERE id = ?");
   sqlite::Statement insert(db, kInsertChunkSql);
   std::vector<unsigned char> blob;
-  for (const auto& [seriesId, key] : series) {
+  for (const auto& [seriesId, key, step] : series) {
     std::vector<int64_t> rows;
     std::vector<SeriesPoint> points;
     later.bind(1, seriesId).bind(2, step);
@@ -67,7 +79,7 @@ std::vector<unsigned char> ProjectStore::prepareResume(int64_t runId, int64_t st
                        "') is still being recorded by " + describeRecorder(recorder.columnText(1)) +
                        "; cancel it before resuming it");
   }
-  const MetricDeltas metrics = truncateSeries(*db_, runId, step);
+  const MetricDeltas metrics = truncateSeries(*db_, runId, decodeCheckpoint(checkpoint));
   sqlite::Statement clearMetrics(*db_, "DELETE FROM run_metrics WHERE run_id = ?");
   clearMetrics.bind(1, runId).run();
   insertRunMetrics(*db_, metrics);

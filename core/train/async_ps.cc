@@ -6,6 +6,7 @@
 #include "core/common/log.h"
 #include "core/data/dataset.h"
 #include "core/train/data_shards.h"
+#include "core/train/ps_checkpoint.h"
 #include "core/train/staged_parameter_client.h"
 
 namespace dtlab::core {
@@ -29,6 +30,7 @@ StrategyDescriptor parameterServerDescriptor(std::string name, std::string summa
   d.summary = std::move(summary);
   d.traits.usesParameterServer = true;
   d.traits.needsCollectiveGroup = false;
+  d.traits.keepsCheckpoints = true;
   d.settings = {psShardsSetting(), onNodeLossSetting(NodeLossPolicy::kContinue)};
   d.check = checkPsShards;
   return d;
@@ -201,6 +203,32 @@ void AsyncPs::beforeEvaluate() {
   // Evaluate what the server holds now, not this worker's last (stale) pull.
   ps_->pull(worker_->model().params(), versions_);
   measureDivergence_ = false;
+}
+
+Checkpoint AsyncPs::checkpoint(int64_t /*step*/) const {
+  const WorkerJob& job = context_.job;
+  Checkpoint c = serverCheckpoint(ps_->snapshot(), ps_->layout(),
+                                  psUpdatesPlanned(context_.totalSteps, job.world));
+  c.strategy = strategyOf(variantOf(context_)).name;
+  c.optimizer = worker_->optimizerName();
+  return c;
+}
+
+int64_t AsyncPs::restore(const Checkpoint& c) {
+  const WorkerJob& job = context_.job;
+  Worker& worker = *worker_;
+  checkCheckpointFits(c, worker.optimizerName(), worker.model().parameterCount());
+  if (ownHost_) ownHost_->restore(c);
+  // The same workers go on from their own clocks; another group (a restart after a lost
+  // node) from the run's progress, each worker at it.
+  clock_ = static_cast<int>(c.rankSteps.size()) == job.world
+               ? c.rankSteps[static_cast<std::size_t>(job.rank)]
+               : c.step;
+  worker.model().setParams(c.params);  // the next pull replaces them; evaluation reads them
+  worker.skipBatches(clock_);          // one local batch a push
+  measureDivergence_ = false;
+  refreshBoard();
+  return clock_;
 }
 
 void AsyncPs::finish() {

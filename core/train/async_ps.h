@@ -42,6 +42,11 @@ class AsyncPs final : public Strategy {
   int64_t globalStep(int64_t step) const override;
   void beforeEvaluate() override;
   void finish() override;
+  // The server's blocks and the workers' clocks (ps_checkpoint.h), taken by rank 0; restore
+  // seeds this process's own server (a single-process run: the shards' daemons seed theirs
+  // from the same checkpoint when they accept the job) and puts this worker at its clock.
+  Checkpoint checkpoint(int64_t step) const override;
+  int64_t restore(const Checkpoint& checkpoint) override;
 
   // For hybrid, which runs this strategy during its asynchronous phases.
   const BoardState& board() const { return board_; }

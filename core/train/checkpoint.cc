@@ -64,15 +64,25 @@ class Reader {
 
 }  // namespace
 
+void checkCheckpointFits(const Checkpoint& c, std::string_view optimizer, int64_t parameterCount) {
+  if (c.optimizer != optimizer)
+    throw Error("the checkpoint's optimizer is " + c.optimizer + ", this run's " +
+                std::string(optimizer));
+  if (static_cast<int64_t>(c.params.size()) != parameterCount)
+    throw Error("the checkpoint holds " + std::to_string(c.params.size()) +
+                " parameters, this model has " + std::to_string(parameterCount));
+}
+
 std::vector<unsigned char> encodeCheckpoint(const Checkpoint& c) {
   nlohmann::json sizes = nlohmann::json::array();
   for (const std::vector<float>& s : c.optimizerState) sizes.push_back(s.size());
-  const std::string header =
+  nlohmann::json fields =
       nlohmann::json{{"format", kFormat},        {"step", c.step},
                      {"wall_ms", c.wallMs},      {"strategy", c.strategy},
                      {"optimizer", c.optimizer}, {"params", c.params.size()},
-                     {"optimizer_state", sizes}, {"strategy_state", c.strategyState}}
-          .dump();
+                     {"optimizer_state", sizes}, {"strategy_state", c.strategyState}};
+  if (!c.rankSteps.empty()) fields["rank_steps"] = c.rankSteps;
+  const std::string header = fields.dump();
   std::vector<unsigned char> out;
   append(out, kMagic, sizeof kMagic);
   const uint64_t headerBytes = header.size();
@@ -108,6 +118,7 @@ Checkpoint decodeCheckpoint(std::span<const unsigned char> bytes) {
     c.strategy = h.at("strategy").get<std::string>();
     c.optimizer = h.at("optimizer").get<std::string>();
     c.strategyState = h.at("strategy_state");
+    if (h.contains("rank_steps")) c.rankSteps = h.at("rank_steps").get<std::vector<int64_t>>();
     c.params = r.floats(h.at("params").get<uint64_t>(), "parameters");
     for (const nlohmann::json& size : h.at("optimizer_state"))
       c.optimizerState.push_back(r.floats(size.get<uint64_t>(), "optimizer state"));
@@ -117,6 +128,8 @@ Checkpoint decodeCheckpoint(std::span<const unsigned char> bytes) {
   if (r.at() != bytes.size() - 8)
     throw CheckpointError("damaged checkpoint: bytes after its last array");
   if (c.step < 0) throw CheckpointError("damaged checkpoint: negative step");
+  for (int64_t s : c.rankSteps)
+    if (s < 0) throw CheckpointError("damaged checkpoint: a rank's negative step");
   return c;
 }
 

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -20,13 +21,22 @@ namespace dtlab::core {
 // Kept by the strategies whose ranks hold one replica between steps (Strategy::checkpoints):
 // rank 0's state is every rank's.
 struct Checkpoint {
-  int64_t step = 0;       // the last step taken; a resumed run's first is step + 1
+  int64_t step = 0;  // the last step taken; a resumed run's first is step + 1
+  // Where each rank stood, when its ranks step on their own clocks (asynchronous: rank r had
+  // taken rankSteps[r] steps, and `step` is the run's progress in global batches); empty:
+  // every rank at `step`. A rank's points up to its own step belong to the checkpoint.
+  std::vector<int64_t> rankSteps;
   double wallMs = 0.0;    // the run's clock when it was taken
   std::string strategy;   // the variant's strategy name
   std::string optimizer;  // "sgd", "adam", ... (Optimizer::name)
   std::vector<float> params;
   std::vector<std::vector<float>> optimizerState;  // Optimizer::state(), in its order
-  nlohmann::json strategyState;                    // Strategy::checkpointState()
+  nlohmann::json strategyState;                    // the strategy's own (shares, versions)
+
+  // Rank `rank`'s own step at the checkpoint.
+  int64_t stepOf(std::size_t rank) const {
+    return rank < rankSteps.size() ? rankSteps[rank] : step;
+  }
 
   bool operator==(const Checkpoint&) const = default;
 };
@@ -35,6 +45,10 @@ class CheckpointError : public Error {
  public:
   using Error::Error;
 };
+
+// Throws Error unless the checkpoint is of a run with this optimizer and parameter count.
+void checkCheckpointFits(const Checkpoint& checkpoint, std::string_view optimizer,
+                         int64_t parameterCount);
 
 // The stored form: magic "DTLCKPT1", a JSON header (step, time, strategy, optimizer, sizes,
 // the strategy's state), the float arrays little-endian, and a 64-bit FNV-1a of everything

@@ -265,6 +265,22 @@ void WorkerBoard::leave(int worker) {
   for (auto& callback : ready) callback();
 }
 
+std::vector<int64_t> WorkerBoard::clocks() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return clocks_;
+}
+
+void WorkerBoard::raiseClocks(const std::vector<int64_t>& clocks) {
+  std::vector<std::function<void()>> ready;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (std::size_t w = 0; w < clocks_.size() && !clocks.empty(); ++w)
+      clocks_[w] = std::max(clocks_[w], clocks.size() == 1 ? clocks[0] : clocks.at(w));
+    ready = takeReadyLocked();
+  }
+  for (auto& callback : ready) callback();
+}
+
 uint64_t WorkerBoard::whenClockReached(int64_t clock, std::function<void()> ready) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -289,7 +305,10 @@ bool WorkerBoard::cancelWait(uint64_t id) {
 ParameterHost::ParameterHost(const ExperimentSpec& spec, const std::vector<PsBlock>& layout,
                              int shard, int workers, int64_t pushBatch, int64_t updatesPlanned,
                              BoardWatch watch)
-    : workers_(workers), left_(static_cast<std::size_t>(workers)) {
+    : workers_(workers),
+      paramCount_(layout.empty() ? 0 : layout.back().end),
+      updatesPlanned_(updatesPlanned),
+      left_(static_cast<std::size_t>(workers)) {
   for (const PsBlock& b : layout)
     blocks_.push_back(shard < 0 || b.shard == shard
                           ? std::make_unique<ParameterBlock>(spec, b, pushBatch, updatesPlanned)

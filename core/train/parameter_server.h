@@ -19,6 +19,7 @@
 namespace dtlab::core {
 
 class AbortSignal;
+struct Checkpoint;
 
 // The parameter server of async_ps, ssp and the asynchronous phase of hybrid (DESIGN.md's
 // strategy table). The flat parameter buffer is split into `shards` contiguous ranges, one
@@ -109,6 +110,7 @@ class ParameterBlock {
   // staleness is that minus basedOn).
   int64_t push(const float* gradient, int64_t count, int64_t basedOn);
   int64_t version() const;
+  const char* optimizerName() const { return optimizer_->name(); }
 
   // Everything a push depends on, for a checkpoint of the block: its parameters, its
   // optimizer's state (Optimizer::state(), in its order) and its version. Throws dtlab::Error
@@ -181,6 +183,10 @@ class WorkerBoard {
   BoardState state() const;
   // A worker that left (finished or failed) no longer holds the others back.
   void leave(int worker);
+  // Each worker's clock, and (a run continued from a checkpoint) every worker's clock raised
+  // to at least clocks[w] (one value: for every worker).
+  std::vector<int64_t> clocks() const;
+  void raiseClocks(const std::vector<int64_t>& clocks);
   // Runs `ready` once the slowest worker still training has reached `clock` (at once when it
   // has, else on the report that gets it there, or when everyone it waits for has left).
   // Returns an id for cancelWait, or 0 when `ready` already ran.
@@ -221,6 +227,9 @@ class ParameterHost {
   ParameterBlock* block(int index);
   WorkerBoard* board() { return board_.get(); }
   int workers() const { return workers_; }
+  // Puts the blocks this host serves (and the board) where a checkpoint of the server left
+  // them (ps_checkpoint.h); throws dtlab::Error naming what does not fit.
+  void restore(const Checkpoint& checkpoint);
   // Every worker has sent leave() to this host.
   void leave(int worker);
   bool everyoneLeft() const;
@@ -229,8 +238,18 @@ class ParameterHost {
   std::vector<std::unique_ptr<ParameterBlock>> blocks_;  // by global index; null: elsewhere
   std::unique_ptr<WorkerBoard> board_;
   int workers_;
+  int64_t paramCount_;
+  int64_t updatesPlanned_;
   mutable std::mutex mutex_;
   std::vector<bool> left_;
+};
+
+// The whole server at one moment, for a checkpoint: every block's snapshot in layout order
+// (each block consistent in itself; blocks may differ by the pushes in flight) and the board's
+// clocks.
+struct ServerSnapshot {
+  std::vector<ParameterBlock::Snapshot> blocks;
+  std::vector<int64_t> clocks;
 };
 
 // What a push reports back to the worker.
@@ -264,6 +283,8 @@ class ParameterClient {
   virtual BoardState agree(const WorkerReport& report) = 0;
   // This worker will not push again: tells the board and every host.
   virtual void leave(int worker) = 0;
+  // Every block's snapshot and the board's clocks (a checkpoint, on rank 0).
+  virtual ServerSnapshot snapshot() = 0;
   // Payload bytes moved so far (parameters and gradients).
   virtual int64_t bytesSent() const = 0;
   virtual int64_t bytesReceived() const = 0;
@@ -284,6 +305,7 @@ class LocalParameterClient final : public ParameterClient {
                    const WorkerReport& report) override;
   BoardState agree(const WorkerReport& report) override;
   void leave(int worker) override;
+  ServerSnapshot snapshot() override;
   int64_t bytesSent() const override { return 0; }  // nothing crosses a link
   int64_t bytesReceived() const override { return 0; }
 

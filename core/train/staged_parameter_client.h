@@ -29,6 +29,7 @@ class StagedParameterClient final : public ParameterClient {
                    const WorkerReport& report) override;
   BoardState agree(const WorkerReport& report) override { return inner_.agree(report); }
   void leave(int worker) override { inner_.leave(worker); }
+  ServerSnapshot snapshot() override { return inner_.snapshot(); }
   int64_t bytesSent() const override { return inner_.bytesSent(); }
   int64_t bytesReceived() const override { return inner_.bytesReceived(); }
 

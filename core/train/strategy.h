@@ -185,14 +185,14 @@ class Strategy {
   // may wait on. Also called, ignoring errors, when the run fails.
   virtual void finish() {}
 
-  // Checkpoints (core/train/checkpoint.h), for a strategy whose ranks hold one replica
-  // between steps, so that rank 0's state after a step continues every rank. checkpoint()
-  // takes that state after `step`; restore(), called on every rank right after setUp(), puts
-  // a fresh rank where the checkpoint was (replica, optimizer, data position, the strategy's
-  // own state). A strategy without them refuses training.checkpoint_every and resume.
-  virtual bool checkpoints() const { return false; }
+  // Checkpoints (core/train/checkpoint.h), for a strategy whose descriptor says it keeps them
+  // (StrategyTraits::keepsCheckpoints). checkpoint(), called on rank 0 after `step`, takes
+  // what continues every rank from there (a synchronous replica; a parameter server's blocks);
+  // restore(), called on every rank right after setUp(), puts a fresh rank where the
+  // checkpoint was (replica, optimizer, data position, the strategy's own state) and returns
+  // this rank's step there (its next is that + 1).
   virtual Checkpoint checkpoint(int64_t step) const;
-  virtual void restore(const Checkpoint& checkpoint);
+  virtual int64_t restore(const Checkpoint& checkpoint);
 };
 
 // Runs one rank of the job's strategy variant to the end (stopping conditions as in

@@ -27,6 +27,10 @@ struct StrategyTraits {
   bool usesParameterServer = false;
   // The ranks form a collective group (Gloo or NCCL) for the run.
   bool needsCollectiveGroup = true;
+  // Keeps checkpoints (core/train/checkpoint.h: Strategy::checkpoint and restore) when the
+  // spec asks for them, so a run can resume and a lost node's state be restored; a strategy
+  // without them refuses resume and notes that it keeps none.
+  bool keepsCheckpoints = false;
 };
 
 // Where a variant check stands in the spec, for its messages.

@@ -44,6 +44,7 @@ StrategyDescriptor syncAllReduceDescriptor() {
   StrategyDescriptor d;
   d.name = kName;
   d.summary = "Synchronous data parallel: gradients averaged by all-reduce every step";
+  d.traits.keepsCheckpoints = true;
   const SettingSchema partition{
       .key = "partition",
       .type = SettingType::kChoice,
@@ -225,14 +226,9 @@ Checkpoint SyncAllReduce::checkpoint(int64_t step) const {
   return c;
 }
 
-void SyncAllReduce::restore(const Checkpoint& c) {
+int64_t SyncAllReduce::restore(const Checkpoint& c) {
   Worker& worker = *worker_;
-  if (c.optimizer != worker.optimizerName())
-    throw Error("the checkpoint's optimizer is " + c.optimizer + ", this run's " +
-                worker.optimizerName());
-  if (static_cast<int64_t>(c.params.size()) != worker.model().parameterCount())
-    throw Error("the checkpoint holds " + std::to_string(c.params.size()) +
-                " parameters, this model has " + std::to_string(worker.model().parameterCount()));
+  checkCheckpointFits(c, worker.optimizerName(), worker.model().parameterCount());
   worker.model().setParams(c.params);
   worker.restoreOptimizerState(c.optimizerState);
   // The shares carry over when the group has the same size; another group starts equal.
@@ -253,6 +249,7 @@ void SyncAllReduce::restore(const Checkpoint& c) {
   if (c.strategyState.is_object() && c.strategyState.value("speed_samples_per_s", 0.0) > 0.0)
     speed_.restart(c.strategyState.value("speed_samples_per_s", 0.0));
   worker.skipBatches(c.step);  // one global batch a step
+  return c.step;
 }
 
 Votes SyncAllReduce::agree(const Votes& local) {

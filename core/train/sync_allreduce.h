@@ -46,9 +46,8 @@ class SyncAllReduce final : public Strategy {
   int64_t globalBatch() const override { return global_; }
   // Every rank holds the same replica: rank 0's state after a step, with the slices of the
   // batch (speed_proportional's shares) and the speed estimate, continues the run.
-  bool checkpoints() const override { return true; }
   Checkpoint checkpoint(int64_t step) const override;
-  void restore(const Checkpoint& checkpoint) override;
+  int64_t restore(const Checkpoint& checkpoint) override;
 
  private:
   StrategyContext& context_;

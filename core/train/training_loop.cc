@@ -58,6 +58,10 @@ class TrainingLoop {
   int64_t resume(Strategy& strategy);
   // Rank 0 hands the sink a checkpoint after `step` when the spec's interval says so.
   void maybeCheckpoint(const Strategy& strategy, int64_t step);
+  bool keepsCheckpoints() const {
+    return strategyOf(spec_.variants[static_cast<std::size_t>(job_.variant)])
+        .traits.keepsCheckpoints;
+  }
 
   const WorkerJob& job_;
   const ExperimentSpec& spec_;
@@ -82,18 +86,18 @@ class TrainingLoop {
 int64_t TrainingLoop::resume(Strategy& strategy) {
   const Checkpoint& c = *job_.resumeFrom;
   const std::string name = strategyOf(spec_.variants[static_cast<std::size_t>(job_.variant)]).name;
-  if (!strategy.checkpoints())
+  if (!keepsCheckpoints())
     throw Error(name + " keeps no checkpoints, so it cannot resume from one");
   if (c.strategy != name)
     throw Error("the checkpoint is of a " + c.strategy + " run, this variant is " + name);
-  strategy.restore(c);
-  lastEvalProgress_ = strategy.globalStep(c.step);
-  return c.step;
+  const int64_t step = strategy.restore(c);
+  lastEvalProgress_ = strategy.globalStep(step);
+  return step;
 }
 
 void TrainingLoop::maybeCheckpoint(const Strategy& strategy, int64_t step) {
   const TrainingConfig& t = spec_.training;
-  if (job_.rank != 0 || sink_ == nullptr || !strategy.checkpoints()) return;
+  if (job_.rank != 0 || sink_ == nullptr || !keepsCheckpoints()) return;
   const Clock::time_point now = Clock::now();
   const bool bySteps = t.checkpointEvery > 0 && step % t.checkpointEvery == 0;
   const bool bySeconds =
@@ -237,7 +241,7 @@ WorkerResult TrainingLoop::run() {
             std::to_string(strategy->replica().model().parameterCount()) + " parameters");
 
   if ((spec_.training.checkpointEvery > 0 || spec_.training.checkpointSeconds > 0.0) &&
-      !strategy->checkpoints())
+      !keepsCheckpoints())
     event(0, "note",
           "no checkpoints: " +
               strategyOf(spec_.variants[static_cast<std::size_t>(job_.variant)]).name +
@@ -245,7 +249,7 @@ WorkerResult TrainingLoop::run() {
   int64_t step = 0;
   if (job_.resumeFrom) {
     step = resume(*strategy);
-    event(step, "resume", "from the checkpoint of step " + std::to_string(step));
+    event(step, "resume", "from the checkpoint of step " + std::to_string(job_.resumeFrom->step));
   }
   StopReason stop = StopReason::kNone;
   Clock::time_point trainStart = Clock::now() - clockStart;
@@ -324,7 +328,7 @@ Checkpoint Strategy::checkpoint(int64_t) const {
   throw Error("this strategy keeps no checkpoints");
 }
 
-void Strategy::restore(const Checkpoint&) {
+int64_t Strategy::restore(const Checkpoint&) {
   throw Error("this strategy keeps no checkpoints");
 }
 

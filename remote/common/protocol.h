@@ -13,8 +13,9 @@ namespace dtlab::remote {
 // refuses any other value with FAILED_PRECONDITION naming both versions. Bump it when a
 // change would make an old peer misread a message, not for added optional fields.
 // 4: the gpu_mem_bytes node metric; 5: several ranks per node (StartJob slot and node_index);
-// 6: RegroupJob (a group that goes on without a lost node).
-inline constexpr uint32_t kProtocolVersion = 6;
+// 6: RegroupJob (a group that goes on without a lost node); 7: the parameter server's
+// Snapshot (checkpoints of its blocks) and shards seeded from a resume checkpoint.
+inline constexpr uint32_t kProtocolVersion = 7;
 
 // The capability (NodeInfo.capabilities) of a node that applies StartJobRequest.emulation.
 inline constexpr std::string_view kJobEmulationCapability = "job_emulation";

@@ -175,20 +175,31 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
                     {reinterpret_cast<const unsigned char*>(checkpoint.data()), checkpoint.size()},
                     clockStartMs);
     // c. Watch every rank to its end; a lost node or a failed rank ends the group.
-    watched = links.watchJobs(placement, jobId, cancel,
-                              {sink, mutex, summary.events, addEvent, onNodeLoss,
-                               continueByOf(core::strategyOf(chosen).traits), recovered, firstStep},
-                              ends);
+    const core::StrategyTraits& traits = core::strategyOf(chosen).traits;
+    watched =
+        links.watchJobs(placement, jobId, cancel,
+                        {sink, mutex, summary.events, addEvent, onNodeLoss, continueByOf(traits),
+                         traits.keepsCheckpoints, !checkpoint.empty(), recovered, firstStep},
+                        ends);
     if (restarting && !watched.failing) firstStep(watched.lastStep);  // ended without a step
     if (!watched.checkpoint.empty()) {
       checkpoint = std::move(watched.checkpoint);
       checkpointStep = watched.checkpointStep;
     }
     const bool cancelled = cancel != nullptr && cancel->load();
-    if (onNodeLoss != core::NodeLossPolicy::kRestart || !watched.lostRank || cancelled) break;
+    if (!watched.lostRank || cancelled) break;
+    // "continue" with a lost parameter-server shard: its blocks come back from the newest
+    // checkpoint of the server, on the other nodes (the workers' progress since is lost).
+    const std::size_t lostNode = placement.ranks[*watched.lostRank].node;
+    const bool shardLost = lostNode < placement.psAddresses.size();
+    const bool restoresShard =
+        onNodeLoss == core::NodeLossPolicy::kContinue && shardLost && !checkpoint.empty();
+    if (onNodeLoss != core::NodeLossPolicy::kRestart && !restoresShard) break;
     const std::vector<std::size_t> survivors = survivorsOf(placement, *watched.lostRank);
     if (survivors.empty()) break;
-    const std::string lost = placement.rankNames[*watched.lostRank];
+    const std::string lost =
+        placement.rankNames[*watched.lostRank] +
+        (restoresShard ? " (parameter-server shard " + std::to_string(lostNode) + ")" : "");
     // The group re-forms from the survivors at the newest checkpoint (the global batch kept,
     // divided among fewer ranks), as Horovod elastic does; the run's clock goes on.
     placement = placeRunOn(spec, variant, impl.summaries, labels, survivors);
@@ -200,7 +211,8 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
         lost + " lost; restarted on " + std::to_string(placement.world()) +
             (placement.world() == 1 ? " rank (" : " ranks (") + nodes + ") from " +
             (checkpoint.empty() ? std::string("the start (no checkpoint yet)")
-                                : "the checkpoint of step " + std::to_string(checkpointStep)) +
+             : restoresShard ? "the server's checkpoint of step " + std::to_string(checkpointStep)
+                             : "the checkpoint of step " + std::to_string(checkpointStep)) +
             ", " + stepsText(stepsLost) + " lost"};
     clockStartMs =
         clockBaseMs + std::chrono::duration<double, std::milli>(Clock::now() - start).count();

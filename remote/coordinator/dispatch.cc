@@ -263,9 +263,9 @@ struct RankWatch {
 };
 
 // Rank 0's newest checkpoint goes to the sink only once every rank's stream has delivered its
-// points up to the checkpoint's step (or ended): a stored checkpoint never runs ahead of any
-// rank's stored points, so a resume finds each series whole up to it. Under WatchOutputs::mutex.
-// The newest released one is kept (encoded) for a restart after a lost node.
+// points up to the checkpoint's step for that rank (or ended): a stored checkpoint never runs ahead
+// of any rank's stored points, so a resume finds each series whole up to it. Under
+// WatchOutputs::mutex. The newest released one is kept (encoded) for a restart after a lost node.
 struct CheckpointGate {
   explicit CheckpointGate(std::size_t world) : delivered(world, 0), ended(world, false) {}
   std::vector<int64_t> delivered;  // each rank's last step point handed to the sink
@@ -279,7 +279,7 @@ struct CheckpointGate {
   void release(core::MetricSink* sink) {
     if (!pending) return;
     for (std::size_t r = 0; r < delivered.size(); ++r)
-      if (!ended[r] && delivered[r] < pending->step) return;
+      if (!ended[r] && delivered[r] < pending->stepOf(r)) return;
     if (sink != nullptr) sink->onCheckpoint(*pending);
     released = std::move(pendingBytes);
     releasedStep = pending->step;
@@ -510,7 +510,15 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
                 out.onNodeLoss == core::NodeLossPolicy::kContinue)
               lostNode += "; it served parameter-server shard " +
                           std::to_string(placement.ranks[i].node) +
-                          ", whose blocks are kept nowhere else, so the run cannot continue";
+                          (out.hadCheckpoint || !gate.released.empty()
+                               ? ": the run restarts on the other nodes from the newest "
+                                 "checkpoint of the server's blocks (on_node_loss: continue)"
+                           : out.keepsCheckpoints
+                               ? ", whose blocks have no checkpoint yet (training."
+                                 "checkpoint_every or checkpoint_seconds keeps them), so the "
+                                 "run cannot continue"
+                               : ", whose blocks are kept nowhere else, so the run cannot "
+                                 "continue");
             else if (out.onNodeLoss == core::NodeLossPolicy::kContinue &&
                      out.continueBy == ContinueBy::kLeavingShardsWhileAsync && !state.asynchronous)
               lostNode +=

@@ -38,11 +38,18 @@ struct WatchOutputs {
   std::vector<core::RunEvent>& events;
   std::function<void(int64_t step, std::string kind, std::string detail)> addEvent;
   // On "continue", a rank whose node is lost is dropped (RankEnd::dropped) and the others go
-  // on, unless its node serves a parameter-server shard (whose blocks have no copy elsewhere);
+  // on, unless its node serves a parameter-server shard (whose blocks have no copy elsewhere:
+  // the run ends, and restarts from their newest checkpoint when there is one);
   // any other policy ends the run (a restart is the caller's: WatchEnd says what it needs).
   core::NodeLossPolicy onNodeLoss = core::NodeLossPolicy::kFail;
   // How "continue" goes on without a lost node's ranks (continueByOf() of the strategy).
   ContinueBy continueBy = ContinueBy::kLeavingShards;
+  // For a lost parameter-server shard under "continue": whether the strategy keeps
+  // checkpoints, and whether the run had one before this watch (it resumed from one). With
+  // one (or one released during the watch) the caller restarts the run on the other nodes
+  // from it; WatchEnd's error says which.
+  bool keepsCheckpoints = false;
+  bool hadCheckpoint = false;
   // A dropped rank has left the shards' boards, or the survivors' group has re-formed (its
   // leader's "regroup" event): `seconds` from when the lost rank was last heard, `detail` for
   // the "recovery" event. Called under `mutex`.

@@ -115,15 +115,20 @@ Placement placeRun(const core::ExperimentSpec& spec, int variant,
     for (int k = 0; k < core::psShardCount(chosen, static_cast<int>(p.world())); ++k)
       p.psAddresses.push_back(reachableAddress(nodes[static_cast<std::size_t>(k)]));
   // A shard's blocks are kept nowhere else, so a run whose every node serves one cannot
-  // continue after losing any of them.
+  // continue after losing any of them, unless it keeps checkpoints of them to restart from.
+  const bool checkpointed =
+      core::strategyOf(chosen).traits.keepsCheckpoints &&
+      (spec.training.checkpointEvery > 0 || spec.training.checkpointSeconds > 0.0);
   if (core::nodeLossPolicy(chosen) == core::NodeLossPolicy::kContinue && p.world() > 1 &&
-      p.psAddresses.size() >= p.nodeCount)
+      p.psAddresses.size() >= p.nodeCount && !checkpointed)
     throw Error("variant '" + chosen.name +
                 "': on_node_loss \"continue\" needs nodes that serve "
                 "no parameter-server shard (a lost shard's blocks are kept nowhere else), and "
                 "all " +
                 std::to_string(p.nodeCount) + " nodes serve one: set ps_shards below " +
-                std::to_string(p.nodeCount) + " (the shards live on the first ps_shards nodes)");
+                std::to_string(p.nodeCount) +
+                " (the shards live on the first ps_shards nodes), or keep checkpoints "
+                "(training.checkpoint_every) to restart from");
   return p;
 }
 

@@ -451,6 +451,16 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
     } catch (const core::CheckpointError& e) {
       return {grpc::StatusCode::INVALID_ARGUMENT, std::string("resume_checkpoint: ") + e.what()};
     }
+    // A parameter-server run continues from its server's blocks: this node's shard starts
+    // where the checkpoint left them, before any worker can reach it.
+    if (shardHost) {
+      try {
+        shardHost->restore(*settings.work.resumeFrom);
+      } catch (const std::exception& e) {
+        return invalid("resume_checkpoint: cannot seed parameter-server shard " +
+                       std::to_string(request.rank()) + " from it: " + e.what());
+      }
+    }
   }
   if (request.has_clock_start_ms()) {
     const double ms = request.clock_start_ms();

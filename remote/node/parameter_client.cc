@@ -1,6 +1,7 @@
 #include "remote/node/parameter_client.h"
 
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -51,6 +52,25 @@ struct Calls {
   std::vector<grpc::Status> statuses;
   Latch latch;
 };
+
+// Issues one call per block at once, each prepared for its block (deadline, token, protocol,
+// job, block number) and started by `start(b, done)`, which may fill in more of request b;
+// returns when every call has ended (their statuses in calls.statuses).
+template <typename Request, typename Response, typename Start>
+void issueEachBlock(Calls<Request, Response>& calls, const ParameterClientOptions& options,
+                    Start&& start) {
+  for (std::size_t b = 0; b < calls.requests.size(); ++b) {
+    prepareClientContext(calls.contexts[b], options.token, options.callTimeout);
+    calls.requests[b].set_protocol_version(kProtocolVersion);
+    calls.requests[b].set_job_id(options.jobId);
+    calls.requests[b].set_block(static_cast<int>(b));
+    start(b, [&calls, b](grpc::Status status) {
+      calls.statuses[b] = std::move(status);
+      calls.latch.done();
+    });
+  }
+  calls.latch.wait();
+}
 
 // Cancels the calls of `contexts` when the job aborts (a lost peer, its coordinator gone), so
 // that none waits out its deadline on a shard that is gone or stopped, or (Init) for one to
@@ -167,19 +187,10 @@ core::PullOutcome GrpcParameterClient::pull(float* params, std::vector<int64_t>&
   const std::size_t n = layout_.size();
   Calls<proto::PsPullRequest, proto::PsPullResponse> calls(n);
   const auto cancelling = cancelOnAbort(options_.abort, calls.contexts.data(), n);
-  for (std::size_t b = 0; b < n; ++b) {
-    prepareClientContext(calls.contexts[b], options_.token, options_.callTimeout);
-    calls.requests[b].set_protocol_version(kProtocolVersion);
-    calls.requests[b].set_job_id(options_.jobId);
-    calls.requests[b].set_block(static_cast<int>(b));
+  issueEachBlock(calls, options_, [&](std::size_t b, auto done) {
     shards_[static_cast<std::size_t>(layout_[b].shard)]->stub->async()->Pull(
-        &calls.contexts[b], &calls.requests[b], &calls.responses[b],
-        [&calls, b](grpc::Status status) {
-          calls.statuses[b] = std::move(status);
-          calls.latch.done();
-        });
-  }
-  calls.latch.wait();
+        &calls.contexts[b], &calls.requests[b], &calls.responses[b], std::move(done));
+  });
   core::PullOutcome outcome;
   versions.resize(n);
   for (std::size_t b = 0; b < n; ++b) {
@@ -197,28 +208,58 @@ core::PullOutcome GrpcParameterClient::pull(float* params, std::vector<int64_t>&
   return outcome;
 }
 
+core::ServerSnapshot GrpcParameterClient::snapshot() {
+  const std::size_t n = layout_.size();
+  Calls<proto::PsSnapshotRequest, proto::PsSnapshotResponse> calls(n);
+  const auto cancelling = cancelOnAbort(options_.abort, calls.contexts.data(), n);
+  issueEachBlock(calls, options_, [&](std::size_t b, auto done) {
+    shards_[static_cast<std::size_t>(layout_[b].shard)]->stub->async()->Snapshot(
+        &calls.contexts[b], &calls.requests[b], &calls.responses[b], std::move(done));
+  });
+  core::ServerSnapshot out;
+  const auto bytes = [](const core::PsBlock& block) {
+    return static_cast<std::size_t>(block.size()) * sizeof(float);
+  };
+  auto floats = [&](const std::string& data, const core::PsBlock& block) {
+    if (data.size() != bytes(block))
+      fail(block.shard, "taking a snapshot of",
+           {grpc::StatusCode::DATA_LOSS, "a block of " + std::to_string(data.size()) + " bytes"});
+    std::vector<float> v(static_cast<std::size_t>(block.size()));
+    std::memcpy(v.data(), data.data(), data.size());
+    return v;
+  };
+  for (std::size_t b = 0; b < n; ++b) {
+    const core::PsBlock& block = layout_[b];
+    if (!calls.statuses[b].ok()) fail(block.shard, "taking a snapshot of", calls.statuses[b]);
+    const proto::PsSnapshotResponse& r = calls.responses[b];
+    core::ParameterBlock::Snapshot s;
+    s.version = r.version();
+    s.params = floats(r.values(), block);
+    for (const std::string& part : r.optimizer_state())
+      s.optimizerState.push_back(floats(part, block));
+    out.blocks.push_back(std::move(s));
+  }
+  out.clocks.assign(calls.responses[0].clocks().begin(), calls.responses[0].clocks().end());
+  if (out.clocks.empty())
+    fail(0, "taking a snapshot of",
+         {grpc::StatusCode::DATA_LOSS, "block 0 came without the board's clocks"});
+  return out;
+}
+
 core::PushOutcome GrpcParameterClient::push(const float* grads, const std::vector<int64_t>& basedOn,
                                             const core::WorkerReport& report) {
   const std::size_t n = layout_.size();
   Calls<proto::PsPushRequest, proto::PsPushResponse> calls(n);
   const auto cancelling = cancelOnAbort(options_.abort, calls.contexts.data(), n);
-  for (std::size_t b = 0; b < n; ++b) {
+  issueEachBlock(calls, options_, [&](std::size_t b, auto done) {
     const core::PsBlock& block = layout_[b];
-    prepareClientContext(calls.contexts[b], options_.token, options_.callTimeout);
     proto::PsPushRequest& request = calls.requests[b];
-    request.set_protocol_version(kProtocolVersion);
-    request.set_job_id(options_.jobId);
-    request.set_block(static_cast<int>(b));
     request.set_based_on(basedOn.at(b));
     request.set_gradient(reinterpret_cast<const char*>(grads + block.begin),
                          static_cast<std::size_t>(block.size()) * sizeof(float));
     shards_[static_cast<std::size_t>(block.shard)]->stub->async()->Push(
-        &calls.contexts[b], &request, &calls.responses[b], [&calls, b](grpc::Status status) {
-          calls.statuses[b] = std::move(status);
-          calls.latch.done();
-        });
-  }
-  calls.latch.wait();
+        &calls.contexts[b], &request, &calls.responses[b], std::move(done));
+  });
   core::PushOutcome outcome;
   for (std::size_t b = 0; b < n; ++b) {
     if (!calls.statuses[b].ok()) fail(layout_[b].shard, "pushing to", calls.statuses[b]);
@@ -255,10 +296,13 @@ core::BoardState GrpcParameterClient::agree(const core::WorkerReport& r) {
 
 void GrpcParameterClient::leave(int worker) {
   // Every shard hears it (each keeps its own count of who is done); a shard that is gone
-  // needs no telling, so errors are not thrown here.
+  // needs no telling, so errors are not thrown here. An aborted job tells nobody: the run is
+  // ending, or the coordinator tells the shards itself, and a stopped shard would hold each
+  // call for its whole deadline.
   for (std::size_t s = 0; s < shards_.size(); ++s) {
     grpc::ClientContext context;
     prepareClientContext(context, options_.token, std::chrono::milliseconds(3000));
+    const auto cancelling = cancelOnAbort(options_.abort, &context, 1);
     proto::PsLeaveRequest request;
     request.set_protocol_version(kProtocolVersion);
     request.set_job_id(options_.jobId);

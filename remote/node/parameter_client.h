@@ -46,6 +46,8 @@ class GrpcParameterClient final : public core::ParameterClient {
                          const core::WorkerReport& report) override;
   core::BoardState agree(const core::WorkerReport& report) override;
   void leave(int worker) override;
+  // Every block's Snapshot, issued together like a pull (not counted as training traffic).
+  core::ServerSnapshot snapshot() override;
   int64_t bytesSent() const override { return bytesSent_.load(); }
   int64_t bytesReceived() const override { return bytesReceived_.load(); }
 

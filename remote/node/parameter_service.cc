@@ -270,4 +270,30 @@ grpc::ServerUnaryReactor* ParameterService::Leave(grpc::CallbackServerContext* c
   return finishNow(context, status);
 }
 
+grpc::ServerUnaryReactor* ParameterService::Snapshot(grpc::CallbackServerContext* context,
+                                                     const proto::PsSnapshotRequest* request,
+                                                     proto::PsSnapshotResponse* response) {
+  std::shared_ptr<core::ParameterHost> host;
+  core::ParameterBlock* block = nullptr;
+  grpc::Status status = hostFor(*context, request->protocol_version(), request->job_id(), host);
+  if (status.ok()) status = blockOf(*host, request->block(), block);
+  if (status.ok()) {
+    try {
+      const core::ParameterBlock::Snapshot s = block->snapshot();
+      auto bytesOf = [](const std::vector<float>& v) {
+        return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+      };
+      response->set_version(s.version);
+      response->set_values(bytesOf(s.params));
+      for (const std::vector<float>& part : s.optimizerState)
+        response->add_optimizer_state(bytesOf(part));
+      if (request->block() == 0 && host->board() != nullptr)
+        for (int64_t clock : host->board()->clocks()) response->add_clocks(clock);
+    } catch (const std::exception& e) {
+      status = asStatus(e);
+    }
+  }
+  return finishNow(context, status);
+}
+
 }  // namespace dtlab::remote

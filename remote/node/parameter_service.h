@@ -54,6 +54,9 @@ class ParameterService final : public proto::ParameterServer::CallbackService {
   grpc::ServerUnaryReactor* Leave(grpc::CallbackServerContext* context,
                                   const proto::PsLeaveRequest* request,
                                   proto::PsLeaveResponse* response) override;
+  grpc::ServerUnaryReactor* Snapshot(grpc::CallbackServerContext* context,
+                                     const proto::PsSnapshotRequest* request,
+                                     proto::PsSnapshotResponse* response) override;
 
  private:
   // The job's host after the common checks, or the status that refuses the call.

@@ -7,10 +7,12 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "core/comm/gloo_communicator.h"
+#include "core/train/checkpoint.h"
 #include "core/train/parameter_server.h"
 #include "core/train/strategy.h"
 
@@ -48,6 +50,24 @@ inline ExperimentSpec smallBlobsSpec(int64_t steps, int64_t evalInterval) {
   return spec;
 }
 
+// Keeps the checkpoints rank 0 hands over, and the events.
+class Keeper final : public MetricSink {
+ public:
+  void onCheckpoint(const Checkpoint& c) override {
+    std::lock_guard lock(mutex_);
+    checkpoints.push_back(c);
+  }
+  void onEvent(const RunEvent& e) override {
+    std::lock_guard lock(mutex_);
+    events.push_back(e);
+  }
+  std::vector<Checkpoint> checkpoints;
+  std::vector<RunEvent> events;
+
+ private:
+  std::mutex mutex_;
+};
+
 // Nodes at the given speeds, one per rank.
 inline std::vector<NodeConfig> nodesAt(const std::vector<double>& speeds) {
   std::vector<NodeConfig> nodes(speeds.size());
@@ -62,6 +82,8 @@ inline std::vector<WorkerResult> runRankThreads(const ExperimentSpec& spec,
   gloo::rendezvous::HashStore store;
   std::unique_ptr<ParameterHost> host;
   if (how.parameterServer) host = makeParameterHost(spec, 0, world, -1, spec.training.maxSteps);
+  // As a shard's daemon does when it accepts a resumed job.
+  if (host && how.resumeFrom) host->restore(*how.resumeFrom);
   std::vector<WorkerResult> results(how.nodes.size());
   std::vector<std::thread> threads;
   for (int rank = 0; rank < world; ++rank)

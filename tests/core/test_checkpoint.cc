@@ -17,30 +17,13 @@
 #include "tests/core/rank_threads.h"
 
 using namespace dtlab::core;
+using dtlab::core::test::Keeper;
 using dtlab::core::test::nodesAt;
 using dtlab::core::test::RankThreads;
 using dtlab::core::test::runRankThreads;
 using dtlab::core::test::smallBlobsSpec;
 
 namespace {
-
-// Keeps what rank 0 hands over, and the events.
-class Keeper final : public MetricSink {
- public:
-  void onCheckpoint(const Checkpoint& c) override {
-    std::lock_guard lock(mutex_);
-    checkpoints.push_back(c);
-  }
-  void onEvent(const RunEvent& e) override {
-    std::lock_guard lock(mutex_);
-    events.push_back(e);
-  }
-  std::vector<Checkpoint> checkpoints;
-  std::vector<RunEvent> events;
-
- private:
-  std::mutex mutex_;
-};
 
 Checkpoint sample() {
   Checkpoint c;
@@ -51,6 +34,7 @@ Checkpoint sample() {
   c.params = {1.0f, -2.5f, 3.25f};
   c.optimizerState = {{0.5f, 0.25f, 0.125f}, {1e-3f, 2e-3f, 3e-3f}};
   c.strategyState = {{"shares", {30, 34}}};
+  c.rankSteps = {40, 44};
   return c;
 }
 

@@ -79,6 +79,7 @@ class RecordingClient final : public ParameterClient {
   }
   BoardState agree(const WorkerReport& report) override { return inner_.agree(report); }
   void leave(int worker) override { inner_.leave(worker); }
+  ServerSnapshot snapshot() override { return inner_.snapshot(); }
   int64_t bytesSent() const override { return 0; }
   int64_t bytesReceived() const override { return 0; }
 

@@ -43,6 +43,21 @@ int64_t newestCheckpoint(const QString& path) {
   }
 }
 
+// Runs the spec into `project` and SIGKILLs the coordinator once the checkpoint of `step` (or
+// a later one) is stored. Returns what went wrong, or nothing.
+QString runKilledAfterCheckpoint(const QString& specPath, const QString& project, int64_t step) {
+  QProcess run;
+  run.start(kCli, {"run", specPath, "--quiet", "--project", project});
+  if (!run.waitForStarted()) return "dtlab-cli did not start";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (newestCheckpoint(project) < step && run.state() == QProcess::Running &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (run.state() != QProcess::Running) return "the run ended before it could be killed";
+  run.kill();
+  return run.waitForFinished(10000) ? QString() : "the killed run did not end";
+}
+
 }  // namespace
 
 class TestResume : public QObject {
@@ -70,16 +85,8 @@ class TestResume : public QObject {
     qInfo("seed %u: the coordinator is killed once the checkpoint of step %lld is stored", seed,
           static_cast<long long>(killAfter));
     const QString cut = dir.filePath("cut.dtlab");
-    QProcess run;
-    run.start(kCli, {"run", specPath, "--quiet", "--project", cut});
-    QVERIFY(run.waitForStarted());
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (newestCheckpoint(cut) < killAfter && run.state() == QProcess::Running &&
-           std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    QVERIFY2(run.state() == QProcess::Running, "the run ended before it could be killed");
-    run.kill();
-    QVERIFY(run.waitForFinished(10000));
+    const QString killed = runKilledAfterCheckpoint(specPath, cut, killAfter);
+    QVERIFY2(killed.isEmpty(), qPrintable(killed));
 
     const e2e::Outcome resumed = cli({"resume", cut, "1", "--quiet"}, 120000);
     QVERIFY2(resumed.exitCode == 0, qPrintable(resumed.err));
@@ -102,6 +109,47 @@ class TestResume : public QObject {
         QCOMPARE(points[i].step, static_cast<int64_t>(i) + 1);
     }
     QVERIFY(store->checkpoints(1).size() <= 3);
+  }
+
+  // An asynchronous run continues from its server's checkpoint, each worker from its own
+  // step: every worker's series goes on without a gap or a repeated step, and the run ends on
+  // its budget of global batches.
+  void killedAsyncRunResumesFromItsServersCheckpoint() {
+    QTemporaryDir dir;
+    core::ExperimentSpec spec = core::test::smallBlobsSpec(400, 100);
+    spec.name = "resume-async";
+    spec.model.hidden = {128, 128};
+    spec.training.checkpointEvery = 20;
+    spec.cluster.localNodes = 3;
+    spec.variants = {
+        core::parseExperimentSpec({{"cluster", {{"local_nodes", 3}}},
+                                   {"variants", {{{"strategy", "async_ps"}, {"ps_shards", 2}}}}})
+            .variants[0]};
+    const QString specPath = e2e::writeSpec(dir, spec);
+    const QString cut = dir.filePath("cut.dtlab");
+    const QString killed = runKilledAfterCheckpoint(specPath, cut, 60);
+    QVERIFY2(killed.isEmpty(), qPrintable(killed));
+
+    const e2e::Outcome resumed = cli({"resume", cut, "1", "--quiet"}, 120000);
+    QVERIFY2(resumed.exitCode == 0, qPrintable(resumed.err));
+    const nlohmann::json resumedRun = lastRun(resumed);
+    QCOMPARE(resumedRun.at("status"), nlohmann::json("completed"));
+    QVERIFY2(resumed.err.contains("from the checkpoint of step"), qPrintable(resumed.err));
+    QCOMPARE(resumedRun.at("stop_reason"), nlohmann::json("max_steps"));
+    QCOMPARE(resumedRun.at("steps"), nlohmann::json(400));
+
+    auto store = core::ProjectStore::open(cut.toStdString(), true);
+    QCOMPARE(store->requireRun(1).status, core::RunStatus::kCompleted);
+    int losses = 0;
+    for (const core::SeriesInfo& s : store->series(1)) {
+      if (s.key != "loss") continue;
+      ++losses;
+      const std::vector<core::SeriesPoint> points = store->readSeries(s.id);
+      QVERIFY(points.size() > 60);
+      for (std::size_t i = 0; i < points.size(); ++i)
+        QCOMPARE(points[i].step, static_cast<int64_t>(i) + 1);
+    }
+    QCOMPARE(losses, 3);
   }
 
   void runsThatCannotResumeSayWhy() {

@@ -12,7 +12,9 @@
 //   read_only                              the project's files made immutable (chattr +i)
 //
 // on a variant drawn too: sync_allreduce with on_node_loss "fail" or "restart", async_ps
-// (one shard, on node0) with "continue", or local_sgd with "continue" (its group re-formed). After
+// (one shard, on node0) with "continue" (a lost shard fails the run, naming it), ssp the same
+// with checkpoints (a lost shard comes back from the newest), or local_sgd with "continue"
+// (its group re-formed). After
 // each fault the run must end as its policy promises: the cause named within 5 s and the run ended,
 // or the run recovered (a "recovery" event) and completed; every daemon idle again and gone when
 // asked; the project passing integrity_check with every point committed before the fault. Faults
@@ -77,8 +79,8 @@ const char* nameOf(Kind k) {
   return "?";
 }
 
-enum class Policy { kSyncFail, kSyncRestart, kAsyncContinue, kLocalContinue };
-constexpr int kPolicies = 4;
+enum class Policy { kSyncFail, kSyncRestart, kAsyncContinue, kLocalContinue, kSspCheckpointed };
+constexpr int kPolicies = 5;
 const char* nameOf(Policy p) {
   switch (p) {
     case Policy::kSyncFail:
@@ -89,6 +91,8 @@ const char* nameOf(Policy p) {
       return "async_ps/continue";
     case Policy::kLocalContinue:
       return "local_sgd/continue";
+    case Policy::kSspCheckpointed:
+      return "ssp/continue+checkpoints";
   }
   return "?";
 }
@@ -117,14 +121,23 @@ struct Result {
 };
 
 int nodesFor(Policy p) {
-  return p == Policy::kAsyncContinue || p == Policy::kLocalContinue ? 4 : 3;
+  return p == Policy::kAsyncContinue || p == Policy::kLocalContinue || p == Policy::kSspCheckpointed
+             ? 4
+             : 3;
 }
 
-// A run of a few seconds (its time limit), checkpoints for the restarting variant.
+bool parameterServer(Policy p) {
+  return p == Policy::kAsyncContinue || p == Policy::kSspCheckpointed;
+}
+
+// A run of a few seconds (its time limit), checkpoints for the restarting variant and for the
+// server of ssp's (a lost shard comes back from them).
 json specFor(Policy p, uint64_t seed) {
   json variant =
       p == Policy::kAsyncContinue
           ? json{{"strategy", "async_ps"}, {"ps_shards", 1}, {"on_node_loss", "continue"}}
+      : p == Policy::kSspCheckpointed
+          ? json{{"strategy", "ssp"}, {"ps_shards", 1}, {"on_node_loss", "continue"}}
       : p == Policy::kLocalContinue
           ? json{{"strategy", "local_sgd"}, {"period", 4}, {"on_node_loss", "continue"}}
           : json{{"strategy", "sync_allreduce"},
@@ -134,7 +147,7 @@ json specFor(Policy p, uint64_t seed) {
                    {"max_steps", 0},
                    {"max_seconds", 6},
                    {"eval_interval", 50}};
-  if (p == Policy::kSyncRestart) training["checkpoint_every"] = 10;
+  if (p == Policy::kSyncRestart || p == Policy::kSspCheckpointed) training["checkpoint_every"] = 10;
   return {{"name", "faults"},
           {"seed", seed},
           {"dataset",
@@ -178,17 +191,24 @@ void fillDisk(const std::string& dir) {
   while (out.write(block.data(), static_cast<std::streamsize>(block.size()))) out.flush();
 }
 
+// `checkpointBefore`: the project held a checkpoint of the run when the fault struck.
 void expectNodeFault(const Plan& plan, Cli& cli, const std::string& victim,
-                     Clock::time_point faultAt, Result& r) {
+                     Clock::time_point faultAt, bool checkpointBefore, Result& r) {
+  // Shard 0 lives on node0: its blocks come back from a checkpoint of the server, if any.
+  const bool shardLost = parameterServer(plan.policy) && plan.victim == 0;
   const bool survives = plan.policy == Policy::kSyncRestart ||
                         plan.policy == Policy::kLocalContinue ||
-                        (plan.policy == Policy::kAsyncContinue && plan.victim != 0);
+                        (parameterServer(plan.policy) && !shardLost) ||
+                        (plan.policy == Policy::kSspCheckpointed && checkpointBefore);
+  // ssp's shard lost before a checkpoint was stored: one may still be released when the lost
+  // rank's stream ends (its points up to it delivered), so either ending keeps the promise.
+  const bool either = plan.policy == Policy::kSspCheckpointed && shardLost && !checkpointBefore;
   if (!cli.waitExit(std::chrono::seconds(40))) return r.fail("dtlab-cli still running 40 s on");
   const json summary = cli.summary();
   if (!summary.is_object()) return r.fail("no run summary");
   r.namedS = cli.lineAfter("node_lost", faultAt);
   const std::string status = summary.value("status", "");
-  if (survives) {
+  if (survives || (either && status == "completed")) {
     const int64_t recoveries = summary.value("recoveries", int64_t{0});
     if (status != "completed" || cli.exitCode() != 0 || recoveries < 1)
       return r.fail("expected a recovery and a completed run, got " + status + " (exit " +
@@ -203,8 +223,10 @@ void expectNodeFault(const Plan& plan, Cli& cli, const std::string& victim,
     return r.fail("expected the run to fail, got " + status);
   if (error.find(victim) == std::string::npos)
     return r.fail("the error does not name the lost node " + victim + ": " + error);
-  if (plan.policy == Policy::kAsyncContinue && error.find("shard 0") == std::string::npos)
+  if (shardLost && error.find("shard 0") == std::string::npos)
     return r.fail("the error does not name the lost shard: " + error);
+  if (either && error.find("no checkpoint yet") == std::string::npos)
+    return r.fail("the error does not say the shard had no checkpoint: " + error);
   if (!r.namedS || *r.namedS > 5.0)
     return r.fail("the lost node was not named within 5 s of the fault");
   r.detail = "failed naming " + victim;
@@ -266,6 +288,7 @@ Result runFault(const Plan& plan, uint64_t seed) {
   const std::optional<Points> before = readPoints(project);
   if (!before) return r.fail("the project could not be read before the fault"), r;
   r.pointsBefore = pointCount(*before);
+  const bool checkpointBefore = hasCheckpoint(project);
 
   const Clock::time_point faultAt = Clock::now();
   Daemon& victim = *daemons[static_cast<std::size_t>(plan.victim)];
@@ -273,11 +296,11 @@ Result runFault(const Plan& plan, uint64_t seed) {
   switch (plan.kind) {
     case Kind::kKillNode:
       victim.signal(SIGKILL);
-      expectNodeFault(plan, cli, victimAddress, faultAt, r);
+      expectNodeFault(plan, cli, victimAddress, faultAt, checkpointBefore, r);
       break;
     case Kind::kStopNode:
       victim.signal(SIGSTOP);
-      expectNodeFault(plan, cli, victimAddress, faultAt, r);
+      expectNodeFault(plan, cli, victimAddress, faultAt, checkpointBefore, r);
       victim.signal(SIGCONT);  // woken, it must find its job dropped
       break;
     case Kind::kRestartNode: {
@@ -288,7 +311,7 @@ Result runFault(const Plan& plan, uint64_t seed) {
           std::make_unique<Daemon>(0.05, QString("127.0.0.1:%1").arg(port));
       if (!daemons[static_cast<std::size_t>(plan.victim)]->ready())
         r.fail("no daemon could start again on port " + std::to_string(port));
-      expectNodeFault(plan, cli, victimAddress, faultAt, r);
+      expectNodeFault(plan, cli, victimAddress, faultAt, checkpointBefore, r);
       break;
     }
     case Kind::kNetCut:
@@ -296,7 +319,7 @@ Result runFault(const Plan& plan, uint64_t seed) {
         r.fail("cutting the link: " + e.toStdString());
         break;
       }
-      expectNodeFault(plan, cli, victimAddress, faultAt, r);
+      expectNodeFault(plan, cli, victimAddress, faultAt, checkpointBefore, r);
       network->cut(plan.victim + 1, false);  // joined again, it must find its job dropped
       break;
     case Kind::kKillCoordinator:
@@ -377,7 +400,8 @@ int main(int argc, char** argv) {
   QCoreApplication app(argc, argv);
   uint64_t seed = std::random_device{}();
   int count = 40;
-  std::string only;  // --only KIND: every fault of that kind
+  std::string only;        // --only KIND: every fault of that kind
+  std::string policyOnly;  // --policy P: every fault on that variant
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--seed")
@@ -386,15 +410,26 @@ int main(int argc, char** argv) {
       count = std::stoi(argv[i + 1]);
     else if (flag == "--only")
       only = argv[i + 1];
+    else if (flag == "--policy")
+      policyOnly = argv[i + 1];
     else
-      return std::fprintf(stderr, "usage: dtlab_faults [--seed S] [--count N] [--only KIND]\n"), 2;
+      return std::fprintf(stderr,
+                          "usage: dtlab_faults [--seed S] [--count N] [--only KIND] "
+                          "[--policy P]\n"),
+             2;
   }
+  std::optional<Policy> onlyPolicy;
+  for (int p = 0; p < kPolicies; ++p)
+    if (policyOnly == nameOf(static_cast<Policy>(p))) onlyPolicy = static_cast<Policy>(p);
+  if (!policyOnly.empty() && !onlyPolicy)
+    return std::fprintf(stderr, "dtlab_faults: --policy %s: not a policy\n", policyOnly.c_str()), 2;
   if (!only.empty() &&
       std::none_of(std::begin(kKinds), std::end(kKinds), [&](Kind k) { return only == nameOf(k); }))
     return std::fprintf(stderr, "dtlab_faults: --only %s: not a kind of fault\n", only.c_str()), 2;
   std::printf("fault-injection suite: seed %" PRIu64 ", %d faults (rerun: --seed %" PRIu64
-              " --count %d%s%s)\n",
-              seed, count, seed, count, only.empty() ? "" : " --only ", only.c_str());
+              " --count %d%s%s%s%s)\n",
+              seed, count, seed, count, only.empty() ? "" : " --only ", only.c_str(),
+              policyOnly.empty() ? "" : " --policy ", policyOnly.c_str());
   std::fflush(stdout);
   std::mt19937_64 rng(seed);
   // Every kind in turn (in an order drawn from the seed), so that a short run covers them all.
@@ -410,6 +445,7 @@ int main(int argc, char** argv) {
     plan.index = i;
     plan.kind = order[static_cast<std::size_t>(i) % order.size()];
     plan.policy = static_cast<Policy>(rng() % kPolicies);
+    if (onlyPolicy) plan.policy = *onlyPolicy;
     plan.victim = static_cast<int>(rng() % static_cast<uint64_t>(nodesFor(plan.policy)));
     plan.delayMs = static_cast<int>(rng() % 1500);
     const auto start = Clock::now();

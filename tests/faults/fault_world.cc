@@ -130,6 +130,16 @@ std::optional<Points> readPoints(const std::string& project) {
   }
 }
 
+bool hasCheckpoint(const std::string& project) {
+  try {
+    auto store = core::ProjectStore::open(project, /*readOnly=*/true);
+    for (const core::RunRecord& run : store->runs())
+      if (!store->checkpoints(run.id).empty()) return true;
+  } catch (const std::exception&) {
+  }
+  return false;
+}
+
 int64_t pointCount(const Points& points) {
   int64_t n = 0;
   for (const auto& [key, series] : points) n += static_cast<int64_t>(series.size());

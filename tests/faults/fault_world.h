@@ -80,6 +80,8 @@ class Cli {
 using Points = std::map<std::string, std::vector<core::SeriesPoint>>;
 // Read-only, beside the writer; nullopt while the project cannot be read yet.
 std::optional<Points> readPoints(const std::string& project);
+// Whether the project holds a checkpoint of any run (false when it cannot be read).
+bool hasCheckpoint(const std::string& project);
 int64_t pointCount(const Points& points);
 // The points of `before` missing from `after` (none: nothing committed was lost), as text.
 std::string missingPoints(const Points& before, const Points& after);

@@ -59,6 +59,7 @@ const std::vector<Method>& methods() {
       {"/dtlab.remote.proto.ParameterServer/WaitClock", &make<proto::PsWaitRequest>},
       {"/dtlab.remote.proto.ParameterServer/Leave", &make<proto::PsLeaveRequest>},
       {"/dtlab.remote.proto.NodeService/RegroupJob", &make<proto::RegroupJobRequest>},
+      {"/dtlab.remote.proto.ParameterServer/Snapshot", &make<proto::PsSnapshotRequest>},
   };
   return all;
 }
@@ -198,6 +199,10 @@ void writeSeeds(const std::filesystem::path& dir) {
   regroup.add_members(0);
   regroup.set_rendezvous_address("127.0.0.1:1");
   seeds.push_back(seed(14, 1, regroup));
+  proto::PsSnapshotRequest snapshot;
+  snapshot.set_protocol_version(version);
+  snapshot.set_job_id("fuzz-seed");
+  seeds.push_back(seed(15, 1, snapshot));
   for (std::size_t i = 0; i < seeds.size(); ++i) {
     char name[32];
     std::snprintf(name, sizeof name, "seed-%02zu.bin", i);

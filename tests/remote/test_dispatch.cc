@@ -81,7 +81,8 @@ Watched watch(const remote::NodeLinks& links, const remote::Placement& placement
       placement, jobId, cancel,
       {&sink, mutex, w.events,
        [&](int64_t, std::string kind, std::string) { w.added.push_back(std::move(kind)); },
-       core::NodeLossPolicy::kFail, remote::ContinueBy::kLeavingShards, nullptr, nullptr},
+       core::NodeLossPolicy::kFail, remote::ContinueBy::kLeavingShards, false, false, nullptr,
+       nullptr},
       w.ranks);
   side.join();
   return w;

@@ -17,6 +17,7 @@
 
 #include "core/spec/experiment_spec.h"
 #include "core/train/local_trainer.h"
+#include "core/train/strategy_registry.h"
 #include "ui/models/variants_model.h"
 
 namespace dtlab::ui {
@@ -157,8 +158,11 @@ void ExperimentPage::setUpFields() {
   maxSeconds_->setSpecialValueText(tr("no limit"));
   checkpointEvery_->setSpecialValueText(tr("none"));
   checkpointEvery_->setToolTip(
-      tr("Keep a checkpoint of the run in the project every this many steps (synchronous "
-         "all-reduce): for Run > Resume Run, and for a variant that restarts on a lost node"));
+      tr("Keep a checkpoint of the run in the project every this many steps (%1): for Run > "
+         "Resume Run, for a variant that restarts on a lost node, and to restore a lost "
+         "parameter-server shard")
+          .arg(QString::fromStdString(core::strategyList(
+              [](const core::StrategyDescriptor& d) { return d.traits.keepsCheckpoints; }))));
   generalError_->setWordWrap(true);
   generalError_->setStyleSheet("color: #b02020;");
   summary_->setWordWrap(true);

@@ -1,0 +1,32 @@
+#pragma once
+// Checkpoints of the parameter server (async_ps and ssp): the server's blocks are the run's
+// state, so a checkpoint is taken from them (rank 0 asks every shard for a snapshot of its
+// blocks, ParameterClient::snapshot) and a run continues from one by seeding the blocks of
+// whichever hosts serve it now (ParameterHost::restore, on each shard's daemon as it accepts
+// the job): a resume, or a restart on the surviving nodes after a shard's node was lost.
+#include <cstdint>
+#include <vector>
+
+#include "core/train/checkpoint.h"
+#include "core/train/parameter_server.h"
+
+namespace dtlab::core {
+
+// The checkpoint of a server whose blocks (`layout`) and board gave `snapshot`, on a run
+// planning `updatesPlanned` optimizer steps (the learning-rate schedule's length):
+//   params, optimizerState  every block's, in buffer order: the flat form of a replica's,
+//                           so the checkpoint does not depend on how the blocks were cut;
+//   rankSteps               each worker's clock (pushes done);
+//   step                    the run's progress in global batches (every clock added up,
+//                           over the workers);
+//   strategyState           {"blocks": [[begin, end, version], ...], "updates_planned": U}.
+// The caller fills in strategy, optimizer and time.
+Checkpoint serverCheckpoint(const ServerSnapshot& snapshot, const std::vector<PsBlock>& layout,
+                            int64_t updatesPlanned);
+
+// The version a block starting at `begin` continues from on a server planning
+// `updatesPlanned` steps: the version of the checkpoint's block holding `begin`, scaled to the
+// new plan when the number of workers changed (so the schedule keeps its place in the run).
+int64_t restoredVersion(const Checkpoint& checkpoint, int64_t begin, int64_t updatesPlanned);
+
+}  // namespace dtlab::core
