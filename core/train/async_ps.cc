@@ -221,9 +221,7 @@ int64_t AsyncPs::restore(const Checkpoint& c) {
   if (ownHost_) ownHost_->restore(c);
   // The same workers go on from their own clocks; another group (a restart after a lost
   // node) from the run's progress, each worker at it.
-  clock_ = static_cast<int>(c.rankSteps.size()) == job.world
-               ? c.rankSteps[static_cast<std::size_t>(job.rank)]
-               : c.step;
+  clock_ = restoredClocks(c, job.world)[static_cast<std::size_t>(job.rank)];
   worker.model().setParams(c.params);  // the next pull replaces them; evaluation reads them
   worker.skipBatches(clock_);          // one local batch a push
   measureDivergence_ = false;

@@ -58,6 +58,8 @@ class AsyncPs final : public Strategy {
     phase_ = phase;
     measureDivergence_ = false;
   }
+  // Pushes this worker completed.
+  int64_t clock() const { return clock_; }
   // Reads the board afresh (without voting anything).
   const BoardState& refreshBoard();
 

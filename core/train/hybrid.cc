@@ -6,6 +6,7 @@
 
 #include "core/comm/communicator.h"
 #include "core/common/log.h"
+#include "core/train/checkpoint.h"
 #include "core/train/parameter_server.h"
 
 namespace dtlab::core {
@@ -31,6 +32,7 @@ StrategyDescriptor hybridDescriptor() {
   d.name = kName;
   d.summary = "Synchronous all-reduce and the parameter server in one run, switching between them";
   d.traits.usesParameterServer = true;
+  d.traits.keepsCheckpoints = true;
   const SettingSchema policy{
       .key = "policy",
       .type = SettingType::kChoice,
@@ -246,6 +248,52 @@ void Hybrid::beforeEvaluate() {
 
 void Hybrid::finish() {
   if (async_) async_->finish();
+}
+
+Checkpoint Hybrid::checkpoint(int64_t step) const {
+  Checkpoint c = inAsync_ ? async_->checkpoint(step) : sync_->checkpoint(step);
+  // The workers' clocks: the server's snapshot has them; a synchronous phase asks the board.
+  std::vector<int64_t> clocks = inAsync_ ? c.strategyState.at("clocks").get<std::vector<int64_t>>()
+                                         : async_->client().snapshot().clocks;
+  c.strategyState["clocks"] = clocks;
+  c.strategyState["hybrid"] = {
+      {"sync_steps", syncSteps_}, {"phase", phase_}, {"asynchronous", inAsync_}};
+  // Every rank took the synchronous steps and its own pushes.
+  int64_t pushes = 0;
+  c.rankSteps.clear();
+  for (int64_t clock : clocks) {
+    c.rankSteps.push_back(syncSteps_ + clock);
+    pushes += clock;
+  }
+  c.step = syncSteps_ + pushes / static_cast<int64_t>(clocks.size());
+  return c;
+}
+
+int64_t Hybrid::restore(const Checkpoint& c) {
+  const nlohmann::json& state = c.strategyState;
+  if (!state.is_object() || !state.contains("hybrid") || !state["hybrid"].is_object())
+    throw Error("the checkpoint holds no hybrid state");
+  const nlohmann::json& h = state["hybrid"];
+  syncSteps_ = h.value("sync_steps", int64_t{0});
+  phase_ = h.value("phase", int64_t{-1});
+  inAsync_ = h.value("asynchronous", false);
+  // This worker's clock and the board (and a single process's own server, its blocks when
+  // the checkpoint has them); the shards' daemons seed theirs from the same checkpoint.
+  const int64_t pushes = async_->restore(c);
+  // The synchronous side: the checkpoint's weights and optimizer state (an asynchronous
+  // phase's are the server's) and the global batches it has drawn.
+  Checkpoint synchronous = c;
+  synchronous.step = syncSteps_;
+  sync_->restore(synchronous);
+  pushesSeen_ = async_->board().totalPushes;
+  if (inAsync_) async_->setPhase(phase_);
+  policy_.reset();
+  smoothedMs_.clear();
+  context_.event(syncSteps_ + pushes, kPhaseEvent,
+                 inAsync_ ? std::string(kResumedAsync) + " (phase " + std::to_string(phase_) +
+                                ", resumed from the checkpoint)"
+                          : std::string("synchronous (resumed from the checkpoint)"));
+  return syncSteps_ + pushes;
 }
 
 }  // namespace dtlab::core

@@ -15,6 +15,10 @@ namespace dtlab::core {
 // (the coordinator follows the phase: a lost worker is left behind only while asynchronous).
 inline constexpr const char* kSwitchEvent = "strategy_switch";
 inline constexpr const char* kSwitchToAsync = "sync -> async";
+// The event of a run resumed from a checkpoint (a resume, or a restart after a lost node):
+// the phase it goes on in, its detail beginning kResumedAsync when asynchronous.
+inline constexpr const char* kPhaseEvent = "hybrid_phase";
+inline constexpr const char* kResumedAsync = "asynchronous";
 
 // hybrid (DESIGN.md's strategy table): synchronous all-reduce and the asynchronous parameter
 // server in one run, switching between them.
@@ -64,6 +68,11 @@ class Hybrid final : public Strategy {
   int64_t globalStep(int64_t step) const override;
   void beforeEvaluate() override;
   void finish() override;
+  // A checkpoint of the phase the run is in: the synchronous replica, or the server's blocks
+  // (ps_checkpoint.h), with the workers' clocks and the hybrid's own progress; a restored run
+  // goes on in that phase (the adaptive policy's measurements start afresh).
+  Checkpoint checkpoint(int64_t step) const override;
+  int64_t restore(const Checkpoint& checkpoint) override;
 
  private:
   // Whether the board asks this rank's asynchronous phase to end.

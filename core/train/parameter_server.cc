@@ -274,8 +274,9 @@ void WorkerBoard::raiseClocks(const std::vector<int64_t>& clocks) {
   std::vector<std::function<void()>> ready;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (std::size_t w = 0; w < clocks_.size() && !clocks.empty(); ++w)
-      clocks_[w] = std::max(clocks_[w], clocks.size() == 1 ? clocks[0] : clocks.at(w));
+    DTLAB_ENFORCE(clocks.size() == clocks_.size(), "clocks for ", clocks.size(),
+                  " workers on a board of ", clocks_.size());
+    for (std::size_t w = 0; w < clocks_.size(); ++w) clocks_[w] = std::max(clocks_[w], clocks[w]);
     ready = takeReadyLocked();
   }
   for (auto& callback : ready) callback();

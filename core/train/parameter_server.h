@@ -184,7 +184,7 @@ class WorkerBoard {
   // A worker that left (finished or failed) no longer holds the others back.
   void leave(int worker);
   // Each worker's clock, and (a run continued from a checkpoint) every worker's clock raised
-  // to at least clocks[w] (one value: for every worker).
+  // to at least clocks[w].
   std::vector<int64_t> clocks() const;
   void raiseClocks(const std::vector<int64_t>& clocks);
   // Runs `ready` once the slowest worker still training has reached `clock` (at once when it

@@ -38,7 +38,9 @@ Checkpoint serverCheckpoint(const ServerSnapshot& snapshot, const std::vector<Ps
   int64_t pushes = 0;
   for (int64_t clock : snapshot.clocks) pushes += clock;
   c.step = pushes / static_cast<int64_t>(snapshot.clocks.size());
-  c.strategyState = {{"blocks", std::move(blocks)}, {"updates_planned", updatesPlanned}};
+  c.strategyState = {{"blocks", std::move(blocks)},
+                     {"updates_planned", updatesPlanned},
+                     {"clocks", snapshot.clocks}};
   return c;
 }
 
@@ -64,11 +66,35 @@ int64_t restoredVersion(const Checkpoint& c, int64_t begin, int64_t updatesPlann
                       static_cast<double>(planned));
 }
 
+std::vector<int64_t> restoredClocks(const Checkpoint& c, int workers) {
+  const nlohmann::json& state = c.strategyState;
+  if (!state.is_object() || !state.contains("clocks") || !state["clocks"].is_array() ||
+      state["clocks"].empty())
+    throw Error(
+        "the checkpoint holds no parameter-server state (it is not of a run with a "
+        "parameter server)");
+  std::vector<int64_t> clocks;
+  for (const nlohmann::json& clock : state["clocks"]) {
+    if (!clock.is_number_integer() || clock.get<int64_t>() < 0)
+      throw Error("the checkpoint's worker clocks are damaged: " + state["clocks"].dump());
+    clocks.push_back(clock.get<int64_t>());
+  }
+  if (static_cast<int>(clocks.size()) == workers) return clocks;
+  int64_t pushes = 0;
+  for (int64_t clock : clocks) pushes += clock;
+  return std::vector<int64_t>(static_cast<std::size_t>(workers),
+                              pushes / static_cast<int64_t>(clocks.size()));
+}
+
 // ParameterHost's and LocalParameterClient's part in checkpoints (parameter_server.h).
 
 void ParameterHost::restore(const Checkpoint& c) {
+  const std::vector<int64_t> clocks = restoredClocks(c, workers_);
+  // Without blocks (a hybrid's synchronous phase holds its weights in its replicas) the blocks
+  // keep their initial values until the next phase seeds them.
+  const bool withBlocks = c.strategyState.contains("blocks");
   for (const std::unique_ptr<ParameterBlock>& block : blocks_) {
-    if (!block) continue;
+    if (!block || !withBlocks) continue;
     checkCheckpointFits(c, block->optimizerName(), paramCount_);
     const PsBlock& range = block->block();
     ParameterBlock::Snapshot s;
@@ -82,11 +108,7 @@ void ParameterHost::restore(const Checkpoint& c) {
     s.version = restoredVersion(c, range.begin, updatesPlanned_);
     block->restore(s);
   }
-  // The same workers go on from their own clocks; another group from the run's progress.
-  if (board_)
-    board_->raiseClocks(static_cast<int>(c.rankSteps.size()) == workers_
-                            ? c.rankSteps
-                            : std::vector<int64_t>{c.step});
+  if (board_) board_->raiseClocks(clocks);
 }
 
 ServerSnapshot LocalParameterClient::snapshot() {

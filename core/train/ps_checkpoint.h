@@ -16,11 +16,14 @@ namespace dtlab::core {
 // planning `updatesPlanned` optimizer steps (the learning-rate schedule's length):
 //   params, optimizerState  every block's, in buffer order: the flat form of a replica's,
 //                           so the checkpoint does not depend on how the blocks were cut;
-//   rankSteps               each worker's clock (pushes done);
+//   rankSteps               each worker's clock (pushes done: an async_ps or ssp rank's step);
 //   step                    the run's progress in global batches (every clock added up,
 //                           over the workers);
-//   strategyState           {"blocks": [[begin, end, version], ...], "updates_planned": U}.
-// The caller fills in strategy, optimizer and time.
+//   strategyState           {"blocks": [[begin, end, version], ...], "updates_planned": U,
+//                            "clocks": [each worker's]}.
+// The caller fills in strategy, optimizer and time. (A strategy that holds its replicas
+// elsewhere between phases may keep "clocks" alone: the board is then restored without the
+// blocks.)
 Checkpoint serverCheckpoint(const ServerSnapshot& snapshot, const std::vector<PsBlock>& layout,
                             int64_t updatesPlanned);
 
@@ -28,5 +31,10 @@ Checkpoint serverCheckpoint(const ServerSnapshot& snapshot, const std::vector<Ps
 // `updatesPlanned` steps: the version of the checkpoint's block holding `begin`, scaled to the
 // new plan when the number of workers changed (so the schedule keeps its place in the run).
 int64_t restoredVersion(const Checkpoint& checkpoint, int64_t begin, int64_t updatesPlanned);
+
+// The clocks `workers` workers continue from: the checkpoint's own for as many workers; for
+// another number, every worker at the mean (so the run's progress, pushes over workers, stays).
+// Throws Error when the checkpoint keeps no clocks.
+std::vector<int64_t> restoredClocks(const Checkpoint& checkpoint, int workers);
 
 }  // namespace dtlab::core

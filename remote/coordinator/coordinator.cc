@@ -90,11 +90,16 @@ std::string stepsText(int64_t n) {
   return std::to_string(n) + (n == 1 ? " step" : " steps");
 }
 
-// The nodes of `placement` without the one that ran rank `lost`, in rank order.
-std::vector<std::size_t> survivorsOf(const Placement& placement, std::size_t lost) {
+// The nodes of `placement` without the one that ran rank `lost` and those the run already
+// went on without (their ranks dropped under "continue"), in rank order.
+std::vector<std::size_t> survivorsOf(const Placement& placement, std::size_t lost,
+                                     const std::vector<RankEnd>& ends) {
+  std::vector<std::size_t> gone{placement.ranks[lost].node};
+  for (std::size_t i = 0; i < ends.size() && i < placement.ranks.size(); ++i)
+    if (ends[i].dropped) gone.push_back(placement.ranks[i].node);
   std::vector<std::size_t> nodes;
   for (const RankSlot& r : placement.ranks)
-    if (r.node != placement.ranks[lost].node &&
+    if (std::find(gone.begin(), gone.end(), r.node) == gone.end() &&
         std::find(nodes.begin(), nodes.end(), r.node) == nodes.end())
       nodes.push_back(r.node);
   return nodes;
@@ -168,12 +173,21 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
 
   std::vector<RankEnd> ends;
   WatchEnd watched;
+  std::string restartFailed;  // why a restart could not start (the run ends with the loss)
   for (;;) {
-    // b. Start everywhere (or nowhere).
+    // b. Start everywhere (or nowhere). A restart that cannot start ends the run as the lost
+    // node left it, its events kept, saying why.
     const std::string jobId = newJobId();
-    links.startJobs(placement, jobId, specJson, variant,
-                    {reinterpret_cast<const unsigned char*>(checkpoint.data()), checkpoint.size()},
-                    clockStartMs);
+    try {
+      links.startJobs(
+          placement, jobId, specJson, variant,
+          {reinterpret_cast<const unsigned char*>(checkpoint.data()), checkpoint.size()},
+          clockStartMs);
+    } catch (const std::exception& e) {
+      if (!restarting) throw;
+      restartFailed = e.what();
+      break;
+    }
     // c. Watch every rank to its end; a lost node or a failed rank ends the group.
     const core::StrategyTraits& traits = core::strategyOf(chosen).traits;
     watched =
@@ -188,18 +202,17 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
     }
     const bool cancelled = cancel != nullptr && cancel->load();
     if (!watched.lostRank || cancelled) break;
-    // "continue" with a lost parameter-server shard: its blocks come back from the newest
-    // checkpoint of the server, on the other nodes (the workers' progress since is lost).
+    // "continue" that could not go on in place (a lost parameter-server shard, the hybrid's
+    // group in use) restarts from the newest checkpoint on the other nodes, the progress since
+    // lost.
     const std::size_t lostNode = placement.ranks[*watched.lostRank].node;
     const bool shardLost = lostNode < placement.psAddresses.size();
-    const bool restoresShard =
-        onNodeLoss == core::NodeLossPolicy::kContinue && shardLost && !checkpoint.empty();
-    if (onNodeLoss != core::NodeLossPolicy::kRestart && !restoresShard) break;
-    const std::vector<std::size_t> survivors = survivorsOf(placement, *watched.lostRank);
+    if (onNodeLoss != core::NodeLossPolicy::kRestart && !watched.restartable) break;
+    const std::vector<std::size_t> survivors = survivorsOf(placement, *watched.lostRank, ends);
     if (survivors.empty()) break;
     const std::string lost =
         placement.rankNames[*watched.lostRank] +
-        (restoresShard ? " (parameter-server shard " + std::to_string(lostNode) + ")" : "");
+        (shardLost ? " (parameter-server shard " + std::to_string(lostNode) + ")" : "");
     // The group re-forms from the survivors at the newest checkpoint (the global batch kept,
     // divided among fewer ranks), as Horovod elastic does; the run's clock goes on.
     placement = placeRunOn(spec, variant, impl.summaries, labels, survivors);
@@ -211,8 +224,7 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
         lost + " lost; restarted on " + std::to_string(placement.world()) +
             (placement.world() == 1 ? " rank (" : " ranks (") + nodes + ") from " +
             (checkpoint.empty() ? std::string("the start (no checkpoint yet)")
-             : restoresShard ? "the server's checkpoint of step " + std::to_string(checkpointStep)
-                             : "the checkpoint of step " + std::to_string(checkpointStep)) +
+                                : "the checkpoint of step " + std::to_string(checkpointStep)) +
             ", " + stepsText(stepsLost) + " lost"};
     clockStartMs =
         clockBaseMs + std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -220,6 +232,11 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
 
   // d. Merge.
   mergeRankEnds(ends, watched, summary);
+  if (!restartFailed.empty()) {
+    summary.status = core::RunStatus::kFailed;
+    summary.stopReason = core::StopReason::kError;
+    summary.error = watched.lostNode + "; restarting on the other nodes failed: " + restartFailed;
+  }
   if (const core::SettingValue* partition = chosen.settings.find("partition"))
     summary.partition = core::settingText(*partition);
   summary.rebalances = std::count_if(summary.events.begin(), summary.events.end(),

@@ -327,6 +327,8 @@ void readStream(pb::NodeService::Stub& stub, const std::string& jobId, int slot,
       core::RunEvent event{e.step(), e.wall_ms(), e.kind(), e.detail()};
       if (event.kind == core::kSwitchEvent)
         state.asynchronous = event.detail.starts_with(core::kSwitchToAsync);
+      if (event.kind == core::kPhaseEvent)
+        state.asynchronous = event.detail.starts_with(core::kResumedAsync);
       if (event.kind == core::kRegroupEvent && state.regroupSince && out.recovered) {
         // The coordinator's "recovery" says it, with the lost node and the time it took.
         out.recovered(event.step,
@@ -474,6 +476,7 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
     });
   };
   std::string lostNode;
+  bool restartable = false;
   std::optional<std::size_t> lostRank;
   Clock::time_point lostLastHeard{};
   bool failing = false;
@@ -506,24 +509,32 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
             lostNode = lost;
             lostRank = i;
             lostLastHeard = w.last;
-            if (placement.ranks[i].node < shards &&
-                out.onNodeLoss == core::NodeLossPolicy::kContinue)
-              lostNode += "; it served parameter-server shard " +
-                          std::to_string(placement.ranks[i].node) +
-                          (out.hadCheckpoint || !gate.released.empty()
-                               ? ": the run restarts on the other nodes from the newest "
-                                 "checkpoint of the server's blocks (on_node_loss: continue)"
-                           : out.keepsCheckpoints
-                               ? ", whose blocks have no checkpoint yet (training."
-                                 "checkpoint_every or checkpoint_seconds keeps them), so the "
-                                 "run cannot continue"
-                               : ", whose blocks are kept nowhere else, so the run cannot "
-                                 "continue");
-            else if (out.onNodeLoss == core::NodeLossPolicy::kContinue &&
-                     out.continueBy == ContinueBy::kLeavingShardsWhileAsync && !state.asynchronous)
+            // "continue" that cannot go on in place (a shard's blocks lost with its node, or
+            // the hybrid's group in use) restarts from the newest checkpoint, if there is one.
+            const bool continues = out.onNodeLoss == core::NodeLossPolicy::kContinue;
+            const bool hasCheckpoint = out.hadCheckpoint || !gate.released.empty();
+            const bool shardLost = continues && placement.ranks[i].node < shards;
+            const bool groupInUse = continues && !shardLost &&
+                                    out.continueBy == ContinueBy::kLeavingShardsWhileAsync &&
+                                    !state.asynchronous;
+            restartable = (shardLost || groupInUse) && hasCheckpoint;
+            if (shardLost)
+              lostNode +=
+                  "; it served parameter-server shard " + std::to_string(placement.ranks[i].node) +
+                  (hasCheckpoint          ? std::string()
+                   : out.keepsCheckpoints ? ", whose blocks have no checkpoint yet (training."
+                                            "checkpoint_every or checkpoint_seconds keeps them)"
+                                          : ", whose blocks are kept nowhere else");
+            else if (groupInUse)
               lostNode +=
                   "; the run was training synchronously, and continues without a lost node "
                   "only while it trains asynchronously";
+            if (restartable)
+              lostNode +=
+                  ": the run restarts on the other nodes from its newest checkpoint "
+                  "(on_node_loss: continue)";
+            else if (shardLost)
+              lostNode += ", so the run cannot continue";
             out.addEvent(gate.lastStep(), "node_lost",
                          out.onNodeLoss == core::NodeLossPolicy::kRestart &&
                                  placement.ranks.front().node != placement.ranks.back().node
@@ -559,8 +570,8 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
 
   ends.clear();
   for (RankWatch& w : watches) ends.push_back(std::move(w.end));
-  return {lostNode,      failing,         cancelSent,    options.windDown, lostRank,
-          lostLastHeard, gate.lastStep(), gate.released, gate.releasedStep};
+  return {lostNode,      failing,         cancelSent,    options.windDown,  lostRank,
+          lostLastHeard, gate.lastStep(), gate.released, gate.releasedStep, restartable};
 }
 
 NodeSummary queryNode(const std::string& address, const std::string& token,

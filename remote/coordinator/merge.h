@@ -39,6 +39,9 @@ struct WatchEnd {
   int64_t lastStep = 0;
   std::string checkpoint;
   int64_t checkpointStep = 0;
+  // On "continue": the loss could not be survived in place (a parameter-server shard's node,
+  // or the hybrid's while its group was in use), and the run has a checkpoint to restart from.
+  bool restartable = false;
 };
 
 // Fills `summary`'s outcome (status, stop reason, error) and figures (steps, samples,

@@ -4,6 +4,7 @@
 // parameters of the run that never stopped; a run of four workers continues on three.
 #include <QtTest/QtTest>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -21,10 +22,20 @@ using dtlab::core::test::smallBlobsSpec;
 
 namespace {
 
-ExperimentSpec psSpec(const std::string& strategy, int64_t steps) {
+ExperimentSpec variantSpec(const nlohmann::json& variant, int64_t steps) {
   ExperimentSpec spec = smallBlobsSpec(steps, steps / 2);
-  spec.variants = {parseExperimentSpec({{"variants", {{{"strategy", strategy}}}}}).variants[0]};
+  spec.variants = {parseExperimentSpec({{"variants", {variant}}}).variants[0]};
   return spec;
+}
+
+ExperimentSpec psSpec(const std::string& strategy, int64_t steps) {
+  return variantSpec(nlohmann::json{{"strategy", strategy}}, steps);
+}
+
+const RunEvent* findEvent(const std::vector<RunEvent>& events, const std::string& kind) {
+  const auto it =
+      std::find_if(events.begin(), events.end(), [&](const RunEvent& e) { return e.kind == kind; });
+  return it == events.end() ? nullptr : &*it;
 }
 
 std::vector<float> ramp(int64_t n, float scale) {
@@ -184,6 +195,59 @@ class TestPsCheckpoint : public QObject {
     QCOMPARE(restoredVersion(back, 0, psUpdatesPlanned(100, 1)), (v0 + 1) / 2);
   }
 
+  // The hybrid keeps the checkpoint of its phase: the synchronous replica, or the server. One
+  // worker (both phases deterministic) resumed from either ends as the run left alone; three
+  // workers' checkpoints continue on three and on two, in the phase they were taken in.
+  void theHybridResumesInThePhaseOfItsCheckpoint() {
+    ExperimentSpec spec =
+        variantSpec({{"strategy", "hybrid"}, {"switch_at", 0.5}, {"ps_shards", 1}}, 96);
+    spec.training.checkpointEvery = 24;
+    RankThreads how;
+    how.nodes = nodesAt({1.0});
+    how.parameterServer = true;
+    Keeper keeper;
+    how.sink = &keeper;
+    const WorkerResult whole = runRankThreads(spec, how).front();
+    QVERIFY2(whole.status == RunStatus::kCompleted, whole.error.c_str());
+    QCOMPARE(keeper.checkpoints.size(), std::size_t{4});  // 24 synchronous, 48 on, asynchronous
+    QCOMPARE(keeper.checkpoints[0].strategyState["hybrid"]["asynchronous"], false);
+    QCOMPARE(keeper.checkpoints[2].strategyState["hybrid"]["asynchronous"], true);
+    for (const Checkpoint& taken : keeper.checkpoints) {
+      RankThreads again = how;
+      again.resumeFrom =
+          std::make_shared<const Checkpoint>(decodeCheckpoint(encodeCheckpoint(taken)));
+      Keeper resumedKeeper;
+      again.sink = &resumedKeeper;
+      const WorkerResult resumed = runRankThreads(spec, again).front();
+      QVERIFY2(resumed.status == RunStatus::kCompleted, resumed.error.c_str());
+      QCOMPARE(resumed.steps, whole.steps);
+      QCOMPARE(resumed.paramChecksum, whole.paramChecksum);
+      const RunEvent* phase = findEvent(resumedKeeper.events, "hybrid_phase");
+      QVERIFY(phase != nullptr);
+      QCOMPARE(phase->detail.starts_with("asynchronous"),
+               taken.strategyState["hybrid"]["asynchronous"].get<bool>());
+    }
+
+    how.nodes = nodesAt({1.0, 1.0, 1.0});
+    keeper.checkpoints.clear();
+    for (const WorkerResult& r : runRankThreads(spec, how))
+      QVERIFY2(r.status == RunStatus::kCompleted, r.error.c_str());
+    // Step 24 synchronous; 48 asynchronous (the switch comes with step 48).
+    QVERIFY(keeper.checkpoints.size() >= 2);
+    QCOMPARE(keeper.checkpoints[1].strategyState["hybrid"]["asynchronous"], true);
+    QCOMPARE(keeper.checkpoints[1].rankSteps.size(), std::size_t{3});
+    for (const Checkpoint& taken : {keeper.checkpoints[0], keeper.checkpoints[1]})
+      for (int workers : {3, 2}) {
+        RankThreads again = how;
+        again.nodes = nodesAt(std::vector<double>(std::size_t(workers), 1.0));
+        again.resumeFrom = std::make_shared<const Checkpoint>(taken);
+        for (const WorkerResult& r : runRankThreads(spec, again)) {
+          QVERIFY2(r.status == RunStatus::kCompleted, r.error.c_str());
+          QCOMPARE(r.steps, spec.training.maxSteps);
+        }
+      }
+  }
+
   void checkpointsThatDoNotFitTheServerAreRefused() {
     ExperimentSpec spec = psSpec("async_ps", 40);
     auto host = makeParameterHost(spec, 0, 1, -1, 40);
@@ -200,7 +264,8 @@ class TestPsCheckpoint : public QObject {
              errorOf(*host, other).c_str());
     other = c;
     other.strategyState = {{"shares", {64}}};  // a synchronous run's
-    QVERIFY(errorOf(*host, other).find("not of a parameter-server run") != std::string::npos);
+    QVERIFY(errorOf(*host, other).find("not of a run with a parameter server") !=
+            std::string::npos);
     other = c;
     other.params.resize(10);
     QVERIFY(errorOf(*host, other).find("holds 10 parameters") != std::string::npos);

@@ -208,9 +208,35 @@ class TestNodeLoss : public QObject {
     QVERIFY2(recovery.find(run.daemons[static_cast<std::size_t>(victim)]->address() +
                            ") (parameter-server shard " + std::to_string(victim) +
                            ") lost; restarted on 2 ranks") != std::string::npos &&
-                 recovery.find("from the server's checkpoint of step ") != std::string::npos,
+                 recovery.find("from the checkpoint of step ") != std::string::npos,
              recovery.c_str());
     QVERIFY(summary["recovery_s"].get<double>() > 0.0);
+  }
+
+  // A worker's node lost first (the run goes on without it), then the shard's: the run
+  // restarts from the server's checkpoint on the two nodes left, not on the dead one.
+  void aShardLostAfterAWorkerRestartsOnTheNodesLeft() {
+    Run run;
+    QVERIFY(run.start(
+        4,
+        specWith(4, {{"strategy", "async_ps"}, {"ps_shards", 1}, {"on_node_loss", "continue"}})));
+    QVERIFY(run.waitForCheckpoint(std::chrono::seconds(60)));
+    run.kill(3);
+    QVERIFY(run.waitForEvent("recovery", std::chrono::seconds(20)));
+    run.kill(0);  // shard 0
+    QString err;
+    const nlohmann::json summary = run.finish(err);
+    QVERIFY2(summary.is_object(), qPrintable(err));
+    QVERIFY2(summary["status"] == "completed" && summary["recoveries"] == 2,
+             summary.dump().c_str());
+    QCOMPARE(summary["nodes"], nlohmann::json(2));
+    std::string restarted;
+    for (const nlohmann::json& e : summary["events"])
+      if (e["kind"] == "recovery") restarted = e["detail"].get<std::string>();
+    QVERIFY2(restarted.find("restarted on 2 ranks") != std::string::npos &&
+                 restarted.find(run.daemons[1]->address()) != std::string::npos &&
+                 restarted.find(run.daemons[2]->address()) != std::string::npos,
+             restarted.c_str());
   }
 
   void aLostShardWithoutACheckpointFailsTheRunNamingIt() {
@@ -265,9 +291,10 @@ class TestNodeLoss : public QObject {
     QCOMPARE(summary["param_checksum"][0], summary["param_checksum"][2]);
   }
 
-  // The hybrid leaves a lost worker behind while it trains asynchronously; while its group is
-  // in use (synchronous) a lost node fails the run, saying why.
-  void theHybridContinuesOnlyWhileAsynchronous() {
+  // The hybrid leaves a lost worker behind while it trains asynchronously; a lost shard, or a
+  // node lost while its group is in use (synchronous), restarts it from its newest checkpoint,
+  // and without one fails the run, saying why.
+  void theHybridContinuesInPlaceOnlyWhileAsynchronous() {
     const nlohmann::json variant = {{"strategy", "hybrid"},
                                     {"policy", "sync_then_async"},
                                     {"switch_at", 0.02},
@@ -287,11 +314,44 @@ class TestNodeLoss : public QObject {
           eventDetail(summary, "recovery").find("left the parameter server") != std::string::npos,
           eventDetail(summary, "recovery").c_str());
     }
-    {
+    {  // Its shard: the run restarts from its newest checkpoint, in that checkpoint's phase.
       Run run;
-      nlohmann::json late = variant;
-      late["switch_at"] = 0.9;
+      QVERIFY(run.start(3, specWith(3, variant)));
+      QVERIFY(run.waitForEvent("strategy_switch", std::chrono::seconds(90)));
+      QVERIFY(run.waitForCheckpoint(std::chrono::seconds(60)));
+      run.kill(0);
+      QString err;
+      const nlohmann::json summary = run.finish(err);
+      QVERIFY2(summary.is_object(), qPrintable(err));
+      QVERIFY2(notRecoveredToTarget(summary).empty(), notRecoveredToTarget(summary).c_str());
+      QVERIFY2(eventDetail(summary, "recovery")
+                       .find("(parameter-server shard 0) lost; restarted "
+                             "on 2 ranks") != std::string::npos,
+               eventDetail(summary, "recovery").c_str());
+      QCOMPARE(countEvents(summary, "hybrid_phase"), 1);
+    }
+    nlohmann::json late = variant;
+    late["switch_at"] = 0.9;
+    {  // While synchronous, with checkpoints: the group re-forms on the others from the newest.
+      Run run;
       QVERIFY(run.start(3, specWith(3, late)));
+      QVERIFY(run.waitForCheckpoint(std::chrono::seconds(60)));
+      run.kill(2);
+      QString err;
+      const nlohmann::json summary = run.finish(err);
+      QVERIFY2(summary.is_object(), qPrintable(err));
+      QVERIFY2(notRecoveredToTarget(summary).empty(), notRecoveredToTarget(summary).c_str());
+      QVERIFY2(
+          eventDetail(summary, "node_lost").find("training synchronously") != std::string::npos &&
+              eventDetail(summary, "node_lost").find("restarts on the other nodes") !=
+                  std::string::npos,
+          eventDetail(summary, "node_lost").c_str());
+    }
+    {  // Without any: the run fails, saying why.
+      Run run;
+      nlohmann::json spec = specWith(3, late);
+      spec["training"]["checkpoint_every"] = 0;
+      QVERIFY(run.start(3, spec));
       QVERIFY(e2e::waitForStepPoint(run.project, std::chrono::seconds(60)));
       run.kill(2);
       QString err;
