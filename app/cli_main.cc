@@ -58,7 +58,8 @@ commands:
       again, and a "resume" event marks it. A synchronous run resumed on as many
       ranks ends with the parameters it would have had uninterrupted; a parameter-server
       run (async_ps, ssp) continues from its server's blocks, each worker from its own
-      step (on another number of ranks, every worker from the run's progress).
+      step (on another number of ranks, every worker from the run's progress), and a
+      hybrid run in the phase its checkpoint was taken in.
 )";
 
 constexpr const char* kUsageAfterBench = R"(  project new P.dtlab [--name NAME]
