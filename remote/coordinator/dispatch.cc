@@ -263,9 +263,9 @@ struct RankWatch {
 };
 
 // Rank 0's newest checkpoint goes to the sink only once every rank's stream has delivered its
-// points up to the checkpoint's step for that rank (or ended): a stored checkpoint never runs ahead
-// of any rank's stored points, so a resume finds each series whole up to it. Under
-// WatchOutputs::mutex. The newest released one is kept (encoded) for a restart after a lost node.
+// points up to that rank's step in the checkpoint (or ended): a stored checkpoint never runs
+// ahead of any rank's stored points, so a resume finds each series whole up to it. Under
+// WatchOutputs::mutex. The newest released one is kept (encoded) for a restart after a loss.
 struct CheckpointGate {
   explicit CheckpointGate(std::size_t world) : delivered(world, 0), ended(world, false) {}
   std::vector<int64_t> delivered;  // each rank's last step point handed to the sink

@@ -38,16 +38,17 @@ struct WatchOutputs {
   std::vector<core::RunEvent>& events;
   std::function<void(int64_t step, std::string kind, std::string detail)> addEvent;
   // On "continue", a rank whose node is lost is dropped (RankEnd::dropped) and the others go
-  // on, unless its node serves a parameter-server shard (whose blocks have no copy elsewhere:
-  // the run ends, and restarts from their newest checkpoint when there is one);
+  // on, unless its node serves a parameter-server shard (whose blocks have no copy elsewhere)
+  // or the strategy's group is in use: the run ends (WatchEnd::restartable: to restart);
   // any other policy ends the run (a restart is the caller's: WatchEnd says what it needs).
   core::NodeLossPolicy onNodeLoss = core::NodeLossPolicy::kFail;
   // How "continue" goes on without a lost node's ranks (continueByOf() of the strategy).
   ContinueBy continueBy = ContinueBy::kLeavingShards;
-  // For a lost parameter-server shard under "continue": whether the strategy keeps
-  // checkpoints, and whether the run had one before this watch (it resumed from one). With
-  // one (or one released during the watch) the caller restarts the run on the other nodes
-  // from it; WatchEnd's error says which.
+  // For a loss "continue" cannot go on from in place (a parameter-server shard's node, or the
+  // hybrid's while its group is in use): whether the strategy keeps checkpoints, and whether
+  // the run had one before this watch (it resumed from one). With one (or one released during
+  // the watch) WatchEnd::restartable tells the caller to restart the run on the other nodes
+  // from it, and the node_lost event says so.
   bool keepsCheckpoints = false;
   bool hadCheckpoint = false;
   // A dropped rank has left the shards' boards, or the survivors' group has re-formed (its

@@ -105,8 +105,9 @@ class TestPlacement : public QObject {
     QVERIFY(p.psAddresses.empty());
   }
 
-  // "continue" needs a node that serves no shard: with every node serving one, any lost node
-  // would end the run, so the run is refused before it starts, saying what to change.
+  // "continue" without checkpoints needs a node that serves no shard: with every node serving
+  // one, any lost node would end the run, so the run is refused before it starts, saying what
+  // to change.
   void continueNeedsNodesWithoutAShard() {
     std::vector<NodeSummary> nodes = {node("a:1"), node("b:2"), node("c:3")};
     const std::string refused =
@@ -118,6 +119,11 @@ class TestPlacement : public QObject {
         refusal(specOf({{"strategy", "ssp"}, {"ps_shards", 2}, {"on_node_loss", "continue"}}, 3),
                 nodes),
         std::string("placed"));
+    // With checkpoints a lost shard restarts the run from them: every node may serve one.
+    core::ExperimentSpec checkpointed =
+        specOf({{"strategy", "async_ps"}, {"on_node_loss", "continue"}}, 3);
+    checkpointed.training.checkpointEvery = 10;
+    QCOMPARE(refusal(checkpointed, nodes), std::string("placed"));
   }
 
   // A group re-formed on the survivors: ranks on the nodes given, named as before, the
