@@ -32,6 +32,16 @@ ExperimentSpec psSpec(const std::string& strategy, int64_t steps) {
   return variantSpec(nlohmann::json{{"strategy", strategy}}, steps);
 }
 
+// The single worker of `how` resumed from `taken` (through its stored form, as a resume gets
+// it), its checkpoints and events into `keeper`.
+WorkerResult resumedFrom(const ExperimentSpec& spec, const RankThreads& how,
+                         const Checkpoint& taken, Keeper& keeper) {
+  RankThreads again = how;
+  again.resumeFrom = std::make_shared<const Checkpoint>(decodeCheckpoint(encodeCheckpoint(taken)));
+  again.sink = &keeper;
+  return runRankThreads(spec, again).front();
+}
+
 const RunEvent* findEvent(const std::vector<RunEvent>& events, const std::string& kind) {
   const auto it =
       std::find_if(events.begin(), events.end(), [&](const RunEvent& e) { return e.kind == kind; });
@@ -85,12 +95,8 @@ class TestPsCheckpoint : public QObject {
     for (const Checkpoint& taken : keeper.checkpoints) {
       QCOMPARE(taken.strategy, strategy.toStdString());
       QCOMPARE(taken.rankSteps, std::vector<int64_t>{taken.step});
-      RankThreads again = how;
-      again.resumeFrom =
-          std::make_shared<const Checkpoint>(decodeCheckpoint(encodeCheckpoint(taken)));
       Keeper resumedKeeper;
-      again.sink = &resumedKeeper;
-      const WorkerResult resumed = runRankThreads(spec, again).front();
+      const WorkerResult resumed = resumedFrom(spec, how, taken, resumedKeeper);
       QVERIFY2(resumed.status == RunStatus::kCompleted, resumed.error.c_str());
       QCOMPARE(resumed.steps, whole.steps);
       QCOMPARE(resumed.paramChecksum, whole.paramChecksum);
@@ -213,12 +219,8 @@ class TestPsCheckpoint : public QObject {
     QCOMPARE(keeper.checkpoints[0].strategyState["hybrid"]["asynchronous"], false);
     QCOMPARE(keeper.checkpoints[2].strategyState["hybrid"]["asynchronous"], true);
     for (const Checkpoint& taken : keeper.checkpoints) {
-      RankThreads again = how;
-      again.resumeFrom =
-          std::make_shared<const Checkpoint>(decodeCheckpoint(encodeCheckpoint(taken)));
       Keeper resumedKeeper;
-      again.sink = &resumedKeeper;
-      const WorkerResult resumed = runRankThreads(spec, again).front();
+      const WorkerResult resumed = resumedFrom(spec, how, taken, resumedKeeper);
       QVERIFY2(resumed.status == RunStatus::kCompleted, resumed.error.c_str());
       QCOMPARE(resumed.steps, whole.steps);
       QCOMPARE(resumed.paramChecksum, whole.paramChecksum);
