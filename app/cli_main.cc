@@ -34,7 +34,7 @@ commands:
       line of stdout is {"runs":[summary]}. --project records the run, its metric
       series, events and summary in the project file (created when missing).
   run SPEC.json [--local-nodes N | --node HOST:PORT ...] [--token T] [--project P.dtlab]
-      [--connect-timeout S] [--tls-cert F --tls-key F --tls-ca F] [--quiet]
+      [--repeats N] [--connect-timeout S] [--tls-cert F --tls-key F --tls-ca F] [--quiet]
       Run every strategy variant of the spec in turn on a cluster of dtlab-node
       daemons: the given --node daemons (ranks in the order given; each applies its
       own --speed/--bandwidth-mbps/--latency-ms), else N local ones on loopback
@@ -43,7 +43,12 @@ commands:
       cluster.local_nodes local daemons. --token: the token of every node (local
       daemons are started with it). The last line of stdout is {"runs":[...]}, one
       summary per variant with a parameter checksum per replica. --project records
-      every variant as a run (series per worker, events, summary) in the project file.
+      every variant as a run (series per worker, events, summary) in the project file,
+      the runs of this invocation grouped as one execution of the experiment.
+      --repeats N (default: the spec's "repeats", 1): run every variant N times, all
+      variants of repetition 1, then of repetition 2, ...; repetition r > 1 derives its
+      own seed (initial weights, data order, emulated stragglers) from the spec's, the
+      same for every variant, so the variants stay paired; the dataset is the same.
       At the end, the variants' comparison table (as `compare` prints it) goes to stderr.
       --connect-timeout: seconds the nodes may take to connect to each other (default:
       each node's own, 30). --tls-*: mutual TLS to daemons started with TLS (this
@@ -73,12 +78,19 @@ constexpr const char* kUsageAfterBench = R"(  project new P.dtlab [--name NAME]
   export-trace P.dtlab RUN [-o trace.json] [--from-step A] [--to-step B]
       The run's per-worker compute / communication / wait spans as Chrome
       trace-event JSON, for https://ui.perfetto.dev or chrome://tracing.
-  compare P.dtlab [EXPERIMENT] [--format table|csv|json]
-      An experiment's variants side by side, one row per variant (its latest run):
-      staleness (mean, max), divergence, time to target, samples/s, utilisation, wait
-      fraction, communication per sample, peak memory, final test accuracy, and why it
-      stopped. EXPERIMENT: a name (default: the project's most recent). A figure a run
-      did not record shows as "–" (CSV: empty field, JSON: null).
+  compare P.dtlab [EXPERIMENT] [--execution N] [--pair VARIANT:BASELINE ...]
+      [--format table|csv|json]
+      An experiment's variants side by side, as its latest execution (or execution N)
+      ran them: staleness (mean, max), divergence, time to target, samples/s,
+      utilisation, wait fraction, communication per sample, peak memory, final test
+      accuracy, and why it stopped. With repetitions, one row per variant: the median
+      of each figure over its completed runs with a 95% percentile-bootstrap interval,
+      then, for each pair (--pair; default: every variant against the first), the ratio
+      of medians of time to target, samples/s and utilisation with a paired-bootstrap
+      interval, in how many repetitions it was higher or lower, and whether it holds
+      (two-sided paired t-test on the log ratios, p < 0.05). CSV: one line per run;
+      JSON: the runs and "statistics". EXPERIMENT: a name (default: the project's most
+      recent). A figure a run did not record shows as "–" (CSV: empty, JSON: null).
   version
   help [COMMAND], COMMAND --help
       This text, or the part of it about one command.

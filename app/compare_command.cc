@@ -1,12 +1,14 @@
 #include "app/compare_command.h"
 
 #include <iostream>
+#include <limits>
 #include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "app/args.h"
 #include "core/store/comparison.h"
+#include "core/store/comparison_statistics.h"
 #include "core/store/project_store.h"
 
 namespace dtlab::app {
@@ -18,15 +20,25 @@ std::string comparisonFormat(const std::string& format) {
 }
 
 int compareCommand(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--format"}, {});
+  const Args args(argv, {"--format", "--execution", "--pair"}, {});
   if (args.positionals().empty() || args.positionals().size() > 2)
     throw UsageError("expected P.dtlab [EXPERIMENT]");
   // Checked before the file is opened, so that a typo is a usage error whatever the file.
   const std::string format = comparisonFormat(args.value("--format", "table"));
   std::optional<std::string> experiment;
   if (args.positionals().size() == 2) experiment = args.positionals()[1];
+  std::optional<int64_t> execution;
+  if (args.has("--execution"))
+    execution = args.integer("--execution", 0, 1, std::numeric_limits<int64_t>::max());
   auto store = core::ProjectStore::open(args.positionals()[0]);
-  const core::Comparison comparison = core::compareExperiment(*store, experiment);
+  core::Comparison comparison = core::compareExperiment(*store, experiment, execution);
+  for (const std::string& pair : args.values("--pair")) {
+    try {
+      comparison.pairs.push_back(core::parseVariantPair(comparison, pair));
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
+  }
   if (format == "json")
     std::cout << core::comparisonJson(comparison).dump() << "\n";
   else if (format == "csv")

@@ -5,8 +5,9 @@
 
 namespace dtlab::app {
 
-// `dtlab-cli compare P.dtlab [EXPERIMENT] [--format table|csv|json]`: the experiment's
-// variants side by side (core/store/comparison.h); returns the exit code.
+// `dtlab-cli compare P.dtlab [EXPERIMENT] [--execution N] [--pair VARIANT:BASELINE ...]
+// [--format table|csv|json]`: an execution's variants side by side (core/store/comparison.h),
+// with medians, intervals and ratios over its repetitions; returns the exit code.
 int compareCommand(const std::vector<std::string>& argv);
 
 // The --format value, checked: "table", "csv" or "json"; UsageError otherwise.

@@ -113,6 +113,8 @@ nlohmann::json toJson(const RunLine& l) {
           {"status", core::toString(l.run.status)},
           {"seed", l.run.seed},
           {"experiment_id", l.run.experimentId ? nlohmann::json(*l.run.experimentId) : nullptr},
+          {"execution_id", l.run.executionId ? nlohmann::json(*l.run.executionId) : nullptr},
+          {"repetition", l.run.executionId ? nlohmann::json(l.run.repetition) : nullptr},
           {"started_ms", l.run.startedMs},
           {"ended_ms", l.run.endedMs ? nlohmann::json(*l.run.endedMs) : nullptr},
           {"program_version", l.run.programVersion},
@@ -280,8 +282,12 @@ int showRun(ProjectStore& store, int64_t runId, bool json) {
     return 0;
   }
   std::printf("run %lld: %s\n", static_cast<long long>(r.id), r.name.c_str());
-  std::printf("  strategy %s, seed %llu, status %s\n", r.strategy.c_str(),
+  std::printf("  strategy %s, seed %llu, status %s", r.strategy.c_str(),
               static_cast<unsigned long long>(r.seed), core::toString(r.status));
+  if (r.executionId)
+    std::printf(", execution %lld repetition %lld", static_cast<long long>(*r.executionId),
+                static_cast<long long>(r.repetition + 1));
+  std::printf("\n");
   std::printf("  started %s", formatTime(r.startedMs).c_str());
   if (r.endedMs)
     std::printf(", ended %s (%.1f s)", formatTime(*r.endedMs).c_str(),
@@ -404,13 +410,15 @@ int64_t parseRunId(const std::string& text) {
 TrainRecording::TrainRecording(const std::string& projectPath, const core::ExperimentSpec& spec,
                                core::MetricSink* progress, const std::string& strategy,
                                const std::string& runName,
-                               std::function<void(const std::string&)> onFailure) {
+                               std::function<void(const std::string&)> onFailure,
+                               std::optional<core::ExecutionSlot> slot) {
   bool created = false;
   store_ = ProjectStore::openOrCreate(projectPath, &created);
   if (created) std::fprintf(stderr, "created project %s\n", projectPath.c_str());
   core::AppenderOptions options;
   options.onFailure = std::move(onFailure);
-  recording_ = std::make_unique<core::RunRecording>(*store_, spec, strategy, runName, options);
+  recording_ =
+      std::make_unique<core::RunRecording>(*store_, spec, strategy, runName, slot, options);
   sink_ = std::make_unique<core::FanOutSink>(
       std::vector<core::MetricSink*>{progress, &recording_->sink()});
 }
@@ -421,8 +429,8 @@ TrainRecording::TrainRecording(std::unique_ptr<ProjectStore> store, int64_t runI
     : store_(std::move(store)) {
   core::AppenderOptions options;
   options.onFailure = std::move(onFailure);
-  recording_ = std::make_unique<core::RunRecording>(*store_, runId, spec.training.checkpointsKept,
-                                                    options);
+  recording_ =
+      std::make_unique<core::RunRecording>(*store_, runId, spec.training.checkpointsKept, options);
   sink_ = std::make_unique<core::FanOutSink>(
       std::vector<core::MetricSink*>{progress, &recording_->sink()});
 }

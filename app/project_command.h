@@ -3,11 +3,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/metrics/metrics.h"
 #include "core/spec/experiment_spec.h"
+#include "core/store/store_sink.h"
 
 namespace dtlab::core {
 class ProjectStore;
@@ -35,7 +37,8 @@ class TrainRecording {
   TrainRecording(const std::string& projectPath, const core::ExperimentSpec& spec,
                  core::MetricSink* progress, const std::string& strategy = "single",
                  const std::string& runName = "",
-                 std::function<void(const std::string&)> onFailure = {});
+                 std::function<void(const std::string&)> onFailure = {},
+                 std::optional<core::ExecutionSlot> slot = {});
   // Goes on recording run `runId` of `store` (`resume`, after ProjectStore::prepareResume).
   TrainRecording(std::unique_ptr<core::ProjectStore> store, int64_t runId,
                  const core::ExperimentSpec& spec, core::MetricSink* progress,

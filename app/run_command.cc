@@ -13,8 +13,11 @@
 #include "app/args.h"
 #include "app/progress.h"
 #include "app/project_command.h"
+#include "core/spec/execution_plan.h"
 #include "core/spec/experiment_spec.h"
 #include "core/store/comparison.h"
+#include "core/store/project_store.h"
+#include "core/store/store_sink.h"
 #include "core/train/local_trainer.h"
 #include "core/train/strategy_registry.h"
 #include "remote/cluster/local_cluster.h"
@@ -118,52 +121,72 @@ int runCommand(const std::vector<std::string>& argv) {
   catchInterrupts();
   std::set<std::string> flags = clusterFlags();
   flags.insert("--project");
+  flags.insert("--repeats");
   const Args args(argv, flags, {"--quiet"});
   if (args.positionals().size() != 1) throw UsageError("run: expected one SPEC.json");
-  const core::ExperimentSpec spec = core::loadExperimentSpec(args.positionals()[0]);
+  core::ExperimentSpec spec = core::loadExperimentSpec(args.positionals()[0]);
+  if (args.has("--repeats")) spec.repeats = args.integer("--repeats", 1, 1, core::kMaxRepeats);
   RunPlace place = chooseRunPlace(args, spec);
   remote::Coordinator coordinator(place.nodes, place.options);
   coordinator.connect();
+
+  // --project records the execution: the spec as its experiment, each planned run as a run of
+  // it with its series, events and summary as they happen.
+  std::optional<int64_t> executionId;
+  if (args.has("--project")) {
+    bool created = false;
+    const std::string path = args.value("--project", "");
+    auto store = core::ProjectStore::openOrCreate(path, &created);
+    if (created) std::fprintf(stderr, "created project %s\n", path.c_str());
+    executionId = core::beginExecution(*store, spec);
+  }
 
   nlohmann::json runs = nlohmann::json::array();
   // The variants side by side, as `dtlab-cli compare` shows them, for stderr at the end.
   core::Comparison comparison;
   comparison.experiment = spec.name;
   comparison.project = args.value("--project", "");
+  comparison.executionId = executionId;
+  comparison.repeats = spec.repeats;
   const std::optional<double> target = core::specTargetAccuracy(core::toJson(spec));
   bool failed = false;
   const int64_t stepsPerEpoch = spec.dataset.trainSize / spec.training.batchSize;
-  for (std::size_t v = 0; v < spec.variants.size() && !interrupted.load(); ++v) {
-    ProgressPrinter progress(spec.variants[v].name, core::plannedSteps(spec, stepsPerEpoch),
-                             args.has("--quiet"));
-    // --project records each variant as a run: series, events and summary as they happen.
+  for (const core::PlannedRun& planned : core::executionPlan(spec)) {
+    if (interrupted.load()) break;
+    const core::VariantConfig& variant = spec.variants[static_cast<std::size_t>(planned.variant)];
+    std::string label = variant.name;
+    if (spec.repeats > 1)
+      label +=
+          " (" + std::to_string(planned.repetition + 1) + "/" + std::to_string(spec.repeats) + ")";
+    ProgressPrinter progress(label, core::plannedSteps(spec, stepsPerEpoch), args.has("--quiet"));
     std::unique_ptr<TrainRecording> recording;
-    if (args.has("--project")) {
-      // The experiment is the spec with all its variants; each variant's run belongs to it.
-      recording = std::make_unique<TrainRecording>(args.value("--project", ""), spec, &progress,
-                                                   core::strategyOf(spec.variants[v]).name,
-                                                   spec.name + "/" + spec.variants[v].name,
-                                                   stopOnRecordingFailure);
+    if (executionId) {
+      recording = std::make_unique<TrainRecording>(
+          args.value("--project", ""), planned.spec, &progress, core::strategyOf(variant).name,
+          planned.name, stopOnRecordingFailure,
+          core::ExecutionSlot{*executionId, planned.repetition});
     }
     core::RunSummary summary;
     try {
-      summary = coordinator.run(spec, static_cast<int>(v),
+      summary = coordinator.run(planned.spec, planned.variant,
                                 recording ? recording->sink() : &progress, &interrupted);
     } catch (const std::exception& e) {
       // A variant that could not start fails alone: the summaries of the others are kept.
-      summary.name = spec.variants[v].name;
-      summary.strategy = core::strategyOf(spec.variants[v]).name;
+      summary.name = variant.name;
+      summary.strategy = core::strategyOf(variant).name;
       summary.status = core::RunStatus::kFailed;
       summary.stopReason = core::StopReason::kError;
       summary.error = e.what();
     }
     if (recording && !recording->finish(summary)) failed = true;
     runs.push_back(core::toJson(summary));
+    if (spec.repeats > 1) runs.back()["repetition"] = planned.repetition;
     comparison.rows.push_back(core::comparisonRow(runs.back(), target));
+    comparison.rows.back().repetition = planned.repetition;
     if (recording) comparison.rows.back().runId = recording->runId();
     if (summary.status == core::RunStatus::kFailed) {
       failed = true;
-      std::cerr << "dtlab-cli run: " << summary.name << " failed: " << summary.error << "\n";
+      std::cerr << "dtlab-cli run: " << label << " failed: " << summary.error << "\n";
     }
   }
   std::cout << nlohmann::json{{"runs", runs}}.dump() << std::endl;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/common/check.h"
+#include "core/common/statistics.h"
 
 namespace dtlab::core {
 namespace {
@@ -31,12 +32,6 @@ struct Side {
   std::vector<double> perCall;      // seconds, one entry per timed repetition
   int64_t wrong = 0;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size();
-  return m == 0 ? 0.0 : m % 2 == 1 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
-}
 
 // Largest number of back-to-back calls (at most 8) whose final values
 // n^(c-1) * (n(n-1)/2 + 6n) stay integers below 2^24, exact in float like every partial

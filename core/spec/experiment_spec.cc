@@ -64,7 +64,7 @@ constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 
 // The fields each JSON object accepts, in the order toJson() writes them. To add a field, list
 // it here and read it in the matching parse function; ObjectReader enforces that the two agree.
-constexpr std::string_view kSpecFields[] = {"name",      "seed",     "dataset", "model",
+constexpr std::string_view kSpecFields[] = {"name",      "seed",     "repeats", "dataset", "model",
                                             "optimizer", "training", "cluster", "variants"};
 constexpr std::string_view kClusterFields[] = {"local_nodes", "nodes", "threads_per_node",
                                                "device"};
@@ -463,6 +463,7 @@ ExperimentSpec parseExperimentSpec(const json& document) {
       spec.name = *v;
     }
     if (auto v = r.unsignedInteger("seed")) spec.seed = *v;
+    if (auto v = r.integer("repeats", 1, kMaxRepeats)) spec.repeats = *v;
     const std::vector<std::string_view> datasetKeys = datasetFields();
     ObjectReader dataset = r.child("dataset", datasetKeys);
     spec.dataset = parseDataset(dataset, datasetKeys, spec.seed);

@@ -241,6 +241,10 @@ int variantOfRun(const ExperimentSpec& spec, const std::string& runName);
 struct ExperimentSpec {
   std::string name = "experiment";
   uint64_t seed = 1;
+  // How many times one execution runs every variant (core/spec/execution_plan.h): each
+  // repetition with its own seed for initial weights, data order and emulated stragglers,
+  // the same for every variant within it (the variants stay paired); the dataset is the same.
+  int64_t repeats = 1;
   DatasetConfig dataset;
   ModelConfig model;
   OptimizerConfig optimizer;
@@ -250,6 +254,9 @@ struct ExperimentSpec {
 
   bool operator==(const ExperimentSpec&) const = default;
 };
+
+// Most repetitions one execution of a spec may ask for.
+inline constexpr int64_t kMaxRepeats = 1000;
 
 // Most nodes a cluster (and so a variant, and its parameter-server shards) may have.
 inline constexpr int64_t kMaxClusterNodes = 256;

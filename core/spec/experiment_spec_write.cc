@@ -71,6 +71,7 @@ json toJson(const ExperimentSpec& spec) {
   return json{
       {"name", spec.name},
       {"seed", spec.seed},
+      {"repeats", spec.repeats},
       {"dataset", datasetJson(spec.dataset)},
       {"model",
        {{"hidden", m.hidden},

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "core/common/check.h"
+#include "core/store/comparison_statistics.h"
 #include "core/store/csv_export.h"
 
 namespace dtlab::core {
@@ -39,13 +40,9 @@ std::string jsonString(const nlohmann::json& object, const char* key) {
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-// One figure of a row: text, a number, or nothing (missing).
-struct Value {
-  enum Kind { kMissing, kText, kInteger, kNumber } kind = kMissing;
-  std::string text;
-  int64_t integer = 0;
-  double number = 0.0;
-};
+using Value = ComparisonValue;
+using Column = ComparisonColumn;
+
 Value text(const std::string& s) {
   return s.empty() ? Value{} : Value{Value::kText, s};
 }
@@ -56,59 +53,55 @@ Value number(const std::optional<double>& v) {
   return v ? Value{Value::kNumber, {}, 0, *v} : Value{};
 }
 
-// A column: its machine name (CSV header, JSON key), its heading in the text table with the
-// unit (nullptr: not in the table, which has the outcome in words instead), how the table
-// shows its numbers (decimals; -1: three significant digits; scale divides first), and how a
-// row gives its value.
-struct Column {
-  const char* key;
-  const char* title;
-  int decimals;
-  double scale;
-  Value (*get)(const ComparisonRow&);
-};
-
 constexpr double kMiB = 1024.0 * 1024.0;
 
+constexpr unsigned kSummarised = ComparisonColumn::kSummarised;
+constexpr unsigned kRatio = ComparisonColumn::kRatio;
+
 const Column kColumns[] = {
-    {"variant", "variant", 0, 1, [](const ComparisonRow& r) { return text(r.variant); }},
-    {"run_id", "run", 0, 1, [](const ComparisonRow& r) { return integer(r.runId); }},
-    {"strategy", "strategy", 0, 1, [](const ComparisonRow& r) { return text(r.strategy); }},
-    {"partition", "partition", 0, 1, [](const ComparisonRow& r) { return text(r.partition); }},
-    {"nodes", "nodes", 0, 1, [](const ComparisonRow& r) { return integer(r.nodes); }},
-    {"status", nullptr, 0, 1, [](const ComparisonRow& r) { return text(toString(r.status)); }},
-    {"stop_reason", nullptr, 0, 1,
+    {"variant", "variant", 0, 1, 0, [](const ComparisonRow& r) { return text(r.variant); }},
+    {"run_id", "run", 0, 1, 0, [](const ComparisonRow& r) { return integer(r.runId); }},
+    {"repetition", nullptr, 0, 1, 0,
+     [](const ComparisonRow& r) { return integer(std::optional<int64_t>(r.repetition)); }},
+    {"strategy", "strategy", 0, 1, 0, [](const ComparisonRow& r) { return text(r.strategy); }},
+    {"partition", "partition", 0, 1, 0, [](const ComparisonRow& r) { return text(r.partition); }},
+    {"nodes", "nodes", 0, 1, 0, [](const ComparisonRow& r) { return integer(r.nodes); }},
+    {"status", nullptr, 0, 1, 0, [](const ComparisonRow& r) { return text(toString(r.status)); }},
+    {"stop_reason", nullptr, 0, 1, 0,
      [](const ComparisonRow& r) { return text(toString(r.stopReason)); }},
-    {"error", nullptr, 0, 1, [](const ComparisonRow& r) { return text(r.error); }},
-    {"target_accuracy", nullptr, 0, 1,
+    {"error", nullptr, 0, 1, 0, [](const ComparisonRow& r) { return text(r.error); }},
+    {"target_accuracy", nullptr, 0, 1, 0,
      [](const ComparisonRow& r) { return number(r.targetAccuracy); }},
-    {"mean_staleness", "staleness mean", 2, 1,
+    {"mean_staleness", "staleness mean", 2, 1, kSummarised,
      [](const ComparisonRow& r) { return number(r.meanStaleness); }},
-    {"max_staleness", "staleness max", 0, 1,
+    {"max_staleness", "staleness max", 0, 1, kSummarised,
      [](const ComparisonRow& r) { return number(r.maxStaleness); }},
-    {"mean_divergence", "divergence", -1, 1,
+    {"mean_divergence", "divergence", -1, 1, kSummarised,
      [](const ComparisonRow& r) { return number(r.meanDivergence); }},
-    {"time_to_target_s", "to target (s)", 2, 1,
+    {"time_to_target_s", "to target (s)", 2, 1, kSummarised | kRatio,
      [](const ComparisonRow& r) { return number(r.timeToTargetS); }},
-    {"wall_s", "wall (s)", 2, 1, [](const ComparisonRow& r) { return number(r.wallS); }},
-    {"samples_per_s", "samples/s", 0, 1,
+    {"wall_s", "wall (s)", 2, 1, kSummarised,
+     [](const ComparisonRow& r) { return number(r.wallS); }},
+    {"samples_per_s", "samples/s", 0, 1, kSummarised | kRatio,
      [](const ComparisonRow& r) { return number(r.samplesPerS); }},
-    {"mean_utilization", "util", 2, 1,
+    {"mean_utilization", "util", 2, 1, kSummarised | kRatio,
      [](const ComparisonRow& r) { return number(r.meanUtilization); }},
-    {"mean_wait_fraction", "wait", 2, 1,
+    {"mean_wait_fraction", "wait", 2, 1, kSummarised,
      [](const ComparisonRow& r) { return number(r.meanWaitFraction); }},
-    {"bytes_per_sample", "comm (B/sample)", 0, 1,
+    {"bytes_per_sample", "comm (B/sample)", 0, 1, kSummarised,
      [](const ComparisonRow& r) { return number(r.bytesPerSample); }},
-    {"peak_mem_bytes", "peak mem (MiB)", 1, kMiB,
+    {"peak_mem_bytes", "peak mem (MiB)", 1, kMiB, kSummarised,
      [](const ComparisonRow& r) { return integer(r.peakMemBytes); }},
-    {"final_test_accuracy", "test acc", 4, 1,
+    {"final_test_accuracy", "test acc", 4, 1, kSummarised,
      [](const ComparisonRow& r) { return number(r.finalTestAccuracy); }},
-    {"recoveries", "recoveries", 0, 1,
+    {"recoveries", "recoveries", 0, 1, kSummarised,
      [](const ComparisonRow& r) { return integer(r.recoveries); }},
-    {"recovery_s", "recovery (s)", 2, 1,
+    {"recovery_s", "recovery (s)", 2, 1, kSummarised,
      [](const ComparisonRow& r) { return number(r.recoveryS); }},
-    {"steps_lost", "steps lost", 0, 1, [](const ComparisonRow& r) { return integer(r.stepsLost); }},
-    {"outcome", "outcome", 0, 1, [](const ComparisonRow& r) { return text(comparisonOutcome(r)); }},
+    {"steps_lost", "steps lost", 0, 1, kSummarised,
+     [](const ComparisonRow& r) { return integer(r.stepsLost); }},
+    {"outcome", "outcome", 0, 1, 0,
+     [](const ComparisonRow& r) { return text(comparisonOutcome(r)); }},
 };
 
 std::string tableCell(const Column& column, const Value& v) {
@@ -120,16 +113,9 @@ std::string tableCell(const Column& column, const Value& v) {
     case Value::kInteger:
       if (column.scale == 1) return std::to_string(v.integer);
       [[fallthrough]];
-    case Value::kNumber: {
-      const double x =
-          (v.kind == Value::kInteger ? static_cast<double>(v.integer) : v.number) / column.scale;
-      char buffer[64];
-      if (column.decimals < 0)
-        std::snprintf(buffer, sizeof(buffer), "%.3g", x);
-      else
-        std::snprintf(buffer, sizeof(buffer), "%.*f", column.decimals, x);
-      return buffer;
-    }
+    case Value::kNumber:
+      return formatComparisonFigure(
+          column, v.kind == Value::kInteger ? static_cast<double>(v.integer) : v.number);
   }
   return kUnknown;
 }
@@ -181,6 +167,27 @@ std::string formatTarget(double target) {
 }
 
 }  // namespace
+
+std::span<const ComparisonColumn> comparisonColumns() {
+  return kColumns;
+}
+
+std::optional<double> ComparisonColumn::numberOf(const ComparisonRow& row) const {
+  const Value v = get(row);
+  if (v.kind == Value::kInteger) return static_cast<double>(v.integer);
+  if (v.kind == Value::kNumber) return v.number;
+  return std::nullopt;
+}
+
+std::string formatComparisonFigure(const ComparisonColumn& column, double value) {
+  const double x = value / column.scale;
+  char buffer[64];
+  if (column.decimals < 0)
+    std::snprintf(buffer, sizeof(buffer), "%.3g", x);
+  else
+    std::snprintf(buffer, sizeof(buffer), "%.*f", column.decimals, x);
+  return buffer;
+}
 
 std::string comparisonOutcome(const ComparisonRow& r) {
   if (r.status == RunStatus::kFailed) {
@@ -279,39 +286,61 @@ ComparisonRow comparisonRow(const RunRecord& run, const std::optional<nlohmann::
 }
 
 Comparison compareRuns(const Entity& experiment, const std::vector<RunRecord>& runs,
-                       const std::vector<std::optional<nlohmann::json>>& summaries) {
+                       const std::vector<std::optional<nlohmann::json>>& summaries,
+                       std::optional<int64_t> executionId) {
   DTLAB_ENFORCE(runs.size() == summaries.size(), "runs ", runs.size(), " summaries ",
                 summaries.size());
   Comparison out;
   out.experiment = experiment.name;
   out.experimentId = experiment.id;
-  // The latest run of each variant: a variant run again replaces its earlier row.
-  std::map<std::string, ComparisonRow> latest;
+  out.executionId = executionId;
+  // Each variant's rows: in an execution, all its runs; outside, its latest run (a variant run
+  // again replaces its earlier row).
+  std::map<std::string, std::vector<ComparisonRow>> byVariant;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    if (runs[i].experimentId != experiment.id) continue;
+    if (runs[i].experimentId != experiment.id || runs[i].executionId != executionId) continue;
     ComparisonRow row = comparisonRow(runs[i], summaries[i], experiment.name);
-    auto it = latest.find(row.variant);
-    if (it == latest.end() || it->second.runId < row.runId)
-      latest.insert_or_assign(row.variant, std::move(row));
+    row.repetition = runs[i].repetition;
+    std::vector<ComparisonRow>& rows = byVariant[row.variant];
+    if (!executionId && !rows.empty()) {
+      if (rows.front().runId < row.runId) rows.front() = std::move(row);
+      continue;
+    }
+    rows.push_back(std::move(row));
   }
+  const auto append = [&out](std::vector<ComparisonRow>& rows) {
+    std::stable_sort(rows.begin(), rows.end(), [](const ComparisonRow& a, const ComparisonRow& b) {
+      return a.repetition < b.repetition;
+    });
+    for (ComparisonRow& row : rows) out.rows.push_back(std::move(row));
+  };
   if (experiment.config.is_object() && experiment.config.contains("variants") &&
       experiment.config["variants"].is_array()) {
     for (const nlohmann::json& v : experiment.config["variants"]) {
-      const auto it = latest.find(jsonString(v, "name"));
-      if (it == latest.end()) continue;
-      out.rows.push_back(std::move(it->second));
-      latest.erase(it);
+      const auto it = byVariant.find(jsonString(v, "name"));
+      if (it == byVariant.end()) continue;
+      append(it->second);
+      byVariant.erase(it);
     }
   }
-  std::vector<ComparisonRow> rest;
-  for (auto& [name, row] : latest) rest.push_back(std::move(row));
+  std::vector<std::vector<ComparisonRow>> rest;
+  for (auto& [name, rows] : byVariant) rest.push_back(std::move(rows));
   std::sort(rest.begin(), rest.end(),
-            [](const ComparisonRow& a, const ComparisonRow& b) { return a.runId < b.runId; });
-  for (ComparisonRow& row : rest) out.rows.push_back(std::move(row));
+            [](const auto& a, const auto& b) { return a.front().runId < b.front().runId; });
+  for (std::vector<ComparisonRow>& rows : rest) append(rows);
   return out;
 }
 
-Comparison compareExperiment(ProjectStore& store, const std::optional<std::string>& experiment) {
+bool hasRepetitions(const Comparison& c) {
+  std::set<std::string> seen;
+  for (const ComparisonRow& row : c.rows)
+    if (!seen.insert(row.variant).second) return true;
+  return false;
+}
+
+Comparison compareExperiment(ProjectStore& store, const std::optional<std::string>& experiment,
+                             std::optional<int64_t> executionId) {
+  const bool named = experiment.has_value() || executionId.has_value();
   const std::vector<Entity> experiments = store.entities(EntityKind::kExperiment);
   const std::vector<RunRecord> runs = store.runs();
   std::string names;
@@ -327,6 +356,10 @@ Comparison compareExperiment(ProjectStore& store, const std::optional<std::strin
       if (e.name == *experiment) chosen = &e;
     if (chosen == nullptr)
       throw Error("no experiment '" + *experiment + "' in " + store.path() + " (" + known + ")");
+  } else if (executionId) {
+    const std::optional<ExecutionRecord> execution = store.execution(*executionId);
+    for (const Entity& e : experiments)
+      if (execution && execution->experimentId == e.id) chosen = &e;
   } else {
     // The most recent experiment is the one that was run last (runs are in id order).
     for (auto run = runs.rbegin(); run != runs.rend() && chosen == nullptr; ++run)
@@ -336,27 +369,61 @@ Comparison compareExperiment(ProjectStore& store, const std::optional<std::strin
       throw Error(store.path() + " has no runs of an experiment to compare (" + known + ")");
   }
 
+  std::vector<int64_t> executions;  // the chosen experiment's, oldest first
+  for (const ExecutionRecord& e : store.executions())
+    if (chosen != nullptr && e.experimentId == chosen->id) executions.push_back(e.id);
+  if (executionId) {
+    if (chosen == nullptr ||
+        std::find(executions.begin(), executions.end(), *executionId) == executions.end()) {
+      // Those of the experiment named, else every execution of the project.
+      std::string listed;
+      for (const ExecutionRecord& e : store.executions())
+        if (chosen == nullptr || e.experimentId == chosen->id)
+          listed += (listed.empty() ? "" : ", ") + std::to_string(e.id);
+      const std::string what =
+          chosen == nullptr ? "no execution " + std::to_string(*executionId) + " in " + store.path()
+                            : "experiment '" + chosen->name + "' has no execution " +
+                                  std::to_string(*executionId);
+      throw Error(what + (listed.empty() ? std::string(" (it has none)")
+                                         : " (its executions: " + listed + ")"));
+    }
+  } else if (!executions.empty()) {
+    executionId = executions.back();
+  }
+
   std::vector<RunRecord> mine;
   std::vector<std::optional<nlohmann::json>> summaries;
   for (const RunRecord& r : runs) {
-    if (r.experimentId != chosen->id) continue;
+    if (r.experimentId != chosen->id || r.executionId != executionId) continue;
     mine.push_back(r);
     summaries.push_back(store.runSummary(r.id));
   }
   if (mine.empty())
     throw Error("experiment '" + chosen->name + "' in " + store.path() + " has no runs yet");
-  Comparison out = compareRuns(*chosen, mine, summaries);
+  Comparison out = compareRuns(*chosen, mine, summaries, executionId);
+  if (executionId)
+    if (const std::optional<ExecutionRecord> e = store.execution(*executionId))
+      out.repeats = e->repeats;
   out.project = store.path();
-  out.mostRecent = !experiment.has_value();
+  out.mostRecent = !named;
   return out;
 }
 
-std::string comparisonTable(const Comparison& c) {
+namespace {
+
+// The table's first line: the experiment, where it comes from, its size and its target.
+std::string comparisonHeading(const Comparison& c, std::size_t variants, int64_t repetitions) {
   std::ostringstream out;
   out << "experiment \"" << c.experiment << "\"";
-  if (!c.project.empty())
-    out << (c.mostRecent ? " (the most recent in " : " (in ") << c.project << ")";
-  out << ": " << c.rows.size() << (c.rows.size() == 1 ? " variant" : " variants");
+  if (!c.project.empty()) {
+    out << (c.mostRecent ? " (the most recent" : " (");
+    if (c.executionId && repetitions > 1)
+      out << (c.mostRecent ? ", " : "") << "execution " << *c.executionId;
+    out << (c.mostRecent || (c.executionId && repetitions > 1) ? " in " : "in ") << c.project
+        << ")";
+  }
+  out << ": " << variants << (variants == 1 ? " variant" : " variants");
+  if (repetitions > 1) out << " x " << repetitions << " repetitions";
   // The target is said once when the rows share it (runs of an edited spec may not; each
   // row's outcome still says whether its own target was reached).
   if (!c.rows.empty() && c.rows.front().targetAccuracy &&
@@ -365,7 +432,122 @@ std::string comparisonTable(const Comparison& c) {
       }))
     out << ", target test accuracy " << formatTarget(*c.rows.front().targetAccuracy);
   out << "\n";
+  return out.str();
+}
 
+// Aligned columns two spaces apart, each line indented by two: left-aligned where asked,
+// else right-aligned (a figure column's heading over its figures); the last column gets no
+// padding after it.
+std::string alignedLines(const std::vector<std::vector<std::string>>& cells,
+                         const std::vector<bool>& leftAligned) {
+  std::vector<std::size_t> widths(leftAligned.size(), 0);
+  for (const auto& line : cells)
+    for (std::size_t j = 0; j < line.size(); ++j)
+      widths[j] = std::max(widths[j], displayWidth(line[j]));
+  std::string out;
+  for (const auto& cellsOfLine : cells) {
+    std::string line;
+    for (std::size_t j = 0; j < cellsOfLine.size(); ++j) {
+      const std::string& cell = cellsOfLine[j];
+      const std::string pad(widths[j] - displayWidth(cell), ' ');
+      const bool last = j + 1 == cellsOfLine.size();
+      if (j > 0) line += "  ";
+      line += leftAligned[j] ? (last ? cell : cell + pad) : pad + cell;
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += "  " + line + "\n";
+  }
+  return out;
+}
+
+bool textColumn(std::string_view key) {
+  return key == "variant" || key == "strategy" || key == "partition" || key == "outcome";
+}
+
+// "5 target reached" or "3 target reached; 2 time limit, target not reached".
+std::string outcomesText(const VariantStatistics& v) {
+  std::string out;
+  for (const auto& [outcome, count] : v.outcomes)
+    out += (out.empty() ? "" : "; ") + std::to_string(count) + " " + outcome;
+  return out;
+}
+
+}  // namespace
+
+std::string repeatedComparisonTable(const Comparison& c) {
+  const ComparisonStatistics stats = comparisonStatistics(c, {{}, c.pairs});
+  int64_t repetitions = c.repeats;
+  for (const VariantStatistics& v : stats.variants) repetitions = std::max(repetitions, v.runs);
+  std::string out = comparisonHeading(c, stats.variants.size(), repetitions);
+  char level[32];
+  std::snprintf(level, sizeof(level), "%g%%", 100.0 * stats.bootstrap.level);
+  out += "  medians of the completed runs, [" + std::string(level) +
+         " bootstrap interval over repetitions]; n=K: only K runs have the figure\n";
+
+  // The measured figures some variant has, in column order.
+  std::vector<const Column*> figures;
+  for (const Column& column : kColumns)
+    if ((column.flags & ComparisonColumn::kSummarised) && column.title != nullptr &&
+        std::any_of(stats.variants.begin(), stats.variants.end(),
+                    [&](const VariantStatistics& v) { return v.figure(column.key) != nullptr; }))
+      figures.push_back(&column);
+  std::vector<std::vector<std::string>> cells;
+  std::vector<std::string> header = {"variant", "strategy", "partition", "completed"};
+  for (const Column* f : figures) header.push_back(f->title);
+  header.push_back("outcome");
+  std::vector<bool> left = {true, true, true, false};
+  left.insert(left.end(), figures.size(), false);
+  left.push_back(true);
+  cells.push_back(header);
+  for (const VariantStatistics& v : stats.variants) {
+    std::vector<std::string> line = {v.variant, v.strategy.empty() ? kUnknown : v.strategy,
+                                     v.partition.empty() ? kUnknown : v.partition,
+                                     std::to_string(v.completed) + "/" + std::to_string(v.runs)};
+    for (const Column* column : figures) {
+      const FigureStatistics* f = v.figure(column->key);
+      if (f == nullptr) {
+        line.push_back(kUnknown);
+        continue;
+      }
+      std::string cell = formatInterval(*column, f->interval);
+      if (f->interval.n != v.completed) cell += " n=" + std::to_string(f->interval.n);
+      line.push_back(cell);
+    }
+    line.push_back(outcomesText(v));
+    cells.push_back(std::move(line));
+  }
+  out += alignedLines(cells, left);
+
+  if (stats.ratios.empty()) return out;
+  out += "ratios of medians, paired by repetition [" + std::string(level) +
+         " paired bootstrap interval]; holds: two-sided paired t-test on the log ratios, p < " +
+         formatTarget(1.0 - stats.bootstrap.level) + "\n";
+  cells.clear();
+  cells.push_back({"variant", "against", "figure", "ratio", "runs in which it is", "p", ""});
+  for (const RatioStatistics& r : stats.ratios) {
+    char ratio[96];
+    std::snprintf(ratio, sizeof(ratio), "%.3f", r.ratio.estimate);
+    std::string cell = ratio;
+    if (r.ratio.n > 1) {
+      std::snprintf(ratio, sizeof(ratio), " [%.3f, %.3f]", r.ratio.low, r.ratio.high);
+      cell += ratio;
+    }
+    const std::string direction = "higher in " + std::to_string(r.test.greater) + ", lower in " +
+                                  std::to_string(r.test.less) + " of " + std::to_string(r.ratio.n);
+    char p[32] = "\u2013";
+    if (std::isfinite(r.test.pValue)) std::snprintf(p, sizeof(p), "%.2g", r.test.pValue);
+    const std::string verdict = r.ratio.n < 2 ? "one repetition: no test"
+                                : r.holds     ? "holds"
+                                              : "does not hold";
+    cells.push_back({r.variant, r.baseline, r.column->title, cell, direction, p, verdict});
+  }
+  out += alignedLines(cells, {true, true, true, false, true, false, true});
+  return out;
+}
+
+std::string comparisonTable(const Comparison& c) {
+  if (hasRepetitions(c)) return repeatedComparisonTable(c);
+  std::string out = comparisonHeading(c, c.rows.size(), 1);
   std::vector<const Column*> columns;
   for (const Column& column : kColumns)
     if (column.title != nullptr) columns.push_back(&column);
@@ -374,27 +556,9 @@ std::string comparisonTable(const Comparison& c) {
   for (std::size_t i = 0; i < c.rows.size(); ++i)
     for (const Column* column : columns)
       cells[i + 1].push_back(tableCell(*column, column->get(c.rows[i])));
-  std::vector<std::size_t> widths(columns.size(), 0);
-  for (const auto& line : cells)
-    for (std::size_t j = 0; j < line.size(); ++j)
-      widths[j] = std::max(widths[j], displayWidth(line[j]));
-
-  for (std::size_t i = 0; i < cells.size(); ++i) {
-    std::string line;
-    for (std::size_t j = 0; j < columns.size(); ++j) {
-      const std::string& cell = cells[i][j];
-      const std::string pad(widths[j] - displayWidth(cell), ' ');
-      // Text left, figures right (a figure column's heading over its figures); the last
-      // column, the outcome, gets no padding after it.
-      const std::string_view key = columns[j]->key;
-      const bool last = j + 1 == columns.size();
-      const bool leftAligned = last || key == "variant" || key == "strategy" || key == "partition";
-      if (j > 0) line += "  ";
-      line += leftAligned ? (last ? cell : cell + pad) : pad + cell;
-    }
-    out << "  " << line << "\n";
-  }
-  return out.str();
+  std::vector<bool> left;
+  for (const Column* column : columns) left.push_back(textColumn(column->key));
+  return out + alignedLines(cells, left);
 }
 
 std::string comparisonCsv(const Comparison& c) {
@@ -424,11 +588,16 @@ nlohmann::json comparisonJson(const Comparison& c) {
     for (const Column& column : kColumns) r[column.key] = jsonCell(column.get(row));
     rows.push_back(std::move(r));
   }
-  return {{"project", c.project.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.project)},
-          {"experiment", c.experiment},
-          {"experiment_id", c.experimentId ? nlohmann::json(*c.experimentId) : nullptr},
-          {"most_recent", c.mostRecent},
-          {"rows", rows}};
+  nlohmann::json out = {
+      {"project", c.project.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.project)},
+      {"experiment", c.experiment},
+      {"experiment_id", c.experimentId ? nlohmann::json(*c.experimentId) : nullptr},
+      {"execution_id", c.executionId ? nlohmann::json(*c.executionId) : nullptr},
+      {"repeats", c.repeats},
+      {"most_recent", c.mostRecent},
+      {"rows", rows}};
+  if (hasRepetitions(c)) out["statistics"] = statisticsJson(comparisonStatistics(c, {{}, c.pairs}));
+  return out;
 }
 
 }  // namespace dtlab::core

@@ -2,7 +2,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -46,7 +48,43 @@ struct ComparisonRow {
   std::optional<int64_t> recoveries;
   std::optional<double> recoveryS;
   std::optional<int64_t> stepsLost;
+
+  int64_t repetition = 0;  // within its execution, 0-based
 };
+
+// One figure of a row: text, a number, or nothing (missing).
+struct ComparisonValue {
+  enum Kind { kMissing, kText, kInteger, kNumber } kind = kMissing;
+  std::string text;
+  int64_t integer = 0;
+  double number = 0.0;
+};
+
+// A column of the comparison, described once for the text table, CSV, JSON, the statistics
+// over repetitions and the GUI: its machine name (CSV header, JSON key), its heading in the
+// text table with the unit (nullptr: not in the table, which has the outcome in words
+// instead), how the table shows its numbers (decimals; -1: three significant digits; scale
+// divides first), what the statistics do with it, and how a row gives its value.
+struct ComparisonColumn {
+  enum Flags : unsigned {
+    kSummarised = 1,  // a measured figure: a median with an interval over repetitions
+    kRatio = 2,       // also compared between variants as a ratio, paired by repetition
+  };
+  const char* key;
+  const char* title;
+  int decimals;
+  double scale;
+  unsigned flags;
+  ComparisonValue (*get)(const ComparisonRow&);
+
+  // The figure as a number (none when missing or text).
+  std::optional<double> numberOf(const ComparisonRow& row) const;
+};
+
+// Every column, in the order the table, CSV and JSON show them.
+std::span<const ComparisonColumn> comparisonColumns();
+// `value` as the table shows it in `column` (its scale and decimals).
+std::string formatComparisonFigure(const ComparisonColumn& column, double value);
 
 // Why the variant stopped, in words: "target reached", "time limit, target not reached",
 // "diverged: ...", "failed: ...", "cancelled", "running".
@@ -69,27 +107,51 @@ struct Comparison {
   std::string project;     // the project file; "" when the rows come from a run in memory
   std::string experiment;  // its name
   std::optional<int64_t> experimentId;
+  // The execution the rows come from; none for runs recorded before executions existed (the
+  // latest run of each variant then).
+  std::optional<int64_t> executionId;
+  int64_t repeats = 1;      // the execution's planned repetitions
   bool mostRecent = false;  // no experiment was named: this is the project's most recent
+  // One row per run: with repetitions, every repetition of every variant (variants in the
+  // order of the experiment's spec, each variant's repetitions in order).
   std::vector<ComparisonRow> rows;
+  // The (variant, baseline) pairs whose ratios the statistics show; empty: every variant
+  // against the first.
+  std::vector<std::pair<std::string, std::string>> pairs;
 };
 
-// The rows of `experiment`'s runs: the latest run of each variant, in the order of the
-// experiment's variants (variants its spec no longer lists follow, oldest first). `runs` and
-// `summaries` are parallel (a run without a summary has std::nullopt).
+// Whether the comparison holds more than one run of a variant (the table then shows medians
+// with intervals, core/store/comparison_statistics.h).
+bool hasRepetitions(const Comparison& comparison);
+
+// The rows of `experiment`'s runs, in the order of the experiment's variants (variants its
+// spec no longer lists follow, oldest first). With `executionId`, every run of that execution
+// (each variant's repetitions in order); without, the latest run of each variant among the
+// runs recorded outside executions. `runs` and `summaries` are parallel (a run without a
+// summary has std::nullopt).
 Comparison compareRuns(const Entity& experiment, const std::vector<RunRecord>& runs,
-                       const std::vector<std::optional<nlohmann::json>>& summaries);
+                       const std::vector<std::optional<nlohmann::json>>& summaries,
+                       std::optional<int64_t> executionId = std::nullopt);
 
 // compareRuns on a project's experiment: the one named, else the one whose latest run is the
-// project's latest. Throws Error when the name is unknown (listing the experiments there are)
-// or when there is no experiment with a run to compare.
-Comparison compareExperiment(ProjectStore& store, const std::optional<std::string>& experiment);
+// project's latest; its execution `executionId`, else its latest execution (or, for an
+// experiment only run before executions existed, its latest run of each variant). Throws
+// Error when a name or execution is unknown (listing those there are) or when there is no
+// experiment with a run to compare.
+Comparison compareExperiment(ProjectStore& store, const std::optional<std::string>& experiment,
+                             std::optional<int64_t> executionId = std::nullopt);
 
 // An aligned text table with units, under a heading naming the experiment; "–" for a missing
-// figure; the outcome last, so that a long error does not push the figures apart.
+// figure; the outcome last, so that a long error does not push the figures apart. With
+// repetitions: a row per variant with medians and intervals, then the ratios
+// (core/store/comparison_statistics.h).
 std::string comparisonTable(const Comparison& comparison);
-// RFC 4180: a header of machine names, one line per variant, raw values (empty: missing).
+// comparisonTable's form for repetitions (whatever the comparison holds).
+std::string repeatedComparisonTable(const Comparison& comparison);
+// RFC 4180: a header of machine names, one line per run, raw values (empty: missing).
 std::string comparisonCsv(const Comparison& comparison);
-// {"project", "experiment", "experiment_id", "most_recent", "rows": [...]}, missing: null.
+// {"project", "experiment", "experiment_id", "execution_id", "repeats", "most_recent",
+// "rows": [...]}, missing: null; with repetitions also "statistics" (statisticsJson).
 nlohmann::json comparisonJson(const Comparison& comparison);
 
 }  // namespace dtlab::core

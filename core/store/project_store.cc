@@ -59,7 +59,8 @@ Entity readEntity(const sqlite::Statement& s, EntityKind kind) {
 constexpr const char* kRunColumns =
     "id, experiment_id, name, strategy, seed, status, started_ms, ended_ms, program_version, "
     "error, spec, recorder, "
-    "(SELECT MAX(last_wall_ms) FROM run_metrics WHERE run_metrics.run_id = runs.id)";
+    "(SELECT MAX(last_wall_ms) FROM run_metrics WHERE run_metrics.run_id = runs.id), "
+    "execution_id, repetition";
 
 // Why a run is interrupted, for its error column and event.
 std::string interruptionText(const std::string& recorder) {
@@ -80,6 +81,8 @@ RunRecord readRun(const sqlite::Statement& s) {
   r.programVersion = s.columnText(8);
   r.error = s.columnText(9);
   r.spec = parseStoredJson(s.columnText(10), "run " + std::to_string(r.id));
+  r.executionId = s.columnOptionalInt(13);
+  r.repetition = s.columnOptionalInt(14).value_or(0);
   // A run left running by a process that is gone reads as interrupted, ended at its last
   // point, even where the file is only read (ProjectStore::open stores it so).
   if (r.status == RunStatus::kRunning && recorderState(s.columnText(11)) == RecorderState::kGone) {
@@ -379,12 +382,72 @@ void ProjectStore::deleteEntity(EntityKind kind, int64_t id) {
                      path_);
 }
 
-int64_t ProjectStore::beginRun(const RunStart& start) {
+int64_t ProjectStore::beginExecution(const ExecutionStart& start) {
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(*db_,
+                      "INSERT INTO executions(experiment_id, started_ms, repeats, seed, spec) "
+                      "VALUES (?, ?, ?, ?, ?)");
+  s.bind(1, start.experimentId).bind(2, epochMsNow()).bind(3, start.repeats);
+  s.bind(4, std::bit_cast<int64_t>(start.seed));
+  if (start.spec.is_null())
+    s.bindNull(5);
+  else
+    s.bind(5, start.spec.dump());
+  try {
+    s.run();
+  } catch (const StoreError& e) {
+    if (e.foreignKeyViolation())
+      throw StoreError(
+          "no experiment " + std::to_string(start.experimentId.value_or(0)) + " in " + path_,
+          e.sqliteCode());
+    throw;
+  }
+  return db_->lastInsertId();
+}
+
+namespace {
+
+constexpr const char* kExecutionColumns = "id, experiment_id, started_ms, repeats, seed, spec";
+
+ExecutionRecord readExecution(const sqlite::Statement& s) {
+  ExecutionRecord e;
+  e.id = s.columnInt(0);
+  e.experimentId = s.columnOptionalInt(1);
+  e.startedMs = s.columnInt(2);
+  e.repeats = s.columnInt(3);
+  e.seed = std::bit_cast<uint64_t>(s.columnInt(4));
+  e.spec = parseStoredJson(s.columnText(5), "execution " + std::to_string(e.id));
+  return e;
+}
+
+}  // namespace
+
+std::optional<ExecutionRecord> ProjectStore::execution(int64_t executionId) {
   std::lock_guard lock(mutex_);
   sqlite::Statement s(
-      *db_,
-      "INSERT INTO runs(experiment_id, name, strategy, seed, status, started_ms, "
-      "program_version, spec, recorder) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)");
+      *db_, (std::string("SELECT ") + kExecutionColumns + " FROM executions WHERE id = ?").c_str());
+  s.bind(1, executionId);
+  if (!s.step()) return std::nullopt;
+  return readExecution(s);
+}
+
+std::vector<ExecutionRecord> ProjectStore::executions() {
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(*db_, (std::string("SELECT ") + kExecutionColumns +
+                             " FROM executions WHERE EXISTS (SELECT 1 FROM runs WHERE "
+                             "runs.execution_id = executions.id) ORDER BY id")
+                                .c_str());
+  std::vector<ExecutionRecord> out;
+  while (s.step()) out.push_back(readExecution(s));
+  return out;
+}
+
+int64_t ProjectStore::beginRun(const RunStart& start) {
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(*db_,
+                      "INSERT INTO runs(experiment_id, name, strategy, seed, status, started_ms, "
+                      "program_version, spec, recorder, execution_id, repetition) "
+                      "VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)");
   s.bind(1, start.experimentId).bind(2, start.name).bind(3, start.strategy);
   s.bind(4, std::bit_cast<int64_t>(start.seed)).bind(5, epochMsNow());
   s.bind(6, "DTLab " DTLAB_VERSION);
@@ -393,14 +456,19 @@ int64_t ProjectStore::beginRun(const RunStart& start) {
   } else {
     s.bind(7, start.spec.dump());
   }
-  s.bind(8, thisRecorder());
+  s.bind(8, thisRecorder()).bind(9, start.executionId);
+  if (start.executionId)
+    s.bind(10, start.repetition);
+  else
+    s.bindNull(10);
   try {
     s.run();
   } catch (const StoreError& e) {
     if (e.foreignKeyViolation())
-      throw StoreError(
-          "no experiment " + std::to_string(start.experimentId.value_or(0)) + " in " + path_,
-          e.sqliteCode());
+      throw StoreError("no experiment " + std::to_string(start.experimentId.value_or(0)) +
+                           " or execution " + std::to_string(start.executionId.value_or(0)) +
+                           " in " + path_,
+                       e.sqliteCode());
     throw;
   }
   return db_->lastInsertId();

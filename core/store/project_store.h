@@ -29,14 +29,34 @@ struct Entity {
   int64_t updatedMs = 0;
 };
 
+// One execution of an experiment: every variant run `repeats` times (core/spec/execution_plan.h).
+// Its runs point to it; comparisons are made within an execution.
+struct ExecutionStart {
+  std::optional<int64_t> experimentId;
+  int64_t repeats = 1;
+  uint64_t seed = 0;    // the experiment's seed (repetition r's runs carry their own)
+  nlohmann::json spec;  // the experiment's spec as executed (null: none)
+};
+
+struct ExecutionRecord {
+  int64_t id = 0;
+  std::optional<int64_t> experimentId;
+  int64_t startedMs = 0;
+  int64_t repeats = 1;
+  uint64_t seed = 0;
+  nlohmann::json spec;
+};
+
 // What a run is started with.
 struct RunStart {
   std::optional<int64_t> experimentId;
   std::string name;
   std::string strategy;
   uint64_t seed = 0;
-  nlohmann::json spec;  // the exact spec the run used (null: none), kept even if the
-                        // experiment's spec is edited later
+  nlohmann::json spec;                 // the exact spec the run used (null: none), kept even if the
+                                       // experiment's spec is edited later
+  std::optional<int64_t> executionId;  // none: a run outside an execution (dtlab-cli train)
+  int64_t repetition = 0;              // 0-based, within its execution
 };
 
 struct RunRecord {
@@ -52,6 +72,8 @@ struct RunRecord {
   std::string programVersion;
   std::string error;
   nlohmann::json spec;
+  std::optional<int64_t> executionId;  // none for runs recorded before executions existed
+  int64_t repetition = 0;
 };
 
 // Per run and metric key, maintained as points are committed (all workers of the run
@@ -138,6 +160,11 @@ class ProjectStore {
   void updateEntity(EntityKind kind, int64_t id, const std::string& name,
                     const nlohmann::json& config);
   void deleteEntity(EntityKind kind, int64_t id);
+
+  // Executions, oldest first; an execution whose runs were all deleted is not listed.
+  int64_t beginExecution(const ExecutionStart& start);
+  std::optional<ExecutionRecord> execution(int64_t executionId);
+  std::vector<ExecutionRecord> executions();
 
   // Run lifecycle: beginRun (status "running", started now, this process as its recorder)
   // ... finishRun (status from the summary, ended now, the summary stored as JSON). A run

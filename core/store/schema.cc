@@ -187,11 +187,30 @@ void addCheckpoints(sqlite::Db& db) {
   )sql");
 }
 
-constexpr std::array<Migration, 4> kMigrations = {{
+// v4 -> v5: executions (one run of every variant of an experiment, `repeats` times) and each
+// run's place in one. Runs recorded before have none: each compares alone, as they did.
+void addExecutions(sqlite::Db& db) {
+  db.exec(R"sql(
+    CREATE TABLE executions (
+      id INTEGER PRIMARY KEY,
+      experiment_id INTEGER REFERENCES experiments(id) ON DELETE SET NULL,
+      started_ms INTEGER NOT NULL,
+      repeats INTEGER NOT NULL,
+      seed INTEGER NOT NULL,
+      spec TEXT);
+    CREATE INDEX executions_by_experiment ON executions(experiment_id);
+    ALTER TABLE runs ADD COLUMN execution_id INTEGER REFERENCES executions(id) ON DELETE SET NULL;
+    ALTER TABLE runs ADD COLUMN repetition INTEGER;
+    CREATE INDEX runs_by_execution ON runs(execution_id);
+  )sql");
+}
+
+constexpr std::array<Migration, 5> kMigrations = {{
     {0, "create the project tables", &createV1},
     {1, "pack points into chunks; add run_metrics", &packPointsIntoChunks},
     {2, "add runs.recorder", &addRunRecorders},
     {3, "add checkpoints", &addCheckpoints},
+    {4, "add executions", &addExecutions},
 }};
 static_assert(kMigrations.size() == kSchemaVersion, "one migration step per version");
 

@@ -22,7 +22,9 @@ class Db;
 //   3  runs.recorder: which process records a run (core/store/recorder.h), so a run whose
 //      recorder is gone reads as interrupted
 //   4  checkpoints: a run's newest checkpoints (core/train/checkpoint.h), to resume it from
-inline constexpr int kSchemaVersion = 4;
+//   5  executions: the runs of one execution of an experiment (every variant, `repeats`
+//      times), and each run's execution and repetition
+inline constexpr int kSchemaVersion = 5;
 inline constexpr int32_t kProjectApplicationId = 0x44544C42;  // "DTLB"
 
 // One forward migration step: from version `from` to `from + 1`. Each step runs in its own

@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/common/statistics.h"
 #include "core/store/point_appender.h"
 #include "core/store/project_store.h"
 #include "core/store/series_query.h"
@@ -25,12 +26,6 @@ namespace fs = std::filesystem;
 
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size();
-  return m == 0 ? 0.0 : m % 2 == 1 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
 }
 
 // A noisy, decaying loss-like curve: values a chart would show, not a constant that a
@@ -100,7 +95,8 @@ float queryValue(int64_t i) {
 // to the end of close() (everything committed).
 double ingestChunks(const IngestWork& work, const fs::path& file, StoreSideResult& r) {
   auto store = ProjectStore::create(file.string());
-  const int64_t runId = store->beginRun({std::nullopt, "bench", "bench", 1, nullptr});
+  const int64_t runId =
+      store->beginRun({std::nullopt, "bench", "bench", 1, nullptr, std::nullopt, 0});
   PointAppender appender(file.string());
   std::vector<SeriesHandle> handles;
   for (int w = 0; w < work.workers; ++w)
@@ -322,7 +318,8 @@ StoreBenchResult benchStore(const StoreBenchConfig& config,
 
   const fs::path chunkFile = dir.path / "query.dtlab";
   auto store = ProjectStore::create(chunkFile.string());
-  const int64_t runId = store->beginRun({std::nullopt, "bench", "bench", 1, nullptr});
+  const int64_t runId =
+      store->beginRun({std::nullopt, "bench", "bench", 1, nullptr, std::nullopt, 0});
   {
     PointAppender appender(chunkFile.string());
     const SeriesHandle h = appender.series(runId, 0, 0, metric::kLoss);

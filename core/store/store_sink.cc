@@ -71,12 +71,23 @@ void StoreSink::onEvent(const RunEvent& e) {
 
 namespace {
 
-// Stores the spec as its experiment and begins the run (RunRecording's first constructor).
+// Begins the run (RunRecording's first constructor): in its execution, or as a run of its own
+// whose spec becomes the experiment.
 int64_t beginRecordedRun(ProjectStore& store, const ExperimentSpec& spec,
-                         const std::string& strategy, const std::string& runName) {
+                         const std::string& strategy, const std::string& runName,
+                         const std::optional<ExecutionSlot>& slot) {
   const nlohmann::json specJson = toJson(spec);
   RunStart start;
-  start.experimentId = store.putEntity(EntityKind::kExperiment, spec.name, specJson);
+  if (slot) {
+    const std::optional<ExecutionRecord> execution = store.execution(slot->executionId);
+    if (!execution)
+      throw StoreError("no execution " + std::to_string(slot->executionId) + " in " + store.path());
+    start.experimentId = execution->experimentId;
+    start.executionId = slot->executionId;
+    start.repetition = slot->repetition;
+  } else {
+    start.experimentId = store.putEntity(EntityKind::kExperiment, spec.name, specJson);
+  }
   start.name = runName.empty() ? spec.name : runName;
   start.strategy = strategy;
   start.seed = spec.seed;
@@ -86,10 +97,20 @@ int64_t beginRecordedRun(ProjectStore& store, const ExperimentSpec& spec,
 
 }  // namespace
 
+int64_t beginExecution(ProjectStore& store, const ExperimentSpec& spec) {
+  const nlohmann::json specJson = toJson(spec);
+  ExecutionStart start;
+  start.experimentId = store.putEntity(EntityKind::kExperiment, spec.name, specJson);
+  start.repeats = spec.repeats;
+  start.seed = spec.seed;
+  start.spec = specJson;
+  return store.beginExecution(start);
+}
+
 RunRecording::RunRecording(ProjectStore& store, const ExperimentSpec& spec,
                            const std::string& strategy, const std::string& runName,
-                           AppenderOptions options)
-    : RunRecording(store, beginRecordedRun(store, spec, strategy, runName),
+                           std::optional<ExecutionSlot> slot, AppenderOptions options)
+    : RunRecording(store, beginRecordedRun(store, spec, strategy, runName, slot),
                    spec.training.checkpointsKept, options) {}
 
 RunRecording::RunRecording(ProjectStore& store, int64_t runId, int64_t checkpointsKept,

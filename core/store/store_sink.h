@@ -57,16 +57,29 @@ class StoreSink : public MetricSink {
   Handles runHandles_;
 };
 
+// A run's place in an execution (core/spec/execution_plan.h).
+struct ExecutionSlot {
+  int64_t executionId = 0;
+  int64_t repetition = 0;
+};
+
+// Stores `spec` as the experiment of its name (creating or updating it) and begins an
+// execution of it; returns the execution's id. The runs of the execution are then recorded
+// with their slot in it.
+int64_t beginExecution(ProjectStore& store, const ExperimentSpec& spec);
+
 // Records a whole local run in a project: stores the spec as the experiment of that name
-// (creating or updating it), begins a run with the exact spec, records metrics as they
-// happen through its own appender, and on finish() commits the last points and stores
-// the summary. A recording dropped without finish() marks the run failed. runName: the
-// run's name ("" for the spec's; a variant's run is "EXPERIMENT/VARIANT" and belongs to the
-// experiment, not to an experiment of its own).
+// (creating or updating it; not for a run in an execution, whose experiment the execution
+// stored, and whose spec carries its repetition's seed), begins a run with the exact spec, records
+// metrics as they happen through its own appender, and on finish() commits the last points and
+// stores the summary. A recording dropped without finish() marks the run failed. runName: the run's
+// name ("" for the spec's; a variant's run is "EXPERIMENT/VARIANT" and belongs to the experiment,
+// not to an experiment of its own).
 class RunRecording {
  public:
   RunRecording(ProjectStore& store, const ExperimentSpec& spec, const std::string& strategy,
-               const std::string& runName = "", AppenderOptions options = {});
+               const std::string& runName = "", std::optional<ExecutionSlot> slot = {},
+               AppenderOptions options = {});
   // Goes on recording run `runId` (a resume: ProjectStore::prepareResume made it ready),
   // keeping the newest `checkpointsKept` checkpoints.
   RunRecording(ProjectStore& store, int64_t runId, int64_t checkpointsKept,

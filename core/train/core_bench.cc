@@ -6,6 +6,7 @@
 
 #include "core/backend/cpu_backend.h"
 #include "core/common/check.h"
+#include "core/common/statistics.h"
 #include "core/data/dataset.h"
 #include "core/spec/experiment_spec.h"
 #include "core/train/worker.h"
@@ -35,13 +36,6 @@ std::vector<double> timeRepetitions(Fn&& fn, int warmup, int repetitions, double
 }
 
 }  // namespace
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const std::size_t mid = values.size() / 2;
-  return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
-}
 
 struct CoreStepBench::Impl {
   explicit Impl(const CoreBenchConfig& c)

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/common/statistics.h"
 #include "core/spec/experiment_spec.h"
 
 namespace dtlab::core {
@@ -72,7 +73,5 @@ struct StepGemmsResult {
   int gemmsPerStep = 0;
 };
 StepGemmsResult benchStepGemms(const CoreBenchConfig& config, double seconds = 1.0);
-
-double median(std::vector<double> values);
 
 }  // namespace dtlab::core

@@ -303,7 +303,8 @@ class TestComparison : public QObject {
     const int64_t newer = store->putEntity(EntityKind::kExperiment, "newer", nlohmann::json{});
     store->putEntity(EntityKind::kExperiment, "never_run", nlohmann::json{});
     auto finish = [&](int64_t experiment, const std::string& name, double samplesPerS) {
-      const int64_t id = store->beginRun({experiment, name, "sync_allreduce", 1, nullptr});
+      const int64_t id =
+          store->beginRun({experiment, name, "sync_allreduce", 1, nullptr, std::nullopt, 0});
       RunSummary s;
       s.name = name.substr(name.find('/') + 1);
       s.status = RunStatus::kCompleted;

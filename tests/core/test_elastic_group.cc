@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <latch>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -125,6 +126,9 @@ std::vector<WorkerResult> runThreeRanks(const ExperimentSpec& spec, gloo::rendez
                                         const std::function<void(int)>& atStart = {}) {
   std::vector<WorkerResult> results(3);
   std::vector<std::thread> threads;
+  // The group forms before any rank is lost: a rank lost while its peers still warm up their
+  // connections fails the start of the run, which is not what these cases are about.
+  std::latch formed(3);
   for (int rank = 0; rank < 3; ++rank)
     threads.emplace_back([&, rank] {
       WorkerJob job;
@@ -136,6 +140,7 @@ std::vector<WorkerResult> runThreeRanks(const ExperimentSpec& spec, gloo::rendez
       if (rank == lost) options.abort = &signal;
       GlooCommunicator first(store, rank, 3, options);
       RankRecovery recovery(survivors, rank);
+      formed.arrive_and_wait();
       if (atStart) atStart(rank);
       results[static_cast<std::size_t>(rank)] =
           runWorker(job, &first, &sink, nullptr, nullptr, &recovery);

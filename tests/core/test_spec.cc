@@ -187,7 +187,7 @@ class TestSpec : public QObject {
     invalidRow("prefix", R"({"optimizer": {"schedule": {"warmup": 10}}})",
                "optimizer.schedule.warmup", "did you mean 'warmup_steps'?");
     invalidRow("unknown far", R"({"zzz": 1})", "zzz",
-               "unknown field; known fields: name, seed, dataset");
+               "unknown field; known fields: name, seed, repeats, dataset");
     invalidRow("cluster typo", R"({"cluster": {"local_node": 2}})", "cluster.local_node",
                "did you mean 'local_nodes'");
     invalidRow("zero nodes", R"({"cluster": {"local_nodes": 0}})", "cluster.local_nodes",
@@ -502,7 +502,8 @@ class TestSpec : public QObject {
 
   void toJsonIsCompleteAndReadable() {
     const json document = dtlab::core::toJson(ExperimentSpec{});
-    QCOMPARE(document.size(), 8u);
+    QCOMPARE(document.size(), 9u);
+    QCOMPARE(document["repeats"], json(1));
     QCOMPARE(document["cluster"].size(), 4u);
     QCOMPARE(document["variants"].size(), 1u);
     QCOMPARE(document["variants"][0]["strategy"], json("sync_allreduce"));

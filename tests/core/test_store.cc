@@ -191,7 +191,8 @@ class TestStore : public QObject {
     QCOMPARE(*store->runSummary(id), toJson(summary));
 
     // A second run; deleting the experiment keeps the runs.
-    const int64_t id2 = store->beginRun({std::nullopt, "run B", "async_ps", 1, nullptr});
+    const int64_t id2 =
+        store->beginRun({std::nullopt, "run B", "async_ps", 1, nullptr, std::nullopt, 0});
     store->setRunStatus(id2, RunStatus::kFailed, "node lost");
     QCOMPARE(store->requireRun(id2).error, std::string("node lost"));
     QVERIFY(store->requireRun(id2).spec.is_null());
@@ -234,7 +235,7 @@ class TestStore : public QObject {
   void pointsEventsAndMetricsRoundTrip() {
     const std::string path = file("points.dtlab");
     auto store = ProjectStore::create(path);
-    const int64_t run = store->beginRun({std::nullopt, "r", "single", 1, nullptr});
+    const int64_t run = store->beginRun({std::nullopt, "r", "single", 1, nullptr, std::nullopt, 0});
     std::mt19937_64 rng(5);
     std::uniform_real_distribution<double> value(-3.0, 3.0);
     std::vector<std::vector<SeriesPoint>> written(3);
@@ -326,8 +327,10 @@ class TestStore : public QObject {
     // report; what committed before stays.
     const std::string path = file("deleted-while-recording.dtlab");
     auto store = ProjectStore::create(path);
-    const int64_t keep = store->beginRun({std::nullopt, "keep", "single", 1, nullptr});
-    const int64_t doomed = store->beginRun({std::nullopt, "doomed", "single", 1, nullptr});
+    const int64_t keep =
+        store->beginRun({std::nullopt, "keep", "single", 1, nullptr, std::nullopt, 0});
+    const int64_t doomed =
+        store->beginRun({std::nullopt, "doomed", "single", 1, nullptr, std::nullopt, 0});
     PointAppender appender(path);
     const SeriesHandle a = appender.series(keep, 0, 0, "loss");
     const SeriesHandle b = appender.series(doomed, 0, 0, "loss");
@@ -351,7 +354,7 @@ class TestStore : public QObject {
     // thousands of tiny rows, and no point is lost or duplicated on the way.
     const std::string path = file("slow.dtlab");
     auto store = ProjectStore::create(path);
-    const int64_t run = store->beginRun({std::nullopt, "r", "single", 1, nullptr});
+    const int64_t run = store->beginRun({std::nullopt, "r", "single", 1, nullptr, std::nullopt, 0});
     PointAppender appender(path);
     const SeriesHandle h = appender.series(run, 0, 0, "loss");
     int64_t step = 0;
@@ -380,7 +383,7 @@ class TestStore : public QObject {
   void downsamplingKeepsTrueMinAndMax() {
     const std::string path = file("downsample.dtlab");
     auto store = ProjectStore::create(path);
-    const int64_t run = store->beginRun({std::nullopt, "r", "single", 1, nullptr});
+    const int64_t run = store->beginRun({std::nullopt, "r", "single", 1, nullptr, std::nullopt, 0});
     std::mt19937_64 rng(11);
     std::uniform_int_distribution<int> gap(1, 3);
     std::normal_distribution<double> noise(0.0, 1.0);
@@ -615,7 +618,8 @@ class TestStore : public QObject {
     const std::string good = file("good.dtlab");
     {
       auto store = ProjectStore::create(good);
-      const int64_t run = store->beginRun({std::nullopt, "r", "single", 1, nullptr});
+      const int64_t run =
+          store->beginRun({std::nullopt, "r", "single", 1, nullptr, std::nullopt, 0});
       std::vector<SeriesPoint> pts;
       for (int64_t i = 0; i < 50000; ++i) pts.push_back({i, i * 1.0, std::cos(i * 0.01)});
       appendAll(good, run, "loss", 0, pts);
@@ -695,7 +699,8 @@ class TestStore : public QObject {
   void csvExport() {
     const std::string path = file("csv.dtlab");
     auto store = ProjectStore::create(path);
-    const int64_t run = store->beginRun({std::nullopt, "name, \"quoted\"", "single", 4, nullptr});
+    const int64_t run =
+        store->beginRun({std::nullopt, "name, \"quoted\"", "single", 4, nullptr, std::nullopt, 0});
     appendAll(path, run, "loss", 0, {{1, 0.5, 2.0}, {2, 1.0, 0.1}});
     appendAll(path, run, "test_accuracy", 0, {{2, 1.0, 0.75}});
     RunSummary summary;

@@ -124,7 +124,7 @@ class TestStoreDurability : public QObject {
       int64_t runId = 0;
       {
         auto store = ProjectStore::open(path);
-        runId = store->beginRun({std::nullopt, "killed", "single", 1, nullptr});
+        runId = store->beginRun({std::nullopt, "killed", "single", 1, nullptr, std::nullopt, 0});
       }  // no SQLite connection crosses fork()
       int fds[2];
       QVERIFY(::pipe(fds) == 0);
@@ -199,7 +199,7 @@ class TestStoreDurability : public QObject {
           {
             auto store = ProjectStore::open(path);
             runId = store->beginRun({std::nullopt, "writer " + std::to_string(k), "single",
-                                     static_cast<uint64_t>(k), nullptr});
+                                     static_cast<uint64_t>(k), nullptr, std::nullopt, 0});
           }
           {
             AppenderOptions options;
@@ -258,7 +258,7 @@ class TestStoreDurability : public QObject {
     int64_t runId = 0;
     {
       auto store = ProjectStore::create(path);
-      runId = store->beginRun({std::nullopt, "busy", "single", 1, nullptr});
+      runId = store->beginRun({std::nullopt, "busy", "single", 1, nullptr, std::nullopt, 0});
     }
     const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(2500);
 
@@ -337,7 +337,7 @@ class TestStoreDurability : public QObject {
     {
       auto store = ProjectStore::create(path, "original");
       store->createEntity(EntityKind::kDataset, "blobs", {{"kind", "gaussian_blobs"}});
-      runId = store->beginRun({std::nullopt, "busy", "single", 1, nullptr});
+      runId = store->beginRun({std::nullopt, "busy", "single", 1, nullptr, std::nullopt, 0});
     }
     std::atomic<bool> stop{false};
     std::atomic<int64_t> committed{0};

@@ -56,7 +56,7 @@ class TestStoreErrors : public QObject {
     QVERIFY2(std::string(taken->what()).find("a dataset named 'taken' already exists") == 0,
              taken->what());
     const auto orphan = codeOf([&] {
-      store->beginRun({int64_t{4242}, "orphan", "sync_allreduce", 1, nullptr});
+      store->beginRun({int64_t{4242}, "orphan", "sync_allreduce", 1, nullptr, std::nullopt, 0});
     });
     QVERIFY(orphan && orphan->foreignKeyViolation());
     QVERIFY2(std::string(orphan->what()).find("no experiment 4242") == 0, orphan->what());
@@ -75,7 +75,8 @@ class TestStoreErrors : public QObject {
   void droppedAppenderLogsItsError() {
     const std::string path = file("dropped.dtlab");
     auto store = ProjectStore::create(path);
-    const int64_t doomed = store->beginRun({std::nullopt, "doomed", "single", 1, nullptr});
+    const int64_t doomed =
+        store->beginRun({std::nullopt, "doomed", "single", 1, nullptr, std::nullopt, 0});
     const std::string logPath = file("stderr.log");
     std::fflush(stderr);
     const int savedStderr = ::dup(STDERR_FILENO);

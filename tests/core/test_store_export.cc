@@ -67,7 +67,8 @@ class TestStoreExport : public QObject {
   void traceHasTheDocumentedStructure() {
     const std::string path = file("trace.dtlab");
     auto store = ProjectStore::create(path);
-    const int64_t run = store->beginRun({std::nullopt, "traced", "sync_allreduce", 1, nullptr});
+    const int64_t run =
+        store->beginRun({std::nullopt, "traced", "sync_allreduce", 1, nullptr, std::nullopt, 0});
     {
       PointAppender appender(path);
       StoreSink sink(appender, run, 0);

@@ -27,7 +27,8 @@ namespace {
     int64_t runId = 0;
     {
       auto store = ProjectStore::open(path);
-      runId = store->beginRun({std::nullopt, "doomed", "sync_allreduce", 1, nullptr});
+      runId =
+          store->beginRun({std::nullopt, "doomed", "sync_allreduce", 1, nullptr, std::nullopt, 0});
     }
     PointAppender appender(path);
     const SeriesHandle loss = appender.series(runId, 0, 0, "loss");
@@ -121,10 +122,12 @@ class TestStoreInterrupted : public QObject {
   void aLiveOrForeignRecorderKeepsItsRunRunning() {
     const std::string path = file("foreign.dtlab");
     auto store = ProjectStore::create(path);
-    const int64_t mine = store->beginRun({std::nullopt, "mine", "sync_allreduce", 1, nullptr});
+    const int64_t mine =
+        store->beginRun({std::nullopt, "mine", "sync_allreduce", 1, nullptr, std::nullopt, 0});
     const int64_t foreign =
-        store->beginRun({std::nullopt, "foreign", "sync_allreduce", 1, nullptr});
-    const int64_t old = store->beginRun({std::nullopt, "old", "sync_allreduce", 1, nullptr});
+        store->beginRun({std::nullopt, "foreign", "sync_allreduce", 1, nullptr, std::nullopt, 0});
+    const int64_t old =
+        store->beginRun({std::nullopt, "old", "sync_allreduce", 1, nullptr, std::nullopt, 0});
     store.reset();
     // Recorded on another machine (a project on a shared disk): nothing here can tell.
     setRecorder(path, foreign, R"({"host": "elsewhere", "boot": "x", "pid": 1, "start": "1"})");

@@ -7,12 +7,14 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <numeric>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/spec/experiment_spec.h"
+#include "core/store/project_store.h"
 #include "tests/e2e/e2e_support.h"
 
 using namespace dtlab;
@@ -237,10 +239,83 @@ class TestCompareCli : public QObject {
     QCOMPARE(noArgs.exitCode, 2);
   }
 
+  // `run --repeats 2`: one execution of four runs, each repetition's variants on one seed, the
+  // first on the spec's own; compare shows the medians and the ratio of that execution, and
+  // the earlier execution on request.
+  void repeatsGroupOneExecution() {
+    const QString project = dir_.filePath("repeats.dtlab");
+    const QString spec = writeSpec(dir_, twoVariantSpec());
+    const Outcome once = cli({"run", spec, "--quiet", "--project", project});
+    QVERIFY2(once.exitCode == 0, qPrintable(once.err));
+    const Outcome run = cli({"run", spec, "--quiet", "--project", project, "--repeats", "2"});
+    QVERIFY2(run.exitCode == 0, qPrintable(run.err));
+    QVERIFY2(run.err.contains("2 variants x 2 repetitions"), qPrintable(run.err));
+    const nlohmann::json printed =
+        nlohmann::json::parse(nonEmptyLines(run.out).last().toStdString())["runs"];
+    QCOMPARE(printed.size(), 4u);
+    QCOMPARE(printed[2]["repetition"], nlohmann::json(1));
+
+    {
+      auto store = core::ProjectStore::open(project.toStdString(), true);
+      const std::vector<core::ExecutionRecord> executions = store->executions();
+      QCOMPARE(executions.size(), std::size_t{2});
+      QCOMPARE(executions[1].repeats, int64_t{2});
+      std::vector<core::RunRecord> runs;
+      for (const core::RunRecord& r : store->runs())
+        if (r.executionId == executions[1].id) runs.push_back(r);
+      QCOMPARE(runs.size(), std::size_t{4});
+      // Repetition by repetition: equal, hetero, equal, hetero.
+      QCOMPARE(runs[0].name, std::string("sched/equal"));
+      QCOMPARE(runs[1].name, std::string("sched/hetero"));
+      QCOMPARE(runs[0].seed, uint64_t{5});
+      QCOMPARE(runs[1].seed, uint64_t{5});
+      QCOMPARE(runs[2].repetition, int64_t{1});
+      QCOMPARE(runs[2].seed, runs[3].seed);
+      QVERIFY(runs[2].seed != runs[0].seed);
+      // The run keeps its repetition's seed in its spec; the experiment keeps the spec's.
+      QCOMPARE(runs[2].spec["seed"].get<uint64_t>(), runs[2].seed);
+      QCOMPARE(store->entityByName(core::EntityKind::kExperiment, "sched")->config["seed"],
+               nlohmann::json(5));
+    }
+
+    const Outcome json = cli({"compare", project, "--format", "json"});
+    QVERIFY2(json.exitCode == 0, qPrintable(json.err));
+    const nlohmann::json out = nlohmann::json::parse(json.out.toStdString());
+    QCOMPARE(out["repeats"], nlohmann::json(2));
+    QCOMPARE(out["rows"].size(), 4u);
+    const nlohmann::json& stats = out["statistics"];
+    QCOMPARE(stats["variants"].size(), 2u);
+    QCOMPARE(stats["variants"][0]["runs"], nlohmann::json(2));
+    const double a = out["rows"][0]["samples_per_s"].get<double>();
+    const double b = out["rows"][1]["samples_per_s"].get<double>();
+    QCOMPARE(stats["variants"][0]["figures"]["samples_per_s"]["median"].get<double>(),
+             std::midpoint(a, b));
+    QCOMPARE(stats["ratios"][0]["variant"], nlohmann::json("hetero"));
+    QCOMPARE(stats["ratios"][0]["baseline"], nlohmann::json("equal"));
+
+    const Outcome table = cli({"compare", project, "--pair", "equal:hetero"});
+    QVERIFY2(table.exitCode == 0, qPrintable(table.err));
+    QVERIFY2(table.out.contains("ratios of medians") && table.out.contains("equal    hetero"),
+             qPrintable(table.out));
+
+    const Outcome first = cli({"compare", project, "--execution", "1", "--format", "json"});
+    QVERIFY2(first.exitCode == 0, qPrintable(first.err));
+    QCOMPARE(nlohmann::json::parse(first.out.toStdString())["rows"].size(), 2u);
+
+    const Outcome badPair = cli({"compare", project, "--pair", "equal:nope"});
+    QCOMPARE(badPair.exitCode, 2);
+    QVERIFY2(badPair.err.contains("two of the variants equal, hetero"), qPrintable(badPair.err));
+    const Outcome badExecution = cli({"compare", project, "--execution", "9"});
+    QCOMPARE(badExecution.exitCode, 1);
+    QVERIFY2(badExecution.err.contains("no execution 9 in ") &&
+                 badExecution.err.contains("(its executions: 1, 2)"),
+             qPrintable(badExecution.err));
+  }
+
   void helpNamesCompare() {
     const Outcome all = cli({"--help"});
     QCOMPARE(all.exitCode, 0);
-    QVERIFY(all.out.contains("\n  compare P.dtlab [EXPERIMENT] [--format table|csv|json]"));
+    QVERIFY(all.out.contains("\n  compare P.dtlab [EXPERIMENT] [--execution N]"));
     const Outcome one = cli({"compare", "--help"});
     QCOMPARE(one.exitCode, 0);
     QVERIFY2(one.out.contains("  compare ") && !one.out.contains("\n  run "), qPrintable(one.out));

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/common/statistics.h"
 #include "core/store/point_appender.h"
 #include "core/store/project_store.h"
 #include "ui/charts/comparison_chart.h"
@@ -21,12 +22,6 @@
 
 namespace dtlab::ui {
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0.0;
@@ -85,8 +80,8 @@ std::vector<int64_t> writeComparisonProject(const std::string& path, int runs, i
   auto store = core::ProjectStore::create(path, "bench");
   core::PointAppender appender(path);
   for (int r = 0; r < runs; ++r) {
-    const int64_t id =
-        store->beginRun({std::nullopt, "run " + std::to_string(r), "bench", 1, nullptr});
+    const int64_t id = store->beginRun(
+        {std::nullopt, "run " + std::to_string(r), "bench", 1, nullptr, std::nullopt, 0});
     runIds.push_back(id);
     const core::SeriesHandle h = appender.series(id, 0, 0, "loss");
     std::vector<core::PointRecord> batch;
@@ -233,8 +228,8 @@ GuiBenchResult runGuiBench(const GuiBenchOptions& options) {
   GuiBenchResult result;
   result.drawnPoints = drawnPoints;
   result.readMs = readMs;
-  result.replotMsMedian = median(dtlabMs);
-  result.referenceReplotMsMedian = median(plainMs);
+  result.replotMsMedian = core::median(dtlabMs);
+  result.referenceReplotMsMedian = core::median(plainMs);
   result.idleP50Ms = percentile(idle, 0.5);
   result.idleP99Ms = percentile(idle, 0.99);
   result.streamingP50Ms = percentile(streaming, 0.5);

@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cmath>
 #include <mutex>
+#include <optional>
 
+#include "core/spec/execution_plan.h"
 #include "core/store/project_store.h"
 #include "core/store/store_sink.h"
 #include "core/train/local_trainer.h"
@@ -183,7 +185,6 @@ void ClusterController::work(RunRequest request) {
     // A resume: that run's variant alone, from its newest checkpoint, into the same run.
     std::vector<unsigned char> resume;
     int first = 0;
-    int last = variants - 1;
     if (request.resumeRunId > 0) {
       const core::RunRecord run = store->requireRun(request.resumeRunId);
       const std::vector<core::CheckpointInfo> kept = store->checkpoints(run.id);
@@ -191,36 +192,55 @@ void ClusterController::work(RunRequest request) {
         throw Error("run " + std::to_string(run.id) + " ('" + run.name +
                     "') has no checkpoint to resume from (its spec's training.checkpoint_every "
                     "and checkpoint_seconds keep them)");
-      first = last = core::variantOfRun(spec, run.name);
+      first = core::variantOfRun(spec, run.name);
       resume = store->prepareResume(run.id, kept.back().step);
     }
-    for (int v = first; v <= last && !cancel_.load(); ++v) {
-      const std::string runName = spec.name + "/" + spec.variants[static_cast<std::size_t>(v)].name;
-      const QString variant =
-          QString::fromStdString(spec.variants[static_cast<std::size_t>(v)].name);
-      // The experiment is the spec with all its variants; each variant's run belongs to it.
+    // A resume goes on with its run alone; otherwise one execution: every variant, repeated.
+    std::vector<core::PlannedRun> plan;
+    std::optional<int64_t> executionId;
+    if (request.resumeRunId > 0) {
+      const core::RunRecord run = store->requireRun(request.resumeRunId);
+      core::PlannedRun resumed;
+      resumed.variant = first;
+      resumed.repetition = static_cast<int>(run.repetition);
+      resumed.spec = spec;
+      resumed.name = run.name;
+      plan.push_back(std::move(resumed));
+    } else {
+      plan = core::executionPlan(spec);
+      executionId = core::beginExecution(*store, spec);
+      emit executionStarted(*executionId);
+    }
+    const int planned = static_cast<int>(plan.size());
+    for (int i = 0; i < planned && !cancel_.load(); ++i) {
+      const core::PlannedRun& run = plan[static_cast<std::size_t>(i)];
+      const int v = run.variant;
+      const core::VariantConfig& variantConfig = spec.variants[static_cast<std::size_t>(v)];
+      QString variant = QString::fromStdString(variantConfig.name);
+      if (spec.repeats > 1)
+        variant += QString(" (%1/%2)").arg(run.repetition + 1).arg(spec.repeats);
       std::unique_ptr<core::RunRecording> recordingOwner =
           request.resumeRunId > 0
               ? std::make_unique<core::RunRecording>(*store, request.resumeRunId,
                                                      spec.training.checkpointsKept)
               : std::make_unique<core::RunRecording>(
-                    *store, spec, core::strategyOf(spec.variants[static_cast<std::size_t>(v)]).name,
-                    runName);
+                    *store, run.spec, core::strategyOf(variantConfig).name, run.name,
+                    core::ExecutionSlot{*executionId, run.repetition});
       core::RunRecording& recording = *recordingOwner;
       const qint64 runId = recording.runId();
       emit runStarted(runId, variant);
       RunProgress base;
       base.variant = variant;
-      base.variantIndex = v;
-      base.variantCount = variants;
+      base.variantIndex = request.resumeRunId > 0 ? v : i;
+      base.variantCount = request.resumeRunId > 0 ? variants : planned;
       base.plannedSteps = core::plannedSteps(spec, stepsPerEpoch);
       ProgressSink progress(this, &feed_, runId, base);
       core::FanOutSink sink({&recording.sink(), &progress});
       core::RunSummary summary;
       try {
-        summary = coordinator.run(spec, v, &sink, &cancel_, resume);
+        summary = coordinator.run(run.spec, v, &sink, &cancel_, resume);
       } catch (const std::exception& e) {
-        summary.name = runName;
+        summary.name = run.name;
         summary.status = core::RunStatus::kFailed;
         summary.stopReason = core::StopReason::kError;
         summary.error = e.what();

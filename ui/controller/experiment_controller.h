@@ -101,6 +101,8 @@ class ExperimentController : public QObject {
   virtual std::vector<NodeInfo> queryLocalNodes(const core::ClusterConfig& cluster) const = 0;
 
  signals:
+  // The request's execution exists in the project (its id), before its first run.
+  void executionStarted(qint64 executionId);
   // A variant's run exists in the project (its id), before its first step.
   void runStarted(qint64 runId, const QString& variant);
   void progress(const dtlab::ui::RunProgress& progress);

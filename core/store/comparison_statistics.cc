@@ -1,0 +1,215 @@
+#include "core/store/comparison_statistics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+
+#include "core/common/check.h"
+
+namespace dtlab::core {
+namespace {
+
+// The rows of one variant, indexed by repetition (a repetition recorded twice: the later).
+struct VariantRows {
+  std::string name;
+  std::vector<const ComparisonRow*> rows;
+  std::map<int64_t, const ComparisonRow*> byRepetition;
+};
+
+std::vector<VariantRows> groupByVariant(const Comparison& c) {
+  std::vector<VariantRows> out;
+  for (const ComparisonRow& row : c.rows) {
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const VariantRows& v) { return v.name == row.variant; });
+    if (it == out.end()) {
+      out.push_back({row.variant, {}, {}});
+      it = out.end() - 1;
+    }
+    it->rows.push_back(&row);
+    it->byRepetition[row.repetition] = &row;
+  }
+  return out;
+}
+
+bool counts(const ComparisonRow& row) {
+  return row.hasSummary && row.status == RunStatus::kCompleted;
+}
+
+// A seed per figure and pair, so that adding a column or a variant does not move the
+// intervals of the others.
+BootstrapOptions seeded(const BootstrapOptions& base, std::string_view a, std::string_view b = {}) {
+  BootstrapOptions out = base;
+  uint64_t h = base.seed;
+  for (std::string_view part : {a, b}) {
+    for (unsigned char c : part) h = (h ^ c) * 0x100000001B3ull;
+    h = (h ^ 0xFF) * 0x100000001B3ull;
+  }
+  out.seed = h;
+  return out;
+}
+
+std::optional<double> finite(double v) {
+  return std::isfinite(v) ? std::optional(v) : std::nullopt;
+}
+
+}  // namespace
+
+const FigureStatistics* VariantStatistics::figure(std::string_view key) const {
+  for (const FigureStatistics& f : figures)
+    if (f.column->key == key) return &f;
+  return nullptr;
+}
+
+const VariantStatistics* ComparisonStatistics::variant(std::string_view name) const {
+  for (const VariantStatistics& v : variants)
+    if (v.variant == name) return &v;
+  return nullptr;
+}
+
+std::pair<std::string, std::string> parseVariantPair(const Comparison& c, const std::string& text) {
+  std::vector<std::string> names;
+  for (const VariantRows& v : groupByVariant(c)) names.push_back(v.name);
+  const auto known = [&](const std::string& n) {
+    return std::find(names.begin(), names.end(), n) != names.end();
+  };
+  for (std::size_t at = text.find(':'); at != std::string::npos; at = text.find(':', at + 1)) {
+    std::string variant = text.substr(0, at);
+    std::string baseline = text.substr(at + 1);
+    if (known(variant) && known(baseline)) return {variant, baseline};
+  }
+  std::string listed;
+  for (const std::string& n : names) listed += (listed.empty() ? "" : ", ") + n;
+  throw Error("--pair '" + text + "': expected VARIANT:BASELINE, two of the variants " + listed);
+}
+
+ComparisonStatistics comparisonStatistics(const Comparison& c, const StatisticsOptions& options) {
+  ComparisonStatistics out;
+  out.bootstrap = options.bootstrap;
+  const std::vector<VariantRows> groups = groupByVariant(c);
+  for (const VariantRows& group : groups) {
+    VariantStatistics v;
+    v.variant = group.name;
+    v.strategy = group.rows.front()->strategy;
+    v.partition = group.rows.front()->partition;
+    for (const ComparisonRow* row : group.rows) {
+      ++v.runs;
+      if (counts(*row)) ++v.completed;
+      const std::string outcome = comparisonOutcome(*row);
+      auto it = std::find_if(v.outcomes.begin(), v.outcomes.end(),
+                             [&](const auto& o) { return o.first == outcome; });
+      if (it == v.outcomes.end())
+        v.outcomes.emplace_back(outcome, 1);
+      else
+        ++it->second;
+    }
+    for (const ComparisonColumn& column : comparisonColumns()) {
+      if (!(column.flags & ComparisonColumn::kSummarised)) continue;
+      std::vector<double> samples;
+      for (const ComparisonRow* row : group.rows)
+        if (counts(*row))
+          if (std::optional<double> x = column.numberOf(*row)) samples.push_back(*x);
+      if (samples.empty()) continue;
+      v.figures.push_back(
+          {&column, bootstrapMedian(samples, seeded(options.bootstrap, column.key, group.name))});
+    }
+    out.variants.push_back(std::move(v));
+  }
+
+  std::vector<std::pair<std::string, std::string>> pairs = options.pairs;
+  if (pairs.empty())
+    for (std::size_t i = 1; i < groups.size(); ++i)
+      pairs.emplace_back(groups[i].name, groups.front().name);
+  const auto rowsOf = [&](const std::string& name) -> const VariantRows& {
+    for (const VariantRows& g : groups)
+      if (g.name == name) return g;
+    throw Error("no variant '" + name + "' in the comparison of experiment '" + c.experiment + "'");
+  };
+  for (const auto& [variantName, baselineName] : pairs) {
+    const VariantRows& variant = rowsOf(variantName);
+    const VariantRows& baseline = rowsOf(baselineName);
+    for (const ComparisonColumn& column : comparisonColumns()) {
+      if (!(column.flags & ComparisonColumn::kRatio)) continue;
+      // Paired by repetition: both runs completed, both figures measured and positive.
+      std::vector<double> a;
+      std::vector<double> b;
+      for (const auto& [repetition, row] : variant.byRepetition) {
+        const auto other = baseline.byRepetition.find(repetition);
+        if (other == baseline.byRepetition.end() || !counts(*row) || !counts(*other->second))
+          continue;
+        const std::optional<double> x = column.numberOf(*row);
+        const std::optional<double> y = column.numberOf(*other->second);
+        if (!x || !y || *x <= 0.0 || *y <= 0.0) continue;
+        a.push_back(*x);
+        b.push_back(*y);
+      }
+      if (a.empty()) continue;
+      RatioStatistics r;
+      r.variant = variantName;
+      r.baseline = baselineName;
+      r.column = &column;
+      r.ratio = bootstrapRatioOfMedians(
+          a, b, seeded(options.bootstrap, column.key, variantName + "\n" + baselineName));
+      r.test = pairedLogRatioTest(a, b);
+      r.holds = std::isfinite(r.test.pValue) && r.test.pValue < 1.0 - options.bootstrap.level;
+      out.ratios.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+std::string formatInterval(const ComparisonColumn& column, const Interval& interval) {
+  std::string out = formatComparisonFigure(column, interval.estimate);
+  if (interval.n > 1)
+    out += " [" + formatComparisonFigure(column, interval.low) + ", " +
+           formatComparisonFigure(column, interval.high) + "]";
+  return out;
+}
+
+nlohmann::json statisticsJson(const ComparisonStatistics& s) {
+  const auto number = [](double v) {
+    const std::optional<double> f = finite(v);
+    return f ? nlohmann::json(*f) : nlohmann::json(nullptr);
+  };
+  nlohmann::json variants = nlohmann::json::array();
+  for (const VariantStatistics& v : s.variants) {
+    nlohmann::json outcomes = nlohmann::json::object();
+    for (const auto& [outcome, count] : v.outcomes) outcomes[outcome] = count;
+    nlohmann::json figures = nlohmann::json::object();
+    for (const FigureStatistics& f : v.figures)
+      figures[f.column->key] = {{"median", number(f.interval.estimate)},
+                                {"low", number(f.interval.low)},
+                                {"high", number(f.interval.high)},
+                                {"n", f.interval.n}};
+    variants.push_back({{"variant", v.variant},
+                        {"strategy", v.strategy},
+                        {"partition", v.partition},
+                        {"runs", v.runs},
+                        {"completed", v.completed},
+                        {"outcomes", outcomes},
+                        {"figures", figures}});
+  }
+  nlohmann::json ratios = nlohmann::json::array();
+  for (const RatioStatistics& r : s.ratios)
+    ratios.push_back({{"variant", r.variant},
+                      {"baseline", r.baseline},
+                      {"figure", r.column->key},
+                      {"ratio", number(r.ratio.estimate)},
+                      {"low", number(r.ratio.low)},
+                      {"high", number(r.ratio.high)},
+                      {"n", r.ratio.n},
+                      {"greater", r.test.greater},
+                      {"less", r.test.less},
+                      {"t", number(r.test.t)},
+                      {"p_value", number(r.test.pValue)},
+                      {"holds", r.holds}});
+  return {{"level", s.bootstrap.level},
+          {"resamples", s.bootstrap.resamples},
+          {"method",
+           "medians over completed repetitions; percentile bootstrap intervals (ratios: paired "
+           "by repetition); holds: two-sided paired t-test on log ratios, p < 1 - level"},
+          {"variants", variants},
+          {"ratios", ratios}};
+}
+
+}  // namespace dtlab::core
