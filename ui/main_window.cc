@@ -610,6 +610,14 @@ void MainWindow::showSelection() {
     return;
   }
   shownRun_ = -1;
+  if (kind == "execution") {
+    // An execution is compared as a whole: its variants' medians, bands and statistics.
+    comparePage_->setSnapshot(explorer_->snapshot());
+    comparePage_->showExecution(id);
+    pages_->setCurrentWidget(comparePage_);
+    updateRunActions();
+    return;
+  }
   const ProjectSnapshot& s = explorer_->snapshot();
   if (kind == "dataset") {
     for (const core::Entity& e : s.datasets) {

@@ -464,14 +464,6 @@ bool textColumn(std::string_view key) {
   return key == "variant" || key == "strategy" || key == "partition" || key == "outcome";
 }
 
-// "5 target reached" or "3 target reached; 2 time limit, target not reached".
-std::string outcomesText(const VariantStatistics& v) {
-  std::string out;
-  for (const auto& [outcome, count] : v.outcomes)
-    out += (out.empty() ? "" : "; ") + std::to_string(count) + " " + outcome;
-  return out;
-}
-
 }  // namespace
 
 std::string repeatedComparisonTable(const Comparison& c) {
@@ -479,70 +471,17 @@ std::string repeatedComparisonTable(const Comparison& c) {
   int64_t repetitions = c.repeats;
   for (const VariantStatistics& v : stats.variants) repetitions = std::max(repetitions, v.runs);
   std::string out = comparisonHeading(c, stats.variants.size(), repetitions);
-  char level[32];
-  std::snprintf(level, sizeof(level), "%g%%", 100.0 * stats.bootstrap.level);
-  out += "  medians of the completed runs, [" + std::string(level) +
-         " bootstrap interval over repetitions]; n=K: only K runs have the figure\n";
-
-  // The measured figures some variant has, in column order.
-  std::vector<const Column*> figures;
-  for (const Column& column : kColumns)
-    if ((column.flags & ComparisonColumn::kSummarised) && column.title != nullptr &&
-        std::any_of(stats.variants.begin(), stats.variants.end(),
-                    [&](const VariantStatistics& v) { return v.figure(column.key) != nullptr; }))
-      figures.push_back(&column);
-  std::vector<std::vector<std::string>> cells;
-  std::vector<std::string> header = {"variant", "strategy", "partition", "completed"};
-  for (const Column* f : figures) header.push_back(f->title);
-  header.push_back("outcome");
-  std::vector<bool> left = {true, true, true, false};
-  left.insert(left.end(), figures.size(), false);
-  left.push_back(true);
-  cells.push_back(header);
-  for (const VariantStatistics& v : stats.variants) {
-    std::vector<std::string> line = {v.variant, v.strategy.empty() ? kUnknown : v.strategy,
-                                     v.partition.empty() ? kUnknown : v.partition,
-                                     std::to_string(v.completed) + "/" + std::to_string(v.runs)};
-    for (const Column* column : figures) {
-      const FigureStatistics* f = v.figure(column->key);
-      if (f == nullptr) {
-        line.push_back(kUnknown);
-        continue;
-      }
-      std::string cell = formatInterval(*column, f->interval);
-      if (f->interval.n != v.completed) cell += " n=" + std::to_string(f->interval.n);
-      line.push_back(cell);
-    }
-    line.push_back(outcomesText(v));
-    cells.push_back(std::move(line));
-  }
-  out += alignedLines(cells, left);
-
+  const StatisticsTable variants = variantStatisticsTable(stats);
+  out += "  " + variants.caption + "\n";
+  std::vector<std::vector<std::string>> cells = {variants.header};
+  cells.insert(cells.end(), variants.rows.begin(), variants.rows.end());
+  out += alignedLines(cells, variants.textColumns);
   if (stats.ratios.empty()) return out;
-  out += "ratios of medians, paired by repetition [" + std::string(level) +
-         " paired bootstrap interval]; holds: two-sided paired t-test on the log ratios, p < " +
-         formatTarget(1.0 - stats.bootstrap.level) + "\n";
-  cells.clear();
-  cells.push_back({"variant", "against", "figure", "ratio", "runs in which it is", "p", ""});
-  for (const RatioStatistics& r : stats.ratios) {
-    char ratio[96];
-    std::snprintf(ratio, sizeof(ratio), "%.3f", r.ratio.estimate);
-    std::string cell = ratio;
-    if (r.ratio.n > 1) {
-      std::snprintf(ratio, sizeof(ratio), " [%.3f, %.3f]", r.ratio.low, r.ratio.high);
-      cell += ratio;
-    }
-    const std::string direction = "higher in " + std::to_string(r.test.greater) + ", lower in " +
-                                  std::to_string(r.test.less) + " of " + std::to_string(r.ratio.n);
-    char p[32] = "\u2013";
-    if (std::isfinite(r.test.pValue)) std::snprintf(p, sizeof(p), "%.2g", r.test.pValue);
-    const std::string verdict = r.ratio.n < 2 ? "one repetition: no test"
-                                : r.holds     ? "holds"
-                                              : "does not hold";
-    cells.push_back({r.variant, r.baseline, r.column->title, cell, direction, p, verdict});
-  }
-  out += alignedLines(cells, {true, true, true, false, true, false, true});
-  return out;
+  const StatisticsTable ratios = ratioStatisticsTable(stats);
+  out += ratios.caption + "\n";
+  cells = {ratios.header};
+  cells.insert(cells.end(), ratios.rows.begin(), ratios.rows.end());
+  return out + alignedLines(cells, ratios.textColumns);
 }
 
 std::string comparisonTable(const Comparison& c) {

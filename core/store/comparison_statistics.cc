@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <optional>
 
@@ -164,6 +165,122 @@ std::string formatInterval(const ComparisonColumn& column, const Interval& inter
     out += " [" + formatComparisonFigure(column, interval.low) + ", " +
            formatComparisonFigure(column, interval.high) + "]";
   return out;
+}
+
+namespace {
+
+constexpr const char* kMissing = "\u2013";
+
+std::string percent(double level) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g%%", 100.0 * level);
+  return text;
+}
+
+std::string shortNumber(double v, const char* format) {
+  char text[64];
+  std::snprintf(text, sizeof(text), format, v);
+  return text;
+}
+
+// "5 target reached" or "3 target reached; 2 time limit, target not reached".
+std::string outcomesText(const VariantStatistics& v) {
+  std::string out;
+  for (const auto& [outcome, count] : v.outcomes)
+    out += (out.empty() ? "" : "; ") + std::to_string(count) + " " + outcome;
+  return out;
+}
+
+}  // namespace
+
+StatisticsTable variantStatisticsTable(const ComparisonStatistics& stats) {
+  StatisticsTable t;
+  const std::string level = percent(stats.bootstrap.level);
+  t.caption = "medians of the completed runs, [" + level +
+              " bootstrap interval over repetitions]; n=K: only K runs have the figure";
+  // The measured figures some variant has, in column order.
+  std::vector<const ComparisonColumn*> figures;
+  for (const ComparisonColumn& column : comparisonColumns())
+    if ((column.flags & ComparisonColumn::kSummarised) && column.title != nullptr &&
+        std::any_of(stats.variants.begin(), stats.variants.end(),
+                    [&](const VariantStatistics& v) { return v.figure(column.key) != nullptr; }))
+      figures.push_back(&column);
+  t.header = {"variant", "strategy", "partition", "completed"};
+  t.textColumns = {true, true, true, false};
+  for (const ComparisonColumn* f : figures) {
+    t.header.push_back(f->title);
+    t.textColumns.push_back(false);
+  }
+  t.header.push_back("outcome");
+  t.textColumns.push_back(true);
+  for (const VariantStatistics& v : stats.variants) {
+    std::vector<std::string> row = {v.variant, v.strategy.empty() ? kMissing : v.strategy,
+                                    v.partition.empty() ? kMissing : v.partition,
+                                    std::to_string(v.completed) + "/" + std::to_string(v.runs)};
+    std::vector<std::string> tips = {"", "", "",
+                                     std::to_string(v.completed) + " of its " +
+                                         std::to_string(v.runs) +
+                                         " runs completed; only completed runs give figures"};
+    for (const ComparisonColumn* column : figures) {
+      const FigureStatistics* f = v.figure(column->key);
+      if (f == nullptr) {
+        row.push_back(kMissing);
+        tips.push_back("no completed run measured it");
+        continue;
+      }
+      std::string cell = formatInterval(*column, f->interval);
+      if (f->interval.n != v.completed) cell += " n=" + std::to_string(f->interval.n);
+      row.push_back(cell);
+      tips.push_back(f->interval.n == 1
+                         ? "one run measured it: no interval"
+                         : "median of " + std::to_string(f->interval.n) + " completed runs; " +
+                               level + " percentile-bootstrap interval (" +
+                               std::to_string(stats.bootstrap.resamples) +
+                               " resamples of the repetitions)");
+    }
+    row.push_back(outcomesText(v));
+    tips.push_back("how each of its runs ended");
+    t.rows.push_back(std::move(row));
+    t.tooltips.push_back(std::move(tips));
+  }
+  return t;
+}
+
+StatisticsTable ratioStatisticsTable(const ComparisonStatistics& stats) {
+  StatisticsTable t;
+  const std::string level = percent(stats.bootstrap.level);
+  const std::string alpha = shortNumber(1.0 - stats.bootstrap.level, "%g");
+  t.caption = "ratios of medians, paired by repetition [" + level +
+              " paired bootstrap interval]; holds: two-sided paired t-test on the log ratios, "
+              "p < " +
+              alpha;
+  t.header = {"variant", "against", "figure", "ratio", "runs in which it is", "p", ""};
+  t.textColumns = {true, true, true, false, true, false, true};
+  for (const RatioStatistics& r : stats.ratios) {
+    std::string cell = shortNumber(r.ratio.estimate, "%.3f");
+    if (r.ratio.n > 1)
+      cell +=
+          " [" + shortNumber(r.ratio.low, "%.3f") + ", " + shortNumber(r.ratio.high, "%.3f") + "]";
+    const std::string direction = "higher in " + std::to_string(r.test.greater) + ", lower in " +
+                                  std::to_string(r.test.less) + " of " + std::to_string(r.ratio.n);
+    const std::string p =
+        std::isfinite(r.test.pValue) ? shortNumber(r.test.pValue, "%.2g") : kMissing;
+    const std::string verdict = r.ratio.n < 2 ? "one repetition: no test"
+                                : r.holds     ? "holds"
+                                              : "does not hold";
+    t.rows.push_back({r.variant, r.baseline, r.column->title, cell, direction, p, verdict});
+    const std::string pairs = std::to_string(r.ratio.n) + " repetitions in which both completed";
+    t.tooltips.push_back(
+        {"", "", "",
+         "median of " + r.variant + " / median of " + r.baseline + " over " + pairs + "; " + level +
+             " percentile bootstrap resampling the repetitions' pairs",
+         "pairs in which " + r.variant + "'s figure was higher or lower than " + r.baseline + "'s",
+         "two-sided paired Student t-test on log(" + r.variant + " / " + r.baseline + "), " +
+             std::to_string(std::max(0, r.ratio.n - 1)) + " degrees of freedom",
+         r.holds ? "p < " + alpha + ": the difference holds across repetitions"
+                 : "the repetitions do not show a difference at p < " + alpha});
+  }
+  return t;
 }
 
 nlohmann::json statisticsJson(const ComparisonStatistics& s) {

@@ -81,4 +81,21 @@ std::pair<std::string, std::string> parseVariantPair(const Comparison& compariso
 // "median [low, high]" in the column's units ("median" alone for one run).
 std::string formatInterval(const ComparisonColumn& column, const Interval& interval);
 
+// The statistics as a table of text, for `dtlab-cli compare`, the GUI and the report alike:
+// a caption saying what the figures are, column headings, which columns hold text (the others
+// hold figures, aligned right), the cells, and per cell a tooltip saying how it was measured.
+struct StatisticsTable {
+  std::string caption;
+  std::vector<std::string> header;
+  std::vector<bool> textColumns;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::vector<std::string>> tooltips;  // parallel to rows; "" where none
+};
+// A row per variant: how many runs completed, the median [interval] of every figure some
+// variant measured ("n=K" when only K of its completed runs have it), how the runs ended.
+StatisticsTable variantStatisticsTable(const ComparisonStatistics& statistics);
+// A row per ratio: the pair, the figure, the ratio [interval], in how many repetitions the
+// variant was higher or lower, the test's p and whether the difference holds.
+StatisticsTable ratioStatisticsTable(const ComparisonStatistics& statistics);
+
 }  // namespace dtlab::core

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "core/spec/execution_plan.h"
 #include "core/spec/experiment_spec.h"
 #include "core/store/project_store.h"
 #include "core/store/store_sink.h"
@@ -34,6 +35,20 @@ inline int64_t recordRun(core::ProjectStore& store, const core::ExperimentSpec& 
   const core::RunSummary summary = core::trainLocal(spec, {}, &recording.sink());
   recording.finish(summary);
   return recording.runId();
+}
+
+// One execution of `spec` (every variant, spec.repeats times), each planned run trained in
+// this process and recorded in its slot; returns the execution's id.
+inline int64_t recordExecution(core::ProjectStore& store, const core::ExperimentSpec& spec) {
+  const int64_t execution = core::beginExecution(store, spec);
+  for (const core::PlannedRun& run : core::executionPlan(spec)) {
+    core::RunRecording recording(store, run.spec, "single", run.name,
+                                 core::ExecutionSlot{execution, run.repetition});
+    core::RunSummary summary = core::trainLocal(run.spec, {}, &recording.sink());
+    summary.name = spec.variants[static_cast<std::size_t>(run.variant)].name;
+    recording.finish(summary);
+  }
+  return execution;
 }
 
 // A new project at `path` with one experiment, `spec` on `nodes` local nodes.

@@ -24,10 +24,20 @@ enum class MemberReduction {
   kFirst,  // worker 0 (node 0) alone
 };
 
+// Runs drawn together as one curve: a variant's repetitions in an execution.
+struct RunGroup {
+  std::string label;  // the legend's name for the group, e.g. the variant's strategy
+  std::vector<int64_t> runIds;
+};
+
 // What to compare: one metric of the metric table, for several runs of one project.
 struct ComparisonRequest {
   std::string metric;
   std::vector<int64_t> runIds;
+  // Empty: one curve per run. Otherwise the chart draws each group as the median of its runs'
+  // curves with their range as a band (ui/charts/curve_bands.h). readComparison still reads
+  // one series per run of runIds, so every grouped run must be listed there too.
+  std::vector<RunGroup> groups;
   ChartX x = ChartX::kStep;
   MemberReduction reduction = MemberReduction::kMean;
   // Per series read from the store: a series with more than 2 x buckets points in range is

@@ -220,9 +220,11 @@ void ComparisonPanel::showSmoothing(double weight) {
   chart_->setSmoothing(weight);
 }
 
-void ComparisonPanel::setSource(const std::string& path, const std::vector<int64_t>& runIds) {
+void ComparisonPanel::setSource(const std::string& path, const std::vector<int64_t>& runIds,
+                                const std::vector<RunGroup>& groups) {
   path_ = path;
   runIds_ = runIds;
+  groups_ = groups;
   scheduleRead();
 }
 
@@ -231,6 +233,7 @@ ComparisonRequest ComparisonPanel::request() const {
   const ChartSettings s = settings();
   r.metric = s.metric;
   r.runIds = runIds_;
+  r.groups = groups_;
   r.x = s.x;
   r.reduction = s.reduction;
   return r;

@@ -37,7 +37,10 @@ class ComparisonPanel final : public QFrame {
   void setSmoothing(double weight);  // [0, 1)
 
   // Where the curves come from; always re-reads (a new snapshot brings new points).
-  void setSource(const std::string& path, const std::vector<int64_t>& runIds);
+  // `groups`: runs drawn together as a median with a band (a variant's repetitions); empty:
+  // one curve per run.
+  void setSource(const std::string& path, const std::vector<int64_t>& runIds,
+                 const std::vector<RunGroup>& groups = {});
   ComparisonRequest request() const;
   // Whether the chart shows what the settings and source ask for (no read pending).
   bool upToDate() const { return !readScheduled_ && !reading_; }
@@ -75,6 +78,7 @@ class ComparisonPanel final : public QFrame {
 
   std::string path_;
   std::vector<int64_t> runIds_;
+  std::vector<RunGroup> groups_;
   bool readScheduled_ = false;
   bool reading_ = false;
   quint64 request_ = 0;  // of the latest read; older results are dropped

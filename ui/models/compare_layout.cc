@@ -96,6 +96,8 @@ std::string compareLayoutToJson(const CompareLayout& layout) {
   if (!layout.sortColumn.empty())
     out["sort"] = {{"column", layout.sortColumn},
                    {"order", layout.sortDescending ? "descending" : "ascending"}};
+  if (layout.execution) out["execution"] = *layout.execution;
+  if (!layout.bands) out["bands"] = false;
   return out.dump();
 }
 
@@ -158,6 +160,16 @@ CompareLayout parseCompareLayout(const std::string& text, QStringList& problems)
                         "\"descending\"}: ignored")
                         .arg(q(v.dump()));
       }
+    } else if (key == "execution") {
+      if (v.is_number_integer() && v.get<int64_t>() > 0)
+        layout.execution = v.get<int64_t>();
+      else
+        problems << QString("'execution' is %1, not an execution number: ignored").arg(q(v.dump()));
+    } else if (key == "bands") {
+      if (v.is_boolean())
+        layout.bands = v.get<bool>();
+      else
+        problems << QString("'bands' is %1, not true or false: ignored").arg(q(v.dump()));
     } else {
       problems << QString("unknown field '%1' ignored").arg(q(key));
     }

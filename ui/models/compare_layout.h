@@ -29,9 +29,11 @@ struct ChartSettings {
 //   {"version": 1,
 //    "charts": [{"metric": "loss", "x": "step", "workers": "mean", "smoothing": 0.6}, ...],
 //    "current": 0, "runs": [1, 3], "splitter": [220, 600], "chart_splitter": [300, 300],
-//    "sort": {"column": "samples_per_s", "order": "descending"}}
+//    "sort": {"column": "samples_per_s", "order": "descending"}, "execution": 3, "bands": true}
 //
-// "runs" absent means the default choice (the latest runs); "sort" absent, the run order. The
+// "runs" absent means the default choice (the latest execution, else the latest runs); "sort"
+// absent, the run order; "execution": the execution compared (its runs; "runs" is then
+// ignored), with its variants as medians and bands unless "bands" is false. The
 // sort column is the table's CSV name, so that adding a column does not shift saved sorts.
 struct CompareLayout {
   std::vector<ChartSettings> charts{ChartSettings{}};  // never empty
@@ -41,6 +43,8 @@ struct CompareLayout {
   std::vector<int> chartSplitter;  // one size per chart; empty: equal shares
   std::string sortColumn;          // "" for the run order
   bool sortDescending = false;
+  std::optional<int64_t> execution;
+  bool bands = true;
 
   bool operator==(const CompareLayout&) const = default;
 };

@@ -1,6 +1,9 @@
 #include "ui/models/explorer_model.h"
 
+#include <map>
+
 #include <QtCore/QDateTime>
+#include <QtCore/QStringList>
 #include <QtGui/QBrush>
 #include <QtGui/QColor>
 
@@ -123,8 +126,20 @@ ExplorerModel::ExplorerModel(QObject* parent) : QAbstractItemModel(parent) {}
 void ExplorerModel::setSnapshot(ProjectSnapshot snapshot) {
   beginResetModel();
   snapshot_ = std::move(snapshot);
+  executionsOf_.assign(snapshot_.experiments.size(), {});
+  for (std::size_t e = 0; e < snapshot_.experiments.size(); ++e)
+    for (std::size_t x = snapshot_.executions.size(); x-- > 0;)
+      if (snapshot_.executions[x].experimentId == snapshot_.experiments[e].id)
+        executionsOf_[e].push_back(x);
   endResetModel();
 }
+
+namespace {
+
+constexpr quintptr kExperimentsId = quintptr{1} + static_cast<quintptr>(Group::kExperiments);
+constexpr quintptr kFirstExecutionId = quintptr{1} + ExplorerModel::kGroupCount;
+
+}  // namespace
 
 int ExplorerModel::itemCount(Group g) const {
   switch (g) {
@@ -144,7 +159,12 @@ QModelIndex ExplorerModel::index(int row, int column, const QModelIndex& parent)
   if (row < 0 || column < 0 || column >= kColumnCount) return {};
   if (!parent.isValid())
     return row < kGroupCount ? createIndex(row, column, quintptr{0}) : QModelIndex();
-  if (parent.internalId() != 0 || parent.column() != 0) return {};  // items have no children
+  if (parent.column() != 0) return {};
+  if (parent.internalId() == kExperimentsId) {  // an experiment: its executions
+    if (row >= rowCount(parent)) return {};
+    return createIndex(row, column, kFirstExecutionId + static_cast<quintptr>(parent.row()));
+  }
+  if (parent.internalId() != 0) return {};  // runs, executions, ... have no children
   const auto g = static_cast<Group>(parent.row());
   if (row >= itemCount(g)) return {};
   return createIndex(row, column, quintptr{1} + static_cast<quintptr>(parent.row()));
@@ -152,12 +172,19 @@ QModelIndex ExplorerModel::index(int row, int column, const QModelIndex& parent)
 
 QModelIndex ExplorerModel::parent(const QModelIndex& child) const {
   if (!child.isValid() || child.internalId() == 0) return {};
+  if (child.internalId() >= kFirstExecutionId)
+    return createIndex(static_cast<int>(child.internalId() - kFirstExecutionId), 0, kExperimentsId);
   return createIndex(static_cast<int>(child.internalId() - 1), 0, quintptr{0});
 }
 
 int ExplorerModel::rowCount(const QModelIndex& parent) const {
   if (!parent.isValid()) return kGroupCount;
-  if (parent.internalId() != 0 || parent.column() != 0) return 0;
+  if (parent.column() != 0) return 0;
+  if (parent.internalId() == kExperimentsId) {
+    const auto e = static_cast<std::size_t>(parent.row());
+    return e < executionsOf_.size() ? static_cast<int>(executionsOf_[e].size()) : 0;
+  }
+  if (parent.internalId() != 0) return 0;
   return itemCount(static_cast<Group>(parent.row()));
 }
 
@@ -183,6 +210,9 @@ QVariant ExplorerModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid()) return {};
   if (index.internalId() == 0)
     return groupData(static_cast<Group>(index.row()), index.column(), role);
+  if (index.internalId() >= kFirstExecutionId)
+    return executionData(static_cast<int>(index.internalId() - kFirstExecutionId), index.row(),
+                         index.column(), role);
   return itemData(static_cast<Group>(index.internalId() - 1), index.row(), index.column(), role);
 }
 
@@ -237,7 +267,63 @@ QVariant ExplorerModel::itemData(Group g, int row, int column, int role) const {
   return {};
 }
 
+QVariant ExplorerModel::executionData(int experimentRow, int row, int column, int role) const {
+  const core::ExecutionRecord& x = snapshot_.executions.at(
+      executionsOf_.at(static_cast<std::size_t>(experimentRow)).at(static_cast<std::size_t>(row)));
+  if (role == KindRole) return QStringLiteral("execution");
+  if (role == IdRole) return QVariant::fromValue<qint64>(x.id);
+  // Its runs, and how they ended.
+  int runs = 0;
+  std::map<core::RunStatus, int> ended;
+  for (const core::RunRecord& r : snapshot_.runs) {
+    if (r.executionId != x.id) continue;
+    ++runs;
+    ++ended[r.status];
+  }
+  QStringList statuses;
+  for (const auto& [status, count] : ended)
+    statuses << QString("%1 %2").arg(count).arg(QString::fromUtf8(core::toString(status)));
+  const nlohmann::json& spec = x.spec;
+  const int variants = spec.is_object() && spec.contains("variants") && spec["variants"].is_array()
+                           ? static_cast<int>(spec["variants"].size())
+                           : 0;
+  if (role == Qt::ToolTipRole)
+    return tr("Execution %1: every variant %2 times (seeds from %3); %4. Open it to compare its "
+              "variants with medians and intervals.")
+        .arg(x.id)
+        .arg(x.repeats)
+        .arg(x.seed)
+        .arg(statuses.join(", "));
+  if (role != Qt::DisplayRole) return {};
+  switch (column) {
+    case kNameColumn:
+      return tr("execution #%1").arg(x.id);
+    case kDetailColumn:
+      return tr("%1 variant%2 x %3, %4 run%5: %6")
+          .arg(variants)
+          .arg(variants == 1 ? "" : "s")
+          .arg(x.repeats)
+          .arg(runs)
+          .arg(runs == 1 ? "" : "s")
+          .arg(statuses.join(", "));
+    case kWhenColumn:
+      return when(x.startedMs);
+  }
+  return {};
+}
+
 QModelIndex ExplorerModel::find(const QString& kind, qint64 id) const {
+  if (kind == "execution") {
+    const QModelIndex experiments = index(static_cast<int>(Group::kExperiments), 0);
+    for (int e = 0; e < rowCount(experiments); ++e) {
+      const QModelIndex experiment = index(e, 0, experiments);
+      for (int row = 0; row < rowCount(experiment); ++row) {
+        const QModelIndex item = index(row, 0, experiment);
+        if (item.data(IdRole).toLongLong() == id) return item;
+      }
+    }
+    return {};
+  }
   for (int g = 0; g < kGroupCount; ++g) {
     if (kind != itemKind(static_cast<Group>(g))) continue;
     const QModelIndex group = index(g, 0);

@@ -2,13 +2,17 @@
 
 #include <QtCore/QAbstractItemModel>
 
+#include <cstddef>
+#include <vector>
+
 #include "ui/models/project_snapshot.h"
 
 namespace dtlab::ui {
 
 // The project explorer: four groups (datasets, topologies, experiments, runs) and their
-// items, from a ProjectSnapshot. Replacing the snapshot resets the model; the view keeps
-// the selection by (kind, id) through the roles below.
+// items, from a ProjectSnapshot; under each experiment, its executions (newest first). Replacing
+// the snapshot resets the model; the view keeps the selection by (kind, id) through the roles
+// below.
 class ExplorerModel final : public QAbstractItemModel {
   Q_OBJECT
  public:
@@ -16,9 +20,9 @@ class ExplorerModel final : public QAbstractItemModel {
   enum class Group { kDatasets, kTopologies, kExperiments, kRuns };
   static constexpr int kGroupCount = 4;
   enum Roles {
-    // What a row is: "group", "dataset", "topology", "experiment" or "run".
+    // What a row is: "group", "dataset", "topology", "experiment", "execution" or "run".
     KindRole = Qt::UserRole + 1,
-    // The entity or run id (items only).
+    // The entity, execution or run id (items only).
     IdRole,
     // Runs: "running", "completed", "cancelled", "failed" or "interrupted".
     StatusRole,
@@ -28,7 +32,7 @@ class ExplorerModel final : public QAbstractItemModel {
 
   void setSnapshot(ProjectSnapshot snapshot);
   const ProjectSnapshot& snapshot() const { return snapshot_; }
-  // The index of an item by kind ("run", "dataset", ...) and id; invalid if absent.
+  // The index of an item by kind ("run", "dataset", "execution", ...) and id; invalid if absent.
   QModelIndex find(const QString& kind, qint64 id) const;
 
   QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;
@@ -40,12 +44,16 @@ class ExplorerModel final : public QAbstractItemModel {
                       int role = Qt::DisplayRole) const override;
 
  private:
-  // internalId: 0 for group rows, 1 + group for items (so parent() knows the group).
+  // internalId: 0 for group rows, 1 + group for items (so parent() knows the group), and
+  // 1 + kGroupCount + the experiment's row for the executions under an experiment.
   int itemCount(Group group) const;
+  QVariant executionData(int experimentRow, int row, int column, int role) const;
   QVariant groupData(Group group, int column, int role) const;
   QVariant itemData(Group group, int row, int column, int role) const;
 
   ProjectSnapshot snapshot_;
+  // Per experiment row: its executions' indices into snapshot_.executions, newest first.
+  std::vector<std::vector<std::size_t>> executionsOf_;
 };
 
 }  // namespace dtlab::ui

@@ -14,6 +14,7 @@ ProjectSnapshot readProjectSnapshot(const std::string& path) {
   s.datasets = store->entities(core::EntityKind::kDataset);
   s.topologies = store->entities(core::EntityKind::kTopology);
   s.experiments = store->entities(core::EntityKind::kExperiment);
+  s.executions = store->executions();
   s.runs = store->runs();
   for (const core::RunRecord& r : s.runs) {
     const std::optional<nlohmann::json> summary = store->runSummary(r.id);

@@ -19,6 +19,7 @@ struct ProjectSnapshot {
   std::vector<core::Entity> datasets;
   std::vector<core::Entity> topologies;
   std::vector<core::Entity> experiments;
+  std::vector<core::ExecutionRecord> executions;  // those with runs, oldest first
   std::vector<core::RunRecord> runs;
   // Per run id, in the order of `runs`: the stored summary (null while running).
   std::vector<nlohmann::json> summaries;

@@ -6,6 +6,8 @@
 #include <QtGui/QAction>
 #include <QtGui/QClipboard>
 #include <QtGui/QGuiApplication>
+#include <QtWidgets/QCheckBox>
+#include <QtWidgets/QComboBox>
 #include <QtWidgets/QFileDialog>
 #include <QtWidgets/QHBoxLayout>
 #include <QtWidgets/QHeaderView>
@@ -15,6 +17,7 @@
 #include <QtWidgets/QScrollBar>
 #include <QtWidgets/QSpinBox>
 #include <QtWidgets/QSplitter>
+#include <QtWidgets/QTabWidget>
 #include <QtWidgets/QTableView>
 #include <QtWidgets/QVBoxLayout>
 
@@ -28,6 +31,7 @@
 #include "ui/charts/comparison_panel.h"
 #include "ui/charts/palette.h"
 #include "ui/models/run_comparison_model.h"
+#include "ui/pages/execution_statistics.h"
 
 namespace dtlab::ui {
 namespace {
@@ -138,6 +142,8 @@ void ComparePage::setUpRunsTable() {
       tr("Check the runs to overlay in the charts and to export in the table. Ctrl+C copies the "
          "selected rows."));
   connect(runs_, &RunComparisonModel::chosenChanged, this, [this] {
+    // Runs checked or unchecked by hand: the execution is no longer what is compared.
+    if (execution_ && !choosesExecution(*execution_)) showExecution(std::nullopt);
     refreshPanels();
     layoutChanged();
   });
@@ -196,7 +202,35 @@ void ComparePage::buildSplitter(QHBoxLayout* tableRow, QHBoxLayout* chartRow) {
   auto* top = new QWidget(this);
   auto* topLayout = new QVBoxLayout(top);
   topLayout->setContentsMargins(0, 0, 0, 0);
-  topLayout->addWidget(runsView_, 1);
+  executionChoice_ = new QComboBox(this);
+  executionChoice_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  executionChoice_->setToolTip(
+      tr("An execution runs every variant of an experiment, repeated: compare it as a whole"));
+  connect(executionChoice_, &QComboBox::activated, this, [this](int index) {
+    const QVariant id = executionChoice_->itemData(index);
+    showExecution(id.isValid() ? std::optional<int64_t>(id.toLongLong()) : std::nullopt);
+  });
+  bands_ = new QCheckBox(tr("Median and band per variant"), this);
+  bands_->setChecked(true);
+  bands_->setToolTip(
+      tr("Each variant as the median of its repetitions at each step or second, with the "
+         "range of the repetitions as a band and each repetition faint"));
+  connect(bands_, &QCheckBox::toggled, this, [this] {
+    refreshPanels();
+    layoutChanged();
+  });
+  auto* executionRow = new QHBoxLayout;
+  executionRow->addWidget(caption(tr("Compare:"), this));
+  executionRow->addWidget(executionChoice_);
+  executionRow->addWidget(bands_);
+  executionRow->addStretch(1);
+  topLayout->addLayout(executionRow);
+  statistics_ = new ExecutionStatistics(this);
+  connect(statistics_, &ExecutionStatistics::failed, this, &ComparePage::failed);
+  tabs_ = new QTabWidget(this);
+  tabs_->addTab(runsView_, tr("Runs"));
+  tabs_->addTab(statistics_, tr("Statistics"));
+  topLayout->addWidget(tabs_, 1);
   topLayout->addLayout(tableRow);
   auto* bottom = new QWidget(this);
   auto* bottomLayout = new QVBoxLayout(bottom);
@@ -327,7 +361,104 @@ void ComparePage::setCurrentChart(int index) {
 
 void ComparePage::refreshPanels() {
   const std::vector<int64_t> chosen = runs_->chosen();
-  for (int i = 0; i < chartCount(); ++i) panel(i)->setSource(path_, chosen);
+  const std::vector<RunGroup> groups =
+      execution_ && bands_->isChecked() ? groupsOf(*execution_) : std::vector<RunGroup>{};
+  for (int i = 0; i < chartCount(); ++i) panel(i)->setSource(path_, chosen, groups);
+}
+
+// ----- executions
+
+std::vector<int64_t> ComparePage::runsOf(int64_t executionId) const {
+  std::vector<int64_t> ids;
+  for (const RunGroup& g : groupsOf(executionId))
+    ids.insert(ids.end(), g.runIds.begin(), g.runIds.end());
+  return ids;
+}
+
+bool ComparePage::choosesExecution(int64_t executionId) const {
+  std::vector<int64_t> chosen = runs_->chosen();
+  std::vector<int64_t> runs = runsOf(executionId);
+  std::sort(chosen.begin(), chosen.end());
+  std::sort(runs.begin(), runs.end());
+  return chosen == runs;
+}
+
+std::vector<RunGroup> ComparePage::groupsOf(int64_t executionId) const {
+  const auto execution =
+      std::find_if(snapshot_.executions.begin(), snapshot_.executions.end(),
+                   [&](const core::ExecutionRecord& e) { return e.id == executionId; });
+  if (execution == snapshot_.executions.end()) return {};
+  std::string prefix;
+  for (const core::Entity& e : snapshot_.experiments)
+    if (e.id == execution->experimentId) prefix = e.name + "/";
+  // Variants in the order of the execution's spec; a run of a variant it does not list (the
+  // name of a run is all it has) follows.
+  std::vector<RunGroup> groups;
+  const nlohmann::json& spec = execution->spec;
+  if (spec.is_object() && spec.contains("variants") && spec["variants"].is_array())
+    for (const nlohmann::json& v : spec["variants"])
+      if (v.is_object() && v.contains("name") && v["name"].is_string())
+        groups.push_back({v["name"].get<std::string>(), {}});
+  for (const core::RunRecord& r : snapshot_.runs) {
+    if (r.executionId != executionId) continue;
+    const std::string variant =
+        !prefix.empty() && r.name.rfind(prefix, 0) == 0 ? r.name.substr(prefix.size()) : r.name;
+    auto g = std::find_if(groups.begin(), groups.end(),
+                          [&](const RunGroup& x) { return x.label == variant; });
+    if (g == groups.end()) g = groups.insert(groups.end(), RunGroup{variant, {}});
+    g->runIds.push_back(r.id);
+  }
+  std::erase_if(groups, [](const RunGroup& g) { return g.runIds.empty(); });
+  return groups;
+}
+
+void ComparePage::fillExecutionChoice() {
+  executionChoice_->clear();
+  for (auto e = snapshot_.executions.rbegin(); e != snapshot_.executions.rend(); ++e) {
+    QString experiment = tr("(deleted experiment)");
+    for (const core::Entity& x : snapshot_.experiments)
+      if (x.id == e->experimentId) experiment = QString::fromStdString(x.name);
+    std::size_t runs = 0;
+    for (const RunGroup& g : groupsOf(e->id)) runs += g.runIds.size();
+    executionChoice_->addItem(tr("execution #%1 of %2: %3 runs, %4 per variant")
+                                  .arg(e->id)
+                                  .arg(experiment)
+                                  .arg(runs)
+                                  .arg(e->repeats),
+                              QVariant::fromValue<qint64>(e->id));
+  }
+  executionChoice_->addItem(tr("the runs checked in the table"));
+  const int at = execution_ ? executionChoice_->findData(QVariant::fromValue<qint64>(*execution_))
+                            : executionChoice_->count() - 1;
+  executionChoice_->setCurrentIndex(at >= 0 ? at : executionChoice_->count() - 1);
+}
+
+bool ComparePage::showExecution(std::optional<int64_t> executionId) {
+  if (executionId && runsOf(*executionId).empty()) return false;
+  // Asked while the project's saved layout is on its way: asked again over it.
+  if (layoutPending_ && applying_ == 0 && executionId != execution_)
+    asked_.push_back([this, executionId] { showExecution(executionId); });
+  const bool changed = executionId != execution_;
+  execution_ = executionId;
+  fillExecutionChoice();
+  if (execution_) {
+    runs_->setChosen(runsOf(*execution_));
+    statistics_->setExecution(path_, *execution_);
+    tabs_->setTabText(1, tr("Statistics (execution #%1)").arg(*execution_));
+  } else {
+    statistics_->clear(
+        tr("Choose an execution above to see its variants' medians with 95% "
+           "intervals and the ratios between them."));
+    tabs_->setTabText(1, tr("Statistics"));
+  }
+  bands_->setEnabled(execution_.has_value());
+  refreshPanels();
+  if (changed) layoutChanged();
+  return true;
+}
+
+void ComparePage::setBands(bool bands) {
+  bands_->setChecked(bands);
 }
 
 void ComparePage::checkShown() {
@@ -346,17 +477,31 @@ void ComparePage::setSnapshot(const ProjectSnapshot& snapshot) {
     saveLayout();  // the project being left keeps its last change
   }
   path_ = snapshot.path;
+  snapshot_ = snapshot;
   runs_->setSnapshot(snapshot);
   if (sameProject) {
-    refreshPanels();  // new points
+    // New points, perhaps new runs of the execution shown (it is still under way).
+    if (execution_ && !choosesExecution(*execution_)) {
+      ++applying_;
+      runs_->setChosen(runsOf(*execution_));
+      --applying_;
+      statistics_->setExecution(path_, *execution_);
+    }
+    fillExecutionChoice();
+    refreshPanels();
     return;
   }
+  execution_.reset();
   // Another project: the default layout at once, then the one it keeps once read.
   applyCompareLayout(CompareLayout{});
   readLayout();
 }
 
 void ComparePage::chooseDefaultRuns() {
+  // The latest execution, compared as a whole; else the latest runs.
+  for (auto e = snapshot_.executions.rbegin(); e != snapshot_.executions.rend(); ++e)
+    if (showExecution(e->id)) return;
+  showExecution(std::nullopt);
   std::vector<int64_t> ids = runs_->runIds();
   if (ids.size() > kDefaultRuns)
     ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(kDefaultRuns));
@@ -414,6 +559,8 @@ CompareLayout ComparePage::compareLayout() const {
   for (int i = 0; i < chartCount(); ++i) l.charts.push_back(panel(i)->settings());
   l.current = current_;
   l.runs = runs_->chosen();
+  l.execution = execution_;
+  l.bands = bands_->isChecked();
   l.splitter = shownSizes(split_->sizes());
   l.chartSplitter = shownSizes(charts_->sizes());
   const int column = runsView_->horizontalHeader()->sortIndicatorSection();
@@ -442,10 +589,20 @@ void ComparePage::applyCompareLayout(const CompareLayout& layout) {
   current_ = -1;
   setCurrentChart(std::clamp(layout.current, 0, wanted - 1));
 
-  if (layout.runs)
-    runs_->setChosen(*layout.runs);
-  else
+  bands_->setChecked(layout.bands);
+  if (layout.execution && showExecution(layout.execution)) {
+    // Its runs are chosen.
+  } else if (layout.execution) {
+    emit notice(tr("The saved comparison layout compares execution %1, which the project no "
+                   "longer has")
+                    .arg(*layout.execution));
     chooseDefaultRuns();
+  } else if (layout.runs) {
+    showExecution(std::nullopt);
+    runs_->setChosen(*layout.runs);
+  } else {
+    chooseDefaultRuns();
+  }
 
   if (layout.splitter.size() == 2)
     split_->setSizes({layout.splitter[0], layout.splitter[1]});

@@ -3,6 +3,7 @@
 #include <QtWidgets/QWidget>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,11 +12,14 @@
 #include "ui/models/compare_layout.h"
 #include "ui/models/project_snapshot.h"
 
+class QCheckBox;
+class QComboBox;
 class QHBoxLayout;
 class QPushButton;
 class QScrollArea;
 class QSpinBox;
 class QSplitter;
+class QTabWidget;
 class QTableView;
 class QTimer;
 
@@ -23,14 +27,18 @@ namespace dtlab::ui {
 
 class ComparisonChart;
 class ComparisonPanel;
+class ExecutionStatistics;
 class RunComparisonModel;
 class RunComparisonSortModel;
 
-// Runs side by side: the table of the project's runs (check the ones to overlay; each keeps
-// its colour; sortable by any column; Ctrl+C copies the selected rows), and one or more
-// comparison charts, each with its own metric, x-axis, member reduction and smoothing in a
-// toolbar of its own, stacked in a splitter ("Add chart"). Exports: every chart (PNG, SVG,
-// PDF, CSV) and the table (CSV, Markdown).
+// Runs side by side. An execution (every variant of an experiment, repeated) is compared as
+// a whole: its runs chosen, each variant drawn as the median of its repetitions with a band,
+// and the Statistics tab showing the medians with intervals and the ratios between variants;
+// a project opens on its latest execution. Otherwise: the table of the project's runs (check the
+// ones to overlay; each keeps its colour; sortable by any column; Ctrl+C copies the selected rows),
+// and one or more comparison charts, each with its own metric, x-axis, member reduction and
+// smoothing in a toolbar of its own, stacked in a splitter ("Add chart"). Exports: every chart
+// (PNG, SVG, PDF, CSV) and the table (CSV, Markdown).
 //
 // The page keeps itself as the user left it: the charts and their settings, the chosen runs,
 // the splitters' sizes and the table's sort are written to the project's metadata
@@ -54,6 +62,12 @@ class ComparePage final : public QWidget {
   // changes what is shown is applied again once the layout is restored: what was asked for
   // wins (one that changes nothing, such as the command line's default metric, does not).
   void setChosenRuns(const std::vector<int64_t>& runIds);
+  // Compares execution `executionId` (its runs, a band per variant, its statistics); none:
+  // the runs chosen by hand, one curve each. An unknown execution is refused (false).
+  bool showExecution(std::optional<int64_t> executionId);
+  std::optional<int64_t> execution() const { return execution_; }
+  // Draw an execution's variants as medians with bands (else each run alone).
+  void setBands(bool bands);
   void setMetric(const QString& metric);  // a name of the metric table
   void setXAxis(ChartX x);
   void setReduction(MemberReduction reduction);
@@ -92,6 +106,9 @@ class ComparePage final : public QWidget {
   QTableView* runsView() const { return runsView_; }
   ComparisonChart* chart() const;  // the current chart's
   QSplitter* splitter() const { return split_; }
+  QTabWidget* tabs() const { return tabs_; }
+  QComboBox* executionChoice() const { return executionChoice_; }
+  ExecutionStatistics* statistics() const { return statistics_; }
   QSplitter* chartSplitter() const { return charts_; }
 
  signals:
@@ -127,6 +144,11 @@ class ComparePage final : public QWidget {
   void fitTableHeight();
   void syncChartButtons();  // remove buttons (the last chart stays) and Add chart (a limit)
   void refreshPanels();
+  void fillExecutionChoice();
+  // The runs of an execution in its variants' order, and its variants as groups of runs.
+  std::vector<int64_t> runsOf(int64_t executionId) const;
+  std::vector<RunGroup> groupsOf(int64_t executionId) const;
+  bool choosesExecution(int64_t executionId) const;  // the runs checked are its runs
 
   RunComparisonModel* runs_;
   RunComparisonSortModel* sorted_;
@@ -139,6 +161,12 @@ class ComparePage final : public QWidget {
   QSpinBox* exportDpi_;
   QTimer* saveTimer_;
   QPushButton* addButton_ = nullptr;
+  QComboBox* executionChoice_ = nullptr;
+  QCheckBox* bands_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
+  ExecutionStatistics* statistics_ = nullptr;
+  ProjectSnapshot snapshot_;
+  std::optional<int64_t> execution_;
 
   std::string path_;
   int current_ = 0;

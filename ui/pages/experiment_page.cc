@@ -1,5 +1,7 @@
 #include "ui/pages/experiment_page.h"
 
+#include <algorithm>
+
 #include <QtWidgets/QComboBox>
 #include <QtWidgets/QDoubleSpinBox>
 #include <QtWidgets/QFormLayout>
@@ -88,6 +90,7 @@ ExperimentPage::ExperimentPage(QWidget* parent)
     : QWidget(parent),
       name_(new QLineEdit(this)),
       seed_(spin(this, 0, 2'000'000'000)),
+      repeats_(spin(this, 1, static_cast<int>(core::kMaxRepeats))),
       dataset_(new QComboBox(this)),
       topology_(new QComboBox(this)),
       hidden_(new QLineEdit(this)),
@@ -151,6 +154,11 @@ void ExperimentPage::setUpFields() {
   alpha_->setToolTip(
       tr("Dirichlet concentration: smaller is more skewed (0.1: a few classes a "
          "worker)"));
+  repeats_->setSuffix(tr(" times"));
+  repeats_->setToolTip(
+      tr("Run every variant this many times, each repetition on its own seed (initial "
+         "weights, data order, stragglers) shared by its variants; the comparison then shows "
+         "medians with 95% intervals"));
   hidden_->setPlaceholderText(tr("widths of the hidden layers, e.g. 128, 128"));
   target_->setSpecialValueText(tr("none"));
   maxSteps_->setSpecialValueText(tr("no limit"));
@@ -187,7 +195,18 @@ void ExperimentPage::setUpFields() {
 ExperimentPage::VariantButtons ExperimentPage::buildLayout() {
   auto* what = new QFormLayout();
   addRow(what, tr("Name"), "name", name_);
-  addRow(what, tr("Seed"), "seed", seed_);
+  // The seed and how many repetitions it seeds, on one line (the form stays as tall as it was).
+  auto* seeding = new QWidget(this);
+  auto* seedingLayout = new QHBoxLayout(seeding);
+  seedingLayout->setContentsMargins(0, 0, 0, 0);
+  seedingLayout->addWidget(seed_, 1);
+  seedingLayout->addWidget(new QLabel(tr("run each variant"), this));
+  seedingLayout->addWidget(repeats_);
+  addRow(what, tr("Seed"), "seed", seeding);
+  seed_->setObjectName("seed");
+  repeats_->setObjectName("repeats");
+  fields_["seed"].first = seed_;
+  fields_["repeats"] = {repeats_, fields_["seed"].second};
   addRow(what, tr("Dataset"), "dataset", dataset_);
   addRow(what, tr("Cluster (topology)"), "cluster", topology_);
   auto* model = new QFormLayout();
@@ -258,7 +277,7 @@ ExperimentPage::VariantButtons ExperimentPage::buildLayout() {
 // Every field's change checks the form again; the buttons add and remove variants, save and
 // run.
 void ExperimentPage::connectSignals(const VariantButtons& buttons) {
-  for (QSpinBox* b : {seed_, batch_, epochs_, maxSteps_, evalInterval_, checkpointEvery_})
+  for (QSpinBox* b : {seed_, repeats_, batch_, epochs_, maxSteps_, evalInterval_, checkpointEvery_})
     connect(b, &QSpinBox::valueChanged, this, [this] { formChanged(); });
   for (QDoubleSpinBox* b : {lr_, momentum_, maxSeconds_, target_, alpha_})
     connect(b, &QDoubleSpinBox::valueChanged, this, [this] { formChanged(); });
@@ -322,6 +341,10 @@ void ExperimentPage::edit(qint64 id, const nlohmann::json& spec,
 
   name_->setText(QString::fromStdString(spec_.value("name", std::string("experiment"))));
   seed_->setValue(spec_.value("seed", 1));
+  repeats_->setValue(spec_.contains("repeats") && spec_["repeats"].is_number_integer()
+                         ? static_cast<int>(std::clamp<int64_t>(spec_["repeats"].get<int64_t>(), 1,
+                                                                core::kMaxRepeats))
+                         : 1);
   const nlohmann::json hidden = get(spec_, "model", "hidden");
   QStringList widths;
   for (const auto& w : hidden.is_array() ? hidden : nlohmann::json::array({128, 128}))
@@ -377,6 +400,7 @@ void ExperimentPage::formChanged() {
   if (loading_) return;
   spec_["name"] = name_->text().trimmed().toStdString();
   spec_["seed"] = seed_->value();
+  spec_["repeats"] = repeats_->value();
   if (dataset_->currentIndex() > 0)
     spec_["dataset"] = datasets_[static_cast<std::size_t>(dataset_->currentIndex() - 1)].config;
   if (topology_->currentIndex() > 0)
@@ -453,6 +477,7 @@ void ExperimentPage::validate() {
   save_->setToolTip(error_.isEmpty() ? tr("Store this experiment in the project") : error_);
   const QString whyNot = !error_.isEmpty() ? error_ : runBlocked_;
   run_->setEnabled(whyNot.isEmpty());
+  run_->setText(repeats_->value() > 1 ? tr("Run %1 times").arg(repeats_->value()) : tr("Run"));
   run_->setToolTip(whyNot.isEmpty() ? tr("Run every variant on the experiment's cluster") : whyNot);
   if (error_.isEmpty()) {
     const int64_t stepsPerEpoch =
@@ -471,7 +496,8 @@ void ExperimentPage::validate() {
                  (parsed.cluster.device == "cuda"
                       ? tr(" on GPUs (%1)").arg(core::toString(parsed.training.precision))
                       : QString()))
-            .arg(count(static_cast<int64_t>(parsed.variants.size()), "variant", "variants"))
+            .arg(count(static_cast<int64_t>(parsed.variants.size()), "variant", "variants") +
+                 (parsed.repeats > 1 ? tr(" x %1 repetitions").arg(parsed.repeats) : QString()))
             .arg(steps > 0 ? tr("up to %1 steps each").arg(steps)
                            : tr("no step limit (time or target ends it)")));
   } else {

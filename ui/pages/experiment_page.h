@@ -86,6 +86,7 @@ class ExperimentPage final : public QWidget {
 
   QLineEdit* name_;
   QSpinBox* seed_;
+  QSpinBox* repeats_;  // "repeats": how many times one execution runs every variant
   QComboBox* dataset_;
   QComboBox* topology_;
   QLineEdit* hidden_;

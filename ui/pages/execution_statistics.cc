@@ -1,0 +1,110 @@
+#include "ui/pages/execution_statistics.h"
+
+#include <QtWidgets/QHeaderView>
+#include <QtWidgets/QLabel>
+#include <QtWidgets/QTableView>
+#include <QtWidgets/QVBoxLayout>
+
+#include "core/store/comparison.h"
+#include "core/store/comparison_statistics.h"
+#include "core/store/project_store.h"
+#include "ui/background.h"
+#include "ui/models/statistics_table_model.h"
+
+namespace dtlab::ui {
+namespace {
+
+struct Tables {
+  std::string heading;
+  core::StatisticsTable variants;
+  core::StatisticsTable ratios;
+};
+
+QTableView* tableView(StatisticsTableModel* model, QWidget* parent) {
+  auto* view = new QTableView(parent);
+  view->setModel(model);
+  view->verticalHeader()->hide();
+  view->verticalHeader()->setDefaultSectionSize(view->fontMetrics().height() + 8);
+  view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  view->horizontalHeader()->setStretchLastSection(true);
+  view->setAlternatingRowColors(true);
+  view->setSelectionBehavior(QAbstractItemView::SelectRows);
+  view->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  return view;
+}
+
+QLabel* captionLabel(QWidget* parent) {
+  auto* label = new QLabel(parent);
+  label->setWordWrap(true);
+  label->setStyleSheet("color: #444;");
+  return label;
+}
+
+}  // namespace
+
+ExecutionStatistics::ExecutionStatistics(QWidget* parent)
+    : QWidget(parent),
+      heading_(new QLabel(this)),
+      variantsCaption_(captionLabel(this)),
+      ratiosCaption_(captionLabel(this)),
+      variants_(new StatisticsTableModel(this)),
+      ratios_(new StatisticsTableModel(this)),
+      variantsView_(tableView(variants_, this)),
+      ratiosView_(tableView(ratios_, this)) {
+  QFont bold = heading_->font();
+  bold.setBold(true);
+  heading_->setFont(bold);
+  heading_->setWordWrap(true);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addWidget(heading_);
+  layout->addWidget(variantsCaption_);
+  layout->addWidget(variantsView_, 3);
+  layout->addWidget(ratiosCaption_);
+  layout->addWidget(ratiosView_, 2);
+  clear(tr("Choose an execution to see its medians and intervals."));
+}
+
+void ExecutionStatistics::clear(const QString& why) {
+  ++read_;
+  pending_ = 0;
+  heading_->setText(why);
+  variantsCaption_->clear();
+  ratiosCaption_->clear();
+  variants_->setTable({});
+  ratios_->setTable({});
+}
+
+void ExecutionStatistics::setExecution(const std::string& path, int64_t executionId) {
+  const quint64 id = ++read_;
+  ++pending_;
+  runInBackground<Tables>(
+      this,
+      [path, executionId] {
+        auto store = core::ProjectStore::open(path, /*readOnly=*/true);
+        const core::Comparison c = core::compareExperiment(*store, std::nullopt, executionId);
+        const core::ComparisonStatistics stats = core::comparisonStatistics(c);
+        const std::string table = core::comparisonTable(c);
+        return Tables{table.substr(0, table.find('\n')), core::variantStatisticsTable(stats),
+                      core::ratioStatisticsTable(stats)};
+      },
+      [this, id](const std::optional<Tables>& tables, const QString& error) {
+        if (id != read_) return;  // another execution was chosen meanwhile
+        pending_ = 0;
+        if (!tables) {
+          clear(tr("Cannot read the execution: %1").arg(error));
+          emit failed(tr("Cannot read the execution's statistics: %1").arg(error));
+          return;
+        }
+        heading_->setText(QString::fromStdString(tables->heading));
+        variantsCaption_->setText(QString::fromStdString(tables->variants.caption));
+        ratiosCaption_->setText(tables->ratios.rows.empty()
+                                    ? tr("No ratios: the variants share no completed repetition.")
+                                    : QString::fromStdString(tables->ratios.caption));
+        variants_->setTable(tables->variants);
+        ratios_->setTable(tables->ratios);
+        emit shown();
+      });
+}
+
+}  // namespace dtlab::ui

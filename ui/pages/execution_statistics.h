@@ -1,0 +1,52 @@
+#pragma once
+
+#include <QtWidgets/QWidget>
+
+#include <cstdint>
+#include <string>
+
+class QLabel;
+class QTableView;
+
+namespace dtlab::ui {
+
+class StatisticsTableModel;
+
+// What an execution's repetitions say, on the compare page: a heading (the experiment, its
+// variants and repetitions), the variants' medians with intervals, and the ratios against the
+// first variant, each table under its caption (core/store/comparison_statistics.h, the tables
+// `dtlab-cli compare` prints). Read off the GUI thread.
+class ExecutionStatistics final : public QWidget {
+  Q_OBJECT
+ public:
+  explicit ExecutionStatistics(QWidget* parent = nullptr);
+
+  // Reads and shows execution `executionId` of the project at `path`; a newer call wins.
+  void setExecution(const std::string& path, int64_t executionId);
+  // Shows no execution, saying why.
+  void clear(const QString& why);
+
+  QLabel* heading() const { return heading_; }
+  StatisticsTableModel* variants() const { return variants_; }
+  StatisticsTableModel* ratios() const { return ratios_; }
+  QTableView* variantsView() const { return variantsView_; }
+  QTableView* ratiosView() const { return ratiosView_; }
+  bool upToDate() const { return pending_ == 0; }
+
+ signals:
+  void shown();  // after each completed read
+  void failed(const QString& message);
+
+ private:
+  QLabel* heading_;
+  QLabel* variantsCaption_;
+  QLabel* ratiosCaption_;
+  StatisticsTableModel* variants_;
+  StatisticsTableModel* ratios_;
+  QTableView* variantsView_;
+  QTableView* ratiosView_;
+  quint64 read_ = 0;  // of the latest read; older results are dropped
+  int pending_ = 0;
+};
+
+}  // namespace dtlab::ui
