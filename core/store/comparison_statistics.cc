@@ -161,7 +161,8 @@ ComparisonStatistics comparisonStatistics(const Comparison& c, const StatisticsO
 
 std::string formatInterval(const ComparisonColumn& column, const Interval& interval) {
   std::string out = formatComparisonFigure(column, interval.estimate);
-  if (interval.n > 1)
+  // Every repetition measured the same: the interval would only repeat the figure.
+  if (interval.n > 1 && interval.low != interval.high)
     out += " [" + formatComparisonFigure(column, interval.low) + ", " +
            formatComparisonFigure(column, interval.high) + "]";
   return out;
@@ -198,13 +199,28 @@ StatisticsTable variantStatisticsTable(const ComparisonStatistics& stats) {
   const std::string level = percent(stats.bootstrap.level);
   t.caption = "medians of the completed runs, [" + level +
               " bootstrap interval over repetitions]; n=K: only K runs have the figure";
-  // The measured figures some variant has, in column order.
+  // The measured figures some variant has, in column order; a figure that is 0 in every run
+  // (no node lost: no recoveries) is said once in the caption instead of a column of zeros.
   std::vector<const ComparisonColumn*> figures;
-  for (const ComparisonColumn& column : comparisonColumns())
-    if ((column.flags & ComparisonColumn::kSummarised) && column.title != nullptr &&
-        std::any_of(stats.variants.begin(), stats.variants.end(),
-                    [&](const VariantStatistics& v) { return v.figure(column.key) != nullptr; }))
-      figures.push_back(&column);
+  std::string zeros;
+  for (const ComparisonColumn& column : comparisonColumns()) {
+    if (!(column.flags & ComparisonColumn::kSummarised) || column.title == nullptr) continue;
+    bool measured = false;
+    bool allZero = true;
+    for (const VariantStatistics& v : stats.variants) {
+      const FigureStatistics* f = v.figure(column.key);
+      if (f == nullptr) continue;
+      measured = true;
+      allZero = allZero && f->interval.low == 0.0 && f->interval.high == 0.0;
+    }
+    if (!measured) continue;
+    if (allZero && (column.flags & ComparisonColumn::kRatio) == 0) {
+      zeros += (zeros.empty() ? "" : ", ") + std::string(column.title);
+      continue;
+    }
+    figures.push_back(&column);
+  }
+  if (!zeros.empty()) t.caption += "; 0 in every run: " + zeros;
   t.header = {"variant", "strategy", "partition", "completed"};
   t.textColumns = {true, true, true, false};
   for (const ComparisonColumn* f : figures) {

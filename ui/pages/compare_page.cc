@@ -17,6 +17,7 @@
 #include <QtWidgets/QScrollBar>
 #include <QtWidgets/QSpinBox>
 #include <QtWidgets/QSplitter>
+#include <QtWidgets/QTabBar>
 #include <QtWidgets/QTabWidget>
 #include <QtWidgets/QTableView>
 #include <QtWidgets/QVBoxLayout>
@@ -445,11 +446,14 @@ bool ComparePage::showExecution(std::optional<int64_t> executionId) {
     runs_->setChosen(runsOf(*execution_));
     statistics_->setExecution(path_, *execution_);
     tabs_->setTabText(1, tr("Statistics (execution #%1)").arg(*execution_));
+    // What an execution says is in its statistics; its runs are a tab away.
+    if (changed) tabs_->setCurrentWidget(statistics_);
   } else {
     statistics_->clear(
         tr("Choose an execution above to see its variants' medians with 95% "
            "intervals and the ratios between them."));
     tabs_->setTabText(1, tr("Statistics"));
+    if (changed) tabs_->setCurrentWidget(runsView_);
   }
   bands_->setEnabled(execution_.has_value());
   refreshPanels();
@@ -663,13 +667,20 @@ void ComparePage::saveLayout() {
 
 // The table as high as its rows (up to kDefaultRuns of them), the charts the rest.
 void ComparePage::fitTableHeight() {
-  const int rows = std::clamp(runs_->rowCount(), 2, static_cast<int>(kDefaultRuns));
+  // An execution's statistics: its variants, then up to three ratios for each of the others,
+  // with their headings and captions (four lines).
+  const int variants = execution_ ? static_cast<int>(groupsOf(*execution_).size()) : 0;
+  const int rows = execution_ ? std::clamp(variants + 3 * (variants - 1) + 4, 6, 18)
+                              : std::clamp(runs_->rowCount(), 2, static_cast<int>(kDefaultRuns));
   const int table = runsView_->horizontalHeader()->sizeHint().height() +
                     rows * runsView_->verticalHeader()->defaultSectionSize() +
                     runsView_->horizontalScrollBar()->sizeHint().height() +
                     2 * runsView_->frameWidth();
-  const int top = table + split_->widget(0)->layout()->itemAt(1)->sizeHint().height() +
-                  split_->widget(0)->layout()->spacing();
+  // Above the table the execution row and the tabs, below it the export row.
+  const QLayout* around = split_->widget(0)->layout();
+  const int top = table + around->itemAt(0)->sizeHint().height() +
+                  tabs_->tabBar()->sizeHint().height() + around->itemAt(2)->sizeHint().height() +
+                  3 * around->spacing() + 2 * tabs_->contentsMargins().top() + 8;
   const int total = std::max(split_->height(), 600);
   split_->setSizes({top, std::max(total - top, 300)});
 }
