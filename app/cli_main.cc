@@ -79,7 +79,7 @@ constexpr const char* kUsageAfterBench = R"(  project new P.dtlab [--name NAME]
       The run's per-worker compute / communication / wait spans as Chrome
       trace-event JSON, for https://ui.perfetto.dev or chrome://tracing.
   compare P.dtlab [EXPERIMENT] [--execution N] [--pair VARIANT:BASELINE ...]
-      [--format table|csv|json]
+      [--seed-table] [--format table|csv|json]
       An experiment's variants side by side, as its latest execution (or execution N)
       ran them: staleness (mean, max), divergence, time to target, samples/s,
       utilisation, wait fraction, communication per sample, peak memory, final test
@@ -91,6 +91,11 @@ constexpr const char* kUsageAfterBench = R"(  project new P.dtlab [--name NAME]
       (two-sided paired t-test on the log ratios, p < 0.05). CSV: one line per run;
       JSON: the runs and "statistics". EXPERIMENT: a name (default: the project's most
       recent). A figure a run did not record shows as "–" (CSV: empty, JSON: null).
+      --seed-table: the seed article's comparison instead, a column per variant:
+      consistency (max staleness, divergence), efficiency (time to target, samples/s,
+      utilisation), memory (peak per worker), communication (bytes per sample),
+      debuggability (replay), fault tolerance (node losses met); every cell a median
+      with its interval or why there is none (JSON: each cell with how it was measured).
   version
   help [COMMAND], COMMAND --help
       This text, or the part of it about one command.

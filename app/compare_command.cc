@@ -10,6 +10,7 @@
 #include "core/store/comparison.h"
 #include "core/store/comparison_statistics.h"
 #include "core/store/project_store.h"
+#include "core/store/seed_table.h"
 
 namespace dtlab::app {
 
@@ -20,11 +21,13 @@ std::string comparisonFormat(const std::string& format) {
 }
 
 int compareCommand(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--format", "--execution", "--pair"}, {});
+  const Args args(argv, {"--format", "--execution", "--pair"}, {"--seed-table"});
   if (args.positionals().empty() || args.positionals().size() > 2)
     throw UsageError("expected P.dtlab [EXPERIMENT]");
   // Checked before the file is opened, so that a typo is a usage error whatever the file.
   const std::string format = comparisonFormat(args.value("--format", "table"));
+  if (args.has("--seed-table") && format == "csv")
+    throw UsageError("--seed-table: --format table or json (a cell is text with its tooltip)");
   std::optional<std::string> experiment;
   if (args.positionals().size() == 2) experiment = args.positionals()[1];
   std::optional<int64_t> execution;
@@ -39,7 +42,14 @@ int compareCommand(const std::vector<std::string>& argv) {
       throw UsageError(e.what());
     }
   }
-  if (format == "json")
+  if (args.has("--seed-table")) {
+    const core::StatisticsTable table =
+        core::seedTable(comparison, core::comparisonStatistics(comparison, {{}, comparison.pairs}));
+    if (format == "json")
+      std::cout << core::statisticsTableJson(table).dump() << "\n";
+    else
+      std::cout << core::seedTableText(comparison);
+  } else if (format == "json")
     std::cout << core::comparisonJson(comparison).dump() << "\n";
   else if (format == "csv")
     std::cout << core::comparisonCsv(comparison);

@@ -7,6 +7,7 @@
 #include <QtCore/QTimer>
 #include <QtWidgets/QApplication>
 #include <QtWidgets/QStatusBar>
+#include <QtWidgets/QTabWidget>
 
 #include <algorithm>
 #include <cstdio>
@@ -233,7 +234,12 @@ int main(int argc, char** argv) {
                                "N", "96");
   const QCommandLineOption exportTo("export", "write the --chart to a file and exit",
                                     "out.png|svg|pdf|csv");
-  parser.addOptions({page, run, screenshot, size, chart, runs, x, smooth, workers, dpi, exportTo});
+  const QCommandLineOption tab("tab",
+                               "--page compare: the tab shown above the charts (runs, statistics "
+                               "or seed, the measured seed table of the execution compared)",
+                               "runs|statistics|seed");
+  parser.addOptions(
+      {page, run, screenshot, size, chart, runs, x, smooth, workers, dpi, exportTo, tab});
   parser.process(app);
 
   const QStringList positional = parser.positionalArguments();
@@ -252,6 +258,10 @@ int main(int argc, char** argv) {
   qint64 runId = parser.isSet(run) ? parser.value(run).toLongLong(&runOk) : -1;
   if (!runOk || (parser.isSet(run) && runId <= 0))
     return fail(QString("--run: expected a run number, got '%1'").arg(parser.value(run)));
+  const QStringList tabs = {"runs", "statistics", "seed"};
+  if (parser.isSet(tab) && (pageName != "compare" || !tabs.contains(parser.value(tab))))
+    return fail(QString("--tab: expected runs, statistics or seed with --page compare, got '%1'")
+                    .arg(parser.value(tab)));
   if (pageName == "compare" && runId > 0)
     return fail("--run shows one run's page; --page compare takes --runs R1,R2,...");
   if (runId > 0 && positional.isEmpty()) return fail("--run needs a project file");
@@ -342,6 +352,7 @@ int main(int argc, char** argv) {
     compare->setXAxis(choice.request.x);
     compare->setReduction(choice.request.reduction);
     if (parser.isSet(smooth)) compare->setSmoothing(choice.smoothing);
+    if (parser.isSet(tab)) compare->tabs()->setCurrentIndex(tabs.indexOf(parser.value(tab)));
     if (capture && !waitFor(compare, &dtlab::ui::ComparePage::chartShown, compare,
                             &dtlab::ui::ComparePage::failed, 30000))
       return fail(window.statusBar()->currentMessage());

@@ -12,6 +12,7 @@
 #include "core/common/check.h"
 #include "core/store/comparison_statistics.h"
 #include "core/store/csv_export.h"
+#include "core/store/seed_table.h"
 
 namespace dtlab::core {
 namespace {
@@ -466,22 +467,29 @@ bool textColumn(std::string_view key) {
 
 }  // namespace
 
+std::string formatStatisticsTable(const StatisticsTable& table, bool indentCaption) {
+  std::vector<std::vector<std::string>> cells = {table.header};
+  cells.insert(cells.end(), table.rows.begin(), table.rows.end());
+  return (indentCaption ? "  " : "") + table.caption + "\n" +
+         alignedLines(cells, table.textColumns);
+}
+
 std::string repeatedComparisonTable(const Comparison& c) {
   const ComparisonStatistics stats = comparisonStatistics(c, {{}, c.pairs});
   int64_t repetitions = c.repeats;
   for (const VariantStatistics& v : stats.variants) repetitions = std::max(repetitions, v.runs);
   std::string out = comparisonHeading(c, stats.variants.size(), repetitions);
-  const StatisticsTable variants = variantStatisticsTable(stats);
-  out += "  " + variants.caption + "\n";
-  std::vector<std::vector<std::string>> cells = {variants.header};
-  cells.insert(cells.end(), variants.rows.begin(), variants.rows.end());
-  out += alignedLines(cells, variants.textColumns);
+  out += formatStatisticsTable(variantStatisticsTable(stats), true);
   if (stats.ratios.empty()) return out;
-  const StatisticsTable ratios = ratioStatisticsTable(stats);
-  out += ratios.caption + "\n";
-  cells = {ratios.header};
-  cells.insert(cells.end(), ratios.rows.begin(), ratios.rows.end());
-  return out + alignedLines(cells, ratios.textColumns);
+  return out + formatStatisticsTable(ratioStatisticsTable(stats), false);
+}
+
+std::string seedTableText(const Comparison& c) {
+  int64_t repetitions = c.repeats;
+  const ComparisonStatistics stats = comparisonStatistics(c, {{}, c.pairs});
+  for (const VariantStatistics& v : stats.variants) repetitions = std::max(repetitions, v.runs);
+  return comparisonHeading(c, stats.variants.size(), repetitions) +
+         formatStatisticsTable(seedTable(c, stats), true);
 }
 
 std::string comparisonTable(const Comparison& c) {

@@ -148,6 +148,8 @@ Comparison compareExperiment(ProjectStore& store, const std::optional<std::strin
 std::string comparisonTable(const Comparison& comparison);
 // comparisonTable's form for repetitions (whatever the comparison holds).
 std::string repeatedComparisonTable(const Comparison& comparison);
+// The heading and the measured seed table (core/store/seed_table.h) of the comparison.
+std::string seedTableText(const Comparison& comparison);
 // RFC 4180: a header of machine names, one line per run, raw values (empty: missing).
 std::string comparisonCsv(const Comparison& comparison);
 // {"project", "experiment", "experiment_id", "execution_id", "repeats", "most_recent",

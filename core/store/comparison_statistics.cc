@@ -299,6 +299,21 @@ StatisticsTable ratioStatisticsTable(const ComparisonStatistics& stats) {
   return t;
 }
 
+nlohmann::json statisticsTableJson(const StatisticsTable& table) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (std::size_t r = 0; r < table.rows.size(); ++r) {
+    nlohmann::json row = nlohmann::json::array();
+    for (std::size_t c = 0; c < table.rows[r].size(); ++c) {
+      const std::string how = r < table.tooltips.size() && c < table.tooltips[r].size()
+                                  ? table.tooltips[r][c]
+                                  : std::string();
+      row.push_back({{"text", table.rows[r][c]}, {"how", how}});
+    }
+    rows.push_back(std::move(row));
+  }
+  return {{"caption", table.caption}, {"header", table.header}, {"rows", rows}};
+}
+
 nlohmann::json statisticsJson(const ComparisonStatistics& s) {
   const auto number = [](double v) {
     const std::optional<double> f = finite(v);

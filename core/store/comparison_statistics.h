@@ -97,5 +97,9 @@ StatisticsTable variantStatisticsTable(const ComparisonStatistics& statistics);
 // A row per ratio: the pair, the figure, the ratio [interval], in how many repetitions the
 // variant was higher or lower, the test's p and whether the difference holds.
 StatisticsTable ratioStatisticsTable(const ComparisonStatistics& statistics);
+// {"caption", "header": [...], "rows": [[{"text", "how"}, ...], ...]}: "how" is the tooltip.
+nlohmann::json statisticsTableJson(const StatisticsTable& table);
+// The caption (indented by two when asked) and the aligned table, as `dtlab-cli` prints it.
+std::string formatStatisticsTable(const StatisticsTable& table, bool indentCaption);
 
 }  // namespace dtlab::core

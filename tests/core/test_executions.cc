@@ -17,6 +17,7 @@
 #include "core/store/comparison.h"
 #include "core/store/comparison_statistics.h"
 #include "core/store/project_store.h"
+#include "core/store/seed_table.h"
 #include "core/store/store_sink.h"
 
 using namespace dtlab::core;
@@ -292,6 +293,50 @@ class TestExecutions : public QObject {
     QCOMPARE(stats["variants"][1]["completed"].get<int64_t>(), int64_t{4});
     QCOMPARE(stats["ratios"][0]["baseline"].get<std::string>(), std::string("sync"));
     QVERIFY(stats["ratios"][0]["holds"].is_boolean());
+  }
+
+  // The seed table of the five repetitions: a column per variant, a row per aspect, every cell
+  // a figure or why there is none.
+  void seedTableFillsEveryCell() {
+    Comparison c = fiveRepetitions();
+    c.rows[5].recoveries = 1;  // async, repetition 0: a node lost and survived
+    c.rows[5].recoveryS = 2.5;
+    c.rows[5].stepsLost = 4;
+    const StatisticsTable t = seedTable(c, comparisonStatistics(c));
+    QCOMPARE(t.header, (std::vector<std::string>{"aspect", "measure", "sync (sync_allreduce)",
+                                                 "async (async_ps)"}));
+    QCOMPARE(t.rows.size(), std::size_t{9});
+    std::set<std::string> aspects;
+    for (std::size_t r = 0; r < t.rows.size(); ++r) {
+      aspects.insert(t.rows[r][0]);
+      QCOMPARE(t.rows[r].size(), std::size_t{4});
+      for (std::size_t v = 2; v < 4; ++v) {
+        QVERIFY2(!t.rows[r][v].empty(), t.rows[r][1].c_str());
+        QVERIFY2(!t.tooltips[r][v].empty(), t.rows[r][1].c_str());
+      }
+    }
+    QCOMPARE(aspects, (std::set<std::string>{"consistency", "efficiency", "memory", "communication",
+                                             "debuggability", "fault tolerance"}));
+    const auto cell = [&](const std::string& measure, std::size_t variant) {
+      for (const auto& row : t.rows)
+        if (row[1] == measure) return row[2 + variant];
+      return std::string("(no row ") + measure + ")";
+    };
+    QCOMPARE(cell("samples/s", 0), std::string("100 [90, 110]"));
+    QCOMPARE(cell("samples/s", 1), std::string("200 [185, 215]"));
+    QCOMPARE(cell("staleness (max)", 0), std::string("4 [3, 5]"));
+    // A synchronous variant has no divergence to measure; an asynchronous one that did not.
+    QCOMPARE(cell("divergence", 0), std::string("none: replicas identical"));
+    QCOMPARE(cell("divergence", 1), std::string("not measured"));
+    QCOMPARE(cell("node loss", 0), std::string("not measured"));
+    QCOMPARE(cell("node loss", 1), std::string("survived 1 (2.50 s, 4 steps lost)"));
+    QCOMPARE(cell("replayable", 1), std::string("not verified: no replay yet"));
+
+    const nlohmann::json json = statisticsTableJson(t);
+    QCOMPARE(json["header"].size(), std::size_t{4});
+    QCOMPARE(json["rows"][3][2]["text"].get<std::string>(), std::string("100 [90, 110]"));
+    QVERIFY(!json["rows"][3][2]["how"].get<std::string>().empty());
+    QVERIFY(contains(seedTableText(c), "fault tolerance"));
   }
 };
 

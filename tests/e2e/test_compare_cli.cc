@@ -302,6 +302,17 @@ class TestCompareCli : public QObject {
     QVERIFY2(first.exitCode == 0, qPrintable(first.err));
     QCOMPARE(nlohmann::json::parse(first.out.toStdString())["rows"].size(), 2u);
 
+    const Outcome seed = cli({"compare", project, "--seed-table", "--format", "json"});
+    QVERIFY2(seed.exitCode == 0, qPrintable(seed.err));
+    const nlohmann::json seedTable = nlohmann::json::parse(seed.out.toStdString());
+    QCOMPARE(seedTable["header"][2], nlohmann::json("equal (sync_allreduce)"));
+    QCOMPARE(seedTable["rows"].size(), 9u);
+    const Outcome seedText = cli({"compare", project, "--seed-table"});
+    QVERIFY2(seedText.out.contains("debuggability") && seedText.out.contains("2 repetitions"),
+             qPrintable(seedText.out));
+    const Outcome seedCsv = cli({"compare", project, "--seed-table", "--format", "csv"});
+    QCOMPARE(seedCsv.exitCode, 2);
+
     const Outcome badPair = cli({"compare", project, "--pair", "equal:nope"});
     QCOMPARE(badPair.exitCode, 2);
     QVERIFY2(badPair.err.contains("two of the variants equal, hetero"), qPrintable(badPair.err));

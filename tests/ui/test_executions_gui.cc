@@ -104,6 +104,11 @@ class TestExecutionsGui : public QObject {
     QVERIFY(page.statistics()->ratios()->rowCount() >= 1);
     QCOMPARE(page.statistics()->ratios()->index(0, 1).data().toString(), QString("first"));
     QVERIFY(page.tabs()->tabText(1).contains(QString::number(latest_)));
+    // The seed table: a column per variant after the aspect and measure, a row per measure.
+    QCOMPARE(page.tabs()->count(), 3);
+    QCOMPARE(page.statistics()->seed()->columnCount(), 4);
+    QCOMPARE(page.statistics()->seed()->rowCount(), 9);
+    QVERIFY(!page.statistics()->seed()->index(3, 2).data(Qt::ToolTipRole).toString().isEmpty());
 
     // The layout keeps the execution.
     QCOMPARE(page.compareLayout().execution, std::optional<int64_t>(latest_));

@@ -231,6 +231,9 @@ void ComparePage::buildSplitter(QHBoxLayout* tableRow, QHBoxLayout* chartRow) {
   tabs_ = new QTabWidget(this);
   tabs_->addTab(runsView_, tr("Runs"));
   tabs_->addTab(statistics_, tr("Statistics"));
+  tabs_->addTab(statistics_->seedPanel(), tr("Seed table"));
+  tabs_->setTabToolTip(2, tr("The seed article's comparison (consistency, efficiency, memory, "
+                             "communication, debuggability, fault tolerance), measured"));
   topLayout->addWidget(tabs_, 1);
   topLayout->addLayout(tableRow);
   auto* bottom = new QWidget(this);

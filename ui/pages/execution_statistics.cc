@@ -8,6 +8,7 @@
 #include "core/store/comparison.h"
 #include "core/store/comparison_statistics.h"
 #include "core/store/project_store.h"
+#include "core/store/seed_table.h"
 #include "ui/background.h"
 #include "ui/models/statistics_table_model.h"
 
@@ -18,6 +19,7 @@ struct Tables {
   std::string heading;
   core::StatisticsTable variants;
   core::StatisticsTable ratios;
+  core::StatisticsTable seed;
 };
 
 QTableView* tableView(StatisticsTableModel* model, QWidget* parent) {
@@ -49,6 +51,9 @@ ExecutionStatistics::ExecutionStatistics(QWidget* parent)
       ratiosCaption_(captionLabel(this)),
       variants_(new StatisticsTableModel(this)),
       ratios_(new StatisticsTableModel(this)),
+      seed_(new StatisticsTableModel(this)),
+      seedPanel_(new QWidget(this)),
+      seedCaption_(captionLabel(seedPanel_)),
       variantsView_(tableView(variants_, this)),
       ratiosView_(tableView(ratios_, this)) {
   QFont bold = heading_->font();
@@ -62,6 +67,10 @@ ExecutionStatistics::ExecutionStatistics(QWidget* parent)
   layout->addWidget(variantsView_, 3);
   layout->addWidget(ratiosCaption_);
   layout->addWidget(ratiosView_, 2);
+  auto* seedLayout = new QVBoxLayout(seedPanel_);
+  seedLayout->setContentsMargins(4, 4, 4, 4);
+  seedLayout->addWidget(seedCaption_);
+  seedLayout->addWidget(tableView(seed_, seedPanel_), 1);
   clear(tr("Choose an execution to see its medians and intervals."));
 }
 
@@ -73,6 +82,8 @@ void ExecutionStatistics::clear(const QString& why) {
   ratiosCaption_->clear();
   variants_->setTable({});
   ratios_->setTable({});
+  seed_->setTable({});
+  seedCaption_->setText(why);
 }
 
 void ExecutionStatistics::setExecution(const std::string& path, int64_t executionId) {
@@ -86,7 +97,7 @@ void ExecutionStatistics::setExecution(const std::string& path, int64_t executio
         const core::ComparisonStatistics stats = core::comparisonStatistics(c);
         const std::string table = core::comparisonTable(c);
         return Tables{table.substr(0, table.find('\n')), core::variantStatisticsTable(stats),
-                      core::ratioStatisticsTable(stats)};
+                      core::ratioStatisticsTable(stats), core::seedTable(c, stats)};
       },
       [this, id](const std::optional<Tables>& tables, const QString& error) {
         if (id != read_) return;  // another execution was chosen meanwhile
@@ -103,6 +114,9 @@ void ExecutionStatistics::setExecution(const std::string& path, int64_t executio
                                     : QString::fromStdString(tables->ratios.caption));
         variants_->setTable(tables->variants);
         ratios_->setTable(tables->ratios);
+        seed_->setTable(tables->seed);
+        seedCaption_->setText(
+            QString::fromStdString(tables->heading + "\n" + tables->seed.caption));
         emit shown();
       });
 }

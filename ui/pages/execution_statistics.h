@@ -15,7 +15,8 @@ class StatisticsTableModel;
 // What an execution's repetitions say, on the compare page: a heading (the experiment, its
 // variants and repetitions), the variants' medians with intervals, and the ratios against the
 // first variant, each table under its caption (core/store/comparison_statistics.h, the tables
-// `dtlab-cli compare` prints). Read off the GUI thread.
+// `dtlab-cli compare` prints); and the measured seed table (core/store/seed_table.h), in a
+// view of its own that the page shows on a tab of its own. Read off the GUI thread.
 class ExecutionStatistics final : public QWidget {
   Q_OBJECT
  public:
@@ -29,6 +30,9 @@ class ExecutionStatistics final : public QWidget {
   QLabel* heading() const { return heading_; }
   StatisticsTableModel* variants() const { return variants_; }
   StatisticsTableModel* ratios() const { return ratios_; }
+  StatisticsTableModel* seed() const { return seed_; }
+  // The seed table under its heading and caption; the page gives it a tab.
+  QWidget* seedPanel() const { return seedPanel_; }
   QTableView* variantsView() const { return variantsView_; }
   QTableView* ratiosView() const { return ratiosView_; }
   bool upToDate() const { return pending_ == 0; }
@@ -43,6 +47,9 @@ class ExecutionStatistics final : public QWidget {
   QLabel* ratiosCaption_;
   StatisticsTableModel* variants_;
   StatisticsTableModel* ratios_;
+  StatisticsTableModel* seed_;
+  QWidget* seedPanel_;
+  QLabel* seedCaption_;
   QTableView* variantsView_;
   QTableView* ratiosView_;
   quint64 read_ = 0;  // of the latest read; older results are dropped
