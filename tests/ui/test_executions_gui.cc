@@ -137,6 +137,40 @@ class TestExecutionsGui : public QObject {
     QCOMPARE(page.statistics()->variants()->rowCount(), 0);
   }
 
+  // A run of the execution shown that ends (here: one more, recorded by another process's
+  // connection) is in its statistics at the next snapshot; new points alone read nothing again.
+  void statisticsFollowTheExecutionsRuns() {
+    ui::ComparePage page;
+    QSignalSpy restored(&page, &ui::ComparePage::layoutRestored);
+    QSignalSpy statistics(page.statistics(), &ui::ExecutionStatistics::shown);
+    page.setSnapshot(ui::readProjectSnapshot(path_));
+    // The layout the test before left in the project (runs checked by hand), then the latest
+    // execution again.
+    QVERIFY(restored.wait(20000));
+    page.showExecution(std::nullopt);
+    statistics.clear();
+    QVERIFY(page.showExecution(latest_));
+    QVERIFY(statistics.wait(20000));
+    QCOMPARE(page.statistics()->variants()->index(0, 3).data().toString(), QString("3/3"));
+    statistics.clear();
+    page.setSnapshot(ui::readProjectSnapshot(path_));  // nothing changed: no read begun
+    QVERIFY(page.statistics()->upToDate());
+    {
+      auto store = core::ProjectStore::open(path_);
+      core::ExperimentSpec spec = twoVariants(3);
+      spec.seed = core::repetitionSeed(spec.seed, 3);
+      core::RunRecording recording(*store, spec, "single", "modes/first",
+                                   core::ExecutionSlot{latest_, 3});
+      core::RunSummary summary = core::trainLocal(spec, {}, &recording.sink());
+      summary.name = "first";
+      recording.finish(summary);
+    }
+    page.setSnapshot(ui::readProjectSnapshot(path_));
+    QVERIFY(statistics.wait(20000));
+    QCOMPARE(page.statistics()->variants()->index(0, 3).data().toString(), QString("4/4"));
+    QCOMPARE(page.runsModel()->chosen().size(), std::size_t{7});
+  }
+
   void experimentPageEditsRepeats() {
     ui::ExperimentPage page;
     page.edit(-1, core::toJson(twoVariants(1)), {}, {});

@@ -394,6 +394,10 @@ void ComparePage::setSnapshot(const ProjectSnapshot& snapshot) {
       ++applying_;
       runs_->setChosen(runsOf(*execution_));
       --applying_;
+    }
+    // Its statistics again once a run of it began or ended (not for every new point).
+    if (execution_ && executionState(*execution_) != statisticsOf_) {
+      statisticsOf_ = executionState(*execution_);
       statistics_->setExecution(path_, *execution_);
     }
     fillExecutionChoice();

@@ -149,6 +149,8 @@ class ComparePage final : public QWidget {
   std::vector<int64_t> runsOf(int64_t executionId) const;
   std::vector<RunGroup> groupsOf(int64_t executionId) const;
   bool choosesExecution(int64_t executionId) const;  // the runs checked are its runs
+  // Its runs and their statuses, to read its statistics again only when they changed.
+  std::string executionState(int64_t executionId) const;
 
   RunComparisonModel* runs_;
   RunComparisonSortModel* sorted_;
@@ -167,6 +169,7 @@ class ComparePage final : public QWidget {
   ExecutionStatistics* statistics_ = nullptr;
   ProjectSnapshot snapshot_;
   std::optional<int64_t> execution_;
+  std::string statisticsOf_;  // executionState() of the statistics last read
 
   std::string path_;
   int current_ = 0;

@@ -89,6 +89,7 @@ bool ComparePage::showExecution(std::optional<int64_t> executionId) {
   fillExecutionChoice();
   if (execution_) {
     runs_->setChosen(runsOf(*execution_));
+    statisticsOf_ = executionState(*execution_);
     statistics_->setExecution(path_, *execution_);
     tabs_->setTabText(1, tr("Statistics (execution #%1)").arg(*execution_));
     // What an execution says is in its statistics; its runs are a tab away.
@@ -104,6 +105,14 @@ bool ComparePage::showExecution(std::optional<int64_t> executionId) {
   refreshPanels();
   if (changed) layoutChanged();
   return true;
+}
+
+std::string ComparePage::executionState(int64_t executionId) const {
+  std::string state;
+  for (const core::RunRecord& r : snapshot_.runs)
+    if (r.executionId == executionId)
+      state += std::to_string(r.id) + ":" + core::toString(r.status) + " ";
+  return state;
 }
 
 void ComparePage::setBands(bool bands) {
