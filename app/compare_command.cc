@@ -44,7 +44,7 @@ int compareCommand(const std::vector<std::string>& argv) {
   }
   if (args.has("--seed-table")) {
     const core::StatisticsTable table =
-        core::seedTable(comparison, core::comparisonStatistics(comparison, {{}, comparison.pairs}));
+        core::seedTable(comparison, core::comparisonStatistics(comparison));
     if (format == "json")
       std::cout << core::statisticsTableJson(table).dump() << "\n";
     else

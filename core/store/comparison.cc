@@ -475,7 +475,7 @@ std::string formatStatisticsTable(const StatisticsTable& table, bool indentCapti
 }
 
 std::string repeatedComparisonTable(const Comparison& c) {
-  const ComparisonStatistics stats = comparisonStatistics(c, {{}, c.pairs});
+  const ComparisonStatistics stats = comparisonStatistics(c);
   int64_t repetitions = c.repeats;
   for (const VariantStatistics& v : stats.variants) repetitions = std::max(repetitions, v.runs);
   std::string out = comparisonHeading(c, stats.variants.size(), repetitions);
@@ -486,7 +486,7 @@ std::string repeatedComparisonTable(const Comparison& c) {
 
 std::string seedTableText(const Comparison& c) {
   int64_t repetitions = c.repeats;
-  const ComparisonStatistics stats = comparisonStatistics(c, {{}, c.pairs});
+  const ComparisonStatistics stats = comparisonStatistics(c);
   for (const VariantStatistics& v : stats.variants) repetitions = std::max(repetitions, v.runs);
   return comparisonHeading(c, stats.variants.size(), repetitions) +
          formatStatisticsTable(seedTable(c, stats), true);
@@ -543,7 +543,7 @@ nlohmann::json comparisonJson(const Comparison& c) {
       {"repeats", c.repeats},
       {"most_recent", c.mostRecent},
       {"rows", rows}};
-  if (hasRepetitions(c)) out["statistics"] = statisticsJson(comparisonStatistics(c, {{}, c.pairs}));
+  if (hasRepetitions(c)) out["statistics"] = statisticsJson(comparisonStatistics(c));
   return out;
 }
 

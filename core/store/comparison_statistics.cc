@@ -117,7 +117,8 @@ ComparisonStatistics comparisonStatistics(const Comparison& c, const StatisticsO
     out.variants.push_back(std::move(v));
   }
 
-  std::vector<std::pair<std::string, std::string>> pairs = options.pairs;
+  std::vector<std::pair<std::string, std::string>> pairs =
+      options.pairs.empty() ? c.pairs : options.pairs;
   if (pairs.empty())
     for (std::size_t i = 1; i < groups.size(); ++i)
       pairs.emplace_back(groups[i].name, groups.front().name);

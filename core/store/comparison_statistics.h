@@ -51,7 +51,8 @@ struct RatioStatistics {
 
 struct StatisticsOptions {
   BootstrapOptions bootstrap;
-  // (variant, baseline) pairs to compare; empty: every variant against the first.
+  // (variant, baseline) pairs to compare; empty: the comparison's own pairs (Comparison::pairs),
+  // and when it has none, every variant against the first.
   std::vector<std::pair<std::string, std::string>> pairs;
 };
 

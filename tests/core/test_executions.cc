@@ -259,7 +259,7 @@ class TestExecutions : public QObject {
     // Another pair on request; a pair naming an unknown variant is refused.
     Comparison c = fiveRepetitions();
     c.pairs = {parseVariantPair(c, "sync:async")};
-    const ComparisonStatistics swapped = comparisonStatistics(c, {{}, c.pairs});
+    const ComparisonStatistics swapped = comparisonStatistics(c);
     QCOMPARE(swapped.ratios.front().variant, std::string("sync"));
     QVERIFY_THROWS_EXCEPTION(dtlab::Error, parseVariantPair(c, "sync:local"));
   }

@@ -267,8 +267,10 @@ ExperimentPage::VariantButtons ExperimentPage::buildLayout() {
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(columns);
   // The variants get the page's width: a row holds a strategy and its every setting.
-  layout->addWidget(
-      box(tr("Strategy variants (one run each, same data and initial weights)"), variantLayout), 1);
+  layout->addWidget(box(tr("Strategy variants (the same data; each repetition starts every variant "
+                           "from the same weights)"),
+                        variantLayout),
+                    1);
   layout->addWidget(generalError_);
   layout->addLayout(actions);
   return buttons;
