@@ -63,10 +63,11 @@ constexpr const char* kBenchUsage =
       timed here, repetitions interleaved; medians and the ratio.
   bench strategies [--specs DIR] [--only NAME,...] [--reps R] [--project P.dtlab] [--json]
       The example comparisons of resources/specs (hetero_2node, hetero_4node, drift,
-      modes_straggler, noniid), each run R times (default 3) as `dtlab-cli run SPEC
-      --quiet --project P` runs it; then the README's results table and the claims (time
-      to target speed_proportional vs equal, async_ps vs sync samples/s), each the median
-      of its R figures.
+      modes_straggler, noniid), each one execution of R repetitions (default 3), as
+      `dtlab-cli run SPEC --repeats R --quiet --project P` runs it; then each execution's
+      statistics (medians with 95% intervals) and the claims (time to target
+      speed_proportional vs equal, async_ps vs sync samples/s): ratios of medians with
+      their paired interval and test, as `dtlab-cli compare` computes them.
 )";
 
 constexpr const char* kStrategiesUsage =
@@ -74,11 +75,12 @@ constexpr const char* kStrategiesUsage =
                                   [--reps R] [--project P.dtlab] [--json]
   Runs the example comparisons (hetero_2node, hetero_4node, drift, modes_straggler,
   noniid) from DIR (default: the source tree's resources/specs) with `dtlab-cli run SPEC
-  --quiet --project P` one after another, then prints the results table (markdown, as in
-  the README) and the claims with the measured figures. Each comparison runs R times
-  (default 3): a claim is the median of its R figures, and the table shows the repetition
-  whose first claim is that median. P defaults to strategies.dtlab in the working
-  directory; the runs stay there for `dtlab-cli compare` and the GUI.
+  --repeats R --quiet --project P` one after another (R default 3), then prints per
+  comparison the statistics of its execution (markdown: medians with 95% bootstrap
+  intervals over the repetitions, as `dtlab-cli compare` shows them) and the claims: a
+  ratio claim is the ratio of the two variants' medians with its paired bootstrap interval
+  and paired t-test, "met" when the median clears the claim. P defaults to strategies.dtlab
+  in the working directory; the runs stay there for `dtlab-cli compare` and the GUI.
 )";
 
 // The MLP shape flags shared by `bench core` and `bench train`.

@@ -474,6 +474,24 @@ std::string formatStatisticsTable(const StatisticsTable& table, bool indentCapti
          alignedLines(cells, table.textColumns);
 }
 
+std::string markdownStatisticsTable(const StatisticsTable& table) {
+  const auto line = [](const std::vector<std::string>& cells) {
+    std::string out = "|";
+    for (const std::string& cell : cells) {
+      out += ' ';
+      for (char ch : cell) out += ch == '|' ? std::string("\\|") : std::string(1, ch);
+      out += " |";
+    }
+    return out + "\n";
+  };
+  std::string out = line(table.header) + "|";
+  for (std::size_t i = 0; i < table.header.size(); ++i)
+    out += i < table.textColumns.size() && table.textColumns[i] ? "---|" : "---:|";
+  out += "\n";
+  for (const std::vector<std::string>& row : table.rows) out += line(row);
+  return out;
+}
+
 std::string repeatedComparisonTable(const Comparison& c) {
   const ComparisonStatistics stats = comparisonStatistics(c);
   int64_t repetitions = c.repeats;

@@ -102,5 +102,7 @@ StatisticsTable ratioStatisticsTable(const ComparisonStatistics& statistics);
 nlohmann::json statisticsTableJson(const StatisticsTable& table);
 // The caption (indented by two when asked) and the aligned table, as `dtlab-cli` prints it.
 std::string formatStatisticsTable(const StatisticsTable& table, bool indentCaption);
+// The table in markdown (a header row, '|' in cells escaped), without the caption.
+std::string markdownStatisticsTable(const StatisticsTable& table);
 
 }  // namespace dtlab::core

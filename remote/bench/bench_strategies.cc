@@ -1,16 +1,19 @@
 // dtlab-cli bench strategies: every example comparison of resources/specs run as a user runs
-// it (`dtlab-cli run SPEC --quiet --project P`, a child process each), then the README's
-// results table and the issue's claims, each with the figure that meets it or not.
+// it (`dtlab-cli run SPEC --repeats R --quiet --project P`, a child process each), then the
+// statistics of each execution and the issue's claims, each with the figure that meets it or
+// not, through the machinery `dtlab-cli compare` uses.
 #include "remote/bench/bench_strategies.h"
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
-#include <numeric>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +22,8 @@
 
 #include "core/spec/experiment_spec.h"
 #include "core/store/comparison.h"
+#include "core/store/comparison_statistics.h"
+#include "core/store/project_store.h"
 #include "remote/bench/bench_common.h"
 
 namespace dtlab::bench {
@@ -40,10 +45,10 @@ std::string selfPath() {
   return error ? "dtlab-cli" : self.string();
 }
 
-// Runs the spec through `dtlab-cli run` and returns its summaries ({"runs": [...]}).
-nlohmann::json runSpec(const std::string& spec, const std::string& project) {
-  const std::string command =
-      quoted(selfPath()) + " run " + quoted(spec) + " --quiet --project " + quoted(project);
+// Runs the spec through `dtlab-cli run --repeats R` and returns its summaries ({"runs": [...]}).
+nlohmann::json runSpec(const std::string& spec, int repeats, const std::string& project) {
+  const std::string command = quoted(selfPath()) + " run " + quoted(spec) + " --repeats " +
+                              std::to_string(repeats) + " --quiet --project " + quoted(project);
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) throw Error("cannot run: " + command);
   std::string output;
@@ -66,78 +71,93 @@ std::string number(const std::optional<double>& v, int digits) {
   return text;
 }
 
-const nlohmann::json* runNamed(const nlohmann::json& runs, const std::string& name) {
-  for (const nlohmann::json& r : runs)
-    if (r.value("name", "") == name) return &r;
-  return nullptr;
+std::string shortNumber(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2g", v);
+  return text;
 }
 
-std::optional<double> field(const nlohmann::json* run, const char* key) {
-  if (run == nullptr || !run->contains(key) || !(*run)[key].is_number()) return std::nullopt;
-  return (*run)[key].get<double>();
-}
+// A claim of the issue: a ratio of two variants' figures (variant / baseline, paired by
+// repetition), or, without a baseline, a figure of one variant.
+struct ClaimRule {
+  const char* comparison;
+  const char* text;
+  const char* variant;
+  const char* baseline;  // nullptr: the variant's own figure
+  const char* figure;    // a comparison column's key, or kLowestUtilization
+  double atLeast;
+};
 
-// Each claim's median over the repetitions (claimsOf lists the same claims for every one);
-// a repetition that could not measure a claim counts as failing it (lowest).
-std::vector<StrategyClaim> medianClaims(
-    const std::vector<std::vector<StrategyClaim>>& perRepetition) {
-  std::vector<StrategyClaim> merged = perRepetition.front();
-  for (std::size_t k = 0; k < merged.size(); ++k) {
-    std::vector<double> values;
-    bool missing = false;
-    for (const std::vector<StrategyClaim>& claims : perRepetition) {
-      if (k < claims.size() && claims[k].measured)
-        values.push_back(*claims[k].measured);
-      else
-        missing = true;
-    }
-    merged[k].repetitions = values;
-    std::vector<double> sorted = values;
-    std::sort(sorted.begin(), sorted.end());
-    // Missing figures sort first: with them, the median is taken over all repetitions.
-    const std::size_t count = perRepetition.size();
-    const std::size_t offset = count - sorted.size();
-    const std::size_t mid = count / 2;
-    merged[k].measured =
-        missing && mid < offset ? std::nullopt : std::optional(sorted[mid - offset]);
-  }
-  return merged;
-}
+// The lowest of a run's per-worker utilisations (the summary's "utilization" array).
+constexpr const char* kLowestUtilization = "lowest_worker_utilization";
 
-// a / b when both exist and b > 0.
-std::optional<double> ratio(std::optional<double> a, std::optional<double> b) {
-  if (!a || !b || *b <= 0.0) return std::nullopt;
-  return *a / *b;
-}
-
-std::vector<StrategyClaim> claimsOf(const std::string& name, const nlohmann::json& runs) {
-  std::vector<StrategyClaim> claims;
-  if (name == "hetero_2node" || name == "drift") {
-    const nlohmann::json* equal = runNamed(runs, "equal");
-    const nlohmann::json* fast = runNamed(runs, "speed_proportional");
-    const double wanted = name == "drift" ? 1.5 : 2.0;
-    claims.push_back({name + ": speed_proportional reaches the target sooner than equal (x)",
-                      ratio(field(equal, "time_to_target_s"), field(fast, "time_to_target_s")),
-                      wanted});
+constexpr ClaimRule kClaims[] = {
     // Both follow the same trajectory (share-weighted gradients equal the equal split's, up to
     // summation order), so the samples/s ratio is the speed-up of every step; the time to a
     // target on a flat stretch of the curve also moves with where rounding lets it cross.
-    claims.push_back({name + ": speed_proportional samples/s over equal's (x)",
-                      ratio(field(fast, "samples_per_s"), field(equal, "samples_per_s")), wanted});
-    if (name == "hetero_2node" && fast != nullptr && (*fast)["utilization"].is_array()) {
-      std::optional<double> least;
-      for (const nlohmann::json& u : (*fast)["utilization"])
-        least = std::min(least.value_or(1.0), u.get<double>());
-      claims.push_back({name + ": speed_proportional's lowest worker utilisation", least, 0.85});
-    }
+    {"hetero_2node", "speed_proportional reaches the target sooner than equal (x)", "equal",
+     "speed_proportional", "time_to_target_s", 2.0},
+    {"hetero_2node", "speed_proportional samples/s over equal's (x)", "speed_proportional", "equal",
+     "samples_per_s", 2.0},
+    {"hetero_2node", "speed_proportional's lowest worker utilisation", "speed_proportional",
+     nullptr, kLowestUtilization, 0.85},
+    {"drift", "speed_proportional reaches the target sooner than equal (x)", "equal",
+     "speed_proportional", "time_to_target_s", 1.5},
+    {"drift", "speed_proportional samples/s over equal's (x)", "speed_proportional", "equal",
+     "samples_per_s", 1.5},
+    {"modes_straggler", "async_ps samples/s over sync_allreduce's (x)", "async_ps",
+     "sync_allreduce", "samples_per_s", 1.5},
+};
+
+bool hasVariant(const core::Comparison& c, const std::string& name) {
+  return std::any_of(c.rows.begin(), c.rows.end(),
+                     [&](const core::ComparisonRow& r) { return r.variant == name; });
+}
+
+// The figure of `variant` in each repetition that completed (ordered by repetition).
+std::map<int64_t, double> figureByRepetition(const core::Comparison& c, const std::string& variant,
+                                             const core::ComparisonColumn& column) {
+  std::map<int64_t, double> out;
+  for (const core::ComparisonRow& row : c.rows)
+    if (row.variant == variant && row.status == core::RunStatus::kCompleted)
+      if (const std::optional<double> v = column.numberOf(row)) out[row.repetition] = *v;
+  return out;
+}
+
+// A ratio claim from the statistics of the execution: their ratio of medians and paired test,
+// and each repetition's own ratio.
+void measureRatio(const ClaimRule& rule, const core::Comparison& c,
+                  const core::ComparisonStatistics& stats, StrategyClaim& claim) {
+  for (const core::RatioStatistics& r : stats.ratios) {
+    if (r.variant != rule.variant || r.baseline != rule.baseline ||
+        std::string(r.column->key) != rule.figure || r.ratio.n == 0)
+      continue;
+    claim.measured = r.ratio;
+    claim.test = r.test;
+    claim.holds = r.holds;
+    const auto a = figureByRepetition(c, rule.variant, *r.column);
+    const auto b = figureByRepetition(c, rule.baseline, *r.column);
+    for (const auto& [repetition, value] : a)
+      if (const auto other = b.find(repetition); other != b.end() && other->second > 0.0)
+        claim.repetitions.push_back(value / other->second);
   }
-  if (name == "modes_straggler") {
-    claims.push_back({name + ": async_ps samples/s over sync_allreduce's (x)",
-                      ratio(field(runNamed(runs, "async_ps"), "samples_per_s"),
-                            field(runNamed(runs, "sync_allreduce"), "samples_per_s")),
-                      1.5});
+}
+
+// A figure of one variant's runs, from their summaries (in repetition order).
+void measureFigure(const ClaimRule& rule, const nlohmann::json& summaries,
+                   const core::BootstrapOptions& bootstrap, StrategyClaim& claim) {
+  std::map<int64_t, double> byRepetition;
+  for (const nlohmann::json& s : summaries) {
+    if (s.value("name", "") != rule.variant || !s.contains("utilization") ||
+        !s["utilization"].is_array() || s["utilization"].empty())
+      continue;
+    double least = 1.0;
+    for (const nlohmann::json& u : s["utilization"]) least = std::min(least, u.get<double>());
+    byRepetition[s.value("repetition", int64_t{0})] = least;
   }
-  return claims;
+  for (const auto& [repetition, value] : byRepetition) claim.repetitions.push_back(value);
+  if (!claim.repetitions.empty())
+    claim.measured = core::bootstrapMedian(claim.repetitions, bootstrap);
 }
 
 std::string today() {
@@ -154,58 +174,56 @@ std::vector<std::string> strategyComparisons() {
 }
 
 StrategiesBenchResult runStrategiesBench(const StrategiesBenchOptions& options) {
-  const std::size_t reps = static_cast<std::size_t>(options.repetitions);
-  const std::string& dir = options.specsDir;
-  const std::string& project = options.project;
   const std::vector<std::string> names =
       options.only.empty() ? strategyComparisons() : options.only;
   StrategiesBenchResult result;
   result.repetitions = options.repetitions;
-  result.project = project;
-  std::string& table = result.table;
-  std::vector<StrategyClaim>& claims = result.claims;
-  nlohmann::json& all = result.runs;
-  table =
-      "| comparison | variant | time to target (s) | samples/s | utilisation | wait | "
-      "staleness mean/max | comm (KiB/sample) | test accuracy | outcome |\n"
-      "|---|---|---|---|---|---|---|---|---|---|\n";
-  all = nlohmann::json::object();
+  result.project = options.project;
+  result.runs = nlohmann::json::object();
+  result.statistics = nlohmann::json::object();
   for (const std::string& name : names) {
-    const std::string path = dir + "/" + name + ".json";
+    const std::string path = options.specsDir + "/" + name + ".json";
     const core::ExperimentSpec spec = core::loadExperimentSpec(path);  // errors name the file
-    std::cerr << "bench strategies: " << name << " (" << spec.variants.size() << " variants)"
-              << std::endl;
-    // Every repetition runs the whole comparison; the claims take the median over them and
-    // the table shows the repetition whose first claim is that median (the first when none).
-    std::vector<nlohmann::json> repetitions;
-    std::vector<std::vector<StrategyClaim>> perRepetition;
-    for (std::size_t r = 0; r < reps; ++r) {
-      repetitions.push_back(runSpec(path, project)["runs"]);
-      perRepetition.push_back(claimsOf(name, repetitions.back()));
-    }
-    std::vector<std::size_t> order(reps);
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    if (!perRepetition.front().empty())
-      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-        return perRepetition[a].front().measured.value_or(-1.0) <
-               perRepetition[b].front().measured.value_or(-1.0);
-      });
-    const nlohmann::json& runs = repetitions[order[reps / 2]];
-    all[name] = runs;
-    const std::optional<double> target = core::specTargetAccuracy(core::toJson(spec));
-    for (const nlohmann::json& summary : runs) {
-      const core::ComparisonRow row = core::comparisonRow(summary, target);
-      const std::optional<double> kib =
-          row.bytesPerSample ? std::optional(*row.bytesPerSample / 1024.0) : std::nullopt;
-      table += "| " + name + " | " + row.variant + " | " + number(row.timeToTargetS, 2) + " | " +
-               number(row.samplesPerS, 0) + " | " + number(row.meanUtilization, 2) + " | " +
-               number(row.meanWaitFraction, 2) + " | " + number(row.meanStaleness, 2) + " / " +
-               number(row.maxStaleness, 0) + " | " + number(kib, 1) + " | " +
-               number(row.finalTestAccuracy, 3) + " | " + core::comparisonOutcome(row) + " |\n";
-    }
-    for (StrategyClaim& c : medianClaims(perRepetition)) claims.push_back(std::move(c));
-  }
+    std::cerr << "bench strategies: " << name << " (" << spec.variants.size() << " variants x "
+              << options.repetitions << ")" << std::endl;
+    const nlohmann::json summaries = runSpec(path, options.repetitions, options.project)["runs"];
+    result.runs[name] = summaries;
 
+    // The execution just recorded, as `dtlab-cli compare P NAME` reads it; the pairs the
+    // claims ask about.
+    const std::unique_ptr<core::ProjectStore> store =
+        core::ProjectStore::open(options.project, /*readOnly=*/true);
+    const core::Comparison comparison = core::compareExperiment(*store, spec.name);
+    core::StatisticsOptions statisticsOptions;
+    std::vector<const ClaimRule*> rules;
+    for (const ClaimRule& rule : kClaims) {
+      if (name != rule.comparison) continue;
+      rules.push_back(&rule);
+      if (rule.baseline == nullptr || !hasVariant(comparison, rule.variant) ||
+          !hasVariant(comparison, rule.baseline))
+        continue;  // a spec without the variants: the claim says it was not measured
+      const std::pair<std::string, std::string> pair(rule.variant, rule.baseline);
+      std::vector<std::pair<std::string, std::string>>& pairs = statisticsOptions.pairs;
+      if (std::find(pairs.begin(), pairs.end(), pair) == pairs.end()) pairs.push_back(pair);
+    }
+    const core::ComparisonStatistics stats =
+        core::comparisonStatistics(comparison, statisticsOptions);
+    result.statistics[name] = core::statisticsJson(stats);
+    const core::StatisticsTable table = core::variantStatisticsTable(stats);
+    result.table += "### " + name + "\n\n" + table.caption + ":\n\n" +
+                    core::markdownStatisticsTable(table) + "\n";
+
+    for (const ClaimRule* rule : rules) {
+      StrategyClaim claim;
+      claim.text = name + ": " + rule->text;
+      claim.threshold = rule->atLeast;
+      if (rule->baseline != nullptr)
+        measureRatio(*rule, comparison, stats, claim);
+      else
+        measureFigure(*rule, summaries, stats.bootstrap, claim);
+      result.claims.push_back(std::move(claim));
+    }
+  }
   result.machine = machineDescription();
   return result;
 }
@@ -213,33 +231,53 @@ StrategiesBenchResult runStrategiesBench(const StrategiesBenchOptions& options) 
 nlohmann::json toJson(const StrategiesBenchResult& result) {
   nlohmann::json out = {{"bench", "strategies"},
                         {"machine", result.machine},
+                        {"repetitions", result.repetitions},
                         {"runs", result.runs},
+                        {"statistics", result.statistics},
                         {"claims", nlohmann::json::array()}};
-  for (const StrategyClaim& c : result.claims)
+  const auto orNull = [](bool has, double v) { return has ? nlohmann::json(v) : nullptr; };
+  for (const StrategyClaim& c : result.claims) {
+    const bool has = c.measured.has_value();
+    const bool tested = c.test && std::isfinite(c.test->pValue);
     out["claims"].push_back({{"claim", c.text},
-                             {"measured", c.measured ? nlohmann::json(*c.measured) : nullptr},
-                             {"at_least", c.threshold},
+                             {"measured", orNull(has, has ? c.measured->estimate : 0)},
+                             {"low", orNull(has, has ? c.measured->low : 0)},
+                             {"high", orNull(has, has ? c.measured->high : 0)},
+                             {"n", has ? c.measured->n : 0},
                              {"repetitions", c.repetitions},
-                             {"met", c.met()}});
+                             {"p_value", orNull(tested, tested ? c.test->pValue : 0)},
+                             {"holds", c.holds},
+                             {"at_least", c.threshold},
+                             {"met", c.met()},
+                             {"met_throughout", c.metThroughout()}});
+  }
   return out;
 }
 
 void writeReport(const StrategiesBenchResult& result, std::ostream& out) {
-  const std::size_t reps = static_cast<std::size_t>(result.repetitions);
-  out << "Measured " << today() << " by `dtlab-cli bench strategies`; " << result.machine
-      << "; project " << result.project << ".\n\n"
-      << result.table << "\n";
+  out << "Measured " << today() << " by `dtlab-cli bench strategies --reps " << result.repetitions
+      << "`; " << result.machine << "; project " << result.project
+      << " (one execution per comparison: `dtlab-cli compare " << result.project << " NAME`).\n\n"
+      << result.table;
   for (const StrategyClaim& c : result.claims) {
-    out << "- " << c.text << ": " << number(c.measured, 2);
-    if (reps > 1) {
-      out << " (median of " << reps << ":";
-      for (double v : c.repetitions) out << " " << number(v, 2);
-      out << ";";
-    } else {
-      out << " (";
+    out << "- " << c.text << ": ";
+    if (!c.measured) {
+      out << "not measured (claim: at least " << number(c.threshold, 2) << ") NOT met\n";
+      continue;
     }
-    out << " claim: at least " << number(c.threshold, 2) << ") " << (c.met() ? "met" : "NOT met")
-        << "\n";
+    const core::Interval& m = *c.measured;
+    out << number(m.estimate, 2);
+    if (m.n > 1) out << " [" << number(m.low, 2) << ", " << number(m.high, 2) << "]";
+    out << " ("
+        << (m.n == 1 ? std::string("one repetition") : std::to_string(m.n) + " repetitions:");
+    if (m.n > 1)
+      for (double v : c.repetitions) out << " " << number(v, 2);
+    if (c.test && std::isfinite(c.test->pValue))
+      out << "; paired t-test p = " << shortNumber(c.test->pValue) << ", "
+          << (c.holds ? "holds" : "does not hold");
+    out << "; claim: at least " << number(c.threshold, 2) << ") " << (c.met() ? "met" : "NOT met");
+    if (m.n > 1) out << "; the whole interval above it: " << (c.metThroughout() ? "yes" : "no");
+    out << "\n";
   }
 }
 

@@ -293,6 +293,17 @@ class TestExecutions : public QObject {
     QCOMPARE(stats["variants"][1]["completed"].get<int64_t>(), int64_t{4});
     QCOMPARE(stats["ratios"][0]["baseline"].get<std::string>(), std::string("sync"));
     QVERIFY(stats["ratios"][0]["holds"].is_boolean());
+
+    // The same table in markdown (bench strategies, the README): a header, an alignment row
+    // (figures right-aligned), a row per variant, a '|' inside a cell escaped.
+    StatisticsTable variants = variantStatisticsTable(comparisonStatistics(c));
+    variants.rows[0][0] = "a|b";
+    const std::vector<std::string> md = lines(markdownStatisticsTable(variants));
+    QCOMPARE(md.size(), std::size_t{4});
+    QVERIFY2(md[0].starts_with("| variant | strategy | partition | completed |"), md[0].c_str());
+    QVERIFY2(md[1].starts_with("|---|---|---|---:|"), md[1].c_str());
+    QVERIFY2(md[2].starts_with("| a\\|b | "), md[2].c_str());
+    QVERIFY2(contains(md[2], " 100 [90, 110] |"), md[2].c_str());
   }
 
   // The seed table of the five repetitions: a column per variant, a row per aspect, every cell

@@ -1,5 +1,6 @@
-// dtlab-cli bench strategies: runs the comparisons through `dtlab-cli run`, records them in a
-// project, and prints the results table and the claims with their measured figures. Here on
+// dtlab-cli bench strategies: runs the comparisons through `dtlab-cli run --repeats R`,
+// records them in a project, and prints each execution's statistics and the claims with
+// their measured figures, through the statistics `dtlab-cli compare` uses. Here on
 // small stand-ins for the example specs (the real ones take minutes).
 #include <QtCore/QProcess>
 #include <QtCore/QRegularExpression>
@@ -68,7 +69,8 @@ class TestBenchStrategies : public QObject {
     QCOMPARE(out["runs"]["hetero_2node"].size(), std::size_t{2});
     QCOMPARE(out["runs"]["modes_straggler"].size(), std::size_t{2});
     // Four claims (hetero_2node: time to target, samples/s, utilisation; modes_straggler:
-    // samples/s), each with the figure measured from those runs.
+    // samples/s), each with the figure measured from those runs (one repetition: the ratio
+    // of the two runs' figures, no interval, no test).
     QCOMPARE(out["claims"].size(), std::size_t{4});
     const auto& heteroRuns = out["runs"]["hetero_2node"];
     QCOMPARE(out["claims"][1]["measured"].get<double>(),
@@ -79,6 +81,12 @@ class TestBenchStrategies : public QObject {
         runs[1]["samples_per_s"].get<double>() / runs[0]["samples_per_s"].get<double>();
     QCOMPARE(out["claims"][3]["measured"].get<double>(), expected);
     QCOMPARE(out["claims"][3]["met"].get<bool>(), expected >= 1.5);
+    QCOMPARE(out["claims"][3]["n"].get<int>(), 1);
+    QVERIFY(out["claims"][3]["p_value"].is_null());
+    QCOMPARE(out["statistics"]["modes_straggler"]["variants"].size(), std::size_t{2});
+    double least = 1.0;
+    for (const auto& u : heteroRuns[1]["utilization"]) least = std::min(least, u.get<double>());
+    QCOMPARE(out["claims"][2]["measured"].get<double>(), least);
     // The runs are in the project, for `dtlab-cli compare`.
     QVERIFY(QFile::exists(dir.filePath("strategies.dtlab")));
     QProcess compare;
@@ -87,30 +95,48 @@ class TestBenchStrategies : public QObject {
     QVERIFY2(compare.readAllStandardOutput().contains("speed_proportional"),
              compare.readAllStandardError().constData());
 
-    // The markdown form, with the default three repetitions: a row per variant (of the median
-    // repetition), a line per claim with its median and the three figures, every run recorded.
+    // The markdown form, with the default three repetitions: one execution of the comparison,
+    // its statistics table (a row per variant, medians with intervals), and the claim: the
+    // ratio of the two variants' medians, with each repetition's own ratio, as the project's
+    // runs give them.
     QProcess table;
     table.setWorkingDirectory(dir.path());
     table.start(e2e::kCli, {"bench", "strategies", "--specs", dir.path(), "--only",
                             "modes_straggler", "--project", dir.filePath("again.dtlab")});
     QVERIFY(table.waitForFinished(300000));
     const QString text = QString::fromUtf8(table.readAllStandardOutput());
-    QCOMPARE(text.count("| modes_straggler | async_ps |"), 1);
+    QVERIFY2(text.contains("### modes_straggler"), qPrintable(text));
+    QCOMPARE(text.count(QRegularExpression("\\| async_ps \\| async_ps \\| .* \\| 3/3 \\|")), 1);
     const QRegularExpression claim(
-        "async_ps samples/s over sync_allreduce's \\(x\\): ([0-9.]+) \\(median of 3: ([0-9.]+) "
-        "([0-9.]+) ([0-9.]+); claim: at least 1.50\\)");
+        "async_ps samples/s over sync_allreduce's \\(x\\): ([0-9.]+) \\[([0-9.]+), ([0-9.]+)\\] "
+        "\\(3 repetitions: ([0-9.]+) ([0-9.]+) ([0-9.]+); paired t-test p = [0-9.e+-]+, "
+        "(holds|does "
+        "not hold); claim: at least 1.50\\) (met|NOT met)");
     const QRegularExpressionMatch m = claim.match(text);
     QVERIFY2(m.hasMatch(), qPrintable(text));
-    std::vector<double> figures = {m.captured(2).toDouble(), m.captured(3).toDouble(),
-                                   m.captured(4).toDouble()};
-    std::sort(figures.begin(), figures.end());
-    QCOMPARE(m.captured(1).toDouble(), figures[1]);
-    QProcess list;
-    list.start(e2e::kCli, {"project", "list", dir.filePath("again.dtlab"), "--json"});
-    QVERIFY(list.waitForFinished(30000));
-    const auto listed = nlohmann::json::parse(list.readAllStandardOutput().toStdString());
-    QVERIFY2(listed.dump().find("\"runs\"") != std::string::npos, listed.dump().c_str());
-    QCOMPARE(listed["runs"].size(), std::size_t{6});
+
+    QProcess compare3;
+    compare3.start(e2e::kCli, {"compare", dir.filePath("again.dtlab"), "--format", "json"});
+    QVERIFY(compare3.waitForFinished(30000));
+    const auto c = nlohmann::json::parse(compare3.readAllStandardOutput().toStdString());
+    QCOMPARE(c["repeats"].get<int>(), 3);
+    QCOMPARE(c["rows"].size(), std::size_t{6});
+    std::vector<double> async(3), sync(3);
+    for (const auto& row : c["rows"]) {
+      auto& into = row["variant"] == "async_ps" ? async : sync;
+      into.at(row["repetition"].get<std::size_t>()) = row["samples_per_s"].get<double>();
+    }
+    const auto median3 = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[1];
+    };
+    const double ratioOfMedians = median3(async) / median3(sync);
+    QCOMPARE(m.captured(1), QString::number(ratioOfMedians, 'f', 2));
+    QVERIFY(m.captured(2).toDouble() <= m.captured(1).toDouble());
+    QVERIFY(m.captured(3).toDouble() >= m.captured(1).toDouble());
+    for (int r = 0; r < 3; ++r)
+      QCOMPARE(m.captured(4 + r), QString::number(async[r] / sync[r], 'f', 2));
+    QCOMPARE(m.captured(8) == "met", ratioOfMedians >= 1.5);
   }
 
   void unknownComparisonIsAUsageError() {
