@@ -2,6 +2,7 @@
 
 #include <qcustomplot.h>
 
+#include <algorithm>
 #include <map>
 
 #include <QtConcurrent/QtConcurrentRun>
@@ -162,7 +163,10 @@ void MainWindow::connectController() {
   });
   connect(controller_, &ExperimentController::runStarted, this,
           [this](qint64 runId, const QString& variant) {
-            followRun_ = runId;
+            // The run page's "Follow the running run" off: a run on screen stays there (the
+            // new one is listed in the explorer); from any other page the run is shown.
+            if (runPage_->followsRunningRun() || pages_->currentWidget() != runPage_)
+              followRun_ = runId;
             liveRun_ = runId;
             // The run stored the experiment as it ran: the editor showing it has nothing to save.
             if (experimentPage_->isModified() &&
@@ -346,10 +350,16 @@ void MainWindow::applySnapshot(const ProjectSnapshot& snapshot) {
     poll_->start();
     emit projectLoaded(path_);
   }
-  // A run on screen that is still being recorded is redrawn with the new points.
+  // A run on screen that is still being recorded is redrawn with the new points, once more
+  // when it has ended, and not again: a finished run stays as it is while another records.
   // (A run executed from here grows live instead: no need to re-read it.)
-  if (shownRun_ >= 0 && shownRun_ != liveRun_ && pages_->currentWidget() == runPage_)
-    loadRun(shownRun_);
+  if (shownRun_ >= 0 && shownRun_ != liveRun_ && pages_->currentWidget() == runPage_) {
+    const auto shown = std::find_if(snapshot.runs.begin(), snapshot.runs.end(),
+                                    [this](const core::RunRecord& r) { return r.id == shownRun_; });
+    if (shown == snapshot.runs.end() || shown->status == core::RunStatus::kRunning ||
+        runPage_->runId() != shownRun_ || shown->status != runPage_->runStatus())
+      loadRun(shownRun_);
+  }
   if (pages_->currentWidget() == comparePage_) comparePage_->setSnapshot(snapshot);
 }
 
@@ -722,6 +732,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   settings.setValue("window/geometry", saveGeometry());
   if (auto* split = findChild<QSplitter*>("mainSplitter"))
     settings.setValue("window/splitter", split->saveState());
+  runPage_->saveLayout();
   event->accept();
 }
 

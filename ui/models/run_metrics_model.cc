@@ -1,6 +1,8 @@
 #include "ui/models/run_metrics_model.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/metrics/metric_table.h"
 
@@ -23,9 +25,63 @@ QString formatValue(double v, std::string_view unit) {
 RunMetricsModel::RunMetricsModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 void RunMetricsModel::setMetrics(std::vector<core::RunMetric> metrics) {
-  beginResetModel();
+  std::sort(metrics.begin(), metrics.end(),
+            [](const core::RunMetric& a, const core::RunMetric& b) { return a.key < b.key; });
+  const bool sameKeys =
+      std::equal(metrics.begin(), metrics.end(), metrics_.begin(), metrics_.end(),
+                 [](const core::RunMetric& a, const core::RunMetric& b) { return a.key == b.key; });
+  if (!sameKeys) {
+    beginResetModel();
+    metrics_ = std::move(metrics);
+    endResetModel();
+    return;
+  }
   metrics_ = std::move(metrics);
-  endResetModel();
+  if (!metrics_.empty())
+    emit dataChanged(index(0, kLastColumn), index(rowCount() - 1, kPointsColumn),
+                     {Qt::DisplayRole, ValueRole});
+}
+
+void RunMetricsModel::addPoints(std::span<const Point> points) {
+  std::vector<char> changed(metrics_.size(), 0);
+  for (const Point& p : points) {
+    auto it = std::lower_bound(
+        metrics_.begin(), metrics_.end(), p.key,
+        [](const core::RunMetric& m, std::string_view key) { return m.key < key; });
+    if (it == metrics_.end() || it->key != p.key) {
+      const int row = static_cast<int>(it - metrics_.begin());
+      core::RunMetric fresh;
+      fresh.key = std::string(p.key);
+      fresh.lastStep = std::numeric_limits<int64_t>::min();
+      fresh.minValue = fresh.maxValue = std::numeric_limits<double>::quiet_NaN();
+      beginInsertRows({}, row, row);
+      it = metrics_.insert(it, std::move(fresh));
+      changed.insert(changed.begin() + row, 0);
+      endInsertRows();
+    }
+    core::RunMetric& m = *it;
+    const double stored = static_cast<float>(p.value);
+    ++m.count;
+    if (p.step >= m.lastStep) {
+      m.lastStep = p.step;
+      m.lastWallMs = p.wallMs;
+      m.lastValue = stored;
+    }
+    if (!std::isnan(stored)) {
+      m.minValue = std::isnan(m.minValue) ? stored : std::min(m.minValue, stored);
+      m.maxValue = std::isnan(m.maxValue) ? stored : std::max(m.maxValue, stored);
+    }
+    changed[static_cast<std::size_t>(it - metrics_.begin())] = 1;
+  }
+  // One dataChanged per run of neighbouring rows changed.
+  for (std::size_t first = 0; first < changed.size(); ++first) {
+    if (changed[first] == 0) continue;
+    std::size_t last = first;
+    while (last + 1 < changed.size() && changed[last + 1] != 0) ++last;
+    emit dataChanged(index(static_cast<int>(first), kLastColumn),
+                     index(static_cast<int>(last), kPointsColumn), {Qt::DisplayRole, ValueRole});
+    first = last;
+  }
 }
 
 int RunMetricsModel::rowCount(const QModelIndex& parent) const {
@@ -78,7 +134,7 @@ QVariant RunMetricsModel::data(const QModelIndex& index, int role) const {
       case kPointsColumn:
         return QVariant::fromValue<qint64>(m.count);
       default:
-        return {};
+        return data(index, Qt::DisplayRole);
     }
   }
   if (role != Qt::DisplayRole) return {};

@@ -1,7 +1,14 @@
 #include "ui/pages/run_page.h"
 
 #include <algorithm>
+#include <cmath>
 
+#include <QtCore/QSettings>
+#include <QtGui/QFontDatabase>
+#include <QtGui/QHelpEvent>
+#include <QtGui/QTextBlock>
+#include <QtGui/QTextCursor>
+#include <QtWidgets/QCheckBox>
 #include <QtWidgets/QComboBox>
 #include <QtWidgets/QDoubleSpinBox>
 #include <QtWidgets/QHBoxLayout>
@@ -11,6 +18,7 @@
 #include <QtWidgets/QPushButton>
 #include <QtWidgets/QSplitter>
 #include <QtWidgets/QTableView>
+#include <QtWidgets/QToolTip>
 #include <QtWidgets/QVBoxLayout>
 
 #include "core/metrics/metric_table.h"
@@ -24,12 +32,38 @@ QString number(const nlohmann::json& j, const char* key, int decimals) {
   return QString::number(j[key].get<double>(), 'f', decimals);
 }
 
+constexpr const char* kSplitterKey = "runPage/splitter";
+constexpr const char* kLowerSplitterKey = "runPage/lowerSplitter";
+constexpr const char* kFollowKey = "runPage/followRunningRun";
+
 QString eventLine(const core::RunEvent& e) {
-  return QString("step %1  %2 ms  %3  %4\n")
-      .arg(e.step, 6)
-      .arg(e.wallMs, 9, 'f', 1)
+  return QString("step %1 %2 s  %3  %4")
+      .arg(e.step, 5)
+      .arg(e.wallMs / 1000.0, 7, 'f', 2)
       .arg(QString::fromStdString(e.kind), -10)
-      .arg(QString::fromStdString(e.detail));
+      .arg(QString::fromStdString(e.detail).replace('\n', ' '));  // one line an event
+}
+
+// The series a point or a curve belongs to, as the dashboard names it: the worker of a
+// worker-scope metric, the node of a node-scope one, -1 for the run's.
+int ownerOf(int metric, int worker, int node) {
+  const core::MetricScope scope = core::kMetricTable[static_cast<std::size_t>(metric)].scope;
+  return scope == core::MetricScope::kWorker ? worker
+         : scope == core::MetricScope::kNode ? node
+                                             : -1;
+}
+
+// A caption above a panel of the lower half, the panel below it.
+QWidget* captioned(const QString& caption, QWidget* panel, QWidget* parent) {
+  auto* box = new QWidget(parent);
+  auto* layout = new QVBoxLayout(box);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->setSpacing(2);
+  auto* label = new QLabel(caption, box);
+  label->setStyleSheet("color: #444; font-weight: bold;");
+  layout->addWidget(label);
+  layout->addWidget(panel, 1);
+  return box;
 }
 
 }  // namespace
@@ -44,7 +78,10 @@ RunPage::RunPage(QWidget* parent)
       metricsView_(new QTableView(this)),
       events_(new QPlainTextEdit(this)),
       xAxis_(new QComboBox(this)),
-      metricChoice_(new QComboBox(this)) {
+      metricChoice_(new QComboBox(this)),
+      follow_(new QCheckBox(tr("Follow the running run"), this)),
+      split_(new QSplitter(Qt::Vertical, this)),
+      lower_(new QSplitter(Qt::Horizontal, this)) {
   QFont big = title_->font();
   big.setPointSizeF(big.pointSizeF() * 1.35);
   big.setBold(true);
@@ -100,17 +137,32 @@ RunPage::RunPage(QWidget* parent)
   metricsView_->setSelectionBehavior(QAbstractItemView::SelectRows);
   metricsView_->setAlternatingRowColors(true);
   metricsView_->verticalHeader()->setDefaultSectionSize(metricsView_->fontMetrics().height() + 8);
+  // One event a line, wrapped at the panel's width (a detail is never cut off), in a fixed
+  // font so that steps, times and kinds line up; the whole event in the tooltip.
   events_->setReadOnly(true);
   events_->setMaximumBlockCount(2000);
-  events_->setLineWrapMode(QPlainTextEdit::NoWrap);
+  events_->setLineWrapMode(QPlainTextEdit::WidgetWidth);
+  events_->setWordWrapMode(QTextOption::WrapAtWordBoundaryOrAnywhere);
+  events_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+  events_->setPlaceholderText(tr("No events yet"));
+  events_->viewport()->installEventFilter(this);
 
-  auto* lower = new QSplitter(Qt::Horizontal, this);
-  lower->addWidget(metricsView_);
-  lower->addWidget(events_);
-  lower->setStretchFactor(0, 3);
-  lower->setStretchFactor(1, 2);
-  auto* split = new QSplitter(Qt::Vertical, this);
-  auto* top = new QWidget(split);
+  follow_->setToolTip(
+      tr("When a run of an experiment executed from this window starts (the next variant), "
+         "show it. Off: the run on screen stays; the new run is listed in the explorer."));
+  QSettings settings;
+  follow_->setChecked(settings.value(kFollowKey, true).toBool());
+  connect(follow_, &QCheckBox::toggled, this,
+          [](bool on) { QSettings().setValue(kFollowKey, on); });
+
+  lower_->setObjectName("runPageLowerSplitter");
+  lower_->addWidget(captioned(tr("Metrics (over all workers and nodes)"), metricsView_, lower_));
+  lower_->addWidget(captioned(tr("Events"), events_, lower_));
+  lower_->setStretchFactor(0, 1);
+  lower_->setStretchFactor(1, 1);
+  lower_->setChildrenCollapsible(false);
+  split_->setObjectName("runPageSplitter");
+  auto* top = new QWidget(split_);
   auto* topLayout = new QVBoxLayout(top);
   topLayout->setContentsMargins(0, 0, 0, 0);
   auto* chartBar = new QHBoxLayout();
@@ -130,15 +182,89 @@ RunPage::RunPage(QWidget* parent)
   topLayout->addLayout(chartBar);
   topLayout->addWidget(dashboard_, 1);
   topLayout->addWidget(chartNote_);
-  split->addWidget(top);
-  split->addWidget(lower);
-  split->setStretchFactor(0, 3);
-  split->setStretchFactor(1, 1);
+  split_->addWidget(top);
+  split_->addWidget(lower_);
+  split_->setStretchFactor(0, 2);
+  split_->setStretchFactor(1, 1);
+  split_->setChildrenCollapsible(false);
+  // Until the user moves them: the charts two thirds of the height, the table and the events
+  // the rest, side by side in halves (at 1600 pixels the table's columns just fit; the
+  // events' lines wrap).
+  if (!split_->restoreState(settings.value(kSplitterKey).toByteArray()))
+    split_->setSizes({2000, 1000});
+  if (!lower_->restoreState(settings.value(kLowerSplitterKey).toByteArray()))
+    lower_->setSizes({1000, 1000});
 
+  auto* titleRow = new QHBoxLayout();
+  titleRow->addWidget(title_, 1);
+  titleRow->addWidget(follow_, 0, Qt::AlignRight | Qt::AlignVCenter);
   auto* layout = new QVBoxLayout(this);
-  layout->addWidget(title_);
+  layout->addLayout(titleRow);
   layout->addWidget(facts_);
-  layout->addWidget(split, 1);
+  layout->addWidget(split_, 1);
+}
+
+bool RunPage::followsRunningRun() const {
+  return follow_->isChecked();
+}
+
+void RunPage::setFollowsRunningRun(bool follow) {
+  follow_->setChecked(follow);
+}
+
+void RunPage::saveLayout() const {
+  QSettings settings;
+  settings.setValue(kSplitterKey, split_->saveState());
+  settings.setValue(kLowerSplitterKey, lower_->saveState());
+}
+
+QString RunPage::eventToolTip(const QPoint& viewportPos) const {
+  QTextCursor end(events_->document());
+  end.movePosition(QTextCursor::End);
+  if (viewportPos.y() > events_->cursorRect(end).bottom()) return {};  // below the last line
+  const QTextBlock block = events_->cursorForPosition(viewportPos).block();
+  // Each line's event: its index in the dashboard's list (older lines may have been dropped).
+  const int index = block.userState();
+  if (index < 0 || static_cast<std::size_t>(index) >= dashboard_->events().size()) return {};
+  const core::RunEvent& e = dashboard_->events()[static_cast<std::size_t>(index)];
+  return QString(
+             "<p style='white-space:pre-wrap'><b>%1</b> at step %2, %3 s after the "
+             "start</p><p>%4</p>")
+      .arg(QString::fromStdString(e.kind).toHtmlEscaped())
+      .arg(e.step)
+      .arg(e.wallMs / 1000.0, 0, 'f', 3)
+      .arg(QString::fromStdString(e.detail).toHtmlEscaped());
+}
+
+bool RunPage::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == events_->viewport() && event->type() == QEvent::ToolTip) {
+    auto* help = static_cast<QHelpEvent*>(event);
+    const QString tip = eventToolTip(help->pos());
+    if (tip.isEmpty())
+      QToolTip::hideText();
+    else
+      QToolTip::showText(help->globalPos(), tip, events_->viewport());
+    return true;
+  }
+  return QWidget::eventFilter(watched, event);
+}
+
+// Lists events[from...] below the lines there are, each line knowing its event.
+void RunPage::appendEvents(const std::vector<core::RunEvent>& events, std::size_t from) {
+  if (from >= events.size()) return;
+  QStringList lines;
+  for (std::size_t i = from; i < events.size(); ++i) lines << eventLine(events[i]);
+  events_->appendPlainText(lines.join('\n'));  // one layout, not one per event
+  // Numbered from the end: the list may have dropped its oldest lines (maximumBlockCount).
+  // Every other event on a shaded background, as the table's rows: a wrapped event reads as
+  // one.
+  QTextBlockFormat shaded;
+  shaded.setBackground(events_->palette().alternateBase());
+  QTextBlock block = events_->document()->lastBlock();
+  for (std::size_t i = events.size(); i > from && block.isValid(); --i, block = block.previous()) {
+    block.setUserState(static_cast<int>(i - 1));
+    if ((i - 1) % 2 == 1) QTextCursor(block).setBlockFormat(shaded);
+  }
 }
 
 QString RunPage::headline() const {
@@ -153,9 +279,26 @@ void RunPage::appendLive(const std::vector<LivePoint>& points) {
   const bool before = dashboard_->downsampled();
   const std::size_t events = dashboard_->events().size();
   dashboard_->appendLive(points);
-  // Events that came live join the list too.
-  for (std::size_t i = events; i < dashboard_->events().size(); ++i)
-    events_->appendPlainText(eventLine(dashboard_->events()[i]).trimmed());
+  appendEvents(dashboard_->events(), events);  // events that came live join the list too
+  std::vector<RunMetricsModel::Point> measured;
+  measured.reserve(points.size());
+  for (const LivePoint& p : points) {
+    if (p.runId != runId_ || p.event != nullptr || p.metric < 0 ||
+        p.metric >= static_cast<int>(core::kMetricTable.size()) || std::isnan(p.value))
+      continue;  // NaN: not measured, and not stored either
+    if (!storedUpTo_.empty()) {
+      const auto it = storedUpTo_.find({p.metric, ownerOf(p.metric, p.worker, p.node)});
+      if (it != storedUpTo_.end()) {
+        if (p.step <= it->second) continue;
+        storedUpTo_.erase(it);
+      }
+    }
+    measured.push_back(
+        {core::kMetricTable[static_cast<std::size_t>(p.metric)].name, p.step, p.wallMs, p.value});
+  }
+  const int rows = metrics_->rowCount();
+  metrics_->addPoints(measured);
+  if (metrics_->rowCount() != rows) updateChooser();
   if (dashboard_->downsampled() != before) updateNote();
 }
 
@@ -190,7 +333,6 @@ void RunPage::updateNote() {
 
 void RunPage::showRun(const RunDetail& d) {
   const core::RunRecord& r = d.run;
-  runId_ = r.id;
   title_->setText(QString("Run #%1: %2").arg(r.id).arg(QString::fromStdString(r.name)));
   QString facts = QString("<b>%1</b> &middot; %2 &middot; seed %3")
                       .arg(QString::fromStdString(r.strategy).toHtmlEscaped(),
@@ -212,23 +354,51 @@ void RunPage::showRun(const RunDetail& d) {
              "</span>";
   facts_->setText(facts);
 
+  // The events listed before, when the run is shown again (re-read while it is recorded):
+  // only the new ones are added, so the list keeps its scroll position.
+  const std::vector<core::RunEvent> listed =
+      r.id == runId_ ? dashboard_->events() : std::vector<core::RunEvent>();
+  const bool sameStart = listed.size() <= d.events.size() &&
+                         std::equal(listed.begin(), listed.end(), d.events.begin(),
+                                    [](const core::RunEvent& a, const core::RunEvent& b) {
+                                      return a.step == b.step && a.wallMs == b.wallMs &&
+                                             a.kind == b.kind && a.detail == b.detail;
+                                    });
+  const bool sameRun = r.id == runId_;
+  runId_ = r.id;
+  status_ = r.status;
   dashboard_->setRun(d);
   updateNote();
-  // The chooser says which metrics this run has points of.
-  for (int i = 0; i < metricChoice_->count(); ++i) {
-    const std::string key = metricChoice_->itemData(i).toString().toStdString();
-    const bool recorded = std::any_of(d.metrics.begin(), d.metrics.end(),
-                                      [&](const core::RunMetric& m) { return m.key == key; });
-    metricChoice_->setItemData(i, recorded ? QVariant() : QVariant(QColor(150, 150, 150)),
-                               Qt::ForegroundRole);
-  }
+  metrics_->setMetrics(d.metrics);
+  updateChooser();
   metricChoice_->setCurrentIndex(
       metricChoice_->findData(QString::fromStdString(dashboard_->chosenMetric())));
+  storedUpTo_.clear();
+  for (const RunDetail::Curve& c : d.curves) {
+    const core::MetricInfo* row = core::findMetric(c.key);
+    if (row == nullptr || c.steps.empty()) continue;
+    const int metric = static_cast<int>(row - core::kMetricTable.data());
+    storedUpTo_[{metric, ownerOf(metric, c.worker, c.node)}] = static_cast<qint64>(c.steps.back());
+  }
 
-  metrics_->setMetrics(d.metrics);
-  QString text;
-  for (const core::RunEvent& e : d.events) text += eventLine(e);
-  events_->setPlainText(text);
+  if (sameRun && sameStart && !events_->document()->isEmpty()) {
+    appendEvents(d.events, listed.size());
+    return;
+  }
+  events_->clear();
+  appendEvents(d.events, 0);
+}
+
+void RunPage::updateChooser() {
+  // The chooser says which metrics this run has points of.
+  const std::vector<core::RunMetric>& recorded = metrics_->metrics();
+  for (int i = 0; i < metricChoice_->count(); ++i) {
+    const std::string key = metricChoice_->itemData(i).toString().toStdString();
+    const bool has = std::any_of(recorded.begin(), recorded.end(),
+                                 [&](const core::RunMetric& m) { return m.key == key; });
+    metricChoice_->setItemData(i, has ? QVariant() : QVariant(QColor(150, 150, 150)),
+                               Qt::ForegroundRole);
+  }
 }
 
 }  // namespace dtlab::ui

@@ -2,12 +2,17 @@
 
 #include <QtWidgets/QWidget>
 
+#include <map>
+#include <utility>
+
 #include "ui/charts/run_dashboard.h"
 #include "ui/controller/live_feed.h"
 #include "ui/models/project_snapshot.h"
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
+class QSplitter;
 class QTableView;
 class QPlainTextEdit;
 
@@ -18,17 +23,30 @@ class RunMetricsModel;
 // One run: what it was (strategy, status, error, summary figures), its dashboard (loss and
 // test accuracy, throughput, step-time breakdown, utilisation and a metric of the user's
 // choice, against steps, seconds or the time of day), every metric's last / min / max, and
-// its events.
+// its events (one wrapped line each, the whole event in its tooltip). The layout of charts,
+// table and events is remembered (QSettings), as is "Follow the running run".
 class RunPage final : public QWidget {
   Q_OBJECT
  public:
   explicit RunPage(QWidget* parent = nullptr);
   void showRun(const RunDetail& detail);
   // Appends points measured since (a run being executed from this window): the charts grow
-  // without re-reading the store, one replot for the batch. In-memory series are bounded;
-  // history comes from the store.
+  // without re-reading the store, one replot for the batch, and the metric table's rows move
+  // as the store's will (RunMetricsModel::addPoints). Points of a series up to the step the
+  // store had when the run was shown came with it: they are skipped. In-memory series are
+  // bounded; history comes from the store.
   void appendLive(const std::vector<LivePoint>& points);
   qint64 runId() const { return runId_; }
+  // The status of the run when it was shown.
+  core::RunStatus runStatus() const { return status_; }
+  // "Follow the running run": when a run executed from this window starts (the next variant),
+  // the window shows it; off, a run on screen stays there. Remembered in QSettings.
+  bool followsRunningRun() const;
+  void setFollowsRunningRun(bool follow);
+  // Remembers the splitters' positions (QSettings; the window calls it as it closes).
+  void saveLayout() const;
+  // The tooltip of the events list at a point of its viewport: the whole event there.
+  QString eventToolTip(const QPoint& viewportPos) const;
   // Every chart's x-axis: steps, seconds since the run started, or the time of day.
   void setXAxis(RunXAxis axis);
   // The last chart's metric (a row name of the metric table).
@@ -40,12 +58,20 @@ class RunPage final : public QWidget {
   QString valuesAt(double x, RunDashboard::Chart chart = RunDashboard::kLossChart) const;
   static constexpr int kMaxLivePoints = RunDashboard::kMaxLivePoints;
 
-  // For tests: the charts (one QCustomPlot), the metrics model, the metric chooser.
+  // For tests: the charts (one QCustomPlot), the metrics model, the metric chooser, the
+  // events list, the follow toggle, the splitters (charts | lower, metrics | events).
   RunDashboard* chart() const { return dashboard_; }
   RunMetricsModel* metricsModel() const { return metrics_; }
   QComboBox* metricChooser() const { return metricChoice_; }
+  QPlainTextEdit* eventsView() const { return events_; }
+  QCheckBox* followToggle() const { return follow_; }
+  QSplitter* splitter() const { return split_; }
+  QSplitter* lowerSplitter() const { return lower_; }
   QString headline() const;
   QString chartNote() const;
+
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
   QLabel* title_;
@@ -57,8 +83,18 @@ class RunPage final : public QWidget {
   QPlainTextEdit* events_;
   QComboBox* xAxis_;
   QComboBox* metricChoice_;
+  QCheckBox* follow_;
+  QSplitter* split_;
+  QSplitter* lower_;
   qint64 runId_ = -1;
+  core::RunStatus status_ = core::RunStatus::kRunning;
+  // Per series (metric table row, owner: worker, node or -1) the last step the store had
+  // when the run was shown; live points up to it are already counted. Dropped once a live
+  // point passes it.
+  std::map<std::pair<int, int>, qint64> storedUpTo_;
   void updateNote();
+  void updateChooser();
+  void appendEvents(const std::vector<core::RunEvent>& events, std::size_t from);
 };
 
 }  // namespace dtlab::ui
