@@ -8,7 +8,9 @@ Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& va
            const std::set<std::string>& switches) {
   for (std::size_t i = 0; i < argv.size(); ++i) {
     const std::string& arg = argv[i];
-    if (arg.rfind("--", 0) != 0 || arg == "--") {
+    // A long option, or a short one a command declares by name ("-o").
+    const bool declared = valueFlags.count(arg) != 0 || switches.count(arg) != 0;
+    if ((arg.rfind("--", 0) != 0 && !declared) || arg == "--") {
       positionals_.push_back(arg);
       continue;
     }

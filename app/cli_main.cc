@@ -14,6 +14,7 @@
 #include "app/compare_command.h"
 #include "app/progress.h"
 #include "app/project_command.h"
+#include "app/report_command.h"
 #include "app/resume_command.h"
 #include "app/run_command.h"
 #include "core/common/config.h"
@@ -96,6 +97,16 @@ constexpr const char* kUsageAfterBench = R"(  project new P.dtlab [--name NAME]
       utilisation), memory (peak per worker), communication (bytes per sample),
       debuggability (replay), fault tolerance (node losses met); every cell a median
       with its interval or why there is none (JSON: each cell with how it was measured).
+  report P.dtlab [EXPERIMENT] [--execution N] -o REPORT.html|REPORT.pdf
+      An experiment's report as one self-contained file, to show without DTLab: the
+      experiment in words (dataset, model, training, cluster with node speeds and
+      links, variants), the comparison with medians and 95% intervals and the ratios,
+      the seed table, the standard charts (loss and test accuracy against time and
+      steps, throughput, utilisation, staleness; bytes per sample and time to target as
+      bars) with each variant's median and band, the events that mattered, and the
+      machines and versions it ran on. HTML: opens in a browser without a network
+      (charts as inline SVG); PDF: A4 landscape, vector charts. Of the latest
+      execution of EXPERIMENT (default: the project's most recent), or execution N.
   version
   help [COMMAND], COMMAND --help
       This text, or the part of it about one command.
@@ -188,6 +199,7 @@ int main(int argc, char** argv) {
     if (command == "project") return dtlab::app::projectCommand(args);
     if (command == "export-trace") return dtlab::app::exportTraceCommand(args);
     if (command == "compare") return dtlab::app::compareCommand(args);
+    if (command == "report") return dtlab::app::reportCommand(args);
     if (command == "version" || command == "--version") {
       std::cout << "dtlab-cli " << DTLAB_VERSION << "\n";
       for (const std::string& library : dtlab::remote::libraryVersions())

@@ -29,6 +29,8 @@ packages=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc  # node protocol
   libssl-dev           # certificates for mutual TLS (dtlab-node gen-certs)
   iproute2             # the multi-host test builds network namespaces with `ip`
+  chromium poppler-utils  # tests look at the experiment report: HTML in headless Chromium,
+                          # PDF pages through pdftoppm (neither is needed to write one)
 )
 # Only for side-by-side reference numbers in `dtlab-cli bench`; never a build or test
 # dependency. Debian's PyTorch takes its GEMM from whatever libblas.so.3 is selected, on a

@@ -234,6 +234,13 @@ void MainWindow::buildMenus() {
   newTopo->setShortcut(Qt::CTRL | Qt::SHIFT | Qt::Key_T);
   QAction* newExp = file->addAction(tr("New &Experiment..."), this, [this] { newExperiment(); });
   newExp->setShortcut(Qt::CTRL | Qt::SHIFT | Qt::Key_E);
+  file->addSeparator();
+  exportReportAction_ =
+      file->addAction(tr("Export &Report..."), this, [this] { chooseReportFile(); });
+  exportReportAction_->setStatusTip(
+      tr("The execution in view (or the selected experiment's latest) as one HTML or PDF file: "
+         "the experiment in words, the comparison with intervals, the seed table, the charts, "
+         "the events and the machines"));
   refreshRecentMenu();
   QAction* reloadAction = file->addAction(tr("&Reload"), this, [this] { reload(); });
   reloadAction->setShortcut(QKeySequence::Refresh);
@@ -438,6 +445,8 @@ void MainWindow::updateRunActions() {
                                 : tr("Write a copy of the project under a new name and "
                                      "continue in the copy"));
   saveAsAction_->setStatusTip(saveAsAction_->toolTip());
+  // A report reads the project as it is; the runs still being recorded show as running.
+  exportReportAction_->setEnabled(!path_.isEmpty() && !explorer_->snapshot().runs.empty());
   cancelAction_->setEnabled(controller_->busy());
   cancelAction_->setToolTip(controller_->busy() ? tr("Stop the running experiment")
                                                 : tr("No run is in progress."));

@@ -3,6 +3,11 @@
 #include <QtCore/QDateTime>
 #include <QtWidgets/QMainWindow>
 
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+
 #include "ui/models/project_snapshot.h"
 
 class QAction;
@@ -76,6 +81,13 @@ class MainWindow final : public QMainWindow {
   void showFirst(const QString& kind);
   ComparePage* comparePage() const { return comparePage_; }
   QWidget* currentPage() const;
+  // File > Export Report: the report (ui/report/report_export.h) of the execution in view: the
+  // compare page's, else that of the run or the latest of the experiment selected, else the
+  // project's most recent, written to `path` (.html or .pdf). Errors say what and where (a
+  // message box, or the status bar when quiet); false then.
+  bool exportReport(const QString& path);
+  // What exportReport reports: an experiment's name and an execution, either may be absent.
+  std::pair<std::optional<std::string>, std::optional<int64_t>> reportTarget() const;
 
  signals:
   void projectLoaded(const QString& path);
@@ -87,6 +99,7 @@ class MainWindow final : public QMainWindow {
 
  private:
   void buildMenus();
+  void chooseReportFile();  // File > Export Report...: asks where, then exportReport
   void connectController();
   void reload();
   void applySnapshot(const ProjectSnapshot& snapshot);
@@ -161,6 +174,7 @@ class MainWindow final : public QMainWindow {
   bool reverting_ = false;  // the explorer is put back on the editor's entry (the user stayed)
   bool asking_ = false;     // the unsaved-changes question is open (reloads go on meanwhile)
   QAction* saveAsAction_ = nullptr;
+  QAction* exportReportAction_ = nullptr;
 };
 
 }  // namespace dtlab::ui

@@ -14,13 +14,24 @@ namespace dtlab::core {
 
 struct Checkpoint;  // core/train/checkpoint.h
 
-// Event kinds: start, rebalance, strategy_switch, node_lost, cancel, finish.
+// Event kinds: start, node, contention, rebalance, strategy_switch, node_lost, recovery,
+// resume, cancel, finish.
 struct RunEvent {
   int64_t step = 0;
   double wallMs = 0.0;
   std::string kind;
   std::string detail;
 };
+
+// A machine the run used, as its daemon described itself (host, DTLab version, CPU, devices):
+// one per node, at the start of every run.
+inline constexpr std::string_view kNodeEvent = "node";
+// Whether events of `kind` say what the run is or how it ended ("start", "node", "finish")
+// rather than mark something that happened while it trained: charts draw no line for them and
+// a report lists them apart.
+inline bool describesRun(std::string_view kind) {
+  return kind == "start" || kind == "finish" || kind == kNodeEvent;
+}
 
 // How a run (or one rank of it) ended. Their text forms ("completed", "max_steps", ...) are
 // what summaries, the wire and the store carry; everywhere else they are these enums.

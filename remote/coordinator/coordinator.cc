@@ -78,6 +78,16 @@ std::vector<NodeSummary> Coordinator::connect() {
 
 namespace {
 
+// "node0 (127.0.0.1:7070): host lab1, DTLab 0.1.0, AMD EPYC 9R14, 2 cores, 1 worker threads;
+// cuda:0 (NVIDIA H200, ...)": the node event's detail.
+std::string nodeDescription(const std::string& label, const NodeSummary& node) {
+  std::string out = label + ": host " + node.hostname + ", DTLab " + node.programVersion;
+  if (!node.machine.empty()) out += ", " + node.machine;
+  for (const std::string& device : node.devices)
+    if (device.rfind("cpu", 0) != 0) out += "; " + device;
+  return out;
+}
+
 // A restart after a lost node (on_node_loss "restart"), reported as a "recovery" event once
 // the re-formed group trains again.
 struct PendingRecovery {
@@ -164,6 +174,10 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
               restarting->stepsLost, restarting->detail);
     restarting.reset();
   };
+  // Where it ran: each node of the run as it described itself, so that a report of the run
+  // says which machines and versions measured it.
+  for (std::size_t i = 0; i < placement.nodeCount && i < impl.summaries.size(); ++i)
+    addEvent(0, std::string(core::kNodeEvent), nodeDescription(labels[i], impl.summaries[i]));
   // Workers that share a host's cores: the run says so, its timings measure that too.
   for (const std::string& host : placement.contention) {
     summary.contended = true;

@@ -53,6 +53,8 @@ struct NodeSummary {
   std::vector<std::string> capabilities;
   // "cpu (1 slot)", "cuda:0 (NVIDIA H200, 139.8 GiB, compute capability 9.0)"
   std::vector<std::string> devices;
+  // The machine as the daemon describes its CPU ("AMD EPYC 9R14, 2 cores, 1 worker threads").
+  std::string machine;
   int cpuSlots = 1;  // CPU workers it runs at once (--devices cpu:N)
   int gpus = 0;      // GPUs it runs a worker on each (--devices cuda:N,...)
   int workerThreads = 0;

@@ -66,7 +66,10 @@ NodeSummary getInfo(pb::NodeService::Stub& stub, const std::string& address,
                                            : d.name() + " (" + std::to_string(d.slots()) +
                                                  (d.slots() == 1 ? " slot)" : " slots)"));
     if (d.kind() == "cuda") ++s.gpus;
-    if (d.kind() == "cpu") s.cpuSlots += std::max(1, d.slots());
+    if (d.kind() == "cpu") {
+      s.cpuSlots += std::max(1, d.slots());
+      s.machine = d.detail();
+    }
   }
   s.cpuSlots = std::max(1, s.cpuSlots);
   return s;

@@ -1,19 +1,23 @@
 // Executions in the workbench: the explorer lists them under their experiment, the compare
 // page opens on the latest one (its runs chosen, a band per variant, its statistics), another
 // is chosen from the explorer or the page, checking runs by hand leaves it, the layout keeps
-// it, and the experiment page edits how many times a variant runs.
+// it, the experiment page edits how many times a variant runs, and File > Export Report writes
+// the report of the execution in view.
 #include <QtTest/QAbstractItemModelTester>
 #include <QtTest/QtTest>
 
 #include <QtWidgets/QComboBox>
 #include <QtWidgets/QPushButton>
 #include <QtWidgets/QSpinBox>
+#include <QtWidgets/QStatusBar>
 #include <QtWidgets/QTabWidget>
+#include <QtWidgets/QTreeView>
 
 #include "core/store/comparison_statistics.h"
 #include "tests/ui/ui_support.h"
 #include "ui/charts/comparison_chart.h"
 #include "ui/charts/comparison_panel.h"
+#include "ui/main_window.h"
 #include "ui/models/compare_layout.h"
 #include "ui/models/explorer_model.h"
 #include "ui/models/run_comparison_model.h"
@@ -184,6 +188,46 @@ class TestExecutionsGui : public QObject {
     QVERIFY(page.error().isEmpty());
     page.edit(-1, core::toJson(twoVariants(4)), {}, {});
     QCOMPARE(repeats->value(), 4);
+  }
+
+  // File > Export Report writes the report of the execution in view: the one selected in the
+  // explorer (on the compare page), else the selected experiment's latest; a file name it
+  // cannot write as is refused, saying which names it can.
+  void exportReportOfTheExecutionInView() {
+    ui::MainWindow window;
+    window.setQuietErrors(true);
+    window.resize(1400, 900);
+    QSignalSpy loaded(&window, &ui::MainWindow::projectLoaded);
+    window.openProject(QString::fromStdString(path_));
+    QVERIFY(loaded.wait(20000));
+    window.explorerView()->setCurrentIndex(window.explorerModel()->find("execution", older_));
+    QCOMPARE(window.currentPage(), static_cast<QWidget*>(window.comparePage()));
+    QCOMPARE(window.reportTarget().second, std::optional<int64_t>(older_));
+    const QString html = dir_.filePath("older.html");
+    QVERIFY(window.exportReport(html));
+    QFile file(html);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QString text = QString::fromUtf8(file.readAll());
+    QVERIFY2(text.contains(QString("execution %1: 2 variants, 2 runs").arg(older_)),
+             qPrintable(text.left(2000)));
+    QVERIFY(text.contains("<svg"));
+
+    // The experiment selected: its latest execution, as PDF.
+    const QModelIndex experiment = window.explorerModel()->find("experiment", 1);
+    QVERIFY(experiment.isValid());
+    window.explorerView()->setCurrentIndex(experiment);
+    QCOMPARE(window.reportTarget().first, std::optional<std::string>("modes"));
+    QCOMPARE(window.reportTarget().second, std::nullopt);
+    const QString pdf = dir_.filePath("latest.pdf");
+    QVERIFY(window.exportReport(pdf));
+    QFile written(pdf);
+    QVERIFY(written.open(QIODevice::ReadOnly));
+    QVERIFY(written.read(5) == "%PDF-");
+
+    QVERIFY(!window.exportReport(dir_.filePath("report.txt")));
+    QVERIFY2(window.statusBar()->currentMessage().contains(".html or .pdf"),
+             qPrintable(window.statusBar()->currentMessage()));
+    QVERIFY(!QFile::exists(dir_.filePath("report.txt")));
   }
 };
 

@@ -1,6 +1,8 @@
 #include "ui/charts/chart_export.h"
 
+#include <QtCore/QBuffer>
 #include <QtCore/QFileInfo>
+#include <QtCore/QRegularExpression>
 #include <QtCore/QSaveFile>
 #include <QtSvg/QSvgGenerator>
 
@@ -19,20 +21,11 @@ constexpr int kScreenDpi = 96;  // QCustomPlot's and Qt's logical DPI: scale 1 m
 }
 
 void saveSvg(ComparisonChart& chart, const QString& path, QSize size) {
-  QSvgGenerator svg;
-  svg.setFileName(path);
-  svg.setSize(size);
-  svg.setViewBox(QRect(QPoint(0, 0), size));
-  // Fonts are sized in points: at the screen's DPI the SVG looks as the chart on screen does.
-  svg.setResolution(kScreenDpi);
-  svg.setTitle(chart.title());
-  svg.setDescription(QStringLiteral("DTLab " DTLAB_VERSION " comparison chart"));
-  QCPPainter painter;
-  if (!painter.begin(&svg)) fail(QString("cannot write %1").arg(path));
-  painter.setMode(QCPPainter::pmVectorized);
-  painter.setMode(QCPPainter::pmNoCaching);
-  chart.toPainter(&painter, size.width(), size.height());
-  if (!painter.end() || QFileInfo(path).size() == 0) fail(QString("cannot write %1").arg(path));
+  QSaveFile file(path);
+  if (!file.open(QIODevice::WriteOnly))
+    fail(QString("cannot write %1: %2").arg(path, file.errorString()));
+  if (!writeSvg(chart, file, size, chart.title()) || !file.commit())
+    fail(QString("cannot write %1").arg(path));
 }
 
 QString number(double v) {
@@ -40,6 +33,32 @@ QString number(double v) {
 }
 
 }  // namespace
+
+bool writeSvg(QCustomPlot& plot, QIODevice& device, QSize size, const QString& title) {
+  QBuffer buffer;
+  buffer.open(QIODevice::WriteOnly);
+  QSvgGenerator svg;
+  svg.setOutputDevice(&buffer);
+  svg.setSize(size);
+  svg.setViewBox(QRect(QPoint(0, 0), size));
+  // Fonts are sized in points: at the screen's DPI the SVG looks as the chart on screen does.
+  svg.setResolution(kScreenDpi);
+  svg.setTitle(title);
+  svg.setDescription(QStringLiteral("DTLab " DTLAB_VERSION " chart"));
+  QCPPainter painter;
+  if (!painter.begin(&svg)) return false;
+  painter.setMode(QCPPainter::pmVectorized);
+  painter.setMode(QCPPainter::pmNoCaching);
+  plot.toPainter(&painter, size.width(), size.height());
+  if (!painter.end()) return false;
+  // Qt names fontconfig's families ("Sans Serif"), which browsers do not know: a generic
+  // family after each keeps the chart's sans-serif text where the named one is missing.
+  static const QRegularExpression family(QStringLiteral("font-family=\"([^\"]*)\""));
+  QString text = QString::fromUtf8(buffer.data());
+  text.replace(family, QStringLiteral("font-family=\"\\1, sans-serif\""));
+  const QByteArray bytes = text.toUtf8();
+  return device.write(bytes) == bytes.size();
+}
 
 std::optional<ChartFormat> chartFormatOf(const QString& path) {
   const QString suffix = QFileInfo(path).suffix().toLower();

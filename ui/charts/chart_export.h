@@ -7,6 +7,9 @@
 
 #include "core/common/check.h"
 
+class QCustomPlot;
+class QIODevice;
+
 namespace dtlab::ui {
 
 class ComparisonChart;
@@ -39,6 +42,10 @@ void exportChart(ComparisonChart& chart, const QString& path, const ChartExportO
 // then one row per plotted point, runs in the chart's order, values in the metric table's
 // unit (bytes stay bytes though the axis says MiB).
 QString chartCsv(const ComparisonChart& chart);
+
+// The plot as SVG (vectors, fonts at the screen's 96 DPI) at `size`, written to `device`; the
+// one SVG writer of the chart exports and the experiment report. False when it cannot write.
+bool writeSvg(QCustomPlot& plot, QIODevice& device, QSize size, const QString& title);
 
 // Writes `text` as UTF-8, replacing the file only once all of it is written.
 void writeTextFile(const QString& path, const QString& text);

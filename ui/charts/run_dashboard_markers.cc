@@ -41,7 +41,7 @@ void RunDashboard::drawMarkers() {
   }
   std::vector<const core::RunEvent*> shown;
   for (const core::RunEvent& e : events_)
-    if (e.kind != "start" && e.kind != "finish") shown.push_back(&e);
+    if (!core::describesRun(e.kind)) shown.push_back(&e);
   // A line on every chart; named on the loss chart and on the schedule chart (where the shares
   // a rebalance moves and the staleness a switch starts are drawn) while they are few enough
   // to read. Switches are few and change how the run trains: always named.
