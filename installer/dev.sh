@@ -31,6 +31,7 @@ packages=(
   iproute2             # the multi-host test builds network namespaces with `ip`
   chromium poppler-utils  # tests look at the experiment report: HTML in headless Chromium,
                           # PDF pages through pdftoppm (neither is needed to write one)
+  fonts-dejavu-core       # the report's and the charts' font, in Qt and in the browser
 )
 # Only for side-by-side reference numbers in `dtlab-cli bench`; never a build or test
 # dependency. Debian's PyTorch takes its GEMM from whatever libblas.so.3 is selected, on a
