@@ -154,6 +154,7 @@ ComparisonStatistics comparisonStatistics(const Comparison& c, const StatisticsO
           a, b, seeded(options.bootstrap, column.key, variantName + "\n" + baselineName));
       r.test = pairedLogRatioTest(a, b);
       r.holds = std::isfinite(r.test.pValue) && r.test.pValue < 1.0 - options.bootstrap.level;
+      for (std::size_t i = 0; i < a.size(); ++i) r.repetitionRatios.push_back(a[i] / b[i]);
       out.ratios.push_back(std::move(r));
     }
   }

@@ -47,6 +47,8 @@ struct RatioStatistics {
   Interval ratio;      // median(variant) / median(baseline); n: repetitions both completed
   PairedTest test;     // on log(variant / baseline), paired by repetition
   bool holds = false;  // test.pValue < 1 - level
+  // variant / baseline in each repetition both completed, in repetition order (ratio.n of them)
+  std::vector<double> repetitionRatios;
 };
 
 struct StatisticsOptions {

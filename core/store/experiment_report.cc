@@ -15,7 +15,9 @@
 namespace dtlab::core {
 namespace {
 
-// The standard charts. A curve is shown when some run of the execution recorded the metric,
+// The standard charts, in the report's order: loss and test accuracy against wall time and
+// steps, throughput, utilisation, staleness, then bytes per sample and time to target as bars.
+// A curve is shown when some run of the execution recorded the metric,
 // bars when some variant measured the figure.
 const ReportChart kCharts[] = {
     {ReportChart::Kind::kCurve, "loss", true, "Training loss against time"},
@@ -66,14 +68,6 @@ bool hasFigure(const ComparisonStatistics& stats, const std::string& key) {
 }
 
 }  // namespace
-
-std::string utcText(int64_t epochMs) {
-  return utcFormat(epochMs, "%Y-%m-%d %H:%M:%S");
-}
-
-std::vector<ReportChart> standardReportCharts() {
-  return {std::begin(kCharts), std::end(kCharts)};
-}
 
 ExperimentReport experimentReport(ProjectStore& store, const std::optional<std::string>& experiment,
                                   std::optional<int64_t> executionId) {
@@ -180,8 +174,10 @@ ExperimentReport experimentReport(ProjectStore& store, const std::optional<std::
   std::string libraries;
   for (const std::string& l : libraryVersions()) libraries += (libraries.empty() ? "" : ", ") + l;
   report.machine.push_back(
-      {"This report", std::string("DTLab ") + DTLAB_VERSION + " (" + libraries + "), written " +
-                          utcText(static_cast<int64_t>(std::time(nullptr)) * 1000) + " UTC"});
+      {"This report",
+       std::string("DTLab ") + DTLAB_VERSION + " (" + libraries + "), written " +
+           utcFormat(static_cast<int64_t>(std::time(nullptr)) * 1000, "%Y-%m-%d %H:%M:%S") +
+           " UTC"});
   return report;
 }
 

@@ -71,16 +71,9 @@ struct ExperimentReport {
   std::vector<SpecFact> machine;
 };
 
-// The standard charts, in the report's order: loss and test accuracy against wall time and
-// steps, throughput, utilisation, staleness, then bytes per sample and time to target as bars.
-std::vector<ReportChart> standardReportCharts();
-
 // The report of `experiment`'s execution `executionId` (defaults as compareExperiment: the
 // most recent experiment, its latest execution). Throws Error as compareExperiment does.
 ExperimentReport experimentReport(ProjectStore& store, const std::optional<std::string>& experiment,
                                   std::optional<int64_t> executionId = std::nullopt);
-
-// A UTC time as "2026-12-02 12:38:05" (epoch milliseconds).
-std::string utcText(int64_t epochMs);
 
 }  // namespace dtlab::core

@@ -114,20 +114,10 @@ bool hasVariant(const core::Comparison& c, const std::string& name) {
                      [&](const core::ComparisonRow& r) { return r.variant == name; });
 }
 
-// The figure of `variant` in each repetition that completed (ordered by repetition).
-std::map<int64_t, double> figureByRepetition(const core::Comparison& c, const std::string& variant,
-                                             const core::ComparisonColumn& column) {
-  std::map<int64_t, double> out;
-  for (const core::ComparisonRow& row : c.rows)
-    if (row.variant == variant && row.status == core::RunStatus::kCompleted)
-      if (const std::optional<double> v = column.numberOf(row)) out[row.repetition] = *v;
-  return out;
-}
-
 // A ratio claim from the statistics of the execution: their ratio of medians and paired test,
 // and each repetition's own ratio.
-void measureRatio(const ClaimRule& rule, const core::Comparison& c,
-                  const core::ComparisonStatistics& stats, StrategyClaim& claim) {
+void measureRatio(const ClaimRule& rule, const core::ComparisonStatistics& stats,
+                  StrategyClaim& claim) {
   for (const core::RatioStatistics& r : stats.ratios) {
     if (r.variant != rule.variant || r.baseline != rule.baseline ||
         std::string(r.column->key) != rule.figure || r.ratio.n == 0)
@@ -135,11 +125,7 @@ void measureRatio(const ClaimRule& rule, const core::Comparison& c,
     claim.measured = r.ratio;
     claim.test = r.test;
     claim.holds = r.holds;
-    const auto a = figureByRepetition(c, rule.variant, *r.column);
-    const auto b = figureByRepetition(c, rule.baseline, *r.column);
-    for (const auto& [repetition, value] : a)
-      if (const auto other = b.find(repetition); other != b.end() && other->second > 0.0)
-        claim.repetitions.push_back(value / other->second);
+    claim.repetitions = r.repetitionRatios;
   }
 }
 
@@ -218,7 +204,7 @@ StrategiesBenchResult runStrategiesBench(const StrategiesBenchOptions& options) 
       claim.text = name + ": " + rule->text;
       claim.threshold = rule->atLeast;
       if (rule->baseline != nullptr)
-        measureRatio(*rule, comparison, stats, claim);
+        measureRatio(*rule, stats, claim);
       else
         measureFigure(*rule, summaries, stats.bootstrap, claim);
       result.claims.push_back(std::move(claim));

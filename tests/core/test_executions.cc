@@ -252,6 +252,9 @@ class TestExecutions : public QObject {
     QCOMPARE(rate->test.greater, 4);
     QCOMPARE(rate->test.less, 0);
     QVERIFY(rate->holds && rate->test.pValue < 0.001);
+    // Each repetition's own ratio, in repetition order (0, 1, 2, 4).
+    QCOMPARE(rate->repetitionRatios,
+             (std::vector<double>{210.0 / 100, 215.0 / 110, 185.0 / 90, 190.0 / 95}));
     // Time to target is 1000 / rate: the reciprocal ratio, lower in every pair.
     QCOMPARE(toTarget->test.less, 4);
     QVERIFY(toTarget->holds);

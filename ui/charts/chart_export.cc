@@ -34,6 +34,15 @@ QString number(double v) {
 
 }  // namespace
 
+bool drawVectors(QCustomPlot& plot, QPaintDevice& device, QSize size) {
+  QCPPainter painter;
+  if (!painter.begin(&device)) return false;
+  painter.setMode(QCPPainter::pmVectorized);
+  painter.setMode(QCPPainter::pmNoCaching);
+  plot.toPainter(&painter, size.width(), size.height());
+  return painter.end();
+}
+
 bool writeSvg(QCustomPlot& plot, QIODevice& device, QSize size, const QString& title) {
   QBuffer buffer;
   buffer.open(QIODevice::WriteOnly);
@@ -45,12 +54,7 @@ bool writeSvg(QCustomPlot& plot, QIODevice& device, QSize size, const QString& t
   svg.setResolution(kScreenDpi);
   svg.setTitle(title);
   svg.setDescription(QStringLiteral("DTLab " DTLAB_VERSION " chart"));
-  QCPPainter painter;
-  if (!painter.begin(&svg)) return false;
-  painter.setMode(QCPPainter::pmVectorized);
-  painter.setMode(QCPPainter::pmNoCaching);
-  plot.toPainter(&painter, size.width(), size.height());
-  if (!painter.end()) return false;
+  if (!drawVectors(plot, svg, size)) return false;
   // Qt names fontconfig's families ("Sans Serif"), which browsers do not know: a generic
   // family after each keeps the chart's sans-serif text where the named one is missing.
   static const QRegularExpression family(QStringLiteral("font-family=\"([^\"]*)\""));

@@ -9,6 +9,7 @@
 
 class QCustomPlot;
 class QIODevice;
+class QPaintDevice;
 
 namespace dtlab::ui {
 
@@ -42,6 +43,10 @@ void exportChart(ComparisonChart& chart, const QString& path, const ChartExportO
 // then one row per plotted point, runs in the chart's order, values in the metric table's
 // unit (bytes stay bytes though the axis says MiB).
 QString chartCsv(const ComparisonChart& chart);
+
+// Draws the plot at `size` onto `device` as vector commands (no cached pixmaps): what the SVG
+// and the report's PDF charts are made of. False when the device cannot be painted on.
+bool drawVectors(QCustomPlot& plot, QPaintDevice& device, QSize size);
 
 // The plot as SVG (vectors, fonts at the screen's 96 DPI) at `size`, written to `device`; the
 // one SVG writer of the chart exports and the experiment report. False when it cannot write.

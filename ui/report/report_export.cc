@@ -253,12 +253,8 @@ void writePdf(const core::ExperimentReport& r, const QString& body, const QStrin
     if (marker < 0) break;
     const std::unique_ptr<QCustomPlot> plot = reportChart(r, r.charts.at(i), size);
     QPicture picture;
-    QCPPainter painter;
-    painter.begin(&picture);
-    painter.setMode(QCPPainter::pmVectorized);
-    painter.setMode(QCPPainter::pmNoCaching);
-    plot->toPainter(&painter, size.width(), size.height());
-    painter.end();
+    if (!drawVectors(*plot, picture, size))
+      fail("cannot draw the chart " + QString::fromStdString(r.charts[i].title));
     QTextCharFormat format;
     format.setObjectType(kChartObject);
     format.setProperty(kPictureProperty, QVariant::fromValue(picture));
@@ -280,7 +276,6 @@ void writePdf(const core::ExperimentReport& r, const QString& body, const QStrin
   for (int i = 0; i < pages; ++i) {
     if (i > 0) writer.newPage();
     painter.save();
-    painter.save();
     painter.translate(0, -i * page.height());
     doc.drawContents(&painter, QRectF(QPointF(0, i * page.height()), page));
     painter.restore();
@@ -291,7 +286,6 @@ void writePdf(const core::ExperimentReport& r, const QString& body, const QStrin
     painter.drawText(
         QRectF(0, page.height(), page.width(), 18.0), Qt::AlignRight | Qt::AlignBottom,
         QString("%1 · %2 / %3").arg(QString::fromStdString(r.experiment)).arg(i + 1).arg(pages));
-    painter.restore();
   }
   painter.end();
   if (!file.commit()) fail(QString("cannot write %1: %2").arg(path, file.errorString()));
