@@ -1,5 +1,6 @@
 #include "app/args.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace dtlab::app {
@@ -54,17 +55,58 @@ std::vector<std::string> Args::values(const std::string& flag) const {
   return out;
 }
 
-int64_t Args::integer(const std::string& flag, int64_t fallback, int64_t min, int64_t max) const {
-  if (!has(flag)) return fallback;
-  const std::string text = value(flag, "");
+namespace {
+
+int64_t parseInteger(const std::string& flag, const std::string& text, int64_t min, int64_t max,
+                     bool binarySuffixes) {
   int64_t v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size())
-    throw UsageError(flag + ": expected an integer, got '" + text + "'");
+  const char* last = text.data() + text.size();
+  const auto [end, ec] = std::from_chars(text.data(), last, v);
+  int shift = 0;
+  if (binarySuffixes && ec == std::errc() && end + 1 == last) {
+    shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : -1;
+  } else if (ec != std::errc() || end != last) {
+    shift = -1;
+  }
+  if (shift < 0 || (shift > 0 && v > (int64_t{1} << (62 - shift))))
+    throw UsageError(flag + ": expected an integer" +
+                     (binarySuffixes ? std::string(" (optionally with K, M or G)") : "") +
+                     ", got '" + text + "'");
+  v <<= shift;
   if (v < min || v > max)
     throw UsageError(flag + ": must be in [" + std::to_string(min) + ", " + std::to_string(max) +
                      "], got " + text);
   return v;
+}
+
+}  // namespace
+
+int64_t Args::integer(const std::string& flag, int64_t fallback, int64_t min, int64_t max) const {
+  if (!has(flag)) return fallback;
+  return parseInteger(flag, value(flag, ""), min, max, false);
+}
+
+std::vector<std::string> Args::list(const std::string& flag) const {
+  std::vector<std::string> items;
+  if (!has(flag)) return items;
+  const std::string text = value(flag, "");
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t end = std::min(text.find(',', begin), text.size());
+    if (end == begin) throw UsageError(flag + ": empty item in '" + text + "'");
+    items.push_back(text.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return items;
+}
+
+std::vector<int64_t> Args::integers(const std::string& flag, const std::vector<int64_t>& fallback,
+                                    int64_t min, int64_t max, bool binarySuffixes) const {
+  if (!has(flag)) return fallback;
+  std::vector<int64_t> out;
+  for (const std::string& item : list(flag))
+    out.push_back(parseInteger(flag, item, min, max, binarySuffixes));
+  return out;
 }
 
 }  // namespace dtlab::app

@@ -31,6 +31,13 @@ class Args {
   std::vector<std::string> values(const std::string& flag) const;
   // Integer in [min, max]; UsageError naming the flag otherwise.
   int64_t integer(const std::string& flag, int64_t fallback, int64_t min, int64_t max) const;
+  // The comma-separated items of the flag's value ("a,b,c"); an empty item is a UsageError.
+  // Empty when the flag is absent.
+  std::vector<std::string> list(const std::string& flag) const;
+  // A comma-separated list of integers, each in [min, max]; with `binarySuffixes`, each may end
+  // in K, M or G (times 2^10, 2^20, 2^30: "64K,1M"). `fallback` when the flag is absent.
+  std::vector<int64_t> integers(const std::string& flag, const std::vector<int64_t>& fallback,
+                                int64_t min, int64_t max, bool binarySuffixes = false) const;
 
  private:
   std::multimap<std::string, std::string> values_;

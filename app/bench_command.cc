@@ -45,11 +45,15 @@ constexpr const char* kBenchUsage =
       untimed steps, then the wall clock of S whole steps; repetitions interleaved,
       medians, ratio. --tls: the daemons serve mutual TLS, against the same run in
       plain text (the cost of TLS).
-  bench allreduce [--local-nodes N] [--bytes S] [--reps R] [--warmup W] [--json]
-      All-reduce of S bytes between N local processes (default 2): DTLab's choice
-      against each of Gloo's algorithms built once on the same buffer, wall clock
-      between barriers, repetitions interleaved; median, algbw, busbw, wrong
-      elements, the ratio to the best Gloo algorithm, and a plain TCP stream.
+  bench allreduce [--local-nodes N,...] [--bytes S,...] [--reps R] [--warmup W]
+                  [--algorithm auto|own|gloo_allreduce|...] [--json]
+      All-reduce between N local processes (default 2,3,4) of S bytes (default
+      64K,256K,1M,4M,16M,64M; K, M, G suffixes): DTLab's choice after its tuning
+      pass against each of Gloo's algorithms built once on the same buffer, wall
+      clock between barriers, repetitions interleaved; one table row per N and S:
+      busbw of every side, the ratio to the best Gloo algorithm, a plain TCP stream
+      of S bytes and DTLab's share of it, wrong elements. --algorithm forces
+      DTLab's side to one algorithm (default auto: the tuned choice).
   bench store [--points N] [--workers W] [--ingest-reps I] [--query-points N]
               [--buckets B] [--reps R] [--reference rows|none] [--dir D] [--json]
       Project store: ingest points/s through its appender into a fresh file (N
@@ -175,12 +179,24 @@ int benchCore(const std::vector<std::string>& argv) {
   return 0;
 }
 
+core::AllReduceAlgorithm algorithmFlag(const Args& args) {
+  try {
+    return core::parseAllReduceAlgorithm(args.value("--algorithm", "auto"));
+  } catch (const Error& e) {
+    throw UsageError(std::string("--algorithm: ") + e.what());
+  }
+}
+
 int benchAllReduce(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--local-nodes", "--bytes", "--reps", "--warmup"}, {"--json"});
+  const Args args(argv, {"--local-nodes", "--bytes", "--reps", "--warmup", "--algorithm"},
+                  {"--json"});
   noPositionals(args);
   bench::AllReduceBenchOptions options;
-  options.nodes = static_cast<int>(args.integer("--local-nodes", 2, 2, 64));
-  options.bytes = args.integer("--bytes", 16 << 20, 4, int64_t{1} << 31);
+  options.algorithm = algorithmFlag(args);
+  options.nodeCounts.clear();
+  for (const int64_t n : args.integers("--local-nodes", {2, 3, 4}, 2, 64))
+    options.nodeCounts.push_back(static_cast<int>(n));
+  options.sizes = args.integers("--bytes", options.sizes, 4, int64_t{1} << 31, true);
   options.repetitions = static_cast<int>(args.integer("--reps", 10, 1, 100000));
   options.warmup = static_cast<int>(args.integer("--warmup", 2, 0, 1000));
   const bench::AllReduceBenchResult r = bench::runAllReduceBench(options, stdout);
@@ -195,8 +211,10 @@ int benchAllReduce(const std::vector<std::string>& argv) {
 
 // Hidden: one rank of `bench allreduce`, started by it.
 int benchAllReduceRank(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--rank", "--world", "--store", "--bytes", "--reps", "--warmup"}, {});
+  const Args args(
+      argv, {"--rank", "--world", "--store", "--bytes", "--reps", "--warmup", "--algorithm"}, {});
   bench::AllReduceRankOptions options;
+  options.algorithm = algorithmFlag(args);
   options.rank = static_cast<int>(args.integer("--rank", 0, 0, 1023));
   options.world = static_cast<int>(args.integer("--world", 1, 1, 1024));
   options.storeDir = args.value("--store", "/tmp");
@@ -254,18 +272,11 @@ int benchStore(const std::vector<std::string>& argv) {
 std::vector<std::string> chosenKinds(const Args& args) {
   const std::vector<std::string> all = bench::dataBenchKinds();
   if (!args.has("--kind")) return all;
-  std::vector<std::string> kinds;
-  const std::string list = args.value("--kind", "");
-  std::size_t begin = 0;
-  while (begin <= list.size()) {
-    const std::size_t end = std::min(list.find(',', begin), list.size());
-    const std::string name = list.substr(begin, end - begin);
+  const std::vector<std::string> kinds = args.list("--kind");
+  for (const std::string& name : kinds)
     if (std::find(all.begin(), all.end(), name) == all.end())
       throw UsageError("--kind: unknown dataset kind '" + name + "' (expected " +
                        core::listText(all) + ")");
-    kinds.push_back(name);
-    begin = end + 1;
-  }
   return kinds;
 }
 
@@ -293,15 +304,12 @@ int benchStrategies(const std::vector<std::string>& argv) {
     throw UsageError("bench strategies: unexpected '" + args.positionals()[0] + "'");
   options.specsDir = args.value("--specs", DTLAB_SOURCE_DIR "/resources/specs");
   options.project = args.value("--project", "strategies.dtlab");
-  if (args.has("--only")) {
-    const std::vector<std::string> known = bench::strategyComparisons();
-    std::stringstream list(args.value("--only", ""));
-    for (std::string name; std::getline(list, name, ',');) {
-      if (std::find(known.begin(), known.end(), name) == known.end())
-        throw UsageError("--only: unknown comparison '" + name +
-                         "' (hetero_2node, hetero_4node, drift, modes_straggler, noniid)");
-      options.only.push_back(name);
-    }
+  const std::vector<std::string> known = bench::strategyComparisons();
+  for (const std::string& name : args.list("--only")) {
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      throw UsageError("--only: unknown comparison '" + name + "' (expected " +
+                       core::listText(known) + ")");
+    options.only.push_back(name);
   }
   const bench::StrategiesBenchResult result = bench::runStrategiesBench(options);
   if (args.has("--json"))

@@ -59,7 +59,10 @@ AllReduceBenchResult benchAllReduce(Communicator& dtlab, gloo::rendezvous::Store
   DTLAB_ENFORCE(count <= INT_MAX, "Gloo's classic algorithms count elements in an int: ", count);
   const int n = dtlab.size();
   const int rank = dtlab.rank();
-  const int calls = callsPerRepetition(n);
+  // Large messages need fewer calls for a repetition to outlast the barriers around it, and a
+  // sweep up to 64 MiB on 4 ranks stays within minutes.
+  const int calls = static_cast<int>(std::min<int64_t>(
+      callsPerRepetition(n), std::max<int64_t>(1, (int64_t{64} << 20) / config.bytes)));
 
   // Declaration order is teardown order in reverse: the algorithms (whose buffers are
   // registered on the context's pairs) go before the context, the context before its device.

@@ -1,5 +1,6 @@
 #include "core/comm/emulated_link_communicator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -130,6 +131,17 @@ LinkTimeSplit EmulatedLinkCommunicator::timeSplit() const {
   split.waitedSeconds = static_cast<double>(waitedNs_.load(std::memory_order_relaxed)) / 1e9;
   split.modelledSeconds = static_cast<double>(modelledNs_.load(std::memory_order_relaxed)) / 1e9;
   return split;
+}
+
+AllReduceTuning EmulatedLinkCommunicator::tuneAllReduce(int64_t maxBytes) {
+  AllReduceTuning tuning = inner_->tuneAllReduce(maxBytes);
+  for (AllReduceTuning::SizeClass& sizeClass : tuning.sizes) {
+    const double modelled = modelledSeconds(Collective::kAllReduce, size(), sizeClass.bytes,
+                                            bandwidthMbps_, latencyMs_);
+    for (AllReduceTuning::Candidate& c : sizeClass.candidates)
+      c.seconds = std::max(c.seconds, modelled);
+  }
+  return tuning;
 }
 
 }  // namespace dtlab::core

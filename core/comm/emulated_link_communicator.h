@@ -53,6 +53,10 @@ class EmulatedLinkCommunicator final : public Communicator {
   void broadcast(float* data, int64_t count, int root) override;
   void allGather(const float* in, int64_t count, float* out) override;
   void barrier() override;
+  // The inner communicator's measurement (its algorithms run on the real transport), each
+  // time raised to the modelled duration a collective of that size is held to here, so the
+  // bandwidths and the bucket size derived from them are the emulated link's.
+  AllReduceTuning tuneAllReduce(int64_t maxBytes) override;
   int64_t bytesSent() const override { return inner_->bytesSent(); }
   int64_t bytesReceived() const override { return inner_->bytesReceived(); }
 

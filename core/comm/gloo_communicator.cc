@@ -70,15 +70,18 @@ OwnSlot exchangeSlot(int parity) {
 // Up to this many bytes sent per rank ((n-1) copies of the buffer), the own all-reduce
 // exchanges whole buffers in one hop (every rank sends everything to every peer and sums
 // locally) instead of reduce-scatter + all-gather in two hops: small messages are bound by
-// latency, not bytes. Measured busbw (GB/s), two-hop vs one-hop: 2 ranks, 128 KiB 0.85 vs
-// 1.39, 256 KiB 1.34 vs 2.01, 512 KiB 2.02 vs 1.88; 4 ranks, 128 KiB 0.58 vs 0.46.
+// latency, not bytes. Measured busbw (GB/s), two-hop vs one-hop: 4 ranks, 128 KiB 0.58 vs 0.46.
+// Two ranks send the whole buffer either way, so they take one hop up to 4 MiB (2026-12-02:
+// 1 MiB 0.83-1.03 against 0.67, 4 MiB 1.07-1.58 against 0.89); 3-4 ranks lost with it at 1 MiB.
 constexpr int64_t kExchangeMaxBytes = 256 * 1024;
+constexpr int64_t kPairExchangeMaxBytes = 4 * 1024 * 1024;
+int64_t exchangeMaxBytes(int size) {
+  return size == 2 ? kPairExchangeMaxBytes : kExchangeMaxBytes;
+}
 
-// Segment of the pipelined own all-reduce: the unit of one send, one receive and one
-// reduction. Small enough that reducing segment k overlaps receiving segment k+1 and that
-// the all-gather of the first segments starts early; large enough that the per-message cost
-// stays small. Measured busbw (GB/s), 2 ranks, at 1 / 4 / 16 / 64 MiB: 64 KiB segments
-// 0.74 / 0.73 / 0.81 / 0.93, 256 KiB 1.87 / 1.76 / 1.24 / 1.29, 1 MiB 1.97 / 1.21 / 1.02 / 1.45.
+// Segment of the pipelined own all-reduce (one send, receive and reduction): small enough to
+// overlap reducing one with receiving the next, large enough for a small per-message cost.
+// Busbw (GB/s), 2 ranks, 1 / 16 MiB: 64 KiB 0.74 / 0.81, 256 KiB 1.87 / 1.24, 1 MiB 1.97 / 1.02.
 constexpr int64_t kOwnSegmentFloats = 64 * 1024;  // 256 KiB
 
 // Socket send buffer every pair gets at construction (see warmUpSocketBuffers).
@@ -87,8 +90,7 @@ constexpr int64_t kSocketBufferBytes = int64_t{1} << 20;
 // Longest the destructor waits for the peers to reach theirs (see ~GlooCommunicator).
 constexpr std::chrono::milliseconds kShutdownTimeout{10000};
 
-// Gloo's classic algorithms are cached per (count, algorithm). See runClassic().
-constexpr size_t kMaxClassicInstances = 16;
+constexpr size_t kMaxClassicInstances = 16;  // per (count, algorithm); see runClassic()
 // Caller buffers whose send buffers the own algorithm keeps (gradient buckets, benchmarks).
 constexpr size_t kMaxSendBufferSets = 64;
 
@@ -187,6 +189,8 @@ struct GlooCommunicator::Impl {
   };
   std::vector<ClassicInstance> classic;
   uint64_t useClock = 0;
+  // What tuneAllReduce measured; kAuto follows it once it is not empty.
+  AllReduceTuning tuning;
   // Last, so it goes first: no abort handler may run on a half-destroyed Impl.
   AbortSignal::Registration registration;
 
@@ -297,8 +301,8 @@ void GlooCommunicator::Impl::setUpOwn() {
   sources.resize(n);
   // Exchange areas are registered once, here, so that a peer's first exchange can never
   // arrive before its area exists.
-  exchangeRegionFloats =
-      std::max<int64_t>(1, kExchangeMaxBytes / static_cast<int64_t>(sizeof(float)) / (size - 1));
+  exchangeRegionFloats = std::max<int64_t>(
+      1, exchangeMaxBytes(size) / static_cast<int64_t>(sizeof(float)) / (size - 1));
   exchangeScratch.assign(2 * (n - 1) * static_cast<size_t>(exchangeRegionFloats), 0.0f);
   for (int parity = 0; parity < 2; ++parity) {
     exchangeRecv[parity].resize(n);
@@ -411,7 +415,7 @@ void GlooCommunicator::Impl::runExchange(float* data, int64_t count) {
 void GlooCommunicator::Impl::runOwn(float* data, int64_t count) {
   const int n = size;
   const size_t bytes = static_cast<size_t>(count) * sizeof(float);
-  if (static_cast<int64_t>(bytes) * (n - 1) <= kExchangeMaxBytes) {
+  if (static_cast<int64_t>(bytes) * (n - 1) <= exchangeMaxBytes(n)) {
     runExchange(data, count);
     return;
   }
@@ -635,44 +639,20 @@ int64_t GlooCommunicator::bytesReceived() const {
   return impl_->bytesReceived.load(std::memory_order_relaxed);
 }
 
-// Auto selection, from busbw (GB/s, median per call, benchAllReduce) between processes on
-// loopback on the 2-core development machine, shared with other work (load 2-6), so +-20%.
-// own: ours through this class; gloo_allreduce: gloo::allreduce through this class (it
-// shares the warmed-up sockets); ring / chunked / h-d: Gloo's classic algorithms used
-// directly, constructed once on the caller's buffer, no staging.
-//
-//   ranks  bytes    own    gloo_allreduce  ring   chunked  h-d    own / best direct Gloo
-//   2      4 KiB    0.087  0.016           0.042  0.016    0.020  2.1x
-//   2      64 KiB   0.96   0.23            0.48   0.21     0.28   2.0x
-//   2      256 KiB  1.44   0.61            0.88   0.60     0.78   1.6x
-//   2      1 MiB    1.54   1.34            0.83   1.08     1.23   1.25x
-//   2      4 MiB    1.09   1.14            0.72   0.77     0.87   1.25x
-//   2      16 MiB   1.11   1.11            0.76   0.99     0.91   1.12x
-//   2      64 MiB   1.34   1.26            0.88   1.05     1.02   1.27x
-//   3      4 KiB    0.043  0.001           0.020  0.004    0.023
-//   3      1 MiB    0.65   0.34            0.33   0.42     0.63
-//   3      4 MiB    0.55   0.65            0.35   0.58     0.73
-//   3      16 MiB   0.71   0.87            0.32   0.58     0.56
-//   4      256 KiB  0.61   0.06            0.15   0.10     0.30
-//   4      1 MiB    0.54   0.28            0.19   0.20     0.54
-//   4      4 MiB    0.50   0.76            0.18   0.36     0.46
-//   4      16 MiB   0.51   0.57            0.28   0.54     0.50
-//
-// Re-measured like for like on 2026-11-30 (`dtlab-cli bench allreduce`: Gloo's algorithms built
-// once on the caller's buffer, no staging, sides interleaved; 2 ranks, busbw, 20 repetitions):
-// 64 KiB own 0.60 vs best Gloo 0.38 (ring); 256 KiB 0.67 vs 0.96 (ring); 1 MiB 0.79 vs 0.73
-// (gloo_allreduce); 4 MiB 1.13 vs 1.49 (gloo_allreduce); 16 MiB 1.43 vs 1.33. Repeated runs
-// moved each figure by up to 2x on the shared 2-core VM, and the winner between 256 KiB and
-// 4 MiB changed from run to run, so the table below was kept; README "Benchmarks" has the
-// ratios as they came out.
-//
-// So: ours everywhere for 2 ranks and below 4 MiB; from 4 MiB with 3 or more ranks Gloo's
-// segmented ring, whose neighbour-only traffic contends less than our all-to-all when the
-// ranks share few cores (halving-doubling is close, but through this class it would pay the
-// staging copies). Larger worlds were not measured (2 cores); they follow the 3-4 rank rule.
+// Auto selection follows tuneAllReduce's measurement once there is one. Before it (a group
+// nobody tuned: tests, the coordinator's small collectives) it uses a rule from busbw measured
+// between processes on loopback on the 2-core development machine (2026-11): our own
+// algorithm beat Gloo's direct algorithms by 1.6-2x below 1 MiB and by 1.1-1.3x above with 2
+// ranks; from 4 MiB with 3 or more ranks Gloo's segmented ring, whose neighbour-only traffic
+// contends less than our all-to-all when the ranks share few cores, was ahead. The winner
+// between 256 KiB and 4 MiB changed from day to day and with the load, which is why runs tune.
 AllReduceAlgorithm GlooCommunicator::algorithmFor(int64_t count) const {
   if (impl_->options.allReduceAlgorithm != AllReduceAlgorithm::kAuto) {
     return impl_->options.allReduceAlgorithm;
+  }
+  if (!impl_->tuning.empty()) {
+    return parseAllReduceAlgorithm(
+        impl_->tuning.algorithmFor(count * static_cast<int64_t>(sizeof(float))));
   }
   constexpr int64_t kRingFromBytes = int64_t{4} << 20;
   if (impl_->size >= 3 && count * static_cast<int64_t>(sizeof(float)) >= kRingFromBytes) {
@@ -684,9 +664,12 @@ AllReduceAlgorithm GlooCommunicator::algorithmFor(int64_t count) const {
 void GlooCommunicator::allReduceSum(float* data, int64_t count) {
   DTLAB_ENFORCE(count >= 0, "negative element count: ", count);
   DTLAB_ENFORCE(count == 0 || data != nullptr, "null buffer for ", count, " floats");
+  if (impl_->size == 1 || count == 0) return;
+  allReduceWith(algorithmFor(count), data, count);
+}
+
+void GlooCommunicator::allReduceWith(AllReduceAlgorithm algorithm, float* data, int64_t count) {
   Impl& impl = *impl_;
-  if (impl.size == 1 || count == 0) return;
-  const AllReduceAlgorithm algorithm = algorithmFor(count);
   impl.guarded(
       [&] {
         return detail::concat("all-reduce (", allReduceAlgorithmName(algorithm), ") of ", count,
@@ -705,6 +688,38 @@ void GlooCommunicator::allReduceSum(float* data, int64_t count) {
             impl.runClassic(algorithm, data, count);
         }
       });
+}
+
+std::vector<AllReduceAlgorithm> GlooCommunicator::tunedCandidates() {
+  return {AllReduceAlgorithm::kOwn, AllReduceAlgorithm::kGlooAllreduce,
+          AllReduceAlgorithm::kHalvingDoubling};
+}
+
+AllReduceTuning GlooCommunicator::tuneAllReduce(int64_t maxBytes) {
+  Impl& impl = *impl_;
+  if (impl.size == 1 || impl.options.allReduceAlgorithm != AllReduceAlgorithm::kAuto) return {};
+  const std::vector<AllReduceAlgorithm> candidates = tunedCandidates();
+  AllReduceProbe probe;
+  for (AllReduceAlgorithm a : candidates) probe.candidates.emplace_back(allReduceAlgorithmName(a));
+  probe.run = [&](int candidate, float* data, int64_t count) {
+    allReduceWith(candidates[static_cast<std::size_t>(candidate)], data, count);
+  };
+  probe.barrier = [this] { barrier(); };
+  probe.maxOverRanks = [&](std::vector<float>& values) {
+    std::vector<float> all(values.size() * static_cast<std::size_t>(impl.size));
+    allGather(values.data(), static_cast<int64_t>(values.size()), all.data());
+    for (std::size_t i = 0; i < all.size(); ++i)
+      values[i % values.size()] = std::max(values[i % values.size()], all[i]);
+  };
+  const int64_t sentBefore = impl.bytesSent.load();
+  const int64_t receivedBefore = impl.bytesReceived.load();
+  impl.tuning = measureAllReduce(probe, maxBytes);
+  // The classic instances the pass built hold staging buffers of its sizes, which runs rarely
+  // use; every rank drops them at the same point (their slots are never reused).
+  impl.classic.clear();
+  impl.bytesSent.store(sentBefore);
+  impl.bytesReceived.store(receivedBefore);
+  return impl.tuning;
 }
 
 void GlooCommunicator::broadcast(float* data, int64_t count, int root) {

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/comm/abort_signal.h"
 #include "core/comm/communicator.h"
@@ -15,9 +16,10 @@ class Store;
 
 namespace dtlab::core {
 
-// How GlooCommunicator runs an all-reduce. kAuto picks by world size and message size from
-// the measurements recorded next to GlooCommunicator::algorithmFor (gloo_communicator.cc).
-// The others force one implementation, for benchmarks and tests.
+// How GlooCommunicator runs an all-reduce. kAuto runs what tuneAllReduce measured fastest at
+// the nearest size, and before any tuning picks by world size and message size from the
+// measurements recorded next to GlooCommunicator::algorithmFor (gloo_communicator.cc). The
+// others force one implementation, for benchmarks and tests.
 enum class AllReduceAlgorithm {
   kAuto,
   // Ours, on Gloo's bound buffers, in place on the caller's buffer: small messages go to
@@ -81,6 +83,15 @@ class GlooCommunicator final : public Communicator {
   void broadcast(float* data, int64_t count, int root) override;
   void allGather(const float* in, int64_t count, float* out) override;
   void barrier() override;
+  // Times tunedCandidates() (through this class, as a run would use them) on this group's
+  // connections; kAuto follows the result. With an algorithm forced in the options it measures
+  // nothing.
+  AllReduceTuning tuneAllReduce(int64_t maxBytes) override;
+  // What tuning chooses among: the algorithms whose sums are bit-identical on every rank (so
+  // replicas stay identical): our own, gloo::allreduce and Gloo's halving-doubling. Gloo's
+  // classic ring is not among them (each rank accumulates the buffers in its own order), nor
+  // its chunked ring, which never won in any measurement here.
+  static std::vector<AllReduceAlgorithm> tunedCandidates();
   int64_t bytesSent() const override;
   int64_t bytesReceived() const override;
 
@@ -93,6 +104,8 @@ class GlooCommunicator final : public Communicator {
   AllReduceAlgorithm algorithmFor(int64_t count) const;
 
  private:
+  void allReduceWith(AllReduceAlgorithm algorithm, float* data, int64_t count);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -22,11 +22,12 @@ struct GradientRange {
 struct GradientBucketsOptions {
   // A bucket is closed once it holds at least this many bytes (a larger parameter block is
   // never split). Smaller buckets start communication earlier in the backward pass and
-  // overlap more of it; larger ones pay the per-collective cost less often. The default
-  // comes from the measurements next to GlooCommunicator::algorithmFor: from 256 KiB up an
-  // all-reduce between two processes already runs at its large-message bandwidth, so 1 MiB
-  // buckets lose nothing to per-call cost while a model of a few MB still gets several
-  // buckets to overlap with its backward pass (PyTorch DDP's 25 MB is sized for GPUs).
+  // overlap more of it; larger ones pay the per-collective cost less often. Runs take it from
+  // the group's measured all-reduce (AllReduceTuning::bucketBytes); this default is for a
+  // communicator that measures nothing: on the CPU machines of 2026-11 an all-reduce between
+  // two processes ran at its large-message bandwidth from 256 KiB up, so 1 MiB buckets lose
+  // little to per-call cost while a model of a few MB still gets several buckets to overlap
+  // with its backward pass (PyTorch DDP's 25 MB is sized for GPUs).
   int64_t bucketBytes = int64_t{1} << 20;
   // Average (sum / size) rather than sum. Strategies that weight each replica's gradient
   // themselves (speed-proportional shares) sum.

@@ -43,9 +43,10 @@ struct SettingSchema {
   bool maxOpen = false;
   std::vector<std::string> choices{};  // kChoice: the names, the default among them
   std::optional<SettingCondition> when{};
-  // An integer whose default 0 stands for "all" (ps_shards: every node of the run): left out of
-  // written specs while 0, shown as "all", and a given value is at least `min`.
-  bool zeroMeansAll = false;
+  // An integer whose default 0 stands for a word: "all" (ps_shards: every node of the run) or
+  // "auto" (bucket_kb: from the group's measured all-reduce). Left out of written specs while 0,
+  // shown as the word, and a given value is at least `min`. Empty: 0 is a plain number.
+  std::string zeroMeans{};
   // A real kept as a 32-bit float: a spec's value is rounded to one (and refused beyond its
   // range), and written back as the shortest decimal that reads as that float.
   bool singlePrecision = false;

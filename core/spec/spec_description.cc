@@ -39,9 +39,9 @@ std::string settingsText(std::span<const SettingSchema> schema, const SettingVal
   for (const SettingSchema& s : schema) {
     if (!view.applies(s.key)) continue;
     const SettingValue& v = view.value(s.key);
-    const bool all =
-        s.zeroMeansAll && std::holds_alternative<int64_t>(v) && std::get<int64_t>(v) == 0;
-    parts.push_back(s.key + " " + (all ? std::string("all") : settingText(v)));
+    const bool word =
+        !s.zeroMeans.empty() && std::holds_alternative<int64_t>(v) && std::get<int64_t>(v) == 0;
+    parts.push_back(s.key + " " + (word ? s.zeroMeans : settingText(v)));
   }
   std::string out;
   for (const std::string& p : parts) out += (out.empty() ? "" : ", ") + p;
@@ -83,8 +83,8 @@ std::string modelText(const ExperimentSpec& spec) {
   std::string shape = "MLP " + std::to_string(spec.dataset.features);
   for (int64_t h : spec.model.hidden) (shape += '-') += std::to_string(h);
   (shape += '-') += std::to_string(spec.dataset.classes);
-  return shape + " (" + toString(spec.model.activation) + ", " +
-         toString(spec.model.init) + " initialisation, " + toString(spec.model.loss) + " loss), " +
+  return shape + " (" + toString(spec.model.activation) + ", " + toString(spec.model.init) +
+         " initialisation, " + toString(spec.model.loss) + " loss), " +
          count(modelParameterCount(spec)) + " parameters";
 }
 

@@ -154,7 +154,7 @@ json variantsJson(const std::vector<VariantConfig>& variants) {
     for (const SettingSchema& s : strategy.settings) {
       if (!view.applies(s.key)) continue;
       const SettingValue& value = view.value(s.key);
-      if (s.zeroMeansAll && value == SettingValue(int64_t{0})) continue;
+      if (!s.zeroMeans.empty() && value == SettingValue(int64_t{0})) continue;
       variant[s.key] = settingJson(s, value);
     }
     out.push_back(std::move(variant));

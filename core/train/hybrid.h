@@ -47,7 +47,7 @@ struct HybridOptions {
   double switchAt = 0.5;        // sync_then_async: fraction of the run's steps
   double stragglerRatio = 1.5;  // adaptive: slowest / median step time that means async
   int64_t window = 20;          // adaptive: steps the ratio must hold before a switch
-  int64_t bucketKb = 1024;      // the synchronous phases' gradient buckets
+  int64_t bucketKb = 0;         // the synchronous phases' gradient buckets (0: measured)
 
   // The options a variant of hybrid gives.
   static HybridOptions of(const VariantConfig& variant);

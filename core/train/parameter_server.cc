@@ -54,7 +54,7 @@ SettingSchema psShardsSetting() {
           .defaultValue = int64_t{0},
           .min = 1,
           .max = static_cast<double>(kMaxClusterNodes),
-          .zeroMeansAll = true};
+          .zeroMeans = "all"};
 }
 
 void checkPsShards(const VariantConfig& variant, const VariantCheckContext& at) {

@@ -27,16 +27,22 @@ static_assert(Votes::kCount <= Mlp::kControlSlots, "the votes must fit the contr
 
 constexpr const char* kName = "sync_allreduce";
 constexpr const char* kSpeedProportional = "speed_proportional";
+// Bucket size where the communicator measures nothing (NCCL tunes itself): see
+// GradientBucketsOptions.
+constexpr int64_t kDefaultBucketBytes = GradientBucketsOptions{}.bucketBytes;
 
 }  // namespace
 
 SettingSchema bucketKbSetting() {
   const SettingSchema s{.key = "bucket_kb",
                         .label = "Bucket\n(KiB)",
-                        .help = "Gradient bucket size for all-reduce overlapped with backward",
-                        .defaultValue = int64_t{1024},
+                        .help =
+                            "Gradient bucket size for all-reduce overlapped with backward; "
+                            "empty or 0: from the all-reduce measured when the group forms",
+                        .defaultValue = int64_t{0},
                         .min = 1,
-                        .max = double{int64_t{1} << 21}};
+                        .max = double{int64_t{1} << 21},
+                        .zeroMeans = "auto"};
   return s;
 }
 
@@ -123,13 +129,31 @@ std::string SyncAllReduce::setUp() {
 
   // Gradients are reduced bucket by bucket on a communication thread while backward goes
   // on; the control block (the votes) rides in the first bucket: it is ready before backward.
+  // The group's all-reduce is measured first, up to the whole gradient (the largest message a
+  // bucket can be): the algorithm for each size and, unless bucket_kb says, the bucket size.
+  std::string communication;
   if (context_.comm != nullptr) {
+    const int64_t gradientBytes = (params + Votes::kCount) * static_cast<int64_t>(sizeof(float));
+    const AllReduceTuning tuning = context_.comm->tuneAllReduce(gradientBytes);
+    const int64_t bucketBytes =
+        options_.bucketKb > 0 ? options_.bucketKb * 1024 : tuning.bucketBytes(kDefaultBucketBytes);
+    communication = tuning.describe();
+    communication += communication.empty() ? "gradient buckets of " : "; gradient buckets of ";
+    communication += byteSizeText(bucketBytes);
+    if (options_.bucketKb > 0)
+      communication += " (bucket_kb)";
+    else if (tuning.empty())
+      communication += " (default)";
+    else
+      communication += " (the smallest size at " +
+                       std::to_string(std::lround(AllReduceTuning::kBucketBandwidthShare * 100)) +
+                       "% of the best bandwidth)";
     std::vector<GradientRange> blocks = {{params, params + Votes::kCount}};
     const std::vector<ParamRange>& layers = model.denseLayers();
     for (auto it = layers.rbegin(); it != layers.rend(); ++it)
       blocks.push_back({it->weight, it->end()});
     GradientBucketsOptions options;
-    options.bucketBytes = options_.bucketKb * 1024;
+    options.bucketBytes = bucketBytes;
     options.average = false;  // each rank already scaled its loss by 1/global batch
     buckets_ = std::make_unique<GradientBuckets>(*context_.comm, model.grads(),
                                                  params + Votes::kCount, blocks, options);
@@ -145,6 +169,7 @@ std::string SyncAllReduce::setUp() {
     detail += ", rebalanced by measured speed every " + std::to_string(options_.rebalanceEvery) +
               " steps";
   if (!data.detail.empty()) detail += ", " + data.detail;
+  if (!communication.empty()) detail += ", " + communication;
   return detail;
 }
 

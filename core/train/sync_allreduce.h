@@ -25,7 +25,7 @@ class GradientBuckets;
 // move to slices proportional to them, unless no slice would move by more than the dead
 // band; each move is an event.
 struct SyncAllReduceOptions {
-  int64_t bucketKb = 1024;         // gradient bucket size
+  int64_t bucketKb = 0;            // gradient bucket size; 0: from the group's measured all-reduce
   bool speedProportional = false;  // the partition: equal, or by measured speed
   int64_t rebalanceEvery = 20;     // speed_proportional: steps between rebalances
 

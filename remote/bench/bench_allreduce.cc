@@ -84,7 +84,7 @@ nlohmann::json lastJsonLine(const fs::path& file) {
 
 // Runs every rank of the comparison; returns each rank's JSON line, by rank.
 std::vector<nlohmann::json> measureAllReduce(const fs::path& dir, int nodes, int64_t bytes,
-                                             int warmup, int reps) {
+                                             int warmup, int reps, const std::string& algorithm) {
   const fs::path store = dir / "store";
   fs::create_directories(store);
   std::vector<pid_t> pids;
@@ -92,7 +92,7 @@ std::vector<nlohmann::json> measureAllReduce(const fs::path& dir, int nodes, int
     pids.push_back(spawnSelf(
         {"bench", "allreduce-rank", "--rank", std::to_string(r), "--world", std::to_string(nodes),
          "--store", store.string(), "--bytes", std::to_string(bytes), "--warmup",
-         std::to_string(warmup), "--reps", std::to_string(reps)},
+         std::to_string(warmup), "--reps", std::to_string(reps), "--algorithm", algorithm},
         dir / ("out-allreduce-" + std::to_string(r))));
   }
   waitAll(pids, "all-reduce comparison");
@@ -103,7 +103,8 @@ std::vector<nlohmann::json> measureAllReduce(const fs::path& dir, int nodes, int
 }
 
 nlohmann::json measureTcp(const fs::path& dir, int64_t bytes, int iters) {
-  const fs::path portFile = dir / "tcp-port";
+  const fs::path portFile = dir / ("tcp-port-" + std::to_string(bytes));
+  fs::remove(portFile);  // a stale one would name a receiver that is gone
   const pid_t receiver =
       spawnSelf({"bench", "tcp-rank", "--role", "recv", "--port-file", portFile.string(), "--bytes",
                  std::to_string(bytes), "--iters", std::to_string(iters)},
@@ -136,9 +137,48 @@ void readAll(int fd, char* data, int64_t n) {
 
 }  // namespace
 
+namespace {
+
+// "64K", "1M": the sizes as the --bytes flag takes them.
+std::string sizeFlagText(int64_t bytes) {
+  if (bytes % (int64_t{1} << 20) == 0) return std::to_string(bytes >> 20) + "M";
+  if (bytes % (int64_t{1} << 10) == 0) return std::to_string(bytes >> 10) + "K";
+  return std::to_string(bytes);
+}
+
+// One rank count and size: every rank's JSON line turned into a row (timings are rank 0's:
+// every rank leaves the closing barrier together; wrong elements are counted on every rank).
+AllReduceBenchRow rowOf(const std::vector<nlohmann::json>& ranks, int nodes, double tcpGBps,
+                        nlohmann::json& sides) {
+  const nlohmann::json& first = ranks.front();
+  AllReduceBenchRow row;
+  row.nodes = nodes;
+  row.bytes = first.at("bytes").get<int64_t>();
+  row.dtlabAlgorithm = first.at("algorithm").get<std::string>();
+  row.tcpStreamGBps = tcpGBps;
+  sides = nlohmann::json::array();
+  for (std::size_t i = 0; i < first.at("sides").size(); ++i) {
+    nlohmann::json side = first.at("sides")[i];
+    int64_t wrong = 0;
+    for (const nlohmann::json& rank : ranks)
+      wrong += rank.at("sides")[i].at("wrong").get<int64_t>();
+    side["wrong"] = wrong;
+    row.wrong += wrong;
+    const double busbw = side.at("busbw_gbps").get<double>();
+    if (i == 0) {
+      row.busbwGBps = busbw;
+    } else if (busbw > row.bestGlooBusbwGBps) {
+      row.bestGlooBusbwGBps = busbw;
+      row.bestGloo = side.at("name").get<std::string>();
+    }
+    sides.push_back(side);
+  }
+  return row;
+}
+
+}  // namespace
+
 AllReduceBenchResult runAllReduceBench(const AllReduceBenchOptions& options, std::FILE* out) {
-  const int nodes = options.nodes;
-  const int64_t bytes = options.bytes;
   const int reps = options.repetitions;
   const int warmup = options.warmup;
   const fs::path dir =
@@ -154,69 +194,64 @@ AllReduceBenchResult runAllReduceBench(const AllReduceBenchOptions& options, std
 
   std::fprintf(
       out,
-      "bench allreduce: %d local processes, %lld bytes in place on one buffer per process; per\n"
-      "  side %d timed repetitions (after %d untimed), each the wall clock between two barriers\n"
-      "  around back-to-back all-reduces, sides interleaved; medians per call\n",
-      nodes, static_cast<long long>(bytes), reps, warmup);
-  std::fprintf(out, "  %s\n", machineDescription().c_str());
+      "bench allreduce: local processes, in place on one buffer per process; DTLab's side runs\n"
+      "  what its tuning pass chose (as a run's group does when it forms); per side %d timed\n"
+      "  repetitions (after %d untimed), each the wall clock between two barriers around\n"
+      "  back-to-back all-reduces, sides interleaved; medians per call; busbw in GB/s (what\n"
+      "  each rank's link carries: algbw * 2(n-1)/n); the TCP stream: one direction between two\n"
+      "  processes, the same bytes per message\n",
+      reps, warmup);
+  std::fprintf(out, "  %s\n\n", machineDescription().c_str());
+  std::fprintf(out,
+               "| ranks | bytes | DTLab (its choice) | ring | ring_chunked | halving_doubling | "
+               "gloo::allreduce | DTLab / best Gloo | TCP stream | DTLab / TCP | wrong |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::fflush(out);
-  const std::vector<nlohmann::json> ranks = measureAllReduce(dir, nodes, bytes, warmup, reps);
-  const nlohmann::json& first = ranks.front();
-  std::fprintf(out, "  %lld calls per repetition\n", first.at("calls").get<long long>());
-  std::fprintf(out, "  %-24s %10s %12s %12s %8s\n", "side", "median_us", "algbw_GB/s", "busbw_GB/s",
-               "wrong");
-  nlohmann::json sides = nlohmann::json::array();
-  double ours = 0.0;
-  double bestGloo = 0.0;
-  std::string bestGlooName;
-  int64_t wrongTotal = 0;
-  for (std::size_t i = 0; i < first.at("sides").size(); ++i) {
-    // Timings are rank 0's (every rank leaves the closing barrier together); wrong elements
-    // are counted on every rank.
-    nlohmann::json side = first.at("sides")[i];
-    int64_t wrong = 0;
-    for (const nlohmann::json& rank : ranks)
-      wrong += rank.at("sides")[i].at("wrong").get<int64_t>();
-    side["wrong"] = wrong;
-    wrongTotal += wrong;
-    const std::string name = side.at("name").get<std::string>();
-    const double busbw = side.at("busbw_gbps").get<double>();
-    std::fprintf(out, "  %-24s %10.0f %12.3f %12.3f %8lld\n", name.c_str(),
-                 side.at("median_s").get<double>() * 1e6, side.at("algbw_gbps").get<double>(),
-                 busbw, static_cast<long long>(wrong));
-    if (i == 0) {
-      ours = busbw;
-    } else if (busbw > bestGloo) {
-      bestGloo = busbw;
-      bestGlooName = name;
-    }
-    sides.push_back(side);
-  }
-  std::fprintf(out, "  dtlab / best Gloo algorithm (%s), busbw: %.2fx\n", bestGlooName.c_str(),
-               ours / bestGloo);
+
   AllReduceBenchResult result;
-  nlohmann::json& json = result.json;
-  json = {{"bench", "allreduce"},
-          {"nodes", nodes},
-          {"bytes", first.at("bytes")},
-          {"repetitions", reps},
-          {"calls_per_repetition", first.at("calls")},
-          {"sides", sides},
-          {"busbw_gbps", ours},
-          {"best_gloo", bestGlooName},
-          {"best_gloo_busbw_gbps", bestGloo},
-          {"ratio_vs_best_gloo", ours / bestGloo},
-          {"wrong", wrongTotal}};
-  std::fflush(out);
-  const nlohmann::json tcp = measureTcp(dir, bytes, reps);
-  std::fprintf(out, "  plain TCP stream between two processes: %.3f GB/s (the ceiling here)\n",
-               tcp.at("gbps").get<double>());
-  json["tcp_stream_gbps"] = tcp.at("gbps");
-  result.busbwGBps = ours;
-  result.bestGloo = bestGlooName;
-  result.bestGlooBusbwGBps = bestGloo;
-  result.tcpStreamGBps = tcp.at("gbps").get<double>();
-  result.wrong = wrongTotal;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const int64_t bytes : options.sizes) {
+    const double tcp = measureTcp(dir, bytes, reps).at("gbps").get<double>();
+    for (const int nodes : options.nodeCounts) {
+      const fs::path runDir = dir / (std::to_string(nodes) + "-" + std::to_string(bytes));
+      fs::create_directories(runDir);
+      nlohmann::json sides;
+      const std::vector<nlohmann::json> ranks =
+          measureAllReduce(runDir, nodes, bytes, warmup, reps,
+                           std::string(core::allReduceAlgorithmName(options.algorithm)));
+      const AllReduceBenchRow row = rowOf(ranks, nodes, tcp, sides);
+      std::fprintf(out, "| %d | %s | %.3f (%s) |", nodes, core::byteSizeText(row.bytes).c_str(),
+                   row.busbwGBps, row.dtlabAlgorithm.c_str());
+      for (std::size_t i = 1; i < sides.size(); ++i)
+        std::fprintf(out, " %.3f |", sides[i].at("busbw_gbps").get<double>());
+      std::fprintf(out, " **%.2fx** | %.3f | %.0f%% | %lld |\n",
+                   row.busbwGBps / row.bestGlooBusbwGBps, tcp, 100.0 * row.busbwGBps / tcp,
+                   static_cast<long long>(row.wrong));
+      std::fflush(out);
+      rows.push_back({{"nodes", nodes},
+                      {"bytes", row.bytes},
+                      {"calls_per_repetition", ranks.front().at("calls")},
+                      {"algorithm", row.dtlabAlgorithm},
+                      {"sides", sides},
+                      {"busbw_gbps", row.busbwGBps},
+                      {"best_gloo", row.bestGloo},
+                      {"best_gloo_busbw_gbps", row.bestGlooBusbwGBps},
+                      {"ratio_vs_best_gloo", row.busbwGBps / row.bestGlooBusbwGBps},
+                      {"tcp_stream_gbps", tcp},
+                      {"ratio_vs_tcp_stream", row.busbwGBps / tcp},
+                      {"wrong", row.wrong}});
+      result.wrong += row.wrong;
+      result.rows.push_back(row);
+    }
+  }
+  std::fprintf(out, "\n  sizes as --bytes takes them:");
+  for (const int64_t bytes : options.sizes) std::fprintf(out, " %s", sizeFlagText(bytes).c_str());
+  std::fprintf(out, "\n");
+  result.json = {{"bench", "allreduce"},
+                 {"machine", machineDescription()},
+                 {"repetitions", reps},
+                 {"rows", rows},
+                 {"wrong", result.wrong}};
   return result;
 }
 
@@ -225,10 +260,14 @@ void runAllReduceRank(const AllReduceRankOptions& options, std::FILE* out) {
   const int world = options.world;
   core::AllReduceBenchConfig config = options.config;
   gloo::rendezvous::FileStore store(options.storeDir);
-  core::GlooCommunicator comm(store, rank, world);
+  core::GlooOptions gloo;
+  gloo.allReduceAlgorithm = options.algorithm;
+  core::GlooCommunicator comm(store, rank, world, gloo);
   const int64_t count = config.bytes / static_cast<int64_t>(sizeof(float));
-  config.dtlabName =
-      "dtlab (" + std::string(core::allReduceAlgorithmName(comm.algorithmFor(count))) + ")";
+  // What a run does when its group forms (the sync strategy tunes up to its gradient's size).
+  comm.tuneAllReduce(config.bytes);
+  const std::string algorithm(core::allReduceAlgorithmName(comm.algorithmFor(count)));
+  config.dtlabName = "dtlab (" + algorithm + ")";
   const core::AllReduceBenchResult r = core::benchAllReduce(comm, store, config);
   nlohmann::json sides = nlohmann::json::array();
   for (const core::AllReduceSideResult& s : r.sides) {
@@ -239,12 +278,14 @@ void runAllReduceRank(const AllReduceRankOptions& options, std::FILE* out) {
                      {"busbw_gbps", s.busbwGBps},
                      {"wrong", s.wrong}});
   }
-  std::fprintf(
-      out, "%s\n",
-      nlohmann::json{
-          {"rank", rank}, {"bytes", r.bytes}, {"calls", r.callsPerRepetition}, {"sides", sides}}
-          .dump()
-          .c_str());
+  std::fprintf(out, "%s\n",
+               nlohmann::json{{"rank", rank},
+                              {"bytes", r.bytes},
+                              {"calls", r.callsPerRepetition},
+                              {"algorithm", algorithm},
+                              {"sides", sides}}
+                   .dump()
+                   .c_str());
 }
 
 void runTcpRank(const TcpRankOptions& options, std::FILE* out) {

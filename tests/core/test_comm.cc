@@ -27,6 +27,7 @@
 #include "core/comm/gradient_buckets.h"
 #include "core/comm/net_interface.h"
 #include "core/common/check.h"
+#include "tests/core/gloo_options.h"
 
 using namespace dtlab::core;
 
@@ -105,12 +106,7 @@ void runGroup(gloo::rendezvous::Store& store, int size, const GlooOptions& optio
 
 GlooOptions optionsFor(const std::string& prefix,
                        AllReduceAlgorithm algorithm = AllReduceAlgorithm::kAuto) {
-  GlooOptions options;
-  options.keyPrefix = prefix;
-  options.allReduceAlgorithm = algorithm;
-  options.connectTimeout = std::chrono::seconds(20);
-  options.opTimeout = std::chrono::seconds(20);
-  return options;
+  return test::glooOptions(prefix, algorithm);
 }
 
 // Counts exercising: nothing, one element (fewer elements than ranks), tiny odd counts, an

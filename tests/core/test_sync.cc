@@ -71,6 +71,33 @@ class TestSync : public QObject {
     QCOMPARE(samples, int64_t{10 * 64});  // the slices cover each global batch exactly
   }
 
+  // The group's all-reduce is measured when the strategy sets up; the start event says what
+  // won at which size and the bucket size that follows (or that bucket_kb gave).
+  void startEventReportsTheMeasuredAllReduce() {
+    for (const int64_t bucketKb : {int64_t{0}, int64_t{64}}) {
+      ExperimentSpec spec = smallSpec();
+      VariantConfig v;
+      v.strategy = "sync_allreduce";
+      if (bucketKb > 0) v.settings.set("bucket_kb", bucketKb);
+      spec.variants = {v};
+      test::Keeper keeper;
+      test::RankThreads how;
+      how.nodes.resize(2);
+      how.sink = &keeper;
+      for (const WorkerResult& r : test::runRankThreads(spec, how))
+        QVERIFY2(std::string(toString(r.status)) == "completed", r.error.c_str());
+      std::string start;
+      for (const RunEvent& e : keeper.events)
+        if (e.kind == "start") start = e.detail;
+      QVERIFY2(start.find("all-reduce measured in ") != std::string::npos, start.c_str());
+      // The 32-32 model's gradient (1.8 KiB) is below the smallest size measured.
+      QVERIFY2(start.find(bucketKb > 0 ? "gradient buckets of 64 KiB (bucket_kb)"
+                                       : "gradient buckets of 64 KiB (the smallest size at 75% "
+                                         "of the best bandwidth)") != std::string::npos,
+               start.c_str());
+    }
+  }
+
   void multiRankEqualsSingleReplica() {
     // Synchronous SGD equivalence: 4 ranks with slices of a global batch of 64 take the
     // same steps as one replica with batch 64; only summation order differs.

@@ -113,6 +113,38 @@ class TestCli : public QObject {
     }
   }
 
+  // `bench allreduce` sweeps rank counts and sizes in one command: a row each, DTLab's side
+  // running what its tuning pass chose, every element checked; bad lists are usage errors.
+  void benchAllReduceSweepsRanksAndSizes() {
+    const Outcome o = cli({"bench", "allreduce", "--local-nodes", "2,3", "--bytes", "64K,256K",
+                           "--reps", "2", "--warmup", "1", "--json"});
+    QVERIFY2(o.exitCode == 0, qPrintable(o.err));
+    const auto json = nlohmann::json::parse(o.out.trimmed().split('\n').last().toStdString());
+    QCOMPARE(json["rows"].size(), std::size_t{4});
+    std::set<std::pair<int, int64_t>> seen;
+    for (const nlohmann::json& row : json["rows"]) {
+      seen.insert({row["nodes"].get<int>(), row["bytes"].get<int64_t>()});
+      QCOMPARE(row["wrong"].get<int64_t>(), int64_t{0});
+      const std::string algorithm = row["algorithm"].get<std::string>();
+      QVERIFY2(
+          algorithm == "own" || algorithm == "gloo_allreduce" || algorithm == "halving_doubling",
+          algorithm.c_str());
+      QCOMPARE(row["sides"].size(), std::size_t{5});
+      QVERIFY(row["tcp_stream_gbps"].get<double>() > 0.0);
+      QVERIFY(row["busbw_gbps"].get<double>() > 0.0);
+    }
+    QCOMPARE(seen,
+             (std::set<std::pair<int, int64_t>>{{2, 65536}, {3, 65536}, {2, 262144}, {3, 262144}}));
+    QVERIFY2(o.out.contains("| 3 | 256 KiB |"), qPrintable(o.out));
+    for (const QStringList& bad :
+         {QStringList{"--bytes", "1X"}, QStringList{"--bytes", "64K,,1M"},
+          QStringList{"--local-nodes", "1"}, QStringList{"--algorithm", "rign"}}) {
+      const Outcome refused = cli(QStringList{"bench", "allreduce"} + bad);
+      QCOMPARE(refused.exitCode, 2);
+      QVERIFY2(refused.err.contains(bad[0]), qPrintable(refused.err));
+    }
+  }
+
   // `--version` names the libraries in use as well as DTLab's own version.
   void versionListsTheLibraries() {
     const Outcome o = cli({"--version"});

@@ -22,7 +22,7 @@ Kind kindOf(const core::SettingSchema& s) {
     case core::SettingType::kInteger:
       break;
   }
-  return s.zeroMeansAll ? Kind::kCount : Kind::kInteger;
+  return s.zeroMeans.empty() ? Kind::kInteger : Kind::kCount;
 }
 
 // The first declaration of `key` among the registered strategies (its label, help, type).
@@ -103,7 +103,8 @@ QVariant VariantsModel::defaultOf(int row, int column) const {
           ? core::findSetting(strategy->settings, columns_[static_cast<std::size_t>(column)].key)
           : nullptr;
   if (s == nullptr) return {};
-  if (s->zeroMeansAll && s->defaultValue == core::SettingValue(int64_t{0})) return tr("all");
+  if (!s->zeroMeans.empty() && s->defaultValue == core::SettingValue(int64_t{0}))
+    return QString::fromStdString(s->zeroMeans);
   return displayOf(s->defaultValue);
 }
 
@@ -257,8 +258,9 @@ bool VariantsModel::setData(const QModelIndex& index, const QVariant& value, int
   if (kind == Kind::kText || kind == Kind::kChoice) {
     row[key] = text.toStdString();
   } else if (text.isEmpty() ||
-             (kind == Kind::kCount && (text == tr("all") || text == QLatin1String("0")))) {
-    // Empty: back to the spec's default (a count's default is every node).
+             (kind == Kind::kCount &&
+              (text == defaultOf(index.row(), column).toString() || text == QLatin1String("0")))) {
+    // Empty: back to the spec's default (a count's default is a word: "all" nodes, "auto").
     row.erase(key);
   } else {
     row[key] = numberOf(value, kind);

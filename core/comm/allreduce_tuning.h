@@ -1,0 +1,72 @@
+#pragma once
+// The all-reduce of a group, measured on the group itself: which algorithm is fastest at each
+// message size, and what that implies for gradient buckets. The winner moves with the machine
+// and its load (Gloo's ring beat our own algorithm at 256 KiB on one day's VM and lost on the
+// next), so a communicator that has several algorithms times them when its user asks, on the
+// very connections it will use, instead of trusting a table measured elsewhere.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace dtlab::core {
+
+struct AllReduceTuning {
+  struct Candidate {
+    std::string algorithm;
+    double seconds = 0.0;  // median per call over the rounds, the slowest rank's
+  };
+  struct SizeClass {
+    int64_t bytes = 0;
+    std::vector<Candidate> candidates;  // in the order measured
+    int chosen = 0;                     // index of the fastest
+    const Candidate& best() const { return candidates.at(static_cast<std::size_t>(chosen)); }
+    // Bytes per second of the chosen algorithm (algorithm bandwidth: bytes / time).
+    double bandwidth() const;
+  };
+  std::vector<SizeClass> sizes;  // ascending bytes; empty: nothing was measured
+  double seconds = 0.0;          // what the pass itself took
+
+  bool empty() const { return sizes.empty(); }
+  // The algorithm for a message of `bytes`: that of the measured size nearest on a log scale
+  // (below the smallest, the smallest; above the largest, the largest). Empty when untuned.
+  std::string algorithmFor(int64_t bytes) const;
+  // A gradient bucket size for this group: the smallest measured size whose bandwidth reaches
+  // kBucketBandwidthShare of the best measured, so a bucket pays little per-call cost while
+  // the buckets stay as small as that allows (the last one decides the step's tail).
+  // `fallback` when nothing was measured.
+  static constexpr double kBucketBandwidthShare = 0.75;
+  int64_t bucketBytes(int64_t fallback) const;
+  // One line for the run's "start" event, e.g. "all-reduce measured in 0.12 s: own 64 KiB-256
+  // KiB, gloo_allreduce 1 MiB (1.1 GB/s); buckets 256 KiB". Empty when untuned.
+  std::string describe() const;
+};
+
+// The measured sizes for messages up to `maxBytes`: 64 KiB, 256 KiB, 1 MiB, ... up to the last
+// at most maxBytes (64 KiB when maxBytes is smaller), at most 64 MiB. Larger messages are in
+// the bandwidth regime, where the largest size's winner stands for them.
+std::vector<int64_t> tuningSizes(int64_t maxBytes);
+
+// What measureAllReduce needs from a communicator with several algorithms. Every callback is
+// collective except `now`, and every rank must be given the same candidates.
+struct AllReduceProbe {
+  std::vector<std::string> candidates;
+  // One all-reduce (sum) of `count` floats at `data` with candidates[candidate].
+  std::function<void(int candidate, float* data, int64_t count)> run;
+  // Returns once every rank has entered it.
+  std::function<void()> barrier;
+  // In place: the elementwise maximum over the ranks (so every rank decides alike).
+  std::function<void(std::vector<float>& values)> maxOverRanks;
+};
+
+// Times every candidate at every size of tuningSizes(maxBytes) in interleaved rounds (the
+// order rotates, so a burst of load elsewhere hits all alike), each timing between a barrier
+// and the end of a few back-to-back calls, the slowest rank's time kept; the fastest median
+// wins. Collective; every rank returns the same tuning.
+AllReduceTuning measureAllReduce(const AllReduceProbe& probe, int64_t maxBytes);
+
+// "64 KiB", "1.5 MiB", "512 B".
+std::string byteSizeText(int64_t bytes);
+
+}  // namespace dtlab::core
