@@ -57,8 +57,11 @@ int64_t AllReduceTuning::bucketBytes(int64_t fallback) const {
 
 std::string AllReduceTuning::describe() const {
   if (sizes.empty()) return {};
-  char head[64];
-  std::snprintf(head, sizeof head, "all-reduce measured in %.2f s:", seconds);
+  char head[96];
+  std::snprintf(head, sizeof head,
+                reused ? "all-reduce as an earlier group on these hosts measured it (in %.2f s):"
+                       : "all-reduce measured in %.2f s:",
+                seconds);
   std::string out = head;
   // Runs of sizes with the same winner, each with the bandwidth at its largest size.
   for (std::size_t i = 0; i < sizes.size();) {
@@ -87,12 +90,17 @@ std::vector<int64_t> tuningSizes(int64_t maxBytes) {
   return out;
 }
 
-AllReduceTuning measureAllReduce(const AllReduceProbe& probe, int64_t maxBytes) {
+AllReduceTuning measureAllReduce(const AllReduceProbe& probe, float* scratch, int64_t count) {
   DTLAB_ENFORCE(!probe.candidates.empty(), "no all-reduce algorithm to measure");
   const Clock::time_point begin = Clock::now();
-  const std::vector<int64_t> sizes = tuningSizes(maxBytes);
+  const std::vector<int64_t> sizes = tuningSizes(count * static_cast<int64_t>(sizeof(float)));
   const int n = static_cast<int>(probe.candidates.size());
-  std::vector<float> buffer(static_cast<std::size_t>(sizes.back() / sizeof(float)), 0.0f);
+  const auto largest = static_cast<int64_t>(sizes.back() / sizeof(float));
+  std::vector<float> own;
+  if (scratch == nullptr || count < largest) {
+    own.assign(static_cast<std::size_t>(largest), 0.0f);
+    scratch = own.data();
+  }
   // seconds[size][candidate][round], this rank's, then the slowest rank's.
   std::vector<float> seconds(sizes.size() * static_cast<std::size_t>(n * kRounds), 0.0f);
   auto at = [&](std::size_t size, int candidate, int round) -> float& {
@@ -101,22 +109,29 @@ AllReduceTuning measureAllReduce(const AllReduceProbe& probe, int64_t maxBytes) 
                    static_cast<std::size_t>(round)];
   };
   for (std::size_t s = 0; s < sizes.size(); ++s) {
-    const int64_t count = sizes[s] / static_cast<int64_t>(sizeof(float));
+    const int64_t floats = sizes[s] / static_cast<int64_t>(sizeof(float));
     const int calls = callsPerTiming(sizes[s]);
     // One untimed call each: connections, registrations and instances made before timing.
-    for (int c = 0; c < n; ++c) probe.run(c, buffer.data(), count);
+    for (int c = 0; c < n; ++c) probe.run(c, scratch, floats);
     for (int round = 0; round < kRounds; ++round) {
       for (int k = 0; k < n; ++k) {
         const int c = (k + round) % n;
         probe.barrier();
         const Clock::time_point t0 = Clock::now();
-        for (int call = 0; call < calls; ++call) probe.run(c, buffer.data(), count);
+        for (int call = 0; call < calls; ++call) probe.run(c, scratch, floats);
         at(s, c, round) =
             static_cast<float>(std::chrono::duration<double>(Clock::now() - t0).count() / calls);
       }
     }
+    if (probe.release) {
+      probe.barrier();  // nobody is still in a call of this size
+      probe.release();
+    }
   }
-  probe.maxOverRanks(seconds);
+  // The slowest rank's figures, so every rank decides alike.
+  const std::vector<float> all = probe.gather(seconds);
+  for (std::size_t i = 0; i < all.size(); ++i)
+    seconds[i % seconds.size()] = std::max(seconds[i % seconds.size()], all[i]);
 
   AllReduceTuning tuning;
   for (std::size_t s = 0; s < sizes.size(); ++s) {
@@ -131,6 +146,81 @@ AllReduceTuning measureAllReduce(const AllReduceProbe& probe, int64_t maxBytes) 
     tuning.sizes.push_back(std::move(size));
   }
   tuning.seconds = std::chrono::duration<double>(Clock::now() - begin).count();
+  return tuning;
+}
+
+std::optional<AllReduceTuningCache::Entry> AllReduceTuningCache::find(
+    const std::string& hosts) const {
+  std::lock_guard lock(mutex_);
+  const auto it = entries_.find(hosts);
+  if (it == entries_.end()) return std::nullopt;
+  return it->second;
+}
+
+void AllReduceTuningCache::store(const std::string& hosts, Entry entry) {
+  std::lock_guard lock(mutex_);
+  entries_[hosts] = std::move(entry);
+}
+
+namespace {
+
+// FNV-1a, 64 bits.
+uint64_t hashOf(const void* data, std::size_t bytes, uint64_t h = 1469598103934665603ull) {
+  for (std::size_t i = 0; i < bytes; ++i) {
+    h ^= static_cast<const unsigned char*>(data)[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// 48 bits of `value` as three floats holding 16 bits each (exact in float).
+void appendChunks(std::vector<float>& out, uint64_t value) {
+  for (int i = 0; i < 3; ++i) out.push_back(static_cast<float>((value >> (16 * i)) & 0xFFFF));
+}
+
+uint64_t chunksValue(const float* chunks) {
+  uint64_t value = 0;
+  for (int i = 0; i < 3; ++i) value |= static_cast<uint64_t>(chunks[i]) << (16 * i);
+  return value;
+}
+
+}  // namespace
+
+AllReduceTuning tuneAllReduce(const AllReduceProbe& probe, float* scratch, int64_t count,
+                              AllReduceTuningCache* cache, const std::string& host) {
+  if (cache == nullptr) return measureAllReduce(probe, scratch, count);
+  // The group's hosts in rank order, as a key every rank computes alike.
+  std::vector<float> mine;
+  appendChunks(mine, hashOf(host.data(), host.size()));
+  const std::vector<float> hosts = probe.gather(mine);
+  std::string key;
+  for (std::size_t i = 0; i < hosts.size(); i += 3) {
+    key += key.empty() ? "" : ",";
+    key += std::to_string(chunksValue(&hosts[i]));
+  }
+  const std::vector<int64_t> sizes = tuningSizes(count * static_cast<int64_t>(sizeof(float)));
+  const std::optional<AllReduceTuningCache::Entry> cached = cache->find(key);
+  const bool covers = cached && cached->tuning.sizes.size() >= sizes.size();
+  // [has it, its pass]: reused only when every rank has the same pass.
+  std::vector<float> state = {covers ? 1.0f : 0.0f};
+  appendChunks(state, covers ? cached->pass : 0);
+  const std::vector<float> states = probe.gather(state);
+  bool reuse = true;
+  for (std::size_t i = 0; i < states.size(); i += 4)
+    reuse = reuse && states[i] == 1.0f && std::equal(&states[i + 1], &states[i + 4], &state[1]);
+  if (reuse) {
+    AllReduceTuning tuning = cached->tuning;
+    tuning.sizes.resize(sizes.size());  // what a pass up to maxBytes would have measured
+    tuning.reused = true;
+    return tuning;
+  }
+  AllReduceTuning tuning = measureAllReduce(probe, scratch, count);
+  // Every rank holds the same figures (the slowest rank's), so their hash names the pass alike.
+  uint64_t pass = hashOf(key.data(), key.size());
+  for (const AllReduceTuning::SizeClass& s : tuning.sizes)
+    for (const AllReduceTuning::Candidate& c : s.candidates)
+      pass = hashOf(&c.seconds, sizeof c.seconds, pass);
+  cache->store(key, {tuning, pass & 0xFFFFFFFFFFFFull});
   return tuning;
 }
 

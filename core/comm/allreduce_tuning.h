@@ -7,6 +7,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +30,8 @@ struct AllReduceTuning {
   };
   std::vector<SizeClass> sizes;  // ascending bytes; empty: nothing was measured
   double seconds = 0.0;          // what the pass itself took
+  // Taken from an earlier group of the same hosts (AllReduceTuningCache), not measured now.
+  bool reused = false;
 
   bool empty() const { return sizes.empty(); }
   // The algorithm for a message of `bytes`: that of the measured size nearest on a log scale
@@ -49,22 +54,50 @@ struct AllReduceTuning {
 std::vector<int64_t> tuningSizes(int64_t maxBytes);
 
 // What measureAllReduce needs from a communicator with several algorithms. Every callback is
-// collective except `now`, and every rank must be given the same candidates.
+// collective, and every rank must be given the same candidates.
 struct AllReduceProbe {
   std::vector<std::string> candidates;
   // One all-reduce (sum) of `count` floats at `data` with candidates[candidate].
   std::function<void(int candidate, float* data, int64_t count)> run;
   // Returns once every rank has entered it.
   std::function<void()> barrier;
-  // In place: the elementwise maximum over the ranks (so every rank decides alike).
-  std::function<void(std::vector<float>& values)> maxOverRanks;
+  // Frees what the candidates built for the size just measured (may be empty).
+  std::function<void()> release;
+  // Every rank's `values` (the same count on each), rank after rank.
+  std::function<std::vector<float>(const std::vector<float>& values)> gather;
 };
 
-// Times every candidate at every size of tuningSizes(maxBytes) in interleaved rounds (the
+// Tunings a process keeps between groups (a node daemon keeps one for its life), by the hosts
+// of the group in rank order. Thread-safe.
+class AllReduceTuningCache {
+ public:
+  struct Entry {
+    AllReduceTuning tuning;
+    uint64_t pass = 0;  // which pass measured it: the same on every rank of that group
+  };
+  std::optional<Entry> find(const std::string& hosts) const;
+  void store(const std::string& hosts, Entry entry);
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, Entry> entries_;
+};
+
+// Times every candidate at every size of tuningSizes(count * 4 bytes) in interleaved rounds (the
 // order rotates, so a burst of load elsewhere hits all alike), each timing between a barrier
 // and the end of a few back-to-back calls, the slowest rank's time kept; the fastest median
 // wins. Collective; every rank returns the same tuning.
-AllReduceTuning measureAllReduce(const AllReduceProbe& probe, int64_t maxBytes);
+// On `scratch` (count floats, overwritten; a smaller one than the smallest size is replaced
+// by a buffer of that size), sizes up to count floats.
+AllReduceTuning measureAllReduce(const AllReduceProbe& probe, float* scratch, int64_t count);
+
+// measureAllReduce, or the tuning an earlier group of the same hosts in the same order measured
+// when every rank still has it in `cache` from that same pass and it covers the count (the
+// issue's "cached per host pair and size class": a pass per cluster, not per run). `host` is
+// this rank's address as its peers reach it. Two small gathers decide, alike on every rank;
+// a fresh measurement is stored. A null cache always measures.
+AllReduceTuning tuneAllReduce(const AllReduceProbe& probe, float* scratch, int64_t count,
+                              AllReduceTuningCache* cache, const std::string& host);
 
 // "64 KiB", "1.5 MiB", "512 B".
 std::string byteSizeText(int64_t bytes);

@@ -71,12 +71,14 @@ class Communicator {
   virtual void allReduceAfterFence(float* data, int64_t count, bool average, int /*slot*/) {
     average ? allReduceAverage(data, count) : allReduceSum(data, count);
   }
-  // Measures the group's all-reduce at message sizes up to maxBytes and from then on runs each
-  // size with the algorithm that was fastest there (see allreduce_tuning.h); returns what it
-  // measured, for the run's "start" event and the bucket size. Collective, like an all-reduce.
-  // The bytes it moves are not counted in bytesSent() and bytesReceived(). A communicator
-  // with one algorithm (or one that tunes itself, as NCCL does) measures nothing: empty.
-  virtual AllReduceTuning tuneAllReduce(int64_t /*maxBytes*/) { return {}; }
+  // Measures the group's all-reduce at message sizes up to `count` floats, on `scratch` (the
+  // caller's host memory, e.g. the gradient buffer before the first step: its contents are
+  // overwritten), and from then on runs each size with the algorithm that was fastest there
+  // (see allreduce_tuning.h); returns what it measured, for the run's "start" event and the
+  // bucket size. Collective, like an all-reduce. The bytes it moves are not counted in
+  // bytesSent() and bytesReceived(). A communicator with one algorithm (or one that tunes
+  // itself, as NCCL does) measures nothing: empty.
+  virtual AllReduceTuning tuneAllReduce(float* /*scratch*/, int64_t /*count*/) { return {}; }
   // In place: every rank ends with root's data.
   virtual void broadcast(float* data, int64_t count, int root) = 0;
   // out[r * count + i] = rank r's in[i]; out holds size() * count floats and must not

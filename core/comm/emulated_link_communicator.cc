@@ -133,8 +133,8 @@ LinkTimeSplit EmulatedLinkCommunicator::timeSplit() const {
   return split;
 }
 
-AllReduceTuning EmulatedLinkCommunicator::tuneAllReduce(int64_t maxBytes) {
-  AllReduceTuning tuning = inner_->tuneAllReduce(maxBytes);
+AllReduceTuning EmulatedLinkCommunicator::tuneAllReduce(float* scratch, int64_t count) {
+  AllReduceTuning tuning = inner_->tuneAllReduce(scratch, count);
   for (AllReduceTuning::SizeClass& sizeClass : tuning.sizes) {
     const double modelled = modelledSeconds(Collective::kAllReduce, size(), sizeClass.bytes,
                                             bandwidthMbps_, latencyMs_);

@@ -56,7 +56,7 @@ class EmulatedLinkCommunicator final : public Communicator {
   // The inner communicator's measurement (its algorithms run on the real transport), each
   // time raised to the modelled duration a collective of that size is held to here, so the
   // bandwidths and the bucket size derived from them are the emulated link's.
-  AllReduceTuning tuneAllReduce(int64_t maxBytes) override;
+  AllReduceTuning tuneAllReduce(float* scratch, int64_t count) override;
   int64_t bytesSent() const override { return inner_->bytesSent(); }
   int64_t bytesReceived() const override { return inner_->bytesReceived(); }
 

@@ -71,10 +71,11 @@ OwnSlot exchangeSlot(int parity) {
 // exchanges whole buffers in one hop (every rank sends everything to every peer and sums
 // locally) instead of reduce-scatter + all-gather in two hops: small messages are bound by
 // latency, not bytes. Measured busbw (GB/s), two-hop vs one-hop: 4 ranks, 128 KiB 0.58 vs 0.46.
-// Two ranks send the whole buffer either way, so they take one hop up to 4 MiB (2026-12-02:
-// 1 MiB 0.83-1.03 against 0.67, 4 MiB 1.07-1.58 against 0.89); 3-4 ranks lost with it at 1 MiB.
+// Two ranks send the whole buffer either way, so they take one hop up to 1 MiB (2026-12-02:
+// 1 MiB 0.83-1.03 against 0.67; 3-4 ranks lost with it at 1 MiB). Not beyond: the areas stay
+// registered for the group's life (2 MiB at 1 MiB; 4 MiB did not beat the two hops reliably).
 constexpr int64_t kExchangeMaxBytes = 256 * 1024;
-constexpr int64_t kPairExchangeMaxBytes = 4 * 1024 * 1024;
+constexpr int64_t kPairExchangeMaxBytes = 1024 * 1024;
 int64_t exchangeMaxBytes(int size) {
   return size == 2 ? kPairExchangeMaxBytes : kExchangeMaxBytes;
 }
@@ -695,7 +696,7 @@ std::vector<AllReduceAlgorithm> GlooCommunicator::tunedCandidates() {
           AllReduceAlgorithm::kHalvingDoubling};
 }
 
-AllReduceTuning GlooCommunicator::tuneAllReduce(int64_t maxBytes) {
+AllReduceTuning GlooCommunicator::tuneAllReduce(float* scratch, int64_t count) {
   Impl& impl = *impl_;
   if (impl.size == 1 || impl.options.allReduceAlgorithm != AllReduceAlgorithm::kAuto) return {};
   const std::vector<AllReduceAlgorithm> candidates = tunedCandidates();
@@ -705,18 +706,19 @@ AllReduceTuning GlooCommunicator::tuneAllReduce(int64_t maxBytes) {
     allReduceWith(candidates[static_cast<std::size_t>(candidate)], data, count);
   };
   probe.barrier = [this] { barrier(); };
-  probe.maxOverRanks = [&](std::vector<float>& values) {
+  // The classic instances a size built hold staging buffers of that size, which runs rarely
+  // use: every rank drops them at the same point (their slots are never reused), so the pass
+  // holds one size's at a time.
+  probe.release = [&] { impl.classic.clear(); };
+  probe.gather = [&](const std::vector<float>& values) {
     std::vector<float> all(values.size() * static_cast<std::size_t>(impl.size));
     allGather(values.data(), static_cast<int64_t>(values.size()), all.data());
-    for (std::size_t i = 0; i < all.size(); ++i)
-      values[i % values.size()] = std::max(values[i % values.size()], all[i]);
+    return all;
   };
   const int64_t sentBefore = impl.bytesSent.load();
   const int64_t receivedBefore = impl.bytesReceived.load();
-  impl.tuning = measureAllReduce(probe, maxBytes);
-  // The classic instances the pass built hold staging buffers of its sizes, which runs rarely
-  // use; every rank drops them at the same point (their slots are never reused).
-  impl.classic.clear();
+  impl.tuning = core::tuneAllReduce(probe, scratch, count, impl.options.tuningCache,
+                                    impl.options.interfaceAddress);
   impl.bytesSent.store(sentBefore);
   impl.bytesReceived.store(receivedBefore);
   return impl.tuning;

@@ -56,6 +56,9 @@ struct GlooOptions {
   // How long one collective waits for a peer before failing.
   std::chrono::milliseconds opTimeout{120000};
   AllReduceAlgorithm allReduceAlgorithm = AllReduceAlgorithm::kAuto;
+  // Where tuneAllReduce keeps its measurement for later groups of the same hosts (a node
+  // daemon's, for its life); null: every group measures. Must outlive the communicator.
+  AllReduceTuningCache* tuningCache = nullptr;
   // When it fires, connecting and any pending or later collective fail at once with
   // CommError kAborted, and the connections close so the peers fail too. May be null; must
   // outlive the communicator.
@@ -86,7 +89,7 @@ class GlooCommunicator final : public Communicator {
   // Times tunedCandidates() (through this class, as a run would use them) on this group's
   // connections; kAuto follows the result. With an algorithm forced in the options it measures
   // nothing.
-  AllReduceTuning tuneAllReduce(int64_t maxBytes) override;
+  AllReduceTuning tuneAllReduce(float* scratch, int64_t count) override;
   // What tuning chooses among: the algorithms whose sums are bit-identical on every rank (so
   // replicas stay identical): our own, gloo::allreduce and Gloo's halving-doubling. Gloo's
   // classic ring is not among them (each rank accumulates the buffers in its own order), nor

@@ -133,8 +133,12 @@ std::string SyncAllReduce::setUp() {
   // bucket can be): the algorithm for each size and, unless bucket_kb says, the bucket size.
   std::string communication;
   if (context_.comm != nullptr) {
-    const int64_t gradientBytes = (params + Votes::kCount) * static_cast<int64_t>(sizeof(float));
-    const AllReduceTuning tuning = context_.comm->tuneAllReduce(gradientBytes);
+    // On the gradient buffer itself (backward and the votes overwrite all of it every step),
+    // so the pass needs no memory of its own.
+    const int64_t gradients = params + Votes::kCount;
+    const AllReduceTuning tuning = context_.backend.hostMemory()
+                                       ? context_.comm->tuneAllReduce(model.grads(), gradients)
+                                       : AllReduceTuning{};
     const int64_t bucketBytes =
         options_.bucketKb > 0 ? options_.bucketKb * 1024 : tuning.bucketBytes(kDefaultBucketBytes);
     communication = tuning.describe();

@@ -265,7 +265,8 @@ void runAllReduceRank(const AllReduceRankOptions& options, std::FILE* out) {
   core::GlooCommunicator comm(store, rank, world, gloo);
   const int64_t count = config.bytes / static_cast<int64_t>(sizeof(float));
   // What a run does when its group forms (the sync strategy tunes up to its gradient's size).
-  comm.tuneAllReduce(config.bytes);
+  std::vector<float> scratch(static_cast<std::size_t>(count));
+  comm.tuneAllReduce(scratch.data(), count);
   const std::string algorithm(core::allReduceAlgorithmName(comm.algorithmFor(count)));
   config.dtlabName = "dtlab (" + algorithm + ")";
   const core::AllReduceBenchResult r = core::benchAllReduce(comm, store, config);

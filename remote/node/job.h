@@ -32,6 +32,8 @@ struct JobSettings {
   // Parameter-server strategies: the shards' daemons (host:port) and names, in shard order.
   std::vector<std::string> psAddresses;
   std::vector<std::string> psNames;
+  // The daemon's all-reduce tunings, reused by later groups of the same hosts; may be null.
+  core::AllReduceTuningCache* tuningCache = nullptr;
 };
 
 // One job on this node: a thread that builds the collective group and calls runWorker, and

@@ -78,6 +78,7 @@ std::unique_ptr<core::Communicator> JobGroup::build(const std::string& rendezvou
     glooOptions.keyPrefix = "gloo" + suffix;
     glooOptions.connectTimeout = settings_.connectTimeout;
     glooOptions.abort = &g.abort;
+    glooOptions.tuningCache = settings_.tuningCache;
     comm = std::make_unique<core::GlooCommunicator>(*g.store, rank, world, glooOptions);
   }
   if (settings_.bandwidthMbps > 0.0 || settings_.latencyMs > 0.0)

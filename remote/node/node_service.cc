@@ -443,6 +443,7 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
   std::shared_ptr<core::ParameterHost> shardHost;
   if (grpc::Status s = prepareShards(request, spec, settings, shardHost); !s.ok()) return s;
   fillJobSettings(request, std::move(spec), settings);
+  settings.tuningCache = &tuningCache_;
   if (!request.resume_checkpoint().empty()) {
     const std::string& bytes = request.resume_checkpoint();
     try {

@@ -110,6 +110,8 @@ class NodeService final : public proto::NodeService::CallbackService {
   RendezvousTable& rendezvous_;
   ParameterTable& parameters_;
   WatchHub& hub_;
+  // Every job's group measures its all-reduce once per set of hosts, for the daemon's life.
+  core::AllReduceTuningCache tuningCache_;
 
   mutable std::mutex mutex_;
   std::string name_;

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "remote/common/auth.h"
 #include "core/common/log.h"
+#include "remote/common/auth.h"
 #include "remote/common/protocol.h"
 
 namespace dtlab::remote {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,7 +43,8 @@ GlooOptions optionsFor(const std::string& prefix,
 // Runs body(rank, comm) on `size` threads; returns the first failure's text (empty: none).
 std::string runGroup(gloo::rendezvous::Store& store, int size, const GlooOptions& options,
                      const std::function<std::string(int, Communicator&)>& body,
-                     bool emulated = false) {
+                     bool emulated = false,
+                     const std::function<void(int, GlooOptions&)>& perRank = {}) {
   std::mutex mutex;
   std::string failure;
   std::vector<std::thread> threads;
@@ -50,8 +52,10 @@ std::string runGroup(gloo::rendezvous::Store& store, int size, const GlooOptions
     threads.emplace_back([&, r] {
       std::string message;
       try {
+        GlooOptions mine = options;
+        if (perRank) perRank(r, mine);
         std::unique_ptr<Communicator> comm =
-            std::make_unique<GlooCommunicator>(store, r, size, options);
+            std::make_unique<GlooCommunicator>(store, r, size, mine);
         if (emulated)
           comm = std::make_unique<EmulatedLinkCommunicator>(std::move(comm), 100.0, 1.0);
         message = body(r, *comm);
@@ -65,6 +69,12 @@ std::string runGroup(gloo::rendezvous::Store& store, int size, const GlooOptions
   }
   for (auto& t : threads) t.join();
   return failure;
+}
+
+// Tunes up to `bytes` on a buffer of the caller's, as a strategy does on its gradients.
+AllReduceTuning tuneUpTo(Communicator& comm, int64_t bytes) {
+  std::vector<float> scratch(static_cast<std::size_t>(bytes / 4));
+  return comm.tuneAllReduce(scratch.data(), static_cast<int64_t>(scratch.size()));
 }
 
 std::string choices(const AllReduceTuning& t) {
@@ -127,7 +137,7 @@ class TestAllReduceTuning : public QObject {
             auto& comm = dynamic_cast<GlooCommunicator&>(c);
             const int64_t sent = comm.bytesSent();
             const int64_t received = comm.bytesReceived();
-            tunings[static_cast<std::size_t>(rank)] = comm.tuneAllReduce(kMiB);
+            tunings[static_cast<std::size_t>(rank)] = tuneUpTo(comm, kMiB);
             const AllReduceTuning& t = tunings[static_cast<std::size_t>(rank)];
             if (comm.bytesSent() != sent || comm.bytesReceived() != received)
               return "the tuning pass's bytes were counted";
@@ -206,11 +216,62 @@ class TestAllReduceTuning : public QObject {
     QVERIFY(ring[1] != ring[0] || ring[2] != ring[0]);
   }
 
+  // A later group of the same hosts reuses the pass when every rank kept it; a rank without
+  // it (a restarted daemon), a larger gradient than measured, or other hosts measure again,
+  // and every rank of a group always ends with the same tuning.
+  void laterGroupsOfTheSameHostsReuseThePass() {
+    gloo::rendezvous::HashStore store;
+    // One per rank, as one per daemon.
+    std::vector<std::unique_ptr<AllReduceTuningCache>> caches;
+    for (int r = 0; r < 2; ++r) caches.push_back(std::make_unique<AllReduceTuningCache>());
+    int groups = 0;
+    // Tunes a new group of two up to maxBytes, rank 1 bound to `host1`; both ranks' tunings.
+    auto tune = [&](int64_t maxBytes, const std::string& host1) {
+      std::vector<AllReduceTuning> out(2);
+      const std::string prefix = "cache-" + std::to_string(groups++);
+      const std::string failure = runGroup(
+          store, 2, optionsFor(prefix),
+          [&](int rank, Communicator& comm) -> std::string {
+            out[static_cast<std::size_t>(rank)] = tuneUpTo(comm, maxBytes);
+            return {};
+          },
+          false,
+          [&](int rank, GlooOptions& o) {
+            o.tuningCache = caches[static_cast<std::size_t>(rank)].get();
+            if (rank == 1) o.interfaceAddress = host1;
+          });
+      if (!failure.empty()) throw std::runtime_error(failure);
+      if (choices(out[0]) != choices(out[1]) || out[0].reused != out[1].reused)
+        throw std::runtime_error("the ranks disagree: " + choices(out[0]) + "/ " + choices(out[1]));
+      return out[0];
+    };
+    const AllReduceTuning first = tune(kMiB, "127.0.0.1");
+    QVERIFY(!first.reused);
+    const AllReduceTuning second = tune(kMiB, "127.0.0.1");
+    QVERIFY(second.reused);
+    QCOMPARE(choices(second), choices(first));
+    QVERIFY2(second.describe().rfind("all-reduce as an earlier group on these hosts", 0) == 0,
+             second.describe().c_str());
+    // A smaller gradient takes the sizes it needs from the same pass.
+    const AllReduceTuning smaller = tune(256 * kKiB, "127.0.0.1");
+    QVERIFY(smaller.reused);
+    QCOMPARE(smaller.sizes.size(), std::size_t{2});
+    // A larger one was not measured: a new pass, which the next group then reuses.
+    QVERIFY(!tune(4 * kMiB, "127.0.0.1").reused);
+    QVERIFY(tune(4 * kMiB, "127.0.0.1").reused);
+    // Rank 1's daemon restarted: its cache is empty, so both measure.
+    caches[1] = std::make_unique<AllReduceTuningCache>();
+    QVERIFY(!tune(kMiB, "127.0.0.1").reused);
+    // Rank 1 on another host: another group.
+    QVERIFY(!tune(kMiB, "127.0.0.2").reused);
+    QVERIFY(tune(kMiB, "127.0.0.2").reused);
+  }
+
   void aForcedAlgorithmIsNotTuned() {
     gloo::rendezvous::HashStore store;
     const std::string failure = runGroup(store, 2, optionsFor("forced", AllReduceAlgorithm::kRing),
                                          [](int, Communicator& comm) -> std::string {
-                                           if (!comm.tuneAllReduce(kMiB).empty())
+                                           if (!tuneUpTo(comm, kMiB).empty())
                                              return "a forced algorithm was tuned";
                                            return {};
                                          });
@@ -225,7 +286,7 @@ class TestAllReduceTuning : public QObject {
     const std::string failure = runGroup(
         store, 2, optionsFor("emulated"),
         [&](int rank, Communicator& comm) -> std::string {
-          const AllReduceTuning t = comm.tuneAllReduce(256 * kKiB);
+          const AllReduceTuning t = tuneUpTo(comm, 256 * kKiB);
           if (rank == 0) tuning = t;
           return {};
         },
