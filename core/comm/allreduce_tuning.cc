@@ -206,11 +206,11 @@ AllReduceTuning tuneAllReduce(const AllReduceProbe& probe, float* scratch, int64
   appendChunks(state, covers ? cached->pass : 0);
   const std::vector<float> states = probe.gather(state);
   bool reuse = true;
-  for (std::size_t i = 0; i < states.size(); i += 4)
-    reuse = reuse && states[i] == 1.0f && std::equal(&states[i + 1], &states[i + 4], &state[1]);
+  for (auto rank = states.begin(); rank != states.end(); rank += 4)
+    reuse = reuse && rank[0] == 1.0f && std::equal(rank + 1, rank + 4, state.begin() + 1);
   if (reuse) {
     AllReduceTuning tuning = cached->tuning;
-    tuning.sizes.resize(sizes.size());  // what a pass up to maxBytes would have measured
+    tuning.sizes.resize(sizes.size());  // what a pass up to `count` would have measured
     tuning.reused = true;
     return tuning;
   }
