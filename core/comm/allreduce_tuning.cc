@@ -36,14 +36,18 @@ double AllReduceTuning::SizeClass::bandwidth() const {
   return s > 0.0 ? static_cast<double>(bytes) / s : 0.0;
 }
 
-std::string AllReduceTuning::algorithmFor(int64_t bytes) const {
-  if (sizes.empty()) return {};
+std::size_t AllReduceTuning::sizeIndexFor(int64_t bytes) const {
+  DTLAB_ENFORCE(!sizes.empty(), "no all-reduce size was measured");
   for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
     const double boundary =
         std::sqrt(static_cast<double>(sizes[i].bytes) * static_cast<double>(sizes[i + 1].bytes));
-    if (static_cast<double>(bytes) <= boundary) return sizes[i].best().algorithm;
+    if (static_cast<double>(bytes) <= boundary) return i;
   }
-  return sizes.back().best().algorithm;
+  return sizes.size() - 1;
+}
+
+std::string AllReduceTuning::algorithmFor(int64_t bytes) const {
+  return sizes.empty() ? std::string() : sizes[sizeIndexFor(bytes)].best().algorithm;
 }
 
 int64_t AllReduceTuning::bucketBytes(int64_t fallback) const {

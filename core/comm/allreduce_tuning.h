@@ -37,6 +37,8 @@ struct AllReduceTuning {
   // The algorithm for a message of `bytes`: that of the measured size nearest on a log scale
   // (below the smallest, the smallest; above the largest, the largest). Empty when untuned.
   std::string algorithmFor(int64_t bytes) const;
+  // The index in `sizes` of that nearest size; the tuning must not be empty.
+  std::size_t sizeIndexFor(int64_t bytes) const;
   // A gradient bucket size for this group: the smallest measured size whose bandwidth reaches
   // kBucketBandwidthShare of the best measured, so a bucket pays little per-call cost while
   // the buckets stay as small as that allows (the last one decides the step's tail).

@@ -190,8 +190,9 @@ struct GlooCommunicator::Impl {
   };
   std::vector<ClassicInstance> classic;
   uint64_t useClock = 0;
-  // What tuneAllReduce measured; kAuto follows it once it is not empty.
+  // What tuneAllReduce measured, and each measured size's winner: kAuto follows them.
   AllReduceTuning tuning;
+  std::vector<AllReduceAlgorithm> tunedAlgorithms;  // by index in tuning.sizes
   // Last, so it goes first: no abort handler may run on a half-destroyed Impl.
   AbortSignal::Registration registration;
 
@@ -640,21 +641,16 @@ int64_t GlooCommunicator::bytesReceived() const {
   return impl_->bytesReceived.load(std::memory_order_relaxed);
 }
 
-// Auto selection follows tuneAllReduce's measurement once there is one. Before it (a group
-// nobody tuned: tests, the coordinator's small collectives) it uses a rule from busbw measured
-// between processes on loopback on the 2-core development machine (2026-11): our own
-// algorithm beat Gloo's direct algorithms by 1.6-2x below 1 MiB and by 1.1-1.3x above with 2
-// ranks; from 4 MiB with 3 or more ranks Gloo's segmented ring, whose neighbour-only traffic
-// contends less than our all-to-all when the ranks share few cores, was ahead. The winner
-// between 256 KiB and 4 MiB changed from day to day and with the load, which is why runs tune.
+// Auto selection follows tuneAllReduce once it ran. Before (groups nobody tuned: tests, small
+// collectives) a rule from busbw on loopback on the 2-core machine (2026-11): ours ahead with 2
+// ranks; from 4 MiB with 3+ ranks Gloo's segmented ring (neighbour-only traffic contends less
+// on few cores). The winner between 256 KiB and 4 MiB moved with the day and load: runs tune.
 AllReduceAlgorithm GlooCommunicator::algorithmFor(int64_t count) const {
   if (impl_->options.allReduceAlgorithm != AllReduceAlgorithm::kAuto) {
     return impl_->options.allReduceAlgorithm;
   }
-  if (!impl_->tuning.empty()) {
-    return parseAllReduceAlgorithm(
-        impl_->tuning.algorithmFor(count * static_cast<int64_t>(sizeof(float))));
-  }
+  if (!impl_->tuning.empty())
+    return impl_->tunedAlgorithms[impl_->tuning.sizeIndexFor(count * int64_t{sizeof(float)})];
   constexpr int64_t kRingFromBytes = int64_t{4} << 20;
   if (impl_->size >= 3 && count * static_cast<int64_t>(sizeof(float)) >= kRingFromBytes) {
     return AllReduceAlgorithm::kGlooAllreduce;
@@ -706,9 +702,8 @@ AllReduceTuning GlooCommunicator::tuneAllReduce(float* scratch, int64_t count) {
     allReduceWith(candidates[static_cast<std::size_t>(candidate)], data, count);
   };
   probe.barrier = [this] { barrier(); };
-  // The classic instances a size built hold staging buffers of that size, which runs rarely
-  // use: every rank drops them at the same point (their slots are never reused), so the pass
-  // holds one size's at a time.
+  // Each size's classic instances (staging buffers of that size) go before the next size;
+  // every rank drops them at the same point, and their slots are never reused.
   probe.release = [&] { impl.classic.clear(); };
   probe.gather = [&](const std::vector<float>& values) {
     std::vector<float> all(values.size() * static_cast<std::size_t>(impl.size));
@@ -721,6 +716,9 @@ AllReduceTuning GlooCommunicator::tuneAllReduce(float* scratch, int64_t count) {
                                     impl.options.interfaceAddress);
   impl.bytesSent.store(sentBefore);
   impl.bytesReceived.store(receivedBefore);
+  impl.tunedAlgorithms.clear();  // names parsed once here, not on every all-reduce
+  for (const AllReduceTuning::SizeClass& s : impl.tuning.sizes)
+    impl.tunedAlgorithms.push_back(parseAllReduceAlgorithm(s.best().algorithm));
   return impl.tuning;
 }
 
