@@ -212,10 +212,10 @@ class TestRun : public QObject {
   }
 
   // Each worker generates only the samples it trains on, so its memory falls as nodes are
-  // added (beside the group's own, see below): on bench_sync.json's data (20480 x 256 floats, 20 MiB), rank 0's peak resident
-  // memory (it also holds the test set) at 1, 2 and 4 nodes. Expected savings are a half and
-  // three quarters of the training set; the rest of the process (libraries, model,
-  // optimizer, buffers) is the same at every size.
+  // added (beside the group's own, see below): on bench_sync.json's data (20480 x 256 floats, 20
+  // MiB), rank 0's peak resident memory (it also holds the test set) at 1, 2 and 4 nodes. Expected
+  // savings are a half and three quarters of the training set; the rest of the process (libraries,
+  // model, optimizer, buffers) is the same at every size.
   void peakMemoryPerWorkerFallsWithTheNodeCount() {
     core::ExperimentSpec spec =
         core::loadExperimentSpec(DTLAB_SOURCE_DIR "/resources/specs/bench_sync.json");
@@ -237,6 +237,12 @@ class TestRun : public QObject {
                                 .arg(peakMiB[0])
                                 .arg(peakMiB[1])
                                 .arg(peakMiB[2]);
+#if defined(__SANITIZE_ADDRESS__)
+    // The daemons are AddressSanitizer builds too: freed memory (the tuning pass's staging,
+    // the generator's scratch) stays resident in the quarantine, so a peak does not show what
+    // the process needs. The savings are asserted in the normal build.
+    QSKIP(qPrintable("resident peaks are not comparable under AddressSanitizer: " + figures));
+#endif
     // A group costs a few MiB of its own that one node does not pay (its all-reduce's receive
     // areas, and while it measures its all-reduce the staging buffer of Gloo's
     // halving-doubling at the largest size: 4 MiB here), so 2 nodes can come out level with
