@@ -8,16 +8,9 @@
 #include <vector>
 
 #include "core/comm/communicator.h"
+#include "core/common/gradient_range.h"
 
 namespace dtlab::core {
-
-// A half-open range [begin, end) of elements of a flat gradient buffer.
-struct GradientRange {
-  int64_t begin = 0;
-  int64_t end = 0;
-  int64_t size() const { return end - begin; }
-  bool operator==(const GradientRange&) const = default;
-};
 
 struct GradientBucketsOptions {
   // A bucket is closed once it holds at least this many bytes (a larger parameter block is

@@ -45,6 +45,28 @@ Mlp::Mlp(Backend& backend, int64_t inputs, const std::vector<LayerSpec>& layers)
     maxWidth_ = std::max(maxWidth_, width);
   }
   outputs_ = width;
+  // Pieces of the first layer's weight gradient (computed last): halving while a piece keeps
+  // at least kMinPieceRows rows, and only for a matrix of at least kMinPiecedBytes, where
+  // the tail it saves outweighs three more, smaller GEMMs and hand-offs.
+  constexpr int64_t kMinPieceRows = 32;
+  constexpr int64_t kMinPiecedBytes = int64_t{1} << 20;
+  DTLAB_ENFORCE(!dense_.empty(), "model needs at least one dense layer");
+  const ParamRange& first = dense_.front();
+  lastPieces_ = {0};
+  int64_t left = first.in;
+  while (lastPieces_.size() < 4 && left / 2 >= kMinPieceRows &&
+         first.in * first.out * int64_t{sizeof(float)} >= kMinPiecedBytes) {
+    lastPieces_.push_back(lastPieces_.back() + left / 2);
+    left -= left / 2;
+  }
+  lastPieces_.push_back(first.in);
+  for (auto it = dense_.rbegin(); it + 1 != dense_.rend(); ++it)
+    handOffs_.push_back({it->weight, it->end()});
+  for (std::size_t p = 0; p + 1 < lastPieces_.size(); ++p)
+    handOffs_.push_back({first.weight + lastPieces_[p] * first.out,
+                         p + 2 == lastPieces_.size()
+                             ? first.end()
+                             : first.weight + lastPieces_[p + 1] * first.out});
   params_ = backend_.allocate(paramCount_);
   grads_ = backend_.allocate(paramCount_ + kControlSlots);
   zeroBias_ = backend_.allocate(maxWidth_);
@@ -162,10 +184,21 @@ void Mlp::backward(const float* x, float* dOutput, int64_t rows, GradientListene
       const ParamRange& r = dense_[s.dense];
       // dZ (in place over dA) and the bias gradient in one pass.
       backend_.activationBackward(dA, s.z, s.a, rows, s.out, s.act, dA, grads_ + r.bias);
+      if (s.dense == 0) {  // the last weight gradient, in pieces of its rows (handOffs)
+        for (std::size_t p = 0; p + 1 < lastPieces_.size(); ++p) {
+          const int64_t from = lastPieces_[p];
+          const int64_t to = lastPieces_[p + 1];
+          backend_.gemm(true, false, to - from, s.out, rows, 1.0f, input + from, s.in, dA, s.out,
+                        0.0f, grads_ + r.weight + from * s.out, s.out);
+          if (listener != nullptr)
+            listener->onGradientsReady(r.weight + from * s.out,
+                                       to == s.in ? r.end() : r.weight + to * s.out);
+        }
+        break;  // nothing upstream of the first dense layer has parameters
+      }
       backend_.gemm(true, false, s.in, s.out, rows, 1.0f, input, s.in, dA, s.out, 0.0f,
                     grads_ + r.weight, s.out);
       if (listener != nullptr) listener->onGradientsReady(r.weight, r.end());
-      if (i == 0) break;
       backend_.gemm(false, true, rows, s.in, s.out, 1.0f, dA, s.out, params_ + r.weight, s.out,
                     0.0f, dInput, s.in);
     } else {

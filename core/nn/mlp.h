@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/backend/backend.h"
+#include "core/common/gradient_range.h"
 #include "core/spec/experiment_spec.h"
 
 namespace dtlab::core {
@@ -65,6 +66,13 @@ class Mlp {
   int64_t outputs() const { return outputs_; }
   int64_t parameterCount() const { return paramCount_; }
   const std::vector<ParamRange>& denseLayers() const { return dense_; }
+  // The ranges of the gradient buffer backward hands to its listener, in the order it hands
+  // them over (they tile the parameters). Each dense layer's weights and bias go as one range,
+  // last layer first, except the layer backward computes last: nothing of backward is left
+  // to hide its communication, so its weight gradient is computed and handed over in
+  // shrinking pieces (a half, a quarter, an eighth, an eighth of its rows, the bias with the
+  // last) when it is large, and what is still to send after backward (the tail) is small.
+  const std::vector<GradientRange>& handOffs() const { return handOffs_; }
   // Multiply-adds of one forward pass per sample (backward costs about twice that).
   int64_t forwardFlopsPerSample() const;
   // Flops of one training step on `rows` samples: forward, backward (no input gradient
@@ -117,6 +125,9 @@ class Mlp {
   int64_t outputs_ = 0;
   int64_t paramCount_ = 0;
   std::vector<ParamRange> dense_;
+  std::vector<GradientRange> handOffs_;
+  // Row boundaries (0, ..., in) of the pieces of the last computed weight gradient.
+  std::vector<int64_t> lastPieces_;
   std::vector<Stage> stages_;
   float* params_ = nullptr;
   float* grads_ = nullptr;

@@ -153,9 +153,7 @@ std::string SyncAllReduce::setUp() {
                        std::to_string(std::lround(AllReduceTuning::kBucketBandwidthShare * 100)) +
                        "% of the best bandwidth)";
     std::vector<GradientRange> blocks = {{params, params + Votes::kCount}};
-    const std::vector<ParamRange>& layers = model.denseLayers();
-    for (auto it = layers.rbegin(); it != layers.rend(); ++it)
-      blocks.push_back({it->weight, it->end()});
+    blocks.insert(blocks.end(), model.handOffs().begin(), model.handOffs().end());
     GradientBucketsOptions options;
     options.bucketBytes = bucketBytes;
     options.average = false;  // each rank already scaled its loss by 1/global batch

@@ -51,7 +51,7 @@ double lossAndGrad(Backend& backend, Mlp& mlp, const Problem& p, LossKind loss, 
 // loss is a sum of a few float terms) and small enough for curvature; compare with
 // a tolerance scaled to the gradient's magnitude.
 void checkGradients(const std::vector<LayerSpec>& layers, LossKind loss, int64_t inputs,
-                    int64_t outputs, uint64_t seed, float h = 1e-2f) {
+                    int64_t outputs, uint64_t seed, float h = 1e-2f, std::size_t every = 1) {
   CpuBackend backend(1);
   Mlp mlp(backend, inputs, layers);
   mlp.initialize(InitScheme::kXavier, seed);
@@ -67,7 +67,7 @@ void checkGradients(const std::vector<LayerSpec>& layers, LossKind loss, int64_t
   const std::vector<float> analytic = mlp.gradsToHost();
   std::vector<float> params = mlp.paramsToHost();
   double maxError = 0.0;
-  for (std::size_t i = 0; i < params.size(); ++i) {
+  for (std::size_t i = 0; i < params.size(); i += every) {
     const float saved = params[i];
     params[i] = saved + h;
     mlp.setParams(params);
@@ -130,6 +130,54 @@ class TestNn : public QObject {
     checkGradients({LayerSpec::dense(6), LayerSpec::act(Activation::kTanh),
                     LayerSpec::act(Activation::kGELU), LayerSpec::dense(3)},
                    LossKind::kCrossEntropy, 4, 3, 41);
+  }
+
+  // Backward hands its gradients over in the order handOffs() lists, and they tile the
+  // parameters: last layer first; the first layer's weights (computed last) in shrinking
+  // pieces once they are large (here 256 x 1024 floats, 1 MiB), in one piece when small.
+  void gradientsHandedOverInPieces() {
+    struct Recorder : GradientListener {
+      std::vector<GradientRange> seen;
+      void onGradientsReady(int64_t begin, int64_t end) override { seen.push_back({begin, end}); }
+    };
+    CpuBackend backend(1);
+    const std::vector<LayerSpec> layers{LayerSpec::dense(1024), LayerSpec::act(Activation::kTanh),
+                                        LayerSpec::dense(10)};
+    Mlp mlp(backend, 256, layers);
+    const std::vector<GradientRange>& handOffs = mlp.handOffs();
+    const ParamRange first = mlp.denseLayers()[0];
+    const ParamRange last = mlp.denseLayers()[1];
+    const std::vector<GradientRange> expected{
+        {last.weight, last.end()},
+        {first.weight, first.weight + 128 * 1024},
+        {first.weight + 128 * 1024, first.weight + 192 * 1024},
+        {first.weight + 192 * 1024, first.weight + 224 * 1024},
+        {first.weight + 224 * 1024, first.end()}};
+    QVERIFY(handOffs == expected);
+    mlp.initialize(InitScheme::kXavier, 3);
+    const Problem p = makeProblem(4, 256, 10, false, 5);
+    float* x = backend.allocate(4 * 256);
+    backend.upload(x, p.x.data(), 4 * 256);
+    mlp.forward(x, 4);
+    Recorder recorder;
+    mlp.backward(x, mlp.outputGradBuffer(), 4, &recorder);
+    backend.release(x);
+    QVERIFY(recorder.seen == expected);
+
+    Mlp small(backend, 2,
+              {LayerSpec::dense(64), LayerSpec::act(Activation::kReLU), LayerSpec::dense(64),
+               LayerSpec::act(Activation::kReLU), LayerSpec::dense(2)});
+    QCOMPARE(static_cast<int>(small.handOffs().size()), 3);
+    QCOMPARE(small.handOffs().back().begin, int64_t{0});
+    QCOMPARE(small.handOffs().front().end, small.parameterCount());
+  }
+
+  // The pieces compute the same gradient as one GEMM would: finite differences on every
+  // 499th parameter of the pieced model above (all pieces and both layers are sampled).
+  void piecedGradientsAreCorrect() {
+    checkGradients(
+        {LayerSpec::dense(1024), LayerSpec::act(Activation::kTanh), LayerSpec::dense(10)},
+        LossKind::kCrossEntropy, 256, 10, 51, 1e-2f, 499);
   }
 
   void fastMathMatchesLibm() {
