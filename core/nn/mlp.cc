@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 
@@ -45,28 +46,24 @@ Mlp::Mlp(Backend& backend, int64_t inputs, const std::vector<LayerSpec>& layers)
     maxWidth_ = std::max(maxWidth_, width);
   }
   outputs_ = width;
-  // Pieces of the first layer's weight gradient (computed last): halving while a piece keeps
-  // at least kMinPieceRows rows, and only for a matrix of at least kMinPiecedBytes, where
-  // the tail it saves outweighs three more, smaller GEMMs and hand-offs.
+  // Every layer's gradients as one hand-off, last layer first; the first layer's weights
+  // (computed last) in pieces of its rows, halving while a piece keeps at least kMinPieceRows
+  // rows, and only for a matrix of at least kMinPiecedBytes, where the tail it saves outweighs
+  // three more, smaller GEMMs and hand-offs.
   constexpr int64_t kMinPieceRows = 32;
   constexpr int64_t kMinPiecedBytes = int64_t{1} << 20;
   DTLAB_ENFORCE(!dense_.empty(), "model needs at least one dense layer");
-  const ParamRange& first = dense_.front();
-  lastPieces_ = {0};
-  int64_t left = first.in;
-  while (lastPieces_.size() < 4 && left / 2 >= kMinPieceRows &&
-         first.in * first.out * int64_t{sizeof(float)} >= kMinPiecedBytes) {
-    lastPieces_.push_back(lastPieces_.back() + left / 2);
-    left -= left / 2;
-  }
-  lastPieces_.push_back(first.in);
   for (auto it = dense_.rbegin(); it + 1 != dense_.rend(); ++it)
     handOffs_.push_back({it->weight, it->end()});
-  for (std::size_t p = 0; p + 1 < lastPieces_.size(); ++p)
-    handOffs_.push_back({first.weight + lastPieces_[p] * first.out,
-                         p + 2 == lastPieces_.size()
-                             ? first.end()
-                             : first.weight + lastPieces_[p + 1] * first.out});
+  const ParamRange& first = dense_.front();
+  int64_t from = 0;  // rows
+  if (first.in * first.out * int64_t{sizeof(float)} >= kMinPiecedBytes)
+    for (int piece = 0; piece < 3 && (first.in - from) / 2 >= kMinPieceRows; ++piece) {
+      const int64_t to = from + (first.in - from) / 2;
+      handOffs_.push_back({first.weight + from * first.out, first.weight + to * first.out});
+      from = to;
+    }
+  handOffs_.push_back({first.weight + from * first.out, first.end()});  // the bias with the last
   params_ = backend_.allocate(paramCount_);
   grads_ = backend_.allocate(paramCount_ + kControlSlots);
   zeroBias_ = backend_.allocate(maxWidth_);
@@ -184,15 +181,14 @@ void Mlp::backward(const float* x, float* dOutput, int64_t rows, GradientListene
       const ParamRange& r = dense_[s.dense];
       // dZ (in place over dA) and the bias gradient in one pass.
       backend_.activationBackward(dA, s.z, s.a, rows, s.out, s.act, dA, grads_ + r.bias);
-      if (s.dense == 0) {  // the last weight gradient, in pieces of its rows (handOffs)
-        for (std::size_t p = 0; p + 1 < lastPieces_.size(); ++p) {
-          const int64_t from = lastPieces_[p];
-          const int64_t to = lastPieces_[p + 1];
+      if (s.dense == 0) {  // the last weight gradient, in the pieces of its rows handOffs lists
+        for (auto h = handOffs_.begin() + static_cast<std::ptrdiff_t>(dense_.size() - 1);
+             h != handOffs_.end(); ++h) {
+          const int64_t from = (h->begin - r.weight) / s.out;
+          const int64_t to = std::min(h->end - r.weight, s.in * s.out) / s.out;
           backend_.gemm(true, false, to - from, s.out, rows, 1.0f, input + from, s.in, dA, s.out,
-                        0.0f, grads_ + r.weight + from * s.out, s.out);
-          if (listener != nullptr)
-            listener->onGradientsReady(r.weight + from * s.out,
-                                       to == s.in ? r.end() : r.weight + to * s.out);
+                        0.0f, grads_ + h->begin, s.out);
+          if (listener != nullptr) listener->onGradientsReady(h->begin, h->end);
         }
         break;  // nothing upstream of the first dense layer has parameters
       }

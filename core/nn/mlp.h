@@ -126,8 +126,6 @@ class Mlp {
   int64_t paramCount_ = 0;
   std::vector<ParamRange> dense_;
   std::vector<GradientRange> handOffs_;
-  // Row boundaries (0, ..., in) of the pieces of the last computed weight gradient.
-  std::vector<int64_t> lastPieces_;
   std::vector<Stage> stages_;
   float* params_ = nullptr;
   float* grads_ = nullptr;
