@@ -212,13 +212,15 @@ class TestRun : public QObject {
   }
 
   // Each worker generates only the samples it trains on, so its memory falls as nodes are
-  // added (beside the group's own, see below): on bench_sync.json's data (20480 x 256 floats, 20
-  // MiB), rank 0's peak resident memory (it also holds the test set) at 1, 2 and 4 nodes. Expected
-  // savings are a half and three quarters of the training set; the rest of the process (libraries,
-  // model, optimizer, buffers) is the same at every size.
+  // added (beside the group's own, see below): on bench_sync.json's model with four times its
+  // data (81920 x 256 floats, 80 MiB), rank 0's peak resident memory (it also holds the test set)
+  // at 1, 2 and 4 nodes. Expected savings are a half and three quarters of the training set; the
+  // rest of the process (libraries, model, optimizer, buffers) is the same at every size. The
+  // data is large enough for the savings to stand well clear of what a group costs of its own.
   void peakMemoryPerWorkerFallsWithTheNodeCount() {
     core::ExperimentSpec spec =
         core::loadExperimentSpec(DTLAB_SOURCE_DIR "/resources/specs/bench_sync.json");
+    spec.dataset.trainSize = 81920;
     spec.training.epochs = 0;
     spec.training.maxSteps = 5;  // the first epoch's rows are generated at the first step
     spec.training.evalInterval = 5;
@@ -243,12 +245,13 @@ class TestRun : public QObject {
     // the process needs. The savings are asserted in the normal build.
     QSKIP(qPrintable("resident peaks are not comparable under AddressSanitizer: " + figures));
 #endif
-    // A group costs a few MiB of its own that one node does not pay (its all-reduce's receive
+    // A group costs some MiB of its own that one node does not pay (its all-reduce's receive
     // areas, and while it measures its all-reduce the staging buffer of Gloo's
-    // halving-doubling at the largest size: 4 MiB here), so 2 nodes can come out level with
-    // one; from there on the savings show, and 4 nodes are well below one.
-    QVERIFY2(peakMiB[2] < peakMiB[1], qPrintable(figures));
-    QVERIFY2(peakMiB[0] - peakMiB[2] > 8.0, qPrintable(figures));  // 15 MiB expected
+    // halving-doubling at the largest size: 4 MiB here); 10-15 MiB measured here at 2 and 4
+    // nodes, well under the savings asserted.
+    QVERIFY2(peakMiB[0] > peakMiB[1], qPrintable(figures));
+    QVERIFY2(peakMiB[1] - peakMiB[2] > 10.0, qPrintable(figures));  // 20 MiB expected
+    QVERIFY2(peakMiB[0] - peakMiB[2] > 40.0, qPrintable(figures));  // 60 MiB expected
   }
 
   void nodesTakeNewJobsDeterministically() {
