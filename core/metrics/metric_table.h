@@ -28,6 +28,10 @@ struct StepMetrics {
   double computeMs = 0.0;
   double commMs = 0.0;
   double waitMs = 0.0;
+  // The part of waitMs after the last rank's backward ended: communication nothing hid (the
+  // rest of the wait is for slower peers' compute). Synchronous all-reduce only (NaN: not
+  // measured); a step's figure is known once the next step's control block arrives.
+  double tailMs = std::numeric_limits<double>::quiet_NaN();
   double utilization = 0.0;  // computeMs / stepMs
   double batchShare = 1.0;
   double staleness = 0.0;
@@ -75,7 +79,7 @@ struct MetricInfo {
 };
 
 // A value that is NaN was not measured (accuracy of a regression): it gets no point.
-inline constexpr std::array<MetricInfo, 18> kMetricTable = {{
+inline constexpr std::array<MetricInfo, 19> kMetricTable = {{
     {"loss", "", MetricScope::kWorker, "training loss of the worker's batch", &StepMetrics::loss},
     {"samples_per_s", "samples/s", MetricScope::kWorker, "samples the worker trained per second",
      &StepMetrics::samplesPerS},
@@ -86,6 +90,10 @@ inline constexpr std::array<MetricInfo, 18> kMetricTable = {{
      &StepMetrics::commMs},
     {"wait_ms", "ms", MetricScope::kWorker, "time blocked on peers or servers",
      &StepMetrics::waitMs},
+    {"tail_ms", "ms", MetricScope::kWorker,
+     "the part of the wait after the last worker's backward ended: communication nothing hid "
+     "(synchronous all-reduce)",
+     &StepMetrics::tailMs},
     {"utilization", "", MetricScope::kWorker, "compute_ms / step_ms", &StepMetrics::utilization},
     {"batch_share", "", MetricScope::kWorker, "the worker's share of the global batch",
      &StepMetrics::batchShare},
@@ -153,6 +161,7 @@ inline constexpr const char* kStepMs = "step_ms";
 inline constexpr const char* kComputeMs = "compute_ms";
 inline constexpr const char* kCommMs = "comm_ms";
 inline constexpr const char* kWaitMs = "wait_ms";
+inline constexpr const char* kTailMs = "tail_ms";
 inline constexpr const char* kBatchShare = "batch_share";
 inline constexpr const char* kStaleness = "staleness";
 inline constexpr const char* kBytesSent = "bytes_sent";

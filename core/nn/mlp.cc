@@ -24,9 +24,11 @@ std::vector<LayerSpec> mlpLayers(const ModelConfig& model, int64_t outputs) {
   return layers;
 }
 
-Mlp::Mlp(Backend& backend, int64_t inputs, const std::vector<LayerSpec>& layers)
-    : backend_(backend), inputs_(inputs) {
+Mlp::Mlp(Backend& backend, int64_t inputs, const std::vector<LayerSpec>& layers,
+         int64_t controlSlots)
+    : backend_(backend), inputs_(inputs), controlSlots_(controlSlots) {
   DTLAB_ENFORCE(inputs > 0, "model input width must be positive, got ", inputs);
+  DTLAB_ENFORCE(controlSlots >= 0, "negative control block: ", controlSlots);
   DTLAB_ENFORCE(!layers.empty(), "model needs at least one layer");
   int64_t width = inputs;
   maxWidth_ = inputs;
@@ -65,7 +67,7 @@ Mlp::Mlp(Backend& backend, int64_t inputs, const std::vector<LayerSpec>& layers)
     }
   handOffs_.push_back({first.weight + from * first.out, first.end()});  // the bias with the last
   params_ = backend_.allocate(paramCount_);
-  grads_ = backend_.allocate(paramCount_ + kControlSlots);
+  grads_ = backend_.allocate(paramCount_ + controlSlots_);
   zeroBias_ = backend_.allocate(maxWidth_);
 }
 

@@ -57,7 +57,9 @@ class GradientListener {
 // forward and backward allocate nothing after that.
 class Mlp {
  public:
-  Mlp(Backend& backend, int64_t inputs, const std::vector<LayerSpec>& layers);
+  // controlSlots: the size of the control block behind the gradients (see control()).
+  Mlp(Backend& backend, int64_t inputs, const std::vector<LayerSpec>& layers,
+      int64_t controlSlots = kControlSlots);
   ~Mlp();
   Mlp(const Mlp&) = delete;
   Mlp& operator=(const Mlp&) = delete;
@@ -85,10 +87,11 @@ class Mlp {
   float* grads() { return grads_; }
   const float* grads() const { return grads_; }
   // A few floats right after the gradients, in the same buffer: a strategy puts the
-  // values its ranks must agree on (stop votes) there, so they travel with the
-  // gradient all-reduce instead of costing a collective of their own.
-  static constexpr int64_t kControlSlots = 16;
+  // values its ranks must agree on (stop votes) or share (step times) there, so they travel
+  // with the gradient all-reduce instead of costing a collective of their own.
+  static constexpr int64_t kControlSlots = 16;  // the default size
   float* control() { return grads_ + paramCount_; }
+  int64_t controlSlots() const { return controlSlots_; }
 
   // He (normal, std sqrt(2/fan_in)) or Xavier (uniform, bound sqrt(6/(fan_in+fan_out)))
   // weights, zero biases; deterministic from the seed, layer by layer.
@@ -124,6 +127,7 @@ class Mlp {
   int64_t inputs_ = 0;
   int64_t outputs_ = 0;
   int64_t paramCount_ = 0;
+  int64_t controlSlots_ = kControlSlots;
   std::vector<ParamRange> dense_;
   std::vector<GradientRange> handOffs_;
   std::vector<Stage> stages_;

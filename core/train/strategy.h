@@ -114,6 +114,7 @@ struct StepReport {
   double computeMs = 0.0;
   double commMs = 0.0;  // time spent in communication, hidden or not
   double waitMs = 0.0;  // time the training thread sat blocked on peers or servers
+  double tailMs = std::numeric_limits<double>::quiet_NaN();  // StepMetrics::tailMs
   double batchShare = 1.0;
   double staleness = 0.0;
   // Bytes moved outside the communicator (parameter-server pushes and pulls); the loop adds

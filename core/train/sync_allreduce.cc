@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <thread>
 
@@ -22,8 +23,6 @@ using Clock = std::chrono::steady_clock;
 double msBetween(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
-
-static_assert(Votes::kCount <= Mlp::kControlSlots, "the votes must fit the control block");
 
 constexpr const char* kName = "sync_allreduce";
 constexpr const char* kSpeedProportional = "speed_proportional";
@@ -119,9 +118,11 @@ std::string SyncAllReduce::setUp() {
     counts_.push_back(BatchSlice::equal(global_, r, job.world).count);
   WorkerData data =
       workerData(job.spec, context_.dataset, job.rank, job.world, SharedDraw::kGlobalBatchSlices);
-  worker_ =
-      std::make_unique<Worker>(job.spec, context_.backend, context_.dataset,
-                               std::move(data.samples), data.slice, context_.totalSteps, global_);
+  worker_ = std::make_unique<Worker>(job.spec, context_.backend, context_.dataset,
+                                     std::move(data.samples), data.slice, context_.totalSteps,
+                                     global_, controlSlots());
+  control_.assign(static_cast<std::size_t>(controlSlots()), 0.0f);
+  if (options_.speedProportional) window_ = std::make_unique<StepCostWindow>(job.world);
   Mlp& model = worker_->model();
   const int64_t params = model.parameterCount();
   // Rank 0's initial weights everywhere: replicas start identical whatever their seeds.
@@ -135,7 +136,7 @@ std::string SyncAllReduce::setUp() {
   if (context_.comm != nullptr) {
     // On the gradient buffer itself (backward and the votes overwrite all of it every step),
     // so the pass needs no memory of its own.
-    const int64_t gradients = params + Votes::kCount;
+    const int64_t gradients = params + controlSlots();
     const AllReduceTuning tuning = context_.backend.hostMemory()
                                        ? context_.comm->tuneAllReduce(model.grads(), gradients)
                                        : AllReduceTuning{};
@@ -152,13 +153,13 @@ std::string SyncAllReduce::setUp() {
       communication += " (the smallest size at " +
                        std::to_string(std::lround(AllReduceTuning::kBucketBandwidthShare * 100)) +
                        "% of the best bandwidth)";
-    std::vector<GradientRange> blocks = {{params, params + Votes::kCount}};
+    std::vector<GradientRange> blocks = {{params, params + controlSlots()}};
     blocks.insert(blocks.end(), model.handOffs().begin(), model.handOffs().end());
     GradientBucketsOptions options;
     options.bucketBytes = bucketBytes;
     options.average = false;  // each rank already scaled its loss by 1/global batch
     buckets_ = std::make_unique<GradientBuckets>(*context_.comm, model.grads(),
-                                                 params + Votes::kCount, blocks, options);
+                                                 params + controlSlots(), blocks, options);
   }
   emulation_ = std::make_unique<ComputeEmulation>(job.node, job.spec.seed, job.rank,
                                                   context_.backend.threads() == 1);
@@ -175,6 +176,10 @@ std::string SyncAllReduce::setUp() {
   return detail;
 }
 
+int64_t SyncAllReduce::controlSlots() const {
+  return Votes::kCount + kRankStepTimeSlots * context_.job.world;
+}
+
 StepReport SyncAllReduce::step(int64_t step, const Votes& local, Votes& agreed) {
   Worker& worker = *worker_;
   Mlp& model = worker.model();
@@ -183,17 +188,29 @@ StepReport SyncAllReduce::step(int64_t step, const Votes& local, Votes& agreed) 
   const Clock::time_point t1 = Clock::now();
   worker.loadBatch();
   emulation_->beginStep(step);  // a straggler's pause lands here, inside compute
-  // The votes go into the control slots through the backend (its memory may be a GPU's).
+  // The votes and this rank's times of the step before (zeros where there is none: the
+  // first step, or the first after the hybrid strategy's asynchronous phase) go into the
+  // control slots through the backend (its memory may be a GPU's).
+  const bool sendsTimes = lastStep_ == step - 1;
+  std::fill(control_.begin(), control_.end(), 0.0f);
+  std::copy(local.values.begin(), local.values.end(), control_.begin());
+  if (sendsTimes) {
+    float* mine = control_.data() + Votes::kCount + kRankStepTimeSlots * context_.job.rank;
+    mine[0] = static_cast<float>(lastTimes_.computeMs);
+    mine[1] = static_cast<float>(lastTimes_.readyMs);
+    mine[2] = static_cast<float>(lastTimes_.stepMs);
+  }
   float* control = model.control();
-  worker.backend().upload(control, local.values.data(), Votes::kCount);
-  if (buckets_) buckets_->markReady(params, params + Votes::kCount);
+  worker.backend().upload(control, control_.data(), controlSlots());
+  if (buckets_) buckets_->markReady(params, params + controlSlots());
   const double loss = worker.computeGradients(1.0f / static_cast<float>(global_), emulation_.get());
   const Clock::time_point t2 = Clock::now();
   if (buckets_) buckets_->waitAll();
   const Clock::time_point t3 = Clock::now();
   worker.applyUpdate(step);
   const Clock::time_point t4 = Clock::now();
-  worker.backend().download(agreed.values.data(), control, Votes::kCount);
+  worker.backend().download(control_.data(), control, controlSlots());
+  std::copy_n(control_.begin(), Votes::kCount, agreed.values.begin());
 
   StepReport r;
   r.loss = loss;
@@ -206,38 +223,98 @@ StepReport SyncAllReduce::step(int64_t step, const Votes& local, Votes& agreed) 
   r.batchShare = static_cast<double>(slice_.count) / static_cast<double>(global_);
   r.votesAgreed = true;
 
+  // Every rank's times of the step before, where all ranks sent theirs (each wrote its own
+  // slots, the others' were zero, so the sums are exact and the same on every rank).
+  if (buckets_ && sendsTimes) {
+    std::vector<RankStepTimes> times;
+    for (int rank = 0; rank < context_.job.world; ++rank) {
+      const float* t = control_.data() + Votes::kCount + kRankStepTimeSlots * rank;
+      times.push_back({t[0], t[1], t[2]});
+    }
+    const bool complete = std::all_of(times.begin(), times.end(),
+                                      [](const RankStepTimes& t) { return t.stepMs > 0.0; });
+    if (complete) {
+      r.tailMs = tailMs(times, static_cast<std::size_t>(context_.job.rank));
+      // The first step pays first-touch costs: its times stay out of the model.
+      if (window_ && step - 1 > 1) window_->add(lastCounts_, times);
+    }
+  }
+  // This step's times, sent with the next. Batch preparation, forward and backward scale with
+  // the slice; the update and whatever ran between the steps (an evaluation, a checkpoint) do
+  // not. The first step counts from its own start.
+  const Clock::time_point from = lastStep_ == step - 1 ? lastEnd_ : t1;
+  lastTimes_ = {msBetween(t1, t2), msBetween(from, t2), msBetween(from, t3)};
+  lastCounts_ = counts_;
+  lastStep_ = step;
+  lastEnd_ = t3;
+
   if (options_.speedProportional) {
-    // Batch preparation, forward and backward scale with the slice; the update does not.
-    if (step > 1) speed_.add(slice_.count, msBetween(t1, t2));
     const int64_t warmup = std::min(kWarmupSteps, options_.rebalanceEvery);
     if (step == warmup || step % options_.rebalanceEvery == 0) rebalance(step);
   }
   return r;
 }
 
-// Every rank calls this at the same step: the estimates are summed into one vector (each rank
-// fills its own entry), so all ranks compute the same slices from the same numbers.
-void SyncAllReduce::rebalance(int64_t step) {
-  const WorkerJob& job = context_.job;
-  if (context_.comm == nullptr) return;  // one rank: the whole batch
-  std::vector<float> speeds(static_cast<std::size_t>(job.world), 0.0f);
-  speeds[static_cast<std::size_t>(job.rank)] = static_cast<float>(speed_.samplesPerS());
-  context_.comm->allReduceSum(speeds.data(), job.world);
-  const std::vector<double> measured(speeds.begin(), speeds.end());
-  const std::vector<int64_t> proposed = proportionalCounts(measured, global_);
-  if (!outsideDeadBand(counts_, proposed, kShareDeadBand)) return;
-  std::string speedsText;
-  for (float s : speeds) {
-    if (!speedsText.empty()) speedsText += ',';
-    speedsText += std::to_string(std::lround(s));
+namespace {
+
+// "18335,4592" from doubles, rounded to `decimals`.
+std::string listText(const std::vector<double>& values, int decimals) {
+  std::string text;
+  for (double v : values) {
+    char one[32];
+    std::snprintf(one, sizeof(one), "%.*f", decimals, v);
+    if (!text.empty()) text += ',';
+    text += one;
   }
-  context_.event(step, "rebalance",
-                 "shares " + formatShares(counts_) + " -> " + formatShares(proposed) +
-                     " (measured " + speedsText + " samples/s)");
-  counts_ = proposed;
-  int64_t begin = 0;
-  for (int r = 0; r < job.rank; ++r) begin += counts_[static_cast<std::size_t>(r)];
-  slice_ = {global_, begin, counts_[static_cast<std::size_t>(job.rank)]};
+  return text;
+}
+
+std::string msText(double ms) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f ms", ms);
+  return text;
+}
+
+}  // namespace
+
+// Every rank calls this at the same step with the same window (the times came through the
+// all-reduce), so all ranks fit the same costs and move to the same slices.
+void SyncAllReduce::rebalance(int64_t step) {
+  if (context_.comm == nullptr || window_->empty()) return;  // one rank: the whole batch
+  const double measured = window_->measuredStepMs();
+  const std::vector<RankCost> costs = window_->takeCosts();
+  const ShareProposal proposal = balancedCounts(costs, global_);
+  const LeaveOutProposal leave = leaveOutProposal(costs, global_);
+  const bool move = outsideDeadBand(counts_, proposal.counts, kShareDeadBand);
+  if (!move && leave.rank == advisedLeaveOut_) return;
+  std::vector<double> speeds, fixed, tails;
+  for (const RankCost& c : costs) {
+    speeds.push_back(c.samplesPerS);
+    fixed.push_back(c.fixedMs);
+    tails.push_back(c.tailMs);
+  }
+  std::string detail = "shares " + formatShares(counts_) +
+                       (move ? " -> " + formatShares(proposal.counts) : " kept") + " (measured " +
+                       listText(speeds, 0) + " samples/s, fixed " + listText(fixed, 1) +
+                       " ms, tail " + listText(tails, 1) + " ms); step " + msText(measured) +
+                       " measured, " + msText(expectedStepMs(costs, counts_)) + " expected";
+  if (move) detail += ", " + msText(proposal.stepMs) + " expected with the new shares";
+  if (leave.rank >= 0) {
+    char gain[32];
+    std::snprintf(gain, sizeof(gain), "%.2fx", proposal.stepMs / leave.stepMs);
+    detail += "; without rank " + std::to_string(leave.rank) + " the others are expected at " +
+              msText(leave.stepMs) + " a step (" + gain + "): leaving it out of the cluster pays";
+  }
+  context_.event(step, "rebalance", detail);
+  advisedLeaveOut_ = leave.rank;
+  if (move) setCounts(proposal.counts);
+}
+
+void SyncAllReduce::setCounts(std::vector<int64_t> counts) {
+  counts_ = std::move(counts);
+  const auto rank = static_cast<std::size_t>(context_.job.rank);
+  const int64_t begin = std::accumulate(counts_.begin(), counts_.begin() + rank, int64_t{0});
+  slice_ = {global_, begin, counts_[rank]};
   worker_->setSlice(slice_);
 }
 
@@ -249,7 +326,7 @@ Checkpoint SyncAllReduce::checkpoint(int64_t step) const {
   c.optimizer = worker_->optimizerName();
   c.params = worker_->model().paramsToHost();
   c.optimizerState = worker_->optimizerState();
-  c.strategyState = {{"shares", counts_}, {"speed_samples_per_s", speed_.samplesPerS()}};
+  c.strategyState = {{"shares", counts_}};
   return c;
 }
 
@@ -265,16 +342,9 @@ int64_t SyncAllReduce::restore(const Checkpoint& c) {
     for (const nlohmann::json& s : c.strategyState["shares"])
       if (s.is_number_integer()) shares.push_back(s.get<int64_t>());
   int64_t sum = 0;
-  for (int64_t s : shares) sum += s > 0 ? s : global_ + 1;
-  if (static_cast<int>(shares.size()) == job.world && sum == global_ && shares != counts_) {
-    counts_ = shares;
-    int64_t begin = 0;
-    for (int r = 0; r < job.rank; ++r) begin += counts_[static_cast<std::size_t>(r)];
-    slice_ = {global_, begin, counts_[static_cast<std::size_t>(job.rank)]};
-    worker.setSlice(slice_);
-  }
-  if (c.strategyState.is_object() && c.strategyState.value("speed_samples_per_s", 0.0) > 0.0)
-    speed_.restart(c.strategyState.value("speed_samples_per_s", 0.0));
+  for (int64_t s : shares) sum += s >= 0 ? s : global_ + 1;
+  if (static_cast<int>(shares.size()) == job.world && sum == global_ && shares != counts_)
+    setCounts(std::move(shares));
   worker.skipBatches(c.step);  // one global batch a step
   return c.step;
 }

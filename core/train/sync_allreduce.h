@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <memory>
 
 #include "core/train/compute_emulation.h"
@@ -19,11 +20,16 @@ class GradientBuckets;
 // applies the same update to the same weights. The votes ride in a control block behind the
 // gradients, so agreeing costs nothing extra.
 //
-// Partition `equal`: near-equal slices. `speed_proportional`: slices start equal; each rank
-// measures its speed (samples per second of its forward and backward), and after a warm-up
-// of kWarmupSteps, then every rebalance_every steps, the ranks exchange their estimates and
-// move to slices proportional to them, unless no slice would move by more than the dead
-// band; each move is an event.
+// Every rank's step times of the step before ride in the control block too (one step late):
+// each rank's tail (tail_ms) comes from them.
+//
+// Partition `equal`: near-equal slices. `speed_proportional`: slices start equal; after a
+// warm-up of kWarmupSteps, then every rebalance_every steps, every rank fits the same cost
+// model to the steps since the last rebalance (each rank's speed, fixed part and tail:
+// StepCostWindow) and moves to the slices with the shortest expected step (balancedCounts:
+// a rank may get none), unless no slice would move by more than the dead band. Each move is
+// a `rebalance` event with the measured and the expected step; so is the first advice to
+// leave a rank out of the cluster when the model expects the others to be faster without it.
 struct SyncAllReduceOptions {
   int64_t bucketKb = 0;            // gradient bucket size; 0: from the group's measured all-reduce
   bool speedProportional = false;  // the partition: equal, or by measured speed
@@ -45,7 +51,7 @@ class SyncAllReduce final : public Strategy {
   bool evaluates() const override { return context_.job.rank == 0; }
   int64_t globalBatch() const override { return global_; }
   // Every rank holds the same replica: rank 0's state after a step, with the slices of the
-  // batch (speed_proportional's shares) and the speed estimate, continues the run.
+  // batch (speed_proportional's shares), continues the run (the costs are measured anew).
   Checkpoint checkpoint(int64_t step) const override;
   int64_t restore(const Checkpoint& checkpoint) override;
 
@@ -57,10 +63,22 @@ class SyncAllReduce final : public Strategy {
   std::unique_ptr<Worker> worker_;
   std::unique_ptr<GradientBuckets> buckets_;
   std::unique_ptr<ComputeEmulation> emulation_;
-  // speed_proportional: every rank's slice size (the same on all ranks) and this rank's speed.
+  // speed_proportional: every rank's slice size (the same on all ranks), the costs measured
+  // since the last rebalance and the rank last advised to leave (-1: none).
   void rebalance(int64_t step);
+  void setCounts(std::vector<int64_t> counts);  // and this rank's slice from them
   std::vector<int64_t> counts_;
-  SpeedEstimate speed_;
+  std::unique_ptr<StepCostWindow> window_;
+  int advisedLeaveOut_ = -1;
+  // The control block: the votes, then each rank's RankStepTimes of the step before.
+  int64_t controlSlots() const;
+  std::vector<float> control_;
+  // This rank's times of its last step (sent with the next), the slices they were measured
+  // with, and when that step's all-reduce ended.
+  RankStepTimes lastTimes_;
+  std::vector<int64_t> lastCounts_;
+  int64_t lastStep_ = -1;
+  std::chrono::steady_clock::time_point lastEnd_;
 };
 
 // sync_allreduce's descriptor (strategy_registry.cc lists it).

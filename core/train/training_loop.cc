@@ -183,6 +183,7 @@ void TrainingLoop::recordStep(int64_t step, const StepReport& r, double stepMs, 
   m.computeMs = r.computeMs;
   m.commMs = r.commMs;
   m.waitMs = r.waitMs;
+  m.tailMs = r.tailMs;
   m.samplesPerS = m.stepMs > 0.0 ? static_cast<double>(r.samples) * 1000.0 / m.stepMs : 0.0;
   m.utilization = m.stepMs > 0.0 ? m.computeMs / m.stepMs : 1.0;
   m.batchShare = r.batchShare;
@@ -275,7 +276,7 @@ WorkerResult TrainingLoop::run() {
     if (r.resynchronized) lastEvalProgress_ = strategy->globalStep(step) - 1;
     // A diverged loss is voted with the next agreement, so that every rank stops together
     // (a rank that stopped alone would leave its peers blocked in a collective).
-    if (!std::isfinite(r.loss) && divergedBecause_.empty())
+    if (r.samples > 0 && !std::isfinite(r.loss) && divergedBecause_.empty())
       divergedBecause_ = "loss diverged to " + formatLoss(r.loss) + " at step " +
                          std::to_string(step) + " on rank " + std::to_string(job_.rank) +
                          " (lower optimizer.lr?)";

@@ -40,11 +40,11 @@ BatchSlice BatchSlice::equal(int64_t global, int rank, int world) {
 
 Worker::Worker(const ExperimentSpec& spec, Backend& backend, const Dataset& dataset,
                std::vector<int64_t> shard, BatchSlice slice, int64_t totalSteps,
-               int64_t scheduleBatch)
+               int64_t scheduleBatch, int64_t controlSlots)
     : spec_(spec),
       backend_(backend),
       task_(dataset.task()),
-      model_(backend, dataset.features(), mlpLayers(spec.model, dataset.outputs())),
+      model_(backend, dataset.features(), mlpLayers(spec.model, dataset.outputs()), controlSlots),
       optimizer_(backend.makeOptimizer(spec.optimizer)),
       schedule_(spec.optimizer, scheduleBatch > 0 ? scheduleBatch : slice.global, totalSteps),
       dataset_(dataset),
@@ -152,7 +152,8 @@ void Worker::generateRows(int64_t rows, PositionOf positionOf, float* x, float* 
 void Worker::setSlice(BatchSlice slice) {
   DTLAB_ENFORCE(slice.global == slice_.global, "a new slice must keep the global batch of ",
                 slice_.global, ", got ", slice.global);
-  DTLAB_ENFORCE(slice.count > 0 && slice.begin >= 0 && slice.begin + slice.count <= slice.global,
+  // A slice may be empty (a rank the scheduler gives no samples still joins the all-reduce).
+  DTLAB_ENFORCE(slice.count >= 0 && slice.begin >= 0 && slice.begin + slice.count <= slice.global,
                 "batch slice outside the global batch");
   DTLAB_ENFORCE(!holdsWholeShard_ || slice.count == slice.global,
                 "a single replica trains on the whole batch");
@@ -241,6 +242,10 @@ void Worker::restoreOptimizerState(const std::vector<std::vector<float>>& state)
 
 void Worker::loadBatch() {
   if (cursor_ + slice_.global > shardSize_) beginEpoch();
+  if (localBatch_ == 0) {  // an empty slice: the batch goes by
+    cursor_ += slice_.global;
+    return;
+  }
   const int64_t features = model_.inputs();
   if (residentX_ != nullptr) {
     // The batch's rows among the held ones: through this epoch's order for the whole shard,
@@ -285,6 +290,12 @@ LossResult Worker::loss(const float* output, const float* labels, int64_t rows, 
 }
 
 double Worker::computeGradients(float gradScale, GradientListener* listener) {
+  if (localBatch_ == 0) {  // an empty slice: zero gradients, handed over as backward would
+    backend_.fill(model_.grads(), model_.parameterCount(), 0.0f);
+    if (listener != nullptr)
+      for (const GradientRange& r : model_.handOffs()) listener->onGradientsReady(r.begin, r.end);
+    return std::numeric_limits<double>::quiet_NaN();  // no loss measured
+  }
   const float* out = model_.forward(batchX_, localBatch_);
   float* dOut = model_.outputGradBuffer();
   const LossResult result = loss(out, batchY_, localBatch_, gradScale, dOut);

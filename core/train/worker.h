@@ -85,10 +85,10 @@ class Worker {
   // totalSteps feeds the learning-rate schedule (cosine); scheduleBatch the linear
   // scaling rule (0: slice.global; a replica that draws whole batches of its share from its
   // own shard passes the run's global batch, the batch its gradient becomes part of).
-  // `dataset` must outlive the worker.
+  // `dataset` must outlive the worker. controlSlots: the model's control block (Mlp).
   Worker(const ExperimentSpec& spec, Backend& backend, const Dataset& dataset,
          std::vector<int64_t> samples, BatchSlice slice, int64_t totalSteps,
-         int64_t scheduleBatch = 0);
+         int64_t scheduleBatch = 0, int64_t controlSlots = Mlp::kControlSlots);
 
   Mlp& model() { return model_; }
   const Mlp& model() const { return model_; }
@@ -128,7 +128,7 @@ class Worker {
   const float* batchTargets() const { return batchY_; }
   // Forward, loss and backward on the loaded batch. The loss gradient is multiplied by
   // gradScale (1/batch gives the mean loss; a strategy weighting shards passes its own).
-  // Returns the batch's mean loss.
+  // Returns the batch's mean loss (NaN for an empty slice, which has none).
   double computeGradients(float gradScale, GradientListener* listener = nullptr);
   // One optimizer step over the whole flat buffer with grads() as they are now.
   void applyUpdate(int64_t step);

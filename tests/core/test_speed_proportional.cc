@@ -45,6 +45,12 @@ ExperimentSpec specWith(const nlohmann::json& variant) {
   return parseExperimentSpec({{"variants", nlohmann::json::array({variant})}});
 }
 
+// What backward hands over, in order.
+struct HandOffs final : GradientListener {
+  std::vector<GradientRange> ranges;
+  void onGradientsReady(int64_t begin, int64_t end) override { ranges.push_back({begin, end}); }
+};
+
 // Events and every worker's batch share per step, from all ranks' threads.
 class Recorder final : public MetricSink {
  public:
@@ -52,12 +58,19 @@ class Recorder final : public MetricSink {
     std::lock_guard lock(mutex_);
     if (shares.size() <= static_cast<std::size_t>(m.worker)) shares.resize(m.worker + 1);
     shares[static_cast<std::size_t>(m.worker)].push_back(m.batchShare);
+    if (waits.size() <= static_cast<std::size_t>(m.worker)) {
+      waits.resize(m.worker + 1);
+      tails.resize(m.worker + 1);
+    }
+    waits[static_cast<std::size_t>(m.worker)].push_back(m.waitMs);
+    tails[static_cast<std::size_t>(m.worker)].push_back(m.tailMs);
   }
   void onEvent(const RunEvent& e) override {
     std::lock_guard lock(mutex_);
     events.push_back(e);
   }
   std::vector<std::vector<double>> shares;
+  std::vector<std::vector<double>> waits, tails;  // every worker's, step by step
   std::vector<RunEvent> events;
 
  private:
@@ -209,33 +222,93 @@ class TestSpeedProportional : public QObject {
              SettingValue(std::string("speed_proportional")));
   }
 
+  static std::vector<RankCost> speedsOnly(const std::vector<double>& speeds) {
+    std::vector<RankCost> costs;
+    for (double s : speeds) costs.push_back({s, 0.0, 0.0});
+    return costs;
+  }
+
   void countsFollowSpeedsAndSumToTheBatch() {
-    QCOMPARE(proportionalCounts({1.0, 0.25}, 250), (std::vector<int64_t>{200, 50}));
-    QCOMPARE(proportionalCounts({1.0, 1.0, 0.5, 0.25}, 256),
+    // With no fixed parts and no tails, the split is proportional to speed.
+    QCOMPARE(balancedCounts(speedsOnly({1.0, 0.25}), 250).counts, (std::vector<int64_t>{200, 50}));
+    QCOMPARE(balancedCounts(speedsOnly({1.0, 1.0, 0.5, 0.25}), 256).counts,
              (std::vector<int64_t>{93, 93, 47, 23}));
-    // Every rank keeps a sample however slow; the sum is always the global batch.
-    const std::vector<int64_t> tiny = proportionalCounts({1000.0, 1.0, 1.0}, 10);
-    QCOMPARE(std::accumulate(tiny.begin(), tiny.end(), int64_t{0}), int64_t{10});
-    for (int64_t c : tiny) QVERIFY(c >= 1);
+    // 1000 samples/s at 200 samples: 200 ms a step.
+    QCOMPARE(balancedCounts(speedsOnly({1000.0, 250.0}), 250).stepMs, 200.0);
     // A rank that measured nothing counts as the slowest that did.
-    QCOMPARE(proportionalCounts({2.0, 0.0}, 30), (std::vector<int64_t>{15, 15}));
-    QCOMPARE(proportionalCounts({3.0, 1.0, 0.0}, 70), (std::vector<int64_t>{42, 14, 14}));
+    QCOMPARE(balancedCounts(speedsOnly({2.0, 0.0}), 30).counts, (std::vector<int64_t>{15, 15}));
+    QCOMPARE(balancedCounts(speedsOnly({3.0, 1.0, 0.0}), 70).counts,
+             (std::vector<int64_t>{42, 14, 14}));
+    // The sum is always the global batch, whatever the rounding.
+    for (int64_t global : {1, 2, 3, 7, 10, 1000, 1023}) {
+      const ShareProposal p =
+          balancedCounts({{1000.0, 1.0, 0.5}, {7.0, 0.0, 3.0}, {333.0, 2.5, 0.0}}, global);
+      QCOMPARE(std::accumulate(p.counts.begin(), p.counts.end(), int64_t{0}), global);
+      for (int64_t c : p.counts) QVERIFY(c >= 0);
+    }
     // The dead band: 2% of the global batch.
     QVERIFY(!outsideDeadBand({128, 128}, {132, 124}, kShareDeadBand));
     QVERIFY(outsideDeadBand({128, 128}, {134, 122}, kShareDeadBand));
     QCOMPARE(formatShares({200, 50}), std::string("0.800,0.200"));
   }
 
-  void speedEstimateSmoothsSteps() {
-    SpeedEstimate e(0.5);
-    QCOMPARE(e.samplesPerS(), 0.0);
-    e.add(100, 100.0);  // 1000 samples/s: the first step sets it
-    QCOMPARE(e.samplesPerS(), 1000.0);
-    e.add(100, 50.0);  // 2000
-    QCOMPARE(e.samplesPerS(), 1500.0);
-    e.add(0, 10.0);  // nothing measured: ignored
-    e.add(10, 0.0);
-    QCOMPARE(e.samplesPerS(), 1500.0);
+  // The model's step is the slowest rank's fixed part + slice / speed + tail: the split ends
+  // every rank with samples at the same time, so a rank that pays more before its first
+  // sample gets less than its speed alone would give it, and one whose fixed part and tail
+  // reach the others' finish gets none (it still pays them: it joins the all-reduce).
+  void countsBalanceFixedPartsAndTails() {
+    // Equal speeds (1 sample/ms), rank 1 pays 20 ms more: both end at 70 ms.
+    ShareProposal p = balancedCounts({{1000.0, 10.0, 0.0}, {1000.0, 20.0, 10.0}}, 100);
+    QCOMPARE(p.counts, (std::vector<int64_t>{60, 40}));
+    QCOMPARE(p.stepMs, 70.0);
+    QCOMPARE(expectedStepMs({{1000.0, 10.0, 0.0}, {1000.0, 20.0, 10.0}}, {50, 50}), 80.0);
+    // Rank 2's fixed part alone (200 ms) is past what the others need for the whole batch.
+    p = balancedCounts({{1000.0, 5.0, 1.0}, {500.0, 5.0, 1.0}, {1000.0, 200.0, 1.0}}, 120);
+    QCOMPARE(p.counts, (std::vector<int64_t>{80, 40, 0}));
+    QCOMPARE(p.stepMs, 201.0);  // it still pays it
+    // Leaving rank 2 out: the others at 86 ms, 2.34x sooner; nobody else's leaving pays.
+    const LeaveOutProposal out =
+        leaveOutProposal({{1000.0, 5.0, 1.0}, {500.0, 5.0, 1.0}, {1000.0, 200.0, 1.0}}, 120);
+    QCOMPARE(out.rank, 2);
+    QCOMPARE(out.stepMs, 86.0);
+    // Two ranks: the one left alone has no tail. A slow rank with a long tail does not pay
+    // (fast alone: 100 ms; both: 80 + 30 = 110 ms)...
+    QCOMPARE(leaveOutProposal({{1000.0, 0.0, 30.0}, {250.0, 0.0, 30.0}}, 100).rank, 1);
+    // ... with a short one it does (both: 80 + 5 = 85 ms), and within 5% it is not worth it.
+    QCOMPARE(leaveOutProposal({{1000.0, 0.0, 5.0}, {250.0, 0.0, 5.0}}, 100).rank, -1);
+    QCOMPARE(leaveOutProposal({{1000.0, 0.0, 17.0}, {250.0, 0.0, 17.0}}, 100).rank, -1);
+  }
+
+  // Every rank's times of a step give each its tail (its wait after the last backward ended)
+  // and, over a window, each rank's speed, fixed part and tail as the last to finish.
+  void stepTimesGiveTheCostsAndTails() {
+    // Rank 1 finishes last at 50 ms; the all-reduce ends at 58 ms.
+    const std::vector<RankStepTimes> a = {{30.0, 35.0, 58.0}, {45.0, 50.0, 58.0}};
+    QCOMPARE(tailMs(a, 0), 8.0);
+    QCOMPARE(tailMs(a, 1), 8.0);
+    StepCostWindow window(2);
+    QVERIFY(window.empty());
+    // Three steps at 60 + 20 samples; an evaluation stretches rank 0's third (the median
+    // leaves it out); rank 0 is last once, with a tail of 4 ms.
+    window.add({60, 20}, a);
+    window.add({60, 20}, {{30.0, 35.0, 59.0}, {45.0, 50.0, 60.0}});
+    window.add({60, 20}, {{30.0, 135.0, 139.0}, {45.0, 50.0, 139.0}});
+    QCOMPARE(window.measuredStepMs(), 59.5);
+    std::vector<RankCost> costs = window.takeCosts();
+    QVERIFY(window.empty());
+    QCOMPARE(costs[0].samplesPerS, 2000.0);
+    QCOMPARE(costs[1].samplesPerS, 20.0 * 1000.0 / 45.0);
+    QCOMPARE(costs[0].fixedMs, 5.0);
+    QCOMPARE(costs[1].fixedMs, 5.0);
+    QCOMPARE(costs[0].tailMs, 4.0);
+    QCOMPARE(costs[1].tailMs, 9.0);  // the median of 8 and 10
+    // A rank with no samples in a window keeps its last speed; one never last takes the
+    // window's tail.
+    window.add({80, 0}, {{40.0, 45.0, 50.0}, {0.5, 5.5, 50.0}});
+    costs = window.takeCosts();
+    QCOMPARE(costs[0].samplesPerS, 2000.0);
+    QCOMPARE(costs[1].samplesPerS, 20.0 * 1000.0 / 45.0);
+    QCOMPARE(costs[1].tailMs, 5.0);
   }
 
   // Each slice's gradient is scaled by 1/global batch, i.e. weighted by its share: summed
@@ -247,6 +320,7 @@ class TestSpeedProportional : public QObject {
     const Dataset& dataset = *data;
     CpuBackend cpu(1);
     Backend* backend = &cpu;
+    bool emptySliceWrong = false;  // a loss where there are no samples, or ranges unheard
     const auto sumOfSlices = [&](const std::vector<int64_t>& counts) {
       std::vector<double> sum;
       int64_t begin = 0;
@@ -257,9 +331,13 @@ class TestSpeedProportional : public QObject {
         worker.setSlice({256, begin, count});  // through the rebalance path
         begin += count;
         worker.loadBatch();
-        worker.computeGradients(1.0f / 256.0f);
-        const float* g = worker.model().grads();
         const int64_t n = worker.model().parameterCount();
+        std::fill_n(worker.model().grads(), n, 7.0f);  // an empty slice must overwrite these
+        HandOffs heard;
+        const double loss = worker.computeGradients(1.0f / 256.0f, &heard);
+        if (std::isfinite(loss) != (count > 0) || heard.ranges != worker.model().handOffs())
+          emptySliceWrong = true;
+        const float* g = worker.model().grads();
         sum.resize(static_cast<std::size_t>(n), 0.0);
         for (int64_t i = 0; i < n; ++i) sum[static_cast<std::size_t>(i)] += g[i];
       }
@@ -278,6 +356,11 @@ class TestSpeedProportional : public QObject {
     };
     QVERIFY2(relative(unequal) < 1e-5, qPrintable(QString::number(relative(unequal))));
     QVERIFY2(relative(three) < 1e-5, qPrintable(QString::number(relative(three))));
+    // A rank given no samples hands over zero gradients, every range as backward would, and
+    // no loss.
+    const std::vector<double> withEmpty = sumOfSlices({0, 200, 0, 56});
+    QVERIFY2(relative(withEmpty) < 1e-5, qPrintable(QString::number(relative(withEmpty))));
+    QVERIFY(!emptySliceWrong);
     // Discriminating: another global batch's samples give another gradient.
     std::vector<int64_t> all(static_cast<std::size_t>(dataset.size(Split::kTrain)));
     std::iota(all.begin(), all.end(), int64_t{0});
@@ -326,7 +409,23 @@ class TestSpeedProportional : public QObject {
                rebalances.front()->detail.c_str());
       for (const RunEvent* e : rebalances) {
         QVERIFY2(e->step == kWarmupSteps || e->step % 10 == 0, e->detail.c_str());
-        QVERIFY2(e->detail.find(" samples/s)") != std::string::npos, e->detail.c_str());
+        QVERIFY2(e->detail.find(" samples/s, fixed ") != std::string::npos &&
+                     e->detail.find(" expected") != std::string::npos,
+                 e->detail.c_str());
+      }
+      // A step's tail arrives with the next step (none for the last) and is the part of the
+      // worker's wait after the last backward ended: never more than its wait.
+      for (std::size_t rank = 0; rank < 2; ++rank) {
+        QVERIFY(std::isnan(recorder.tails[rank][0]));
+        for (std::size_t step = 1; step < 60; ++step) {
+          const double tail = recorder.tails[rank][step];
+          QVERIFY2(tail >= 0.0 && tail <= recorder.waits[rank][step - 1] + 1e-3,
+                   qPrintable(QString("rank %1 step %2: tail %3, wait %4")
+                                  .arg(rank)
+                                  .arg(step + 1)
+                                  .arg(tail)
+                                  .arg(recorder.waits[rank][step - 1])));
+        }
       }
       // From the first rebalance on, the fast rank takes most of every batch.
       for (std::size_t step = 10; step < 60; ++step)

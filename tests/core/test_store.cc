@@ -737,7 +737,8 @@ class TestStore : public QObject {
   void benchGivesBothSidesTheSameWork() {
     StoreBenchConfig config;
     config.directory = dir_.path().toStdString();
-    config.ingestPoints = 9 * 2 * 1000;
+    // 1000 steps of every worker metric of both workers (the bench appends whole steps).
+    config.ingestPoints = static_cast<int64_t>(metricsOf(MetricScope::kWorker).size()) * 2 * 1000;
     config.workers = 2;
     config.ingestRepetitions = 2;
     config.queryPoints = 5000;

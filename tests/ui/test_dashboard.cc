@@ -122,7 +122,8 @@ class TestDashboard : public QObject {
              (QSet<QString>{"samples_per_s, worker 0", "samples_per_s, worker 1"}));
     QCOMPARE(seriesOn(d, Dash::kStepTimeChart),
              (QSet<QString>{"compute_ms, worker 0", "compute_ms, worker 1", "comm_ms, worker 0",
-                            "comm_ms, worker 1", "wait_ms, worker 0", "wait_ms, worker 1"}));
+                            "comm_ms, worker 1", "wait_ms, worker 0", "wait_ms, worker 1",
+                            "tail_ms, worker 0", "tail_ms, worker 1"}));
     QCOMPARE(seriesOn(d, Dash::kUtilisationChart),
              (QSet<QString>{"cpu_util, node 0", "cpu_util, node 1"}));
     // Each worker's share of the batch, and its staleness on the right axis (its own scale:
@@ -160,7 +161,7 @@ class TestDashboard : public QObject {
              QString("time per step (ms)"));
     QCOMPARE(d.rect(Dash::kLossChart)->axis(QCPAxis::atRight)->label(), QString("test_accuracy"));
     // The step-time legend has one entry per component, which hides it for every worker.
-    QCOMPARE(d.legend(Dash::kStepTimeChart)->itemCount(), 3);
+    QCOMPARE(d.legend(Dash::kStepTimeChart)->itemCount(), 4);
     QCOMPARE(d.legend(Dash::kThroughputChart)->itemCount(), 2);
   }
 
@@ -287,7 +288,7 @@ class TestDashboard : public QObject {
     };
     check(Dash::kLossChart, {"loss", "test_loss", "test_accuracy"});
     check(Dash::kThroughputChart, {"samples_per_s"});
-    check(Dash::kStepTimeChart, {"compute_ms", "comm_ms", "wait_ms"});
+    check(Dash::kStepTimeChart, {"compute_ms", "comm_ms", "wait_ms", "tail_ms"});
     check(Dash::kUtilisationChart, {"cpu_util"});
     check(Dash::kScheduleChart, {"batch_share", "staleness"});
     check(Dash::kChosenChart, {"mem_bytes"});

@@ -30,6 +30,7 @@ constexpr Placement kPlacements[] = {
     {core::metric::kComputeMs, RunDashboard::kStepTimeChart, false},
     {core::metric::kCommMs, RunDashboard::kStepTimeChart, false},
     {core::metric::kWaitMs, RunDashboard::kStepTimeChart, false},
+    {core::metric::kTailMs, RunDashboard::kStepTimeChart, false},
     {"cpu_util", RunDashboard::kUtilisationChart, false},
     {core::metric::kBatchShare, RunDashboard::kScheduleChart, false},
     {core::metric::kStaleness, RunDashboard::kScheduleChart, true},
@@ -79,7 +80,8 @@ int rowOf(std::string_view key) {
 QColor componentColour(std::string_view key) {
   if (key == core::metric::kComputeMs) return QColor(0, 158, 115);
   if (key == core::metric::kCommMs) return QColor(0, 114, 178, 210);
-  return QColor(213, 94, 0, 130);  // wait
+  if (key == core::metric::kTailMs) return QColor(204, 121, 167, 230);  // the wait's tail
+  return QColor(213, 94, 0, 130);                                       // wait
 }
 
 // The last chart's metric for a run nobody chose one for: one the fixed charts do not show
@@ -157,9 +159,12 @@ void RunDashboard::buildLayout() {
   QFont small = font();
   small.setPointSizeF(font().pointSizeF() * 0.85);
   const std::array<QString, kChartCount> titles = {
-      tr("Loss per worker; test loss and accuracy"),    tr("Throughput per worker"),
-      tr("Step time per worker: compute, comm., wait"), tr("CPU use per node"),
-      tr("Batch share and staleness per worker"),       QString()};
+      tr("Loss per worker; test loss and accuracy"),
+      tr("Throughput per worker"),
+      tr("Step time per worker: compute, comm., wait, tail"),
+      tr("CPU use per node"),
+      tr("Batch share and staleness per worker"),
+      QString()};
   // Edges that line up: the charts of a column, in both rows.
   std::array<QCPMarginGroup*, 3> lefts{}, rights{};
   for (std::size_t column = 0; column < 3; ++column) {
