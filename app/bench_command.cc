@@ -66,19 +66,20 @@ constexpr const char* kBenchUsage =
       --device by that GPU's sample source into its memory (the same generator), both
       timed here, repetitions interleaved; medians and the ratio.
   bench strategies [--specs DIR] [--only NAME,...] [--reps R] [--project P.dtlab] [--json]
-      The example comparisons of resources/specs (hetero_2node, hetero_4node, drift,
-      modes_straggler, noniid), each one execution of R repetitions (default 3), as
+      The example comparisons of resources/specs (hetero_2node, hetero_3node, hetero_4node,
+      drift, modes_straggler, noniid), each one execution of R repetitions (default 3), as
       `dtlab-cli run SPEC --repeats R --quiet --project P` runs it; then each execution's
       statistics (medians with 95% intervals) and the claims (time to target
-      speed_proportional vs equal, async_ps vs sync samples/s): ratios of medians with
+      speed_proportional vs equal and vs one node, its samples/s vs equal on three nodes,
+      async_ps vs sync samples/s): ratios of medians with
       their paired interval and test, as `dtlab-cli compare` computes them.
 )";
 
 constexpr const char* kStrategiesUsage =
     R"(usage: dtlab-cli bench strategies [--specs DIR] [--only NAME,...]
                                   [--reps R] [--project P.dtlab] [--json]
-  Runs the example comparisons (hetero_2node, hetero_4node, drift, modes_straggler,
-  noniid) from DIR (default: the source tree's resources/specs) with `dtlab-cli run SPEC
+  Runs the example comparisons (hetero_2node, hetero_3node, hetero_4node, drift,
+  modes_straggler, noniid) from DIR (default: the source tree's resources/specs) with `dtlab-cli run SPEC
   --repeats R --quiet --project P` one after another (R default 3), then prints per
   comparison the statistics of its execution (markdown: medians with 95% bootstrap
   intervals over the repetitions, as `dtlab-cli compare` shows them) and the claims: a
