@@ -14,6 +14,7 @@
 #include "app/args.h"
 #include "core/spec/experiment_spec.h"
 #include "core/spec/settings.h"
+#include "remote/bench/bench_all.h"
 #include "remote/bench/bench_allreduce.h"
 #include "remote/bench/bench_common.h"
 #include "remote/bench/bench_core.h"
@@ -65,6 +66,13 @@ constexpr const char* kBenchUsage =
       samples (default 20000) on the host, one thread, as a worker makes them, and with
       --device by that GPU's sample source into its memory (the same generator), both
       timed here, repetitions interleaved; medians and the ratio.
+  bench all [--quick] [--reference torch|none] [--json]
+      Every benchmark with a reference, one after another, each as its own command
+      runs it (reports on stderr): core at the default shape and at 2-64x2-2 batch 64,
+      train on 2 local nodes, allreduce, store; then one table on stdout of the
+      headline figures, DTLab's and the reference's, their ratio, the target the
+      issue holds it to and whether it is met, with the machine and its load
+      average. --quick: fewer repetitions, sizes and rank counts (a few minutes).
   bench strategies [--specs DIR] [--only NAME,...] [--reps R] [--project P.dtlab] [--json]
       The example comparisons of resources/specs (hetero_2node, hetero_3node, hetero_4node,
       drift, modes_straggler, noniid), each one execution of R repetitions (default 3), as
@@ -320,6 +328,18 @@ int benchStrategies(const std::vector<std::string>& argv) {
   return 0;
 }
 
+int benchAll(const std::vector<std::string>& argv) {
+  const Args args(argv, {"--reference"}, {"--quick", "--json"});
+  noPositionals(args);
+  bench::AllBenchOptions options;
+  options.quick = args.has("--quick");
+  options.reference = wantsReference(args);
+  // Each benchmark's own report goes to stderr as it measures; the table to stdout.
+  const bench::AllBenchResult result = bench::runAllBench(options, stdout, stderr);
+  printJson(args, result.json);
+  return result.json.value("wrong", int64_t{0}) == 0 ? 0 : 1;
+}
+
 bool wantsHelp(const std::vector<std::string>& argv) {
   return std::any_of(argv.begin(), argv.end(), [](const std::string& a) {
     return a == "--help" || a == "-h" || a == "help";
@@ -335,8 +355,9 @@ int dispatch(const std::string& what, const std::vector<std::string>& rest) {
   if (what == "store") return benchStore(rest);
   if (what == "data") return benchData(rest);
   if (what == "strategies") return benchStrategies(rest);
+  if (what == "all") return benchAll(rest);
   throw UsageError("bench: unknown benchmark '" + what +
-                   "' (expected core, train, allreduce, store, data or strategies)");
+                   "' (expected core, train, allreduce, store, data, strategies or all)");
 }
 
 }  // namespace

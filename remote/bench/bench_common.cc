@@ -1,12 +1,20 @@
 #include "remote/bench/bench_common.h"
 
 #include <chrono>
+#include <ctime>
 #include <fstream>
 #include <thread>
 
 #include "core/backend/cpu_backend.h"
 
 namespace dtlab::bench {
+
+std::string utcNow() {
+  const std::time_t now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  return text;
+}
 
 std::string machineDescription() {
   std::string model = "unknown CPU", family, number;

@@ -19,6 +19,9 @@ class OptionError : public Error {
 // benchmark, since the figures mean little without it (and this machine may be shared).
 std::string machineDescription();
 
+// "2026-12-03 06:24 UTC": when a benchmark's figures were measured.
+std::string utcNow();
+
 // The idle threads of the side that just ran may still spin for a while (OpenMP pools,
 // OpenBLAS's workers); the next side's repetition starts after they have gone to sleep.
 void settle();

@@ -30,8 +30,8 @@ namespace dtlab::bench {
 namespace {
 
 // The comparisons and what the issue claims for them.
-constexpr const char* kSpecs[] = {"hetero_2node", "hetero_3node", "hetero_4node", "drift",
-                                  "modes_straggler", "noniid"};
+constexpr const char* kSpecs[] = {"hetero_2node", "hetero_3node",    "hetero_4node",
+                                  "drift",        "modes_straggler", "noniid"};
 
 std::string quoted(const std::string& s) {
   std::string out = "'";
@@ -98,15 +98,15 @@ constexpr ClaimRule kClaims[] = {
     {"hetero_2node", "speed_proportional reaches the target sooner than equal (x)", "equal",
      "speed_proportional", "time_to_target_s", 2.2},
     // Adding the slow node pays at all (the ideal for speeds 1 and 0.25 is 1.25x).
-    {"hetero_2node", "speed_proportional reaches the target sooner than one_node (x)",
-     "one_node", "speed_proportional", "time_to_target_s", 1.0},
+    {"hetero_2node", "speed_proportional reaches the target sooner than one_node (x)", "one_node",
+     "speed_proportional", "time_to_target_s", 1.0},
     {"hetero_2node", "speed_proportional samples/s over equal's (x)", "speed_proportional", "equal",
      "samples_per_s", 2.0},
     {"hetero_2node", "speed_proportional's lowest worker utilisation", "speed_proportional",
      nullptr, kLowestUtilization, 0.85},
     // Three nodes whose all-reduce takes about as long as their compute: the step's speed-up.
-    {"hetero_3node", "speed_proportional samples/s over equal's (x)", "speed_proportional",
-     "equal", "samples_per_s", 1.25},
+    {"hetero_3node", "speed_proportional samples/s over equal's (x)", "speed_proportional", "equal",
+     "samples_per_s", 1.25},
     {"drift", "speed_proportional reaches the target sooner than equal (x)", "equal",
      "speed_proportional", "time_to_target_s", 1.5},
     {"drift", "speed_proportional samples/s over equal's (x)", "speed_proportional", "equal",
@@ -150,13 +150,6 @@ void measureFigure(const ClaimRule& rule, const nlohmann::json& summaries,
   for (const auto& [repetition, value] : byRepetition) claim.repetitions.push_back(value);
   if (!claim.repetitions.empty())
     claim.measured = core::bootstrapMedian(claim.repetitions, bootstrap);
-}
-
-std::string today() {
-  const std::time_t now = std::time(nullptr);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
-  return text;
 }
 
 }  // namespace
@@ -247,7 +240,7 @@ nlohmann::json toJson(const StrategiesBenchResult& result) {
 }
 
 void writeReport(const StrategiesBenchResult& result, std::ostream& out) {
-  out << "Measured " << today() << " by `dtlab-cli bench strategies --reps " << result.repetitions
+  out << "Measured " << utcNow() << " by `dtlab-cli bench strategies --reps " << result.repetitions
       << "`; " << result.machine << "; project " << result.project
       << " (one execution per comparison: `dtlab-cli compare " << result.project << " NAME`).\n\n"
       << result.table;
