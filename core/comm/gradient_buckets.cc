@@ -54,6 +54,8 @@ GradientBuckets::GradientBuckets(Communicator& comm, float* grads, int64_t count
   std::sort(bucketsByPosition_.begin(), bucketsByPosition_.end(),
             [&](int a, int b) { return buckets_[a].begin < buckets_[b].begin; });
   readyElements_.assign(buckets_.size(), 0);
+  bucketSeconds_.assign(buckets_.size(), 0.0);
+  lastBucketSeconds_.assign(buckets_.size(), 0.0);
 
   comm_.prepareFences(static_cast<int>(buckets_.size()));
   if (!buckets_.empty()) thread_ = std::thread([this] { communicationLoop(); });
@@ -110,6 +112,7 @@ void GradientBuckets::waitAll() {
                  [&] { return error_ || reducedBuckets_ == static_cast<int>(buckets_.size()); });
   if (error_) std::rethrow_exception(error_);
   lastCommSeconds_ = commSeconds_;
+  std::copy(bucketSeconds_.begin(), bucketSeconds_.end(), lastBucketSeconds_.begin());
   lastExposedSeconds_ = std::chrono::duration<double>(Clock::now() - start).count();
   commSeconds_ = 0.0;
   std::fill(readyElements_.begin(), readyElements_.end(), 0);
@@ -148,6 +151,7 @@ void GradientBuckets::communicationLoop() {
       {
         std::lock_guard lock(mutex_);
         commSeconds_ += seconds;
+        bucketSeconds_[i] = seconds;
         done = ++reducedBuckets_ == static_cast<int>(buckets_.size());
       }
       if (done) stepDone_.notify_all();

@@ -67,6 +67,9 @@ class GradientBuckets {
   // seconds waitAll() blocked (the communication the backward pass did not hide).
   double lastCommSeconds() const { return lastCommSeconds_; }
   double lastExposedSeconds() const { return lastExposedSeconds_; }
+  // Of the last completed step: each bucket's all-reduce in seconds, in bucket order (on the
+  // rank whose backward ends last, the communication alone: its peers were ready before it).
+  const std::vector<double>& lastBucketSeconds() const { return lastBucketSeconds_; }
 
  private:
   void communicationLoop();
@@ -91,6 +94,8 @@ class GradientBuckets {
   std::exception_ptr error_;
   double lastCommSeconds_ = 0.0;
   double lastExposedSeconds_ = 0.0;
+  std::vector<double> bucketSeconds_;  // this step's, per bucket
+  std::vector<double> lastBucketSeconds_;
   std::thread thread_;
 };
 

@@ -31,9 +31,29 @@ double finiteOrZero(double v) {
   return std::isfinite(v) && v > 0.0 ? v : 0.0;
 }
 
-// What a rank costs before its first sample: its fixed part and tail.
-double baseMs(const RankCost& c) {
-  return finiteOrZero(c.fixedMs) + finiteOrZero(c.tailMs);
+double fraction(double v) {
+  return std::isfinite(v) ? std::clamp(v, 0.0, 1.0) : 1.0;
+}
+
+// The step bound of a rank with `count` samples (speed in samples per ms).
+double boundMs(const RankCost& c, double speed, double count) {
+  const double compute = count / speed;
+  return finiteOrZero(c.fixedMs) +
+         std::max(compute + finiteOrZero(c.tailMs),
+                  fraction(c.halfFraction) * compute + finiteOrZero(c.commAfterHalfMs));
+}
+
+// The most samples a rank can take and keep its bound at `level` (0 when even none exceed
+// it): the bound is increasing and piecewise linear in the count.
+double samplesWithin(const RankCost& c, double speed, double level) {
+  const double room = level - finiteOrZero(c.fixedMs);
+  double samples = speed * (room - finiteOrZero(c.tailMs));
+  const double half = fraction(c.halfFraction);
+  if (half > 0.0)
+    samples = std::min(samples, speed * (room - finiteOrZero(c.commAfterHalfMs)) / half);
+  else if (room < finiteOrZero(c.commAfterHalfMs))
+    samples = 0.0;
+  return std::max(0.0, samples);
 }
 
 double median(std::vector<double> v) {
@@ -52,7 +72,7 @@ double expectedStepMs(const std::vector<RankCost>& costs, const std::vector<int6
   const std::vector<double> speeds = speedsPerMs(costs);
   double step = 0.0;
   for (std::size_t r = 0; r < costs.size(); ++r)
-    step = std::max(step, baseMs(costs[r]) + static_cast<double>(counts[r]) / speeds[r]);
+    step = std::max(step, boundMs(costs[r], speeds[r], static_cast<double>(counts[r])));
   return step;
 }
 
@@ -60,29 +80,31 @@ ShareProposal balancedCounts(const std::vector<RankCost>& costs, int64_t global)
   DTLAB_ENFORCE(!costs.empty() && global >= 1, "cannot split a batch of ", global, " over ",
                 costs.size(), " workers");
   const std::vector<double> speeds = speedsPerMs(costs);
-  // Water filling: the ranks in order of their base cost join while they start below the
-  // level, the level where the joined ranks' slices add up to the batch.
-  std::vector<std::size_t> order(costs.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return baseMs(costs[a]) < baseMs(costs[b]);
-  });
-  double weighted = 0.0;  // sum of speed * base over the joined ranks
-  double speedSum = 0.0;
-  double level = 0.0;
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    const std::size_t r = order[i];
-    if (i > 0 && baseMs(costs[r]) >= level) break;
-    weighted += speeds[r] * baseMs(costs[r]);
-    speedSum += speeds[r];
-    level = (static_cast<double>(global) + weighted) / speedSum;
+  // Water filling: the level at which the samples the ranks can take add up to the batch,
+  // by bisection between a level no rank's samples reach (the lowest bound with none) and
+  // one the fastest rank alone reaches with the whole batch.
+  const auto total = [&](double level) {
+    double sum = 0.0;
+    for (std::size_t r = 0; r < costs.size(); ++r) sum += samplesWithin(costs[r], speeds[r], level);
+    return sum;
+  };
+  double low = boundMs(costs[0], speeds[0], 0.0);
+  double high = boundMs(costs[0], speeds[0], static_cast<double>(global));
+  for (std::size_t r = 1; r < costs.size(); ++r) {
+    low = std::min(low, boundMs(costs[r], speeds[r], 0.0));
+    high = std::min(high, boundMs(costs[r], speeds[r], static_cast<double>(global)));
+  }
+  for (int i = 0; i < 200 && low < high; ++i) {
+    const double mid = low + (high - low) / 2.0;
+    if (mid <= low || mid >= high) break;
+    (total(mid) < static_cast<double>(global) ? low : high) = mid;
   }
   std::vector<double> exact(costs.size());
   ShareProposal p;
   p.counts.assign(costs.size(), 0);
   int64_t sum = 0;
   for (std::size_t r = 0; r < costs.size(); ++r) {
-    exact[r] = std::max(0.0, speeds[r] * (level - baseMs(costs[r])));
+    exact[r] = samplesWithin(costs[r], speeds[r], high);
     p.counts[r] = std::min(global, static_cast<int64_t>(std::floor(exact[r])));
     sum += p.counts[r];
   }
@@ -114,7 +136,16 @@ LeaveOutProposal leaveOutProposal(const std::vector<RankCost>& costs, int64_t gl
     std::vector<RankCost> rest;
     for (std::size_t r = 0; r < costs.size(); ++r)
       if (r != out) rest.push_back(costs[r]);
-    if (rest.size() == 1) rest[0].tailMs = 0.0;  // one rank left reduces nothing
+    const double p = static_cast<double>(costs.size());
+    const double q = static_cast<double>(rest.size());
+    for (RankCost& c : rest) {
+      if (rest.size() == 1) {  // one rank left reduces nothing
+        c.tailMs = 0.0;
+        c.commAfterHalfMs = 0.0;
+      } else {  // a ring moves 2(q-1)/q of the gradient per rank instead of 2(p-1)/p
+        c.commAfterHalfMs *= (q - 1.0) / q * p / (p - 1.0);
+      }
+    }
     const double without = balancedCounts(rest, global).stepMs;
     if (without * (1.0 + minGain) <= with && (best.rank < 0 || without < best.stepMs))
       best = {static_cast<int>(out), without};
@@ -138,26 +169,35 @@ void StepCostWindow::add(const std::vector<int64_t>& counts,
 std::vector<RankCost> StepCostWindow::takeCosts() {
   const std::size_t world = speeds_.size();
   std::vector<RankCost> costs(world);
-  std::vector<double> tails;  // the group's tail: the last rank's
-  std::vector<std::vector<double>> speeds(world), fixed(world), tailsAsLast(world);
+  // Per rank: speeds, fixed parts and half fractions of its steps; the last rank's
+  // communication, per step and per rank when it was the last.
+  std::vector<std::vector<double>> speeds(world), fixed(world), halves(world);
+  std::vector<std::vector<double>> tailsAsLast(world), commAsLast(world);
+  std::vector<double> tails, comms;
   for (const Step& s : steps_) {
     std::size_t last = 0;
     for (std::size_t r = 0; r < world; ++r) {
       const RankStepTimes& t = s.times[r];
       if (t.readyMs > s.times[last].readyMs) last = r;
-      fixed[r].push_back(std::max(0.0, t.readyMs - t.computeMs));
-      if (s.counts[r] > 0 && t.computeMs > 0.0)
+      const double fixedMs = std::max(0.0, t.readyMs - t.computeMs);
+      fixed[r].push_back(fixedMs);
+      if (s.counts[r] > 0 && t.computeMs > 0.0) {
         speeds[r].push_back(static_cast<double>(s.counts[r]) * 1e3 / t.computeMs);
+        halves[r].push_back(fraction((t.halfMs - fixedMs) / t.computeMs));
+      }
     }
-    tails.push_back(tailMs(s.times, last));
+    tails.push_back(s.times[last].lastBucketMs);
+    comms.push_back(s.times[last].commAfterHalfMs);
     tailsAsLast[last].push_back(tails.back());
+    commAsLast[last].push_back(comms.back());
   }
-  const double groupTail = median(tails);
   for (std::size_t r = 0; r < world; ++r) {
     if (!speeds[r].empty()) speeds_[r] = median(speeds[r]);
     costs[r].samplesPerS = speeds_[r];
     costs[r].fixedMs = median(fixed[r]);
-    costs[r].tailMs = tailsAsLast[r].empty() ? groupTail : median(tailsAsLast[r]);
+    costs[r].halfFraction = halves[r].empty() ? 1.0 : median(halves[r]);
+    costs[r].tailMs = median(tailsAsLast[r].empty() ? tails : tailsAsLast[r]);
+    costs[r].commAfterHalfMs = median(commAsLast[r].empty() ? comms : commAsLast[r]);
   }
   steps_.clear();
   return costs;

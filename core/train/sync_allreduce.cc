@@ -160,12 +160,21 @@ std::string SyncAllReduce::setUp() {
     options.average = false;  // each rank already scaled its loss by 1/global batch
     buckets_ = std::make_unique<GradientBuckets>(*context_.comm, model.grads(),
                                                  params + controlSlots(), blocks, options);
+    // The bucket in which half of the elements have been handed over.
+    const std::vector<GradientRange>& all = buckets_->buckets();
+    for (int64_t through = 0; halfBucket_ + 1 < all.size(); ++halfBucket_) {
+      through += all[halfBucket_].size();
+      if (2 * through >= params + controlSlots()) break;
+    }
   }
   emulation_ = std::make_unique<ComputeEmulation>(job.node, job.spec.seed, job.rank,
                                                   context_.backend.threads() == 1);
   if (buckets_)
-    emulation_->setNext(
-        [b = buckets_.get()](int64_t begin, int64_t end) { b->markReady(begin, end); });
+    emulation_->setNext([this, params](int64_t begin, int64_t end) {
+      buckets_->markReady(begin, end);
+      handed_ += end - begin;
+      if (!halfAt_ && 2 * handed_ >= params) halfAt_ = Clock::now();
+    });
   std::string detail =
       std::to_string(slice_.count) + " of " + std::to_string(global_) + " samples per step";
   if (options_.speedProportional)
@@ -196,10 +205,12 @@ StepReport SyncAllReduce::step(int64_t step, const Votes& local, Votes& agreed) 
   std::copy(local.values.begin(), local.values.end(), control_.begin());
   if (sendsTimes) {
     float* mine = control_.data() + Votes::kCount + kRankStepTimeSlots * context_.job.rank;
-    mine[0] = static_cast<float>(lastTimes_.computeMs);
-    mine[1] = static_cast<float>(lastTimes_.readyMs);
-    mine[2] = static_cast<float>(lastTimes_.stepMs);
+    const RankStepTimes& t = lastTimes_;
+    for (double v : {t.computeMs, t.readyMs, t.stepMs, t.halfMs, t.commAfterHalfMs, t.lastBucketMs})
+      *mine++ = static_cast<float>(v);
   }
+  handed_ = 0;
+  halfAt_.reset();
   float* control = model.control();
   worker.backend().upload(control, control_.data(), controlSlots());
   if (buckets_) buckets_->markReady(params, params + controlSlots());
@@ -229,7 +240,7 @@ StepReport SyncAllReduce::step(int64_t step, const Votes& local, Votes& agreed) 
     std::vector<RankStepTimes> times;
     for (int rank = 0; rank < context_.job.world; ++rank) {
       const float* t = control_.data() + Votes::kCount + kRankStepTimeSlots * rank;
-      times.push_back({t[0], t[1], t[2]});
+      times.push_back({t[0], t[1], t[2], t[3], t[4], t[5]});
     }
     const bool complete = std::all_of(times.begin(), times.end(),
                                       [](const RankStepTimes& t) { return t.stepMs > 0.0; });
@@ -243,7 +254,15 @@ StepReport SyncAllReduce::step(int64_t step, const Votes& local, Votes& agreed) 
   // the slice; the update and whatever ran between the steps (an evaluation, a checkpoint) do
   // not. The first step counts from its own start.
   const Clock::time_point from = lastStep_ == step - 1 ? lastEnd_ : t1;
-  lastTimes_ = {msBetween(t1, t2), msBetween(from, t2), msBetween(from, t3)};
+  lastTimes_ = {msBetween(t1, t2), msBetween(from, t2), msBetween(from, t3),
+                msBetween(from, halfAt_.value_or(t2))};
+  if (buckets_) {
+    const std::vector<double>& seconds = buckets_->lastBucketSeconds();
+    lastTimes_.commAfterHalfMs =
+        1e3 * std::accumulate(seconds.begin() + static_cast<std::ptrdiff_t>(halfBucket_),
+                              seconds.end(), 0.0);
+    lastTimes_.lastBucketMs = 1e3 * seconds.back();
+  }
   lastCounts_ = counts_;
   lastStep_ = step;
   lastEnd_ = t3;
@@ -285,25 +304,36 @@ void SyncAllReduce::rebalance(int64_t step) {
   const std::vector<RankCost> costs = window_->takeCosts();
   const ShareProposal proposal = balancedCounts(costs, global_);
   const LeaveOutProposal leave = leaveOutProposal(costs, global_);
-  const bool move = outsideDeadBand(counts_, proposal.counts, kShareDeadBand);
+  // The model's step for the current shares against the one measured: what the model does
+  // not see (wake-ups, latencies) is added to what it expects of other shares.
+  const double model = expectedStepMs(costs, counts_);
+  const double unseen = measured - model;
+  const bool move = outsideDeadBand(counts_, proposal.counts, kShareDeadBand) &&
+                    proposal.stepMs < model * (1.0 - kMinExpectedGain);
   if (!move && leave.rank == advisedLeaveOut_) return;
-  std::vector<double> speeds, fixed, tails;
+  std::vector<double> speeds, fixed, tails, comms, halves;
   for (const RankCost& c : costs) {
     speeds.push_back(c.samplesPerS);
     fixed.push_back(c.fixedMs);
     tails.push_back(c.tailMs);
+    comms.push_back(c.commAfterHalfMs);
+    halves.push_back(100.0 * c.halfFraction);
   }
-  std::string detail = "shares " + formatShares(counts_) +
-                       (move ? " -> " + formatShares(proposal.counts) : " kept") + " (measured " +
-                       listText(speeds, 0) + " samples/s, fixed " + listText(fixed, 1) +
-                       " ms, tail " + listText(tails, 1) + " ms); step " + msText(measured) +
-                       " measured, " + msText(expectedStepMs(costs, counts_)) + " expected";
-  if (move) detail += ", " + msText(proposal.stepMs) + " expected with the new shares";
+  std::string detail = "shares " + formatShares(counts_);
+  detail += move ? " -> " + formatShares(proposal.counts) : std::string(" kept");
+  detail += " (measured " + listText(speeds, 0) + " samples/s, fixed " + listText(fixed, 1) +
+            " ms, half the gradient handed over at " + listText(halves, 0) +
+            "% of the compute, its second half reduced in " + listText(comms, 1) +
+            " ms, the last bucket in " + listText(tails, 1) + " ms); step " + msText(measured) +
+            " measured (the model: " + msText(model) + ")";
+  if (move) detail += ", " + msText(proposal.stepMs + unseen) + " expected with the new shares";
   if (leave.rank >= 0) {
     char gain[32];
-    std::snprintf(gain, sizeof(gain), "%.2fx", proposal.stepMs / leave.stepMs);
+    std::snprintf(gain, sizeof(gain), "%.2fx",
+                  (proposal.stepMs + unseen) / (leave.stepMs + unseen));
     detail += "; without rank " + std::to_string(leave.rank) + " the others are expected at " +
-              msText(leave.stepMs) + " a step (" + gain + "): leaving it out of the cluster pays";
+              msText(leave.stepMs + unseen) + " a step (" + gain +
+              "): leaving it out of the cluster pays";
   }
   context_.event(step, "rebalance", detail);
   advisedLeaveOut_ = leave.rank;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 
 #include "core/train/compute_emulation.h"
 #include "core/train/speed_shares.h"
@@ -79,6 +80,11 @@ class SyncAllReduce final : public Strategy {
   std::vector<int64_t> lastCounts_;
   int64_t lastStep_ = -1;
   std::chrono::steady_clock::time_point lastEnd_;
+  // When backward had handed over half of this step's gradient (handed_: floats so far), and
+  // the first bucket of the second half (buckets are reduced in the order they are handed).
+  int64_t handed_ = 0;
+  std::optional<std::chrono::steady_clock::time_point> halfAt_;
+  std::size_t halfBucket_ = 0;
 };
 
 // sync_allreduce's descriptor (strategy_registry.cc lists it).

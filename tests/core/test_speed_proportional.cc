@@ -279,20 +279,49 @@ class TestSpeedProportional : public QObject {
     QCOMPARE(leaveOutProposal({{1000.0, 0.0, 17.0}, {250.0, 0.0, 17.0}}, 100).rank, -1);
   }
 
+  // Where the all-reduce cannot keep up, the step ends the second half's communication after
+  // the last rank handed half its gradient over, and balancing the compute gains only the
+  // part of it before that point.
+  void countsRespectAnAllReduceBoundStep() {
+    // Equal ranks at 1 sample/ms, half the gradient handed over at half the compute, its
+    // second half reduced in 80 ms: 50 samples each end at max(50 + 1, 25 + 80) = 105 ms.
+    const std::vector<RankCost> bound = {{1000.0, 0.0, 1.0, 0.5, 80.0},
+                                         {1000.0, 0.0, 1.0, 0.5, 80.0}};
+    const ShareProposal p = balancedCounts(bound, 100);
+    QCOMPARE(p.counts, (std::vector<int64_t>{50, 50}));
+    QCOMPARE(p.stepMs, 105.0);
+    QCOMPARE(expectedStepMs(bound, {70, 30}), 115.0);  // 35 + 80
+    // Without it, the compute bound: max(70 + 1, 35 + 10) = 71.
+    QCOMPARE(
+        expectedStepMs({{1000.0, 0.0, 1.0, 0.5, 10.0}, {1000.0, 0.0, 1.0, 0.5, 10.0}}, {70, 30}),
+        71.0);
+    // Three ranks, 90 samples, 60 ms after the half: 30 each end at 15 + 60 = 75 ms. Two move
+    // 2(2-1)/2 of the gradient against 2(3-1)/3, so 45 ms: 45 each end at 22.5 + 45 = 67.5 ms,
+    // more than 5% sooner.
+    const std::vector<RankCost> three(3, RankCost{1000.0, 0.0, 0.0, 0.5, 60.0});
+    QCOMPARE(balancedCounts(three, 90).stepMs, 75.0);
+    const LeaveOutProposal out = leaveOutProposal(three, 90);
+    QCOMPARE(out.rank, 0);
+    QCOMPARE(out.stepMs, 67.5);
+  }
+
   // Every rank's times of a step give each its tail (its wait after the last backward ended)
-  // and, over a window, each rank's speed, fixed part and tail as the last to finish.
+  // and, over a window, each rank's speed, fixed part, when it hands half its gradient over,
+  // and its communication as the last to finish.
   void stepTimesGiveTheCostsAndTails() {
     // Rank 1 finishes last at 50 ms; the all-reduce ends at 58 ms.
-    const std::vector<RankStepTimes> a = {{30.0, 35.0, 58.0}, {45.0, 50.0, 58.0}};
+    const std::vector<RankStepTimes> a = {{30.0, 35.0, 58.0, 25.0, 6.0, 1.0},
+                                          {45.0, 50.0, 58.0, 35.0, 8.0, 2.0}};
     QCOMPARE(tailMs(a, 0), 8.0);
     QCOMPARE(tailMs(a, 1), 8.0);
     StepCostWindow window(2);
     QVERIFY(window.empty());
     // Three steps at 60 + 20 samples; an evaluation stretches rank 0's third (the median
-    // leaves it out); rank 0 is last once, with a tail of 4 ms.
+    // leaves it out), and makes it the last that step.
     window.add({60, 20}, a);
-    window.add({60, 20}, {{30.0, 35.0, 59.0}, {45.0, 50.0, 60.0}});
-    window.add({60, 20}, {{30.0, 135.0, 139.0}, {45.0, 50.0, 139.0}});
+    window.add({60, 20}, {{30.0, 35.0, 59.0, 25.0, 6.0, 1.0}, {45.0, 50.0, 60.0, 35.0, 10.0, 4.0}});
+    window.add({60, 20},
+               {{30.0, 135.0, 139.0, 125.0, 3.0, 0.5}, {45.0, 50.0, 139.0, 35.0, 20.0, 9.0}});
     QCOMPARE(window.measuredStepMs(), 59.5);
     std::vector<RankCost> costs = window.takeCosts();
     QVERIFY(window.empty());
@@ -300,15 +329,22 @@ class TestSpeedProportional : public QObject {
     QCOMPARE(costs[1].samplesPerS, 20.0 * 1000.0 / 45.0);
     QCOMPARE(costs[0].fixedMs, 5.0);
     QCOMPARE(costs[1].fixedMs, 5.0);
-    QCOMPARE(costs[0].tailMs, 4.0);
-    QCOMPARE(costs[1].tailMs, 9.0);  // the median of 8 and 10
-    // A rank with no samples in a window keeps its last speed; one never last takes the
-    // window's tail.
-    window.add({80, 0}, {{40.0, 45.0, 50.0}, {0.5, 5.5, 50.0}});
+    QCOMPARE(costs[0].halfFraction, 20.0 / 30.0);
+    QCOMPARE(costs[1].halfFraction, 30.0 / 45.0);
+    // Communication as the last: rank 0 once, rank 1 twice (medians of 2 and 4, 8 and 10).
+    QCOMPARE(costs[0].tailMs, 0.5);
+    QCOMPARE(costs[0].commAfterHalfMs, 3.0);
+    QCOMPARE(costs[1].tailMs, 3.0);
+    QCOMPARE(costs[1].commAfterHalfMs, 9.0);
+    // A rank with no samples in a window keeps its last speed and hands over at once; one
+    // never last takes the communication of the window's last ranks.
+    window.add({80, 0}, {{40.0, 45.0, 50.0, 30.0, 2.0, 0.5}, {0.5, 5.5, 50.0, 5.5, 3.0, 1.0}});
     costs = window.takeCosts();
     QCOMPARE(costs[0].samplesPerS, 2000.0);
     QCOMPARE(costs[1].samplesPerS, 20.0 * 1000.0 / 45.0);
-    QCOMPARE(costs[1].tailMs, 5.0);
+    QCOMPARE(costs[1].halfFraction, 1.0);
+    QCOMPARE(costs[1].tailMs, 0.5);
+    QCOMPARE(costs[1].commAfterHalfMs, 2.0);
   }
 
   // Each slice's gradient is scaled by 1/global batch, i.e. weighted by its share: summed
