@@ -16,11 +16,6 @@ class TestBenchAll : public QObject {
   Q_OBJECT
  private slots:
   void everyBenchmarkGivesItsRowsWithTheirReference() {
-#if defined(__SANITIZE_ADDRESS__)
-    // Minutes of benchmarks under the sanitizer would measure nothing; the normal build runs
-    // this (the flag check below runs in both).
-    QSKIP("bench all runs its benchmarks in the normal build only");
-#endif
     QProcess cli;
     cli.start(kCli, {"bench", "all", "--quick", "--reference", "none", "--json"});
     QVERIFY(cli.waitForFinished(600000));
