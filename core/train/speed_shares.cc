@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/common/check.h"
+#include "core/common/statistics.h"
 
 namespace dtlab::core {
 
@@ -54,14 +55,6 @@ double samplesWithin(const RankCost& c, double speed, double level) {
   else if (room < finiteOrZero(c.commAfterHalfMs))
     samples = 0.0;
   return std::max(0.0, samples);
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  if (v.size() % 2 == 1) return *mid;
-  return (*mid + *std::max_element(v.begin(), mid)) / 2.0;
 }
 
 }  // namespace
@@ -167,6 +160,7 @@ void StepCostWindow::add(const std::vector<int64_t>& counts,
 }
 
 std::vector<RankCost> StepCostWindow::takeCosts() {
+  DTLAB_ENFORCE(!steps_.empty(), "no step times to fit costs to");
   const std::size_t world = speeds_.size();
   std::vector<RankCost> costs(world);
   // Per rank: speeds, fixed parts and half fractions of its steps; the last rank's
@@ -204,6 +198,7 @@ std::vector<RankCost> StepCostWindow::takeCosts() {
 }
 
 double StepCostWindow::measuredStepMs() const {
+  DTLAB_ENFORCE(!steps_.empty(), "no step times measured");
   std::vector<double> steps;
   for (const Step& s : steps_) {
     double sum = 0.0;

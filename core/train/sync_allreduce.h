@@ -26,10 +26,11 @@ class GradientBuckets;
 //
 // Partition `equal`: near-equal slices. `speed_proportional`: slices start equal; after a
 // warm-up of kWarmupSteps, then every rebalance_every steps, every rank fits the same cost
-// model to the steps since the last rebalance (each rank's speed, fixed part and tail:
-// StepCostWindow) and moves to the slices with the shortest expected step (balancedCounts:
-// a rank may get none), unless no slice would move by more than the dead band. Each move is
-// a `rebalance` event with the measured and the expected step; so is the first advice to
+// model to the steps since the last rebalance (each rank's speed, fixed part, when it hands
+// half its gradient over and its communication: StepCostWindow) and moves to the slices with
+// the shortest expected step (balancedCounts: a rank may get none), unless no slice would
+// move by more than the dead band or the model expects less than kMinExpectedGain. Each move
+// is a `rebalance` event with the measured and the expected step; so is the first advice to
 // leave a rank out of the cluster when the model expects the others to be faster without it.
 struct SyncAllReduceOptions {
   int64_t bucketKb = 0;            // gradient bucket size; 0: from the group's measured all-reduce

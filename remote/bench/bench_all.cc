@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/comm/allreduce_tuning.h"
 #include "core/store/store_bench.h"
 #include "remote/bench/bench_allreduce.h"
 #include "remote/bench/bench_common.h"
@@ -24,12 +25,6 @@ constexpr int64_t kLargeMessage = int64_t{16} << 20;
 std::optional<double> referenceRate(const nlohmann::json& json) {
   if (!json.contains("reference") || !json["reference"].is_object()) return std::nullopt;
   return json["reference"].value("samples_per_s", 0.0);
-}
-
-std::string sizeText(int64_t bytes) {
-  if (bytes >= (int64_t{1} << 20) && bytes % (int64_t{1} << 20) == 0)
-    return std::to_string(bytes >> 20) + " MiB";
-  return std::to_string(bytes >> 10) + " KiB";
 }
 
 // Samples/s of the step and its share of the best sgemm rate at one shape.
@@ -67,17 +62,18 @@ void allReduceRows(const AllReduceBenchResult& r, std::vector<AllBenchRow>& rows
         worstTcp = &row;
     }
     const std::string ranks = std::to_string(nodes) + " ranks";
-    rows.push_back({"allreduce",
-                    "busbw, " + ranks + ", " + sizeText(worstGloo->bytes) + " (the worst size)",
-                    worstGloo->busbwGBps, "GB/s", "best Gloo (" + worstGloo->bestGloo + ")",
-                    worstGloo->bestGlooBusbwGBps,
-                    worstGloo->busbwGBps / worstGloo->bestGlooBusbwGBps, kGlooRatioTarget});
+    rows.push_back(
+        {"allreduce",
+         "busbw, " + ranks + ", " + core::byteSizeText(worstGloo->bytes) + " (the worst size)",
+         worstGloo->busbwGBps, "GB/s", "best Gloo (" + worstGloo->bestGloo + ")",
+         worstGloo->bestGlooBusbwGBps, worstGloo->busbwGBps / worstGloo->bestGlooBusbwGBps,
+         kGlooRatioTarget});
     if (worstTcp != nullptr)
-      rows.push_back(
-          {"allreduce",
-           "busbw, " + ranks + ", " + sizeText(worstTcp->bytes) + " (the worst from 16 MiB)",
-           worstTcp->busbwGBps, "GB/s", "TCP stream", worstTcp->tcpStreamGBps,
-           worstTcp->busbwGBps / worstTcp->tcpStreamGBps, kTcpShareTarget});
+      rows.push_back({"allreduce",
+                      "busbw, " + ranks + ", " + core::byteSizeText(worstTcp->bytes) +
+                          " (the worst from 16 MiB)",
+                      worstTcp->busbwGBps, "GB/s", "TCP stream", worstTcp->tcpStreamGBps,
+                      worstTcp->busbwGBps / worstTcp->tcpStreamGBps, kTcpShareTarget});
   }
 }
 
