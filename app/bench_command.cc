@@ -47,14 +47,17 @@ constexpr const char* kBenchUsage =
       medians, ratio. --tls: the daemons serve mutual TLS, against the same run in
       plain text (the cost of TLS).
   bench allreduce [--local-nodes N,...] [--bytes S,...] [--reps R] [--warmup W]
-                  [--algorithm auto|own|gloo_allreduce|...] [--json]
+                  [--algorithm auto|own|gloo_allreduce|shm|...] [--transport auto|tcp]
+                  [--json]
       All-reduce between N local processes (default 2,3,4) of S bytes (default
       64K,256K,1M,4M,16M,64M; K, M, G suffixes): DTLab's choice after its tuning
       pass against each of Gloo's algorithms built once on the same buffer, wall
       clock between barriers, repetitions interleaved; one table row per N and S:
       busbw of every side, the ratio to the best Gloo algorithm, a plain TCP stream
       of S bytes and DTLab's share of it, wrong elements. --algorithm forces
-      DTLab's side to one algorithm (default auto: the tuned choice).
+      DTLab's side to one algorithm (default auto: the tuned choice). --transport
+      tcp keeps DTLab's groups off shared memory, as ranks on separate hosts are
+      (default auto: these ranks share a host, so shared memory is a candidate).
   bench store [--points N] [--workers W] [--ingest-reps I] [--query-points N]
               [--buckets B] [--reps R] [--reference rows|none] [--dir D] [--json]
       Project store: ingest points/s through its appender into a fresh file (N
@@ -196,12 +199,23 @@ core::AllReduceAlgorithm algorithmFlag(const Args& args) {
   }
 }
 
+// --transport auto|tcp: whether DTLab's groups may use shared memory (ranks on one host).
+bool sharedMemoryFlag(const Args& args) {
+  const std::string transport = args.value("--transport", "auto");
+  if (transport != "auto" && transport != "tcp")
+    throw UsageError("--transport " + transport +
+                     ": expected auto (shared memory where the ranks share a host) or tcp");
+  return transport == "auto";
+}
+
 int benchAllReduce(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--local-nodes", "--bytes", "--reps", "--warmup", "--algorithm"},
+  const Args args(argv,
+                  {"--local-nodes", "--bytes", "--reps", "--warmup", "--algorithm", "--transport"},
                   {"--json"});
   noPositionals(args);
   bench::AllReduceBenchOptions options;
   options.algorithm = algorithmFlag(args);
+  options.sharedMemory = sharedMemoryFlag(args);
   options.nodeCounts.clear();
   for (const int64_t n : args.integers("--local-nodes", {2, 3, 4}, 2, 64))
     options.nodeCounts.push_back(static_cast<int>(n));
@@ -220,10 +234,13 @@ int benchAllReduce(const std::vector<std::string>& argv) {
 
 // Hidden: one rank of `bench allreduce`, started by it.
 int benchAllReduceRank(const std::vector<std::string>& argv) {
-  const Args args(
-      argv, {"--rank", "--world", "--store", "--bytes", "--reps", "--warmup", "--algorithm"}, {});
+  const Args args(argv,
+                  {"--rank", "--world", "--store", "--bytes", "--reps", "--warmup", "--algorithm",
+                   "--transport"},
+                  {});
   bench::AllReduceRankOptions options;
   options.algorithm = algorithmFlag(args);
+  options.sharedMemory = sharedMemoryFlag(args);
   options.rank = static_cast<int>(args.integer("--rank", 0, 0, 1023));
   options.world = static_cast<int>(args.integer("--world", 1, 1, 1024));
   options.storeDir = args.value("--store", "/tmp");

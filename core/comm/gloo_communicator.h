@@ -34,9 +34,11 @@ enum class AllReduceAlgorithm {
   kHalvingDoubling,
   // Gloo's newer gloo::allreduce() (segmented ring over unbound buffers), in place.
   kGlooAllreduce,
+  // Through a shared-memory segment, when every rank is on one host (shm_allreduce.h).
+  kSharedMemory,
 };
 
-// "auto", "own", "ring", "ring_chunked", "halving_doubling", "gloo_allreduce".
+// "auto", "own", "ring", "ring_chunked", "halving_doubling", "gloo_allreduce", "shm".
 std::string_view allReduceAlgorithmName(AllReduceAlgorithm algorithm);
 // Inverse of allReduceAlgorithmName; throws dtlab::Error listing the valid names.
 AllReduceAlgorithm parseAllReduceAlgorithm(std::string_view name);
@@ -56,6 +58,10 @@ struct GlooOptions {
   // How long one collective waits for a peer before failing.
   std::chrono::milliseconds opTimeout{120000};
   AllReduceAlgorithm allReduceAlgorithm = AllReduceAlgorithm::kAuto;
+  // Whether ranks that are all on one host (same boot, network and PID namespaces) may
+  // all-reduce through shared memory (kSharedMemory, a candidate of the tuning pass). False
+  // keeps every collective on TCP, e.g. to measure the network path on one machine.
+  bool sharedMemory = true;
   // Where tuneAllReduce keeps its measurement for later groups of the same hosts (a node
   // daemon's, for its life); null: every group measures. Must outlive the communicator.
   AllReduceTuningCache* tuningCache = nullptr;
@@ -90,11 +96,18 @@ class GlooCommunicator final : public Communicator {
   // connections; kAuto follows the result. With an algorithm forced in the options it measures
   // nothing.
   AllReduceTuning tuneAllReduce(float* scratch, int64_t count) override;
-  // What tuning chooses among: the algorithms whose sums are bit-identical on every rank (so
-  // replicas stay identical): our own, gloo::allreduce and Gloo's halving-doubling. Gloo's
-  // classic ring is not among them (each rank accumulates the buffers in its own order), nor
-  // its chunked ring, which never won in any measurement here.
-  static std::vector<AllReduceAlgorithm> tunedCandidates();
+  // The algorithms whose sums are bit-identical on every rank (so replicas stay identical):
+  // our own, gloo::allreduce, Gloo's halving-doubling and shared memory. Gloo's classic ring
+  // is not among them (each rank accumulates the buffers in its own order), nor its chunked
+  // ring, which never won in any measurement here.
+  static std::vector<AllReduceAlgorithm> bitIdenticalAlgorithms();
+  // What tuning chooses among on this group: bitIdenticalAlgorithms() without shared memory
+  // where the group has none.
+  std::vector<AllReduceAlgorithm> tunedCandidates() const;
+  // Whether this group all-reduces through shared memory when asked to (every rank on one
+  // host, options.sharedMemory); sharedMemoryWhyNot() says why not otherwise.
+  bool hasSharedMemory() const;
+  const std::string& sharedMemoryWhyNot() const;
   int64_t bytesSent() const override;
   int64_t bytesReceived() const override;
 

@@ -43,7 +43,8 @@ void coreRows(const CoreBenchResult& r, const std::string& shape, bool withSgemm
 
 // Per rank count, the size where DTLab fares worst against Gloo's best, and against a TCP
 // stream from 16 MiB on.
-void allReduceRows(const AllReduceBenchResult& r, std::vector<AllBenchRow>& rows) {
+void allReduceRows(const AllReduceBenchResult& r, const std::string& bench,
+                   std::vector<AllBenchRow>& rows) {
   std::vector<int> counts;
   for (const AllReduceBenchRow& row : r.rows)
     if (std::find(counts.begin(), counts.end(), row.nodes) == counts.end())
@@ -63,13 +64,13 @@ void allReduceRows(const AllReduceBenchResult& r, std::vector<AllBenchRow>& rows
     }
     const std::string ranks = std::to_string(nodes) + " ranks";
     rows.push_back(
-        {"allreduce",
+        {bench,
          "busbw, " + ranks + ", " + core::byteSizeText(worstGloo->bytes) + " (the worst size)",
          worstGloo->busbwGBps, "GB/s", "best Gloo (" + worstGloo->bestGloo + ")",
          worstGloo->bestGlooBusbwGBps, worstGloo->busbwGBps / worstGloo->bestGlooBusbwGBps,
          kGlooRatioTarget});
     if (worstTcp != nullptr)
-      rows.push_back({"allreduce",
+      rows.push_back({bench,
                       "busbw, " + ranks + ", " + core::byteSizeText(worstTcp->bytes) +
                           " (the worst from 16 MiB)",
                       worstTcp->busbwGBps, "GB/s", "TCP stream", worstTcp->tcpStreamGBps,
@@ -154,17 +155,23 @@ AllBenchResult runAllBench(const AllBenchOptions& options, std::FILE* out, std::
                          referenceRate(trained.json), trained.ratio, std::nullopt});
   benches["train"] = trained.json;
 
-  // The all-reduce against Gloo's algorithms and a TCP stream.
-  AllReduceBenchOptions allReduce;
-  if (options.quick) {
-    allReduce.nodeCounts = {2};
-    allReduce.sizes = {int64_t{256} << 10, int64_t{16} << 20};
-    allReduce.repetitions = 3;
-    allReduce.warmup = 1;
+  // The all-reduce against Gloo's algorithms and a TCP stream: as local nodes run it (shared
+  // memory among the candidates), and over TCP only, as ranks on separate hosts run it.
+  int64_t wrongElements = 0;
+  for (const bool sharedMemory : {true, false}) {
+    AllReduceBenchOptions allReduce;
+    allReduce.sharedMemory = sharedMemory;
+    if (options.quick) {
+      allReduce.nodeCounts = {2};
+      allReduce.sizes = {int64_t{256} << 10, int64_t{16} << 20};
+      allReduce.repetitions = 3;
+      allReduce.warmup = 1;
+    }
+    const AllReduceBenchResult reduced = runAllReduceBench(allReduce, progress);
+    wrongElements += reduced.wrong;
+    allReduceRows(reduced, sharedMemory ? "allreduce" : "allreduce (tcp)", result.rows);
+    benches[sharedMemory ? "allreduce" : "allreduce_tcp"] = reduced.json;
   }
-  const AllReduceBenchResult reduced = runAllReduceBench(allReduce, progress);
-  allReduceRows(reduced, result.rows);
-  benches["allreduce"] = reduced.json;
 
   // The store against one row per point.
   core::StoreBenchConfig store;
@@ -182,9 +189,9 @@ AllBenchResult runAllBench(const AllBenchOptions& options, std::FILE* out, std::
   std::fprintf(out, "\nMeasured %s by `dtlab-cli bench all%s`; %s.\n\n", started.c_str(),
                options.quick ? " --quick" : "", machine.c_str());
   printTable(result.rows, out);
-  if (reduced.wrong != 0 || stored.wrong != 0)
+  if (wrongElements != 0 || stored.wrong != 0)
     std::fprintf(out, "\nWRONG RESULTS: %lld all-reduce elements, %lld store points or buckets\n",
-                 static_cast<long long>(reduced.wrong), static_cast<long long>(stored.wrong));
+                 static_cast<long long>(wrongElements), static_cast<long long>(stored.wrong));
 
   nlohmann::json rows = nlohmann::json::array();
   for (const AllBenchRow& r : result.rows)
@@ -205,7 +212,7 @@ AllBenchResult runAllBench(const AllBenchOptions& options, std::FILE* out, std::
                  {"quick", options.quick},
                  {"rows", rows},
                  {"benches", benches},
-                 {"wrong", reduced.wrong + stored.wrong}};
+                 {"wrong", wrongElements + stored.wrong}};
   return result;
 }
 

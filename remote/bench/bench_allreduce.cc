@@ -84,7 +84,8 @@ nlohmann::json lastJsonLine(const fs::path& file) {
 
 // Runs every rank of the comparison; returns each rank's JSON line, by rank.
 std::vector<nlohmann::json> measureAllReduce(const fs::path& dir, int nodes, int64_t bytes,
-                                             int warmup, int reps, const std::string& algorithm) {
+                                             int warmup, int reps, const std::string& algorithm,
+                                             bool sharedMemory) {
   const fs::path store = dir / "store";
   fs::create_directories(store);
   std::vector<pid_t> pids;
@@ -92,7 +93,8 @@ std::vector<nlohmann::json> measureAllReduce(const fs::path& dir, int nodes, int
     pids.push_back(spawnSelf(
         {"bench", "allreduce-rank", "--rank", std::to_string(r), "--world", std::to_string(nodes),
          "--store", store.string(), "--bytes", std::to_string(bytes), "--warmup",
-         std::to_string(warmup), "--reps", std::to_string(reps), "--algorithm", algorithm},
+         std::to_string(warmup), "--reps", std::to_string(reps), "--algorithm", algorithm,
+         "--transport", sharedMemory ? "auto" : "tcp"},
         dir / ("out-allreduce-" + std::to_string(r))));
   }
   waitAll(pids, "all-reduce comparison");
@@ -199,8 +201,13 @@ AllReduceBenchResult runAllReduceBench(const AllReduceBenchOptions& options, std
       "  repetitions (after %d untimed), each the wall clock between two barriers around\n"
       "  back-to-back all-reduces, sides interleaved; medians per call; busbw in GB/s (what\n"
       "  each rank's link carries: algbw * 2(n-1)/n); the TCP stream: one direction between two\n"
-      "  processes, the same bytes per message\n",
-      reps, warmup);
+      "  processes, the same bytes per message\n"
+      "  DTLab's transport: %s\n",
+      reps, warmup,
+      options.sharedMemory
+          ? "auto (these ranks share a host, so its choices include shared memory; Gloo's sides "
+            "and the TCP stream use loopback TCP)"
+          : "tcp (shared memory off: what ranks on separate hosts would run)");
   std::fprintf(out, "  %s\n\n", machineDescription().c_str());
   std::fprintf(out,
                "| ranks | bytes | DTLab (its choice) | ring | ring_chunked | halving_doubling | "
@@ -216,9 +223,9 @@ AllReduceBenchResult runAllReduceBench(const AllReduceBenchOptions& options, std
       const fs::path runDir = dir / (std::to_string(nodes) + "-" + std::to_string(bytes));
       fs::create_directories(runDir);
       nlohmann::json sides;
-      const std::vector<nlohmann::json> ranks =
-          measureAllReduce(runDir, nodes, bytes, warmup, reps,
-                           std::string(core::allReduceAlgorithmName(options.algorithm)));
+      const std::vector<nlohmann::json> ranks = measureAllReduce(
+          runDir, nodes, bytes, warmup, reps,
+          std::string(core::allReduceAlgorithmName(options.algorithm)), options.sharedMemory);
       const AllReduceBenchRow row = rowOf(ranks, nodes, tcp, sides);
       std::fprintf(out, "| %d | %s | %.3f (%s) |", nodes, core::byteSizeText(row.bytes).c_str(),
                    row.busbwGBps, row.dtlabAlgorithm.c_str());
@@ -249,6 +256,7 @@ AllReduceBenchResult runAllReduceBench(const AllReduceBenchOptions& options, std
   std::fprintf(out, "\n");
   result.json = {{"bench", "allreduce"},
                  {"machine", machineDescription()},
+                 {"transport", options.sharedMemory ? "auto" : "tcp"},
                  {"repetitions", reps},
                  {"rows", rows},
                  {"wrong", result.wrong}};
@@ -262,6 +270,7 @@ void runAllReduceRank(const AllReduceRankOptions& options, std::FILE* out) {
   gloo::rendezvous::FileStore store(options.storeDir);
   core::GlooOptions gloo;
   gloo.allReduceAlgorithm = options.algorithm;
+  gloo.sharedMemory = options.sharedMemory;
   core::GlooCommunicator comm(store, rank, world, gloo);
   const int64_t count = config.bytes / static_cast<int64_t>(sizeof(float));
   // What a run does when its group forms (the sync strategy tunes up to its gradient's size).

@@ -31,6 +31,9 @@ struct AllReduceBenchOptions {
   // DTLab's side: kAuto runs what the tuning pass chose; another forces that algorithm (to
   // see one algorithm against Gloo's when working on it).
   core::AllReduceAlgorithm algorithm = core::AllReduceAlgorithm::kAuto;
+  // False: DTLab's groups stay on TCP (GlooOptions::sharedMemory), as ranks on separate hosts
+  // would; true: they may all-reduce through shared memory, as local nodes of a run do.
+  bool sharedMemory = true;
 };
 
 // One rank count and size.
@@ -61,6 +64,7 @@ struct AllReduceRankOptions {
   int world = 1;
   std::string storeDir = "/tmp";
   core::AllReduceAlgorithm algorithm = core::AllReduceAlgorithm::kAuto;
+  bool sharedMemory = true;
   core::AllReduceBenchConfig config;
 };
 void runAllReduceRank(const AllReduceRankOptions& options, std::FILE* out);

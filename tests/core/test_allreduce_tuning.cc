@@ -143,7 +143,7 @@ class TestAllReduceTuning : public QObject {
               return "the tuning pass's bytes were counted";
             if (t.sizes.size() != 3) return "expected 3 sizes, got " + choices(t);
             for (const auto& s : t.sizes) {
-              if (s.candidates.size() != GlooCommunicator::tunedCandidates().size())
+              if (s.candidates.size() != comm.tunedCandidates().size())
                 return "expected every candidate";
               for (const auto& c : s.candidates)
                 if (!(c.seconds > 0.0)) return c.algorithm + " was not timed";
@@ -176,7 +176,7 @@ class TestAllReduceTuning : public QObject {
   // group size, on both sides of the one-hop exchange's size limit.
   void everyTunedCandidateGivesEveryRankTheSameBits() {
     gloo::rendezvous::HashStore store;
-    for (AllReduceAlgorithm algorithm : GlooCommunicator::tunedCandidates()) {
+    for (AllReduceAlgorithm algorithm : GlooCommunicator::bitIdenticalAlgorithms()) {
       for (int size : {2, 3, 4}) {
         const std::string name =
             std::string(allReduceAlgorithmName(algorithm)) + "-" + std::to_string(size);

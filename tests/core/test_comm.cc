@@ -135,7 +135,7 @@ class TestComm : public QObject {
   void algorithmNamesRoundTrip() {
     for (auto a : {AllReduceAlgorithm::kAuto, AllReduceAlgorithm::kOwn, AllReduceAlgorithm::kRing,
                    AllReduceAlgorithm::kRingChunked, AllReduceAlgorithm::kHalvingDoubling,
-                   AllReduceAlgorithm::kGlooAllreduce}) {
+                   AllReduceAlgorithm::kGlooAllreduce, AllReduceAlgorithm::kSharedMemory}) {
       QCOMPARE(parseAllReduceAlgorithm(allReduceAlgorithmName(a)), a);
     }
     try {
@@ -152,7 +152,8 @@ class TestComm : public QObject {
                                                      AllReduceAlgorithm::kRing,
                                                      AllReduceAlgorithm::kRingChunked,
                                                      AllReduceAlgorithm::kHalvingDoubling,
-                                                     AllReduceAlgorithm::kGlooAllreduce};
+                                                     AllReduceAlgorithm::kGlooAllreduce,
+                                                     AllReduceAlgorithm::kSharedMemory};
     gloo::rendezvous::HashStore store;  // one store for every group: prefixes keep them apart
     for (int size = 1; size <= 8; ++size) {
       for (AllReduceAlgorithm algorithm : algorithms) {
@@ -201,8 +202,9 @@ class TestComm : public QObject {
     // The per-buffer caches must not mix up buffers of equal size, nor a freed buffer with a
     // new one at the same address.
     gloo::rendezvous::HashStore store;
-    for (AllReduceAlgorithm algorithm : {AllReduceAlgorithm::kOwn, AllReduceAlgorithm::kRing,
-                                         AllReduceAlgorithm::kHalvingDoubling}) {
+    for (AllReduceAlgorithm algorithm :
+         {AllReduceAlgorithm::kOwn, AllReduceAlgorithm::kRing, AllReduceAlgorithm::kHalvingDoubling,
+          AllReduceAlgorithm::kSharedMemory}) {
       Failures failures;
       runGroup(store, 3,
                optionsFor(std::string("repeat-") + std::string(allReduceAlgorithmName(algorithm)),

@@ -54,12 +54,18 @@ class TestBenchAll : public QObject {
         QCOMPARE(row["met"].get<bool>(), row["ratio"].get<double>() >= row["target"].get<double>());
     }
     // core: the default shape's rate and its share of the best sgemm, the small shape's;
-    // train; allreduce on 2 ranks against Gloo and against a TCP stream; store's two.
+    // train; allreduce on 2 ranks against Gloo and against a TCP stream, once as local nodes
+    // run it (shared memory among its choices) and once on TCP only; store's two.
     QCOMPARE(benchmarks.count("core"), std::size_t{3});
     QCOMPARE(benchmarks.count("train"), std::size_t{1});
     QCOMPARE(benchmarks.count("allreduce"), std::size_t{2});
+    QCOMPARE(benchmarks.count("allreduce (tcp)"), std::size_t{2});
+    QCOMPARE(json["benches"]["allreduce"]["transport"], "auto");
+    QCOMPARE(json["benches"]["allreduce_tcp"]["transport"], "tcp");
+    for (const auto& row : json["benches"]["allreduce_tcp"]["rows"])
+      QVERIFY2(row["algorithm"] != "shm", row.dump().c_str());
     QCOMPARE(benchmarks.count("store"), std::size_t{2});
-    for (const char* bench : {"core", "core_small", "train", "allreduce", "store"})
+    for (const char* bench : {"core", "core_small", "train", "allreduce", "allreduce_tcp", "store"})
       QVERIFY2(json["benches"].contains(bench), bench);
   }
 

@@ -152,6 +152,13 @@ class TestMultiHost : public QObject {
     QCOMPARE(checksums.size(), 3u);
     QCOMPARE(checksums[0], checksums[1]);
     QCOMPARE(checksums[0], checksums[2]);
+    // Network namespaces stand for separate machines: the group measured its all-reduce on
+    // TCP, without the shared-memory path that ranks on one host get.
+    std::string start;
+    for (const auto& event : run.at("events"))
+      if (event.at("kind") == "start") start = event.at("detail").get<std::string>();
+    QVERIFY2(start.find("all-reduce measured") != std::string::npos, start.c_str());
+    QVERIFY2(start.find("shm") == std::string::npos, start.c_str());
 
     // Every other strategy across the same hosts, over the same TLS: the parameter server
     // (every worker pulls from and pushes to the shards of the other two at the addresses
