@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -32,15 +33,21 @@ using dtlab::fuzz::requireUserMessage;
 
 namespace {
 
-// One directory per process, in memory where the machine has /dev/shm.
+// One directory per process, in memory where the machine has /dev/shm, removed at exit (a
+// run that crashes leaves it for the finding's reproduction).
 const fs::path& workDir() {
-  static const fs::path dir = [] {
+  // Never destroyed, so that the exit handler still has it.
+  static const fs::path* dir = [] {
     const fs::path base = fs::exists("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
-    fs::path d = base / ("dtlab-fuzz-project-" + std::to_string(::getpid()));
-    fs::create_directories(d);
+    auto* d = new fs::path(base / ("dtlab-fuzz-project-" + std::to_string(::getpid())));
+    fs::create_directories(*d);
+    std::atexit([] {
+      std::error_code ignored;
+      fs::remove_all(workDir(), ignored);
+    });
     return d;
   }();
-  return dir;
+  return *dir;
 }
 
 std::string readFile(const fs::path& path) {
