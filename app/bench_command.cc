@@ -19,6 +19,7 @@
 #include "remote/bench/bench_common.h"
 #include "remote/bench/bench_core.h"
 #include "remote/bench/bench_data.h"
+#include "remote/bench/bench_ps.h"
 #include "remote/bench/bench_store.h"
 #include "remote/bench/bench_strategies.h"
 #include "remote/bench/bench_train.h"
@@ -58,6 +59,14 @@ constexpr const char* kBenchUsage =
       DTLab's side to one algorithm (default auto: the tuned choice). --transport
       tcp keeps DTLab's groups off shared memory, as ranks on separate hosts are
       (default auto: these ranks share a host, so shared memory is a candidate).
+  bench ps [--params N] [--workers W] [--steps S] [--reps R] [--warmup U] [--json]
+      The parameter server's data plane: W worker processes (default 2) pull every
+      block of an N-parameter model (default 1300000) from a server process and push
+      a gradient to every block over its gRPC service, as async_ps does, against
+      Gloo pairs moving the same bytes between the same processes; S steps per
+      repetition, sides interleaved, the slowest worker's ms per step, medians,
+      the ratio (the target: at most 1.5x Gloo's time); every value received is
+      checked (the gradients are zeros, so the parameters never move).
   bench store [--points N] [--workers W] [--ingest-reps I] [--query-points N]
               [--buckets B] [--reps R] [--reference rows|none] [--dir D] [--json]
       Project store: ingest points/s through its appender into a fresh file (N
@@ -345,6 +354,42 @@ int benchStrategies(const std::vector<std::string>& argv) {
   return 0;
 }
 
+void psFlags(const Args& args, bench::PsBenchOptions& o) {
+  o.params = args.integer("--params", o.params, 1, int64_t{1} << 28);
+  o.workers = static_cast<int>(args.integer("--workers", o.workers, 1, 64));
+  o.steps = static_cast<int>(args.integer("--steps", o.steps, 1, 100000));
+  o.repetitions = static_cast<int>(args.integer("--reps", o.repetitions, 1, 100000));
+  o.warmup = static_cast<int>(args.integer("--warmup", o.warmup, 0, 1000));
+}
+
+int benchPs(const std::vector<std::string>& argv) {
+  const Args args(argv, {"--params", "--workers", "--steps", "--reps", "--warmup"}, {"--json"});
+  noPositionals(args);
+  bench::PsBenchOptions options;
+  psFlags(args, options);
+  const bench::PsBenchResult r = bench::runPsBench(options, stdout);
+  printJson(args, r.json);
+  if (r.wrong != 0) {
+    std::fprintf(stderr, "bench ps: %lld values received wrong\n", static_cast<long long>(r.wrong));
+    return 1;
+  }
+  return 0;
+}
+
+// Hidden: one process of `bench ps`, started by it.
+int benchPsRank(const std::vector<std::string>& argv) {
+  const Args args(
+      argv, {"--role", "--rank", "--dir", "--params", "--workers", "--steps", "--reps", "--warmup"},
+      {});
+  bench::PsRankOptions options;
+  options.role = args.value("--role", "");
+  options.rank = static_cast<int>(args.integer("--rank", 0, 0, 1023));
+  options.dir = args.value("--dir", "");
+  psFlags(args, options.bench);
+  bench::runPsRank(options, stdout);
+  return 0;
+}
+
 int benchAll(const std::vector<std::string>& argv) {
   const Args args(argv, {"--reference"}, {"--quick", "--json"});
   noPositionals(args);
@@ -369,12 +414,14 @@ int dispatch(const std::string& what, const std::vector<std::string>& rest) {
   if (what == "allreduce") return benchAllReduce(rest);
   if (what == "allreduce-rank") return benchAllReduceRank(rest);
   if (what == "tcp-rank") return benchTcpRank(rest);
+  if (what == "ps") return benchPs(rest);
+  if (what == "ps-rank") return benchPsRank(rest);
   if (what == "store") return benchStore(rest);
   if (what == "data") return benchData(rest);
   if (what == "strategies") return benchStrategies(rest);
   if (what == "all") return benchAll(rest);
   throw UsageError("bench: unknown benchmark '" + what +
-                   "' (expected core, train, allreduce, store, data, strategies or all)");
+                   "' (expected core, train, allreduce, ps, store, data, strategies or all)");
 }
 
 }  // namespace

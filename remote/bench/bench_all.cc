@@ -9,6 +9,7 @@
 #include "remote/bench/bench_allreduce.h"
 #include "remote/bench/bench_common.h"
 #include "remote/bench/bench_core.h"
+#include "remote/bench/bench_ps.h"
 #include "remote/bench/bench_store.h"
 #include "remote/bench/bench_train.h"
 
@@ -21,6 +22,9 @@ constexpr double kSgemmShareTarget = 0.85;
 constexpr double kGlooRatioTarget = 1.0;
 constexpr double kTcpShareTarget = 0.5;
 constexpr int64_t kLargeMessage = int64_t{16} << 20;
+// The parameter server's pull + push within 1.5x of Gloo's time for the same bytes (a latency:
+// the ratio is Gloo's time over DTLab's, so the target is 1 / 1.5).
+constexpr double kPsTimeRatioTarget = 1.0 / 1.5;
 
 std::optional<double> referenceRate(const nlohmann::json& json) {
   if (!json.contains("reference") || !json["reference"].is_object()) return std::nullopt;
@@ -173,6 +177,22 @@ AllBenchResult runAllBench(const AllBenchOptions& options, std::FILE* out, std::
     benches[sharedMemory ? "allreduce" : "allreduce_tcp"] = reduced.json;
   }
 
+  // The parameter server's data plane against Gloo pairs moving the same bytes.
+  PsBenchOptions ps;
+  if (options.quick) {
+    ps.params = 200'000;
+    ps.steps = 3;
+    ps.repetitions = 2;
+  }
+  const PsBenchResult served = runPsBench(ps, progress);
+  wrongElements += served.wrong;
+  result.rows.push_back({"ps",
+                         "ms per pull + push, " + std::to_string(ps.workers) + " workers, " +
+                             std::to_string(ps.params) + " parameters",
+                         served.dtlabMs, "ms", "Gloo pairs, the same bytes", served.glooMs,
+                         served.glooMs / served.dtlabMs, kPsTimeRatioTarget});
+  benches["ps"] = served.json;
+
   // The store against one row per point.
   core::StoreBenchConfig store;
   if (options.quick) {
@@ -190,7 +210,9 @@ AllBenchResult runAllBench(const AllBenchOptions& options, std::FILE* out, std::
                options.quick ? " --quick" : "", machine.c_str());
   printTable(result.rows, out);
   if (wrongElements != 0 || stored.wrong != 0)
-    std::fprintf(out, "\nWRONG RESULTS: %lld all-reduce elements, %lld store points or buckets\n",
+    std::fprintf(out,
+                 "\nWRONG RESULTS: %lld all-reduce elements or parameter-server values, %lld store "
+                 "points or buckets\n",
                  static_cast<long long>(wrongElements), static_cast<long long>(stored.wrong));
 
   nlohmann::json rows = nlohmann::json::array();

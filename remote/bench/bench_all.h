@@ -23,7 +23,7 @@ struct AllBenchOptions {
 // One figure of the table: DTLab's, the reference's, their ratio (higher is better for
 // DTLab) and the target it is held to, if any.
 struct AllBenchRow {
-  std::string benchmark;  // "core", "train", "allreduce", "store"
+  std::string benchmark;  // "core", "train", "allreduce", "allreduce (tcp)", "ps", "store"
   std::string figure;     // what is compared, with its shape or size
   double dtlab = 0.0;
   std::string unit;

@@ -10,9 +10,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gloo/rendezvous/file_store.h>
@@ -31,56 +29,13 @@
 #include "core/comm/gloo_communicator.h"
 #include "core/train/core_bench.h"  // median
 #include "remote/bench/bench_common.h"
-
-extern char** environ;
+#include "remote/bench/rank_processes.h"
 
 namespace dtlab::bench {
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-std::string selfExe() {
-  return fs::read_symlink("/proc/self/exe").string();
-}
-
-// Starts this binary with args, stdout to `out`; returns the pid.
-pid_t spawnSelf(const std::vector<std::string>& args, const fs::path& out) {
-  std::vector<std::string> all = {selfExe()};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw std::runtime_error("cannot start " + all[0] + ": " + std::strerror(rc));
-  return pid;
-}
-
-// Waits for every pid; throws naming the first that failed.
-void waitAll(const std::vector<pid_t>& pids, const std::string& what) {
-  std::string failure;
-  for (pid_t pid : pids) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    if ((!WIFEXITED(status) || WEXITSTATUS(status) != 0) && failure.empty())
-      failure = what + ": a worker process (pid " + std::to_string(pid) + ") failed";
-  }
-  if (!failure.empty()) throw std::runtime_error(failure);
-}
-
-nlohmann::json lastJsonLine(const fs::path& file) {
-  std::ifstream in(file);
-  std::string line, last;
-  while (std::getline(in, line))
-    if (!line.empty()) last = line;
-  return nlohmann::json::parse(last);
-}
 
 // Runs every rank of the comparison; returns each rank's JSON line, by rank.
 std::vector<nlohmann::json> measureAllReduce(const fs::path& dir, int nodes, int64_t bytes,

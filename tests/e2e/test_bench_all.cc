@@ -64,8 +64,12 @@ class TestBenchAll : public QObject {
     QCOMPARE(json["benches"]["allreduce_tcp"]["transport"], "tcp");
     for (const auto& row : json["benches"]["allreduce_tcp"]["rows"])
       QVERIFY2(row["algorithm"] != "shm", row.dump().c_str());
+    QCOMPARE(benchmarks.count("ps"), std::size_t{1});
+    QCOMPARE(json["benches"]["ps"]["wrong"], 0);
+    QCOMPARE(json["benches"]["ps"]["per_worker"].size(), std::size_t{2});
     QCOMPARE(benchmarks.count("store"), std::size_t{2});
-    for (const char* bench : {"core", "core_small", "train", "allreduce", "allreduce_tcp", "store"})
+    for (const char* bench :
+         {"core", "core_small", "train", "allreduce", "allreduce_tcp", "ps", "store"})
       QVERIFY2(json["benches"].contains(bench), bench);
   }
 

@@ -1,0 +1,299 @@
+// `dtlab-cli bench ps`: see bench_ps.h. The coordinator (runPsBench) starts one server and the
+// workers as `bench ps-rank` processes of this binary and reads their JSON lines; the
+// processes meet through files in a temporary directory (the server's port, Gloo's file store).
+#include "remote/bench/bench_ps.h"
+
+#include <gloo/barrier.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/transport/tcp/device.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "core/comm/allreduce_tuning.h"
+#include "core/common/statistics.h"
+#include "core/train/parameter_server.h"
+#include "remote/bench/bench_common.h"
+#include "remote/bench/rank_processes.h"
+#include "remote/common/protocol.h"
+#include "remote/node/parameter_client.h"
+#include "remote/node/parameter_service.h"
+
+namespace dtlab::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kJob = "bench-ps";
+constexpr const char* kToken = "bench-ps-token";
+constexpr auto kTimeout = std::chrono::seconds(60);
+// Gloo slots of the reference's two directions (every message of one direction on one pair
+// arrives in order, so one slot each suffices).
+constexpr uint64_t kGradientSlot = 0x70730001;
+constexpr uint64_t kParameterSlot = 0x70730002;
+
+// The parameters every pull must return: the gradients pushed are zeros and plain SGD moves
+// nothing by them.
+float initialValue(int64_t i) {
+  return static_cast<float>(i % 1000) * 0.001f - 0.5f;
+}
+
+int64_t countWrong(const std::vector<float>& values) {
+  int64_t wrong = 0;
+  for (std::size_t i = 0; i < values.size(); ++i)
+    wrong += values[i] != initialValue(static_cast<int64_t>(i)) ? 1 : 0;
+  return wrong;
+}
+
+// Every process of the comparison in one Gloo context: the server is rank 0, worker w rank w+1.
+struct GlooGroup {
+  std::shared_ptr<gloo::transport::Device> device;
+  std::shared_ptr<gloo::rendezvous::Context> context;
+
+  GlooGroup(const fs::path& dir, int rank, int size) {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = "127.0.0.1";
+    device = gloo::transport::tcp::CreateDevice(attr);
+    context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    context->setTimeout(kTimeout);
+    fs::create_directories(dir / "gloo");
+    gloo::rendezvous::FileStore store((dir / "gloo").string());
+    context->connectFullMesh(store, device);
+  }
+  void barrier() const {
+    gloo::BarrierOptions opts(context);
+    opts.setTimeout(kTimeout);
+    gloo::barrier(opts);
+  }
+};
+
+core::ExperimentSpec serverSpec() {
+  core::ExperimentSpec spec;
+  spec.optimizer.kind = core::OptimizerKind::kSgd;
+  spec.optimizer.momentum = 0.0f;
+  return spec;
+}
+
+// The rounds every process walks through alike: per round, each side once (the order rotates),
+// each between two barriers of all the processes.
+template <typename Side>
+void forEachSide(const PsBenchOptions& o, const GlooGroup& group, Side&& side) {
+  for (int round = 0; round < o.warmup + o.repetitions; ++round) {
+    for (int k = 0; k < 2; ++k) {
+      const bool dtlab = (round + k) % 2 == 0;
+      group.barrier();
+      side(dtlab, round >= o.warmup);
+      group.barrier();
+    }
+  }
+}
+
+void runServer(const PsRankOptions& options, std::FILE* out) {
+  const PsBenchOptions& o = options.bench;
+  const fs::path dir = options.dir;
+  const std::vector<core::PsBlock> layout = core::psLayout(o.params, 1);
+  const int64_t updates = int64_t{o.warmup + o.repetitions} * o.steps * o.workers;
+  remote::ParameterTable table;
+  table.install(
+      kJob, std::make_shared<core::ParameterHost>(serverSpec(), layout, 0, o.workers, 64, updates));
+  remote::ParameterService service(table, kToken);
+  grpc::ServerBuilder builder;
+  builder.SetMaxReceiveMessageSize(remote::kMaxRequestBytes);
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  const std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || port == 0) throw std::runtime_error("the parameter server could not listen");
+  { std::ofstream(dir / "port.tmp") << port; }
+  fs::rename(dir / "port.tmp", dir / "port");
+
+  GlooGroup group(dir, 0, o.workers + 1);
+  const std::size_t n = static_cast<std::size_t>(o.params);
+  std::vector<float> parameters(n);
+  for (std::size_t i = 0; i < n; ++i) parameters[i] = initialValue(static_cast<int64_t>(i));
+  std::vector<std::vector<float>> gradients(static_cast<std::size_t>(o.workers),
+                                            std::vector<float>(n));
+  std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> receives, sends;
+  for (int w = 0; w < o.workers; ++w) {
+    receives.push_back(group.context->createUnboundBuffer(
+        gradients[static_cast<std::size_t>(w)].data(), n * sizeof(float)));
+    sends.push_back(group.context->createUnboundBuffer(parameters.data(), n * sizeof(float)));
+  }
+  group.barrier();  // worker 0 has initialised the blocks
+  forEachSide(o, group, [&](bool dtlab, bool) {
+    if (dtlab) return;  // gRPC's threads serve the pulls and pushes
+    for (int s = 0; s < o.steps; ++s) {
+      for (int w = 0; w < o.workers; ++w)
+        receives[static_cast<std::size_t>(w)]->recv(w + 1, kGradientSlot);
+      for (auto& r : receives) r->waitRecv(kTimeout);
+      for (int w = 0; w < o.workers; ++w)
+        sends[static_cast<std::size_t>(w)]->send(w + 1, kParameterSlot);
+      for (auto& s2 : sends) s2->waitSend(kTimeout);
+    }
+  });
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  std::fprintf(out, "%s\n", nlohmann::json{{"role", "server"}}.dump().c_str());
+}
+
+void runWorker(const PsRankOptions& options, std::FILE* out) {
+  const PsBenchOptions& o = options.bench;
+  const fs::path dir = options.dir;
+  const auto deadline = Clock::now() + kTimeout;
+  while (!fs::exists(dir / "port")) {
+    if (Clock::now() > deadline) throw std::runtime_error("the server never reported its port");
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  int port = 0;
+  std::ifstream(dir / "port") >> port;
+  remote::ParameterClientOptions client;
+  client.jobId = kJob;
+  client.addresses = {"127.0.0.1:" + std::to_string(port)};
+  client.names = {"server"};
+  client.token = kToken;
+  remote::GrpcParameterClient ps(core::psLayout(o.params, 1), client);
+
+  GlooGroup group(dir, options.rank + 1, o.workers + 1);
+  const std::size_t n = static_cast<std::size_t>(o.params);
+  std::vector<float> parameters(n), gradient(n, 0.0f);
+  for (std::size_t i = 0; i < n; ++i) parameters[i] = initialValue(static_cast<int64_t>(i));
+  if (options.rank == 0) ps.init(parameters.data());
+  group.barrier();
+  auto gradientSend = group.context->createUnboundBuffer(gradient.data(), n * sizeof(float));
+  auto parameterReceive = group.context->createUnboundBuffer(parameters.data(), n * sizeof(float));
+
+  std::vector<int64_t> versions;
+  int64_t clock = 0;
+  int64_t wrong = 0;
+  std::vector<double> dtlabMs, glooMs;
+  forEachSide(o, group, [&](bool dtlab, bool timed) {
+    std::fill(parameters.begin(), parameters.end(), 0.0f);
+    const auto start = Clock::now();
+    for (int s = 0; s < o.steps; ++s) {
+      if (dtlab) {
+        ps.pull(parameters.data(), versions);
+        core::WorkerReport report;
+        report.worker = options.rank;
+        report.clock = ++clock;
+        ps.push(gradient.data(), versions, report);
+      } else {
+        gradientSend->send(0, kGradientSlot);
+        parameterReceive->recv(0, kParameterSlot);
+        gradientSend->waitSend(kTimeout);
+        parameterReceive->waitRecv(kTimeout);
+      }
+    }
+    const double ms =
+        std::chrono::duration<double, std::milli>(Clock::now() - start).count() / o.steps;
+    wrong += countWrong(parameters);
+    if (timed) (dtlab ? dtlabMs : glooMs).push_back(ms);
+  });
+  std::fprintf(out, "%s\n",
+               nlohmann::json{{"role", "worker"},
+                              {"rank", options.rank},
+                              {"dtlab_ms", dtlabMs},
+                              {"gloo_ms", glooMs},
+                              {"wrong", wrong}}
+                   .dump()
+                   .c_str());
+}
+
+// Per repetition, the slowest worker's time; then the median.
+double slowestMedian(const std::vector<nlohmann::json>& workers, const char* key) {
+  std::vector<double> slowest;
+  for (std::size_t r = 0; r < workers.front().at(key).size(); ++r) {
+    double worst = 0.0;
+    for (const nlohmann::json& w : workers) worst = std::max(worst, w.at(key)[r].get<double>());
+    slowest.push_back(worst);
+  }
+  return core::median(slowest);
+}
+
+}  // namespace
+
+void runPsRank(const PsRankOptions& options, std::FILE* out) {
+  if (options.role == "server") return runServer(options, out);
+  if (options.role == "worker") return runWorker(options, out);
+  throw std::runtime_error("bench ps-rank: --role is server or worker, not " + options.role);
+}
+
+PsBenchResult runPsBench(const PsBenchOptions& o, std::FILE* out) {
+  const fs::path dir = fs::temp_directory_path() / ("dtlab-bench-ps-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  struct Cleanup {
+    fs::path dir;
+    ~Cleanup() {
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);
+    }
+  } cleanup{dir};
+  const int64_t bytes = o.params * static_cast<int64_t>(sizeof(float));
+  std::fprintf(out,
+               "bench ps: one parameter-server process serving every block of %lld parameters "
+               "(%zu blocks) over gRPC, %d worker processes; per step each worker pulls every "
+               "block and pushes a gradient to every block (GrpcParameterClient, as async_ps "
+               "does) against sending the gradient's bytes to the server and receiving the "
+               "parameters' bytes back over Gloo pairs (the same processes); %d steps per "
+               "repetition, %d timed repetitions after %d, sides interleaved, the slowest "
+               "worker's time per step, medians\n  %s\n\n",
+               static_cast<long long>(o.params), core::psLayout(o.params, 1).size(), o.workers,
+               o.steps, o.repetitions, o.warmup, machineDescription().c_str());
+  std::fflush(out);
+
+  auto args = [&](const std::string& role, int rank) {
+    return std::vector<std::string>{"bench",     "ps-rank",
+                                    "--role",    role,
+                                    "--rank",    std::to_string(rank),
+                                    "--dir",     dir.string(),
+                                    "--params",  std::to_string(o.params),
+                                    "--workers", std::to_string(o.workers),
+                                    "--steps",   std::to_string(o.steps),
+                                    "--reps",    std::to_string(o.repetitions),
+                                    "--warmup",  std::to_string(o.warmup)};
+  };
+  std::vector<pid_t> pids{spawnSelf(args("server", 0), dir / "out-server")};
+  for (int w = 0; w < o.workers; ++w)
+    pids.push_back(spawnSelf(args("worker", w), dir / ("out-worker-" + std::to_string(w))));
+  waitAll(pids, "bench ps");
+  std::vector<nlohmann::json> workers;
+  PsBenchResult result;
+  for (int w = 0; w < o.workers; ++w) {
+    workers.push_back(lastJsonLine(dir / ("out-worker-" + std::to_string(w))));
+    result.wrong += workers.back().at("wrong").get<int64_t>();
+  }
+  result.dtlabMs = slowestMedian(workers, "dtlab_ms");
+  result.glooMs = slowestMedian(workers, "gloo_ms");
+  result.ratio = result.dtlabMs / result.glooMs;
+  std::fprintf(out,
+               "| parameters | workers | bytes each way per step and worker | DTLab pull + push "
+               "(ms) | Gloo send + receive (ms) | DTLab / Gloo (time; target <= 1.5) | wrong |\n"
+               "|---|---|---|---|---|---|---|\n"
+               "| %lld | %d | %s | %.2f | %.2f | **%.2fx** | %lld |\n",
+               static_cast<long long>(o.params), o.workers, core::byteSizeText(bytes).c_str(),
+               result.dtlabMs, result.glooMs, result.ratio, static_cast<long long>(result.wrong));
+  result.json = {{"bench", "ps"},
+                 {"machine", machineDescription()},
+                 {"params", o.params},
+                 {"workers", o.workers},
+                 {"steps", o.steps},
+                 {"repetitions", o.repetitions},
+                 {"bytes_each_way", bytes},
+                 {"dtlab_ms", result.dtlabMs},
+                 {"gloo_ms", result.glooMs},
+                 {"ratio", result.ratio},
+                 {"per_worker", workers},
+                 {"wrong", result.wrong}};
+  return result;
+}
+
+}  // namespace dtlab::bench

@@ -1,0 +1,61 @@
+#include "remote/bench/rank_processes.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace dtlab::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string selfExe() {
+  return fs::read_symlink("/proc/self/exe").string();
+}
+
+}  // namespace
+
+pid_t spawnSelf(const std::vector<std::string>& args, const fs::path& out) {
+  std::vector<std::string> all = {selfExe()};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw std::runtime_error("cannot start " + all[0] + ": " + std::strerror(rc));
+  return pid;
+}
+
+void waitAll(const std::vector<pid_t>& pids, const std::string& what) {
+  std::string failure;
+  for (pid_t pid : pids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if ((!WIFEXITED(status) || WEXITSTATUS(status) != 0) && failure.empty())
+      failure = what + ": a worker process (pid " + std::to_string(pid) + ") failed";
+  }
+  if (!failure.empty()) throw std::runtime_error(failure);
+}
+
+nlohmann::json lastJsonLine(const fs::path& file) {
+  std::ifstream in(file);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty()) last = line;
+  return nlohmann::json::parse(last);
+}
+
+}  // namespace dtlab::bench
