@@ -258,13 +258,17 @@ std::unique_ptr<SharedMemoryAllReduce> SharedMemoryAllReduce::create(
       const int fd = shm_open(name.c_str(), O_RDWR, 0600);
       struct stat info {};
       void* mapped = MAP_FAILED;
-      if (fd >= 0 && fstat(fd, &info) == 0 && static_cast<size_t>(info.st_size) == bytes)
-        mapped = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      const int error = errno;
+      int error = fd < 0 || fstat(fd, &info) != 0 ? errno : 0;
+      const bool sized = error == 0 && static_cast<size_t>(info.st_size) == bytes;
+      if (sized) mapped = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (sized && mapped == MAP_FAILED) error = errno;
       if (fd >= 0) close(fd);
       auto* segment = static_cast<Segment*>(mapped);
       if (mapped == MAP_FAILED) {
-        opened = detail::concat("0rank ", rank, " cannot map ", name, ": ", std::strerror(error));
+        opened = error != 0 ? detail::concat("0rank ", rank, " cannot map ", name, ": ",
+                                             std::strerror(error))
+                            : detail::concat("0rank ", rank, " sees ", name, " with ", info.st_size,
+                                             " bytes, not ", bytes);
       } else if (segment->magic != kMagic || segment->cookie != cookie || segment->size != size) {
         munmap(mapped, bytes);  // another /dev/shm, another segment of the same name
         opened = detail::concat("0rank ", rank, " sees another segment under ", name);

@@ -125,10 +125,12 @@ class TestCli : public QObject {
     for (const nlohmann::json& row : json["rows"]) {
       seen.insert({row["nodes"].get<int>(), row["bytes"].get<int64_t>()});
       QCOMPARE(row["wrong"].get<int64_t>(), int64_t{0});
+      // One of the tuning pass's candidates: these processes share a host, so shared memory
+      // is one of them.
       const std::string algorithm = row["algorithm"].get<std::string>();
-      QVERIFY2(
-          algorithm == "own" || algorithm == "gloo_allreduce" || algorithm == "halving_doubling",
-          algorithm.c_str());
+      QVERIFY2(algorithm == "own" || algorithm == "gloo_allreduce" ||
+                   algorithm == "halving_doubling" || algorithm == "shm",
+               algorithm.c_str());
       QCOMPARE(row["sides"].size(), std::size_t{5});
       QVERIFY(row["tcp_stream_gbps"].get<double>() > 0.0);
       QVERIFY(row["busbw_gbps"].get<double>() > 0.0);
@@ -136,10 +138,38 @@ class TestCli : public QObject {
     QCOMPARE(seen,
              (std::set<std::pair<int, int64_t>>{{2, 65536}, {3, 65536}, {2, 262144}, {3, 262144}}));
     QVERIFY2(o.out.contains("| 3 | 256 KiB |"), qPrintable(o.out));
+    QCOMPARE(json["transport"], "auto");
+    // On TCP only, as ranks on separate hosts: shared memory is not among the choices.
+    const Outcome tcp = cli({"bench", "allreduce", "--local-nodes", "2", "--bytes", "64K", "--reps",
+                             "1", "--warmup", "1", "--transport", "tcp", "--json"});
+    QVERIFY2(tcp.exitCode == 0, qPrintable(tcp.err));
+    const auto tcpJson = nlohmann::json::parse(tcp.out.trimmed().split('\n').last().toStdString());
+    QCOMPARE(tcpJson["transport"], "tcp");
+    QVERIFY2(tcpJson["rows"][0]["algorithm"] != "shm", tcpJson.dump().c_str());
+    QCOMPARE(tcpJson["rows"][0]["wrong"].get<int64_t>(), int64_t{0});
     for (const QStringList& bad :
          {QStringList{"--bytes", "1X"}, QStringList{"--bytes", "64K,,1M"},
-          QStringList{"--local-nodes", "1"}, QStringList{"--algorithm", "rign"}}) {
+          QStringList{"--local-nodes", "1"}, QStringList{"--algorithm", "rign"},
+          QStringList{"--transport", "udp"}}) {
       const Outcome refused = cli(QStringList{"bench", "allreduce"} + bad);
+      QCOMPARE(refused.exitCode, 2);
+      QVERIFY2(refused.err.contains(bad[0]), qPrintable(refused.err));
+    }
+  }
+
+  // `bench ps`: both sides measured, every value received checked; bad flags are usage errors.
+  void benchPsMeasuresBothSidesAndChecksEveryValue() {
+    const Outcome o =
+        cli({"bench", "ps", "--params", "70000", "--steps", "2", "--reps", "1", "--json"});
+    QVERIFY2(o.exitCode == 0, qPrintable(o.err));
+    const auto json = nlohmann::json::parse(o.out.trimmed().split('\n').last().toStdString());
+    QCOMPARE(json["wrong"].get<int64_t>(), int64_t{0});
+    QCOMPARE(json["bytes_each_way"].get<int64_t>(), int64_t{280000});
+    QVERIFY(json["dtlab_ms"].get<double>() > 0.0 && json["gloo_ms"].get<double>() > 0.0);
+    QCOMPARE(json["per_worker"].size(), std::size_t{2});
+    QVERIFY2(o.out.contains("| 70000 | 2 |"), qPrintable(o.out));
+    for (const QStringList& bad : {QStringList{"--workers", "0"}, QStringList{"--params", "x"}}) {
+      const Outcome refused = cli(QStringList{"bench", "ps"} + bad);
       QCOMPARE(refused.exitCode, 2);
       QVERIFY2(refused.err.contains(bad[0]), qPrintable(refused.err));
     }
