@@ -18,6 +18,7 @@
 #include "app/resume_command.h"
 #include "app/run_command.h"
 #include "core/common/config.h"
+#include "core/common/process_memory.h"
 #include "core/spec/experiment_spec.h"
 #include "core/train/local_trainer.h"
 #include "remote/common/versions.h"
@@ -171,6 +172,7 @@ int train(const std::vector<std::string>& argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dtlab::core::keepLargeAllocationsInTheHeap();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || (args.size() == 1 && args[0] == "help") || args[0] == "--help" ||
       args[0] == "-h") {

@@ -21,6 +21,7 @@
 #include "core/backend/backend.h"
 #include "core/common/config.h"
 #include "core/common/log.h"
+#include "core/common/process_memory.h"
 #include "core/spec/experiment_spec.h"
 #include "remote/common/auth.h"
 #include "remote/common/certificates.h"
@@ -275,6 +276,7 @@ int genCerts(const std::vector<std::string>& argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dtlab::core::keepLargeAllocationsInTheHeap();
   const std::vector<std::string> argvList(argv + 1, argv + argc);
   if (!argvList.empty() && argvList.front() == "gen-certs")
     return genCerts({argvList.begin() + 1, argvList.end()});

@@ -1,5 +1,8 @@
 #include "core/common/process_memory.h"
 
+#include <malloc.h>
+
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -40,6 +43,17 @@ bool resetPeakResidentBytes() {
   clearRefs << "5";
   clearRefs.flush();
   return static_cast<bool>(clearRefs);
+}
+
+void keepLargeAllocationsInTheHeap() {
+#ifdef __GLIBC__
+  for (const char* name : {"GLIBC_TUNABLES", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"})
+    if (std::getenv(name) != nullptr) return;
+  // 32 MiB is the largest mmap threshold glibc accepts on 64-bit; above it, allocations are
+  // rare and large enough for their faults not to matter.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+#endif
 }
 
 }  // namespace dtlab::core
