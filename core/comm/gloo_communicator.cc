@@ -30,7 +30,6 @@
 
 #include "core/comm/gloo_communicator_impl.h"
 #include "core/comm/gloo_mesh.h"
-#include "core/comm/rank_order_sum.h"
 #include "core/comm/shm_allreduce.h"
 #include "core/common/check.h"
 
