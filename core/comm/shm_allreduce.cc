@@ -164,7 +164,7 @@ std::string SharedMemoryAllReduce::hostKey() {
 
 SharedMemoryAllReduce::SharedMemoryAllReduce(int rank, int size,
                                              std::chrono::milliseconds opTimeout)
-    : rank_(rank), size_(size), opTimeout_(opTimeout) {
+    : rank_(rank), size_(size), opTimeout_(opTimeout), sources_(static_cast<size_t>(size)) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   spins_ = static_cast<unsigned>(size) <= cores ? kSpinsWhenCoresSuffice : kSpinsWhenOversubscribed;
 }
@@ -382,7 +382,6 @@ void SharedMemoryAllReduce::barrier() {
 void SharedMemoryAllReduce::allReduceSum(float* data, int64_t count) {
   throwIfFailed();
   const int64_t slotFloats = segment_->slotFloats;
-  std::vector<const float*> sources(static_cast<size_t>(size_));
   for (int64_t offset = 0; offset < count; offset += slotFloats) {
     const int64_t length = std::min(slotFloats, count - offset);
     const int parity = static_cast<int>(rounds_++ & 1);
@@ -390,8 +389,8 @@ void SharedMemoryAllReduce::allReduceSum(float* data, int64_t count) {
     std::memcpy(segment_->slot(parity, rank_), round, static_cast<size_t>(length) * sizeof(float));
     barrier();
     if (size_ == 2 || length * static_cast<int64_t>(sizeof(float)) <= kDirectMaxBytes) {
-      for (int r = 0; r < size_; ++r) sources[static_cast<size_t>(r)] = segment_->slot(parity, r);
-      sumInRankOrder(round, sources.data(), size_, length);
+      for (int r = 0; r < size_; ++r) sources_[static_cast<size_t>(r)] = segment_->slot(parity, r);
+      sumInRankOrder(round, sources_.data(), size_, length);
       continue;
     }
     // Each rank sums its part (a multiple of 16 floats, the last takes the rest) of every
@@ -402,8 +401,8 @@ void SharedMemoryAllReduce::allReduceSum(float* data, int64_t count) {
     const int64_t begin = partBegin(rank_);
     const int64_t end = partBegin(rank_ + 1);
     for (int r = 0; r < size_; ++r)
-      sources[static_cast<size_t>(r)] = segment_->slot(parity, r) + begin;
-    sumInRankOrder(segment_->slot(parity, 0) + begin, sources.data(), size_, end - begin);
+      sources_[static_cast<size_t>(r)] = segment_->slot(parity, r) + begin;
+    sumInRankOrder(segment_->slot(parity, 0) + begin, sources_.data(), size_, end - begin);
     barrier();
     std::memcpy(round, segment_->slot(parity, 0), static_cast<size_t>(length) * sizeof(float));
   }

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace gloo::rendezvous {
 class Store;
@@ -67,6 +68,7 @@ class SharedMemoryAllReduce {
   size_t mappedBytes_ = 0;
   uint64_t rounds_ = 0;  // rounds run so far: their parity picks the half of the slots
   int spins_ = 0;        // busy-wait iterations before sleeping on the futex
+  std::vector<const float*> sources_;  // by rank: the slots a round sums (no per-call allocation)
   std::atomic<bool> aborted_{false};
 };
 

@@ -138,16 +138,8 @@ AllReduceBenchRow rowOf(const std::vector<nlohmann::json>& ranks, int nodes, dou
 AllReduceBenchResult runAllReduceBench(const AllReduceBenchOptions& options, std::FILE* out) {
   const int reps = options.repetitions;
   const int warmup = options.warmup;
-  const fs::path dir =
-      fs::temp_directory_path() / ("dtlab-bench-allreduce-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  struct Cleanup {
-    fs::path dir;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    }
-  } cleanup{dir};
+  const ScratchDir scratch("dtlab-bench-allreduce");
+  const fs::path& dir = scratch.path();
 
   std::fprintf(
       out,

@@ -227,16 +227,8 @@ void runPsRank(const PsRankOptions& options, std::FILE* out) {
 }
 
 PsBenchResult runPsBench(const PsBenchOptions& o, std::FILE* out) {
-  const fs::path dir = fs::temp_directory_path() / ("dtlab-bench-ps-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  struct Cleanup {
-    fs::path dir;
-    ~Cleanup() {
-      std::error_code ignored;
-      fs::remove_all(dir, ignored);
-    }
-  } cleanup{dir};
+  const ScratchDir scratch("dtlab-bench-ps");
+  const fs::path& dir = scratch.path();
   const int64_t bytes = o.params * static_cast<int64_t>(sizeof(float));
   std::fprintf(out,
                "bench ps: one parameter-server process serving every block of %lld parameters "

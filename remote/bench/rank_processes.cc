@@ -22,6 +22,17 @@ std::string selfExe() {
 
 }  // namespace
 
+ScratchDir::ScratchDir(const std::string& name)
+    : path_(fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()))) {
+  fs::remove_all(path_);  // a stale one of an earlier process with the same pid
+  fs::create_directories(path_);
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ignored;
+  fs::remove_all(path_, ignored);
+}
+
 pid_t spawnSelf(const std::vector<std::string>& args, const fs::path& out) {
   std::vector<std::string> all = {selfExe()};
   all.insert(all.end(), args.begin(), args.end());

@@ -13,6 +13,20 @@
 
 namespace dtlab::bench {
 
+// A fresh directory under the system's temporary one, named after the benchmark and this
+// process, removed with everything in it when this goes.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& name);
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
 // Starts this binary with `args`, its stdout to `out`; returns the pid.
 pid_t spawnSelf(const std::vector<std::string>& args, const std::filesystem::path& out);
 
