@@ -4,10 +4,14 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
+#include <type_traits>
+
+#include <grpcpp/generic/generic_stub.h>
 
 #include "core/comm/abort_signal.h"
 #include "core/comm/communicator.h"
 #include "remote/common/client.h"
+#include "remote/common/large_field.h"
 #include "remote/common/protocol.h"
 #include "remote/common/tls.h"
 #include "remote/node/parameter_service.h"
@@ -53,17 +57,20 @@ struct Calls {
   Latch latch;
 };
 
-// Issues one call per block at once, each prepared for its block (deadline, token, protocol,
-// job, block number) and started by `start(b, done)`, which may fill in more of request b;
-// returns when every call has ended (their statuses in calls.statuses).
+// Issues one call per block at once, each prepared for its block (deadline, token; protocol,
+// job and block number unless the request is a ByteBuffer) and started by `start(b, done)`, which
+// may fill in more of request b; returns when every call has ended (their statuses in
+// calls.statuses).
 template <typename Request, typename Response, typename Start>
 void issueEachBlock(Calls<Request, Response>& calls, const ParameterClientOptions& options,
                     Start&& start) {
   for (std::size_t b = 0; b < calls.requests.size(); ++b) {
     prepareClientContext(calls.contexts[b], options.token, options.callTimeout);
-    calls.requests[b].set_protocol_version(kProtocolVersion);
-    calls.requests[b].set_job_id(options.jobId);
-    calls.requests[b].set_block(static_cast<int>(b));
+    if constexpr (!std::is_same_v<Request, grpc::ByteBuffer>) {  // else made whole already
+      calls.requests[b].set_protocol_version(kProtocolVersion);
+      calls.requests[b].set_job_id(options.jobId);
+      calls.requests[b].set_block(static_cast<int>(b));
+    }
     start(b, [&calls, b](grpc::Status status) {
       calls.statuses[b] = std::move(status);
       calls.latch.done();
@@ -83,10 +90,53 @@ core::AbortSignal::Registration cancelOnAbort(const core::AbortSignal* abort,
   });
 }
 
+// A PsPullResponse for `block`: its values copied from gRPC's buffers into `params`, measuring
+// how far they moved, and its version. Returns "" or what is wrong with the reply.
+std::string takeValues(const grpc::ByteBuffer& reply, const core::PsBlock& block, float* params,
+                       core::PullOutcome& outcome, int64_t& version) {
+  const std::size_t expected = static_cast<std::size_t>(block.size()) * sizeof(float);
+  proto::PsPullResponse head;
+  bool seen = false;
+  std::string why = parseWithLargeField(
+      reply, proto::PsPullResponse::kValuesFieldNumber, head,
+      [&](google::protobuf::io::CodedInputStream& in, int bytes) -> std::string {
+        if (static_cast<std::size_t>(bytes) != expected)
+          return "a block of " + std::to_string(bytes) + " bytes where " +
+                 std::to_string(expected) + " were due";
+        seen = true;
+        outcome = {};
+        const bool whole =
+            readFloatChunks(in, block.size(), [&](const float* chunk, int64_t offset, int64_t n) {
+              core::copyMeasuringDistance(params + block.begin + offset, chunk, n, outcome);
+            });
+        return whole ? "" : "the values were cut short";
+      });
+  if (why.empty() && !seen) why = "a reply without values";
+  version = head.version();
+  return why;
+}
+
+// The data plane's methods, called through the generic API with gRPC's buffers on one side
+// (large_field.h); the service's own stub for the rest.
+const std::string& pullMethod() {
+  static const std::string name =
+      "/" + std::string(proto::ParameterServer::service_full_name()) + "/Pull";
+  return name;
+}
+const std::string& pushMethod() {
+  static const std::string name =
+      "/" + std::string(proto::ParameterServer::service_full_name()) + "/Push";
+  return name;
+}
+
 }  // namespace
 
 struct GrpcParameterClient::Shard {
+  explicit Shard(const std::shared_ptr<grpc::Channel>& channel)
+      : stub(proto::ParameterServer::NewStub(channel)), pulls(channel), pushes(channel) {}
   std::unique_ptr<proto::ParameterServer::Stub> stub;
+  grpc::TemplatedGenericStub<proto::PsPullRequest, grpc::ByteBuffer> pulls;
+  grpc::TemplatedGenericStub<grpc::ByteBuffer, proto::PsPushResponse> pushes;
 };
 
 GrpcParameterClient::GrpcParameterClient(std::vector<core::PsBlock> layout,
@@ -96,11 +146,8 @@ GrpcParameterClient::GrpcParameterClient(std::vector<core::PsBlock> layout,
   for (const core::PsBlock& b : layout_) shards = std::max(shards, b.shard + 1);
   DTLAB_ENFORCE(static_cast<int>(options_.addresses.size()) >= shards, "the layout has ", shards,
                 " shards and the job names ", options_.addresses.size(), " shard addresses");
-  for (const std::string& address : options_.addresses) {
-    auto shard = std::make_unique<Shard>();
-    shard->stub = proto::ParameterServer::NewStub(makeNodeChannel(address));
-    shards_.push_back(std::move(shard));
-  }
+  for (const std::string& address : options_.addresses)
+    shards_.push_back(std::make_unique<Shard>(makeNodeChannel(address)));
 }
 
 GrpcParameterClient::~GrpcParameterClient() = default;
@@ -185,25 +232,32 @@ double GrpcParameterClient::waitForClock(int64_t clock) {
 
 core::PullOutcome GrpcParameterClient::pull(float* params, std::vector<int64_t>& versions) {
   const std::size_t n = layout_.size();
-  Calls<proto::PsPullRequest, proto::PsPullResponse> calls(n);
+  Calls<proto::PsPullRequest, grpc::ByteBuffer> calls(n);
+  // Each reply is taken apart by the callback that receives it, its values copied straight
+  // from gRPC's buffers into the model while the other blocks still arrive.
+  std::vector<core::PullOutcome> outcomes(n);
+  std::vector<std::string> broken(n);
+  versions.resize(n);
   const auto cancelling = cancelOnAbort(options_.abort, calls.contexts.data(), n);
   issueEachBlock(calls, options_, [&](std::size_t b, auto done) {
-    shards_[static_cast<std::size_t>(layout_[b].shard)]->stub->async()->Pull(
-        &calls.contexts[b], &calls.requests[b], &calls.responses[b], std::move(done));
+    const core::PsBlock& block = layout_[b];
+    shards_[static_cast<std::size_t>(block.shard)]->pulls.UnaryCall(
+        &calls.contexts[b], pullMethod(), {}, &calls.requests[b], &calls.responses[b],
+        [&, b, block, done = std::move(done)](grpc::Status status) {
+          if (status.ok())
+            broken[b] = takeValues(calls.responses[b], block, params, outcomes[b], versions[b]);
+          done(std::move(status));
+        });
   });
   core::PullOutcome outcome;
-  versions.resize(n);
   for (std::size_t b = 0; b < n; ++b) {
     const core::PsBlock& block = layout_[b];
     if (!calls.statuses[b].ok()) fail(block.shard, "pulling from", calls.statuses[b]);
-    const std::string& values = calls.responses[b].values();
-    if (values.size() != static_cast<std::size_t>(block.size()) * sizeof(float))
-      fail(block.shard, "pulling from",
-           {grpc::StatusCode::DATA_LOSS, "a block of " + std::to_string(values.size()) + " bytes"});
-    core::copyMeasuringDistance(params + block.begin, reinterpret_cast<const float*>(values.data()),
-                                block.size(), outcome);
-    versions[b] = calls.responses[b].version();
-    bytesReceived_ += static_cast<int64_t>(values.size());
+    if (!broken[b].empty())
+      fail(block.shard, "pulling from", {grpc::StatusCode::DATA_LOSS, broken[b]});
+    outcome.distanceSquared += outcomes[b].distanceSquared;
+    outcome.normSquared += outcomes[b].normSquared;
+    bytesReceived_ += block.size() * static_cast<int64_t>(sizeof(float));
   }
   return outcome;
 }
@@ -249,23 +303,33 @@ core::ServerSnapshot GrpcParameterClient::snapshot() {
 core::PushOutcome GrpcParameterClient::push(const float* grads, const std::vector<int64_t>& basedOn,
                                             const core::WorkerReport& report) {
   const std::size_t n = layout_.size();
-  Calls<proto::PsPushRequest, proto::PsPushResponse> calls(n);
+  Calls<grpc::ByteBuffer, proto::PsPushResponse> calls(n);
   const auto cancelling = cancelOnAbort(options_.abort, calls.contexts.data(), n);
-  issueEachBlock(calls, options_, [&](std::size_t b, auto done) {
+  for (std::size_t b = 0; b < n; ++b) {
     const core::PsBlock& block = layout_[b];
-    proto::PsPushRequest& request = calls.requests[b];
-    request.set_based_on(basedOn.at(b));
-    request.set_gradient(reinterpret_cast<const char*>(grads + block.begin),
-                         static_cast<std::size_t>(block.size()) * sizeof(float));
-    shards_[static_cast<std::size_t>(block.shard)]->stub->async()->Push(
-        &calls.contexts[b], &request, &calls.responses[b], std::move(done));
+    proto::PsPushRequest head;
+    head.set_protocol_version(kProtocolVersion);
+    head.set_job_id(options_.jobId);
+    head.set_block(static_cast<int>(b));
+    head.set_based_on(basedOn.at(b));
+    // One copy, into a buffer the message owns: the transport may still hold it after a call
+    // fails, when the model's gradient buffer could be gone.
+    LargeField gradient(static_cast<std::size_t>(block.size()) * sizeof(float));
+    std::memcpy(gradient.data(), grads + block.begin, gradient.size());
+    calls.requests[b] =
+        serializeWithLargeField(head, proto::PsPushRequest::kGradientFieldNumber, gradient);
+  }
+  issueEachBlock(calls, options_, [&](std::size_t b, auto done) {
+    shards_[static_cast<std::size_t>(layout_[b].shard)]->pushes.UnaryCall(
+        &calls.contexts[b], pushMethod(), {}, &calls.requests[b], &calls.responses[b],
+        std::move(done));
   });
   core::PushOutcome outcome;
   for (std::size_t b = 0; b < n; ++b) {
     if (!calls.statuses[b].ok()) fail(layout_[b].shard, "pushing to", calls.statuses[b]);
     outcome.staleness =
         std::max(outcome.staleness, calls.responses[b].applied_to() - basedOn.at(b));
-    bytesSent_ += static_cast<int64_t>(calls.requests[b].gradient().size());
+    bytesSent_ += layout_[b].size() * static_cast<int64_t>(sizeof(float));
   }
   // The clock moves only once every block has the gradient: ssp's bound counts whole updates.
   outcome.board = this->report(report);

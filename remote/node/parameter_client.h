@@ -28,10 +28,11 @@ struct ParameterClientOptions {
 
 // core::ParameterClient over the ParameterServer service of the shards' daemons. The calls of
 // one pull or push (one per block) are issued together on gRPC's callback API and awaited
-// together, so the shards work side by side; payloads go straight from the model's buffers
-// into the request and from the reply into the model. Failures throw CommError naming the
-// shard's node: kPeerClosed when it cannot be reached (a killed shard: at once), kTimeout when
-// it does not answer within callTimeout, kAborted when the job aborts.
+// together, so the shards work side by side. Pull and Push use gRPC's buffers
+// (large_field.h): a push copies each block's gradient once, into the message; a pull copies
+// each block's values once, from the reply into the model, as that reply arrives. Failures throw
+// CommError naming the shard's node: kPeerClosed when it cannot be reached (a killed shard: at
+// once), kTimeout when it does not answer within callTimeout, kAborted when the job aborts.
 class GrpcParameterClient final : public core::ParameterClient {
  public:
   GrpcParameterClient(std::vector<core::PsBlock> layout, ParameterClientOptions options);

@@ -2,8 +2,10 @@
 
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "remote/common/auth.h"
+#include "remote/common/large_field.h"
 #include "remote/common/protocol.h"
 
 namespace dtlab::remote {
@@ -179,17 +181,24 @@ grpc::ServerUnaryReactor* ParameterService::Init(grpc::CallbackServerContext* co
 }
 
 grpc::ServerUnaryReactor* ParameterService::Pull(grpc::CallbackServerContext* context,
-                                                 const proto::PsPullRequest* request,
-                                                 proto::PsPullResponse* response) {
+                                                 const grpc::ByteBuffer* requestBytes,
+                                                 grpc::ByteBuffer* responseBytes) {
+  proto::PsPullRequest request;
   std::shared_ptr<core::ParameterHost> host;
   core::ParameterBlock* block = nullptr;
-  grpc::Status status = hostFor(*context, request->protocol_version(), request->job_id(), host);
-  if (status.ok()) status = blockOf(*host, request->block(), block);
+  // The token first: a caller without it learns nothing, not even whether its bytes parse.
+  grpc::Status status = checkBearerToken(*context, token_);
+  if (status.ok() && !fromByteBuffer(*requestBytes, request))
+    status = invalid("the request is not a PsPullRequest");
+  if (status.ok()) status = hostFor(*context, request.protocol_version(), request.job_id(), host);
+  if (status.ok()) status = blockOf(*host, request.block(), block);
   if (status.ok()) {
     try {
-      std::string* values = response->mutable_values();
-      values->resize(static_cast<std::size_t>(block->block().size()) * sizeof(float));
-      response->set_version(block->pull(reinterpret_cast<float*>(values->data())));
+      LargeField values(static_cast<std::size_t>(block->block().size()) * sizeof(float));
+      proto::PsPullResponse response;
+      response.set_version(block->pull(reinterpret_cast<float*>(values.data())));
+      *responseBytes =
+          serializeWithLargeField(response, proto::PsPullResponse::kValuesFieldNumber, values);
     } catch (const std::exception& e) {
       status = asStatus(e);
     }
@@ -198,20 +207,38 @@ grpc::ServerUnaryReactor* ParameterService::Pull(grpc::CallbackServerContext* co
 }
 
 grpc::ServerUnaryReactor* ParameterService::Push(grpc::CallbackServerContext* context,
-                                                 const proto::PsPushRequest* request,
-                                                 proto::PsPushResponse* response) {
+                                                 const grpc::ByteBuffer* requestBytes,
+                                                 grpc::ByteBuffer* responseBytes) {
+  // The gradient lands here, aligned, straight from gRPC's buffers; it grows to the largest
+  // block this thread has seen and is reused by every push after.
+  thread_local std::vector<float> gradient;
+  std::size_t gradientBytes = 0;
+  proto::PsPushRequest request;
   std::shared_ptr<core::ParameterHost> host;
   core::ParameterBlock* block = nullptr;
-  grpc::Status status = hostFor(*context, request->protocol_version(), request->job_id(), host);
-  if (status.ok()) status = blockOf(*host, request->block(), block);
-  if (status.ok()) status = checkPayload("gradient", request->gradient().size(), block->block());
-  if (status.ok() && request->based_on() < 0)
-    status = invalid("based_on: must be >= 0, got " + std::to_string(request->based_on()));
+  grpc::Status status = checkBearerToken(*context, token_);
+  if (status.ok()) {
+    const std::string why = parseWithLargeField(
+        *requestBytes, proto::PsPushRequest::kGradientFieldNumber, request,
+        [&](google::protobuf::io::CodedInputStream& in, int bytes) -> std::string {
+          const std::size_t floats = (static_cast<std::size_t>(bytes) + 3) / sizeof(float);
+          if (gradient.size() < floats) gradient.resize(floats);
+          gradientBytes = static_cast<std::size_t>(bytes);
+          return in.ReadRaw(gradient.data(), bytes) ? "" : "gradient: cut short";
+        });
+    if (!why.empty()) status = invalid("the request is not a PsPushRequest: " + why);
+  }
+  if (status.ok()) status = hostFor(*context, request.protocol_version(), request.job_id(), host);
+  if (status.ok()) status = blockOf(*host, request.block(), block);
+  if (status.ok()) status = checkPayload("gradient", gradientBytes, block->block());
+  if (status.ok() && request.based_on() < 0)
+    status = invalid("based_on: must be >= 0, got " + std::to_string(request.based_on()));
   if (status.ok()) {
     try {
-      response->set_applied_to(
-          block->push(reinterpret_cast<const float*>(request->gradient().data()),
-                      block->block().size(), request->based_on()));
+      proto::PsPushResponse response;
+      response.set_applied_to(
+          block->push(gradient.data(), block->block().size(), request.based_on()));
+      *responseBytes = toByteBuffer(response);
     } catch (const std::exception& e) {
       status = invalid(std::string("based_on: ") + e.what());
     }

@@ -31,20 +31,26 @@ class ParameterTable {
 // version (FAILED_PRECONDITION), the job (NOT_FOUND), the block or worker index and payload
 // size (INVALID_ARGUMENT naming the field). A WaitClock that cannot be answered yet holds no
 // gRPC thread: the board answers it when the slowest worker gets there, or the call ends
-// with the caller's deadline (CANCELLED on this side).
-class ParameterService final : public proto::ParameterServer::CallbackService {
+// with the caller's deadline (CANCELLED on this side). Pull and Push, the data plane, work on
+// gRPC's buffers (large_field.h): a pull's values are copied once, from the block into the
+// reply; a push's gradient once, from the request into a buffer the handler's thread keeps.
+class ParameterService final : public proto::ParameterServer::WithRawCallbackMethod_Pull<
+                                   proto::ParameterServer::WithRawCallbackMethod_Push<
+                                       proto::ParameterServer::CallbackService>> {
  public:
   ParameterService(ParameterTable& table, std::string token);
 
   grpc::ServerUnaryReactor* Init(grpc::CallbackServerContext* context,
                                  const proto::PsInitRequest* request,
                                  proto::PsInitResponse* response) override;
+  // PsPullRequest in, PsPullResponse out.
   grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* context,
-                                 const proto::PsPullRequest* request,
-                                 proto::PsPullResponse* response) override;
+                                 const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  // PsPushRequest in, PsPushResponse out.
   grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* context,
-                                 const proto::PsPushRequest* request,
-                                 proto::PsPushResponse* response) override;
+                                 const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Report(grpc::CallbackServerContext* context,
                                    const proto::PsReportRequest* request,
                                    proto::PsBoard* response) override;
