@@ -11,6 +11,7 @@
 #include <cstring>
 #include <numbers>
 #include <unordered_map>
+#include <vector>
 
 #include "core/common/check.h"
 #include "core/optim/optimizer.h"
@@ -193,6 +194,11 @@ void CpuBackend::gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
         c[r * ldc + col] = beta == 0.0f ? 0.0f : beta * c[r * ldc + col];
     return;
   }
+  constexpr int64_t kSplitMinMacs = int64_t{1} << 20;
+  if (threads_ > 1 && m * n * k >= kSplitMinMacs && !omp_in_parallel()) {
+    splitGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
   // Large A * B^T products with plain strides: the matmul primitive (see the class comment).
   constexpr int64_t kMatmulMinMacs = int64_t{1} << 22;
   if (!transA && transB && alpha == 1.0f && beta == 0.0f && lda == k && ldb == k && ldc == n &&
@@ -203,6 +209,40 @@ void CpuBackend::gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                                           lda, b, ldb, beta, c, ldc);
   DTLAB_ENFORCE(status == dnnl_success, "dnnl_sgemm failed with status ", static_cast<int>(status),
                 " for ", m, "x", n, "x", k);
+}
+
+void CpuBackend::splitGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha,
+                           const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                           float* c, int64_t ldc) {
+  // C's rows or columns, whichever are more, in slices of whole 16-wide units: every element
+  // of C is one thread's, summed over the whole of k, and the slices depend only on the
+  // shape and the thread count, so a run is as reproducible as with one call.
+  const bool byRows = m >= n;
+  const int64_t extent = byRows ? m : n;
+  constexpr int64_t kUnit = 16;
+  const int64_t units = (extent + kUnit - 1) / kUnit;
+  const int parts = static_cast<int>(std::min<int64_t>(threads_, units));
+  std::vector<dnnl_status_t> statuses(static_cast<std::size_t>(parts), dnnl_success);
+  const char ta = transA ? 'T' : 'N';
+  const char tb = transB ? 'T' : 'N';
+#pragma omp parallel num_threads(parts)
+  {
+    const int t = omp_get_thread_num();
+    const int64_t begin = std::min(extent, units * t / parts * kUnit);
+    const int64_t end = std::min(extent, units * (t + 1) / parts * kUnit);
+    dnnl_status_t& status = statuses[static_cast<std::size_t>(t)];
+    if (end > begin && byRows) {
+      // Inside a parallel region oneDNN runs the call on this thread alone.
+      status = dnnl_sgemm(ta, tb, end - begin, n, k, alpha, transA ? a + begin : a + begin * lda,
+                          lda, b, ldb, beta, c + begin * ldc, ldc);
+    } else if (end > begin) {
+      status = dnnl_sgemm(ta, tb, m, end - begin, k, alpha, a, lda,
+                          transB ? b + begin * ldb : b + begin, ldb, beta, c + begin, ldc);
+    }
+  }
+  for (dnnl_status_t status : statuses)
+    DTLAB_ENFORCE(status == dnnl_success, "dnnl_sgemm failed with status ",
+                  static_cast<int>(status), " for a slice of ", m, "x", n, "x", k);
 }
 
 void CpuBackend::biasActivation(const float* z, const float* bias, int64_t rows, int64_t cols,

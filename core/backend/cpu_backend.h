@@ -18,6 +18,14 @@ namespace dtlab::core {
 // measured here); oneDNN's matmul primitive with B in "ba" layout runs it at about
 // 220, so large products of that shape go through a cached primitive instead.
 //
+// With more than one thread a large product is split by C's rows or columns (whichever
+// are more), each thread's slice one single-threaded dnnl_sgemm call (oneDNN runs a call
+// made inside a parallel region on that thread alone). oneDNN's own threading of one call
+// left much on the table: on 2 threads (AMD EPYC family 26, 2026-12-03, medians) NN
+// 256x1024x1024 ran at 408 GFLOP/s split against 321, NT 256x1024x1024 at 373-382 against
+// 260-270, NT 256x256x1024 at 322 against 203, TN 1024x1024x256 at 415 against 394. The
+// matmul primitive above serves one thread.
+//
 // Why oneDNN: measured here on the training step's shapes (256x1024x1024 NN, TN, NT)
 // it ran at about 190-210 GFLOP/s on two threads against OpenBLAS's 150 and BLIS's
 // 85-180, and within 10% of OpenBLAS on the 64x64x64 shapes of small models. See
@@ -56,6 +64,10 @@ class CpuBackend final : public Backend {
  private:
   struct MatmulCache;
   bool matmulTransposedB(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c);
+  // gemm on every thread, each taking a slice of C (see the class comment).
+  void splitGemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                 int64_t ldc);
 
   int threads_;
   std::unique_ptr<MatmulCache> matmuls_;

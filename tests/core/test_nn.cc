@@ -251,6 +251,67 @@ class TestNn : public QObject {
     QVERIFY(paramChecksum(again.paramsToHost()) != paramChecksum(p));
   }
 
+  void gemmOnEveryThreadIsExact_data() {
+    QTest::addColumn<int>("threads");
+    QTest::addColumn<int>("m");
+    QTest::addColumn<int>("n");
+    QTest::addColumn<int>("k");
+    // Split by rows (m >= n) and by columns, sizes that are no multiple of the 16-wide
+    // slices, and one thread (the library's own path) for comparison.
+    QTest::newRow("rows, 2 threads") << 2 << 131 << 97 << 300;
+    QTest::newRow("columns, 2 threads") << 2 << 40 << 301 << 200;
+    QTest::newRow("rows, 3 threads") << 3 << 67 << 50 << 400;
+    QTest::newRow("one thread") << 1 << 131 << 97 << 300;
+  }
+  void gemmOnEveryThreadIsExact() {
+    QFETCH(int, threads);
+    QFETCH(int, m);
+    QFETCH(int, n);
+    QFETCH(int, k);
+    CpuBackend backend(threads);
+    Rng rng(5);
+    for (bool transA : {false, true}) {
+      for (bool transB : {false, true}) {
+        // Leading dimensions wider than the matrices: the slices must follow them.
+        const int64_t lda = (transA ? m : k) + 3, ldb = (transB ? k : n) + 5, ldc = n + 7;
+        std::vector<float> a(static_cast<std::size_t>((transA ? k : m) * lda));
+        std::vector<float> b(static_cast<std::size_t>((transB ? n : k) * ldb));
+        std::vector<float> c(static_cast<std::size_t>(m * ldc));
+        for (float& v : a) v = rng.uniform() * 2.0f - 1.0f;
+        for (float& v : b) v = rng.uniform() * 2.0f - 1.0f;
+        for (float& v : c) v = rng.uniform() * 2.0f - 1.0f;
+        const std::vector<float> before = c;
+        const float alpha = 0.5f, beta = 0.25f;
+        backend.gemm(transA, transB, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(),
+                     ldc);
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < ldc; ++j) {
+            const std::size_t at = static_cast<std::size_t>(i * ldc + j);
+            if (j >= n) {  // outside C: untouched
+              QCOMPARE(c[at], before[at]);
+              continue;
+            }
+            double sum = 0.0;
+            for (int64_t p = 0; p < k; ++p)
+              sum += static_cast<double>(transA ? a[static_cast<std::size_t>(p * lda + i)]
+                                                : a[static_cast<std::size_t>(i * lda + p)]) *
+                     (transB ? b[static_cast<std::size_t>(j * ldb + p)]
+                             : b[static_cast<std::size_t>(p * ldb + j)]);
+            const double expected = alpha * sum + beta * static_cast<double>(before[at]);
+            if (std::abs(c[at] - expected) > 1e-4 * std::max(1.0, std::abs(expected)))
+              QFAIL(qPrintable(QString("C[%1][%2] = %3, expected %4 (transA %5, transB %6)")
+                                   .arg(i)
+                                   .arg(j)
+                                   .arg(c[at])
+                                   .arg(expected)
+                                   .arg(transA)
+                                   .arg(transB)));
+          }
+        }
+      }
+    }
+  }
+
   void threadedKernelsMatchSingleThread() {
     // Large enough to take the parallel paths; results must not depend on threads
     // (column-split bias gradients and row-split activations do no reordering).
