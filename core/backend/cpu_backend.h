@@ -26,6 +26,11 @@ namespace dtlab::core {
 // 260-270, NT 256x256x1024 at 322 against 203, TN 1024x1024x256 at 415 against 394. The
 // matmul primitive above serves one thread.
 //
+// Small products have paths of their own (core/backend/small_gemm.h): C at most 8 columns
+// wide (an output layer) in narrowGemm, a small A * B^T as A * B after B is transposed in
+// register tiles. Elementwise kernels below kParallelThreshold elements never enter an
+// OpenMP region. README.md ("Kernels") has the measurements.
+//
 // Why oneDNN: measured here on the training step's shapes (256x1024x1024 NN, TN, NT)
 // it ran at about 190-210 GFLOP/s on two threads against OpenBLAS's 150 and BLIS's
 // 85-180, and within 10% of OpenBLAS on the 64x64x64 shapes of small models. See

@@ -5,11 +5,8 @@
 #include <sstream>
 #include <string>
 
-#if defined(__SSE2__)
-#include <immintrin.h>
-#endif
-
 #include "core/common/check.h"
+#include "core/common/simd_lanes.h"
 #include "core/optim/decimal_value.h"
 #include "core/tensor/tensor.h"
 
@@ -32,40 +29,6 @@ namespace {
 //   element's result would depend on where a bucket or thread boundary falls, and
 //   replicas whose threads split the buffer differently would drift apart. Instead the
 //   tail is copied into a zero-padded lane group and runs the very same code.
-#if defined(__AVX512F__)
-using Lanes = float __attribute__((vector_size(64)));
-// maskz with a full mask is plain vsqrtps; GCC 12's _mm512_sqrt_ps trips
-// -Wmaybe-uninitialized on its own placeholder vector.
-inline Lanes sqrtOf(Lanes x) {
-  return _mm512_maskz_sqrt_ps(0xFFFF, x);
-}
-#elif defined(__AVX__)
-using Lanes = float __attribute__((vector_size(32)));
-inline Lanes sqrtOf(Lanes x) {
-  return _mm256_sqrt_ps(x);
-}
-#elif defined(__SSE2__)
-using Lanes = float __attribute__((vector_size(16)));
-inline Lanes sqrtOf(Lanes x) {
-  return _mm_sqrt_ps(x);
-}
-#else
-using Lanes = float __attribute__((vector_size(16)));
-inline Lanes sqrtOf(Lanes x) {
-  for (int k = 0; k < static_cast<int>(sizeof(Lanes) / sizeof(float)); ++k) x[k] = std::sqrt(x[k]);
-  return x;
-}
-#endif
-constexpr int64_t kLaneCount = sizeof(Lanes) / sizeof(float);
-
-inline Lanes load(const float* p) {
-  Lanes value;
-  std::memcpy(&value, p, sizeof value);  // unaligned: ranges start anywhere
-  return value;
-}
-inline void store(float* p, const Lanes& value) {
-  std::memcpy(p, &value, sizeof value);
-}
 
 // Runs body(param, grad, stateA, stateB) on each lane group of [begin, end): param and
 // the first kStates state vectors are read and written back, grad is read. Unused state
@@ -75,14 +38,14 @@ inline void forEachLaneGroup(float* __restrict params, const float* __restrict g
                              float* __restrict stateA, float* __restrict stateB, int64_t begin,
                              int64_t end, Body&& body) {
   auto group = [&](float* p, const float* g, float* a, float* b) {
-    Lanes param = load(p);
+    Lanes param = loadLanes(p);
     Lanes a0{}, b0{};
-    if constexpr (kStates >= 1) a0 = load(a);
-    if constexpr (kStates >= 2) b0 = load(b);
-    body(param, load(g), a0, b0);
-    store(p, param);
-    if constexpr (kStates >= 1) store(a, a0);
-    if constexpr (kStates >= 2) store(b, b0);
+    if constexpr (kStates >= 1) a0 = loadLanes(a);
+    if constexpr (kStates >= 2) b0 = loadLanes(b);
+    body(param, loadLanes(g), a0, b0);
+    storeLanes(p, param);
+    if constexpr (kStates >= 1) storeLanes(a, a0);
+    if constexpr (kStates >= 2) storeLanes(b, b0);
   };
   int64_t i = begin;
   for (; i + kLaneCount <= end; i += kLaneCount)

@@ -3,10 +3,12 @@
 #include <QtTest/QtTest>
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "core/backend/cpu_backend.h"
 #include "core/backend/cpu_math.h"
+#include "core/backend/small_gemm.h"
 #include "core/common/random.h"
 #include "core/nn/mlp.h"
 
@@ -262,6 +264,13 @@ class TestNn : public QObject {
     QTest::newRow("columns, 2 threads") << 2 << 40 << 301 << 200;
     QTest::newRow("rows, 3 threads") << 3 << 67 << 50 << 400;
     QTest::newRow("one thread") << 1 << 131 << 97 << 300;
+    // Narrow C (an output layer: narrowGemm): rows and k that are no multiple of a lane
+    // group, k shorter than one (the library takes A * B then), one column, eight.
+    QTest::newRow("narrow, 2 columns") << 1 << 64 << 2 << 64;
+    QTest::newRow("narrow, 1 column, tails") << 1 << 37 << 1 << 19;
+    QTest::newRow("narrow, 8 columns, short k") << 2 << 100 << 8 << 3;
+    QTest::newRow("narrow, 5 columns, long k") << 1 << 9 << 5 << 1000;
+    QTest::newRow("small A * B^T (matmul primitive)") << 1 << 64 << 64 << 64;
   }
   void gemmOnEveryThreadIsExact() {
     QFETCH(int, threads);
@@ -270,46 +279,80 @@ class TestNn : public QObject {
     QFETCH(int, k);
     CpuBackend backend(threads);
     Rng rng(5);
-    for (bool transA : {false, true}) {
-      for (bool transB : {false, true}) {
-        // Leading dimensions wider than the matrices: the slices must follow them.
-        const int64_t lda = (transA ? m : k) + 3, ldb = (transB ? k : n) + 5, ldc = n + 7;
-        std::vector<float> a(static_cast<std::size_t>((transA ? k : m) * lda));
-        std::vector<float> b(static_cast<std::size_t>((transB ? n : k) * ldb));
-        std::vector<float> c(static_cast<std::size_t>(m * ldc));
-        for (float& v : a) v = rng.uniform() * 2.0f - 1.0f;
-        for (float& v : b) v = rng.uniform() * 2.0f - 1.0f;
-        for (float& v : c) v = rng.uniform() * 2.0f - 1.0f;
-        const std::vector<float> before = c;
-        const float alpha = 0.5f, beta = 0.25f;
-        backend.gemm(transA, transB, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(),
-                     ldc);
-        for (int64_t i = 0; i < m; ++i) {
-          for (int64_t j = 0; j < ldc; ++j) {
-            const std::size_t at = static_cast<std::size_t>(i * ldc + j);
-            if (j >= n) {  // outside C: untouched
-              QCOMPARE(c[at], before[at]);
-              continue;
+    // Each shape with alpha and beta (the library's paths) and as the model calls it, C = A B
+    // (every path; C's old values are NaN there, which must never be read).
+    for (const auto& [alpha, beta] : {std::pair{0.5f, 0.25f}, std::pair{1.0f, 0.0f}}) {
+      for (bool transA : {false, true}) {
+        for (bool transB : {false, true}) {
+          // Leading dimensions wider than the matrices: the slices must follow them, except
+          // in the model's case (plain strides: the matmul primitive takes A B^T then).
+          const int64_t pad = beta == 0.0f && transB && !transA ? 0 : 1;
+          const int64_t lda = (transA ? m : k) + 3 * pad, ldb = (transB ? k : n) + 5 * pad,
+                        ldc = n + 7 * pad;
+          std::vector<float> a(static_cast<std::size_t>((transA ? k : m) * lda));
+          std::vector<float> b(static_cast<std::size_t>((transB ? n : k) * ldb));
+          std::vector<float> c(static_cast<std::size_t>(m * ldc));
+          for (float& v : a) v = rng.uniform() * 2.0f - 1.0f;
+          for (float& v : b) v = rng.uniform() * 2.0f - 1.0f;
+          for (float& v : c) v = beta == 0.0f ? std::nanf("") : rng.uniform() * 2.0f - 1.0f;
+          const std::vector<float> before = c;
+          backend.gemm(transA, transB, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(),
+                       ldc);
+          for (int64_t i = 0; i < m; ++i) {
+            for (int64_t j = 0; j < ldc; ++j) {
+              const std::size_t at = static_cast<std::size_t>(i * ldc + j);
+              if (j >= n) {  // outside C: untouched
+                QVERIFY(std::isnan(before[at]) ? std::isnan(c[at]) : c[at] == before[at]);
+                continue;
+              }
+              double sum = 0.0;
+              for (int64_t p = 0; p < k; ++p)
+                sum += static_cast<double>(transA ? a[static_cast<std::size_t>(p * lda + i)]
+                                                  : a[static_cast<std::size_t>(i * lda + p)]) *
+                       (transB ? b[static_cast<std::size_t>(j * ldb + p)]
+                               : b[static_cast<std::size_t>(p * ldb + j)]);
+              const double expected =
+                  alpha * sum + (beta == 0.0f ? 0.0 : beta * static_cast<double>(before[at]));
+              if (std::abs(c[at] - expected) > 1e-4 * std::max(1.0, std::abs(expected)))
+                QFAIL(qPrintable(QString("C[%1][%2] = %3, expected %4 (transA %5, transB %6)")
+                                     .arg(i)
+                                     .arg(j)
+                                     .arg(c[at])
+                                     .arg(expected)
+                                     .arg(transA)
+                                     .arg(transB)));
             }
-            double sum = 0.0;
-            for (int64_t p = 0; p < k; ++p)
-              sum += static_cast<double>(transA ? a[static_cast<std::size_t>(p * lda + i)]
-                                                : a[static_cast<std::size_t>(i * lda + p)]) *
-                     (transB ? b[static_cast<std::size_t>(j * ldb + p)]
-                             : b[static_cast<std::size_t>(p * ldb + j)]);
-            const double expected = alpha * sum + beta * static_cast<double>(before[at]);
-            if (std::abs(c[at] - expected) > 1e-4 * std::max(1.0, std::abs(expected)))
-              QFAIL(qPrintable(QString("C[%1][%2] = %3, expected %4 (transA %5, transB %6)")
-                                   .arg(i)
-                                   .arg(j)
-                                   .arg(c[at])
-                                   .arg(expected)
-                                   .arg(transA)
-                                   .arg(transB)));
           }
         }
       }
     }
+  }
+
+  void narrowGemmRowsDoNotDependOnTheirCount() {
+    // An output layer's product for a batch and for its first rows alone (a worker's smaller
+    // share): the shared rows' values are identical, bit for bit.
+    Rng rng(11);
+    const int64_t k = 70, n = 3;
+    for (bool transA : {false, true}) {
+      for (int64_t m : {64, 17}) {
+        std::vector<float> a(static_cast<std::size_t>(64 * k)), b(static_cast<std::size_t>(k * n));
+        for (float& v : a) v = rng.uniform() * 2.0f - 1.0f;
+        for (float& v : b) v = rng.uniform() * 2.0f - 1.0f;
+        std::vector<float> all(static_cast<std::size_t>(64 * n)), part(all.size());
+        // A^T's first m columns of 64 are rows [0, m) of op(A) with the same lda.
+        QVERIFY(narrowGemm(transA, false, 64, n, k, a.data(), transA ? 64 : k, b.data(), n,
+                           all.data(), n));
+        QVERIFY(narrowGemm(transA, false, m, n, k, a.data(), transA ? 64 : k, b.data(), n,
+                           part.data(), n));
+        for (int64_t i = 0; i < m * n; ++i)
+          QCOMPARE(part[static_cast<std::size_t>(i)], all[static_cast<std::size_t>(i)]);
+      }
+    }
+    // Shapes it does not serve are refused untouched.
+    std::vector<float> a(64 * 64, 1.0f), b(64 * 9, 1.0f), c(64 * 9, 7.0f);
+    QVERIFY(!narrowGemm(false, false, 64, 9, 64, a.data(), 64, b.data(), 9, c.data(), 9));
+    QVERIFY(!narrowGemm(false, false, 64, 2, 4, a.data(), 4, b.data(), 2, c.data(), 2));
+    QCOMPARE(c[0], 7.0f);
   }
 
   void threadedKernelsMatchSingleThread() {
