@@ -485,6 +485,8 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
   bool failing = false;
   bool cancelSent = false;
   std::optional<Clock::time_point> giveUpAt;
+  std::optional<Clock::time_point> failureSeenAt;  // a job's failure, held back (below)
+  const bool survivable = out.onNodeLoss != core::NodeLossPolicy::kFail;
   auto ended = [](const RankWatch& w) { return w.ended(); };
   {
     std::unique_lock lock(out.mutex);
@@ -497,6 +499,19 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
                                                     core::RunStatus::kFailed;
           const bool silent = !w.end.finished && Clock::now() - w.last > options.lostAfter;
           if (!failed && !w.broken && !silent) continue;
+          if (failed && !w.broken && !silent && survivable) {
+            // A job may fail because another node is lost (a pull from a dead shard fails at
+            // once, before this watchdog sees that node's stream break): the others get up
+            // to lostAfter to show a lost node, which the policy then handles; only then
+            // does the failure end the run.
+            if (!failureSeenAt) failureSeenAt = Clock::now();
+            bool othersOpen = false;  // running, or broken and not yet seen here
+            for (std::size_t j = 0; j < world; ++j) {
+              const RankEnd& e = watches[j].end;
+              othersOpen = othersOpen || (j != i && !e.finished && !e.dropped && !e.abandoned);
+            }
+            if (othersOpen && Clock::now() - *failureSeenAt < options.lostAfter) continue;
+          }
           const std::string lost =
               failed ? std::string()
                      : placement.rankNames[i] + " lost: " +
