@@ -270,7 +270,8 @@ class TestNn : public QObject {
     QTest::newRow("narrow, 1 column, tails") << 1 << 37 << 1 << 19;
     QTest::newRow("narrow, 8 columns, short k") << 2 << 100 << 8 << 3;
     QTest::newRow("narrow, 5 columns, long k") << 1 << 9 << 5 << 1000;
-    QTest::newRow("small A * B^T (matmul primitive)") << 1 << 64 << 64 << 64;
+    QTest::newRow("small A * B^T (B transposed)") << 1 << 64 << 64 << 64;
+    QTest::newRow("small A * B^T, tile edges") << 1 << 40 << 50 << 70;
   }
   void gemmOnEveryThreadIsExact() {
     QFETCH(int, threads);
