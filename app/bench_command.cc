@@ -62,8 +62,9 @@ constexpr const char* kBenchUsage =
   bench ps [--params N] [--workers W] [--steps S] [--reps R] [--warmup U] [--json]
       The parameter server's data plane: W worker processes (default 2) pull every
       block of an N-parameter model (default 1300000) from a server process and push
-      a gradient to every block over its gRPC service, as async_ps does, against
-      Gloo pairs moving the same bytes between the same processes; S steps per
+      a gradient to every block, as async_ps does: over the shard's stream (plain
+      text) and over its gRPC service alone (as with TLS), against Gloo pairs
+      moving the same bytes between the same processes; S steps per
       repetition, sides interleaved, the slowest worker's ms per step, medians,
       the ratio (the target: at most 1.5x Gloo's time); every value received is
       checked (the gradients are zeros, so the parameters never move).

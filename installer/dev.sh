@@ -129,7 +129,7 @@ parse_sanitize() {
 }
 
 # `fuzz [SECONDS] [TARGET...]`: each target (all by default: spec, chunk, project, rpc,
-# compare_layout) for SECONDS (default 60) from its seeds, in a clang tree of its own
+# stream, compare_layout) for SECONDS (default 60) from its seeds, in a clang tree of its own
 # (build-fuzz). Inputs that reach new code are kept in build-fuzz/corpus/NAME for the next run;
 # a finding is saved in build-fuzz/findings/NAME/ and fails the command. Prints, per target,
 # executions per second and the coverage reached.

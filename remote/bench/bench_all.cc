@@ -187,8 +187,8 @@ AllBenchResult runAllBench(const AllBenchOptions& options, std::FILE* out, std::
   const PsBenchResult served = runPsBench(ps, progress);
   wrongElements += served.wrong;
   result.rows.push_back({"ps",
-                         "ms per pull + push, " + std::to_string(ps.workers) + " workers, " +
-                             std::to_string(ps.params) + " parameters",
+                         "ms per pull + push (stream), " + std::to_string(ps.workers) +
+                             " workers, " + std::to_string(ps.params) + " parameters",
                          served.dtlabMs, "ms", "Gloo pairs, the same bytes", served.glooMs,
                          served.glooMs / served.dtlabMs, kPsTimeRatioTarget});
   benches["ps"] = served.json;

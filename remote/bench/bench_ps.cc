@@ -27,6 +27,7 @@
 #include "remote/common/protocol.h"
 #include "remote/node/parameter_client.h"
 #include "remote/node/parameter_service.h"
+#include "remote/node/parameter_stream.h"
 
 namespace dtlab::bench {
 namespace {
@@ -84,15 +85,18 @@ core::ExperimentSpec serverSpec() {
   return spec;
 }
 
+// The three ways of moving a step's bytes.
+enum class Side { kStream, kGrpc, kGloo };
+constexpr int kSides = 3;
+
 // The rounds every process walks through alike: per round, each side once (the order rotates),
 // each between two barriers of all the processes.
-template <typename Side>
-void forEachSide(const PsBenchOptions& o, const GlooGroup& group, Side&& side) {
+template <typename Run>
+void forEachSide(const PsBenchOptions& o, const GlooGroup& group, Run&& run) {
   for (int round = 0; round < o.warmup + o.repetitions; ++round) {
-    for (int k = 0; k < 2; ++k) {
-      const bool dtlab = (round + k) % 2 == 0;
+    for (int k = 0; k < kSides; ++k) {
       group.barrier();
-      side(dtlab, round >= o.warmup);
+      run(static_cast<Side>((round + k) % kSides), round >= o.warmup);
       group.barrier();
     }
   }
@@ -106,7 +110,8 @@ void runServer(const PsRankOptions& options, std::FILE* out) {
   remote::ParameterTable table;
   table.install(
       kJob, std::make_shared<core::ParameterHost>(serverSpec(), layout, 0, o.workers, 64, updates));
-  remote::ParameterService service(table, kToken);
+  remote::ParameterStreamServer stream(table, "127.0.0.1");
+  remote::ParameterService service(table, kToken, &stream);
   grpc::ServerBuilder builder;
   builder.SetMaxReceiveMessageSize(remote::kMaxRequestBytes);
   int port = 0;
@@ -130,8 +135,8 @@ void runServer(const PsRankOptions& options, std::FILE* out) {
     sends.push_back(group.context->createUnboundBuffer(parameters.data(), n * sizeof(float)));
   }
   group.barrier();  // worker 0 has initialised the blocks
-  forEachSide(o, group, [&](bool dtlab, bool) {
-    if (dtlab) return;  // gRPC's threads serve the pulls and pushes
+  forEachSide(o, group, [&](Side side, bool) {
+    if (side != Side::kGloo) return;  // the stream's and gRPC's threads serve them
     for (int s = 0; s < o.steps; ++s) {
       for (int w = 0; w < o.workers; ++w)
         receives[static_cast<std::size_t>(w)]->recv(w + 1, kGradientSlot);
@@ -161,6 +166,8 @@ void runWorker(const PsRankOptions& options, std::FILE* out) {
   client.names = {"server"};
   client.token = kToken;
   remote::GrpcParameterClient ps(core::psLayout(o.params, 1), client);
+  client.stream = false;
+  remote::GrpcParameterClient psGrpc(core::psLayout(o.params, 1), client);
 
   GlooGroup group(dir, options.rank + 1, o.workers + 1);
   const std::size_t n = static_cast<std::size_t>(o.params);
@@ -174,17 +181,18 @@ void runWorker(const PsRankOptions& options, std::FILE* out) {
   std::vector<int64_t> versions;
   int64_t clock = 0;
   int64_t wrong = 0;
-  std::vector<double> dtlabMs, glooMs;
-  forEachSide(o, group, [&](bool dtlab, bool timed) {
+  std::vector<double> streamMs, grpcMs, glooMs;
+  forEachSide(o, group, [&](Side side, bool timed) {
     std::fill(parameters.begin(), parameters.end(), 0.0f);
     const auto start = Clock::now();
     for (int s = 0; s < o.steps; ++s) {
-      if (dtlab) {
-        ps.pull(parameters.data(), versions);
+      if (side != Side::kGloo) {
+        remote::GrpcParameterClient& client = side == Side::kStream ? ps : psGrpc;
+        client.pull(parameters.data(), versions);
         core::WorkerReport report;
         report.worker = options.rank;
         report.clock = ++clock;
-        ps.push(gradient.data(), versions, report);
+        client.push(gradient.data(), versions, report);
       } else {
         gradientSend->send(0, kGradientSlot);
         parameterReceive->recv(0, kParameterSlot);
@@ -195,12 +203,14 @@ void runWorker(const PsRankOptions& options, std::FILE* out) {
     const double ms =
         std::chrono::duration<double, std::milli>(Clock::now() - start).count() / o.steps;
     wrong += countWrong(parameters);
-    if (timed) (dtlab ? dtlabMs : glooMs).push_back(ms);
+    if (timed)
+      (side == Side::kStream ? streamMs : side == Side::kGrpc ? grpcMs : glooMs).push_back(ms);
   });
   std::fprintf(out, "%s\n",
                nlohmann::json{{"role", "worker"},
                               {"rank", options.rank},
-                              {"dtlab_ms", dtlabMs},
+                              {"stream_ms", streamMs},
+                              {"grpc_ms", grpcMs},
                               {"gloo_ms", glooMs},
                               {"wrong", wrong}}
                    .dump()
@@ -232,9 +242,11 @@ PsBenchResult runPsBench(const PsBenchOptions& o, std::FILE* out) {
   const int64_t bytes = o.params * static_cast<int64_t>(sizeof(float));
   std::fprintf(out,
                "bench ps: one parameter-server process serving every block of %lld parameters "
-               "(%zu blocks) over gRPC, %d worker processes; per step each worker pulls every "
-               "block and pushes a gradient to every block (GrpcParameterClient, as async_ps "
-               "does) against sending the gradient's bytes to the server and receiving the "
+               "(%zu blocks) over its stream and over gRPC, %d worker processes; per step each "
+               "worker pulls every block and pushes a gradient to every block "
+               "(GrpcParameterClient, as async_ps does: over the stream, as in plain text, and "
+               "over gRPC alone, as with TLS) against sending the gradient's bytes to the "
+               "server and receiving the "
                "parameters' bytes back over Gloo pairs (the same processes); %d steps per "
                "repetition, %d timed repetitions after %d, sides interleaved, the slowest "
                "worker's time per step, medians\n  %s\n\n",
@@ -263,16 +275,20 @@ PsBenchResult runPsBench(const PsBenchOptions& o, std::FILE* out) {
     workers.push_back(lastJsonLine(dir / ("out-worker-" + std::to_string(w))));
     result.wrong += workers.back().at("wrong").get<int64_t>();
   }
-  result.dtlabMs = slowestMedian(workers, "dtlab_ms");
+  result.dtlabMs = slowestMedian(workers, "stream_ms");
+  result.grpcMs = slowestMedian(workers, "grpc_ms");
   result.glooMs = slowestMedian(workers, "gloo_ms");
   result.ratio = result.dtlabMs / result.glooMs;
+  result.grpcRatio = result.grpcMs / result.glooMs;
   std::fprintf(out,
-               "| parameters | workers | bytes each way per step and worker | DTLab pull + push "
-               "(ms) | Gloo send + receive (ms) | DTLab / Gloo (time; target <= 1.5) | wrong |\n"
-               "|---|---|---|---|---|---|---|\n"
-               "| %lld | %d | %s | %.2f | %.2f | **%.2fx** | %lld |\n",
+               "| parameters | workers | bytes each way per step and worker | DTLab pull + push, "
+               "stream (ms) | DTLab over gRPC only, as with TLS (ms) | Gloo send + receive (ms) "
+               "| stream / Gloo (time; target <= 1.5) | gRPC / Gloo | wrong |\n"
+               "|---|---|---|---|---|---|---|---|---|\n"
+               "| %lld | %d | %s | %.2f | %.2f | %.2f | **%.2fx** | %.2fx | %lld |\n",
                static_cast<long long>(o.params), o.workers, core::byteSizeText(bytes).c_str(),
-               result.dtlabMs, result.glooMs, result.ratio, static_cast<long long>(result.wrong));
+               result.dtlabMs, result.grpcMs, result.glooMs, result.ratio, result.grpcRatio,
+               static_cast<long long>(result.wrong));
   result.json = {{"bench", "ps"},
                  {"machine", machineDescription()},
                  {"params", o.params},
@@ -281,6 +297,8 @@ PsBenchResult runPsBench(const PsBenchOptions& o, std::FILE* out) {
                  {"repetitions", o.repetitions},
                  {"bytes_each_way", bytes},
                  {"dtlab_ms", result.dtlabMs},
+                 {"grpc_ms", result.grpcMs},
+                 {"grpc_ratio", result.grpcRatio},
                  {"gloo_ms", result.glooMs},
                  {"ratio", result.ratio},
                  {"per_worker", workers},

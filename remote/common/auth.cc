@@ -9,10 +9,6 @@
 
 namespace dtlab::remote {
 
-namespace {
-
-// Compares without an early exit, so the time taken does not reveal how many leading
-// characters of a guess were right.
 bool constantTimeEquals(std::string_view a, std::string_view b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
   const std::size_t n = a.size() < b.size() ? a.size() : b.size();
@@ -20,8 +16,6 @@ bool constantTimeEquals(std::string_view a, std::string_view b) {
     diff |= static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i]);
   return diff == 0;
 }
-
-}  // namespace
 
 grpc::Status checkBearerToken(const grpc::ServerContextBase& context,
                               const std::string& expectedToken) {

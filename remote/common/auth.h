@@ -22,6 +22,10 @@ inline constexpr std::string_view kBearerPrefix = "Bearer ";
 grpc::Status checkBearerToken(const grpc::ServerContextBase& context,
                               const std::string& expectedToken);
 
+// Compares without an early exit, so the time taken does not reveal how many leading
+// characters of a guess were right.
+bool constantTimeEquals(std::string_view a, std::string_view b);
+
 // "host" and "port" of "host:port", "[v6]:port" or "v6-literal:port" (the last colon splits).
 struct HostPort {
   std::string host;  // without brackets

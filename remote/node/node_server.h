@@ -9,6 +9,7 @@
 #include "remote/node/node_options.h"
 #include "remote/node/node_service.h"
 #include "remote/node/parameter_service.h"
+#include "remote/node/parameter_stream.h"
 #include "remote/node/rendezvous_service.h"
 #include "remote/node/rendezvous_table.h"
 #include "remote/node/watch_hub.h"
@@ -16,7 +17,7 @@
 namespace dtlab::remote {
 
 // A running dtlab-node: the gRPC server with the NodeService, the Rendezvous service and the
-// ParameterServer service.
+// ParameterServer service (and, in plain text, the parameter server's stream beside it).
 // The constructor validates the options (a token is required unless listening on
 // loopback), binds and starts serving; it throws dtlab::Error with a message for the user
 // when it cannot.
@@ -50,6 +51,8 @@ class NodeServer {
   std::string name_;
   RendezvousTable table_;
   ParameterTable parameters_;
+  // Pulls and pushes outside gRPC (parameter_stream.h); none when serving TLS.
+  std::unique_ptr<ParameterStreamServer> stream_;
   std::unique_ptr<ParameterService> parameterService_;
   WatchHub hub_;
   std::unique_ptr<RendezvousService> rendezvousService_;

@@ -10,6 +10,8 @@
 
 #include "core/comm/abort_signal.h"
 #include "core/comm/communicator.h"
+#include "core/common/log.h"
+#include "remote/common/auth.h"
 #include "remote/common/client.h"
 #include "remote/common/large_field.h"
 #include "remote/common/protocol.h"
@@ -59,11 +61,12 @@ struct Calls {
 
 // Issues one call per block at once, each prepared for its block (deadline, token; protocol,
 // job and block number unless the request is a ByteBuffer) and started by `start(b, done)`, which
-// may fill in more of request b; returns when every call has ended (their statuses in
-// calls.statuses).
+// may fill in more of request b (or call done(OK) at once for a block that goes another way);
+// runs `meanwhile` (the streams' share), then returns when every call has ended (their
+// statuses in calls.statuses), rethrowing what `meanwhile` threw.
 template <typename Request, typename Response, typename Start>
 void issueEachBlock(Calls<Request, Response>& calls, const ParameterClientOptions& options,
-                    Start&& start) {
+                    Start&& start, const std::function<void()>& meanwhile = {}) {
   for (std::size_t b = 0; b < calls.requests.size(); ++b) {
     prepareClientContext(calls.contexts[b], options.token, options.callTimeout);
     if constexpr (!std::is_same_v<Request, grpc::ByteBuffer>) {  // else made whole already
@@ -76,7 +79,14 @@ void issueEachBlock(Calls<Request, Response>& calls, const ParameterClientOption
       calls.latch.done();
     });
   }
-  calls.latch.wait();
+  std::exception_ptr failure;
+  try {
+    if (meanwhile) meanwhile();
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  calls.latch.wait();  // the calls' callbacks use `calls` until then
+  if (failure) std::rethrow_exception(failure);
 }
 
 // Cancels the calls of `contexts` when the job aborts (a lost peer, its coordinator gone), so
@@ -88,6 +98,23 @@ core::AbortSignal::Registration cancelOnAbort(const core::AbortSignal* abort,
   return abort->onAbort([contexts, n](const std::string&) {
     for (std::size_t i = 0; i < n; ++i) contexts[i].TryCancel();
   });
+}
+
+// The same for the streams of `shares`: shutting a socket down ends its exchange at once.
+core::AbortSignal::Registration shutDownOnAbort(const core::AbortSignal* abort,
+                                                const std::vector<StreamShare>& shares) {
+  if (abort == nullptr || shares.empty()) return {};
+  return abort->onAbort([&shares](const std::string&) {
+    for (const StreamShare& share : shares) share.stream->socket().shutdown();
+  });
+}
+
+// Which blocks go over a stream.
+std::vector<char> overStreams(const std::vector<StreamShare>& shares, std::size_t blocks) {
+  std::vector<char> via(blocks, 0);
+  for (const StreamShare& share : shares)
+    for (int b : share.blocks) via[static_cast<std::size_t>(b)] = 1;
+  return via;
 }
 
 // A PsPullResponse for `block`: its values copied from gRPC's buffers into `params`, measuring
@@ -137,6 +164,10 @@ struct GrpcParameterClient::Shard {
   std::unique_ptr<proto::ParameterServer::Stub> stub;
   grpc::TemplatedGenericStub<proto::PsPullRequest, grpc::ByteBuffer> pulls;
   grpc::TemplatedGenericStub<grpc::ByteBuffer, proto::PsPushResponse> pushes;
+  std::vector<int> blocks;  // its blocks of the layout
+  std::unique_ptr<ParameterStream> stream;
+  bool broken = false;    // a call on the stream failed: open it again before the next
+  bool grpcOnly = false;  // no stream: TLS, a node without one, or its port out of reach
 };
 
 GrpcParameterClient::GrpcParameterClient(std::vector<core::PsBlock> layout,
@@ -148,6 +179,9 @@ GrpcParameterClient::GrpcParameterClient(std::vector<core::PsBlock> layout,
                 " shards and the job names ", options_.addresses.size(), " shard addresses");
   for (const std::string& address : options_.addresses)
     shards_.push_back(std::make_unique<Shard>(makeNodeChannel(address)));
+  for (std::size_t b = 0; b < layout_.size(); ++b)
+    shards_[static_cast<std::size_t>(layout_[b].shard)]->blocks.push_back(static_cast<int>(b));
+  if (!layout_.empty()) landing_.resize(static_cast<std::size_t>(layout_.back().end));
 }
 
 GrpcParameterClient::~GrpcParameterClient() = default;
@@ -166,6 +200,73 @@ void GrpcParameterClient::fail(int shard, const char* what, const grpc::Status& 
                             ? core::CommFailure::kTimeout
                             : core::CommFailure::kPeerClosed,
                         message);
+}
+
+void GrpcParameterClient::failStream(int shard, const char* what, const SocketError& error) const {
+  const std::size_t s = static_cast<std::size_t>(shard);
+  const std::string node = s < options_.names.size() && !options_.names[s].empty()
+                               ? options_.names[s] + " (" + options_.addresses[s] + ")"
+                               : options_.addresses[s];
+  const std::string message = std::string(what) + " parameter-server shard " +
+                              std::to_string(shard) + " on node " + node +
+                              " failed on its stream: " + error.what();
+  if (options_.abort != nullptr && options_.abort->aborted())
+    throw core::CommError(core::CommFailure::kAborted, message);
+  throw core::CommError(error.kind() == SocketError::Kind::kTimeout
+                            ? core::CommFailure::kTimeout
+                            : core::CommFailure::kPeerClosed,
+                        message);
+}
+
+void GrpcParameterClient::streamFailed(const std::vector<StreamShare>& shares,
+                                       const StreamCallError& error, const char* what) {
+  const int shard = layout_[static_cast<std::size_t>(shares[error.share()].blocks.front())].shard;
+  shards_[static_cast<std::size_t>(shard)]->broken = true;
+  failStream(shard, what, error);
+}
+
+std::vector<StreamShare> GrpcParameterClient::streamShares() {
+  std::vector<StreamShare> shares;
+  if (!options_.stream || clientTls().enabled()) return shares;
+  for (std::size_t s = 0; s < shards_.size(); ++s) {
+    Shard& shard = *shards_[s];
+    if (shard.grpcOnly || shard.blocks.empty()) continue;
+    if (!shard.stream || shard.broken) {
+      shard.stream.reset();
+      shard.broken = false;
+      grpc::ClientContext context;
+      prepareClientContext(context, options_.token, options_.callTimeout);
+      const auto cancelling = cancelOnAbort(options_.abort, &context, 1);
+      proto::PsStreamRequest request;
+      request.set_protocol_version(kProtocolVersion);
+      request.set_job_id(options_.jobId);
+      proto::PsStreamResponse response;
+      const grpc::Status status = shard.stub->OpenStream(&context, request, &response);
+      if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED ||
+          status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+        shard.grpcOnly = true;  // TLS, or a node without a stream: gRPC it is
+        continue;
+      }
+      if (!status.ok()) fail(static_cast<int>(s), "opening the stream of", status);
+      try {
+        shard.stream = std::make_unique<ParameterStream>(
+            parseHostPort(options_.addresses[s], "shard address").host, response.port(),
+            options_.jobId, response.ticket(), Clock::now() + options_.callTimeout);
+      } catch (const SocketError& e) {
+        if (options_.abort != nullptr && options_.abort->aborted())
+          failStream(static_cast<int>(s), "connecting to", e);
+        logAt(LogLevel::kWarn, "parameter-server shard ", s, " (", options_.addresses[s],
+              "): its stream at port ", response.port(), " cannot be used (", e.what(),
+              "); its pulls and pushes go over gRPC");
+        shard.grpcOnly = true;
+        continue;
+      }
+      logAt(LogLevel::kDebug, "parameter-server shard ", s, " (", options_.addresses[s],
+            "): pulls and pushes over its stream at port ", response.port());
+    }
+    shares.push_back({shard.stream.get(), shard.blocks});
+  }
+  return shares;
 }
 
 void GrpcParameterClient::init(const float* params) {
@@ -238,17 +339,37 @@ core::PullOutcome GrpcParameterClient::pull(float* params, std::vector<int64_t>&
   std::vector<core::PullOutcome> outcomes(n);
   std::vector<std::string> broken(n);
   versions.resize(n);
+  const std::vector<StreamShare> shares = streamShares();
+  const std::vector<char> viaStream = overStreams(shares, n);
   const auto cancelling = cancelOnAbort(options_.abort, calls.contexts.data(), n);
-  issueEachBlock(calls, options_, [&](std::size_t b, auto done) {
-    const core::PsBlock& block = layout_[b];
-    shards_[static_cast<std::size_t>(block.shard)]->pulls.UnaryCall(
-        &calls.contexts[b], pullMethod(), {}, &calls.requests[b], &calls.responses[b],
-        [&, b, block, done = std::move(done)](grpc::Status status) {
-          if (status.ok())
-            broken[b] = takeValues(calls.responses[b], block, params, outcomes[b], versions[b]);
-          done(std::move(status));
+  const auto shuttingDown = shutDownOnAbort(options_.abort, shares);
+  const auto deadline = Clock::now() + options_.callTimeout;
+  try {
+    issueEachBlock(
+        calls, options_,
+        [&](std::size_t b, auto done) {
+          if (viaStream[b]) return done(grpc::Status::OK);
+          const core::PsBlock& block = layout_[b];
+          shards_[static_cast<std::size_t>(block.shard)]->pulls.UnaryCall(
+              &calls.contexts[b], pullMethod(), {}, &calls.requests[b], &calls.responses[b],
+              [&, b, block, done = std::move(done)](grpc::Status status) {
+                if (status.ok())
+                  broken[b] =
+                      takeValues(calls.responses[b], block, params, outcomes[b], versions[b]);
+                done(std::move(status));
+              });
+        },
+        [&] {
+          pullOverStreams(shares, layout_, landing_.data(), deadline, [&](int b, int64_t version) {
+            const core::PsBlock& block = layout_[static_cast<std::size_t>(b)];
+            core::copyMeasuringDistance(params + block.begin, landing_.data() + block.begin,
+                                        block.size(), outcomes[static_cast<std::size_t>(b)]);
+            versions[static_cast<std::size_t>(b)] = version;
+          });
         });
-  });
+  } catch (const StreamCallError& e) {
+    streamFailed(shares, e, "pulling from");
+  }
   core::PullOutcome outcome;
   for (std::size_t b = 0; b < n; ++b) {
     const core::PsBlock& block = layout_[b];
@@ -305,7 +426,10 @@ core::PushOutcome GrpcParameterClient::push(const float* grads, const std::vecto
   const std::size_t n = layout_.size();
   Calls<grpc::ByteBuffer, proto::PsPushResponse> calls(n);
   const auto cancelling = cancelOnAbort(options_.abort, calls.contexts.data(), n);
+  const std::vector<StreamShare> shares = streamShares();
+  const std::vector<char> viaStream = overStreams(shares, n);
   for (std::size_t b = 0; b < n; ++b) {
+    if (viaStream[b]) continue;  // sent straight from `grads`
     const core::PsBlock& block = layout_[b];
     proto::PsPushRequest head;
     head.set_protocol_version(kProtocolVersion);
@@ -319,16 +443,33 @@ core::PushOutcome GrpcParameterClient::push(const float* grads, const std::vecto
     calls.requests[b] =
         serializeWithLargeField(head, proto::PsPushRequest::kGradientFieldNumber, gradient);
   }
-  issueEachBlock(calls, options_, [&](std::size_t b, auto done) {
-    shards_[static_cast<std::size_t>(layout_[b].shard)]->pushes.UnaryCall(
-        &calls.contexts[b], pushMethod(), {}, &calls.requests[b], &calls.responses[b],
-        std::move(done));
-  });
+  std::vector<int64_t> appliedTo(n, 0);
+  const auto shuttingDown = shutDownOnAbort(options_.abort, shares);
+  const auto deadline = Clock::now() + options_.callTimeout;
+  try {
+    issueEachBlock(
+        calls, options_,
+        [&](std::size_t b, auto done) {
+          if (viaStream[b]) return done(grpc::Status::OK);
+          shards_[static_cast<std::size_t>(layout_[b].shard)]->pushes.UnaryCall(
+              &calls.contexts[b], pushMethod(), {}, &calls.requests[b], &calls.responses[b],
+              [&, b, done = std::move(done)](grpc::Status status) {
+                appliedTo[b] = calls.responses[b].applied_to();
+                done(std::move(status));
+              });
+        },
+        [&] {
+          pushOverStreams(shares, layout_, grads, basedOn, deadline, [&](int b, int64_t version) {
+            appliedTo[static_cast<std::size_t>(b)] = version;
+          });
+        });
+  } catch (const StreamCallError& e) {
+    streamFailed(shares, e, "pushing to");
+  }
   core::PushOutcome outcome;
   for (std::size_t b = 0; b < n; ++b) {
     if (!calls.statuses[b].ok()) fail(layout_[b].shard, "pushing to", calls.statuses[b]);
-    outcome.staleness =
-        std::max(outcome.staleness, calls.responses[b].applied_to() - basedOn.at(b));
+    outcome.staleness = std::max(outcome.staleness, appliedTo[b] - basedOn.at(b));
     bytesSent_ += layout_[b].size() * static_cast<int64_t>(sizeof(float));
   }
   // The clock moves only once every block has the gradient: ssp's bound counts whole updates.

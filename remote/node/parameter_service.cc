@@ -7,6 +7,7 @@
 #include "remote/common/auth.h"
 #include "remote/common/large_field.h"
 #include "remote/common/protocol.h"
+#include "remote/node/parameter_stream.h"
 
 namespace dtlab::remote {
 
@@ -142,8 +143,9 @@ core::BoardState fromProto(const proto::PsBoard& board) {
   return state;
 }
 
-ParameterService::ParameterService(ParameterTable& table, std::string token)
-    : table_(table), token_(std::move(token)) {}
+ParameterService::ParameterService(ParameterTable& table, std::string token,
+                                   ParameterStreamServer* stream)
+    : table_(table), token_(std::move(token)), stream_(stream) {}
 
 grpc::Status ParameterService::hostFor(grpc::CallbackServerContext& context,
                                        uint32_t protocolVersion, const std::string& jobId,
@@ -318,6 +320,25 @@ grpc::ServerUnaryReactor* ParameterService::Snapshot(grpc::CallbackServerContext
         for (int64_t clock : host->board()->clocks()) response->add_clocks(clock);
     } catch (const std::exception& e) {
       status = asStatus(e);
+    }
+  }
+  return finishNow(context, status);
+}
+
+grpc::ServerUnaryReactor* ParameterService::OpenStream(grpc::CallbackServerContext* context,
+                                                       const proto::PsStreamRequest* request,
+                                                       proto::PsStreamResponse* response) {
+  std::shared_ptr<core::ParameterHost> host;
+  grpc::Status status = hostFor(*context, request->protocol_version(), request->job_id(), host);
+  if (status.ok() && stream_ == nullptr)
+    status = {grpc::StatusCode::FAILED_PRECONDITION,
+              "this node serves pulls and pushes over gRPC only (it serves TLS, or has no stream)"};
+  if (status.ok()) {
+    try {
+      response->set_port(stream_->port());
+      response->set_ticket(stream_->ticket(request->job_id()));
+    } catch (const std::exception& e) {
+      status = {grpc::StatusCode::INTERNAL, e.what()};
     }
   }
   return finishNow(context, status);

@@ -10,6 +10,8 @@
 
 namespace dtlab::remote {
 
+class ParameterStreamServer;
+
 // The parameter-server blocks this node serves, by job. StartJob installs a job's host
 // before the job's thread starts (a worker elsewhere may call as soon as its own job runs;
 // until then it gets NOT_FOUND and retries); the host stays until the next job is installed,
@@ -38,7 +40,10 @@ class ParameterService final : public proto::ParameterServer::WithRawCallbackMet
                                    proto::ParameterServer::WithRawCallbackMethod_Push<
                                        proto::ParameterServer::CallbackService>> {
  public:
-  ParameterService(ParameterTable& table, std::string token);
+  // stream: where pulls and pushes are also served outside gRPC (null: nowhere, OpenStream
+  // answers FAILED_PRECONDITION).
+  ParameterService(ParameterTable& table, std::string token,
+                   ParameterStreamServer* stream = nullptr);
 
   grpc::ServerUnaryReactor* Init(grpc::CallbackServerContext* context,
                                  const proto::PsInitRequest* request,
@@ -63,6 +68,9 @@ class ParameterService final : public proto::ParameterServer::WithRawCallbackMet
   grpc::ServerUnaryReactor* Snapshot(grpc::CallbackServerContext* context,
                                      const proto::PsSnapshotRequest* request,
                                      proto::PsSnapshotResponse* response) override;
+  grpc::ServerUnaryReactor* OpenStream(grpc::CallbackServerContext* context,
+                                       const proto::PsStreamRequest* request,
+                                       proto::PsStreamResponse* response) override;
 
  private:
   // The job's host after the common checks, or the status that refuses the call.
@@ -71,6 +79,7 @@ class ParameterService final : public proto::ParameterServer::WithRawCallbackMet
 
   ParameterTable& table_;
   const std::string token_;
+  ParameterStreamServer* stream_;
 };
 
 // Board state on the wire and back.

@@ -55,11 +55,18 @@ class NamespacedNode {
     }
   }
   bool ready() const { return ready_; }
-  QString log() { return output_ + QString::fromUtf8(process_.readAllStandardError()); }
+  // What it printed so far (waiting a moment lets QProcess take in what is in the pipes).
+  QString log() {
+    process_.waitForReadyRead(200);
+    output_ += QString::fromUtf8(process_.readAllStandardOutput());
+    errors_ += QString::fromUtf8(process_.readAllStandardError());
+    return output_ + errors_;
+  }
 
  private:
   QProcess process_;
   QString output_;
+  QString errors_;
   bool ready_ = false;
 };
 
@@ -92,6 +99,22 @@ CliOutcome runCli(const QString& ns, const QStringList& args, int timeoutMs) {
     }
   }
   return out;
+}
+
+// A small parameter-server spec with these variants (a JSON array), written into `dir`.
+QString writePsSpec(const QTemporaryDir& dir, const char* variants) {
+  const QString path = dir.filePath("ps.json");
+  QFile file(path);
+  if (!file.open(QIODevice::WriteOnly)) return {};
+  file.write(R"({"name": "ps", "seed": 3,
+    "dataset": {"kind": "gaussian_blobs", "train_size": 4096, "test_size": 512,
+                "features": 16, "classes": 4},
+    "model": {"hidden": [64]},
+    "training": {"batch_size": 96, "epochs": 0, "max_steps": 40, "eval_interval": 20},
+    "variants": )");
+  file.write(variants);
+  file.write("}");
+  return path;
 }
 
 }  // namespace
@@ -165,18 +188,9 @@ class TestMultiHost : public QObject {
     // their nodes are reached at; a hybrid switches to them half way), bounded staleness and
     // local SGD.
     QTemporaryDir dir;
-    const QString psSpec = dir.filePath("ps.json");
-    {
-      QFile file(psSpec);
-      QVERIFY(file.open(QIODevice::WriteOnly));
-      file.write(R"({"name": "ps", "seed": 3,
-        "dataset": {"kind": "gaussian_blobs", "train_size": 4096, "test_size": 512,
-                    "features": 16, "classes": 4},
-        "model": {"hidden": [64]},
-        "training": {"batch_size": 96, "epochs": 0, "max_steps": 40, "eval_interval": 20},
-        "variants": [{"strategy": "async_ps"}, {"strategy": "hybrid", "switch_at": 0.5},
-                     {"strategy": "ssp"}, {"strategy": "local_sgd"}]})");
-    }
+    const QString psSpec = writePsSpec(dir, R"([{"strategy": "async_ps"},
+        {"strategy": "hybrid", "switch_at": 0.5}, {"strategy": "ssp"},
+        {"strategy": "local_sgd"}])");
     const CliOutcome ps = runCli(
         network.hub(),
         QStringList{"run", psSpec, "--quiet", "--token", kToken, "--node",
@@ -191,6 +205,43 @@ class TestMultiHost : public QObject {
     }
     QCOMPARE(ps.summary.at("runs").size(), 4u);
     QCOMPARE(ps.summary.at("runs").at(1).at("switches").get<int64_t>(), int64_t{1});
+  }
+
+  // In plain text (--insecure) the parameter server's pulls and pushes take each shard's stream
+  // beside gRPC: its port on the address the shard's node is reached at, whether the node
+  // listens on that address, on every address, or advertises one.
+  void parameterServerStreamsAcrossHostsInPlainText() {
+    TestNetwork network(3);
+    if (!network.error().isEmpty())
+      QSKIP(qPrintable("multi-host test skipped: " + network.error()));
+    const QStringList plain = {"--insecure", "--log-level", "debug"};
+    NamespacedNode a(network.host(1),
+                     QStringList{"--listen", TestNetwork::address(1) + ":7000"} + plain);
+    NamespacedNode b(network.host(2), QStringList{"--listen", "0.0.0.0:7000"} + plain);
+    NamespacedNode c(
+        network.host(3),
+        QStringList{"--listen", "0.0.0.0:7000", "--advertise", TestNetwork::address(3)} + plain);
+    QVERIFY2(a.ready() && b.ready() && c.ready(), qPrintable(a.log() + b.log() + c.log()));
+    QTemporaryDir dir;
+    const QString spec = writePsSpec(dir, R"([{"strategy": "async_ps"}, {"strategy": "ssp"}])");
+    const CliOutcome out = runCli(
+        network.hub(),
+        {"run", spec, "--quiet", "--token", kToken, "--node", TestNetwork::address(1) + ":7000",
+         "--node", TestNetwork::address(2) + ":7000", "--node", TestNetwork::address(3) + ":7000"},
+        300000);
+    QVERIFY2(out.exitCode == 0, qPrintable(out.stderrText));
+    QCOMPARE(out.summary.at("runs").size(), 2u);
+    for (const auto& r : out.summary.at("runs"))
+      QVERIFY2(r.at("status") == "completed", r.dump().c_str());
+    // Every worker reached every shard over its stream, none fell back to gRPC.
+    for (NamespacedNode* node : {&a, &b, &c}) {
+      const QString log = node->log();
+      for (int host = 1; host <= 3; ++host)
+        QVERIFY2(log.contains("(" + TestNetwork::address(host) +
+                              ":7000): pulls and pushes over its stream at port"),
+                 qPrintable(log));
+      QVERIFY2(!log.contains("cannot be used"), qPrintable(log));
+    }
   }
 
   // A host whose advertised address swallows every packet (as a firewall that drops, or a

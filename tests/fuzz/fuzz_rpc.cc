@@ -60,6 +60,7 @@ const std::vector<Method>& methods() {
       {"/dtlab.remote.proto.ParameterServer/Leave", &make<proto::PsLeaveRequest>},
       {"/dtlab.remote.proto.NodeService/RegroupJob", &make<proto::RegroupJobRequest>},
       {"/dtlab.remote.proto.ParameterServer/Snapshot", &make<proto::PsSnapshotRequest>},
+      {"/dtlab.remote.proto.ParameterServer/OpenStream", &make<proto::PsStreamRequest>},
   };
   return all;
 }
@@ -203,6 +204,11 @@ void writeSeeds(const std::filesystem::path& dir) {
   snapshot.set_protocol_version(version);
   snapshot.set_job_id("fuzz-seed");
   seeds.push_back(seed(15, 1, snapshot));
+  proto::PsStreamRequest stream;
+  stream.set_protocol_version(version);
+  stream.set_job_id("fuzz-seed");
+  seeds.push_back(seed(16, 1, stream));
+  seeds.push_back(seed(16, 0, stream));
   for (std::size_t i = 0; i < seeds.size(); ++i) {
     char name[32];
     std::snprintf(name, sizeof name, "seed-%02zu.bin", i);
