@@ -259,8 +259,9 @@ struct PushOutcome {
 };
 
 // A worker's view of the parameter server: every block, on whichever node serves it.
-// Implementations issue the calls of different blocks concurrently. Errors throw CommError
-// naming the shard's node (a lost shard fails the run).
+// Implementations issue the calls of different blocks concurrently; the client itself has one
+// caller at a time (the worker's thread; a remote client's streams carry one call each).
+// Errors throw CommError naming the shard's node (a lost shard fails the run).
 class ParameterClient {
  public:
   virtual ~ParameterClient() = default;

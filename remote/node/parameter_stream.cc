@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/common/log.h"
 #include "remote/common/auth.h"
 #include "remote/node/parameter_service.h"
 
@@ -191,6 +192,8 @@ void ParameterStreamServer::serve(Connection& connection) {
     }
   } catch (const SocketError&) {
     // The worker closed, or this server is stopping.
+  } catch (const std::exception& e) {
+    logAt(LogLevel::kWarn, "parameter stream: a connection ended: ", e.what());
   }
   std::lock_guard<std::mutex> lock(mutex_);
   connection.finished = true;
