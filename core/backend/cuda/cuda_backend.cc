@@ -267,8 +267,7 @@ CudaBackend::~CudaBackend() {
   cudaFree(loss_->rowCorrect);
   cudaFree(loss_->totals);
   cudaFreeHost(loss_->hostTotals);
-  cudaFree(bf16_[0]);
-  cudaFree(bf16_[1]);
+  for (void* buffer : scratch_) cudaFree(buffer);
   if (busyStart_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(busyStart_));
   if (busyEnd_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(busyEnd_));
   if (rowsCopied_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(rowsCopied_));
@@ -480,8 +479,8 @@ void CudaBackend::gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k
   const int64_t aCols = transA ? m : k;
   const int64_t bRows = transB ? n : k;
   const int64_t bCols = transB ? k : n;
-  uint16_t* a16 = bf16Scratch(0, aRows * aCols);
-  uint16_t* b16 = bf16Scratch(1, bRows * bCols);
+  auto* a16 = static_cast<uint16_t*>(scratch(kBf16A, aRows * aCols * sizeof(uint16_t)));
+  auto* b16 = static_cast<uint16_t*>(scratch(kBf16B, bRows * bCols * sizeof(uint16_t)));
   cuda::toBf16(a, aRows, aCols, lda, a16, asStream(stream_));
   cuda::toBf16(b, bRows, bCols, ldb, b16, asStream(stream_));
   DTLAB_CUDA_CHECK(cudaGetLastError());
@@ -491,16 +490,16 @@ void CudaBackend::gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k
       CUDA_R_32F, static_cast<int>(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
-uint16_t* CudaBackend::bf16Scratch(int which, int64_t count) {
-  if (count > bf16Capacity_[which]) {
-    synchronize();  // queued GEMMs may still read the old buffer
-    cudaFree(bf16_[which]);
-    bf16_[which] = nullptr;
-    bf16Capacity_[which] = 0;
-    DTLAB_CUDA_CHECK(cudaMalloc(&bf16_[which], static_cast<std::size_t>(count) * sizeof(uint16_t)));
-    bf16Capacity_[which] = count;
+void* CudaBackend::scratch(Scratch which, std::size_t bytes) {
+  if (bytes > scratchBytes_[which]) {
+    synchronize();  // queued kernels may still use the old buffer
+    cudaFree(scratch_[which]);
+    scratch_[which] = nullptr;
+    scratchBytes_[which] = 0;
+    DTLAB_CUDA_CHECK(cudaMalloc(&scratch_[which], bytes));
+    scratchBytes_[which] = bytes;
   }
-  return bf16_[which];
+  return scratch_[which];
 }
 
 void CudaBackend::biasActivation(const float* z, const float* bias, int64_t rows, int64_t cols,
@@ -516,7 +515,13 @@ void CudaBackend::activationBackward(const float* dOut, const float* z, const fl
   const bool gelu = act && *act == Activation::kGELU;
   DTLAB_ENFORCE(!gelu || z != nullptr, "GELU backward needs the pre-activation");
   markBusy();
-  cuda::activationBackward(dOut, gelu ? z : out, rows, cols, activationCode(act), dz, dBias,
+  float* sums =
+      dBias == nullptr
+          ? nullptr
+          : static_cast<float*>(scratch(
+                kColumnSums, static_cast<std::size_t>(cuda::columnSumScratchFloats(rows, cols)) *
+                                 sizeof(float)));
+  cuda::activationBackward(dOut, gelu ? z : out, rows, cols, activationCode(act), dz, dBias, sums,
                            asStream(stream_));
   DTLAB_CUDA_CHECK(cudaGetLastError());
 }

@@ -109,8 +109,10 @@ class CudaBackend final : public Backend {
   struct LossScratch;
   LossScratch& lossScratch(int64_t rows);
   LossResult takeTotals();
-  // A device buffer of at least `count` BF16 values, grown (never shrunk) as GEMMs need.
-  uint16_t* bf16Scratch(int which, int64_t count);
+  // Device buffers that grow (never shrink) to the largest size asked: the two BF16 operands
+  // of a GEMM, and the partial column sums of a bias gradient.
+  enum Scratch { kBf16A, kBf16B, kColumnSums, kScratchKinds };
+  void* scratch(Scratch which, std::size_t bytes);
   // Called before queueing work: opens a busy span (an event on the stream) unless one is open.
   void markBusy();
 
@@ -127,8 +129,8 @@ class CudaBackend final : public Backend {
   int64_t* rowsDevice_ = nullptr;  // their copy on the device
   int64_t rowsCapacity_ = 0;
   void* rowsCopied_ = nullptr;  // cudaEvent_t: the last copy out of rowsHost_ has finished
-  uint16_t* bf16_[2] = {nullptr, nullptr};  // the two operands of a bf16 GEMM
-  int64_t bf16Capacity_[2] = {0, 0};
+  void* scratch_[kScratchKinds] = {};
+  std::size_t scratchBytes_[kScratchKinds] = {};
 };
 
 }  // namespace dtlab::core

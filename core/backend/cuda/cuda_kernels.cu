@@ -8,6 +8,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 namespace dtlab::core::cuda {
 namespace {
 
@@ -16,6 +18,59 @@ constexpr int kThreads = 256;
 inline unsigned blocksFor(int64_t n) {
   const int64_t blocks = (n + kThreads - 1) / kThreads;
   return static_cast<unsigned>(blocks < 65535 * 16 ? blocks : 65535 * 16);
+}
+
+// Row-major matrices go through column tiles: a block of 32 columns x 8 row lanes covers one
+// tile (grid x) over one chunk of rows (grid y), lane r taking rows r, r + 8, ... of its chunk.
+// A warp then reads 32 neighbouring floats of one row (128 bytes), a thread its column's bias
+// once, and no thread divides an element index (a 64-bit division per element cost as much
+// as the memory traffic of the elementwise kernels it sat in).
+constexpr int kColumnTile = 32;
+constexpr int kRowLanes = 8;
+
+struct ColumnTiles {
+  dim3 grid;
+  dim3 block{kColumnTile, kRowLanes};
+  int64_t chunkRows;  // rows per block (the last chunk may hold fewer)
+};
+
+// `chunks` row chunks (at most 65535, the grid's y limit).
+ColumnTiles columnTiles(int64_t rows, int64_t cols, int64_t chunks) {
+  ColumnTiles t;
+  chunks = std::max<int64_t>(1, std::min<int64_t>(chunks, 65535));
+  t.chunkRows = (rows + chunks - 1) / chunks;
+  t.grid = dim3(static_cast<unsigned>((cols + kColumnTile - 1) / kColumnTile),
+                static_cast<unsigned>((rows + t.chunkRows - 1) / t.chunkRows));
+  return t;
+}
+
+// Elementwise work: 64 rows per block (8 per lane), enough blocks in flight to fill the GPU.
+ColumnTiles elementwiseTiles(int64_t rows, int64_t cols) {
+  return columnTiles(rows, cols, (rows + 63) / 64);
+}
+
+// Column sums in two passes: at most kMaxSumChunks blocks down each column write partial sums,
+// then one thread per column adds its partials in chunk order. The chunking depends on the row
+// count alone, so a sum is the same on every run.
+constexpr int64_t kMaxSumChunks = 64;
+constexpr int64_t kMinSumChunkRows = 256;
+int64_t sumChunks(int64_t rows) {
+  return std::clamp<int64_t>((rows + kMinSumChunkRows - 1) / kMinSumChunkRows, 1, kMaxSumChunks);
+}
+
+// The rows [begin, end) of the calling block's chunk, and its column (may be past the last).
+struct TileRows {
+  int64_t col;
+  int64_t begin;
+  int64_t end;
+};
+__device__ inline TileRows tileRows(int64_t rows, int64_t chunkRows) {
+  TileRows t;
+  t.col = blockIdx.x * static_cast<int64_t>(kColumnTile) + threadIdx.x;
+  t.begin = blockIdx.y * chunkRows + threadIdx.y;
+  const int64_t end = (blockIdx.y + 1) * chunkRows;
+  t.end = end < rows ? end : rows;
+  return t;
 }
 
 __device__ inline float activate(int act, float v) {
@@ -52,57 +107,69 @@ __global__ void fillKernel(float* dst, int64_t n, float value) {
     dst[i] = value;
 }
 
-__global__ void gatherRowsKernel(const float* src, int64_t cols, const int64_t* index,
-                                 int64_t count, float* dst) {
-  const int64_t n = count * cols;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    dst[i] = src[index[i / cols] * cols + i % cols];
+__global__ void gatherRowsKernel(const float* src, int64_t rows, int64_t cols, int64_t chunkRows,
+                                 const int64_t* index, float* dst) {
+  const TileRows t = tileRows(rows, chunkRows);
+  if (t.col >= cols) return;
+  for (int64_t r = t.begin; r < t.end; r += kRowLanes)
+    dst[r * cols + t.col] = src[index[r] * cols + t.col];
 }
 
 __global__ void toBf16Kernel(const float* src, int64_t rows, int64_t cols, int64_t ld,
-                             __nv_bfloat16* dst) {
-  const int64_t n = rows * cols;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    dst[i] = __float2bfloat16_rn(src[(i / cols) * ld + i % cols]);
+                             int64_t chunkRows, __nv_bfloat16* dst) {
+  const TileRows t = tileRows(rows, chunkRows);
+  if (t.col >= cols) return;
+  for (int64_t r = t.begin; r < t.end; r += kRowLanes)
+    dst[r * cols + t.col] = __float2bfloat16_rn(src[r * ld + t.col]);
 }
 
 __global__ void biasActivationKernel(const float* z, const float* bias, int64_t rows, int64_t cols,
-                                     int act, float* out, float* zOut) {
-  const int64_t n = rows * cols;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const float v = z[i] + bias[i % cols];
+                                     int64_t chunkRows, int act, float* out, float* zOut) {
+  const TileRows t = tileRows(rows, chunkRows);
+  if (t.col >= cols) return;
+  const float b = bias[t.col];
+  for (int64_t r = t.begin; r < t.end; r += kRowLanes) {
+    const int64_t i = r * cols + t.col;
+    const float v = z[i] + b;
     if (zOut != nullptr) zOut[i] = v;
     out[i] = activate(act, v);
   }
 }
 
-__global__ void activationBackwardKernel(const float* dOut, const float* x, int64_t n, int64_t cols,
-                                         int act, float* dz) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    dz[i] = dOut[i] * (x != nullptr ? activationGrad(act, x[i]) : 1.0f);
+// dz = dOut * act'(x) over one tile; with `partials`, also the tile's column sums of dz over the
+// chunk (lane sums added in lane order) into partials[chunk * cols + col].
+__global__ void activationBackwardKernel(const float* dOut, const float* x, int64_t rows,
+                                         int64_t cols, int64_t chunkRows, int act, float* dz,
+                                         float* partials) {
+  __shared__ float laneSums[kRowLanes][kColumnTile];
+  const TileRows t = tileRows(rows, chunkRows);
+  float sum = 0.0f;
+  if (t.col < cols) {
+    for (int64_t r = t.begin; r < t.end; r += kRowLanes) {
+      const int64_t i = r * cols + t.col;
+      const float v = dOut[i] * (x != nullptr ? activationGrad(act, x[i]) : 1.0f);
+      dz[i] = v;
+      sum += v;
+    }
+  }
+  if (partials == nullptr) return;  // the same for the whole block
+  laneSums[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && t.col < cols) {
+    float total = 0.0f;
+    for (int lane = 0; lane < kRowLanes; ++lane) total += laneSums[lane][threadIdx.x];
+    partials[blockIdx.y * cols + t.col] = total;
+  }
 }
 
-// Column sums of a rows x cols matrix: a block of 32 columns x 8 row lanes; lane r sums rows
-// r, r + 8, ... in order, then the 8 partial sums are added in lane order.
-constexpr int kColumnTile = 32;
-constexpr int kRowLanes = 8;
-__global__ void columnSumKernel(const float* m, int64_t rows, int64_t cols, float* sums) {
-  __shared__ float partial[kRowLanes][kColumnTile];
-  const int64_t col = blockIdx.x * static_cast<int64_t>(kColumnTile) + threadIdx.x;
-  float sum = 0.0f;
-  if (col < cols)
-    for (int64_t r = threadIdx.y; r < rows; r += kRowLanes) sum += m[r * cols + col];
-  partial[threadIdx.y][threadIdx.x] = sum;
-  __syncthreads();
-  if (threadIdx.y == 0 && col < cols) {
-    float total = 0.0f;
-    for (int lane = 0; lane < kRowLanes; ++lane) total += partial[lane][threadIdx.x];
-    sums[col] = total;
-  }
+// sums[col] = the chunks' partial sums of the column, in chunk order.
+__global__ void addPartialsKernel(const float* partials, int64_t chunks, int64_t cols,
+                                  float* sums) {
+  const int64_t col = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (col >= cols) return;
+  float total = 0.0f;
+  for (int64_t c = 0; c < chunks; ++c) total += partials[c * cols + col];
+  sums[col] = total;
 }
 
 // One warp per row: max and argmax (first maximum, as the CPU's strict >), the sum of
@@ -252,37 +319,44 @@ void fill(float* dst, int64_t count, float value, cudaStream_t stream) {
 
 void gatherRows(const float* src, int64_t cols, const int64_t* index, int64_t count, float* dst,
                 cudaStream_t stream) {
-  const int64_t n = count * cols;
-  if (n <= 0) return;
-  gatherRowsKernel<<<blocksFor(n), kThreads, 0, stream>>>(src, cols, index, count, dst);
+  if (count <= 0 || cols <= 0) return;
+  const ColumnTiles t = elementwiseTiles(count, cols);
+  gatherRowsKernel<<<t.grid, t.block, 0, stream>>>(src, count, cols, t.chunkRows, index, dst);
 }
 
 void toBf16(const float* src, int64_t rows, int64_t cols, int64_t ld, uint16_t* dst,
             cudaStream_t stream) {
-  const int64_t n = rows * cols;
-  if (n <= 0) return;
-  toBf16Kernel<<<blocksFor(n), kThreads, 0, stream>>>(src, rows, cols, ld,
-                                                      reinterpret_cast<__nv_bfloat16*>(dst));
+  if (rows <= 0 || cols <= 0) return;
+  const ColumnTiles t = elementwiseTiles(rows, cols);
+  toBf16Kernel<<<t.grid, t.block, 0, stream>>>(src, rows, cols, ld, t.chunkRows,
+                                               reinterpret_cast<__nv_bfloat16*>(dst));
 }
 
 void biasActivation(const float* z, const float* bias, int64_t rows, int64_t cols, int act,
                     float* out, float* zOut, cudaStream_t stream) {
-  const int64_t n = rows * cols;
-  if (n <= 0) return;
-  biasActivationKernel<<<blocksFor(n), kThreads, 0, stream>>>(z, bias, rows, cols, act, out, zOut);
+  if (rows <= 0 || cols <= 0) return;
+  const ColumnTiles t = elementwiseTiles(rows, cols);
+  biasActivationKernel<<<t.grid, t.block, 0, stream>>>(z, bias, rows, cols, t.chunkRows, act, out,
+                                                       zOut);
+}
+
+int64_t columnSumScratchFloats(int64_t rows, int64_t cols) {
+  return sumChunks(rows) * cols;
 }
 
 void activationBackward(const float* dOut, const float* x, int64_t rows, int64_t cols, int act,
-                        float* dz, float* dBias, cudaStream_t stream) {
-  const int64_t n = rows * cols;
-  if (n <= 0) return;
-  activationBackwardKernel<<<blocksFor(n), kThreads, 0, stream>>>(
-      dOut, act == kActNone ? nullptr : x, n, cols, act, dz);
-  if (dBias != nullptr) {
-    const dim3 block(kColumnTile, kRowLanes);
-    const auto grid = static_cast<unsigned>((cols + kColumnTile - 1) / kColumnTile);
-    columnSumKernel<<<grid, block, 0, stream>>>(dz, rows, cols, dBias);
+                        float* dz, float* dBias, float* scratch, cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) {
+    if (dBias != nullptr && cols > 0) fill(dBias, cols, 0.0f, stream);
+    return;
   }
+  const ColumnTiles t =
+      dBias != nullptr ? columnTiles(rows, cols, sumChunks(rows)) : elementwiseTiles(rows, cols);
+  activationBackwardKernel<<<t.grid, t.block, 0, stream>>>(dOut, act == kActNone ? nullptr : x,
+                                                           rows, cols, t.chunkRows, act, dz,
+                                                           dBias != nullptr ? scratch : nullptr);
+  if (dBias != nullptr)
+    addPartialsKernel<<<blocksFor(cols), kThreads, 0, stream>>>(scratch, t.grid.y, cols, dBias);
 }
 
 void softmaxCrossEntropy(const float* logits, const float* labels, int64_t rows, int64_t classes,

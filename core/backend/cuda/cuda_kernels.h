@@ -40,9 +40,11 @@ void biasActivation(const float* z, const float* bias, int64_t rows, int64_t col
                     float* out, float* zOut, cudaStream_t stream);
 
 // dz = dOut * act'(x), x being the output (ReLU, tanh) or the pre-activation (GELU);
-// dBias (when not null) = column sums of dz, summed in a fixed order (deterministic).
+// dBias (when not null) = column sums of dz, summed in an order fixed by rows and cols
+// (deterministic), through `scratch`: columnSumScratchFloats(rows, cols) device floats.
 void activationBackward(const float* dOut, const float* x, int64_t rows, int64_t cols, int act,
-                        float* dz, float* dBias, cudaStream_t stream);
+                        float* dz, float* dBias, float* scratch, cudaStream_t stream);
+int64_t columnSumScratchFloats(int64_t rows, int64_t cols);
 
 // Loss kernels write their totals to `totals` (device): totals->lossSum, totals->correct.
 struct LossTotals {
