@@ -149,6 +149,7 @@ StepReport AsyncPs::step(int64_t step, const Votes& local, Votes& agreed) {
   worker.loadBatch();
   emulation_->beginStep(step);
   r.loss = worker.computeGradients(1.0f / static_cast<float>(localBatch_), emulation_.get());
+  worker.backend().synchronize();  // compute ends when a GPU has finished the backward pass
   const Clock::time_point t3 = Clock::now();
   WorkerReport report;
   report.worker = context_.job.rank;

@@ -97,6 +97,7 @@ StepReport LocalSgd::step(int64_t step, const Votes& local, Votes& agreed) {
   const double loss =
       worker.computeGradients(1.0f / static_cast<float>(slice_.count), emulation_.get());
   worker.applyUpdate(step);
+  worker.backend().synchronize();  // compute ends when a GPU has finished the step
   const Clock::time_point t2 = Clock::now();
   samplesSinceAverage_ += slice_.count;
   allSamplesSinceAverage_ += global_;  // the slices partition every global batch

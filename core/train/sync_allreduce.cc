@@ -215,10 +215,14 @@ StepReport SyncAllReduce::step(int64_t step, const Votes& local, Votes& agreed) 
   worker.backend().upload(control, control_.data(), controlSlots());
   if (buckets_) buckets_->markReady(params, params + controlSlots());
   const double loss = worker.computeGradients(1.0f / static_cast<float>(global_), emulation_.get());
+  // A GPU works on after its kernels are queued: each compute span ends when the device has
+  // finished it, else the backward pass would count as waiting and the update as nothing.
+  worker.backend().synchronize();
   const Clock::time_point t2 = Clock::now();
   if (buckets_) buckets_->waitAll();
   const Clock::time_point t3 = Clock::now();
   worker.applyUpdate(step);
+  worker.backend().synchronize();
   const Clock::time_point t4 = Clock::now();
   worker.backend().download(control_.data(), control, controlSlots());
   std::copy_n(control_.begin(), Votes::kCount, agreed.values.begin());
