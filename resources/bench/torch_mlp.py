@@ -12,7 +12,13 @@ Then, with --serve, it answers each line `steps N` on stdin with one JSON line
 repetitions with these. It exits at the end of its input. Without --serve it times --reps
 repetitions itself and prints the median samples/s. DTLab never depends on Python; this
 only serves side-by-side numbers.
+
+With --device cuda[:N] (tests/gpu/run.sh uses it beside `bench core --device cuda:N`) the step
+runs on that GPU in --precision fp32 (no TF32 anywhere), tf32 (TF32 matrix products) or bf16
+(autocast: bf16 operands, fp32 weights and accumulation, as DTLab's bf16 mode), the clock
+read after the device has finished; the first line then names the device instead of a BLAS.
 """
+import contextlib
 import argparse
 import json
 import statistics
@@ -65,34 +71,56 @@ def main():
     p.add_argument("--reps", type=int, default=7)
     p.add_argument("--steps", type=int, default=0, help="steps per repetition (0: about 0.3 s)")
     p.add_argument("--serve", action="store_true")
+    p.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
+    p.add_argument("--precision", choices=["fp32", "tf32", "bf16"], default="fp32")
     a = p.parse_args()
+    gpu = a.device.startswith("cuda")
+    if not gpu and a.precision != "fp32":
+        p.error("--precision tf32 and bf16 need --device cuda")
 
     torch.set_num_threads(a.threads)
-    model = build(a)
+    device = torch.device(a.device)
+    if gpu:
+        torch.backends.cuda.matmul.allow_tf32 = a.precision == "tf32"
+        torch.backends.cudnn.allow_tf32 = a.precision == "tf32"
+    model = build(a).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
-    x = torch.randn(a.batch, a.inputs)
-    y = torch.randint(0, a.classes, (a.batch,))
+    x = torch.randn(a.batch, a.inputs, device=device)
+    y = torch.randint(0, a.classes, (a.batch,), device=device)
+    autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if a.precision == "bf16" \
+        else contextlib.nullcontext
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
+        with autocast():
+            loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
 
     def timed(steps):
+        if gpu:
+            torch.cuda.synchronize(device)
         t0 = time.perf_counter()
         for _ in range(steps):
             step()
+        if gpu:
+            torch.cuda.synchronize(device)
         return time.perf_counter() - t0
 
     for _ in range(a.warmup):
         step()
-    blas = loaded_blas()
-    print(json.dumps({"impl": "pytorch " + torch.__version__, "threads": a.threads,
-                      "blas": blas["library"], "openblas": blas["openblas"], "core": blas["core"],
-                      "parallel": blas["parallel"], "sgemm_gflops": torch_sgemm_gflops()}),
-          flush=True)
+    if gpu:
+        print(json.dumps({"impl": "pytorch " + torch.__version__, "device":
+                          torch.cuda.get_device_name(device), "precision": a.precision}),
+              flush=True)
+    else:
+        blas = loaded_blas()
+        print(json.dumps({"impl": "pytorch " + torch.__version__, "threads": a.threads,
+                          "blas": blas["library"], "openblas": blas["openblas"],
+                          "core": blas["core"], "parallel": blas["parallel"],
+                          "sgemm_gflops": torch_sgemm_gflops()}),
+              flush=True)
     if a.serve:
         for line in sys.stdin:
             words = line.split()
