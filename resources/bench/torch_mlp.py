@@ -18,8 +18,8 @@ runs on that GPU in --precision fp32 (no TF32 anywhere), tf32 (TF32 matrix produ
 (autocast: bf16 operands, fp32 weights and accumulation, as DTLab's bf16 mode), the clock
 read after the device has finished; the first line then names the device instead of a BLAS.
 """
-import contextlib
 import argparse
+import contextlib
 import json
 import statistics
 import sys

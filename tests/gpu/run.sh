@@ -7,8 +7,8 @@
 # NCCL collectives; a dtlab-node on the GPU with its metrics), then `dtlab-cli bench core
 # --device cuda:0` at several batch sizes in fp32, tf32 and bf16, each against the same step's
 # GEMMs alone on cuBLAS in the same precision (and PyTorch's step where python3 has it), and
-# `dtlab-cli bench data --device cuda:0` (every dataset kind's samples made on the GPU against the host), then the one-GPU accuracy curve of
-# tests/gpu/curve.json against the CPU's (curve.csv) and tests/gpu/node.json on a dtlab-node
+# `dtlab-cli bench data --device cuda:0` (every dataset kind's samples made on the GPU against
+# the host), then the one-GPU accuracy curve of tests/gpu/curve.json against the CPU's (curve.csv) and tests/gpu/node.json on a dtlab-node
 # with its GPU's gpu_util and gpu_mem_bytes (node_metrics.csv), and writes logs, JSON and CSV to
 # OUT_DIR. DTLAB_GPU_SANITIZE=1 adds compute-sanitizer's memcheck over the backend suite,
 # DTLAB_GPU_PROFILE=1 Nsight Compute's kernel times of a few steps, DTLAB_GPU_TORCH=0 leaves
@@ -17,7 +17,7 @@
 # benchmarks.
 # Every step has its own time limit (DTLAB_GPU_SUITE_TIMEOUT, default 120 s, for a suite;
 # DTLAB_GPU_STEP_TIMEOUT, default 90 s, for a benchmark or a training run), so a hang costs
-# one step, not the lease. Sized to finish in about 5 minutes on one H200 once built.
+# one step, not the lease. On an H200, from a bundle: about 4 minutes, 2 without PyTorch.
 #
 # A GPU machine without DTLab's libraries (the lent H200 has the driver and CUDA, no Qt, gRPC
 # or Gloo, and no network) runs a build made elsewhere: DTLAB_GPU_BUNDLE=path/to/bundle.tar.xz
@@ -40,6 +40,7 @@ log() { printf '[gpu/run.sh %4ds] %s\n' "$((SECONDS - started))" "$*" | tee -a "
 # The machine's own library path, for its own programs (python3): the bundle's C++ runtime,
 # older than the one PyTorch needs, must not reach them.
 host_library_path="${LD_LIBRARY_PATH:-}"
+on_host=(env LD_LIBRARY_PATH="$host_library_path")
 if [ -n "${DTLAB_GPU_BUNDLE:-}" ]; then
   unpacked="$(mktemp -d)"
   tar -C "$unpacked" -xJf "$DTLAB_GPU_BUNDLE" || { log "cannot unpack $DTLAB_GPU_BUNDLE"; exit 1; }
@@ -87,6 +88,8 @@ if [ "$missing" = 1 ]; then
 fi
 
 cli="$build/app/dtlab-cli"
+# The benchmarks' model: 1024-4096-4096-10.
+shape=(--in 1024 --hidden 4096 --layers 2)
 if part suites; then
   for suite in "${suites[@]}"; do
     log "$suite"
@@ -108,8 +111,8 @@ fi
 # lines, bench_torch.jsonl PyTorch's.
 if part bench; then
   torch_gpu=0
-  [ "${DTLAB_GPU_TORCH:-1}" = 1 ] && env LD_LIBRARY_PATH="$host_library_path" python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null &&
-    torch_gpu=1
+  [ "${DTLAB_GPU_TORCH:-1}" = 1 ] && "${on_host[@]}" python3 -c \
+    'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null && torch_gpu=1
   : >"$out/bench_core.jsonl"
   : >"$out/bench_torch.jsonl"
   for run in ${DTLAB_GPU_BENCH_RUNS:-fp32:512 fp32:2048 fp32:8192 fp32:32768 tf32:2048 tf32:8192 \
@@ -119,7 +122,7 @@ if part bench; then
     name="bench_core_${precision}_$batch"
     log "bench core --device cuda:0 --precision $precision --batch $batch"
     if timeout "$step_timeout" "$cli" bench core --device cuda:0 --precision "$precision" \
-      --batch "$batch" --in 1024 --hidden 4096 --layers 2 --reps 5 --json >"$out/$name.txt" 2>&1; then
+      --batch "$batch" "${shape[@]}" --reps 5 --json >"$out/$name.txt" 2>&1; then
       grep -v '^{' "$out/$name.txt" | tee -a "$out/summary.txt" >&2
       tail -n 1 "$out/$name.txt" >>"$out/bench_core.jsonl"
     else
@@ -127,8 +130,8 @@ if part bench; then
       status=1
     fi
     [ "$torch_gpu" = 1 ] || continue
-    if timeout "$step_timeout" env LD_LIBRARY_PATH="$host_library_path" python3 "$root/resources/bench/torch_mlp.py" --device cuda:0 \
-      --precision "$precision" --batch "$batch" --in 1024 --hidden 4096 --layers 2 --reps 5 \
+    if timeout "$step_timeout" "${on_host[@]}" python3 "$root/resources/bench/torch_mlp.py" \
+      --device cuda:0 --precision "$precision" --batch "$batch" "${shape[@]}" --reps 5 \
       >"$out/torch_$name.txt" 2>&1; then
       line="$(tail -n 1 "$out/torch_$name.txt")"
       printf '{"precision":"%s","batch":%s,"torch":%s}\n' "$precision" "$batch" "$line" \
@@ -216,11 +219,11 @@ fi
 if [ "${DTLAB_GPU_PROFILE:-0}" = 1 ] && command -v ncu >/dev/null; then
   for precision in tf32 bf16; do
     log "ncu: kernel times of $precision steps at batch 32768 (profile_$precision.csv)"
-    timeout "$step_timeout" env LD_LIBRARY_PATH="$host_library_path" ncu --clock-control none \
-      --target-processes all --metrics gpu__time_duration.sum --launch-skip 400 \
-      --launch-count 80 --csv env LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}" "$cli" bench core \
-      --device cuda:0 --precision "$precision" --batch 32768 --in 1024 --hidden 4096 \
-      --layers 2 --reps 1 --steps 10 >"$out/profile_$precision.csv" 2>"$out/profile_$precision.log" ||
+    timeout "$step_timeout" "${on_host[@]}" ncu --clock-control none --target-processes all \
+      --metrics gpu__time_duration.sum --launch-skip 400 --launch-count 80 --csv \
+      env LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}" "$cli" bench core --device cuda:0 \
+      --precision "$precision" --batch 32768 "${shape[@]}" --reps 1 --steps 10 \
+      >"$out/profile_$precision.csv" 2>"$out/profile_$precision.log" ||
       log "ncu over $precision FAILED (see profile_$precision.log)"
   done
 fi

@@ -217,9 +217,6 @@ class CudaOptimizer final : public Optimizer {
 
 // Per-row scratch of the loss kernels and the pinned host copy of their totals.
 struct CudaBackend::LossScratch {
-  int64_t rows = 0;
-  float* rowLoss = nullptr;
-  int* rowCorrect = nullptr;
   cuda::LossTotals* totals = nullptr;      // device
   cuda::LossTotals* hostTotals = nullptr;  // pinned host
 };
@@ -263,8 +260,6 @@ CudaBackend::CudaBackend(int device, Precision precision)
 CudaBackend::~CudaBackend() {
   cudaSetDevice(device_);
   if (stream_ != nullptr) cudaStreamSynchronize(asStream(stream_));
-  cudaFree(loss_->rowLoss);
-  cudaFree(loss_->rowCorrect);
   cudaFree(loss_->totals);
   cudaFreeHost(loss_->hostTotals);
   for (void* buffer : scratch_) cudaFree(buffer);
@@ -526,21 +521,6 @@ void CudaBackend::activationBackward(const float* dOut, const float* z, const fl
   DTLAB_CUDA_CHECK(cudaGetLastError());
 }
 
-CudaBackend::LossScratch& CudaBackend::lossScratch(int64_t rows) {
-  if (rows > loss_->rows) {
-    synchronize();
-    cudaFree(loss_->rowLoss);
-    cudaFree(loss_->rowCorrect);
-    loss_->rowLoss = nullptr;
-    loss_->rowCorrect = nullptr;
-    loss_->rows = 0;
-    DTLAB_CUDA_CHECK(cudaMalloc(&loss_->rowLoss, static_cast<std::size_t>(rows) * sizeof(float)));
-    DTLAB_CUDA_CHECK(cudaMalloc(&loss_->rowCorrect, static_cast<std::size_t>(rows) * sizeof(int)));
-    loss_->rows = rows;
-  }
-  return *loss_;
-}
-
 LossResult CudaBackend::takeTotals() {
   DTLAB_CUDA_CHECK(cudaGetLastError());
   DTLAB_CUDA_CHECK(cudaMemcpyAsync(loss_->hostTotals, loss_->totals, sizeof(cuda::LossTotals),
@@ -551,18 +531,19 @@ LossResult CudaBackend::takeTotals() {
 
 LossResult CudaBackend::softmaxCrossEntropy(const float* logits, const float* labels, int64_t rows,
                                             int64_t classes, float gradScale, float* dLogits) {
-  LossScratch& s = lossScratch(rows);
+  auto* rowLoss = static_cast<float*>(scratch(kRowLoss, rows * sizeof(float)));
+  auto* rowCorrect = static_cast<int*>(scratch(kRowCorrect, rows * sizeof(int)));
   markBusy();
-  cuda::softmaxCrossEntropy(logits, labels, rows, classes, gradScale, dLogits, s.rowLoss,
-                            s.rowCorrect, s.totals, asStream(stream_));
+  cuda::softmaxCrossEntropy(logits, labels, rows, classes, gradScale, dLogits, rowLoss, rowCorrect,
+                            loss_->totals, asStream(stream_));
   return takeTotals();
 }
 
 LossResult CudaBackend::meanSquaredError(const float* pred, const float* target, int64_t rows,
                                          int64_t outputs, float gradScale, float* dPred) {
-  LossScratch& s = lossScratch(rows);
+  auto* rowLoss = static_cast<float*>(scratch(kRowLoss, rows * sizeof(float)));
   markBusy();
-  cuda::meanSquaredError(pred, target, rows, outputs, gradScale, dPred, s.rowLoss, s.totals,
+  cuda::meanSquaredError(pred, target, rows, outputs, gradScale, dPred, rowLoss, loss_->totals,
                          asStream(stream_));
   return takeTotals();
 }

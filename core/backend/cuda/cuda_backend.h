@@ -106,12 +106,11 @@ class CudaBackend final : public Backend {
                        int64_t end, int64_t step, float lr) override;
 
  private:
-  struct LossScratch;
-  LossScratch& lossScratch(int64_t rows);
+  struct LossScratch;  // the loss totals, on the device and pinned on the host
   LossResult takeTotals();
   // Device buffers that grow (never shrink) to the largest size asked: the two BF16 operands
-  // of a GEMM, and the partial column sums of a bias gradient.
-  enum Scratch { kBf16A, kBf16B, kColumnSums, kScratchKinds };
+  // of a GEMM, the partial column sums of a bias gradient, a loss's per-row figures.
+  enum Scratch { kBf16A, kBf16B, kColumnSums, kRowLoss, kRowCorrect, kScratchKinds };
   void* scratch(Scratch which, std::size_t bytes);
   // Called before queueing work: opens a busy span (an event on the stream) unless one is open.
   void markBusy();
