@@ -79,7 +79,8 @@ class TrainingLoop {
   std::string divergedBecause_;
   std::string evalFailedBecause_;
   int64_t lastEvalStep_ = -1;
-  int64_t lastEvalProgress_ = 0;  // the global step of the last evaluation
+  int64_t lastEvalProgress_ = 0;        // the global step of the last evaluation
+  int64_t lastCheckpointProgress_ = 0;  // the global step of the last checkpoint
   Clock::time_point lastCheckpoint_ = Clock::now();
 };
 
@@ -92,6 +93,7 @@ int64_t TrainingLoop::resume(Strategy& strategy) {
     throw Error("the checkpoint is of a " + c.strategy + " run, this variant is " + name);
   const int64_t step = strategy.restore(c);
   lastEvalProgress_ = strategy.globalStep(step);
+  lastCheckpointProgress_ = lastEvalProgress_;
   return step;
 }
 
@@ -99,7 +101,11 @@ void TrainingLoop::maybeCheckpoint(const Strategy& strategy, int64_t step) {
   const TrainingConfig& t = spec_.training;
   if (job_.rank != 0 || sink_ == nullptr || !keepsCheckpoints()) return;
   const Clock::time_point now = Clock::now();
-  const bool bySteps = t.checkpointEvery > 0 && step % t.checkpointEvery == 0;
+  // The interval counts the run's steps, as evaluation does: on an asynchronous strategy rank 0's
+  // own steps are a share of them, and fewer still while it evaluates for everyone.
+  const int64_t progress = strategy.globalStep(step);
+  const bool bySteps = t.checkpointEvery > 0 &&
+                       progress / t.checkpointEvery > lastCheckpointProgress_ / t.checkpointEvery;
   const bool bySeconds =
       t.checkpointSeconds > 0.0 && msBetween(lastCheckpoint_, now) >= t.checkpointSeconds * 1000.0;
   if (!bySteps && !bySeconds) return;
@@ -107,6 +113,7 @@ void TrainingLoop::maybeCheckpoint(const Strategy& strategy, int64_t step) {
   c.wallMs = msBetween(start_, now);
   sink_->onCheckpoint(c);
   lastCheckpoint_ = now;
+  lastCheckpointProgress_ = progress;
 }
 
 Votes TrainingLoop::localVotes(Clock::time_point trainStart) const {
