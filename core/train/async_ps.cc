@@ -147,7 +147,7 @@ StepReport AsyncPs::step(int64_t step, const Votes& local, Votes& agreed) {
 
   const Clock::time_point t2 = Clock::now();
   worker.loadBatch();
-  emulation_->beginStep(step);
+  emulation_->beginStep(step, worker.warm());
   r.loss = worker.computeGradients(1.0f / static_cast<float>(localBatch_), emulation_.get());
   worker.backend().synchronize();  // compute ends when a GPU has finished the backward pass
   const Clock::time_point t3 = Clock::now();

@@ -8,8 +8,8 @@
 
 namespace dtlab::core {
 
-void ComputeEmulation::beginStep(int64_t step) {
-  slowdown_ = 1.0 / node_.speedAt(step);
+void ComputeEmulation::beginStep(int64_t step, bool warm) {
+  slowdown_ = warm ? 1.0 / node_.speedAt(step) : 1.0;
   if (node_.straggler.probability > 0.0) {
     Rng rng(deriveSeed(seed_, 0x57a6, static_cast<uint64_t>(rank_), static_cast<uint64_t>(step)));
     if (rng.uniform() < node_.straggler.probability)

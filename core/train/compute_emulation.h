@@ -30,8 +30,11 @@ class ComputeEmulation final : public GradientListener {
 
   void setNext(std::function<void(int64_t begin, int64_t end)> next) { next_ = std::move(next); }
   // Call right before forward: takes the step's speed, pauses if this step straggles, and
-  // starts the clock the first hand-off is stretched from.
-  void beginStep(int64_t step);
+  // starts the clock the first hand-off is stretched from. A replica's first step (not
+  // `warm`) is not stretched: its first-touch costs (allocations, kernel selection and code
+  // generation, tens of milliseconds on a CPU) are this machine's, not training compute, and
+  // stretched at a speed of 0.02 they would hold the node back for seconds.
+  void beginStep(int64_t step, bool warm);
   void onGradientsReady(int64_t begin, int64_t end) override;
 
  private:

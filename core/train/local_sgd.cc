@@ -93,7 +93,7 @@ StepReport LocalSgd::step(int64_t step, const Votes& local, Votes& agreed) {
   worker.loadBatch();
   // Emulated speed and straggler pauses, as every strategy has them: a slow node's local
   // steps take 1/speed of their real time, so it reaches the average late and its peers wait.
-  emulation_->beginStep(step);
+  emulation_->beginStep(step, worker.warm());
   const double loss =
       worker.computeGradients(1.0f / static_cast<float>(slice_.count), emulation_.get());
   worker.applyUpdate(step);

@@ -196,7 +196,7 @@ StepReport SyncAllReduce::step(int64_t step, const Votes& local, Votes& agreed) 
   // Preparing the batch is the worker's own work (it scales with the slice): compute.
   const Clock::time_point t1 = Clock::now();
   worker.loadBatch();
-  emulation_->beginStep(step);  // a straggler's pause lands here, inside compute
+  emulation_->beginStep(step, worker.warm());  // a straggler's pause lands here, inside compute
   // The votes and this rank's times of the step before (zeros where there is none: the
   // first step, or the first after the hybrid strategy's asynchronous phase) go into the
   // control slots through the backend (its memory may be a GPU's).

@@ -300,6 +300,7 @@ double Worker::computeGradients(float gradScale, GradientListener* listener) {
   float* dOut = model_.outputGradBuffer();
   const LossResult result = loss(out, batchY_, localBatch_, gradScale, dOut);
   model_.backward(batchX_, dOut, localBatch_, listener);
+  warm_ = true;
   double mean = result.lossSum / static_cast<double>(localBatch_);
   if (spec_.model.loss == LossKind::kMse) mean /= static_cast<double>(model_.outputs());
   return mean;

@@ -130,6 +130,9 @@ class Worker {
   // gradScale (1/batch gives the mean loss; a strategy weighting shards passes its own).
   // Returns the batch's mean loss (NaN for an empty slice, which has none).
   double computeGradients(float gradScale, GradientListener* listener = nullptr);
+  // Whether computeGradients has run on this replica: its first run pays first-touch costs
+  // (allocations, kernel selection and generation) that later ones do not.
+  bool warm() const { return warm_; }
   // One optimizer step over the whole flat buffer with grads() as they are now.
   void applyUpdate(int64_t step);
   void applyUpdate(int64_t step, int64_t begin, int64_t end);
@@ -177,6 +180,7 @@ class Worker {
   int64_t shardSize_ = 0;
   BatchSlice slice_;
   int64_t localBatch_;
+  bool warm_ = false;  // computeGradients has run
   // Positions into the shard in this epoch's order. Each epoch shuffles the previous
   // epoch's order, so the whole permutation is kept; 32 bits a position.
   std::vector<uint32_t> order_;
