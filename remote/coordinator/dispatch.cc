@@ -582,6 +582,23 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
       }
       changed.wait_for(lock, std::chrono::milliseconds(50));
     }
+    // A node lost as the run ended: its stream broke as the others finished, before the
+    // watchdog looked. Nothing is left to continue or restart: the run's outcome stands.
+    if (!failing && !cancelSent) {
+      std::vector<RankEnd> sofar;
+      std::vector<std::size_t> nodeOf;
+      for (std::size_t i = 0; i < world; ++i) {
+        sofar.push_back(watches[i].end);
+        nodeOf.push_back(placement.ranks[i].node);
+      }
+      for (std::size_t i : lostAsTheRunEnded(sofar, nodeOf)) {
+        watches[i].end.dropped = true;
+        out.addEvent(gate.lastStep(), "node_lost",
+                     placement.rankNames[i] + " lost as the run ended: " + watches[i].end.error +
+                         "; every rank on the other nodes had completed, so the run's outcome "
+                         "stands without this rank's own figures");
+      }
+    }
   }
   for (std::thread& t : readers) t.join();
   for (std::thread& t : cancels) t.join();

@@ -98,6 +98,26 @@ void mergeOutcome(const std::vector<RankEnd>& ranks, const WatchEnd& watch,
 
 }  // namespace
 
+std::vector<std::size_t> lostAsTheRunEnded(const std::vector<RankEnd>& ranks,
+                                           const std::vector<std::size_t>& nodeOf) {
+  auto broke = [](const RankEnd& e) {
+    return !e.finished && !e.abandoned && !e.dropped && !e.error.empty();
+  };
+  std::vector<std::size_t> lost;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (!broke(ranks[i]) || nodeOf[i] == nodeOf[0]) continue;
+    bool othersCompleted = true;
+    for (std::size_t j = 0; j < ranks.size() && othersCompleted; ++j) {
+      const RankEnd& e = ranks[j];
+      if (nodeOf[j] == nodeOf[i] || e.dropped) continue;
+      othersCompleted =
+          e.finished && core::readRunStatus(e.result.status()) == core::RunStatus::kCompleted;
+    }
+    if (othersCompleted) lost.push_back(i);
+  }
+  return lost;
+}
+
 void mergeRankEnds(const std::vector<RankEnd>& ranks, const WatchEnd& watch,
                    core::RunSummary& summary) {
   if (ranks.empty()) return;

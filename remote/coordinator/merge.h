@@ -44,6 +44,13 @@ struct WatchEnd {
   bool restartable = false;
 };
 
+// The ranks whose node was lost as the run ended: a stream broke (no result, not left behind,
+// not dropped) while every rank on the other nodes completed the run, so the outcome stands
+// without them (their own figures are missing). Never rank 0's node: its evaluation is the
+// run's. `nodeOf[i]`: rank i's node. A watch that ended on a failure or a cancel has none.
+std::vector<std::size_t> lostAsTheRunEnded(const std::vector<RankEnd>& ranks,
+                                           const std::vector<std::size_t>& nodeOf);
+
 // Fills `summary`'s outcome (status, stop reason, error) and figures (steps, samples,
 // throughput, utilisation, wait, checksums, memory, exchange, test figures) from `ranks`, in
 // rank order. Events, name, strategy, partition and wall time are the caller's.

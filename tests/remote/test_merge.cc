@@ -160,6 +160,39 @@ class TestMerge : public QObject {
     QCOMPARE(s.nodes, int64_t{2});
   }
 
+  // A node lost as the run ended (its stream broke, every rank on the other nodes completed):
+  // its ranks leave the outcome alone. Not while a rank elsewhere is still out or failed, not
+  // rank 0's node (its evaluation is the run's), not a rank that reported or was left behind.
+  void aNodeLostAsTheRunEndedLeavesTheOutcome() {
+    RankEnd broke;
+    broke.name = "node2";
+    broke.error = "its stream broke (UNAVAILABLE: Socket closed)";
+    const RankEnd done = finished("node0", "completed", "target_accuracy");
+    using Lost = std::vector<std::size_t>;
+    // Ranks 0, 1 on node 0; ranks 2, 3 on node 2 (one of them reported before it went).
+    QCOMPARE(remote::lostAsTheRunEnded({done, done, broke, done}, {0, 0, 2, 2}), Lost{2});
+    // A rank on another node that failed, has not reported, or broke too (two nodes at once):
+    // nothing says the run ended well.
+    QCOMPARE(remote::lostAsTheRunEnded({done, done, broke, broke}, {0, 1, 2, 3}), Lost{});
+    QCOMPARE(remote::lostAsTheRunEnded({done, failed("n1", "this_rank", "x"), broke}, {0, 1, 2}),
+             Lost{});
+    RankEnd running;
+    running.name = "node1";
+    QCOMPARE(remote::lostAsTheRunEnded({done, running, broke}, {0, 1, 2}), Lost{});
+    // Rank 0's node, or a rank beside it.
+    QCOMPARE(remote::lostAsTheRunEnded({broke, done}, {0, 1}), Lost{});
+    QCOMPARE(remote::lostAsTheRunEnded({done, broke, done}, {0, 0, 1}), Lost{});
+    // Left behind at the wind-down, or already dropped: not this rule's.
+    RankEnd abandoned = broke;
+    abandoned.abandoned = true;
+    RankEnd dropped = broke;
+    dropped.dropped = true;
+    QCOMPARE(remote::lostAsTheRunEnded({done, abandoned, dropped}, {0, 1, 2}), Lost{});
+    // Dropped, the lost rank leaves a completed run.
+    broke.dropped = true;
+    QCOMPARE(merged({done, broke}).status, core::RunStatus::kCompleted);
+  }
+
   // A status or stop reason this build does not know is not taken for success.
   void unknownNamesAreNotSuccess() {
     core::RunSummary s = merged({finished("node0", "paused", "")});
