@@ -35,7 +35,7 @@ nlohmann::json specWith(int nodes, const nlohmann::json& variant) {
             {"features", 32},
             {"classes", 4}}},
           {"model", {{"hidden", {128}}}},
-          {"optimizer", {{"lr", 0.01}}},
+          {"optimizer", {{"lr", 0.002}}},
           {"training",
            {{"batch_size", 64},
             {"epochs", 0},
@@ -54,6 +54,7 @@ struct Run {
   QTemporaryDir dir;
   QProcess cli;
   QString project;
+  QString why;  // why the last wait failed
 
   bool start(int nodes, const nlohmann::json& spec) {
     QStringList args{"run", dir.filePath("spec.json"), "--project", dir.filePath("p.dtlab")};
@@ -64,7 +65,7 @@ struct Run {
     file.close();
     for (int i = 0; i < nodes; ++i) {
       daemons.push_back(std::make_unique<test::NodeProcess>(
-          QStringList{"--listen", "127.0.0.1:0", "--speed", "0.02"}));
+          QStringList{"--listen", "127.0.0.1:0", "--speed", "0.01"}));
       if (!daemons.back()->ready()) return false;
       args << "--node" << QString::fromStdString(daemons.back()->address());
     }
@@ -85,9 +86,9 @@ struct Run {
   }
   void kill(int node) { ::kill(static_cast<pid_t>(daemons[node]->process().processId()), SIGKILL); }
   // Whether the project shows what `seen` looks for within `timeout` (read-only, beside the
-  // recording CLI).
+  // recording CLI). A CLI that ends first is a failure: `why` says how it ended.
   bool waitForStore(const std::function<bool(core::ProjectStore&, const core::RunRecord&)>& seen,
-                    std::chrono::milliseconds timeout) const {
+                    std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
       try {
@@ -96,11 +97,17 @@ struct Run {
           if (seen(*store, run)) return true;
       } catch (const std::exception&) {
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (cli.waitForFinished(50)) {
+        why = "the CLI ended first (exit " + QString::number(cli.exitCode()) +
+              "): " + QString::fromUtf8(cli.readAllStandardError()).right(600) + " | " +
+              QString::fromUtf8(cli.readAllStandardOutput()).right(900);
+        return false;
+      }
     }
+    why = "not within " + QString::number(timeout.count()) + " ms";
     return false;
   }
-  bool waitForEvent(const std::string& kind, std::chrono::milliseconds timeout) const {
+  bool waitForEvent(const std::string& kind, std::chrono::milliseconds timeout) {
     return waitForStore(
         [&](core::ProjectStore& store, const core::RunRecord& run) {
           const std::vector<core::RunEvent> events = store.events(run.id);
@@ -109,7 +116,7 @@ struct Run {
         },
         timeout);
   }
-  bool waitForCheckpoint(std::chrono::milliseconds timeout) const {
+  bool waitForCheckpoint(std::chrono::milliseconds timeout) {
     return waitForStore(
         [](core::ProjectStore& store, const core::RunRecord& run) {
           return !store.checkpoints(run.id).empty();
@@ -125,7 +132,8 @@ std::string outcome(const nlohmann::json& summary) {
   std::string text = "status " + summary.value("status", std::string("?")) + " (" +
                      summary.value("stop_reason", std::string("?")) + "), recoveries " +
                      summary.value("recoveries", nlohmann::json()).dump() + ", steps " +
-                     summary.value("steps", nlohmann::json()).dump() + "; events:";
+                     summary.value("steps", nlohmann::json()).dump() + "; error " +
+                     summary.value("error", std::string("none")) + "; events:";
   for (const nlohmann::json& e : summary.value("events", nlohmann::json::array())) {
     const std::string kind = e.value("kind", std::string());
     if (kind == "node" || kind == "contention" || kind == "start") continue;
@@ -210,7 +218,7 @@ class TestNodeLoss : public QObject {
     QFETCH(int, victim);
     Run run;
     QVERIFY(run.start(3, specWith(3, nlohmann::json::parse(variant.toStdString()))));
-    QVERIFY(run.waitForCheckpoint(std::chrono::seconds(60)));
+    QVERIFY2(run.waitForCheckpoint(std::chrono::seconds(60)), qPrintable(run.why));
     run.kill(victim);
     QString err;
     const nlohmann::json summary = run.finish(err);
@@ -236,9 +244,9 @@ class TestNodeLoss : public QObject {
     QVERIFY(run.start(
         4,
         specWith(4, {{"strategy", "async_ps"}, {"ps_shards", 1}, {"on_node_loss", "continue"}})));
-    QVERIFY(run.waitForCheckpoint(std::chrono::seconds(60)));
+    QVERIFY2(run.waitForCheckpoint(std::chrono::seconds(60)), qPrintable(run.why));
     run.kill(3);
-    QVERIFY(run.waitForEvent("recovery", std::chrono::seconds(20)));
+    QVERIFY2(run.waitForEvent("recovery", std::chrono::seconds(20)), qPrintable(run.why));
     run.kill(0);  // shard 0
     QString err;
     const nlohmann::json summary = run.finish(err);
@@ -319,7 +327,7 @@ class TestNodeLoss : public QObject {
     {
       Run run;
       QVERIFY(run.start(3, specWith(3, variant)));
-      QVERIFY(run.waitForEvent("strategy_switch", std::chrono::seconds(90)));
+      QVERIFY2(run.waitForEvent("strategy_switch", std::chrono::seconds(90)), qPrintable(run.why));
       run.kill(2);
       QString err;
       const nlohmann::json summary = run.finish(err);
@@ -333,8 +341,8 @@ class TestNodeLoss : public QObject {
     {  // Its shard: the run restarts from its newest checkpoint, in that checkpoint's phase.
       Run run;
       QVERIFY(run.start(3, specWith(3, variant)));
-      QVERIFY(run.waitForEvent("strategy_switch", std::chrono::seconds(90)));
-      QVERIFY(run.waitForCheckpoint(std::chrono::seconds(60)));
+      QVERIFY2(run.waitForEvent("strategy_switch", std::chrono::seconds(90)), qPrintable(run.why));
+      QVERIFY2(run.waitForCheckpoint(std::chrono::seconds(60)), qPrintable(run.why));
       run.kill(0);
       QString err;
       const nlohmann::json summary = run.finish(err);
@@ -351,7 +359,7 @@ class TestNodeLoss : public QObject {
     {  // While synchronous, with checkpoints: the group re-forms on the others from the newest.
       Run run;
       QVERIFY(run.start(3, specWith(3, late)));
-      QVERIFY(run.waitForCheckpoint(std::chrono::seconds(60)));
+      QVERIFY2(run.waitForCheckpoint(std::chrono::seconds(60)), qPrintable(run.why));
       run.kill(2);
       QString err;
       const nlohmann::json summary = run.finish(err);
@@ -385,7 +393,7 @@ class TestNodeLoss : public QObject {
     Run run;
     QVERIFY(
         run.start(3, specWith(3, {{"strategy", "sync_allreduce"}, {"on_node_loss", "restart"}})));
-    QVERIFY(run.waitForCheckpoint(std::chrono::seconds(60)));
+    QVERIFY2(run.waitForCheckpoint(std::chrono::seconds(60)), qPrintable(run.why));
     run.kill(2);
     QString err;
     const nlohmann::json summary = run.finish(err);
