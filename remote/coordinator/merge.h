@@ -47,7 +47,8 @@ struct WatchEnd {
 // The ranks whose node was lost as the run ended: a stream broke (no result, not left behind,
 // not dropped) while every rank on the other nodes completed the run, so the outcome stands
 // without them (their own figures are missing). Never rank 0's node: its evaluation is the
-// run's. `nodeOf[i]`: rank i's node. A watch that ended on a failure or a cancel has none.
+// run's. `nodeOf[i]`: rank i's node. (The watch asks only when it did not end the run itself
+// on a failure or a cancel.)
 std::vector<std::size_t> lostAsTheRunEnded(const std::vector<RankEnd>& ranks,
                                            const std::vector<std::size_t>& nodeOf);
 
