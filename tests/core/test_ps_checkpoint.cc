@@ -159,13 +159,21 @@ class TestPsCheckpoint : public QObject {
     how.sink = &keeper;
     for (const WorkerResult& r : runRankThreads(spec, how))
       QVERIFY2(r.status == RunStatus::kCompleted, r.error.c_str());
-    QVERIFY2(keeper.checkpoints.size() >= 8, std::to_string(keeper.checkpoints.size()).c_str());
+    // Up to one a decade of the run's 120 steps, as rank 0 sees the run pass them (12 on a quiet
+    // machine, 6 beside a sanitizer build); counted on rank 0's own steps there was one, at its
+    // step 10. A checkpoint's step is the server's when its snapshot is taken, which may run
+    // ahead of the progress rank 0 saw when it asked: in order, not aligned to a decade. Nor is
+    // rank 0's clock in them, which the old rule took only at its own multiples of 10.
+    QVERIFY2(keeper.checkpoints.size() >= 3, std::to_string(keeper.checkpoints.size()).c_str());
     int64_t before = 0;
+    bool offRankZerosDecades = false;
     for (const Checkpoint& c : keeper.checkpoints) {
-      QVERIFY2(c.step / 10 > before / 10, std::to_string(c.step).c_str());
+      QVERIFY2(c.step >= before, std::to_string(c.step).c_str());
       QVERIFY(c.rankSteps[0] < c.step);  // rank 0 behind the run
+      offRankZerosDecades = offRankZerosDecades || c.rankSteps[0] % 10 != 0;
       before = c.step;
     }
+    QVERIFY(offRankZerosDecades);
   }
 
   // The server's state round-trips through a checkpoint onto a host of the same layout (then
