@@ -95,15 +95,25 @@ deps() {
 }
 
 # The sanitizers of `test --sanitize LIST` (empty: a normal build); they build in a tree of
-# their own (build-sanitize-LIST), optimised with debug info.
+# their own (build-sanitize-LIST), optimised, with line tables for the reports. The ASan +
+# UBSan tree is clang's and instrumented for libFuzzer as well: `fuzz` builds its targets in
+# it, so CI builds the sanitized project once for both.
 sanitize=""
 
-build() {
-  local werror=OFF type="${DTLAB_BUILD_TYPE:-Release}"
+configure() {
+  local werror=OFF type="${DTLAB_BUILD_TYPE:-Release}" compilers=()
   [ "${CI:-}" = "true" ] && werror=ON
   [ -n "$sanitize" ] && type=RelWithDebInfo
+  if [ "$sanitize" = "address,undefined" ]; then
+    install_packages "${fuzz_packages[@]}"
+    compilers=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DDTLAB_FUZZ=ON)
+  fi
   cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" \
-    -DDTLAB_WERROR="$werror" -DDTLAB_SANITIZE="$sanitize" >/dev/null
+    -DDTLAB_WERROR="$werror" -DDTLAB_SANITIZE="$sanitize" "${compilers[@]}" >/dev/null
+}
+
+build() {
+  configure
   cmake --build "$build_dir" -j "$jobs"
 }
 
@@ -121,7 +131,8 @@ run_tests() {
 parse_sanitize() {
   if [ "${1:-}" = "--sanitize" ]; then
     case "${2:-}" in
-      address,undefined | undefined,address | address | undefined | thread) sanitize="$2" ;;
+      address,undefined | undefined,address) sanitize=address,undefined ;;
+      address | undefined | thread) sanitize="$2" ;;
       *) echo "dev.sh test --sanitize: expected address,undefined or thread, got '${2:-}'" >&2; exit 2 ;;
     esac
     build_dir="${DTLAB_BUILD_DIR:-$root/build-sanitize-${sanitize//,/-}}"
@@ -129,16 +140,17 @@ parse_sanitize() {
 }
 
 # `fuzz [SECONDS] [TARGET...]`: each target (all by default: spec, chunk, project, rpc,
-# stream, compare_layout) for SECONDS (default 60) from its seeds, in a clang tree of its own
-# (build-fuzz). Inputs that reach new code are kept in build-fuzz/corpus/NAME for the next run;
-# a finding is saved in build-fuzz/findings/NAME/ and fails the command. Prints, per target,
-# executions per second and the coverage reached.
+# stream, compare_layout) for SECONDS (default 60) from its seeds, built in the ASan + UBSan
+# tree (build-sanitize-address-undefined, clang). Inputs that reach new code are kept in
+# its corpus/NAME for the next run; a finding is saved in its findings/NAME/ and fails the
+# command. Prints, per target, executions per second and the coverage reached.
 fuzz() {
-  local seconds=60 dir="${DTLAB_FUZZ_BUILD_DIR:-$root/build-fuzz}" failed=0
+  local seconds=60 failed=0 dir
   if [[ "${1:-}" =~ ^[0-9]+$ ]]; then seconds="$1"; shift; fi
-  install_packages "${fuzz_packages[@]}"
-  CC=clang CXX=clang++ cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DDTLAB_FUZZ=ON -DDTLAB_WERROR=OFF >/dev/null
+  sanitize=address,undefined
+  build_dir="${DTLAB_BUILD_DIR:-$root/build-sanitize-address-undefined}"
+  dir="$build_dir"
+  configure
   cmake --build "$dir" -j "$jobs" --target dtlab_fuzzers
   local target seeds name log wanted
   while read -r target seeds; do

@@ -409,11 +409,11 @@ class TestOptim : public QObject {
         const auto grads = randomVector(rng, n, 0.5f);
         a->update(serial.data(), grads.data(), 0, n, t, c.lr);
         std::vector<std::thread> pool;
+        const auto lr = c.lr;  // a structured binding: clang 14 cannot capture it
         for (int k = 0; k < threads; ++k) {
           const int64_t begin = n * k / threads, end = n * (k + 1) / threads;
-          pool.emplace_back([&, begin, end, t] {
-            b->update(parallel.data(), grads.data(), begin, end, t, c.lr);
-          });
+          pool.emplace_back(
+              [&, begin, end, t] { b->update(parallel.data(), grads.data(), begin, end, t, lr); });
         }
         for (auto& th : pool) th.join();
       }

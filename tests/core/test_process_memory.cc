@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "core/common/process_memory.h"
+#include "tests/sanitizers/sanitizers.h"
 
 using namespace dtlab::core;
 
@@ -50,7 +51,7 @@ class TestProcessMemory : public QObject {
     QVERIFY(residentBytes().value() - before >= kBlock - 4 * kMiB);
     block.reset();  // 64 MiB is mmap'ed by malloc, so freeing returns it to the kernel
     if (!resettable) QSKIP("this kernel cannot reset the peak (/proc/self/clear_refs)");
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(DTLAB_ASAN)
     // AddressSanitizer keeps freed memory in its quarantine, resident, to catch use after free.
     QSKIP("an AddressSanitizer build does not return freed memory to the kernel");
 #endif

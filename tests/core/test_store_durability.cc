@@ -22,6 +22,7 @@
 #include "core/store/point_appender.h"
 #include "core/store/project_store.h"
 #include "core/store/sqlite_db.h"
+#include "tests/sanitizers/sanitizers.h"
 
 using namespace dtlab::core;
 namespace fs = std::filesystem;
@@ -181,7 +182,7 @@ class TestStoreDurability : public QObject {
   // Two processes record a run each into one project at the same time (two experiments run
   // from two terminals): neither sees an error, both runs are whole, the file is sound.
   void twoRecordersShareAProject() {
-#if defined(__SANITIZE_THREAD__)
+#if defined(DTLAB_TSAN)
     // The forked recorders start threads of their own (the appender's); TSan cannot follow
     // threads started in a child of a multi-threaded process (QtTest's watchdog runs here).
     QSKIP("ThreadSanitizer cannot follow threads started after fork; the other builds run it");

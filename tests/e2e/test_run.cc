@@ -19,6 +19,7 @@
 #include "remote/cluster/local_cluster.h"
 #include "remote/coordinator/coordinator.h"
 #include "tests/e2e/e2e_support.h"
+#include "tests/sanitizers/sanitizers.h"
 
 using namespace dtlab;
 using Clock = std::chrono::steady_clock;
@@ -239,7 +240,7 @@ class TestRun : public QObject {
                                 .arg(peakMiB[0])
                                 .arg(peakMiB[1])
                                 .arg(peakMiB[2]);
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(DTLAB_ASAN)
     // The daemons are AddressSanitizer builds too: freed memory (the tuning pass's staging,
     // the generator's scratch) stays resident in the quarantine, so a peak does not show what
     // the process needs. The savings are asserted in the normal build.
@@ -459,11 +460,13 @@ class TestRun : public QObject {
       // this synchronous CPU run has none of them (tests/gpu checks the GPU's).
       if (name == core::metric::kDivergence || core::gpuOnly(m)) continue;
       for (const auto& [node, worker] : owners) {
-        const bool stored = std::any_of(
-            shown["series"].begin(), shown["series"].end(), [&](const nlohmann::json& x) {
-              return x["key"] == name && x["node"] == node && x["worker"] == worker &&
-                     x["points"].get<int64_t>() > 0;
-            });
+        const bool stored =
+            std::any_of(shown["series"].begin(), shown["series"].end(),
+                        // Captured by name: clang 14 cannot capture a structured binding.
+                        [&, node = node, worker = worker](const nlohmann::json& x) {
+                          return x["key"] == name && x["node"] == node && x["worker"] == worker &&
+                                 x["points"].get<int64_t>() > 0;
+                        });
         QVERIFY2(stored, qPrintable(QString("no points of %1 for node %2 worker %3")
                                         .arg(QString::fromStdString(name))
                                         .arg(node)

@@ -199,7 +199,7 @@ void RunDashboard::buildLayout() {
     p.rect->setRangeDrag(Qt::Horizontal | Qt::Vertical);
     p.rect->setRangeDragAxes(x, p.rect->axis(QCPAxis::atLeft));
     p.rect->setRangeZoom(Qt::Horizontal);
-    p.rect->setRangeZoomAxes({x}, {});
+    p.rect->setRangeZoomAxes(x, nullptr);
     // Linked x ranges: a drag or zoom on one chart moves every chart.
     connect(
         x, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,

@@ -213,7 +213,7 @@ QVariant ExplorerModel::data(const QModelIndex& index, int role) const {
   if (index.internalId() >= kFirstExecutionId)
     return executionData(static_cast<int>(index.internalId() - kFirstExecutionId), index.row(),
                          index.column(), role);
-  return itemData(static_cast<Group>(index.internalId() - 1), index.row(), index.column(), role);
+  return leafData(static_cast<Group>(index.internalId() - 1), index.row(), index.column(), role);
 }
 
 QVariant ExplorerModel::groupData(Group g, int column, int role) const {
@@ -223,7 +223,7 @@ QVariant ExplorerModel::groupData(Group g, int column, int role) const {
   return {};
 }
 
-QVariant ExplorerModel::itemData(Group g, int row, int column, int role) const {
+QVariant ExplorerModel::leafData(Group g, int row, int column, int role) const {
   const auto r = static_cast<std::size_t>(row);
   if (role == KindRole) return QString(itemKind(g));
   if (g == Group::kRuns) {

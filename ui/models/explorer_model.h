@@ -49,7 +49,7 @@ class ExplorerModel final : public QAbstractItemModel {
   int itemCount(Group group) const;
   QVariant executionData(int experimentRow, int row, int column, int role) const;
   QVariant groupData(Group group, int column, int role) const;
-  QVariant itemData(Group group, int row, int column, int role) const;
+  QVariant leafData(Group group, int row, int column, int role) const;
 
   ProjectSnapshot snapshot_;
   // Per experiment row: its executions' indices into snapshot_.executions, newest first.
