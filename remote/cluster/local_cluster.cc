@@ -20,6 +20,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// _Fork (glibc 2.34) runs no atfork handlers. Those of the libraries loaded here allocate
+// (clang's OpenMP runtime re-initialises itself in the child), and a child of a multi-threaded
+// process that allocates can hang before exec (seen in the ASan build: a node that never
+// reported its port).
+pid_t forkWithoutHandlers() {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+  return ::_Fork();
+#else
+  return ::fork();
+#endif
+}
+
 // Reads the child's first stdout line ("dtlab-node listening on ADDR") within the timeout.
 std::string readListenLine(int fd, Clock::time_point deadline, pid_t pid) {
   std::string line;
@@ -120,15 +132,7 @@ LocalCluster::LocalCluster(std::string nodeBinary, const std::vector<LocalNodeOp
       int pipeFds[2];
       if (::pipe2(pipeFds, O_CLOEXEC) != 0)
         throw Error(std::string("pipe: ") + std::strerror(errno));
-      // _Fork (glibc 2.34) runs no atfork handlers: the handlers of the libraries loaded here
-      // (clang's OpenMP runtime re-initialises itself in the child) allocate, and a child that
-      // allocates can hang before exec, as above (seen in the ASan build: a node that never
-      // reported its port).
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
-      const pid_t pid = ::_Fork();
-#else
-      const pid_t pid = ::fork();
-#endif
+      const pid_t pid = forkWithoutHandlers();
       if (pid < 0) throw Error(std::string("fork: ") + std::strerror(errno));
       if (pid == 0) {
         // Child: die with the launcher, whatever kills it.
