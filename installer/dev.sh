@@ -145,13 +145,11 @@ parse_sanitize() {
 # its corpus/NAME for the next run; a finding is saved in its findings/NAME/ and fails the
 # command. Prints, per target, executions per second and the coverage reached.
 fuzz() {
-  local seconds=60 failed=0 dir
+  local seconds=60 failed=0
   if [[ "${1:-}" =~ ^[0-9]+$ ]]; then seconds="$1"; shift; fi
-  sanitize=address,undefined
-  build_dir="${DTLAB_BUILD_DIR:-$root/build-sanitize-address-undefined}"
-  dir="$build_dir"
+  parse_sanitize --sanitize address,undefined
   configure
-  cmake --build "$dir" -j "$jobs" --target dtlab_fuzzers
+  cmake --build "$build_dir" -j "$jobs" --target dtlab_fuzzers
   local target seeds name log wanted
   while read -r target seeds; do
     name="${target#fuzz_}"
@@ -160,27 +158,27 @@ fuzz() {
       for w in "$@"; do [ "$w" = "$name" ] && wanted=1; done
       [ "$wanted" = 1 ] || continue
     fi
-    mkdir -p "$dir/corpus/$name" "$dir/findings/$name" "$dir/logs"
-    log="$dir/logs/$name.log"
+    mkdir -p "$build_dir/corpus/$name" "$build_dir/findings/$name" "$build_dir/logs"
+    log="$build_dir/logs/$name.log"
     local dict=()
     [ -f "$root/tests/fuzz/$name.dict" ] && dict=(-dict="$root/tests/fuzz/$name.dict")
     log "fuzzing $name for ${seconds}s (log: $log)"
     # shellcheck disable=SC2086
-    if ! (cd "$dir" && ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
+    if ! (cd "$build_dir" && ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
           QT_QPA_PLATFORM=offscreen \
-          "$dir/tests/fuzz/$target" -max_total_time="$seconds" -timeout=60 -rss_limit_mb=4096 \
-          -print_final_stats=1 "${dict[@]}" -artifact_prefix="$dir/findings/$name/" \
-          "$dir/corpus/$name" $seeds >"$log" 2>&1); then
+          "$build_dir/tests/fuzz/$target" -max_total_time="$seconds" -timeout=60 -rss_limit_mb=4096 \
+          -print_final_stats=1 "${dict[@]}" -artifact_prefix="$build_dir/findings/$name/" \
+          "$build_dir/corpus/$name" $seeds >"$log" 2>&1); then
       failed=1
-      log "FINDING in $name: $(ls -t "$dir/findings/$name" | head -1) (see $log); keep it as a test:"
-      log "  cp $dir/findings/$name/<file> $root/tests/fuzz/findings/$name/"
+      log "FINDING in $name: $(ls -t "$build_dir/findings/$name" | head -1) (see $log); keep it as a test:"
+      log "  cp $build_dir/findings/$name/<file> $root/tests/fuzz/findings/$name/"
       grep -m5 -E "FINDING|ERROR: |SUMMARY" "$log" >&2 || true
     fi
     printf '%-16s %10s runs %8s exec/s  %s\n' "$name" \
       "$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)" \
       "$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)" \
       "$(grep -E '^#[0-9]+' "$log" | tail -1 | grep -oE 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+/[0-9]+[a-zA-Z]*')"
-  done <"$dir/tests/fuzz/targets.txt"
+  done <"$build_dir/tests/fuzz/targets.txt"
   return "$failed"
 }
 
