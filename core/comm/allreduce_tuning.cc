@@ -15,12 +15,16 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kSmallestTuned = int64_t{64} << 10;
 constexpr int64_t kLargestTuned = int64_t{64} << 20;
-// Rounds over all candidates; each candidate's figure is its median over them.
-constexpr int kRounds = 3;
-// Calls per timing: enough that a small message's timing is not all barrier exit, few enough
-// that the pass stays short for large ones (64 MiB at 1 GB/s is 64 ms a call).
+// Rounds over all candidates; each candidate's figure is its median over them. Five, not
+// three: on a shared 2-core VM a candidate's figure moved by 1.5x between passes.
+constexpr int kRounds = 5;
+// Calls per timing (about 4 MiB of them, between two barriers, so that whatever a call
+// leaves to finish counts, as in `bench allreduce`): enough that a small message's timing is
+// not all barrier, few enough that the pass stays short for large ones (64 MiB at 1 GB/s is
+// 64 ms a call). With 2 MiB and no closing barrier, the pass ranked 3-rank TCP candidates at
+// 4 MiB in nearly the reverse order of their steady rates.
 int callsPerTiming(int64_t bytes) {
-  return static_cast<int>(std::clamp<int64_t>((int64_t{2} << 20) / bytes, 1, 8));
+  return static_cast<int>(std::clamp<int64_t>((int64_t{4} << 20) / bytes, 1, 32));
 }
 
 std::string gbPerS(double bytesPerSecond) {
@@ -123,6 +127,7 @@ AllReduceTuning measureAllReduce(const AllReduceProbe& probe, float* scratch, in
         probe.barrier();
         const Clock::time_point t0 = Clock::now();
         for (int call = 0; call < calls; ++call) probe.run(c, scratch, floats);
+        probe.barrier();  // the slowest rank's last call is over
         at(s, c, round) =
             static_cast<float>(std::chrono::duration<double>(Clock::now() - t0).count() / calls);
       }

@@ -86,8 +86,8 @@ class AllReduceTuningCache {
 };
 
 // Times every candidate at every size of tuningSizes(count * 4 bytes) in interleaved rounds (the
-// order rotates, so a burst of load elsewhere hits all alike), each timing between a barrier
-// and the end of a few back-to-back calls, the slowest rank's time kept; the fastest median
+// order rotates, so a burst of load elsewhere hits all alike), each timing between two
+// barriers around a few back-to-back calls, the slowest rank's time kept; the fastest median
 // wins. Collective; every rank returns the same tuning.
 // On `scratch` (count floats, overwritten; a smaller one than the smallest size is replaced
 // by a buffer of that size), sizes up to count floats.

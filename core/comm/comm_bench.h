@@ -67,8 +67,9 @@ struct AllReduceBenchResult {
 // everything a call leaves to finish, is inside the time. The sides' repetitions are
 // interleaved (the order rotates each round), so a burst of load elsewhere on the machine
 // hits all of them alike. After c calls every element must equal
-// n^(c-1) * (n(n-1)/2 + n * (i % 7)); c is the largest (at most 8) that keeps this exact in
-// float, and every element is checked after every repetition.
+// n^(c-1) * (n(n-1)/2 + n * (i % 7)); c is the largest (at most 64, and so that a
+// repetition moves about 64 MiB or less) that keeps this exact in float, and every element
+// is checked after every repetition.
 AllReduceBenchResult benchAllReduce(Communicator& dtlab, gloo::rendezvous::Store& store,
                                     const AllReduceBenchConfig& config);
 

@@ -121,7 +121,6 @@ struct GlooCommunicator::Impl {
            (static_cast<size_t>(parity) * static_cast<size_t>(size - 1) + peerIndex(p)) *
                static_cast<size_t>(exchangeRegionFloats);
   }
-  void warmUpSocketBuffers();
   void setUpOwn();
   void growReduceScatterScratch(int64_t regionFloats);
   SendBuffers& sendBuffersFor(float* data, size_t bytes);

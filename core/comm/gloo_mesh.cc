@@ -1,6 +1,9 @@
 #include "core/comm/gloo_mesh.h"
 
+#include <gloo/barrier.h>
+#include <gloo/context.h>
 #include <gloo/rendezvous/store.h>
+#include <gloo/transport/buffer.h>
 #include <gloo/transport/context.h>
 #include <gloo/transport/tcp/address.h>
 #include <gloo/transport/tcp/context.h>
@@ -80,7 +83,42 @@ std::vector<char> findAddress(const std::vector<char>& all, int peer, int owner)
                                  " (a different DTLab version?)"));
 }
 
+// Socket send buffer every pair gets from warmUpSocketBuffers: at least the largest message
+// the own all-reduce sends (a pipeline segment, or a two-rank exchange of up to 1 MiB).
+constexpr size_t kSocketBufferBytes = size_t{1} << 20;
+
 }  // namespace
+
+int reservedSlot(int kind, int from, int to) {
+  constexpr int kReservedSlotBase = 0x40000000;
+  DTLAB_ENFORCE(kind >= 0 && kind < 16, "reserved slot kind ", kind, " out of range");
+  return kReservedSlotBase + 2 * kind + (from < to ? 0 : 1);
+}
+
+void warmUpSocketBuffers(const std::shared_ptr<gloo::Context>& context,
+                         std::chrono::milliseconds timeout) {
+  const int rank = context->rank;
+  const int size = context->size;
+  std::vector<char> outgoing(kSocketBufferBytes);
+  std::vector<char> incoming(kSocketBufferBytes * static_cast<size_t>(size));
+  std::vector<std::unique_ptr<gloo::transport::Buffer>> sends, receives;
+  for (int p = 0; p < size; ++p) {
+    if (p == rank) continue;
+    auto& pair = context->getPair(p);
+    receives.push_back(pair->createRecvBuffer(
+        reservedSlot(kWarmUpSlotKind, p, rank),
+        incoming.data() + kSocketBufferBytes * static_cast<size_t>(p), kSocketBufferBytes));
+    sends.push_back(pair->createSendBuffer(reservedSlot(kWarmUpSlotKind, rank, p), outgoing.data(),
+                                           kSocketBufferBytes));
+  }
+  // Every rank registers before anyone sends into it.
+  gloo::BarrierOptions opts(context);
+  opts.setTimeout(timeout);
+  gloo::barrier(opts);
+  for (auto& send : sends) send->send();
+  for (auto& receive : receives) receive->waitRecv();
+  for (auto& send : sends) send->waitSend();
+}
 
 std::string formatSeconds(std::chrono::milliseconds ms) {
   std::ostringstream out;

@@ -6,28 +6,16 @@
 #include <vector>
 
 #include "core/comm/gloo_communicator_impl.h"
+#include "core/comm/gloo_mesh.h"
 #include "core/comm/rank_order_sum.h"
 
 namespace dtlab::core {
 namespace {
 
-// Slots of our own algorithm's bound buffers. Gloo's classic algorithms count their slots up
-// from 0 (Context::nextSlot) and its newer collectives use unbound buffers, which live in a
-// separate table, so slots this high cannot collide with either.
-//
-// The slot also encodes the direction on the pair. Gloo's tcp::Buffer destructor
-// unregisters by slot whatever buffer is registered there, so a send buffer destroyed on
-// the slot we receive on would take our registered receive area with it.
-enum class OwnSlot {
-  kReduceScatter = 0,
-  kAllGather = 1,
-  kExchangeEven = 2,
-  kExchangeOdd = 3,
-  kWarmUp = 4
-};
+// Slots of our own algorithm's bound buffers (see reservedSlot).
+enum class OwnSlot { kReduceScatter = 0, kAllGather = 1, kExchangeEven = 2, kExchangeOdd = 3 };
 int ownSlot(OwnSlot kind, int from, int to) {
-  constexpr int kOwnSlotBase = 0x40000000;
-  return kOwnSlotBase + 2 * static_cast<int>(kind) + (from < to ? 0 : 1);
+  return reservedSlot(static_cast<int>(kind), from, to);
 }
 OwnSlot exchangeSlot(int parity) {
   return parity == 0 ? OwnSlot::kExchangeEven : OwnSlot::kExchangeOdd;
@@ -51,42 +39,10 @@ int64_t exchangeMaxBytes(int size) {
 // Busbw (GB/s), 2 ranks, 1 / 16 MiB: 64 KiB 0.74 / 0.81, 256 KiB 1.87 / 1.24, 1 MiB 1.97 / 1.02.
 constexpr int64_t kOwnSegmentFloats = 64 * 1024;  // 256 KiB
 
-// Socket send buffer every pair gets at construction (see warmUpSocketBuffers).
-constexpr int64_t kSocketBufferBytes = int64_t{1} << 20;
-
 // Caller buffers whose send buffers the own algorithm keeps (gradient buckets, benchmarks).
 constexpr size_t kMaxSendBufferSets = 64;
 
 }  // namespace
-
-// Gloo sizes a pair's socket send buffer to the largest bound message sent so far (and
-// setting it turns the kernel's autotuning off). Left to the first messages, a buffer sized
-// for a small message makes the next slightly larger one wait for a delayed ACK: measured,
-// a 128 KiB all-reduce after smaller ones took 40 ms instead of 0.2 ms. One large message
-// per pair up front sizes every buffer for all the messages our algorithms send (Gloo's
-// unbound collectives on the same pairs profit too).
-void GlooCommunicator::Impl::warmUpSocketBuffers() {
-  const size_t bytes = static_cast<size_t>(kSocketBufferBytes);
-  std::vector<char> outgoing(bytes);
-  std::vector<char> incoming(bytes * static_cast<size_t>(size));
-  std::vector<BufferPtr> sends, receives;
-  for (int p = 0; p < size; ++p) {
-    if (p == rank) continue;
-    auto& pair = context->getPair(p);
-    receives.push_back(pair->createRecvBuffer(ownSlot(OwnSlot::kWarmUp, p, rank),
-                                              incoming.data() + bytes * static_cast<size_t>(p),
-                                              bytes));
-    sends.push_back(
-        pair->createSendBuffer(ownSlot(OwnSlot::kWarmUp, rank, p), outgoing.data(), bytes));
-  }
-  // Every rank registers before anyone sends into it.
-  gloo::BarrierOptions opts(context);
-  opts.setTimeout(options.opTimeout);
-  gloo::barrier(opts);
-  for (auto& send : sends) send->send();
-  for (auto& receive : receives) receive->waitRecv();
-  for (auto& send : sends) send->waitSend();
-}
 
 // The own all-reduce runs on Gloo's bound buffers (a registered receive area per pair and
 // slot; the sender names the offset in it) rather than its unbound buffers, on which every
@@ -98,7 +54,7 @@ void GlooCommunicator::Impl::warmUpSocketBuffers() {
 // are given where the buffers are used).
 void GlooCommunicator::Impl::setUpOwn() {
   const auto n = static_cast<size_t>(size);
-  warmUpSocketBuffers();
+  warmUpSocketBuffers(context, options.opTimeout);
   reduceScatterRecv.resize(n);
   gatherRecv.resize(n);
   sendCache.reserve(kMaxSendBufferSets);

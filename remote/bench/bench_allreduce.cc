@@ -164,6 +164,7 @@ AllReduceBenchResult runAllReduceBench(const AllReduceBenchOptions& options, std
 
   AllReduceBenchResult result;
   nlohmann::json rows = nlohmann::json::array();
+  std::string tuningNotes;  // what each row's tuning pass measured, printed after the table
   for (const int64_t bytes : options.sizes) {
     const double tcp = measureTcp(dir, bytes, reps).at("gbps").get<double>();
     for (const int nodes : options.nodeCounts) {
@@ -182,10 +183,25 @@ AllReduceBenchResult runAllReduceBench(const AllReduceBenchOptions& options, std
                    row.busbwGBps / row.bestGlooBusbwGBps, tcp, 100.0 * row.busbwGBps / tcp,
                    static_cast<long long>(row.wrong));
       std::fflush(out);
+      const nlohmann::json& tuned = ranks.front().value("tuning", nlohmann::json::array());
+      if (!tuned.empty()) {
+        tuningNotes += "  " + std::to_string(nodes) + " ranks, " + core::byteSizeText(row.bytes) +
+                       ": measured at " +
+                       core::byteSizeText(tuned.front().at("bytes").get<int64_t>()) + ":";
+        for (const nlohmann::json& c : tuned) {
+          char figure[64];
+          std::snprintf(figure, sizeof figure, " %s %.3f",
+                        c.at("algorithm").get<std::string>().c_str(),
+                        c.at("busbw_gbps").get<double>());
+          tuningNotes += figure;
+        }
+        tuningNotes += "\n";
+      }
       rows.push_back({{"nodes", nodes},
                       {"bytes", row.bytes},
                       {"calls_per_repetition", ranks.front().at("calls")},
                       {"algorithm", row.dtlabAlgorithm},
+                      {"tuning", tuned},
                       {"sides", sides},
                       {"busbw_gbps", row.busbwGBps},
                       {"best_gloo", row.bestGloo},
@@ -198,6 +214,11 @@ AllReduceBenchResult runAllReduceBench(const AllReduceBenchOptions& options, std
       result.rows.push_back(row);
     }
   }
+  if (!tuningNotes.empty())
+    std::fprintf(out,
+                 "\n  DTLab's tuning pass, busbw in GB/s per candidate (its choice: the fastest; "
+                 "a short pass, so a noisy machine can make it pick a loser):\n%s",
+                 tuningNotes.c_str());
   std::fprintf(out, "\n  sizes as --bytes takes them:");
   for (const int64_t bytes : options.sizes) std::fprintf(out, " %s", sizeFlagText(bytes).c_str());
   std::fprintf(out, "\n");
@@ -222,8 +243,20 @@ void runAllReduceRank(const AllReduceRankOptions& options, std::FILE* out) {
   const int64_t count = config.bytes / static_cast<int64_t>(sizeof(float));
   // What a run does when its group forms (the sync strategy tunes up to its gradient's size).
   std::vector<float> scratch(static_cast<std::size_t>(count));
-  comm.tuneAllReduce(scratch.data(), count);
+  const core::AllReduceTuning tuning = comm.tuneAllReduce(scratch.data(), count);
   const std::string algorithm(core::allReduceAlgorithmName(comm.algorithmFor(count)));
+  // What the pass measured at the size it chose by (busbw, as the table's columns).
+  nlohmann::json tuned = nlohmann::json::array();
+  if (!tuning.empty()) {
+    const core::AllReduceTuning::SizeClass& size = tuning.sizes[tuning.sizeIndexFor(config.bytes)];
+    for (const core::AllReduceTuning::Candidate& c : size.candidates)
+      tuned.push_back(
+          {{"algorithm", c.algorithm},
+           {"bytes", size.bytes},
+           {"busbw_gbps", c.seconds > 0.0 ? static_cast<double>(size.bytes) / c.seconds / 1e9 *
+                                                2.0 * (world - 1) / world
+                                          : 0.0}});
+  }
   config.dtlabName = "dtlab (" + algorithm + ")";
   const core::AllReduceBenchResult r = core::benchAllReduce(comm, store, config);
   nlohmann::json sides = nlohmann::json::array();
@@ -240,6 +273,7 @@ void runAllReduceRank(const AllReduceRankOptions& options, std::FILE* out) {
                               {"bytes", r.bytes},
                               {"calls", r.callsPerRepetition},
                               {"algorithm", algorithm},
+                              {"tuning", tuned},
                               {"sides", sides}}
                    .dump()
                    .c_str());

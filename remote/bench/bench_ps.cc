@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/comm/allreduce_tuning.h"
+#include "core/comm/gloo_mesh.h"
 #include "core/common/statistics.h"
 #include "core/train/parameter_server.h"
 #include "remote/bench/bench_common.h"
@@ -70,6 +71,7 @@ struct GlooGroup {
     fs::create_directories(dir / "gloo");
     gloo::rendezvous::FileStore store((dir / "gloo").string());
     context->connectFullMesh(store, device);
+    core::warmUpSocketBuffers(context, kTimeout);  // as DTLab's own groups size their sockets
   }
   void barrier() const {
     gloo::BarrierOptions opts(context);

@@ -703,9 +703,11 @@ class TestComm : public QObject {
   // The benchmark runs DTLab's communicator and Gloo's algorithms on one buffer, in the same
   // ranks, and checks every element of every repetition: on a correct run no side reports a
   // wrong element. One float (fewer elements than ranks) and an odd count reach the
-  // algorithms' edge cases.
+  // algorithms' edge cases. Sums that grow by powers of two stay exact far beyond 2^24: 2
+  // ranks run 64 calls a repetition (the cap), 4 ranks 48 (below 2^100), 3 ranks 13 (below
+  // 2^24).
   void benchComparesEverySideAndChecksResults() {
-    for (int size : {2, 3}) {
+    for (int size : {2, 3, 4}) {
       for (int64_t bytes : {int64_t{4}, int64_t{4 * 1001}}) {
         gloo::rendezvous::HashStore store;
         std::vector<AllReduceBenchResult> results(static_cast<size_t>(size));
@@ -718,6 +720,7 @@ class TestComm : public QObject {
           QCOMPARE(r.bytes, bytes);
           QCOMPARE(r.ranks, size);
           QCOMPARE(r.sides.size(), size_t{5});
+          QCOMPARE(r.callsPerRepetition, size == 2 ? 64 : size == 3 ? 13 : 48);
           for (const AllReduceSideResult& s : r.sides) {
             QVERIFY2(s.wrong == 0, qPrintable(QString::fromStdString(s.name)));
             QVERIFY(s.minSeconds > 0.0 && s.minSeconds <= s.medianSeconds);
