@@ -18,14 +18,15 @@ constexpr int64_t kLargestTuned = int64_t{64} << 20;
 // Rounds over all candidates; each candidate's figure is its median over them. Five, not
 // three: on a shared 2-core VM a candidate's figure moved by 1.5x between passes.
 constexpr int kRounds = 5;
-// Calls per timing (about 4 MiB of them, between two barriers, so that whatever a call
-// leaves to finish counts, as in `bench allreduce`): enough that a small message's timing is
-// not all barrier, few enough that the pass stays short for large ones (64 MiB at 1 GB/s is
-// 64 ms a call). With 2 MiB and no closing barrier, the pass ranked 3-rank TCP candidates at
-// 4 MiB in nearly the reverse order of their steady rates.
-int callsPerTiming(int64_t bytes) {
-  return static_cast<int>(std::clamp<int64_t>((int64_t{4} << 20) / bytes, 1, 32));
-}
+// Each timing runs back-to-back calls between two barriers (so whatever a call leaves to finish
+// counts, as in `bench allreduce`), as many as take about this long by an untimed call (at
+// least one, at most kMaxCalls): a small message's timing is then not mostly barrier, and the
+// pass stays short for large ones (64 MiB at 1 GB/s is 64 ms a call). A barrier alone is timed
+// in every round too and taken off. One call of 4 MiB with no closing barrier ranked 3-rank TCP
+// candidates nearly in reverse of their steady rates; a closing barrier without these made
+// a 20 us shared-memory call look like 0.3 ms.
+constexpr double kTimingSeconds = 0.003;
+constexpr int kMaxCalls = 64;
 
 std::string gbPerS(double bytesPerSecond) {
   char text[32];
@@ -109,27 +110,53 @@ AllReduceTuning measureAllReduce(const AllReduceProbe& probe, float* scratch, in
     own.assign(static_cast<std::size_t>(largest), 0.0f);
     scratch = own.data();
   }
-  // seconds[size][candidate][round], this rank's, then the slowest rank's.
+  // seconds[size][candidate][round] per call, this rank's, then the slowest rank's.
   std::vector<float> seconds(sizes.size() * static_cast<std::size_t>(n * kRounds), 0.0f);
   auto at = [&](std::size_t size, int candidate, int round) -> float& {
     return seconds[(size * static_cast<std::size_t>(n) + static_cast<std::size_t>(candidate)) *
                        kRounds +
                    static_cast<std::size_t>(round)];
   };
+  auto since = [](Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
   for (std::size_t s = 0; s < sizes.size(); ++s) {
     const int64_t floats = sizes[s] / static_cast<int64_t>(sizeof(float));
-    const int calls = callsPerTiming(sizes[s]);
-    // One untimed call each: connections, registrations and instances made before timing.
-    for (int c = 0; c < n; ++c) probe.run(c, scratch, floats);
+    // Two untimed calls each (connections, registrations and instances are made in the first);
+    // the second, the slowest rank's, sets the candidate's calls per timing.
+    std::vector<float> once(static_cast<std::size_t>(n));
+    for (int c = 0; c < n; ++c) {
+      probe.run(c, scratch, floats);
+      const Clock::time_point t0 = Clock::now();
+      probe.run(c, scratch, floats);
+      once[static_cast<std::size_t>(c)] = static_cast<float>(since(t0));
+    }
+    const std::vector<float> everyOnce = probe.gather(once);
+    std::vector<double> slowest(static_cast<std::size_t>(n), 1e-9);
+    for (std::size_t i = 0; i < everyOnce.size(); ++i) {
+      double& c = slowest[i % static_cast<std::size_t>(n)];
+      c = std::max<double>(c, everyOnce[i]);
+    }
+    std::vector<int> calls;
+    for (double one : slowest)
+      calls.push_back(
+          static_cast<int>(std::clamp(kTimingSeconds / one, 1.0, static_cast<double>(kMaxCalls))));
     for (int round = 0; round < kRounds; ++round) {
+      probe.barrier();
+      const Clock::time_point b0 = Clock::now();
+      probe.barrier();
+      const double barrier = since(b0);
       for (int k = 0; k < n; ++k) {
         const int c = (k + round) % n;
+        const int timed = calls[static_cast<std::size_t>(c)];
         probe.barrier();
         const Clock::time_point t0 = Clock::now();
-        for (int call = 0; call < calls; ++call) probe.run(c, scratch, floats);
+        for (int call = 0; call < timed; ++call) probe.run(c, scratch, floats);
         probe.barrier();  // the slowest rank's last call is over
-        at(s, c, round) =
-            static_cast<float>(std::chrono::duration<double>(Clock::now() - t0).count() / calls);
+        // Less the barrier's own time (measured this round), though never below a tenth of
+        // the timing: a barrier that ran slow once must not make a candidate look free.
+        const double total = since(t0);
+        at(s, c, round) = static_cast<float>(std::max(total - barrier, 0.1 * total) / timed);
       }
     }
     if (probe.release) {

@@ -145,6 +145,11 @@ struct StrategyContext {
   // Records an event (the leading rank's are the run's: rank 0, or the first of the group
   // re-formed after a loss; the loop keeps the others out).
   std::function<void(int64_t step, std::string kind, std::string detail)> event;
+  // Seconds setUp() spent measuring the cluster for every later group of the same hosts (the
+  // all-reduce tuning pass, which a cache then spares them). The loop takes them out of the
+  // run's clock, so that of two variants on one cluster the first is not the slower for
+  // having measured it.
+  double uncountedSeconds = 0.0;
 };
 
 // What a training strategy supplies; the loop in runWorker does everything they share: the

@@ -143,6 +143,10 @@ std::string SyncAllReduce::setUp() {
     const int64_t bucketBytes =
         options_.bucketKb > 0 ? options_.bucketKb * 1024 : tuning.bucketBytes(kDefaultBucketBytes);
     communication = tuning.describe();
+    if (!tuning.empty() && !tuning.reused) {
+      context_.uncountedSeconds += tuning.seconds;
+      communication += " (outside the run's clock: later groups of these hosts reuse it)";
+    }
     communication += communication.empty() ? "gradient buckets of " : "; gradient buckets of ";
     communication += byteSizeText(bucketBytes);
     if (options_.bucketKb > 0)

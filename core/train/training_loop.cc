@@ -242,6 +242,8 @@ WorkerResult TrainingLoop::run() {
                           }};
   std::unique_ptr<Strategy> strategy = makeStrategy(context);
   const std::string setUp = strategy->setUp();
+  start_ += std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(context.uncountedSeconds));
   event(0, "start",
         "rank " + std::to_string(job_.rank) + "/" + std::to_string(job_.world) + " on " +
             backend_->name() + " (" + std::to_string(backend_->threads()) +
