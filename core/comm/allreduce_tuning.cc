@@ -21,10 +21,11 @@ constexpr int kRounds = 5;
 // Each timing runs back-to-back calls between two barriers (so whatever a call leaves to finish
 // counts, as in `bench allreduce`), as many as take about this long by an untimed call (at
 // least one, at most kMaxCalls): a small message's timing is then not mostly barrier, and the
-// pass stays short for large ones (64 MiB at 1 GB/s is 64 ms a call). A barrier alone is timed
-// in every round too and taken off. One call of 4 MiB with no closing barrier ranked 3-rank TCP
-// candidates nearly in reverse of their steady rates; a closing barrier without these made
-// a 20 us shared-memory call look like 0.3 ms.
+// pass stays short for large ones (64 MiB at 1 GB/s is 64 ms a call). One call of 4 MiB with
+// no closing barrier ranked 3-rank TCP candidates nearly in reverse of their steady rates; a
+// closing barrier after a fixed 2 MiB of calls made a 20 us shared-memory call look like
+// 0.3 ms. The closing barrier stays in each timing (a few percent of it, alike for every
+// candidate at a size): a barrier timed alone is no better known than that.
 constexpr double kTimingSeconds = 0.003;
 constexpr int kMaxCalls = 64;
 
@@ -142,10 +143,6 @@ AllReduceTuning measureAllReduce(const AllReduceProbe& probe, float* scratch, in
       calls.push_back(
           static_cast<int>(std::clamp(kTimingSeconds / one, 1.0, static_cast<double>(kMaxCalls))));
     for (int round = 0; round < kRounds; ++round) {
-      probe.barrier();
-      const Clock::time_point b0 = Clock::now();
-      probe.barrier();
-      const double barrier = since(b0);
       for (int k = 0; k < n; ++k) {
         const int c = (k + round) % n;
         const int timed = calls[static_cast<std::size_t>(c)];
@@ -153,10 +150,7 @@ AllReduceTuning measureAllReduce(const AllReduceProbe& probe, float* scratch, in
         const Clock::time_point t0 = Clock::now();
         for (int call = 0; call < timed; ++call) probe.run(c, scratch, floats);
         probe.barrier();  // the slowest rank's last call is over
-        // Less the barrier's own time (measured this round), though never below a tenth of
-        // the timing: a barrier that ran slow once must not make a candidate look free.
-        const double total = since(t0);
-        at(s, c, round) = static_cast<float>(std::max(total - barrier, 0.1 * total) / timed);
+        at(s, c, round) = static_cast<float>(since(t0) / timed);
       }
     }
     if (probe.release) {
