@@ -30,6 +30,7 @@ constexpr int kRounds = 5;
 constexpr double kTimingSeconds = 0.003;
 constexpr int kMaxCalls = 1024;  // 3 ms of 64 KiB shared-memory calls is about 300
 constexpr int kSizingCalls = 3;
+constexpr int64_t kOneSizingCallBytes = int64_t{16} << 20;
 
 std::string gbPerS(double bytesPerSecond) {
   char text[32];
@@ -129,11 +130,16 @@ AllReduceTuning measureAllReduce(const AllReduceProbe& probe, float* scratch, in
     // fastest of the next kSizingCalls, the slowest rank's, sets the candidate's calls per
     // timing (one call alone, slowed by a wake-up, once left shm at 64 KiB 3 calls a timing,
     // mostly barrier, and it lost to TCP).
+    // From 16 MiB a call takes about a timing or more on any transport measured (shm 8 GB/s
+    // is 2 ms), so it is one call a timing whatever the others take: one sizing call, not
+    // three (64 MiB over TCP is 60 ms a call). Decided by size, alike on every rank, since
+    // every call is collective.
+    const int sizingCalls = sizes[s] >= kOneSizingCallBytes ? 1 : kSizingCalls;
     std::vector<float> once(static_cast<std::size_t>(n));
     for (int c = 0; c < n; ++c) {
       probe.run(c, scratch, floats);
       double fastest = std::numeric_limits<double>::infinity();
-      for (int k = 0; k < kSizingCalls; ++k) {
+      for (int k = 0; k < sizingCalls; ++k) {
         const Clock::time_point t0 = Clock::now();
         probe.run(c, scratch, floats);
         fastest = std::min(fastest, since(t0));

@@ -168,7 +168,7 @@ AllReduceBenchResult benchAllReduce(Communicator& dtlab, gloo::rendezvous::Store
     r.wrong = side.wrong;
     if (r.medianSeconds > 0.0) {
       r.algbwGBps = static_cast<double>(result.bytes) / r.medianSeconds / 1e9;
-      r.busbwGBps = r.algbwGBps * 2.0 * (n - 1) / n;  // 0 for a single rank
+      r.busbwGBps = busBandwidthGBps(result.bytes, r.medianSeconds, n);
     }
     result.sides.push_back(std::move(r));
   }

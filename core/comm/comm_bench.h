@@ -29,6 +29,14 @@ struct AllReduceBenchConfig {
   std::string dtlabName = "dtlab";
 };
 
+// Bus bandwidth in GB/s of an all-reduce of `bytes` over `ranks` that took `seconds`: the
+// algorithm bandwidth (bytes / seconds) times 2(n-1)/n, what each rank's link carries; 0 for a
+// single rank or no time.
+inline double busBandwidthGBps(int64_t bytes, double seconds, int ranks) {
+  if (seconds <= 0.0) return 0.0;
+  return static_cast<double>(bytes) / seconds / 1e9 * 2.0 * (ranks - 1) / ranks;
+}
+
 // One side: DTLab's communicator, or one of Gloo's algorithms.
 struct AllReduceSideResult {
   std::string name;

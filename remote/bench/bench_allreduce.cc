@@ -250,12 +250,9 @@ void runAllReduceRank(const AllReduceRankOptions& options, std::FILE* out) {
   if (!tuning.empty()) {
     const core::AllReduceTuning::SizeClass& size = tuning.sizes[tuning.sizeIndexFor(config.bytes)];
     for (const core::AllReduceTuning::Candidate& c : size.candidates)
-      tuned.push_back(
-          {{"algorithm", c.algorithm},
-           {"bytes", size.bytes},
-           {"busbw_gbps", c.seconds > 0.0 ? static_cast<double>(size.bytes) / c.seconds / 1e9 *
-                                                2.0 * (world - 1) / world
-                                          : 0.0}});
+      tuned.push_back({{"algorithm", c.algorithm},
+                       {"bytes", size.bytes},
+                       {"busbw_gbps", core::busBandwidthGBps(size.bytes, c.seconds, world)}});
   }
   config.dtlabName = "dtlab (" + algorithm + ")";
   const core::AllReduceBenchResult r = core::benchAllReduce(comm, store, config);
