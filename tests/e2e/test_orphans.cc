@@ -6,13 +6,16 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
 #include <thread>
 
 #include "core/spec/experiment_spec.h"
+#include "core/store/project_store.h"
 #include "remote/cluster/local_cluster.h"
 #include "remote/coordinator/coordinator.h"
 #include "tests/e2e/e2e_support.h"
@@ -53,6 +56,21 @@ std::optional<std::chrono::milliseconds> timeUntil(const std::function<bool()>& 
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
 }
 
+// The wall time of the last point stored in the project (ms after its run started), 0 while
+// none is: read as the GUI would read a project another process records.
+double lastStoredPointMs(const std::string& path) {
+  if (!std::filesystem::exists(path)) return 0.0;
+  try {
+    auto store = core::ProjectStore::open(path, /*readOnly=*/true);
+    double last = 0.0;
+    for (const core::RunRecord& r : store->runs())
+      for (const core::RunMetric& m : store->runMetrics(r.id)) last = std::max(last, m.lastWallMs);
+    return last;
+  } catch (const core::StoreError&) {
+    return 0.0;  // the recorder is still creating it
+  }
+}
+
 }  // namespace
 
 class TestOrphans : public QObject {
@@ -78,7 +96,10 @@ class TestOrphans : public QObject {
     QVERIFY2(timeUntil([&] { return nodeBusy(cluster.address(0)) && nodeBusy(cluster.address(1)); },
                        60s),
              "the run never started on both nodes");
-    std::this_thread::sleep_for(500ms);  // under way: watched, training
+    // Under way: watched, training, and points of it stored (an interrupted run ends at its last
+    // point; a node busy generating its data has stored none yet).
+    QVERIFY2(timeUntil([&] { return lastStoredPointMs(project.toStdString()) > 0.0; }, 60s),
+             "no point of the run was stored in 60 s");
     QVERIFY(nodeBusy(cluster.address(0)) && nodeBusy(cluster.address(1)));
 
     ::kill(pid, signal);

@@ -341,6 +341,13 @@ class TestDashboard : public QObject {
     for (auto it = loss->data()->constBegin(); it != loss->data()->constEnd(); ++it)
       if (it->value > 1.0) spikes << it->value;
     QCOMPARE(spikes, (QList<double>{100.0, 50.0}));
+    // A point thinned out still takes a view that follows the run to its step.
+    const int drawn = loss->data()->size();
+    p.step = Dash::kMaxLivePoints + 1001;
+    p.value = 1.0;
+    fresh->appendLive({p});
+    QCOMPARE(loss->data()->size(), drawn);
+    QCOMPARE(f.xRange().upper, static_cast<double>(p.step));
     QVERIFY(f.downsampled());
     QVERIFY2(fresh->chartNote().contains("reduced"), qPrintable(fresh->chartNote()));
   }
@@ -464,7 +471,7 @@ class TestDashboard : public QObject {
     p.runId = detail_.run.id;
     p.metric = 0;
     p.worker = 0;
-    p.step = 100000;
+    p.step = 2 * detail_.summary["steps"].get<int64_t>();  // past the run's end, however long
     page->appendLive({p});
     QCOMPARE(d.xRange().upper, panned.upper);
 
@@ -472,7 +479,7 @@ class TestDashboard : public QObject {
                        d.rect(Dash::kChosenChart)->rect().center());
     for (Dash::Chart c : kCharts)
       QCOMPARE(d.rect(c)->axis(QCPAxis::atBottom)->range().upper,
-               100000.0);  // all, the new point too
+               static_cast<double>(p.step));  // all, the new point too
   }
 
   // Events are lines on every chart, a style per kind, named on the loss and schedule charts.

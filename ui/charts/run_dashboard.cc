@@ -276,6 +276,21 @@ double RunDashboard::keyOf(const Series& s, std::size_t i) const {
   return s.steps[i];
 }
 
+double RunDashboard::lastKeyOf(const Series& s) const {
+  const double kept = keyOf(s, s.values.size() - 1);
+  if (!s.newest) return kept;
+  const double seconds = s.newest->wallMs / 1000.0;
+  switch (xMode_) {
+    case RunXAxis::kStep:
+      return std::max(kept, static_cast<double>(s.newest->step));
+    case RunXAxis::kSeconds:
+      return std::max(kept, seconds);
+    case RunXAxis::kWallClock:
+      return std::max(kept, startS_ + seconds);
+  }
+  return kept;
+}
+
 QString RunDashboard::seriesName(const Series& s) const {
   const core::MetricInfo& m = row(s.metric);
   switch (m.scope) {
@@ -565,7 +580,7 @@ void RunDashboard::fitView() {
     if (s.values.empty()) continue;
     // Points are in step order; their times rise with the steps.
     lo = std::min(lo, keyOf(s, 0));
-    hi = std::max(hi, keyOf(s, s.values.size() - 1));
+    hi = std::max(hi, lastKeyOf(s));
   }
   if (!(lo <= hi)) {
     lo = xMode_ == RunXAxis::kWallClock ? startS_ : 0.0;
@@ -671,6 +686,8 @@ void RunDashboard::appendLive(const std::vector<LivePoint>& points) {
     Series& s = series_[seriesFor(p.metric, owner)];
     // Points the store had already given when the page was shown come again: skip them.
     if (!s.steps.empty() && static_cast<double>(p.step) < s.steps.back()) continue;
+    s.newest = p;
+    added = true;  // drawn or not, it moves a view that follows the run
     LivePoint point = p;
     if (s.stride > 1) {
       // Thinned: of each `stride` new points, the one farthest from the last point kept, so

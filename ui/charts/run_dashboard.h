@@ -6,6 +6,7 @@
 
 #include <array>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -117,6 +118,8 @@ class RunDashboard final : public QCustomPlot {
     int stride = 1;   // live: keep one of every `stride` new points (see kMaxLivePoints)
     int pending = 0;  // new points since the last one kept
     LivePoint candidate;
+    // The newest live point, kept or thinned out: a run being followed shows up to its step.
+    std::optional<LivePoint> newest;
     double minValue = 0.0, maxValue = 0.0;
     // What the y-axis spans for timings and rates: their 1st to 99th percentile, so that a
     // slow first step or a pause does not flatten the rest (the line leaves the chart there).
@@ -168,6 +171,7 @@ class RunDashboard final : public QCustomPlot {
   void moveCrosshair(QMouseEvent* event);
   void hideCrosshair();
   double keyOf(const Series& s, std::size_t i) const;
+  double lastKeyOf(const Series& s) const;  // of its last point, or the newest live one
   std::size_t seriesFor(int metric, int owner);
   static std::string hiddenKey(const QCPGraph* graph);
   QString seriesName(const Series& s) const;
