@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <span>
+#include <utility>
 
 #include "core/common/check.h"
 #include "core/common/random.h"
@@ -75,8 +77,11 @@ Worker::Worker(const ExperimentSpec& spec, Backend& backend, const Dataset& data
   cursor_ = shardSize_;  // shuffle on the first batch
   epoch_ = -1;
   holdsWholeShard_ = slice_.count == slice_.global;
-  heldRows_ = holdsWholeShard_ ? shardSize_ : stepsPerEpoch() * localBatch_;
-  chunk_.resize(static_cast<std::size_t>(std::min(heldRows_, kGenerateChunk)));
+  // On the host a slice's rows are made batch by batch, each while the step before trains.
+  perBatch_ = !holdsWholeShard_ && backend_.hostMemory();
+  heldRows_ = holdsWholeShard_ ? shardSize_ : perBatch_ ? 0 : stepsPerEpoch() * localBatch_;
+  chunk_.resize(
+      static_cast<std::size_t>(std::min(perBatch_ ? slice_.global : heldRows_, kGenerateChunk)));
   if (!backend_.hostMemory()) {
     if (const datagen::SampleProgram* program = dataset.program())
       sampleSource_ = backend_.makeSampleSource(*program);
@@ -96,28 +101,36 @@ Worker::Worker(const ExperimentSpec& spec, Backend& backend, const Dataset& data
       stageY_.resize(localBatch_, 1);
     }
   }
-  batchX_ = backend_.allocate(localBatch_ * model_.inputs());
-  batchY_ = backend_.allocate(localBatch_);
+  reserveBatch(localBatch_);
   evalX_ = backend_.allocate(evalChunk_ * model_.inputs());
   evalY_ = backend_.allocate(evalChunk_);
   model_.reserve(std::max(localBatch_, evalChunk_));
 }
 
 Worker::~Worker() {
+  try {
+    settlePrefetch();
+  } catch (...) {  // NOLINT(bugprone-empty-catch): its error is of a batch nobody will train on
+  }
   releaseResidentRows();
   backend_.release(batchX_);
   backend_.release(batchY_);
+  backend_.release(spareX_);
+  backend_.release(spareY_);
   backend_.release(evalX_);
   backend_.release(evalY_);
 }
 
 int64_t Worker::trainingDataBytes() const {
-  return (heldX_.size() + heldY_.size()) * static_cast<int64_t>(sizeof(float));
+  int64_t floats = heldX_.size() + heldY_.size();
+  // Batch by batch on the host: the batch trained on and the one made meanwhile.
+  if (perBatch_ && backend_.hostMemory()) floats += 2 * batchCapacity_ * (model_.inputs() + 1);
+  return floats * static_cast<int64_t>(sizeof(float));
 }
 
 int64_t Worker::sampleIndexBytes() const {
   return static_cast<int64_t>(order_.size() * sizeof(uint32_t) + samples_.size() * sizeof(int64_t) +
-                              chunk_.size() * sizeof(int64_t));
+                              (chunk_.size() + prefetchChunk_.size()) * sizeof(int64_t));
 }
 
 void Worker::releaseResidentRows() {
@@ -158,24 +171,70 @@ void Worker::setSlice(BatchSlice slice) {
   DTLAB_ENFORCE(!holdsWholeShard_ || slice.count == slice.global,
                 "a single replica trains on the whole batch");
   if (holdsWholeShard_) return;
+  settlePrefetch();  // it made rows of the old slice, maybe into buffers about to go
   if (!perBatch_) {
     perBatch_ = true;
     releaseResidentRows();  // batches are generated one by one from here on
-    if (sampleSource_ == nullptr) {
+    if (backend_.hostMemory()) {
+      heldX_ = Tensor();  // generated straight into the batch buffers
+      heldY_ = Tensor();
+    } else if (sampleSource_ == nullptr) {
       heldX_.resize(slice.global, model_.inputs());  // room for any slice
       heldY_.resize(slice.global, 1);
     }
     chunk_.resize(static_cast<std::size_t>(std::min(slice.global, kGenerateChunk)));
   }
-  if (slice.count > localBatch_) {
-    backend_.release(batchX_);
-    backend_.release(batchY_);
-    batchX_ = backend_.allocate(slice.count * model_.inputs());
-    batchY_ = backend_.allocate(slice.count);
-    model_.reserve(slice.count);
-  }
+  reserveBatch(slice.count);
   slice_ = slice;
   localBatch_ = slice.count;
+}
+
+void Worker::reserveBatch(int64_t rows) {
+  if (rows <= batchCapacity_) return;
+  for (float** buffer : {&batchX_, &batchY_, &spareX_, &spareY_}) {
+    backend_.release(*buffer);
+    *buffer = nullptr;
+  }
+  batchX_ = backend_.allocate(rows * model_.inputs());
+  batchY_ = backend_.allocate(rows);
+  batchCapacity_ = rows;
+  model_.reserve(rows);
+}
+
+void Worker::generateHostBatch(int64_t cursor, const BatchSlice& slice, std::vector<int64_t>& chunk,
+                               float* x, float* y) const {
+  const int64_t features = model_.inputs();
+  const auto step = static_cast<int64_t>(chunk.size());
+  for (int64_t done = 0; done < slice.count; done += step) {
+    const int64_t n = std::min(step, slice.count - done);
+    for (int64_t k = 0; k < n; ++k)
+      chunk[static_cast<std::size_t>(k)] =
+          sampleAt(order_[static_cast<std::size_t>(cursor + slice.begin + done + k)]);
+    dataset_.generateIndices(Split::kTrain,
+                             std::span<const int64_t>(chunk.data(), static_cast<std::size_t>(n)),
+                             x + done * features, y + done);
+  }
+}
+
+void Worker::startPrefetch() {
+  if (!perBatch_ || !backend_.hostMemory() || localBatch_ == 0 ||
+      cursor_ + slice_.global > shardSize_)  // the next batch begins an epoch: shuffle first
+    return;
+  if (spareX_ == nullptr) {
+    spareX_ = backend_.allocate(batchCapacity_ * model_.inputs());
+    spareY_ = backend_.allocate(batchCapacity_);
+    prefetchChunk_.resize(chunk_.size());
+  }
+  ahead_ = {epoch_, cursor_, slice_};
+  prefetch_ = std::async(std::launch::async, [this, ahead = ahead_, x = spareX_, y = spareY_] {
+    generateHostBatch(ahead.cursor, ahead.slice, prefetchChunk_, x, y);
+  });
+}
+
+void Worker::settlePrefetch() {
+  if (!prefetch_.valid()) return;
+  ahead_ = {};
+  prefetch_.get();  // an error in it is a generator's: it would fail here just the same
 }
 
 void Worker::shuffleNextEpoch() {
@@ -185,6 +244,7 @@ void Worker::shuffleNextEpoch() {
 }
 
 void Worker::beginEpoch() {
+  settlePrefetch();  // it reads the order about to be shuffled
   shuffleNextEpoch();
   cursor_ = 0;
   if (!holdsWholeShard_ && !perBatch_) {
@@ -264,6 +324,16 @@ void Worker::loadBatch() {
     }
     backend_.upload(batchX_, stageX_.data(), localBatch_ * features);
     backend_.upload(batchY_, stageY_.data(), localBatch_);
+  } else if (perBatch_ && backend_.hostMemory()) {
+    if (prefetch_.valid() && ahead_.epoch == epoch_ && ahead_.cursor == cursor_ &&
+        ahead_.slice.begin == slice_.begin && ahead_.slice.count == slice_.count) {
+      prefetch_.get();
+      std::swap(batchX_, spareX_);
+      std::swap(batchY_, spareY_);
+    } else {
+      settlePrefetch();
+      generateHostBatch(cursor_, slice_, chunk_, batchX_, batchY_);
+    }
   } else if (perBatch_) {
     generateRows(
         localBatch_,
@@ -277,6 +347,7 @@ void Worker::loadBatch() {
     backend_.upload(batchY_, heldY_.data() + row, localBatch_);
   }
   cursor_ += slice_.global;
+  startPrefetch();
 }
 
 LossResult Worker::loss(const float* output, const float* labels, int64_t rows, float gradScale,

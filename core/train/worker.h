@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <vector>
 
@@ -76,12 +77,14 @@ struct BatchSlice {
 class Worker {
  public:
   // samples: the training-sample indices batches are drawn from. A replica that takes
-  // part of each global batch does not materialise them: at the start of every epoch it
-  // generates only the rows its slice of that epoch's global batches uses (about
-  // samples/world), so a rank's host memory for training data shrinks as ranks are
-  // added. A single replica (slice = the whole global batch) visits every sample each
-  // epoch anyway, so it generates the samples once, here, and regenerates nothing. A
-  // contiguous range (the usual 0..n-1) is kept as its bounds, any other list as given.
+  // part of each global batch does not materialise them: on the host it generates each
+  // batch's rows of its slice while the step before trains (on a helper thread, as a data
+  // loader prefetches), holding two batches; on a backend with memory of its own, at the
+  // start of every epoch the rows its slice of that epoch's global batches uses (about
+  // samples/world). So a rank's memory for training data shrinks as ranks are added. A
+  // single replica (slice = the whole global batch) visits every sample each epoch anyway,
+  // so it generates the samples once, here, and regenerates nothing. A contiguous range
+  // (the usual 0..n-1) is kept as its bounds, any other list as given.
   // totalSteps feeds the learning-rate schedule (cosine); scheduleBatch the linear
   // scaling rule (0: slice.global; a replica that draws whole batches of its share from its
   // own shard passes the run's global batch, the batch its gradient becomes part of).
@@ -100,9 +103,10 @@ class Worker {
   int64_t stepsPerEpoch() const { return shardSize() / slice_.global; }
   float learningRate(int64_t step) const { return schedule_.at(step); }
 
-  // Host bytes of training samples (features and labels) this worker holds: its rows
-  // of one epoch, stepsPerEpoch() x localBatch() samples, or for a single replica the
-  // whole shard; none on a backend that generates them in its own memory (a GPU).
+  // Host bytes of training samples (features and labels) this worker holds: on the host two
+  // batches of its slice (or, for a single replica, the whole shard); on a backend with
+  // memory of its own its rows of one epoch, stepsPerEpoch() x localBatch() samples, or none
+  // where the backend generates them there (a GPU).
   int64_t trainingDataBytes() const;
   // Host bytes of sample-index bookkeeping: the shard permutation (4 bytes a sample),
   // the sample list when it is not a contiguous range (8 bytes a sample) and a bounded
@@ -110,17 +114,17 @@ class Worker {
   int64_t sampleIndexBytes() const;
 
   // Moves this replica to another slice of every global batch, from the next batch on (a
-  // speed_proportional rebalance). From then on the replica generates each batch's rows as
-  // it loads it, since a slice that may move at any step cannot be generated an epoch ahead;
-  // the samples drawn are the same either way. slice.global must stay the same; a single
-  // replica (the whole batch) has nothing to move.
+  // speed_proportional rebalance). On a backend with memory of its own the replica generates
+  // each batch's rows as it loads it from then on, since a slice that may move at any step
+  // cannot be generated an epoch ahead; the samples drawn are the same either way. slice.global
+  // must stay the same; a single replica (the whole batch) has nothing to move.
   void setSlice(BatchSlice slice);
   const BatchSlice& slice() const { return slice_; }
 
   // Copies the next minibatch of the shard into backend memory. Samples are visited in a
   // fresh seeded order every epoch; the last incomplete batch of an epoch is skipped so
-  // every step has the same size. The first call of every epoch reshuffles and, unless
-  // this is a single replica, generates the epoch's rows for this slice.
+  // every step has the same size. The first call of every epoch reshuffles and, for a slice
+  // on a backend with memory of its own, generates the epoch's rows for this slice.
   void loadBatch();
   // The batch loadBatch() last loaded, in backend memory: localBatch() x inputs, and
   // localBatch() labels or targets.
@@ -173,6 +177,16 @@ class Worker {
   // sample source they go straight to x/y (backend memory), else to heldX_/heldY_.
   template <typename PositionOf>
   void generateRows(int64_t rows, PositionOf positionOf, float* x, float* y);
+  // The rows of `slice` of the global batch at `cursor` of this epoch's order, generated on
+  // the host straight into x, y (host memory), `chunk` holding the indices. Reads only what
+  // no batch changes (order_ changes at an epoch's start, after settlePrefetch()).
+  void generateHostBatch(int64_t cursor, const BatchSlice& slice, std::vector<int64_t>& chunk,
+                         float* x, float* y) const;
+  // Starts generating the batch after the one just loaded, on a helper thread.
+  void startPrefetch();
+  // Waits for the batch being generated ahead, if any, and forgets it.
+  void settlePrefetch();
+  void reserveBatch(int64_t rows);  // batch buffers (and the spare pair) for `rows` rows
 
   const Dataset& dataset_;
   std::vector<int64_t> samples_;  // empty when the shard is [firstSample_, +shardSize_)
@@ -209,6 +223,22 @@ class Worker {
   std::vector<int64_t> chunk_;  // sample indices handed to the generator at a time
   float* batchX_ = nullptr;     // backend memory
   float* batchY_ = nullptr;
+  int64_t batchCapacity_ = 0;  // rows batchX_ (and spareX_) have room for
+  // The input pipeline once batches are made one by one on a host-memory backend (as a data
+  // loader prefetches): while a step trains on batchX_, a helper thread generates the next
+  // batch into spareX_/spareY_ for the slice of the moment, and loadBatch takes it by swapping
+  // the pairs. A batch the scheduler moved the slice under, and an epoch's first batch (its
+  // shuffle comes first), are generated in loadBatch instead.
+  struct Ahead {
+    int64_t epoch = -1;
+    int64_t cursor = -1;
+    BatchSlice slice;
+  };
+  std::future<void> prefetch_;
+  Ahead ahead_;
+  float* spareX_ = nullptr;
+  float* spareY_ = nullptr;
+  std::vector<int64_t> prefetchChunk_;
   int64_t evalChunk_ = 1024;
   float* evalX_ = nullptr;
   float* evalY_ = nullptr;

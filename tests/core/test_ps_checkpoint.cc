@@ -154,7 +154,9 @@ class TestPsCheckpoint : public QObject {
   // while it evaluates for everyone) makes a share of the run's steps: the checkpoints still
   // come every `checkpoint_every` of the run's steps, not of rank 0's.
   void aSlowRankZeroCheckpointsOnTheRunsInterval() {
-    ExperimentSpec spec = psSpec("async_ps", 120);
+    // 240 steps: at 120 the other two ranks once finished the run while rank 0, its threads
+    // preempted, had seen only one decade pass (a whole test suite running before it).
+    ExperimentSpec spec = psSpec("async_ps", 240);
     spec.training.checkpointEvery = 10;
     RankThreads how;
     how.nodes = nodesAt({0.25, 1.0, 1.0});
@@ -163,11 +165,11 @@ class TestPsCheckpoint : public QObject {
     how.sink = &keeper;
     for (const WorkerResult& r : runRankThreads(spec, how))
       QVERIFY2(r.status == RunStatus::kCompleted, r.error.c_str());
-    // Up to one a decade of the run's 120 steps, as rank 0 sees the run pass them (12 on a quiet
-    // machine, 6 beside a sanitizer build); counted on rank 0's own steps there was one, at its
-    // step 10. A checkpoint's step is the server's when its snapshot is taken, which may run
-    // ahead of the progress rank 0 saw when it asked: in order, not aligned to a decade. Nor is
-    // rank 0's clock in them, which the old rule took only at its own multiples of 10.
+    // Up to one a decade of the run's 240 steps, as rank 0 sees the run pass them; counted on
+    // rank 0's own steps (about a ninth of the run's) there would be two, at its steps 10 and 20. A
+    // checkpoint's step is the server's when its snapshot is taken, which may run ahead of the
+    // progress rank 0 saw when it asked: in order, not aligned to a decade. Nor is rank 0's clock
+    // in them, which the old rule took only at its own multiples of 10.
     QVERIFY2(keeper.checkpoints.size() >= 3, std::to_string(keeper.checkpoints.size()).c_str());
     int64_t before = 0;
     bool offRankZerosDecades = false;

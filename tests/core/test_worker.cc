@@ -7,6 +7,7 @@
 #include <QtTest/QtTest>
 
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <vector>
 
@@ -71,6 +72,7 @@ class WholeShardReference {
     }
     cursor_ += slice_.global;
   }
+  void setSlice(BatchSlice slice) { slice_ = slice; }
 
  private:
   uint64_t seed_;
@@ -131,6 +133,57 @@ class TestWorker : public QObject {
       }
       QCOMPARE(worker.epoch(), int64_t{3});
     }
+  }
+
+  // A slice that moves (the speed-proportional scheduler): on the CPU each batch is made on a
+  // helper thread while the step before trains, for the slice of that moment. Moved at any
+  // step (one before an epoch ends, one an epoch begins with, to nothing and back), the
+  // worker still draws the reference's rows.
+  void movingSlicesDrawTheReferenceRows_data() {
+    QTest::addColumn<std::vector<int64_t>>("shard");
+    std::vector<int64_t> thirds;
+    for (int64_t i = 2; i < 1000; i += 3) thirds.push_back(i);
+    QTest::newRow("samples 0..999") << contiguous(1000);  // 15 batches an epoch
+    QTest::newRow("every third sample") << thirds;        // 5 batches an epoch
+  }
+  void movingSlicesDrawTheReferenceRows() {
+    QFETCH(std::vector<int64_t>, shard);
+    const ExperimentSpec spec = smallSpec(1000, 7);
+    auto dataset = makeDataset(spec.dataset);
+    CpuBackend backend(1);
+    const BatchSlice first = BatchSlice::equal(64, 1, 2);
+    Worker worker(spec, backend, *dataset, shard, first, 0);
+    WholeShardReference reference(*dataset, shard, spec.seed, first);
+    const int64_t perEpoch = worker.stepsPerEpoch();
+    // step -> the slice from that step on
+    const std::map<int64_t, BatchSlice> moves = {{3, {64, 20, 44}},
+                                                 {4, {64, 0, 60}},
+                                                 {perEpoch - 1, {64, 10, 10}},
+                                                 {perEpoch + 1, {64, 64, 0}},
+                                                 {perEpoch + 3, {64, 1, 63}},
+                                                 {2 * perEpoch, {64, 30, 34}}};
+    const int64_t features = dataset->features();
+    std::vector<float> x, y, expectedX, expectedY;
+    for (int64_t step = 0; step < 3 * perEpoch + 2; ++step) {
+      if (const auto move = moves.find(step); move != moves.end()) {
+        worker.setSlice(move->second);
+        reference.setSlice(move->second);
+      }
+      worker.loadBatch();
+      reference.next(expectedX, expectedY);
+      const int64_t count = worker.localBatch();
+      QCOMPARE(static_cast<std::size_t>(count), expectedY.size());
+      x.resize(static_cast<std::size_t>(count * features));
+      y.resize(static_cast<std::size_t>(count));
+      if (count == 0) continue;
+      backend.download(x.data(), worker.batchInputs(), count * features);
+      backend.download(y.data(), worker.batchTargets(), count);
+      const QByteArray where = "step " + QByteArray::number(step);
+      QVERIFY2(x == expectedX, where.constData());
+      QVERIFY2(y == expectedY, where.constData());
+    }
+    // No epoch of rows held: two batches, of the widest slice so far (63 samples).
+    QCOMPARE(worker.trainingDataBytes(), 2 * 63 * (features + 1) * int64_t{4});
   }
 
   // A worker on a backend without host memory copies its held rows once (per epoch for a
@@ -242,22 +295,25 @@ class TestWorker : public QObject {
         Worker worker(spec, backend, *dataset, contiguous(4096), BatchSlice::equal(64, rank, world),
                       0);
         worker.loadBatch();
+        // A single replica holds its whole shard; a slice two batches of its rows (the one
+        // trained on and the next, made meanwhile).
         const int64_t held = worker.trainingDataBytes();
-        QCOMPARE(held, wholeSet / world);
+        QCOMPARE(held, world == 1 ? wholeSet : 2 * (64 / world) * bytesPerSample);
         sum += held;
         // The 0..n-1 sample list is not kept: what remains is the permutation (4 bytes a
-        // sample) and an index chunk of at most 4096 entries for the generator.
+        // sample) and the generator's index chunks: the whole shard's, at most 4096 entries,
+        // or a batch's for each of the two batches made batch by batch.
         QCOMPARE(worker.sampleIndexBytes(),
-                 4096 * int64_t{4} + (4096 / world) * static_cast<int64_t>(sizeof(int64_t)));
+                 4096 * int64_t{4} + (world == 1 ? 4096 : 2 * 64) * int64_t{8});
       }
-      QCOMPARE(sum, wholeSet);
+      QCOMPARE(sum, world == 1 ? wholeSet : 2 * 64 * bytesPerSample);
     }
     // A sample list that is not a range is kept as given (8 bytes a sample).
     std::vector<int64_t> evens;
     for (int64_t i = 0; i < 4096; i += 2) evens.push_back(i);
     Worker worker(spec, backend, *dataset, evens, BatchSlice::equal(64, 0, 4), 0);
-    QCOMPARE(worker.trainingDataBytes(), 2048 / 4 * bytesPerSample);
-    QCOMPARE(worker.sampleIndexBytes(), 2048 * int64_t{4 + 8} + 2048 / 4 * int64_t{8});
+    QCOMPARE(worker.trainingDataBytes(), 2 * 16 * bytesPerSample);
+    QCOMPARE(worker.sampleIndexBytes(), 2048 * int64_t{4 + 8} + 64 * int64_t{8});  // no batch yet
   }
 
   void rejectsSamplesOutsideTheSplit() {

@@ -215,15 +215,17 @@ class TestRun : public QObject {
   // Each worker generates only the samples it trains on, so its memory falls as nodes are
   // added (beside the group's own, see below): on bench_sync.json's model with four times its
   // data (81920 x 256 floats, 80 MiB), rank 0's peak resident memory (it also holds the test set)
-  // at 1, 2 and 4 nodes. Expected savings are a half and three quarters of the training set; the
-  // rest of the process (libraries, model, optimizer, buffers) is the same at every size. The
-  // data is large enough for the savings to stand well clear of what a group costs of its own.
+  // at 1, 2 and 4 nodes. One node holds its whole training set; a rank of a group only the
+  // batch it trains on and the next, made meanwhile (a few MiB), so about the whole set is
+  // saved at 2 and at 4 nodes; the rest of the process (libraries, model, optimizer, buffers)
+  // is the same at every size. The data is large enough for the savings to stand well clear
+  // of what a group costs of its own.
   void peakMemoryPerWorkerFallsWithTheNodeCount() {
     core::ExperimentSpec spec =
         core::loadExperimentSpec(DTLAB_SOURCE_DIR "/resources/specs/bench_sync.json");
     spec.dataset.trainSize = 81920;
     spec.training.epochs = 0;
-    spec.training.maxSteps = 5;  // the first epoch's rows are generated at the first step
+    spec.training.maxSteps = 5;
     spec.training.evalInterval = 5;
     std::vector<double> peakMiB;
     for (int world : {1, 2, 4}) {
@@ -250,9 +252,10 @@ class TestRun : public QObject {
     // areas, and while it measures its all-reduce the staging buffer of Gloo's
     // halving-doubling at the largest size: 4 MiB here); 10-15 MiB measured here at 2 and 4
     // nodes, well under the savings asserted.
-    QVERIFY2(peakMiB[0] > peakMiB[1], qPrintable(figures));
-    QVERIFY2(peakMiB[1] - peakMiB[2] > 10.0, qPrintable(figures));  // 20 MiB expected
-    QVERIFY2(peakMiB[0] - peakMiB[2] > 40.0, qPrintable(figures));  // 60 MiB expected
+    QVERIFY2(peakMiB[0] - peakMiB[1] > 40.0, qPrintable(figures));  // 80 MiB expected
+    QVERIFY2(peakMiB[0] - peakMiB[2] > 40.0, qPrintable(figures));
+    // Four nodes hold smaller batches than two: no more than what the group itself costs.
+    QVERIFY2(peakMiB[2] < peakMiB[1] + 15.0, qPrintable(figures));
   }
 
   void nodesTakeNewJobsDeterministically() {
