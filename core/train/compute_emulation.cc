@@ -16,6 +16,15 @@ void ComputeEmulation::beginStep(int64_t step, bool warm) {
       std::this_thread::sleep_for(
           std::chrono::duration<double, std::milli>(node_.straggler.pauseMs));
   }
+  startClock();
+}
+
+void ComputeEmulation::beginProbe() {
+  slowdown_ = 1.0 / node_.speedAt(1);
+  startClock();
+}
+
+void ComputeEmulation::startClock() {
   stepStart_ = Clock::now();
   lastWork_ = workClockMs();
   workMs_ = 0.0;

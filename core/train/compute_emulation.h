@@ -35,6 +35,9 @@ class ComputeEmulation final : public GradientListener {
   // generation, tens of milliseconds on a CPU) are this machine's, not training compute, and
   // stretched at a speed of 0.02 they would hold the node back for seconds.
   void beginStep(int64_t step, bool warm);
+  // The same for a measurement before the first step (a scheduler's speed probe): stretched
+  // at the first step's speed, with no straggler pause (those are drawn for steps).
+  void beginProbe();
   void onGradientsReady(int64_t begin, int64_t end) override;
 
  private:
@@ -50,6 +53,7 @@ class ComputeEmulation final : public GradientListener {
   double workMs_ = 0.0;          // this step's work so far
 
   double workClockMs() const;
+  void startClock();
 };
 
 }  // namespace dtlab::core

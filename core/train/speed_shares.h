@@ -111,10 +111,17 @@ bool outsideDeadBand(const std::vector<int64_t>& current, const std::vector<int6
 std::string formatShares(const std::vector<int64_t>& counts);
 
 // The first rebalance comes after this warm-up (or at rebalance_every, if that is sooner),
-// the later ones every rebalance_every steps. The first step is left out of the costs (it pays
-// first-touch costs: allocations, kernel selection), and a step's times reach the other ranks
-// with the next step's control block: the third step is the first that knows the second's.
+// the second as many steps later (the first rests on a single step's times), the later ones
+// every rebalance_every steps. The first step is left out of the costs (it may pay first-touch
+// costs: allocations, kernel selection), and a step's times reach the other ranks with the
+// next step's control block: the third step is the first that knows the second's.
 inline constexpr int64_t kWarmupSteps = 3;
+
+// Before the first step every rank times a forward and backward pass of this many rows (of its
+// slice at most), this many times after an untimed one at its slice's size (the first-touch
+// costs the first step would pay); the fastest of each rank's gives the first shares.
+inline constexpr int64_t kProbeRows = 64;
+inline constexpr int kProbeRepeats = 2;
 
 // The dead band the scheduler uses: 2% of the global batch.
 inline constexpr double kShareDeadBand = 0.02;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <numeric>
 #include <thread>
 
@@ -173,6 +174,8 @@ std::string SyncAllReduce::setUp() {
   }
   emulation_ = std::make_unique<ComputeEmulation>(job.node, job.spec.seed, job.rank,
                                                   context_.backend.threads() == 1);
+  // Before the emulation hands gradients on to the buckets: the probe reduces nothing.
+  const std::string probe = options_.speedProportional ? probeSpeeds() : std::string();
   if (buckets_)
     emulation_->setNext([this, params](int64_t begin, int64_t end) {
       buckets_->markReady(begin, end);
@@ -184,6 +187,7 @@ std::string SyncAllReduce::setUp() {
   if (options_.speedProportional)
     detail += ", rebalanced by measured speed every " + std::to_string(options_.rebalanceEvery) +
               " steps";
+  if (!probe.empty()) detail += ", " + probe;
   if (!data.detail.empty()) detail += ", " + data.detail;
   if (!communication.empty()) detail += ", " + communication;
   return detail;
@@ -277,7 +281,8 @@ StepReport SyncAllReduce::step(int64_t step, const Votes& local, Votes& agreed) 
 
   if (options_.speedProportional) {
     const int64_t warmup = std::min(kWarmupSteps, options_.rebalanceEvery);
-    if (step == warmup || step % options_.rebalanceEvery == 0) rebalance(step);
+    if (step == warmup || step == 2 * warmup || step % options_.rebalanceEvery == 0)
+      rebalance(step);
   }
   return r;
 }
@@ -346,6 +351,45 @@ void SyncAllReduce::rebalance(int64_t step) {
   context_.event(step, "rebalance", detail);
   advisedLeaveOut_ = leave.rank;
   if (move) setCounts(proposal.counts);
+}
+
+std::string SyncAllReduce::probeSpeeds() {
+  Communicator* comm = context_.comm;
+  if (comm == nullptr || comm->deviceMemory()) return {};  // one rank; NCCL: steps start equal
+  const Clock::time_point start = Clock::now();
+  Worker& worker = *worker_;
+  // Untimed, at the slice's size: the first-touch costs the first step would pay.
+  const int64_t loaded = worker.loadProbe(slice_.count);
+  worker.computeProbe(loaded, nullptr);
+  worker.backend().synchronize();
+  const int64_t rows = std::min(kProbeRows, loaded);
+  double fastestMs = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < kProbeRepeats && rows > 0; ++i) {
+    emulation_->beginProbe();
+    const Clock::time_point t0 = Clock::now();
+    worker.computeProbe(rows, emulation_.get());
+    worker.backend().synchronize();
+    fastestMs = std::min(fastestMs, msBetween(t0, Clock::now()));
+  }
+  // A rank with no rows to time (a slice of none) counts as not measured: the slowest.
+  const float mine =
+      rows > 0 ? static_cast<float>(1e3 * static_cast<double>(rows) / fastestMs) : 0.0f;
+  const auto world = static_cast<std::size_t>(context_.job.world);
+  std::vector<float> speeds(world);
+  comm->allGather(&mine, 1, speeds.data());
+  std::vector<RankCost> costs(world);
+  std::vector<double> measured;
+  for (std::size_t r = 0; r < world; ++r) {
+    costs[r].samplesPerS = speeds[r];
+    measured.push_back(speeds[r]);
+  }
+  const ShareProposal proposal = balancedCounts(costs, global_);
+  const bool move = outsideDeadBand(counts_, proposal.counts, kShareDeadBand);
+  if (move) setCounts(proposal.counts);
+  return std::string(move ? "first shares " : "shares kept ") + formatShares(counts_) +
+         " by a probe before the first step (" + listText(measured, 0) +
+         " samples/s, forward and backward of " + std::to_string(rows) + " samples, in " +
+         msText(msBetween(start, Clock::now())) + ")";
 }
 
 void SyncAllReduce::setCounts(std::vector<int64_t> counts) {

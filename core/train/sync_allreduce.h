@@ -24,8 +24,11 @@ class GradientBuckets;
 // Every rank's step times of the step before ride in the control block too (one step late):
 // each rank's tail (tail_ms) comes from them.
 //
-// Partition `equal`: near-equal slices. `speed_proportional`: slices start equal; after a
-// warm-up of kWarmupSteps, then every rebalance_every steps, every rank fits the same cost
+// Partition `equal`: near-equal slices. `speed_proportional`: the first slices follow the
+// ranks' speeds as a probe before the first step measures them (kProbeRows; on a group whose
+// collectives work on host memory, else they start equal), told in the start event; after a
+// warm-up of kWarmupSteps, again as many steps later, then every rebalance_every steps, every
+// rank fits the same cost
 // model to the steps since the last rebalance (each rank's speed, fixed part, when it hands
 // half its gradient over and its communication: StepCostWindow) and moves to the slices with
 // the shortest expected step (balancedCounts: a rank may get none), unless no slice would
@@ -68,6 +71,7 @@ class SyncAllReduce final : public Strategy {
   // speed_proportional: every rank's slice size (the same on all ranks), the costs measured
   // since the last rebalance and the rank last advised to leave (-1: none).
   void rebalance(int64_t step);
+  std::string probeSpeeds();                    // the first shares; the start event's words on them
   void setCounts(std::vector<int64_t> counts);  // and this rank's slice from them
   std::vector<int64_t> counts_;
   std::unique_ptr<StepCostWindow> window_;

@@ -377,6 +377,28 @@ double Worker::computeGradients(float gradScale, GradientListener* listener) {
   return mean;
 }
 
+int64_t Worker::loadProbe(int64_t rows) {
+  DTLAB_ENFORCE(epoch_ == -1 && !prefetch_.valid(), "loadProbe on a worker that has trained");
+  rows = std::min(rows, batchCapacity_);
+  if (rows <= 0) return 0;
+  // Before the first shuffle the order is the shard's own: rows [0, rows).
+  if (backend_.hostMemory())
+    generateHostBatch(0, {slice_.global, 0, rows}, chunk_, batchX_, batchY_);
+  else
+    generateRows(
+        rows, [](int64_t r) { return r; }, batchX_, batchY_);
+  return rows;
+}
+
+void Worker::computeProbe(int64_t rows, GradientListener* listener) {
+  if (rows <= 0) return;
+  const float* out = model_.forward(batchX_, rows);
+  float* dOut = model_.outputGradBuffer();
+  loss(out, batchY_, rows, 1.0f / static_cast<float>(slice_.global), dOut);
+  model_.backward(batchX_, dOut, rows, listener);
+  warm_ = true;
+}
+
 void Worker::applyUpdate(int64_t step) {
   applyUpdate(step, 0, model_.parameterCount());
 }

@@ -134,6 +134,13 @@ class Worker {
   // gradScale (1/batch gives the mean loss; a strategy weighting shards passes its own).
   // Returns the batch's mean loss (NaN for an empty slice, which has none).
   double computeGradients(float gradScale, GradientListener* listener = nullptr);
+  // A scheduler's speed probe before the first step. loadProbe puts up to `rows` rows of the
+  // shard (its first; at most the slice's room) in the batch buffers and returns how many;
+  // computeProbe runs forward, loss and backward on the first `rows` of them as
+  // computeGradients does. The gradients it leaves are overwritten by the next step; the
+  // weights and the data position stay. Counts as a first run (warm() after it).
+  int64_t loadProbe(int64_t rows);
+  void computeProbe(int64_t rows, GradientListener* listener);
   // Whether computeGradients has run on this replica: its first run pays first-touch costs
   // (allocations, kernel selection and generation) that later ones do not.
   bool warm() const { return warm_; }

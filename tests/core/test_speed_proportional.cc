@@ -409,8 +409,9 @@ class TestSpeedProportional : public QObject {
     QVERIFY(relative(other) > 1e-2);
   }
 
-  // Speeds 1 and 0.25: the shares move from 0.5/0.5 to 0.8/0.2 by measurement alone, each
-  // move is an event naming the old and new shares and the speeds measured, the shares of
+  // Speeds 1 and 0.25: the shares are 0.8/0.2 by measurement alone (a probe before the first
+  // step, then the steps' times), each move is an event naming the old and new shares and the
+  // speeds measured, the shares of
   // every step add up to the global batch, and the replicas stay identical. Settled means the
   // median share of each rank over the steps after the first full period: within 5% of the
   // global batch of its speed's share. (A single step's share may stray further when the
@@ -418,7 +419,7 @@ class TestSpeedProportional : public QObject {
   // CPU time, and delays from outside load are passed on once, to every node alike: a
   // machine kept busy by other work as well moves the shares towards equal.)
   void sharesFollowTheMeasuredSpeeds() {
-    double fast = 0.0, slow = 0.0;
+    double fast = 0.0, slow = 0.0, probed = 0.0;
     for (int attempt = 1; attempt <= kSettleAttempts; ++attempt) {
       Recorder recorder;
       const std::vector<WorkerResult> results = runRanks(heavySpec(60, 10), {1.0, 0.25}, &recorder);
@@ -430,21 +431,28 @@ class TestSpeedProportional : public QObject {
       QCOMPARE(recorder.shares[0].size(), std::size_t{60});
       for (std::size_t step = 0; step < 60; ++step)
         QCOMPARE(recorder.shares[0][step] + recorder.shares[1][step], 1.0);
-      // Equal until the warm-up's rebalance.
-      for (std::size_t step = 0; step < static_cast<std::size_t>(kWarmupSteps); ++step)
-        QCOMPARE(recorder.shares[0][step], 0.5);
+      // The first shares come from the probe before the first step, which the start event
+      // tells: the fast rank takes most of the batch from the first step on (checked with the
+      // medians below: a busy machine may disturb a probe of a few milliseconds).
+      const auto start = std::find_if(recorder.events.begin(), recorder.events.end(),
+                                      [](const RunEvent& e) { return e.kind == "start"; });
+      QVERIFY(start != recorder.events.end());
+      QVERIFY2(start->detail.find("first shares 0.") != std::string::npos &&
+                   start->detail.find(" by a probe before the first step (") != std::string::npos,
+               start->detail.c_str());
+      const double first = recorder.shares[0][0];
       std::vector<const RunEvent*> rebalances;
       for (const RunEvent& e : recorder.events)
         if (e.kind == "rebalance") {
           qInfo("step %lld: %s", static_cast<long long>(e.step), e.detail.c_str());
           rebalances.push_back(&e);
         }
-      QVERIFY(!rebalances.empty());
-      QCOMPARE(rebalances.front()->step, kWarmupSteps);  // after the warm-up
-      QVERIFY2(rebalances.front()->detail.find("shares 0.500,0.500 -> ") == 0,
-               rebalances.front()->detail.c_str());
+      // Moves (where the model expects a gain) after the warm-up, as many steps later, then
+      // every 10 steps.
       for (const RunEvent* e : rebalances) {
-        QVERIFY2(e->step == kWarmupSteps || e->step % 10 == 0, e->detail.c_str());
+        QVERIFY2(e->step == kWarmupSteps || e->step == 2 * kWarmupSteps || e->step % 10 == 0,
+                 e->detail.c_str());
+        QVERIFY2(e->detail.find("shares 0.") == 0, e->detail.c_str());
         QVERIFY2(e->detail.find(" samples/s, fixed ") != std::string::npos &&
                      e->detail.find(" expected") != std::string::npos,
                  e->detail.c_str());
@@ -470,10 +478,16 @@ class TestSpeedProportional : public QObject {
                  qPrintable(QString::number(recorder.shares[0][step])));
       fast = medianShare(recorder.shares[0], 10, 60);
       slow = medianShare(recorder.shares[1], 10, 60);
-      if (std::abs(fast - 0.8) <= 0.05 && std::abs(slow - 0.2) <= 0.05) break;
-      qInfo("attempt %d: median shares %.3f / %.3f, not within 0.05 of 0.8 / 0.2", attempt, fast,
-            slow);
+      probed = first;
+      if (std::abs(fast - 0.8) <= 0.05 && std::abs(slow - 0.2) <= 0.05 &&
+          std::abs(first - 0.8) <= 0.1)
+        break;
+      qInfo(
+          "attempt %d: median shares %.3f / %.3f, not within 0.05 of 0.8 / 0.2, or the first "
+          "%.3f not within 0.1 of 0.8",
+          attempt, fast, slow, first);
     }
+    QVERIFY2(std::abs(probed - 0.8) <= 0.1, qPrintable(QString::number(probed)));
     QVERIFY2(std::abs(fast - 0.8) <= 0.05, qPrintable(QString::number(fast)));
     QVERIFY2(std::abs(slow - 0.2) <= 0.05, qPrintable(QString::number(slow)));
   }

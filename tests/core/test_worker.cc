@@ -6,6 +6,7 @@
 // that each epoch reshuffles): the sync trajectories depend on it.
 #include <QtTest/QtTest>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <numeric>
@@ -184,6 +185,35 @@ class TestWorker : public QObject {
     }
     // No epoch of rows held: two batches, of the widest slice so far (63 samples).
     QCOMPARE(worker.trainingDataBytes(), 2 * 63 * (features + 1) * int64_t{4});
+  }
+
+  // A scheduler's speed probe before the first step computes on the shard's first rows (no
+  // more than the slice has room for) and changes neither the weights nor the batches drawn.
+  void aProbeLeavesWeightsAndBatchesAlone() {
+    const ExperimentSpec spec = smallSpec(1000, 7);
+    auto dataset = makeDataset(spec.dataset);
+    CpuBackend backend(1);
+    const BatchSlice slice = BatchSlice::equal(64, 1, 2);
+    Worker worker(spec, backend, *dataset, contiguous(1000), slice, 0);
+    const std::vector<float> before = worker.model().paramsToHost();
+    QVERIFY(!worker.warm());
+    QCOMPARE(worker.loadProbe(1000), slice.count);
+    worker.computeProbe(slice.count, nullptr);
+    QVERIFY(worker.warm());
+    std::vector<float> grads(worker.model().grads(),
+                             worker.model().grads() + worker.model().parameterCount());
+    QVERIFY(std::any_of(grads.begin(), grads.end(), [](float g) { return g != 0.0f; }));
+    QVERIFY(worker.model().paramsToHost() == before);
+    WholeShardReference reference(*dataset, contiguous(1000), spec.seed, slice);
+    std::vector<float> x(static_cast<std::size_t>(slice.count * dataset->features()));
+    std::vector<float> expectedX, expectedY;
+    for (int step = 0; step < 3; ++step) {
+      worker.loadBatch();
+      reference.next(expectedX, expectedY);
+      backend.download(x.data(), worker.batchInputs(), static_cast<int64_t>(x.size()));
+      QVERIFY(x == expectedX);
+    }
+    QVERIFY_THROWS_EXCEPTION(dtlab::Error, worker.loadProbe(8));  // it has trained
   }
 
   // A worker on a backend without host memory copies its held rows once (per epoch for a
