@@ -32,8 +32,9 @@ constexpr const char* kBenchUsage =
              [--in D] [--hidden H] [--layers L] [--classes C] [--reps R] [--steps S]
              [--reference torch|none] [--json]
       Samples/s of full single-process training steps (forward, backward, SGD
-      momentum), median of R repetitions of S steps (0: about 0.3 s), wall clock.
-      Without --threads, every thread count from 1 to the cores. --reference torch
+      momentum), median of R repetitions of S steps (0: about 0.3 s), wall clock,
+      and the step's share of the sgemm rate (256x1024x1024, oneDNN) timed in turn
+      with the repetitions. Without --threads, every thread count from 1 to the cores. --reference torch
       (the default when PyTorch is installed) runs the same steps in PyTorch on
       OpenBLAS with the fastest kernel for this CPU, repetitions interleaved with
       DTLab's, and prints both, the ratio, each side's GEMM rate and the step's

@@ -88,8 +88,9 @@ struct BestSgemm {
 // sgemm rates at that thread count.
 struct ThreadCountTimes {
   std::vector<double> mine, others;
-  nlohmann::json refInfo;  // the reference process's announcement; null without one
-  double onednn = 0.0;
+  std::vector<double> onednnTurns;  // DTLab's sgemm rate, one turn per repetition
+  nlohmann::json refInfo;           // the reference process's announcement; null without one
+  double onednn = 0.0;              // the median of onednnTurns
   double openblas = 0.0;
 };
 
@@ -97,15 +98,18 @@ void printCoreBenchHeader(const core::CoreBenchConfig& config, std::FILE* out) {
   std::fprintf(
       out,
       "bench core: %s, batch %lld, cross-entropy, SGD momentum; per thread count %d "
-      "repetitions of the same number of whole steps on each side, wall clock, interleaved\n",
+      "repetitions of the same number of whole steps on each side and of DTLab's sgemm, wall "
+      "clock, interleaved\n",
       shapeText(config).c_str(), static_cast<long long>(config.batch), config.repetitions);
   std::fprintf(out, "  %s\n", machineDescription().c_str());
   std::fflush(out);
 }
 
 // Times `steps` whole steps per repetition at `threads` threads, DTLab's and (with `torch`)
-// the reference process's, taking turns which side goes first; then, with the reference
-// process gone, the sgemm rates at that thread count.
+// the reference process's, taking turns which side goes first, and DTLab's sgemm rate at that
+// thread count as a turn of every repetition: the step's share of it compares figures of the
+// same minutes (on a shared VM the machine's speed drifts by 10% and more between minutes, and
+// an sgemm timed once after the steps moved the share from 77% to 87% between two runs).
 ThreadCountTimes timeThreadCount(const core::CoreBenchConfig& config, int threads, int64_t steps,
                                  core::CoreStepBench& bench,
                                  const std::optional<TorchReference>& torch) {
@@ -129,10 +133,11 @@ ThreadCountTimes timeThreadCount(const core::CoreBenchConfig& config, int thread
       (dtlabTurn ? times.mine : times.others)
           .push_back(static_cast<double>(steps * config.batch) / seconds);
     }
+    settle();  // the reference's BLAS threads stop spinning
+    times.onednnTurns.push_back(core::benchGemmGflops(threads, 256, 1024, 1024, 0.25));
   }
-  ref.reset();  // its threads must not compete with the GEMM measurement below
-  settle();
-  times.onednn = core::benchGemmGflops(threads, 256, 1024, 1024);
+  ref.reset();
+  times.onednn = core::median(times.onednnTurns);
   times.openblas =
       ref || times.refInfo.is_null() ? 0.0 : times.refInfo.at("sgemm_gflops").get<double>();
   return times;
@@ -158,6 +163,7 @@ nlohmann::json reportThreadCount(const core::CoreBenchConfig& config, int thread
                         {"samples_per_s", rate},
                         {"gflops", gflops},
                         {"sgemm_onednn_gflops", onednn},
+                        {"repetition_sgemm_onednn_gflops", times.onednnTurns},
                         {"sgemm_fraction", gflops / rowSgemm},
                         {"repetition_samples_per_s", times.mine}};
   if (rate > ours.samplesPerS) ours = {threads, rate, gflops};
