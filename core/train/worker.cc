@@ -1,6 +1,7 @@
 #include "core/train/worker.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -123,8 +124,9 @@ Worker::~Worker() {
 
 int64_t Worker::trainingDataBytes() const {
   int64_t floats = heldX_.size() + heldY_.size();
-  // Batch by batch on the host: the batch trained on and the one made meanwhile.
-  if (perBatch_ && backend_.hostMemory()) floats += 2 * batchCapacity_ * (model_.inputs() + 1);
+  // Batch by batch on the host: the batch trained on, and the one made meanwhile if any is.
+  if (perBatch_ && backend_.hostMemory())
+    floats += (spareX_ != nullptr ? 2 : 1) * batchCapacity_ * (model_.inputs() + 1);
   return floats * static_cast<int64_t>(sizeof(float));
 }
 
@@ -218,7 +220,8 @@ void Worker::generateHostBatch(int64_t cursor, const BatchSlice& slice, std::vec
 
 void Worker::startPrefetch() {
   if (!perBatch_ || !backend_.hostMemory() || localBatch_ == 0 ||
-      cursor_ + slice_.global > shardSize_)  // the next batch begins an epoch: shuffle first
+      cursor_ + slice_.global > shardSize_ ||  // the next batch begins an epoch: shuffle first
+      lastBatchSeconds_ < prefetchMinSeconds_)
     return;
   if (spareX_ == nullptr) {
     spareX_ = backend_.allocate(batchCapacity_ * model_.inputs());
@@ -227,7 +230,9 @@ void Worker::startPrefetch() {
   }
   ahead_ = {epoch_, cursor_, slice_};
   prefetch_ = std::async(std::launch::async, [this, ahead = ahead_, x = spareX_, y = spareY_] {
+    const auto start = std::chrono::steady_clock::now();
     generateHostBatch(ahead.cursor, ahead.slice, prefetchChunk_, x, y);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   });
 }
 
@@ -327,12 +332,15 @@ void Worker::loadBatch() {
   } else if (perBatch_ && backend_.hostMemory()) {
     if (prefetch_.valid() && ahead_.epoch == epoch_ && ahead_.cursor == cursor_ &&
         ahead_.slice.begin == slice_.begin && ahead_.slice.count == slice_.count) {
-      prefetch_.get();
+      lastBatchSeconds_ = prefetch_.get();
       std::swap(batchX_, spareX_);
       std::swap(batchY_, spareY_);
     } else {
       settlePrefetch();
+      const auto start = std::chrono::steady_clock::now();
       generateHostBatch(cursor_, slice_, chunk_, batchX_, batchY_);
+      lastBatchSeconds_ =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
   } else if (perBatch_) {
     generateRows(

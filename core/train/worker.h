@@ -103,8 +103,9 @@ class Worker {
   int64_t stepsPerEpoch() const { return shardSize() / slice_.global; }
   float learningRate(int64_t step) const { return schedule_.at(step); }
 
-  // Host bytes of training samples (features and labels) this worker holds: on the host two
-  // batches of its slice (or, for a single replica, the whole shard); on a backend with
+  // Host bytes of training samples (features and labels) this worker holds: on the host a
+  // batch of its slice, two once it makes batches ahead (or, for a single replica, the whole
+  // shard); on a backend with
   // memory of its own its rows of one epoch, stepsPerEpoch() x localBatch() samples, or none
   // where the backend generates them there (a GPU).
   int64_t trainingDataBytes() const;
@@ -141,6 +142,10 @@ class Worker {
   // weights and the data position stay. Counts as a first run (warm() after it).
   int64_t loadProbe(int64_t rows);
   void computeProbe(int64_t rows, GradientListener* listener);
+  // Batches that take at least this long to make (measured: the last one made) are made ahead,
+  // on a helper thread, once rows are made batch by batch on the host. A test sets 0: always.
+  static constexpr double kPrefetchMinSeconds = 250e-6;
+  void setPrefetchMinSeconds(double seconds) { prefetchMinSeconds_ = seconds; }
   // Whether computeGradients has run on this replica: its first run pays first-touch costs
   // (allocations, kernel selection and generation) that later ones do not.
   bool warm() const { return warm_; }
@@ -235,14 +240,18 @@ class Worker {
   // loader prefetches): while a step trains on batchX_, a helper thread generates the next
   // batch into spareX_/spareY_ for the slice of the moment, and loadBatch takes it by swapping
   // the pairs. A batch the scheduler moved the slice under, and an epoch's first batch (its
-  // shuffle comes first), are generated in loadBatch instead.
+  // shuffle comes first), are generated in loadBatch instead; so is every batch that took less
+  // than prefetchMinSeconds_ to make the last time (handing a few microseconds of work to
+  // another thread costs more than it saves: a 16-row batch of 8 features ran 2.5-5x slower).
   struct Ahead {
     int64_t epoch = -1;
     int64_t cursor = -1;
     BatchSlice slice;
   };
-  std::future<void> prefetch_;
+  std::future<double> prefetch_;  // the seconds its batch took to make
   Ahead ahead_;
+  double lastBatchSeconds_ = 0.0;  // how long the last batch made took (0: none yet)
+  double prefetchMinSeconds_ = kPrefetchMinSeconds;
   float* spareX_ = nullptr;
   float* spareY_ = nullptr;
   std::vector<int64_t> prefetchChunk_;

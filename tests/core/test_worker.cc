@@ -142,18 +142,24 @@ class TestWorker : public QObject {
   // worker still draws the reference's rows.
   void movingSlicesDrawTheReferenceRows_data() {
     QTest::addColumn<std::vector<int64_t>>("shard");
+    QTest::addColumn<double>("prefetchMin");
     std::vector<int64_t> thirds;
     for (int64_t i = 2; i < 1000; i += 3) thirds.push_back(i);
-    QTest::newRow("samples 0..999") << contiguous(1000);  // 15 batches an epoch
-    QTest::newRow("every third sample") << thirds;        // 5 batches an epoch
+    // 15 batches an epoch; 5. Made ahead always (these small batches take microseconds, under
+    // the worker's threshold), or never.
+    QTest::newRow("samples 0..999, ahead") << contiguous(1000) << 0.0;
+    QTest::newRow("every third sample, ahead") << thirds << 0.0;
+    QTest::newRow("samples 0..999, in loadBatch") << contiguous(1000) << 1e9;
   }
   void movingSlicesDrawTheReferenceRows() {
     QFETCH(std::vector<int64_t>, shard);
+    QFETCH(double, prefetchMin);
     const ExperimentSpec spec = smallSpec(1000, 7);
     auto dataset = makeDataset(spec.dataset);
     CpuBackend backend(1);
     const BatchSlice first = BatchSlice::equal(64, 1, 2);
     Worker worker(spec, backend, *dataset, shard, first, 0);
+    worker.setPrefetchMinSeconds(prefetchMin);
     WholeShardReference reference(*dataset, shard, spec.seed, first);
     const int64_t perEpoch = worker.stepsPerEpoch();
     // step -> the slice from that step on
@@ -183,8 +189,9 @@ class TestWorker : public QObject {
       QVERIFY2(x == expectedX, where.constData());
       QVERIFY2(y == expectedY, where.constData());
     }
-    // No epoch of rows held: two batches, of the widest slice so far (63 samples).
-    QCOMPARE(worker.trainingDataBytes(), 2 * 63 * (features + 1) * int64_t{4});
+    // No epoch of rows held: a batch, or two when made ahead, of the widest slice so far (63).
+    QCOMPARE(worker.trainingDataBytes(),
+             (prefetchMin == 0.0 ? 2 : 1) * 63 * (features + 1) * int64_t{4});
   }
 
   // A scheduler's speed probe before the first step computes on the shard's first rows (no
@@ -324,6 +331,7 @@ class TestWorker : public QObject {
       for (int rank = 0; rank < world; ++rank) {
         Worker worker(spec, backend, *dataset, contiguous(4096), BatchSlice::equal(64, rank, world),
                       0);
+        worker.setPrefetchMinSeconds(0.0);  // these batches take microseconds: ahead anyway
         worker.loadBatch();
         // A single replica holds its whole shard; a slice two batches of its rows (the one
         // trained on and the next, made meanwhile).
@@ -342,7 +350,7 @@ class TestWorker : public QObject {
     std::vector<int64_t> evens;
     for (int64_t i = 0; i < 4096; i += 2) evens.push_back(i);
     Worker worker(spec, backend, *dataset, evens, BatchSlice::equal(64, 0, 4), 0);
-    QCOMPARE(worker.trainingDataBytes(), 2 * 16 * bytesPerSample);
+    QCOMPARE(worker.trainingDataBytes(), 16 * bytesPerSample);  // no batch made ahead yet
     QCOMPARE(worker.sampleIndexBytes(), 2048 * int64_t{4 + 8} + 64 * int64_t{8});  // no batch yet
   }
 

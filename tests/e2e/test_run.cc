@@ -216,10 +216,10 @@ class TestRun : public QObject {
   // added (beside the group's own, see below): on bench_sync.json's model with four times its
   // data (81920 x 256 floats, 80 MiB), rank 0's peak resident memory (it also holds the test set)
   // at 1, 2 and 4 nodes. One node holds its whole training set; a rank of a group only the
-  // batch it trains on and the next, made meanwhile (a few MiB), so about the whole set is
-  // saved at 2 and at 4 nodes; the rest of the process (libraries, model, optimizer, buffers)
-  // is the same at every size. The data is large enough for the savings to stand well clear
-  // of what a group costs of its own.
+  // batch it trains on (and the next, where a batch takes long enough to make ahead: a few MiB), so
+  // about the whole set is saved at 2 and at 4 nodes; the rest of the process (libraries, model,
+  // optimizer, buffers) is the same at every size. The data is large enough for the savings to
+  // stand well clear of what a group costs of its own.
   void peakMemoryPerWorkerFallsWithTheNodeCount() {
     core::ExperimentSpec spec =
         core::loadExperimentSpec(DTLAB_SOURCE_DIR "/resources/specs/bench_sync.json");
