@@ -35,11 +35,15 @@ commands:
       Train the spec's model in this process. Progress goes to stderr; the last
       line of stdout is {"runs":[summary]}. --project records the run, its metric
       series, events and summary in the project file (created when missing).
-  run SPEC.json [--local-nodes N | --node HOST:PORT ...] [--token T] [--project P.dtlab]
-      [--repeats N] [--connect-timeout S] [--tls-cert F --tls-key F --tls-ca F] [--quiet]
+  run SPEC.json [--local-nodes N | --node HOST:PORT ... | --hostfile FILE] [--token T]
+      [--project P.dtlab] [--repeats N] [--connect-timeout S]
+      [--tls-cert F --tls-key F --tls-ca F] [--quiet]
       Run every strategy variant of the spec in turn on a cluster of dtlab-node
       daemons: the given --node daemons (ranks in the order given; each applies its
-      own --speed/--bandwidth-mbps/--latency-ms), else N local ones on loopback
+      own --speed/--bandwidth-mbps/--latency-ms), else those of a hostfile (one
+      "HOST[:PORT] slots=1 [speed=F] [bandwidth_mbps=F] [latency_ms=F]" a line, # for
+      comments, port 7000 where none is given; ranks in line order, each given its
+      line's emulation), else N local ones on loopback
       (--local-nodes N), else the spec's cluster: the running daemons its nodes name
       by "address" (each given its node entry's speed, bandwidth and latency), or
       cluster.local_nodes local daemons. --token: the token of every node (local
@@ -56,7 +60,8 @@ commands:
       each node's own, 30). --tls-*: mutual TLS to daemons started with TLS (this
       client's certificate and key, the cluster's CA; dtlab-node gen-certs makes them).
       SIGINT/SIGTERM cancels the run; a second one exits at once.
-  resume P.dtlab RUN [--step S] [--local-nodes N | --node HOST:PORT ...] [--token T]
+  resume P.dtlab RUN [--step S] [--local-nodes N | --node HOST:PORT ... | --hostfile FILE]
+      [--token T]
       [--tls-cert F --tls-key F --tls-ca F] [--connect-timeout S] [--quiet]
       Continue a failed, cancelled or interrupted run from its newest checkpoint (or
       the one of step S; the spec's training.checkpoint_every / checkpoint_seconds

@@ -15,6 +15,7 @@
 #include "app/project_command.h"
 #include "core/spec/execution_plan.h"
 #include "core/spec/experiment_spec.h"
+#include "core/spec/hostfile.h"
 #include "core/store/comparison.h"
 #include "core/store/project_store.h"
 #include "core/store/store_sink.h"
@@ -40,9 +41,9 @@ extern "C" void onInterrupt(int signal) {
 }  // namespace
 
 const std::set<std::string>& clusterFlags() {
-  static const std::set<std::string> flags = {"--local-nodes",     "--node",     "--token",
-                                              "--connect-timeout", "--tls-cert", "--tls-key",
-                                              "--tls-ca"};
+  static const std::set<std::string> flags = {
+      "--local-nodes",     "--node",     "--hostfile", "--token",
+      "--connect-timeout", "--tls-cert", "--tls-key",  "--tls-ca"};
   return flags;
 }
 
@@ -72,6 +73,8 @@ RunPlace chooseRunPlace(const Args& args, const core::ExperimentSpec& spec) {
   nodes = args.values("--node");
   if (!nodes.empty() && args.has("--local-nodes"))
     throw UsageError("--node and --local-nodes exclude each other");
+  if (args.has("--hostfile") && (!nodes.empty() || args.has("--local-nodes")))
+    throw UsageError("--hostfile names the cluster: leave out --node and --local-nodes");
   const std::string token = args.value("--token", "");
   options.token = token;
   const remote::TlsFiles tls{args.value("--tls-cert", ""), args.value("--tls-key", ""),
@@ -84,9 +87,13 @@ RunPlace chooseRunPlace(const Args& args, const core::ExperimentSpec& spec) {
   options.tls = tls;
 
   // Where the run happens, first match wins: --node (running daemons, as they are),
-  // --local-nodes (a local cluster), the spec's node addresses (running daemons, each given
-  // the spec's emulation for it), or the spec's local cluster.
-  if (nodes.empty() && spec.cluster.remote() && !args.has("--local-nodes")) {
+  // --hostfile (running daemons, each given its line's emulation), --local-nodes (a local
+  // cluster), the spec's node addresses (running daemons, each given the spec's emulation
+  // for it), or the spec's local cluster.
+  if (args.has("--hostfile")) {
+    options.emulation = core::loadHostfile(args.value("--hostfile", ""));
+    for (const core::NodeConfig& n : options.emulation) nodes.push_back(n.address);
+  } else if (nodes.empty() && spec.cluster.remote() && !args.has("--local-nodes")) {
     nodes = spec.cluster.addresses();
     options.emulation = spec.cluster.nodes;
   } else if (nodes.empty()) {

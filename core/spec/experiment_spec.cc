@@ -250,9 +250,9 @@ ClusterConfig parseCluster(ObjectReader& r) {
         if (!problem.empty()) throw SpecError(n.pathOf("address"), problem);
         node.address = *v;
       }
-      if (auto v = n.real("speed", Interval{0.0, 1000.0, false, true})) node.speed = *v;
+      if (auto v = n.real("speed", kNodeSpeed)) node.speed = *v;
       if (auto v = n.real("bandwidth_mbps", kNonNegative)) node.bandwidthMbps = *v;
-      if (auto v = n.real("latency_ms", Interval{0.0, 10000.0, true, true})) node.latencyMs = *v;
+      if (auto v = n.real("latency_ms", kNodeLatencyMs)) node.latencyMs = *v;
       if (const json* schedule = n.find("speed_schedule")) {
         const std::string at = n.pathOf("speed_schedule");
         if (!schedule->is_array())
@@ -263,7 +263,7 @@ ClusterConfig parseCluster(ObjectReader& r) {
         for (size_t k = 0; k < schedule->size(); ++k) {
           ObjectReader change((*schedule)[k], concat(at, "[", k, "]"), kSpeedChangeFields);
           const auto step = change.integer("at_step", 1, int64_t{1} << 40);
-          const auto speed = change.real("speed", Interval{0.0, 1000.0, false, true});
+          const auto speed = change.real("speed", kNodeSpeed);
           change.finish();
           if (!step)
             throw SpecError(change.pathOf("at_step"), "missing: the step the speed applies from");

@@ -218,6 +218,9 @@ inline constexpr Interval kDecayRate{0, 1, true, false};   // momentum, betas, r
 inline constexpr Interval kProbability{0, 1, true, true};  // label noise
 inline constexpr Interval kFraction{0, 1, false, true};    // target accuracy, step gamma
 inline constexpr Interval kTurns{0, 100, false, true};     // beyond this the arms are just noise
+// A node's emulation (cluster.nodes[i], hostfile lines): speed, latency_ms.
+inline constexpr Interval kNodeSpeed{0, 1000, false, true};
+inline constexpr Interval kNodeLatencyMs{0, 10000, true, true};
 
 inline double toReal(const json& value, const std::string& path, const Interval& allowed) {
   if (!value.is_number()) throw SpecError(path, "must be a number, got " + describe(value));

@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <fstream>
 #include <memory>
 #include <set>
 #include <string>
@@ -387,6 +388,55 @@ class TestCli : public QObject {
     QVERIFY2(local.exitCode == 0, qPrintable(local.err));
     const Outcome contradiction = cli({"run", path, "--quiet", "--local-nodes", "3"});
     QCOMPARE(contradiction.exitCode, 2);
+  }
+
+  // A hostfile names running daemons (ranks in line order) and each line's emulation: here
+  // rank 1 at a quarter of rank 0's speed, which the scheduler's probe measures before the
+  // first step. A bad line is refused naming the file and the line.
+  void aHostfileNamesTheNodesAndTheirEmulation() {
+    remote::LocalCluster cluster(kNode, std::vector<remote::LocalNodeOptions>(2));
+    QTemporaryDir dir;
+    core::ExperimentSpec spec = smallSpec();
+    spec.dataset.features = 256;  // a probe of 64 rows long enough to time: about 0.1 ms
+    spec.model.hidden = {512};
+    spec.training.batchSize = 256;
+    core::VariantConfig v;
+    v.name = "scheduled";
+    v.settings.set("partition", std::string("speed_proportional"));
+    spec.variants = {v};
+    const QString path = writeSpec(dir, spec);
+    const QString hosts = dir.filePath("hosts");
+    {
+      std::ofstream out(hosts.toStdString());
+      out << "# two daemons on loopback\n"
+          << cluster.address(0) << " slots=1\n"
+          << cluster.address(1) << " slots=1 speed=0.25  # the slow one\n";
+    }
+    const Outcome o = cli({"run", path, "--quiet", "--hostfile", hosts});
+    QVERIFY2(o.exitCode == 0, qPrintable(o.err));
+    const auto run =
+        nlohmann::json::parse(o.out.trimmed().split('\n').last().toStdString())["runs"][0];
+    QCOMPARE(run["nodes"], nlohmann::json(2));
+    std::string start;
+    for (const nlohmann::json& e : run["events"])
+      if (e["kind"] == "start") start = e["detail"].get<std::string>();
+    // "first shares 0.8xx,0.1xx by a probe before the first step": rank 1 is the slow one.
+    const auto at = start.find("first shares ");
+    QVERIFY2(at != std::string::npos, start.c_str());
+    const double slow = std::stod(start.substr(start.find(',', at) + 1));
+    QVERIFY2(slow < 0.35, start.c_str());
+
+    {
+      std::ofstream out(hosts.toStdString());
+      out << cluster.address(0) << "\n" << cluster.address(1) << " speed=slow\n";
+    }
+    const Outcome bad = cli({"run", path, "--quiet", "--hostfile", hosts});
+    QVERIFY(bad.exitCode != 0);
+    QVERIFY2(bad.err.contains(hosts + ":2: speed must be a number, got 'slow'"),
+             qPrintable(bad.err));
+    const Outcome both = cli({"run", path, "--quiet", "--hostfile", hosts, "--local-nodes", "2"});
+    QCOMPARE(both.exitCode, 2);
+    QVERIFY2(both.err.contains("--hostfile names the cluster"), qPrintable(both.err));
   }
 
   // The second variant cannot start (its node stopped answering during the first, which
