@@ -19,6 +19,7 @@
 #include <QtWidgets/QPushButton>
 #include <QtWidgets/QTreeView>
 
+#include "core/spec/hostfile.h"
 #include "core/store/project_store.h"
 #include "remote/cluster/local_cluster.h"
 #include "ui/controller/cluster_controller.h"
@@ -243,6 +244,58 @@ class TestTopologyRemote : public QObject {
     page.addRemoteNode();  // its address not typed yet
     QVERIFY(model->setData(model->index(1, ui::TopologyModel::kAddressColumn), "b:2"));
     QVERIFY2(page.error().startsWith("cluster.nodes[2].address"), qPrintable(page.error()));
+  }
+
+  // Hostfiles in and out of the page: imported lines become remote rows with their
+  // emulation; exported rows read back as the same nodes; a bad line is named and changes
+  // nothing; a local row cannot be exported.
+  void hostfilesInAndOut() {
+    QTemporaryDir dir;
+    const QString in = dir.filePath("hosts");
+    {
+      QFile f(in);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write("# lab\nn1:7001 slots=1\nn2 speed=0.5 latency_ms=1.5\n");
+    }
+    ui::TopologyPage page;
+    page.edit(-1, "lab", {{"local_nodes", 3}, {"device", "cpu"}});
+    QCOMPARE(page.model()->nodes().size(), std::size_t{3});
+    QVERIFY(page.importButton()->isEnabled());
+    QVERIFY(!page.exportButton()->isEnabled());  // local nodes: nothing a hostfile can name
+    QCOMPARE(page.importHostfile(in), QString());
+    const std::vector<ui::TopologyModel::Node>& nodes = page.model()->nodes();
+    QCOMPARE(nodes.size(), std::size_t{2});
+    QVERIFY(nodes[0].remote && nodes[1].remote);
+    QCOMPARE(nodes[0].address, QString("n1:7001"));
+    QCOMPARE(nodes[1].address, QString("n2:7000"));
+    QCOMPARE(nodes[1].speed, 0.5);
+    QCOMPARE(nodes[1].latencyMs, 1.5);
+    QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
+    QVERIFY(page.isModified());
+    QCOMPARE(page.cluster()["device"], nlohmann::json("cpu"));  // the rest of the form stays
+    QVERIFY(page.exportButton()->isEnabled());
+
+    const QString out = dir.filePath("out");
+    QString note;
+    QCOMPARE(page.exportHostfile(out, &note), QString());
+    QVERIFY(note.isEmpty());
+    const std::vector<core::NodeConfig> back = core::loadHostfile(out.toStdString());
+    QCOMPARE(back.size(), std::size_t{2});
+    QCOMPARE(back[1].address, std::string("n2:7000"));
+    QCOMPARE(back[1].latencyMs, 1.5);
+
+    {
+      QFile f(in);
+      QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+      f.write("n3:1\nn4:2 slots=2\n");
+    }
+    const QString refused = page.importHostfile(in);
+    QVERIFY2(refused.startsWith(in + ":2: slots=2"), qPrintable(refused));
+    QCOMPARE(page.model()->nodes().size(), std::size_t{2});  // unchanged
+    QCOMPARE(page.model()->nodes()[0].address, QString("n1:7001"));
+
+    page.addNodes(1);  // a local row among remote ones
+    QVERIFY(page.exportHostfile(out).startsWith("node 2 is a local node"));
   }
 
   // A remote topology saved from the page and an experiment on it run from the window: the

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
+#include <QtCore/QFile>
 #include <QtWidgets/QComboBox>
 #include <QtWidgets/QFileDialog>
 #include <QtWidgets/QFormLayout>
@@ -11,6 +13,7 @@
 #include <QtWidgets/QHeaderView>
 #include <QtWidgets/QLabel>
 #include <QtWidgets/QLineEdit>
+#include <QtWidgets/QMessageBox>
 #include <QtWidgets/QPushButton>
 #include <QtWidgets/QSpinBox>
 #include <QtWidgets/QStyledItemDelegate>
@@ -18,6 +21,7 @@
 #include <QtWidgets/QVBoxLayout>
 
 #include "core/spec/experiment_spec.h"
+#include "core/spec/hostfile.h"
 #include "ui/background.h"
 #include "ui/controller/experiment_controller.h"
 #include "ui/models/topology_model.h"
@@ -80,6 +84,8 @@ TopologyPage::TopologyPage(QWidget* parent)
       save_(new QPushButton(tr("Save to project"), this)),
       test_(new QPushButton(tr("Test connection"), this)),
       addRemote_(new QPushButton(tr("Add remote node"), this)),
+      import_(new QPushButton(tr("Import hostfile..."), this)),
+      export_(new QPushButton(tr("Export hostfile..."), this)),
       tlsBox_(new QGroupBox(tr("Mutual TLS to the remote nodes"), this)),
       tlsCert_(new QLineEdit(tlsBox_)),
       tlsKey_(new QLineEdit(tlsBox_)),
@@ -124,6 +130,8 @@ TopologyPage::TopologyPage(QWidget* parent)
   buttons->addWidget(add);
   buttons->addWidget(addRemote_);
   buttons->addWidget(remove);
+  buttons->addWidget(import_);
+  buttons->addWidget(export_);
   buttons->addStretch(1);
   buttons->addWidget(test_);
   buttons->addWidget(save_);
@@ -190,6 +198,25 @@ TopologyPage::TopologyPage(QWidget* parent)
   });
   connect(name_, &QLineEdit::textChanged, this, [this] { validate(); });
   connect(test_, &QPushButton::clicked, this, [this] { testConnection(); });
+  import_->setToolTip(
+      tr("Read the nodes from a hostfile: one running dtlab-node a line, \"HOST[:PORT] slots=1 "
+         "[speed=F] [bandwidth_mbps=F] [latency_ms=F]\" (the table's rows are replaced)"));
+  connect(import_, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Import hostfile"));
+    if (path.isEmpty()) return;
+    const QString problem = importHostfile(path);
+    if (!problem.isEmpty()) QMessageBox::warning(this, tr("Import hostfile"), problem);
+  });
+  connect(export_, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export hostfile"), "hostfile");
+    if (path.isEmpty()) return;
+    QString note;
+    const QString problem = exportHostfile(path, &note);
+    if (!problem.isEmpty())
+      QMessageBox::warning(this, tr("Export hostfile"), problem);
+    else if (!note.isEmpty())
+      QMessageBox::information(this, tr("Export hostfile"), note);
+  });
   connect(save_, &QPushButton::clicked, this, [this] {
     if (error().isEmpty())
       emit saveRequested(id_, name(), QString::fromStdString(cluster().dump()));
@@ -260,6 +287,56 @@ nlohmann::json TopologyPage::cluster() const {
   return c;
 }
 
+QString TopologyPage::importHostfile(const QString& path) {
+  std::vector<core::NodeConfig> nodes;
+  try {
+    nodes = core::loadHostfile(path.toStdString());
+  } catch (const std::exception& e) {
+    return QString::fromUtf8(e.what());
+  }
+  nlohmann::json cluster = this->cluster();
+  cluster.erase("local_nodes");
+  nlohmann::json list = nlohmann::json::array();
+  for (const core::NodeConfig& n : nodes)
+    list.push_back({{"address", n.address},
+                    {"speed", n.speed},
+                    {"bandwidth_mbps", n.bandwidthMbps},
+                    {"latency_ms", n.latencyMs}});
+  cluster["nodes"] = list;
+  model_->setCluster(cluster);
+  validate();
+  return {};
+}
+
+QString TopologyPage::exportHostfile(const QString& path, QString* note) const {
+  std::vector<core::NodeConfig> nodes;
+  bool leftOut = false;
+  for (std::size_t i = 0; i < model_->nodes().size(); ++i) {
+    const TopologyModel::Node& row = model_->nodes()[i];
+    if (!row.remote || row.address.trimmed().isEmpty())
+      return tr("node %1 is a local node (or has no address): a hostfile lists running "
+                "daemons, host:port each")
+          .arg(i);
+    core::NodeConfig node;
+    node.address = row.address.trimmed().toStdString();
+    node.speed = row.speed;
+    node.bandwidthMbps = row.bandwidthMbps;
+    node.latencyMs = row.latencyMs;
+    nodes.push_back(std::move(node));
+    leftOut = leftOut || !row.speedSchedule.is_null() || !row.straggler.is_null();
+  }
+  if (nodes.empty()) return tr("the topology has no nodes");
+  QFile file(path);
+  const QByteArray text = QByteArray::fromStdString(core::formatHostfile(nodes));
+  if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate) || file.write(text) != text.size())
+    return tr("%1: cannot write: %2").arg(path, file.errorString());
+  if (note != nullptr)
+    *note = leftOut ? tr("Speed schedules and stragglers have no hostfile keys: they were not "
+                         "written (the topology in the project keeps them).")
+                    : QString();
+  return {};
+}
+
 QString TopologyPage::error() const {
   return error_->text();
 }
@@ -288,6 +365,11 @@ void TopologyPage::validate() {
       (paths.cert.isEmpty() || paths.key.isEmpty() || paths.ca.isEmpty()))
     problem = tr("TLS: give the client certificate, its key and the cluster's CA, or none");
   tlsBox_->setVisible(model_->hasRemoteNodes());
+  export_->setEnabled(model_->hasRemoteNodes());
+  export_->setToolTip(model_->hasRemoteNodes()
+                          ? tr("Write the remote nodes as a hostfile, for dtlab-cli run --hostfile")
+                          : tr("A hostfile lists running daemons: add remote nodes, or import a "
+                               "hostfile"));
   // What the page shows holds for every remote node, also one added after the TLS fields.
   if (!loading_) storeTls();
   error_->setText(problem);

@@ -66,6 +66,16 @@ class TopologyPage final : public QWidget {
   TlsPaths tls() const;
   void setTls(const TlsPaths& paths);
   QGroupBox* tlsBox() const { return tlsBox_; }
+  // Hostfiles (core/spec/hostfile.h), as the Import/Export buttons read and write them.
+  // Import replaces the table with the file's daemons, one remote row a line (nothing changes
+  // when the file is refused); export writes the remote rows (a table with a local node
+  // cannot be written). Both return "" when done, else why not (a bad line: FILE:LINE: ...);
+  // an export that left speed schedules or stragglers out (hostfiles have no keys for them)
+  // returns "" and says so in *note.
+  QString importHostfile(const QString& path);
+  QString exportHostfile(const QString& path, QString* note = nullptr) const;
+  QPushButton* importButton() const { return import_; }
+  QPushButton* exportButton() const { return export_; }
 
  signals:
   void saveRequested(qint64 id, const QString& name, const QString& configJson);
@@ -96,6 +106,8 @@ class TopologyPage final : public QWidget {
   QPushButton* save_;
   QPushButton* test_;
   QPushButton* addRemote_;
+  QPushButton* import_;
+  QPushButton* export_;
   QGroupBox* tlsBox_;
   QLineEdit* tlsCert_;
   QLineEdit* tlsKey_;
