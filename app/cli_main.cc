@@ -41,9 +41,10 @@ commands:
       Run every strategy variant of the spec in turn on a cluster of dtlab-node
       daemons: the given --node daemons (ranks in the order given; each applies its
       own --speed/--bandwidth-mbps/--latency-ms), else those of a hostfile (one
-      "HOST[:PORT] slots=1 [speed=F] [bandwidth_mbps=F] [latency_ms=F]" a line, # for
+      "HOST[:PORT] [slots=N] [speed=F] [bandwidth_mbps=F] [latency_ms=F]" a line, # for
       comments, port 7000 where none is given; ranks in line order, each given its
-      line's emulation), else N local ones on loopback
+      line's emulation; slots=N checked against the daemon's workers), else N local
+      ones on loopback
       (--local-nodes N), else the spec's cluster: the running daemons its nodes name
       by "address" (each given its node entry's speed, bandwidth and latency), or
       cluster.local_nodes local daemons. --token: the token of every node (local

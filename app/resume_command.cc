@@ -47,7 +47,7 @@ int resumeCommand(const std::vector<std::string>& argv) {
   if (!single) {
     place = std::make_unique<RunPlace>(chooseRunPlace(args, spec));
     coordinator = std::make_unique<remote::Coordinator>(place->nodes, place->options);
-    coordinator->connect();
+    checkHostfileSlots(*place, coordinator->connect(), spec);
   }
   const std::vector<unsigned char> checkpoint = store->prepareResume(runId, step);
   std::cerr << "resuming run " << runId << " ('" << run.name << "') from the checkpoint of step "

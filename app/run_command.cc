@@ -1,5 +1,6 @@
 #include "app/run_command.h"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -91,7 +92,9 @@ RunPlace chooseRunPlace(const Args& args, const core::ExperimentSpec& spec) {
   // cluster), the spec's node addresses (running daemons, each given the spec's emulation
   // for it), or the spec's local cluster.
   if (args.has("--hostfile")) {
-    options.emulation = core::loadHostfile(args.value("--hostfile", ""));
+    place.hostfile = args.value("--hostfile", "");
+    place.entries = core::loadHostfile(place.hostfile);
+    options.emulation = core::nodesOf(place.entries);
     for (const core::NodeConfig& n : options.emulation) nodes.push_back(n.address);
   } else if (nodes.empty() && spec.cluster.remote() && !args.has("--local-nodes")) {
     nodes = spec.cluster.addresses();
@@ -122,6 +125,22 @@ RunPlace chooseRunPlace(const Args& args, const core::ExperimentSpec& spec) {
   return place;
 }
 
+void checkHostfileSlots(const RunPlace& place, const std::vector<remote::NodeSummary>& nodes,
+                        const core::ExperimentSpec& spec) {
+  const bool cuda = spec.cluster.device == "cuda";
+  for (std::size_t i = 0; i < place.entries.size() && i < nodes.size(); ++i) {
+    const core::HostfileNode& entry = place.entries[i];
+    const int has = std::max(1, cuda ? nodes[i].gpus : nodes[i].cpuSlots);
+    if (entry.workerSlots && *entry.workerSlots != has)
+      throw Error(place.hostfile + ":" + std::to_string(entry.line) +
+                  ": slots=" + std::to_string(*entry.workerSlots) + ", but " + entry.node.address +
+                  " runs " + std::to_string(has) + (has == 1 ? " worker" : " workers") +
+                  (cuda ? " (one a GPU: dtlab-node --devices cuda:0,cuda:1,...)"
+                        : " (dtlab-node --devices cpu:N)") +
+                  "; say slots=" + std::to_string(has) + " or leave slots out");
+  }
+}
+
 int runCommand(const std::vector<std::string>& argv) {
   // Before anything that may take time (starting daemons, connecting), so that a signal
   // always cancels rather than kills half way.
@@ -135,7 +154,7 @@ int runCommand(const std::vector<std::string>& argv) {
   if (args.has("--repeats")) spec.repeats = args.integer("--repeats", 1, 1, core::kMaxRepeats);
   RunPlace place = chooseRunPlace(args, spec);
   remote::Coordinator coordinator(place.nodes, place.options);
-  coordinator.connect();
+  checkHostfileSlots(place, coordinator.connect(), spec);
 
   // --project records the execution: the spec as its experiment, each planned run as a run of
   // it with its series, events and summary as they happen.

@@ -8,6 +8,7 @@
 
 #include "app/args.h"
 #include "core/spec/experiment_spec.h"
+#include "core/spec/hostfile.h"
 #include "remote/cluster/local_cluster.h"
 #include "remote/coordinator/coordinator.h"
 
@@ -29,8 +30,14 @@ struct RunPlace {
   std::vector<std::string> nodes;
   std::unique_ptr<remote::LocalCluster> cluster;  // when the run started local daemons
   remote::CoordinatorOptions options;
+  std::string hostfile;                     // --hostfile's path, else ""
+  std::vector<core::HostfileNode> entries;  // its lines
 };
 RunPlace chooseRunPlace(const Args& args, const core::ExperimentSpec& spec);
+// After Coordinator::connect(): refuses (dtlab::Error naming FILE:LINE) a hostfile line whose
+// slots=N differs from the worker slots its daemon runs for the spec's device.
+void checkHostfileSlots(const RunPlace& place, const std::vector<remote::NodeSummary>& nodes,
+                        const core::ExperimentSpec& spec);
 // The first SIGINT/SIGTERM sets interruptedFlag() (the run is cancelled), a second one ends the
 // process at once.
 void catchInterrupts();

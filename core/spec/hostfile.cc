@@ -19,7 +19,6 @@ using spec_detail::Interval;
 using spec_detail::kNodeLatencyMs;
 using spec_detail::kNodeSpeed;
 using spec_detail::kNonNegative;
-using spec_detail::kPositive;
 
 constexpr std::string_view kKeys = "slots, speed, bandwidth_mbps, latency_ms";
 
@@ -68,8 +67,8 @@ double numberOf(std::string_view text, const std::string& where, std::string_vie
 
 }  // namespace
 
-std::vector<NodeConfig> parseHostfile(std::string_view text, const std::string& source) {
-  std::vector<NodeConfig> nodes;
+std::vector<HostfileNode> parseHostfile(std::string_view text, const std::string& source) {
+  std::vector<HostfileNode> nodes;
   std::set<std::string> addresses;
   int lineNumber = 0;
   while (!text.empty()) {
@@ -85,14 +84,16 @@ std::vector<NodeConfig> parseHostfile(std::string_view text, const std::string& 
     if (nodes.size() >= static_cast<std::size_t>(kMaxClusterNodes))
       throw SpecError(where, concat("at most ", kMaxClusterNodes, " nodes"));
     const std::vector<std::string_view> words = wordsOf(line);
-    NodeConfig node;
+    HostfileNode entry;
+    entry.line = lineNumber;
+    NodeConfig& node = entry.node;
     node.address = withPort(words.front());
     if (const std::string problem = nodeAddressProblem(node.address); !problem.empty())
       throw SpecError(where, concat("the node's address ", problem));
     if (!addresses.insert(node.address).second)
       throw SpecError(where, concat(node.address,
-                                    " is listed twice (a daemon runs one worker: start another "
-                                    "on its own port for a second)"));
+                                    " is listed twice (several workers on one daemon are its "
+                                    "slots: dtlab-node --devices cpu:N)"));
     std::set<std::string_view> seen;
     for (std::size_t i = 1; i < words.size(); ++i) {
       const auto equals = words[i].find('=');
@@ -103,12 +104,11 @@ std::vector<NodeConfig> parseHostfile(std::string_view text, const std::string& 
       const std::string_view value = words[i].substr(equals + 1);
       if (!seen.insert(key).second) throw SpecError(where, concat(key, " is given twice"));
       if (key == "slots") {
-        const double slots = numberOf(value, where, key, kPositive);
-        if (slots != 1.0)
-          throw SpecError(where, concat("slots=", value,
-                                        ": a dtlab-node daemon runs one worker of a job, so "
-                                        "slots=1; for more workers on this host, start a daemon "
-                                        "per worker, each on its own port and line"));
+        const double slots =
+            numberOf(value, where, key, Interval{1, kMaxHostfileSlots, true, true});
+        if (slots != std::floor(slots))
+          throw SpecError(where, concat("slots must be a whole number, got ", value));
+        entry.workerSlots = static_cast<int>(slots);
       } else if (key == "speed") {
         node.speed = numberOf(value, where, key, kNodeSpeed);
       } else if (key == "bandwidth_mbps") {
@@ -119,14 +119,14 @@ std::vector<NodeConfig> parseHostfile(std::string_view text, const std::string& 
         throw SpecError(where, concat("unknown key '", key, "' (known: ", kKeys, ")"));
       }
     }
-    nodes.push_back(std::move(node));
+    nodes.push_back(std::move(entry));
   }
   if (nodes.empty())
-    throw SpecError(source, "names no node (one HOST[:PORT] [slots=1] [speed=F] ... a line)");
+    throw SpecError(source, "names no node (one HOST[:PORT] [slots=N] [speed=F] ... a line)");
   return nodes;
 }
 
-std::vector<NodeConfig> loadHostfile(const std::string& path) {
+std::vector<HostfileNode> loadHostfile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw SpecError(path, "cannot read the hostfile");
   std::ostringstream text;
@@ -134,20 +134,27 @@ std::vector<NodeConfig> loadHostfile(const std::string& path) {
   return parseHostfile(text.str(), path);
 }
 
-std::string formatHostfile(const std::vector<NodeConfig>& nodes) {
+std::string formatHostfile(const std::vector<HostfileNode>& nodes) {
   const NodeConfig defaults;
   std::string out =
-      "# DTLab hostfile: HOST[:PORT] slots=1 [speed=F] [bandwidth_mbps=F] [latency_ms=F]\n";
-  for (const NodeConfig& n : nodes) {
+      "# DTLab hostfile: HOST[:PORT] [slots=N] [speed=F] [bandwidth_mbps=F] [latency_ms=F]\n";
+  for (const HostfileNode& entry : nodes) {
+    const NodeConfig& n = entry.node;
     DTLAB_ENFORCE(!n.address.empty(), "a hostfile lists running daemons: a node has no address");
     out += n.address;
-    out += " slots=1";
+    if (entry.workerSlots) out += concat(" slots=", *entry.workerSlots);
     if (n.speed != defaults.speed) out += concat(" speed=", formatNumber(n.speed));
     if (n.bandwidthMbps != defaults.bandwidthMbps)
       out += concat(" bandwidth_mbps=", formatNumber(n.bandwidthMbps));
     if (n.latencyMs != defaults.latencyMs) out += concat(" latency_ms=", formatNumber(n.latencyMs));
     out += "\n";
   }
+  return out;
+}
+
+std::vector<NodeConfig> nodesOf(const std::vector<HostfileNode>& nodes) {
+  std::vector<NodeConfig> out;
+  for (const HostfileNode& entry : nodes) out.push_back(entry.node);
   return out;
 }
 

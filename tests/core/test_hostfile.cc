@@ -30,15 +30,19 @@ class TestHostfile : public QObject {
   Q_OBJECT
  private slots:
   void linesGiveNodesInOrder() {
-    const std::vector<NodeConfig> nodes = parseHostfile(
+    const std::vector<HostfileNode> entries = parseHostfile(
         "# two fast nodes and a slow one\n"
         "\n"
         "node1:7001 slots=1\n"
         "  node2\tspeed=0.25   # the slow one\r\n"
-        "[fe80::1]:7002 slots=1 bandwidth_mbps=1000 latency_ms=0.5\n"
+        "[fe80::1]:7002 slots=4 bandwidth_mbps=1000 latency_ms=0.5\n"
         "10.0.0.7 latency_ms=2",  // no newline at the end
         "hosts");
+    const std::vector<NodeConfig> nodes = nodesOf(entries);
     QCOMPARE(nodes.size(), std::size_t{4});
+    QCOMPARE(entries[0].workerSlots, std::optional<int>(1));
+    QCOMPARE(entries[1].workerSlots, std::optional<int>());  // left out: the daemon's own count
+    QCOMPARE(entries[2].line, 5);
     QCOMPARE(nodes[0].address, std::string("node1:7001"));
     QCOMPARE(nodes[0].speed, 1.0);
     QCOMPARE(nodes[1].address, std::string("node2:7000"));  // kDefaultNodePort
@@ -52,17 +56,20 @@ class TestHostfile : public QObject {
 
   // What formatHostfile writes reads back as the same nodes.
   void writtenHostfilesReadBack() {
-    std::vector<NodeConfig> nodes(3);
-    nodes[0].address = "a:1";
-    nodes[1].address = "[::1]:7070";
-    nodes[1].speed = 0.125;
-    nodes[1].bandwidthMbps = 250.5;
-    nodes[2].address = "c.example:7000";
-    nodes[2].latencyMs = 3.25;
+    std::vector<HostfileNode> nodes(3);
+    nodes[0].node.address = "a:1";
+    nodes[1].node.address = "[::1]:7070";
+    nodes[1].workerSlots = 2;
+    nodes[1].node.speed = 0.125;
+    nodes[1].node.bandwidthMbps = 250.5;
+    nodes[2].node.address = "c.example:7000";
+    nodes[2].node.latencyMs = 3.25;
     const std::string text = formatHostfile(nodes);
-    QVERIFY2(text.find("[::1]:7070 slots=1 speed=0.125 bandwidth_mbps=250.5") != std::string::npos,
+    QVERIFY2(text.find("[::1]:7070 slots=2 speed=0.125 bandwidth_mbps=250.5") != std::string::npos,
              text.c_str());
-    QVERIFY(parseHostfile(text, "written") == nodes);
+    std::vector<HostfileNode> back = parseHostfile(text, "written");
+    for (HostfileNode& entry : back) entry.line = 0;  // the written ones have none
+    QVERIFY(back == nodes);
   }
 
   void badLinesAreRefusedWithTheirLineNumber_data() {
@@ -72,8 +79,10 @@ class TestHostfile : public QObject {
                                  << "hosts:2: unknown key 'cpus'";
     QTest::newRow("no value") << "# c\na:1 speed\n"
                               << "hosts:2: expected KEY=VALUE";
-    QTest::newRow("more slots") << "a:1 slots=4\n"
-                                << "hosts:1: slots=4: a dtlab-node daemon";
+    QTest::newRow("no slots") << "a:1 slots=0\n"
+                              << "hosts:1: slots must be in [1, 4096], got 0";
+    QTest::newRow("half a slot") << "a:1 slots=1.5\n"
+                                 << "hosts:1: slots must be a whole number, got 1.5";
     QTest::newRow("zero speed") << "a:1\n\nb:2 speed=0\n"
                                 << "hosts:3: speed must be in (0, 1000]";
     QTest::newRow("speed not a number") << "a:1 speed=fast\n"
@@ -110,7 +119,8 @@ class TestHostfile : public QObject {
       const int length = static_cast<int>(random() % 60);
       for (int i = 0; i < length; ++i) text += alphabet[random() % alphabet.size()];
       try {
-        for (const NodeConfig& n : parseHostfile(text, "hosts")) QVERIFY(!n.address.empty());
+        for (const HostfileNode& n : parseHostfile(text, "hosts"))
+          QVERIFY(!n.node.address.empty() && n.line > 0);
       } catch (const SpecError& e) {
         QVERIFY2(std::string(e.what()).rfind("hosts", 0) == 0, e.what());
       }
@@ -121,7 +131,7 @@ class TestHostfile : public QObject {
     QTemporaryDir dir;
     const std::string path = dir.filePath("hosts").toStdString();
     std::ofstream(path) << "n1:7000 speed=2\n";
-    QCOMPARE(loadHostfile(path).at(0).speed, 2.0);
+    QCOMPARE(loadHostfile(path).at(0).node.speed, 2.0);
     const std::string missing = dir.filePath("none").toStdString();
     QVERIFY_THROWS_EXCEPTION(SpecError, loadHostfile(missing));
   }

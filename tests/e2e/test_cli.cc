@@ -434,6 +434,16 @@ class TestCli : public QObject {
     QVERIFY(bad.exitCode != 0);
     QVERIFY2(bad.err.contains(hosts + ":2: speed must be a number, got 'slow'"),
              qPrintable(bad.err));
+    // slots=N is checked against the daemon (these run one worker each).
+    {
+      std::ofstream out(hosts.toStdString());
+      out << cluster.address(0) << " slots=1\n" << cluster.address(1) << " slots=2\n";
+    }
+    const Outcome mismatch = cli({"run", path, "--quiet", "--hostfile", hosts});
+    QVERIFY(mismatch.exitCode != 0);
+    QVERIFY2(mismatch.err.contains(hosts + ":2: slots=2, but " +
+                                   QString::fromStdString(cluster.address(1)) + " runs 1 worker"),
+             qPrintable(mismatch.err));
     const Outcome both = cli({"run", path, "--quiet", "--hostfile", hosts, "--local-nodes", "2"});
     QCOMPARE(both.exitCode, 2);
     QVERIFY2(both.err.contains("--hostfile names the cluster"), qPrintable(both.err));

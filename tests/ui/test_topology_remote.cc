@@ -279,7 +279,7 @@ class TestTopologyRemote : public QObject {
     QString note;
     QCOMPARE(page.exportHostfile(out, &note), QString());
     QVERIFY(note.isEmpty());
-    const std::vector<core::NodeConfig> back = core::loadHostfile(out.toStdString());
+    const std::vector<core::NodeConfig> back = core::nodesOf(core::loadHostfile(out.toStdString()));
     QCOMPARE(back.size(), std::size_t{2});
     QCOMPARE(back[1].address, std::string("n2:7000"));
     QCOMPARE(back[1].latencyMs, 1.5);
@@ -287,10 +287,10 @@ class TestTopologyRemote : public QObject {
     {
       QFile f(in);
       QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
-      f.write("n3:1\nn4:2 slots=2\n");
+      f.write("n3:1\nn4:2 slots=0\n");
     }
     const QString refused = page.importHostfile(in);
-    QVERIFY2(refused.startsWith(in + ":2: slots=2"), qPrintable(refused));
+    QVERIFY2(refused.startsWith(in + ":2: slots must be in [1, 4096]"), qPrintable(refused));
     QCOMPARE(page.model()->nodes().size(), std::size_t{2});  // unchanged
     QCOMPARE(page.model()->nodes()[0].address, QString("n1:7001"));
 

@@ -290,7 +290,7 @@ nlohmann::json TopologyPage::cluster() const {
 QString TopologyPage::importHostfile(const QString& path) {
   std::vector<core::NodeConfig> nodes;
   try {
-    nodes = core::loadHostfile(path.toStdString());
+    nodes = core::nodesOf(core::loadHostfile(path.toStdString()));
   } catch (const std::exception& e) {
     return QString::fromUtf8(e.what());
   }
@@ -309,7 +309,7 @@ QString TopologyPage::importHostfile(const QString& path) {
 }
 
 QString TopologyPage::exportHostfile(const QString& path, QString* note) const {
-  std::vector<core::NodeConfig> nodes;
+  std::vector<core::HostfileNode> nodes;  // slots left out: each daemon's own count
   bool leftOut = false;
   for (std::size_t i = 0; i < model_->nodes().size(); ++i) {
     const TopologyModel::Node& row = model_->nodes()[i];
@@ -317,12 +317,12 @@ QString TopologyPage::exportHostfile(const QString& path, QString* note) const {
       return tr("node %1 is a local node (or has no address): a hostfile lists running "
                 "daemons, host:port each")
           .arg(i);
-    core::NodeConfig node;
-    node.address = row.address.trimmed().toStdString();
-    node.speed = row.speed;
-    node.bandwidthMbps = row.bandwidthMbps;
-    node.latencyMs = row.latencyMs;
-    nodes.push_back(std::move(node));
+    core::HostfileNode entry;
+    entry.node.address = row.address.trimmed().toStdString();
+    entry.node.speed = row.speed;
+    entry.node.bandwidthMbps = row.bandwidthMbps;
+    entry.node.latencyMs = row.latencyMs;
+    nodes.push_back(std::move(entry));
     leftOut = leftOut || !row.speedSchedule.is_null() || !row.straggler.is_null();
   }
   if (nodes.empty()) return tr("the topology has no nodes");
