@@ -11,6 +11,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/args.h"
+#include "app/config_file.h"
 #include "core/backend/backend.h"
 #include "core/common/config.h"
 #include "core/common/log.h"
@@ -59,6 +61,12 @@ options:
                           (a job's spec entry, when it has these, goes first)
   --token T               require "authorization: Bearer T" on every call; mandatory
                           when --listen is not a loopback address
+  --token-file F          the token from file F (its first line; readable by its owner
+                          only: chmod 600), so that ps does not show it
+  --config FILE           settings from FILE, one "key = value" a line (a flag without
+                          its dashes, '_' for '-', e.g. listen = 0.0.0.0:7000,
+                          token_file = /etc/dtlab/token, insecure = true; # comments);
+                          flags on the command line override them
   --tls-cert F --tls-key F --tls-ca F
                           mutual TLS on every call: this node's certificate and key, and
                           the CA whose clients (and peers) it accepts; replaced files are
@@ -209,6 +217,11 @@ dtlab::remote::NodeOptions parseOptions(const Args& args) {
   parseDrift(args, options);
   options.token = args.value("--token", "");
   if (args.has("--token") && options.token.empty()) throw UsageError("--token: must not be empty");
+  if (args.has("--token-file")) {
+    if (args.has("--token"))
+      throw UsageError("--token and --token-file: give one (--token-file keeps it out of ps)");
+    options.token = dtlab::app::readSecretFile(args.value("--token-file", ""), "--token-file");
+  }
   options.tls = {args.value("--tls-cert", ""), args.value("--tls-key", ""),
                  args.value("--tls-ca", "")};
   options.insecure = args.has("--insecure");
@@ -282,12 +295,26 @@ int main(int argc, char** argv) {
     return genCerts({argvList.begin() + 1, argvList.end()});
   dtlab::remote::NodeOptions options;
   try {
-    const Args args(
-        argvList,
-        {"--listen", "--devices", "--speed", "--bandwidth-mbps", "--latency-ms", "--speed-schedule",
-         "--straggler", "--token", "--threads", "--name", "--log-level", "--advertise",
-         "--connect-timeout", "--tls-cert", "--tls-key", "--tls-ca"},
-        {"--help", "--version", "--insecure"});
+    const std::set<std::string> valueFlags = {
+        "--listen",         "--devices",   "--speed",     "--bandwidth-mbps",  "--latency-ms",
+        "--speed-schedule", "--straggler", "--token",     "--token-file",      "--threads",
+        "--name",           "--log-level", "--advertise", "--connect-timeout", "--tls-cert",
+        "--tls-key",        "--tls-ca"};
+    const std::set<std::string> switches = {"--insecure"};
+    // --config FILE: the file's settings first, so that the command line overrides them.
+    std::set<std::string> withConfig = valueFlags;
+    withConfig.insert("--config");
+    std::set<std::string> allSwitches = switches;
+    allSwitches.insert({"--help", "--version"});
+    std::vector<std::string> all = argvList;
+    if (const Args first(argvList, withConfig, allSwitches); first.has("--config")) {
+      // No token in a configuration file: token_file, readable by the daemon's user only.
+      std::set<std::string> fileFlags = valueFlags;
+      fileFlags.erase("--token");
+      all = dtlab::app::configArguments(first.value("--config", ""), fileFlags, switches);
+      for (const std::string& a : argvList) all.push_back(a);
+    }
+    const Args args(all, withConfig, allSwitches);
     if (args.has("--help")) {
       std::cout << kUsage;
       return 0;

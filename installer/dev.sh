@@ -32,6 +32,7 @@ packages=(
   chromium poppler-utils  # tests look at the experiment report: HTML in headless Chromium,
                           # PDF pages through pdftoppm (neither is needed to write one)
   fonts-dejavu-core       # the report's and the charts' font, in Qt and in the browser
+  systemd                 # systemd-analyze verify checks the node service's unit (installer/systemd)
 )
 # Only for side-by-side reference numbers in `dtlab-cli bench`; never a build or test
 # dependency. Debian's PyTorch takes its GEMM from whatever libblas.so.3 is selected, on a
