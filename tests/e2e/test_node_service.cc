@@ -135,7 +135,9 @@ class TestNodeService : public QObject {
     QProcess verify;
     verify.start(analyze, {"verify", copy});
     QVERIFY(verify.waitForFinished(60000));
-    QVERIFY2(verify.exitCode() == 0, verify.readAllStandardError().constData());
+    // Its warnings about the unit (a line it ignores, say) name the file: none may come.
+    const QString said = QString::fromUtf8(verify.readAllStandardError());
+    QVERIFY2(verify.exitCode() == 0 && !said.contains("dtlab-node.service"), qPrintable(said));
   }
 };
 
