@@ -7,6 +7,9 @@
 #                           builds, then hits real runs with N seeded faults (default 40;
 #                           tests/faults): killed, stopped and cut-off nodes, coordinators, a full
 #                           disk, a read-only project (root for the cut, the disk and the project)
+#   installer/dev.sh package
+#                           builds a CPU-only release tree (build-package/) and writes the
+#                           .deb packages dtlab, dtlab-node and dtlab-cli to build/packages/
 #   installer/dev.sh fuzz [SECONDS] [TARGET...]
 #                           builds the libFuzzer targets (tests/fuzz, clang) and runs each
 set -euo pipefail
@@ -33,6 +36,7 @@ packages=(
                           # PDF pages through pdftoppm (neither is needed to write one)
   fonts-dejavu-core       # the report's and the charts' font, in Qt and in the browser
   systemd                 # systemd-analyze verify checks the node service's unit (installer/systemd)
+  desktop-file-utils appstream  # the workbench's desktop entry and AppStream metadata are checked
 )
 # Only for side-by-side reference numbers in `dtlab-cli bench`; never a build or test
 # dependency. Debian's PyTorch takes its GEMM from whatever libblas.so.3 is selected, on a
@@ -223,6 +227,21 @@ case "$cmd" in
     deps
     fuzz "$@"
     ;;
+  package)
+    # A tree of its own: CPU only (a CUDA build would tie every package to NVIDIA's
+    # libraries, which Debian does not ship) and without the tests.
+    deps
+    install_packages dpkg-dev  # dpkg-shlibdeps computes the packages' dependencies
+    package_dir="${DTLAB_PACKAGE_BUILD_DIR:-$root/build-package}"
+    cmake -S "$root" -B "$package_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DDTLAB_WITH_CUDA=OFF -DDTLAB_BUILD_TESTS=OFF >/dev/null
+    cmake --build "$package_dir" -j "$jobs" --target dtlab dtlab-node dtlab-cli
+    mkdir -p "$root/build/packages"
+    (cd "$package_dir" && cpack -G DEB -B "$root/build/packages" >/dev/null)
+    rm -rf "$root/build/packages/_CPack_Packages"
+    log "packages in $root/build/packages:"
+    ls -1 "$root/build/packages"/*.deb >&2
+    ;;
   bench)
     # PyTorch serves the reference side of the speed benchmarks; the strategy comparisons
     # have none (their reference is the equal split / synchronous variant in the same run).
@@ -231,7 +250,7 @@ case "$cmd" in
     "$build_dir/app/dtlab-cli" bench "${@:-core}"
     ;;
   *)
-    echo "usage: installer/dev.sh deps [--bench] | build | test [--sanitize address,undefined|thread] [ctest args] | run | bench [what] | faults [--seed S] [--count N] [--only KIND] [--policy P] | fuzz [SECONDS] [TARGET...]" >&2
+    echo "usage: installer/dev.sh deps [--bench] | build | test [--sanitize address,undefined|thread] [ctest args] | run | bench [what] | faults [--seed S] [--count N] [--only KIND] [--policy P] | fuzz [SECONDS] [TARGET...] | package" >&2
     [ "$cmd" = "help" ] && exit 0
     exit 2
     ;;

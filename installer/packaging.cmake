@@ -1,0 +1,71 @@
+# Where `cmake --install` puts DTLab, and its Debian packages (CPack): installer/dev.sh package
+# writes dtlab (the workbench), dtlab-node (the daemon and its service) and dtlab-cli to
+# build/packages/. Dependencies come from dpkg-shlibdeps, plus what it cannot see.
+include(GNUInstallDirs)
+
+install(TARGETS dtlab RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT gui)
+install(TARGETS dtlab-node RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT node)
+install(TARGETS dtlab-cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
+
+# The workbench's desktop integration: menu entry, AppStream metadata, icons (hicolor, one
+# scalable), and the MIME type of *.dtlab so that the file manager opens projects with it.
+set(dtlab_desktop ${PROJECT_SOURCE_DIR}/resources/desktop)
+install(FILES ${dtlab_desktop}/org.dtlab.DTLab.desktop
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/applications COMPONENT gui)
+install(FILES ${dtlab_desktop}/org.dtlab.DTLab.metainfo.xml
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/metainfo COMPONENT gui)
+install(FILES ${dtlab_desktop}/dtlab-project.xml
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/mime/packages RENAME dtlab.xml COMPONENT gui)
+install(FILES ${PROJECT_SOURCE_DIR}/resources/icons/dtlab.svg
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/icons/hicolor/scalable/apps COMPONENT gui)
+foreach(size 48 128 256)
+  install(FILES ${PROJECT_SOURCE_DIR}/resources/icons/dtlab-${size}.png
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/icons/hicolor/${size}x${size}/apps
+          RENAME dtlab.png COMPONENT gui)
+endforeach()
+
+# The node service: its unit and its settings (a conffile: kept across upgrades).
+install(FILES ${PROJECT_SOURCE_DIR}/installer/systemd/dtlab-node.service
+        DESTINATION lib/systemd/system COMPONENT node)
+install(FILES ${PROJECT_SOURCE_DIR}/installer/systemd/node.conf
+        DESTINATION /etc/dtlab COMPONENT node)
+
+# The example specs, for `dtlab-cli run /usr/share/dtlab/examples/...` from any directory.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/resources/specs/
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/dtlab/examples COMPONENT cli
+        FILES_MATCHING PATTERN "*.json")
+
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_VENDOR "DTLab")
+set(CPACK_PACKAGE_CONTACT "DTLab developers <dtlab@localhost>")
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_COMPONENTS_ALL gui node cli)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION science)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS OFF)
+
+set(CPACK_DEBIAN_GUI_PACKAGE_NAME dtlab)
+set(CPACK_COMPONENT_GUI_DESCRIPTION
+    "DTLab workbench for distributed deep-learning training experiments\n Configure synthetic datasets and a cluster of dtlab-node daemons, run training\n strategies side by side and compare them live.")
+# Qt's platform plugin is loaded at run time, where dpkg-shlibdeps cannot see it; the
+# workbench starts its local clusters' daemons from dtlab-node.
+set(CPACK_DEBIAN_GUI_PACKAGE_DEPENDS "qt6-qpa-plugins, dtlab-node (= ${PROJECT_VERSION})")
+
+set(CPACK_DEBIAN_NODE_PACKAGE_NAME dtlab-node)
+set(CPACK_COMPONENT_NODE_DESCRIPTION
+    "DTLab node daemon\n Runs DTLab training jobs for the dtlab workbench and dtlab-cli; a hardened\n systemd service (dtlab-node.service) reading /etc/dtlab/node.conf.")
+set(CPACK_DEBIAN_NODE_PACKAGE_DEPENDS "adduser")
+set(CPACK_DEBIAN_NODE_PACKAGE_CONTROL_EXTRA
+    ${PROJECT_SOURCE_DIR}/installer/debian/dtlab-node/postinst
+    ${PROJECT_SOURCE_DIR}/installer/debian/dtlab-node/postrm
+    ${PROJECT_SOURCE_DIR}/installer/debian/dtlab-node/conffiles)
+
+set(CPACK_DEBIAN_CLI_PACKAGE_NAME dtlab-cli)
+set(CPACK_COMPONENT_CLI_DESCRIPTION
+    "DTLab command line\n Runs, compares, resumes and benchmarks DTLab experiments on local or remote\n dtlab-node clusters; example specs in /usr/share/dtlab/examples.")
+set(CPACK_DEBIAN_CLI_PACKAGE_DEPENDS "dtlab-node (= ${PROJECT_VERSION})")
+
+include(CPack)
