@@ -35,7 +35,8 @@ commands:
       Train the spec's model in this process. Progress goes to stderr; the last
       line of stdout is {"runs":[summary]}. --project records the run, its metric
       series, events and summary in the project file (created when missing).
-  run SPEC.json [--local-nodes N | --node HOST:PORT ... | --hostfile FILE] [--token T]
+  run SPEC.json [--local-nodes N | --node HOST:PORT ... | --hostfile FILE]
+      [--token T | --token-file F]
       [--project P.dtlab] [--repeats N] [--connect-timeout S]
       [--tls-cert F --tls-key F --tls-ca F] [--quiet]
       Run every strategy variant of the spec in turn on a cluster of dtlab-node
@@ -48,7 +49,8 @@ commands:
       (--local-nodes N), else the spec's cluster: the running daemons its nodes name
       by "address" (each given its node entry's speed, bandwidth and latency), or
       cluster.local_nodes local daemons. --token: the token of every node (local
-      daemons are started with it). The last line of stdout is {"runs":[...]}, one
+      daemons are started with it); --token-file F: read from F (owner-only
+      permissions), kept out of ps. The last line of stdout is {"runs":[...]}, one
       summary per variant with a parameter checksum per replica. --project records
       every variant as a run (series per worker, events, summary) in the project file,
       the runs of this invocation grouped as one execution of the experiment.

@@ -80,7 +80,7 @@ std::string readSecretFile(const std::string& path, const std::string& flag) {
   if ((info.st_mode & (S_IRWXG | S_IRWXO)) != 0)
     throw UsageError(flag + " " + path +
                      ": other users may read it (its mode gives group or others access); "
-                     "chmod 600 it, owned by the user the daemon runs as");
+                     "chmod 600 it, owned by the user this program runs as");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError(flag + " " + path + ": cannot read it");
   std::ostringstream text;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/args.h"
+#include "app/config_file.h"
 #include "app/progress.h"
 #include "app/project_command.h"
 #include "core/spec/execution_plan.h"
@@ -42,9 +43,9 @@ extern "C" void onInterrupt(int signal) {
 }  // namespace
 
 const std::set<std::string>& clusterFlags() {
-  static const std::set<std::string> flags = {
-      "--local-nodes",     "--node",     "--hostfile", "--token",
-      "--connect-timeout", "--tls-cert", "--tls-key",  "--tls-ca"};
+  static const std::set<std::string> flags = {"--local-nodes", "--node",       "--hostfile",
+                                              "--token",       "--token-file", "--connect-timeout",
+                                              "--tls-cert",    "--tls-key",    "--tls-ca"};
   return flags;
 }
 
@@ -76,7 +77,12 @@ RunPlace chooseRunPlace(const Args& args, const core::ExperimentSpec& spec) {
     throw UsageError("--node and --local-nodes exclude each other");
   if (args.has("--hostfile") && (!nodes.empty() || args.has("--local-nodes")))
     throw UsageError("--hostfile names the cluster: leave out --node and --local-nodes");
-  const std::string token = args.value("--token", "");
+  std::string token = args.value("--token", "");
+  if (args.has("--token-file")) {
+    if (args.has("--token"))
+      throw UsageError("--token and --token-file: give one (--token-file keeps it out of ps)");
+    token = readSecretFile(args.value("--token-file", ""), "--token-file");
+  }
   options.token = token;
   const remote::TlsFiles tls{args.value("--tls-cert", ""), args.value("--tls-key", ""),
                              args.value("--tls-ca", "")};

@@ -37,6 +37,7 @@ packages=(
   fonts-dejavu-core       # the report's and the charts' font, in Qt and in the browser
   systemd                 # systemd-analyze verify checks the node service's unit (installer/systemd)
   desktop-file-utils appstream  # the workbench's desktop entry and AppStream metadata are checked
+  python3-yaml            # tests/installer/check_k8s.py parses the Kubernetes manifests
 )
 # Only for side-by-side reference numbers in `dtlab-cli bench`; never a build or test
 # dependency. Debian's PyTorch takes its GEMM from whatever libblas.so.3 is selected, on a

@@ -14,6 +14,7 @@
 #include <QtCore/QProcess>
 #include <QtCore/QTemporaryDir>
 
+#include "core/spec/experiment_spec.h"
 #include "remote/coordinator/coordinator.h"
 #include "tests/e2e/e2e_support.h"
 
@@ -101,6 +102,37 @@ class TestNodeService : public QObject {
     QCOMPARE(node.exitCode(), 2);
     QVERIFY2(error.contains(expected), qPrintable(error));
     if (tokenMode != 0600) QVERIFY2(error.contains("chmod 600"), qPrintable(error));
+  }
+
+  // dtlab-cli takes the cluster's token from a file too (a Kubernetes Job does, and a shell
+  // history keeps no secret): owner-only, or refused.
+  void theCliReadsTheTokenFromAFile() {
+    QTemporaryDir dir;
+    const QString token = dir.filePath("token");
+    writeFile(token, "s3cret\n", 0600);
+    QProcess node;
+    QString error;
+    const QString address =
+        startNode(node, {"--listen", "127.0.0.1:0", "--token-file", token}, &error);
+    QVERIFY2(!address.isEmpty(), qPrintable(error));
+    core::ExperimentSpec spec;
+    spec.dataset.trainSize = 512;
+    spec.dataset.testSize = 64;
+    spec.model.hidden = {8};
+    spec.training.batchSize = 32;
+    spec.training.epochs = 0;
+    spec.training.maxSteps = 5;
+    const QString path = e2e::writeSpec(dir, spec);
+    const e2e::Outcome ran =
+        e2e::cli({"run", path, "--quiet", "--node", address, "--token-file", token});
+    QVERIFY2(ran.exitCode == 0, qPrintable(ran.err));
+    QVERIFY(::chmod(token.toLocal8Bit().constData(), 0644) == 0);
+    const e2e::Outcome refused =
+        e2e::cli({"run", path, "--quiet", "--node", address, "--token-file", token});
+    QCOMPARE(refused.exitCode, 2);
+    QVERIFY2(refused.err.contains("chmod 600"), qPrintable(refused.err));
+    node.terminate();
+    QVERIFY(node.waitForFinished(10000));
   }
 
   void tokenAndTokenFileExcludeEachOther() {
