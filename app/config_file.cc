@@ -6,16 +6,10 @@
 #include <sstream>
 
 #include "app/args.h"
+#include "core/common/text_lines.h"
 
 namespace dtlab::app {
 namespace {
-
-std::string trimmed(const std::string& s) {
-  const auto first = s.find_first_not_of(" \t\r");
-  if (first == std::string::npos) return {};
-  const auto last = s.find_last_not_of(" \t\r\n");
-  return s.substr(first, last - first + 1);
-}
 
 std::string keysOf(const std::set<std::string>& valueFlags, const std::set<std::string>& switches) {
   std::string out;
@@ -36,21 +30,17 @@ std::vector<std::string> configArguments(const std::string& path,
                                          const std::set<std::string>& switches) {
   std::ifstream in(path);
   if (!in) throw UsageError(path + ": cannot read the configuration file");
+  std::ostringstream text;
+  text << in.rdbuf();
   std::vector<std::string> arguments;
   std::set<std::string> seen;
-  std::string line;
-  int number = 0;
-  while (std::getline(in, line)) {
-    ++number;
+  forEachContentLine(text.str(), [&](int number, std::string_view line) {
     const std::string where = path + ":" + std::to_string(number) + ": ";
-    if (const auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
-    line = trimmed(line);
-    if (line.empty()) continue;
     const auto equals = line.find('=');
-    if (equals == std::string::npos)
-      throw UsageError(where + "expected KEY = VALUE, got '" + line + "'");
-    const std::string key = trimmed(line.substr(0, equals));
-    const std::string value = trimmed(line.substr(equals + 1));
+    if (equals == std::string_view::npos)
+      throw UsageError(where + "expected KEY = VALUE, got '" + std::string(line) + "'");
+    const std::string key(trimBlanks(line.substr(0, equals)));
+    const std::string value(trimBlanks(line.substr(equals + 1)));
     std::string flag = "--" + key;
     for (std::size_t i = 2; i < flag.size(); ++i)
       if (flag[i] == '_') flag[i] = '-';
@@ -69,7 +59,7 @@ std::vector<std::string> configArguments(const std::string& path,
       throw UsageError(where + "unknown key '" + key + "' (known: " + keysOf(valueFlags, switches) +
                        ")");
     }
-  }
+  });
   return arguments;
 }
 

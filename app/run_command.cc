@@ -26,6 +26,7 @@
 #include "remote/cluster/local_cluster.h"
 #include "remote/common/tls.h"
 #include "remote/coordinator/coordinator.h"
+#include "remote/coordinator/placement.h"
 
 namespace dtlab::app {
 namespace {
@@ -136,7 +137,7 @@ void checkHostfileSlots(const RunPlace& place, const std::vector<remote::NodeSum
   const bool cuda = spec.cluster.device == "cuda";
   for (std::size_t i = 0; i < place.entries.size() && i < nodes.size(); ++i) {
     const core::HostfileNode& entry = place.entries[i];
-    const int has = std::max(1, cuda ? nodes[i].gpus : nodes[i].cpuSlots);
+    const int has = remote::workerSlots(nodes[i], spec.cluster.device);
     if (entry.workerSlots && *entry.workerSlots != has)
       throw Error(place.hostfile + ":" + std::to_string(entry.line) +
                   ": slots=" + std::to_string(*entry.workerSlots) + ", but " + entry.node.address +

@@ -275,6 +275,8 @@ ExperimentSpec parseExperimentSpecText(const std::string& text);  // also report
 ExperimentSpec loadExperimentSpec(const std::string& path);       // names the file in errors
 // Complete JSON with every default filled in; parseExperimentSpec(toJson(s)) == s.
 nlohmann::json toJson(const ExperimentSpec& spec);
+// One cluster.nodes entry, as toJson(spec) writes it.
+nlohmann::json toJson(const NodeConfig& node);
 
 // Empty when `address` is a usable "host:port" of a node daemon (host: a name, an IPv4
 // address, or an IPv6 address in brackets; port 1..65535), else why not.

@@ -39,29 +39,31 @@ const char* toString(Precision precision) {
   return nameOf(kPrecisionNames, precision);
 }
 
+json toJson(const NodeConfig& n) {
+  json node = json::object();
+  if (!n.address.empty()) node["address"] = n.address;
+  node["speed"] = n.speed;
+  node["bandwidth_mbps"] = n.bandwidthMbps;
+  node["latency_ms"] = n.latencyMs;
+  if (!n.speedSchedule.empty()) {
+    json schedule = json::array();
+    for (const SpeedChange& c : n.speedSchedule)
+      schedule.push_back({{"at_step", c.atStep}, {"speed", c.speed}});
+    node["speed_schedule"] = schedule;
+  }
+  if (n.straggler.probability > 0.0 || n.straggler.pauseMs > 0.0)
+    node["straggler"] = {{"probability", n.straggler.probability},
+                         {"pause_ms", n.straggler.pauseMs}};
+  return node;
+}
+
 json toJson(const ExperimentSpec& spec) {
   const ModelConfig& m = spec.model;
   const OptimizerConfig& o = spec.optimizer;
   const ScheduleConfig& s = o.schedule;
   const TrainingConfig& t = spec.training;
   json nodes = json::array();
-  for (const NodeConfig& n : spec.cluster.nodes) {
-    json node = json::object();
-    if (!n.address.empty()) node["address"] = n.address;
-    node["speed"] = n.speed;
-    node["bandwidth_mbps"] = n.bandwidthMbps;
-    node["latency_ms"] = n.latencyMs;
-    if (!n.speedSchedule.empty()) {
-      json schedule = json::array();
-      for (const SpeedChange& c : n.speedSchedule)
-        schedule.push_back({{"at_step", c.atStep}, {"speed", c.speed}});
-      node["speed_schedule"] = schedule;
-    }
-    if (n.straggler.probability > 0.0 || n.straggler.pauseMs > 0.0)
-      node["straggler"] = {{"probability", n.straggler.probability},
-                           {"pause_ms", n.straggler.pauseMs}};
-    nodes.push_back(node);
-  }
+  for (const NodeConfig& n : spec.cluster.nodes) nodes.push_back(toJson(n));
   // A remote cluster's size is its list of addresses; "local_nodes" would only mislead.
   json cluster = json::object();
   if (!spec.cluster.remote()) cluster["local_nodes"] = spec.cluster.localNodes;

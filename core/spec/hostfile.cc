@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/common/check.h"
+#include "core/common/text_lines.h"
 #include "core/spec/spec_names.h"
 #include "core/spec/spec_reader.h"
 
@@ -21,13 +22,6 @@ using spec_detail::kNodeSpeed;
 using spec_detail::kNonNegative;
 
 constexpr std::string_view kKeys = "slots, speed, bandwidth_mbps, latency_ms";
-
-std::string_view trimmed(std::string_view s) {
-  const auto first = s.find_first_not_of(" \t\r");
-  if (first == std::string_view::npos) return {};
-  const auto last = s.find_last_not_of(" \t\r");
-  return s.substr(first, last - first + 1);
-}
 
 // The line's words, split at spaces and tabs.
 std::vector<std::string_view> wordsOf(std::string_view line) {
@@ -70,17 +64,8 @@ double numberOf(std::string_view text, const std::string& where, std::string_vie
 std::vector<HostfileNode> parseHostfile(std::string_view text, const std::string& source) {
   std::vector<HostfileNode> nodes;
   std::set<std::string> addresses;
-  int lineNumber = 0;
-  while (!text.empty()) {
-    const auto newline = text.find('\n');
-    std::string_view line = text.substr(0, newline);
-    text = newline == std::string_view::npos ? std::string_view() : text.substr(newline + 1);
-    ++lineNumber;
+  forEachContentLine(text, [&](int lineNumber, std::string_view line) {
     const std::string where = concat(source, ":", lineNumber);
-    if (const auto hash = line.find('#'); hash != std::string_view::npos)
-      line = line.substr(0, hash);
-    line = trimmed(line);
-    if (line.empty()) continue;
     if (nodes.size() >= static_cast<std::size_t>(kMaxClusterNodes))
       throw SpecError(where, concat("at most ", kMaxClusterNodes, " nodes"));
     const std::vector<std::string_view> words = wordsOf(line);
@@ -120,7 +105,7 @@ std::vector<HostfileNode> parseHostfile(std::string_view text, const std::string
       }
     }
     nodes.push_back(std::move(entry));
-  }
+  });
   if (nodes.empty())
     throw SpecError(source, "names no node (one HOST[:PORT] [slots=N] [speed=F] ... a line)");
   return nodes;

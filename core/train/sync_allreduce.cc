@@ -377,12 +377,9 @@ std::string SyncAllReduce::probeSpeeds() {
   const auto world = static_cast<std::size_t>(context_.job.world);
   std::vector<float> speeds(world);
   comm->allGather(&mine, 1, speeds.data());
+  const std::vector<double> measured(speeds.begin(), speeds.end());
   std::vector<RankCost> costs(world);
-  std::vector<double> measured;
-  for (std::size_t r = 0; r < world; ++r) {
-    costs[r].samplesPerS = speeds[r];
-    measured.push_back(speeds[r]);
-  }
+  for (std::size_t r = 0; r < world; ++r) costs[r].samplesPerS = measured[r];
   const ShareProposal proposal = balancedCounts(costs, global_);
   const bool move = outsideDeadBand(counts_, proposal.counts, kShareDeadBand);
   if (move) setCounts(proposal.counts);

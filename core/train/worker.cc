@@ -142,21 +142,28 @@ void Worker::releaseResidentRows() {
   residentY_ = nullptr;
 }
 
+template <typename PositionOf, typename Generate>
+void Worker::inChunks(int64_t rows, PositionOf positionOf, std::vector<int64_t>& chunk,
+                      Generate generate) const {
+  const auto step = static_cast<int64_t>(chunk.size());
+  for (int64_t done = 0; done < rows; done += step) {
+    const int64_t n = std::min(step, rows - done);
+    for (int64_t k = 0; k < n; ++k)
+      chunk[static_cast<std::size_t>(k)] = sampleAt(positionOf(done + k));
+    generate(done, std::span<const int64_t>(chunk.data(), static_cast<std::size_t>(n)));
+  }
+}
+
 template <typename PositionOf>
 void Worker::generateRows(int64_t rows, PositionOf positionOf, float* x, float* y) {
-  const auto chunk = static_cast<int64_t>(chunk_.size());
   const int64_t features = model_.inputs();
-  for (int64_t done = 0; done < rows; done += chunk) {
-    const int64_t n = std::min(chunk, rows - done);
-    for (int64_t k = 0; k < n; ++k)
-      chunk_[static_cast<std::size_t>(k)] = sampleAt(positionOf(done + k));
-    const std::span<const int64_t> indices(chunk_.data(), static_cast<std::size_t>(n));
+  inChunks(rows, positionOf, chunk_, [&](int64_t done, std::span<const int64_t> indices) {
     if (sampleSource_ != nullptr) {
       sampleSource_->generate(Split::kTrain, indices, x + done * features, y + done);
     } else {
       dataset_.generateIndices(Split::kTrain, indices, heldX_.row(done), heldY_.data() + done);
     }
-  }
+  });
   // Rows made on the host go to backend memory when x is there (a GPU without a source).
   if (sampleSource_ == nullptr && x != nullptr) {
     backend_.upload(x, heldX_.data(), rows * features);
@@ -176,11 +183,10 @@ void Worker::setSlice(BatchSlice slice) {
   settlePrefetch();  // it made rows of the old slice, maybe into buffers about to go
   if (!perBatch_) {
     perBatch_ = true;
+    // Only a backend with memory of its own gets here: on the host a slice is made batch by
+    // batch from the start.
     releaseResidentRows();  // batches are generated one by one from here on
-    if (backend_.hostMemory()) {
-      heldX_ = Tensor();  // generated straight into the batch buffers
-      heldY_ = Tensor();
-    } else if (sampleSource_ == nullptr) {
+    if (sampleSource_ == nullptr) {
       heldX_.resize(slice.global, model_.inputs());  // room for any slice
       heldY_.resize(slice.global, 1);
     }
@@ -206,16 +212,12 @@ void Worker::reserveBatch(int64_t rows) {
 void Worker::generateHostBatch(int64_t cursor, const BatchSlice& slice, std::vector<int64_t>& chunk,
                                float* x, float* y) const {
   const int64_t features = model_.inputs();
-  const auto step = static_cast<int64_t>(chunk.size());
-  for (int64_t done = 0; done < slice.count; done += step) {
-    const int64_t n = std::min(step, slice.count - done);
-    for (int64_t k = 0; k < n; ++k)
-      chunk[static_cast<std::size_t>(k)] =
-          sampleAt(order_[static_cast<std::size_t>(cursor + slice.begin + done + k)]);
-    dataset_.generateIndices(Split::kTrain,
-                             std::span<const int64_t>(chunk.data(), static_cast<std::size_t>(n)),
-                             x + done * features, y + done);
-  }
+  inChunks(
+      slice.count,
+      [&](int64_t r) { return order_[static_cast<std::size_t>(cursor + slice.begin + r)]; }, chunk,
+      [&](int64_t done, std::span<const int64_t> indices) {
+        dataset_.generateIndices(Split::kTrain, indices, x + done * features, y + done);
+      });
 }
 
 void Worker::startPrefetch() {

@@ -189,6 +189,11 @@ class Worker {
   // sample source they go straight to x/y (backend memory), else to heldX_/heldY_.
   template <typename PositionOf>
   void generateRows(int64_t rows, PositionOf positionOf, float* x, float* y);
+  // Shard positions positionOf(0 .. rows) as sample indices, `chunk` of them at a time,
+  // each handed to generate(first row, indices).
+  template <typename PositionOf, typename Generate>
+  void inChunks(int64_t rows, PositionOf positionOf, std::vector<int64_t>& chunk,
+                Generate generate) const;
   // The rows of `slice` of the global batch at `cursor` of this epoch's order, generated on
   // the host straight into x, y (host memory), `chunk` holding the indices. Reads only what
   // no batch changes (order_ changes at an epoch's start, after settlePrefetch()).

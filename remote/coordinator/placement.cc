@@ -78,6 +78,10 @@ std::vector<std::string> contentionOf(const std::vector<NodeSummary>& nodes,
 
 }  // namespace
 
+int workerSlots(const NodeSummary& node, const std::string& device) {
+  return std::max(1, device == "cuda" ? node.gpus : node.cpuSlots);
+}
+
 std::string reachableAddress(const NodeSummary& node) {
   const HostPort at = parseHostPort(node.address, "node address");
   const std::string host = node.advertiseHost.empty() ? at.host : node.advertiseHost;
@@ -98,10 +102,9 @@ Placement placeRun(const core::ExperimentSpec& spec, int variant,
   p.nodeCount = chosen.nodes > 0 ? static_cast<std::size_t>(chosen.nodes) : nodes.size();
   // One rank per worker slot of the run's device: a node's GPUs for a cuda run, else its CPU
   // slots.
-  const bool cuda = spec.cluster.device == "cuda";
   std::vector<int> slots;
   for (std::size_t n = 0; n < p.nodeCount; ++n)
-    slots.push_back(cuda ? std::max(1, nodes[n].gpus) : std::max(1, nodes[n].cpuSlots));
+    slots.push_back(workerSlots(nodes[n], spec.cluster.device));
   checkNodesCanRun(spec, chosen, nodes, labels, p.nodeCount, slots);
   for (std::size_t n = 0; n < p.nodeCount; ++n)
     for (int s = 0; s < slots[n]; ++s) {

@@ -48,6 +48,10 @@ Placement placeRunOn(const core::ExperimentSpec& spec, int variant,
                      const std::vector<NodeSummary>& nodes, const std::vector<std::string>& labels,
                      const std::vector<std::size_t>& use);
 
+// The ranks a node runs for a run on `device` ("cpu" or "cuda"): its GPUs for a cuda run,
+// else its CPU worker slots (dtlab-node --devices); at least one.
+int workerSlots(const NodeSummary& node, const std::string& device);
+
 // A node's services as its peers reach them: its advertised host (else the host the
 // coordinator dialled) on the port it serves on.
 std::string reachableAddress(const NodeSummary& node);

@@ -297,11 +297,7 @@ QString TopologyPage::importHostfile(const QString& path) {
   nlohmann::json cluster = this->cluster();
   cluster.erase("local_nodes");
   nlohmann::json list = nlohmann::json::array();
-  for (const core::NodeConfig& n : nodes)
-    list.push_back({{"address", n.address},
-                    {"speed", n.speed},
-                    {"bandwidth_mbps", n.bandwidthMbps},
-                    {"latency_ms", n.latencyMs}});
+  for (const core::NodeConfig& n : nodes) list.push_back(core::toJson(n));
   cluster["nodes"] = list;
   model_->setCluster(cluster);
   validate();
