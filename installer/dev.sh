@@ -8,8 +8,9 @@
 #                           tests/faults): killed, stopped and cut-off nodes, coordinators, a full
 #                           disk, a read-only project (root for the cut, the disk and the project)
 #   installer/dev.sh package
-#                           builds a CPU-only release tree (build-package/) and writes the
-#                           .deb packages dtlab, dtlab-node and dtlab-cli to build/packages/
+#                           builds a release tree for x86-64-v3 (build-package/) and writes the
+#                           .deb packages dtlab, dtlab-node and dtlab-cli to build/packages/,
+#                           and dtlab-cuda (the CUDA plugin) where nvcc, cuBLAS and NCCL are found
 #   installer/dev.sh fuzz [SECONDS] [TARGET...]
 #                           builds the libFuzzer targets (tests/fuzz, clang) and runs each
 set -euo pipefail
@@ -229,14 +230,19 @@ case "$cmd" in
     fuzz "$@"
     ;;
   package)
-    # A tree of its own: CPU only (a CUDA build would tie every package to NVIDIA's
-    # libraries, which Debian does not ship) and without the tests.
+    # A tree of its own, without the tests, for any x86-64 CPU since about 2015 (x86-64-v3:
+    # AVX2, FMA), not the building machine's. The programs link no CUDA library; where nvcc,
+    # cuBLAS and NCCL are found the tree also builds the CUDA plugin, packaged as dtlab-cuda.
     deps
     install_packages dpkg-dev  # dpkg-shlibdeps computes the packages' dependencies
     package_dir="${DTLAB_PACKAGE_BUILD_DIR:-$root/build-package}"
     cmake -S "$root" -B "$package_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DDTLAB_WITH_CUDA=OFF -DDTLAB_BUILD_TESTS=OFF >/dev/null
-    cmake --build "$package_dir" -j "$jobs" --target dtlab dtlab-node dtlab-cli
+      -DDTLAB_ARCH=x86-64-v3 -DDTLAB_WITH_CUDA=AUTO -DDTLAB_BUILD_TESTS=OFF >/dev/null
+    targets=(dtlab dtlab-node dtlab-cli)
+    if grep -q '^#define DTLAB_HAVE_CUDA 1' "$package_dir/generated/core/common/config.h"; then
+      targets+=(dtlab_cuda)
+    fi
+    cmake --build "$package_dir" -j "$jobs" --target "${targets[@]}"
     mkdir -p "$root/build/packages"
     (cd "$package_dir" && cpack -G DEB -B "$root/build/packages" >/dev/null)
     rm -rf "$root/build/packages/_CPack_Packages"

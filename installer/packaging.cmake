@@ -1,6 +1,7 @@
 # Where `cmake --install` puts DTLab, and its Debian packages (CPack): installer/dev.sh package
 # writes dtlab (the workbench), dtlab-node (the daemon and its service) and dtlab-cli to
-# build/packages/. Dependencies come from dpkg-shlibdeps, plus what it cannot see.
+# build/packages/, and dtlab-cuda (the CUDA plugin) where the tree builds it. Dependencies come
+# from dpkg-shlibdeps, plus what it cannot see.
 include(GNUInstallDirs)
 
 install(TARGETS dtlab RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT gui)
@@ -42,6 +43,9 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL gui node cli)
+if(TARGET dtlab_cuda)
+  list(APPEND CPACK_COMPONENTS_ALL cuda)
+endif()
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
@@ -67,5 +71,20 @@ set(CPACK_DEBIAN_CLI_PACKAGE_NAME dtlab-cli)
 set(CPACK_COMPONENT_CLI_DESCRIPTION
     "DTLab command line\n Runs, compares, resumes and benchmarks DTLab experiments on local or remote\n dtlab-node clusters; example specs in /usr/share/dtlab/examples.")
 set(CPACK_DEBIAN_CLI_PACKAGE_DEPENDS "dtlab-node (= ${PROJECT_VERSION})")
+
+# The CUDA plugin (core/backend/cuda_plugin.h) where the programs look for it, /usr/lib/dtlab
+# beside /usr/bin: a package of its own, so the others run on machines without CUDA. Its
+# libraries are NVIDIA's (the CUDA repository's packages, named here: dpkg-shlibdeps cannot name
+# packages Debian does not have); the driver's libcuda comes with the GPU's driver.
+if(TARGET dtlab_cuda)
+  install(TARGETS dtlab_cuda LIBRARY DESTINATION lib/dtlab COMPONENT cuda)
+  set(dtlab_cuda_series "${CUDAToolkit_VERSION_MAJOR}-${CUDAToolkit_VERSION_MINOR}")
+  set(CPACK_DEBIAN_CUDA_PACKAGE_NAME dtlab-cuda)
+  set(CPACK_COMPONENT_CUDA_DESCRIPTION
+      "DTLab CUDA backend and NCCL collectives\n The plugin dtlab-node and dtlab-cli load when a spec asks for cuda devices:\n cuBLAS GEMMs in fp32, tf32 or bf16, DTLab's own kernels, NCCL between GPUs.\n Needs NVIDIA's driver and the CUDA ${CUDAToolkit_VERSION_MAJOR} libraries from NVIDIA's repository.")
+  set(CPACK_DEBIAN_CUDA_PACKAGE_SHLIBDEPS OFF)
+  set(CPACK_DEBIAN_CUDA_PACKAGE_DEPENDS
+      "dtlab-node (= ${PROJECT_VERSION}), libgloo0, cuda-cudart-${dtlab_cuda_series}, libcublas-${dtlab_cuda_series}, libnccl2")
+endif()
 
 include(CPack)

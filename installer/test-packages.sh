@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # installer/test-packages.sh: DTLab's .deb packages as a user meets them, in a fresh Debian 12
-# root made by debootstrap (root only; run by hand, not in CI: the root and the packages'
-# dependencies take minutes to fetch). It
-#   1. installs build/packages/dtlab*.deb with apt-get (which must pull every dependency),
+# root made by debootstrap (root only; .ci/run runs it, a few minutes). It
+#   1. installs the dtlab, dtlab-node and dtlab-cli packages of build/packages with apt-get
+#      (which must pull every dependency),
 #   2. checks the installed desktop entry, AppStream metadata and service unit with
 #      desktop-file-validate, appstreamcli and systemd-analyze,
 #   3. runs an example spec from / with dtlab-cli (a local cluster of two dtlab-node daemons),
 #   4. starts the workbench from its desktop entry's Exec line on that project, under Xvfb,
 #      and has it render the project to a PNG,
-#   5. purges the packages and checks that nothing of theirs is left but the user's project.
+#   5. without CUDA: the programs load no CUDA library and say why cuda:0 is not available,
+#      without the dtlab-cuda package and with it (where the build made one: its CUDA libraries
+#      are in NVIDIA's repository, so it goes in with dpkg --force-depends, and is purged),
+#   6. runs the installed programs on other CPUs (qemu-x86_64): on an x86-64-v3 one without
+#      AVX-512 (Haswell) they work; on an older one (Nehalem) they stop at once, naming what
+#      the CPU lacks,
+#   7. purges the packages and checks that nothing of theirs is left but the user's project.
 # Log: build/packages/test-packages.log. Environment: DTLAB_PACKAGE_ROOT (the root's folder,
 # default build/package-test-root, kept between runs), DTLAB_DEBIAN_MIRROR.
 set -euo pipefail
@@ -31,6 +37,7 @@ fi
 mkdir -p "$packages"
 : >"$log_file"
 command -v debootstrap >/dev/null || apt-get install -y debootstrap >>"$log_file" 2>&1
+command -v qemu-x86_64 >/dev/null || apt-get install -y qemu-user >>"$log_file" 2>&1
 
 if [ ! -e "$target/etc/debian_version" ]; then
   say "making a Debian 12 root in $target (debootstrap, minbase)"
@@ -53,7 +60,7 @@ cp /etc/resolv.conf "$target/etc/resolv.conf"
 
 say "1. apt-get install of the packages (their dependencies from $mirror)"
 rm -rf "$target/tmp/debs" && mkdir -p "$target/tmp/debs"
-cp "$packages"/dtlab*.deb "$target/tmp/debs/"
+cp "$packages"/dtlab_*.deb "$packages"/dtlab-node_*.deb "$packages"/dtlab-cli_*.deb "$target/tmp/debs/"
 in_root apt-get update >>"$log_file" 2>&1 || fail "apt-get update"
 in_root sh -c 'apt-get install -y /tmp/debs/*.deb' >>"$log_file" 2>&1 \
   || fail "apt-get install of the packages (see $log_file)"
@@ -89,7 +96,41 @@ in_root xvfb-run -a sh -c "$command_line --screenshot /root/example.png" >>"$log
 cp "$target/root/example.png" "$packages/test-packages-workbench.png"
 say "   $command_line: a picture of the project in $packages/test-packages-workbench.png"
 
-say "5. purge: nothing of the packages is left but the user's project"
+say "5. without CUDA: no CUDA library loaded, and cuda:0 refused with the reason"
+# What `dtlab-node --devices cuda:0` says (it must refuse, exit 2) must contain $1.
+refuses_cuda() {
+  local out
+  out=$(in_root dtlab-node --devices cuda:0 2>&1) && fail "dtlab-node took cuda:0: $out"
+  case "$out" in *"$1"*) say "   $(printf '%s' "$out" | head -1)" ;;
+    *) fail "dtlab-node --devices cuda:0 did not say '$1': $out" ;; esac
+}
+in_root sh -c 'ldd /usr/bin/dtlab /usr/bin/dtlab-node /usr/bin/dtlab-cli' >"$target/tmp/ldd.out"
+! grep -E 'not found|libcuda|libcublas|libnccl' "$target/tmp/ldd.out" >>"$log_file" \
+  || fail "the programs link a CUDA library, or miss one (see $log_file)"
+refuses_cuda "no CUDA plugin at /usr/lib/dtlab/libdtlab_cuda.so"
+if ls "$packages"/dtlab-cuda_*.deb >/dev/null 2>&1; then
+  cp "$packages"/dtlab-cuda_*.deb "$target/tmp/debs/"
+  in_root sh -c 'dpkg --force-depends -i /tmp/debs/dtlab-cuda_*.deb' >>"$log_file" 2>&1 \
+    || fail "dpkg -i dtlab-cuda"
+  refuses_cuda "cannot load the CUDA plugin /usr/lib/dtlab/libdtlab_cuda.so: libcudart.so"
+  in_root dpkg --purge dtlab-cuda >>"$log_file" 2>&1 || fail "dpkg --purge dtlab-cuda"
+  [ ! -e "$target/usr/lib/dtlab" ] || fail "/usr/lib/dtlab is left after purging dtlab-cuda"
+else
+  say "   no dtlab-cuda package in $packages (built without nvcc, cuBLAS and NCCL): not tried"
+fi
+
+say "6. the installed programs on other CPUs (qemu-x86_64)"
+for program in dtlab-node dtlab-cli; do
+  qemu-x86_64 -L "$target" -cpu Haswell "$target/usr/bin/$program" --version \
+    >>"$log_file" 2>&1 || fail "$program on a Haswell CPU (x86-64-v3, no AVX-512)"
+done
+if out=$(qemu-x86_64 -L "$target" -cpu Nehalem "$target/usr/bin/dtlab-node" --version 2>&1); then
+  fail "dtlab-node ran on a Nehalem CPU (no AVX2)"
+fi
+case "$out" in *"needs a CPU with AVX, AVX2, FMA"*) say "   Nehalem: $(printf '%s' "$out" | tail -1)" ;;
+  *) fail "on a Nehalem CPU dtlab-node did not say what it lacks: $out" ;; esac
+
+say "7. purge: nothing of the packages is left but the user's project"
 in_root apt-get purge -y dtlab dtlab-node dtlab-cli >>"$log_file" 2>&1 || fail "apt-get purge"
 left=""
 while read -r path; do

@@ -2,23 +2,21 @@
 
 #include "core/backend/backend.h"
 #include "core/backend/cpu_backend.h"
+#include "core/backend/cuda_plugin.h"
 #include "core/backend/device_monitor.h"
 #include "core/common/check.h"
-#include "core/common/config.h"
-#if DTLAB_HAVE_CUDA
-#include "core/backend/cuda/cuda_backend.h"
-#endif
 
 namespace dtlab::core {
 
 std::vector<BackendInfo> availableBackends() {
   std::vector<BackendInfo> list;
-#if DTLAB_HAVE_CUDA
-  const CudaDevices devices = cudaDevices();
-  list.push_back({"cuda", devices.count > 0, devices.why});
-#else
-  list.push_back({"cuda", false, "built without CUDA (DTLAB_HAVE_CUDA=0)"});
-#endif
+  const CudaPluginLoad& load = cudaPlugin();
+  if (load.plugin == nullptr) {
+    list.push_back({"cuda", false, load.why});
+  } else {
+    const CudaDevices devices = load.plugin->devices();
+    list.push_back({"cuda", devices.count > 0, devices.why});
+  }
   list.push_back({"cpu", true, ""});
   return list;
 }
@@ -42,6 +40,13 @@ bool isCuda(const std::string& device) {
   return device == "cuda" || device.rfind("cuda:", 0) == 0;
 }
 
+// The plugin, or an Error naming `device` and why it cannot be used.
+const CudaPlugin& pluginFor(const std::string& device) {
+  const CudaPluginLoad& load = cudaPlugin();
+  if (load.plugin == nullptr) throw Error("device '" + device + "' is not available: " + load.why);
+  return *load.plugin;
+}
+
 }  // namespace
 
 std::unique_ptr<Backend> makeBackend(const std::string& device, int threads, Precision precision) {
@@ -53,36 +58,22 @@ std::unique_ptr<Backend> makeBackend(const std::string& device, int threads, Pre
   }
   if (isCuda(device)) {
     const int index = cudaIndex(device);
-#if DTLAB_HAVE_CUDA
-    return std::make_unique<CudaBackend>(index, precision);
-#else
-    static_cast<void>(index);
-    throw Error("device '" + device + "' is not available: built without CUDA (DTLAB_HAVE_CUDA=0)");
-#endif
+    return pluginFor(device).makeBackend(index, precision);
   }
   throw Error("unknown device '" + device + "' (expected cpu or cuda[:N])");
 }
 
 DeviceDescription describeCudaDevice(const std::string& device) {
   const int index = cudaIndex(device);
-#if DTLAB_HAVE_CUDA
-  const CudaDeviceProperties p = cudaDeviceProperties(index);
+  const CudaDeviceProperties p = pluginFor(device).properties(index);
   return {"cuda:" + std::to_string(index), p.model, p.memoryBytes,
           std::to_string(p.major) + "." + std::to_string(p.minor)};
-#else
-  static_cast<void>(index);
-  throw Error("device '" + device + "' is not available: built without CUDA (DTLAB_HAVE_CUDA=0)");
-#endif
 }
 
 std::unique_ptr<DeviceMonitor> makeDeviceMonitor(const std::string& device) {
   if (device == "cpu") return nullptr;
-#if DTLAB_HAVE_CUDA
-  return makeCudaMonitor(cudaIndex(device));  // throws when the device cannot be used
-#else
-  static_cast<void>(describeCudaDevice(device));  // throws: built without CUDA
-  return nullptr;
-#endif
+  const int index = cudaIndex(device);
+  return pluginFor(device).makeMonitor(index);  // throws when the device cannot be used
 }
 
 int cudaDeviceIndex(const std::string& device) {
@@ -90,11 +81,8 @@ int cudaDeviceIndex(const std::string& device) {
 }
 
 int cudaDeviceCount() {
-#if DTLAB_HAVE_CUDA
-  return cudaDevices().count;
-#else
-  return 0;
-#endif
+  const CudaPluginLoad& load = cudaPlugin();
+  return load.plugin == nullptr ? 0 : load.plugin->devices().count;
 }
 
 }  // namespace dtlab::core

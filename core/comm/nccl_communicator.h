@@ -12,7 +12,8 @@ namespace gloo::rendezvous {
 class Store;
 }
 
-// Collectives between GPUs over NCCL (builds with DTLAB_HAVE_CUDA only).
+// Collectives between GPUs over NCCL. The class is in the CUDA plugin (libdtlab_cuda.so); programs
+// make one with makeNcclCommunicator (cuda_plugin.h).
 
 namespace dtlab::core {
 

@@ -2,15 +2,13 @@
 
 #include <algorithm>
 
+#include "core/backend/cuda_plugin.h"
 #include "core/comm/emulated_link_communicator.h"
 #include "core/comm/gloo_communicator.h"
 #include "core/common/log.h"
 #include "core/train/strategy_registry.h"
 #include "remote/node/job.h"
 #include "remote/rendezvous_store.h"
-#if DTLAB_HAVE_CUDA
-#include "core/comm/nccl_communicator.h"
-#endif
 
 namespace dtlab::remote {
 
@@ -61,17 +59,13 @@ std::unique_ptr<core::Communicator> JobGroup::build(const std::string& rendezvou
   std::unique_ptr<core::Communicator> comm;
   if (work.device != "cpu") {
     // GPU workers: NCCL, its id through the same rendezvous (one rank per GPU).
-#if DTLAB_HAVE_CUDA
     core::NcclOptions ncclOptions;
     ncclOptions.device = core::cudaDeviceIndex(work.device);
     ncclOptions.interfaceAddress = settings_.collectiveAddress;
     ncclOptions.keyPrefix = "nccl" + suffix;
     ncclOptions.connectTimeout = settings_.connectTimeout;
     ncclOptions.abort = &g.abort;
-    comm = std::make_unique<core::NcclCommunicator>(*g.store, rank, world, ncclOptions);
-#else
-    throw Error("device '" + work.device + "' needs NCCL: built without CUDA");
-#endif
+    comm = core::makeNcclCommunicator(*g.store, rank, world, ncclOptions);
   } else {
     core::GlooOptions glooOptions;
     glooOptions.interfaceAddress = settings_.collectiveAddress;

@@ -6,7 +6,8 @@
 # machine with nvcc; OUT (default .gpu-bundle/dtlab-gpu.tar.xz, a folder git ignores through
 # .git/info/exclude) gets the GPU test suites, dtlab-cli and dtlab-node, and every shared library
 # they load except the C runtime and the big CUDA libraries (cuBLAS, cuBLASLt, NCCL), which the
-# GPU machine has. tests/gpu/run.sh unpacks it there when DTLAB_GPU_BUNDLE names it.
+# GPU machine has; the CUDA plugin goes to lib/dtlab, where the programs look for it (beside their
+# app/ and tests/ directories). tests/gpu/run.sh unpacks it there when DTLAB_GPU_BUNDLE names it.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -20,12 +21,13 @@ grep -q '^#define DTLAB_HAVE_CUDA 1' "$build/generated/core/common/config.h" 2>/
   echo "bundle.sh: $build is not a CUDA build (DTLAB_HAVE_CUDA is not 1)" >&2
   exit 1
 }
-cmake --build "$build" --target "${suites[@]}" dtlab-cli dtlab-node >/dev/null
+cmake --build "$build" --target "${suites[@]}" dtlab-cli dtlab-node dtlab_cuda >/dev/null
 
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
-mkdir -p "$stage/bundle/app" "$stage/bundle/tests" "$stage/bundle/lib"
-binaries=("$build/app/dtlab-cli" "$build/app/dtlab-node")
+mkdir -p "$stage/bundle/app" "$stage/bundle/tests" "$stage/bundle/lib/dtlab"
+binaries=("$build/app/dtlab-cli" "$build/app/dtlab-node" "$build/lib/dtlab/libdtlab_cuda.so")
+cp "$build/lib/dtlab/libdtlab_cuda.so" "$stage/bundle/lib/dtlab/"
 for s in "${suites[@]}"; do binaries+=("$build/tests/$s"); done
 cp "$build/app/dtlab-cli" "$build/app/dtlab-node" "$stage/bundle/app/"
 for s in "${suites[@]}"; do cp "$build/tests/$s" "$stage/bundle/tests/"; done

@@ -75,7 +75,7 @@ class TestCudaNode : public QObject {
   }
 
   // Runs everywhere: --devices names a device that cannot be used, and the daemon does not
-  // start; the message says why (no GPU, no CUDA in this build, or no such index).
+  // start; the message says why (no GPU, no CUDA plugin, or no such index).
   void unusableDeviceStopsTheDaemonAtStart() {
     const bool gpu = test::whyNoGpu().empty();
     const QString device = gpu ? "cuda:999" : "cuda:0";
@@ -86,7 +86,7 @@ class TestCudaNode : public QObject {
     const QString err = node.readAllStandardError();
     QVERIFY2(err.contains("--devices: device '" + device + "'"), qPrintable(err));
     QVERIFY2(gpu ? err.contains("does not exist")
-                 : (err.contains("no CUDA device") || err.contains("built without CUDA")),
+                 : (err.contains("no CUDA device") || err.contains("no CUDA plugin")),
              qPrintable(err));
 
     // A list is checked device by device, and a GPU listed twice is refused.

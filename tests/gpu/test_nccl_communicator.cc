@@ -13,19 +13,15 @@
 #include <vector>
 
 #include "core/backend/backend.h"
+#include "core/backend/cuda_plugin.h"
 #include "core/comm/abort_signal.h"
-#include "core/common/config.h"
 #include "tests/gpu/gpu_available.h"
-#if DTLAB_HAVE_CUDA
-#include "core/comm/nccl_communicator.h"
-#endif
 
 using namespace dtlab;
 using namespace dtlab::core;
 
 namespace {
 
-#if DTLAB_HAVE_CUDA
 // `values` uploaded to device memory of `backend`, then `collective(in, out)` with `out` a
 // device buffer of outCount floats; returns what `out` holds, or `in` when outCount is 0 (an
 // in-place collective).
@@ -43,7 +39,6 @@ std::vector<float> onDevice(Backend& backend, const std::vector<float>& values, 
   backend.release(out);
   return result;
 }
-#endif
 
 }  // namespace
 
@@ -53,33 +48,31 @@ class TestNcclCommunicator : public QObject {
  private slots:
   void oneRankGroupRunsEveryCollective() {
     SKIP_WITHOUT_GPU();
-#if DTLAB_HAVE_CUDA
     std::unique_ptr<Backend> gpu = makeBackend("cuda:0", 1);
     gloo::rendezvous::HashStore store;
     NcclOptions options;
     options.keyPrefix = "one";
-    NcclCommunicator comm(store, 0, 1, options);
-    QVERIFY(comm.deviceMemory());
-    QCOMPARE(comm.size(), 1);
+    const std::unique_ptr<Communicator> comm = makeNcclCommunicator(store, 0, 1, options);
+    QVERIFY(comm->deviceMemory());
+    QCOMPARE(comm->size(), 1);
     const std::vector<float> values = {1.5f, -2.0f, 3.25f, 0.0f, 7.0f};
     const auto n = static_cast<int64_t>(values.size());
     // Device buffers.
-    QCOMPARE(onDevice(*gpu, values, 0, [&](float* in, float*) { comm.allReduceSum(in, n); }),
+    QCOMPARE(onDevice(*gpu, values, 0, [&](float* in, float*) { comm->allReduceSum(in, n); }),
              values);
-    QCOMPARE(onDevice(*gpu, values, 0, [&](float* in, float*) { comm.broadcast(in, n, 0); }),
+    QCOMPARE(onDevice(*gpu, values, 0, [&](float* in, float*) { comm->broadcast(in, n, 0); }),
              values);
-    QCOMPARE(onDevice(*gpu, values, n, [&](float* in, float* out) { comm.allGather(in, n, out); }),
+    QCOMPARE(onDevice(*gpu, values, n, [&](float* in, float* out) { comm->allGather(in, n, out); }),
              values);
     // Host buffers are staged through the device.
     std::vector<float> host = values;
-    comm.allReduceSum(host.data(), n);
+    comm->allReduceSum(host.data(), n);
     QCOMPARE(host, values);
     std::vector<float> gathered(values.size());
-    comm.allGather(values.data(), n, gathered.data());
+    comm->allGather(values.data(), n, gathered.data());
     QCOMPARE(gathered, values);
-    comm.barrier();
-    QCOMPARE(comm.bytesSent(), int64_t{0});  // one rank sends nothing
-#endif
+    comm->barrier();
+    QCOMPARE(comm->bytesSent(), int64_t{0});  // one rank sends nothing
   }
 
   void ranksOnEveryGpuSum() {
@@ -87,7 +80,6 @@ class TestNcclCommunicator : public QObject {
     const int gpus = cudaDeviceCount();
     if (gpus < 2)
       QSKIP(qPrintable(QString("needs 2 GPUs for 2 ranks, this machine has %1").arg(gpus)));
-#if DTLAB_HAVE_CUDA
     gloo::rendezvous::HashStore store;
     std::vector<std::vector<float>> results(static_cast<std::size_t>(gpus));
     std::vector<std::string> errors(static_cast<std::size_t>(gpus));
@@ -99,10 +91,10 @@ class TestNcclCommunicator : public QObject {
           NcclOptions options;
           options.device = r;
           options.keyPrefix = "many";
-          NcclCommunicator comm(store, r, gpus, options);
+          const std::unique_ptr<Communicator> comm = makeNcclCommunicator(store, r, gpus, options);
           const std::vector<float> mine(1000, static_cast<float>(r + 1));
           results[static_cast<std::size_t>(r)] =
-              onDevice(*gpu, mine, 0, [&](float* in, float*) { comm.allReduceSum(in, 1000); });
+              onDevice(*gpu, mine, 0, [&](float* in, float*) { comm->allReduceSum(in, 1000); });
         } catch (const std::exception& e) {
           errors[static_cast<std::size_t>(r)] = e.what();
         }
@@ -115,52 +107,47 @@ class TestNcclCommunicator : public QObject {
       QCOMPARE(results[static_cast<std::size_t>(r)].front(), expected);
       QCOMPARE(results[static_cast<std::size_t>(r)].back(), expected);
     }
-#endif
   }
 
   void missingPeerTimesOutNamingIt() {
     SKIP_WITHOUT_GPU();
-#if DTLAB_HAVE_CUDA
     gloo::rendezvous::HashStore store;
     NcclOptions options;
     options.keyPrefix = "alone";
     options.connectTimeout = std::chrono::milliseconds(500);
     try {
-      NcclCommunicator comm(store, 0, 2, options);
+      const std::unique_ptr<Communicator> comm = makeNcclCommunicator(store, 0, 2, options);
       QFAIL("a group of two was built with one rank");
     } catch (const CommError& e) {
       QVERIFY(e.failure() == CommFailure::kTimeout);
       QVERIFY2(std::string(e.what()).find("waiting for rank 1") != std::string::npos, e.what());
     }
-#endif
   }
 
   void abortEndsTheGroup() {
     SKIP_WITHOUT_GPU();
-#if DTLAB_HAVE_CUDA
     gloo::rendezvous::HashStore store;
     AbortSignal signal;
     NcclOptions options;
     options.keyPrefix = "abort";
     options.abort = &signal;
-    NcclCommunicator comm(store, 0, 1, options);
+    const std::unique_ptr<Communicator> comm = makeNcclCommunicator(store, 0, 1, options);
     std::vector<float> host(16, 1.0f);
-    comm.allReduceSum(host.data(), 16);
+    comm->allReduceSum(host.data(), 16);
     signal.abort("cancelled by the test");
     try {
-      comm.allReduceSum(host.data(), 16);
+      comm->allReduceSum(host.data(), 16);
       QFAIL("a collective ran after the abort");
     } catch (const CommError& e) {
       QVERIFY(e.failure() == CommFailure::kAborted);
       QVERIFY2(std::string(e.what()).find("cancelled by the test") != std::string::npos, e.what());
     }
     try {
-      comm.barrier();
+      comm->barrier();
       QFAIL("the group was usable after the abort");
     } catch (const CommError& e) {
       QVERIFY2(std::string(e.what()).find("failed earlier") != std::string::npos, e.what());
     }
-#endif
   }
 };
 

@@ -5,11 +5,12 @@
 #include <string>
 
 #include "core/backend/backend.h"
+#include "core/backend/cuda_plugin.h"
 #include "core/backend/device_monitor.h"
 
-// The CUDA backend (builds with DTLAB_HAVE_CUDA only): cuBLAS GEMMs in the run's precision
-// (fp32: SGEMM in the default math mode, no TF32 rounding; tf32: SGEMM on tensor cores with
-// TF32 inputs; bf16: GemmEx on BF16 copies of both operands, FP32 accumulation and output, so
+// The CUDA backend (in the CUDA plugin, libdtlab_cuda.so: cuda_plugin.h): cuBLAS GEMMs in the run's
+// precision (fp32: SGEMM in the default math mode, no TF32 rounding; tf32: SGEMM on tensor cores
+// with TF32 inputs; bf16: GemmEx on BF16 copies of both operands, FP32 accumulation and output, so
 // weights, gradients and optimizer state stay FP32), our own kernels for everything else
 // (cuda_kernels.cu), all on one stream per backend. Kernels are asynchronous on that stream; the
 // host waits only where it needs a result: download(), the loss totals, and release() (memory may
@@ -27,22 +28,9 @@ void checkCublas(int status, const char* call, const char* file, int line);
 #define DTLAB_CUBLAS_CHECK(call) \
   ::dtlab::core::checkCublas(static_cast<int>(call), #call, __FILE__, __LINE__)
 
-// Devices the CUDA runtime sees: 0 when there is no driver or no GPU (`why` says which).
-struct CudaDevices {
-  int count = 0;
-  std::string why;  // when count == 0
-};
+// The runtime's devices (CudaDevices, CudaDeviceProperties: cuda_plugin.h). cudaDeviceProperties
+// throws Error when there is no such device (naming the devices there are, or why there are none).
 CudaDevices cudaDevices();
-
-// What the runtime says of device `index`; throws Error when there is no such device (naming
-// the devices there are, or why there are none).
-struct CudaDeviceProperties {
-  std::string model;  // "NVIDIA H200"
-  int64_t memoryBytes = 0;
-  int major = 0;  // compute capability
-  int minor = 0;
-  std::string pciBusId;  // "0000:1B:00.0": how NVML finds the same device
-};
 CudaDeviceProperties cudaDeviceProperties(int index);
 
 // Milliseconds this process's CUDA backends have kept device `index` busy (see
