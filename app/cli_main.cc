@@ -62,7 +62,8 @@ commands:
       --connect-timeout: seconds the nodes may take to connect to each other (default:
       each node's own, 30). --tls-*: mutual TLS to daemons started with TLS (this
       client's certificate and key, the cluster's CA; dtlab-node gen-certs makes them).
-      SIGINT/SIGTERM cancels the run; a second one exits at once.
+      SIGINT/SIGTERM cancels the run; the same signal again exits at once (so a
+      launcher may send SIGINT after a job-wide SIGTERM without losing the record).
   resume P.dtlab RUN [--step S] [--local-nodes N | --node HOST:PORT ... | --hostfile FILE]
       [--token T]
       [--tls-cert F --tls-key F --tls-ca F] [--connect-timeout S] [--quiet]

@@ -35,7 +35,9 @@ std::atomic<bool> interrupted{false};
 std::atomic<bool> recordingBroke{false};
 
 // The first SIGINT/SIGTERM cancels the run (the nodes stop together, or abort within a few
-// seconds); a second one ends the process at once (the local daemons die with it).
+// seconds); the same signal again ends the process at once (the local daemons die with it),
+// the other one only cancels: installer/slurm/dtlab.sbatch sends SIGINT after the TERM a
+// cancelled Slurm job gives every process, and the run is still recorded as cancelled.
 extern "C" void onInterrupt(int signal) {
   interrupted.store(true);
   std::signal(signal, SIG_DFL);
