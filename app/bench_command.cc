@@ -23,6 +23,7 @@
 #include "remote/bench/bench_store.h"
 #include "remote/bench/bench_strategies.h"
 #include "remote/bench/bench_train.h"
+#include "remote/bench/reference_process.h"
 
 namespace dtlab::app {
 namespace {
@@ -339,7 +340,7 @@ int benchStrategies(const std::vector<std::string>& argv) {
   options.repetitions = static_cast<int>(args.integer("--reps", 3, 1, 20));
   if (!args.positionals().empty())
     throw UsageError("bench strategies: unexpected '" + args.positionals()[0] + "'");
-  options.specsDir = args.value("--specs", DTLAB_SOURCE_DIR "/resources/specs");
+  options.specsDir = args.value("--specs", bench::resourcesDir("specs"));
   options.project = args.value("--project", "strategies.dtlab");
   const std::vector<std::string> known = bench::strategyComparisons();
   for (const std::string& name : args.list("--only")) {

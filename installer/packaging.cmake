@@ -31,10 +31,15 @@ install(FILES ${PROJECT_SOURCE_DIR}/installer/systemd/dtlab-node.service
 install(FILES ${PROJECT_SOURCE_DIR}/installer/systemd/node.conf
         DESTINATION /etc/dtlab COMPONENT node)
 
-# The example specs, for `dtlab-cli run /usr/share/dtlab/examples/...` from any directory.
+# The example specs, for `dtlab-cli run /usr/share/dtlab/examples/...` from any directory (and
+# `bench strategies`), and the reference scripts of `dtlab-cli bench ... --reference torch`
+# (remote/bench/reference_process.h: resourcesDir).
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/resources/specs/
         DESTINATION ${CMAKE_INSTALL_DATADIR}/dtlab/examples COMPONENT cli
         FILES_MATCHING PATTERN "*.json")
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/resources/bench/
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/dtlab/bench COMPONENT cli
+        FILES_MATCHING PATTERN "*.py")
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_VENDOR "DTLab")

@@ -9,6 +9,7 @@
 
 #include "core/common/check.h"
 #include "core/common/config.h"
+#include "core/common/program_path.h"
 
 namespace dtlab::core {
 
@@ -52,9 +53,10 @@ namespace {
 std::string defaultPluginPath() {
   if (const char* path = std::getenv("DTLAB_CUDA_PLUGIN"); path != nullptr && *path != '\0')
     return path;
+  const std::filesystem::path program = programPath();
   std::error_code ec;
-  const std::filesystem::path program = std::filesystem::read_symlink("/proc/self/exe", ec);
-  const std::filesystem::path dir = ec ? std::filesystem::current_path(ec) : program.parent_path();
+  const std::filesystem::path dir =
+      program.empty() ? std::filesystem::current_path(ec) : program.parent_path();
   return (dir.parent_path() / "lib" / "dtlab" / kCudaPluginFile).lexically_normal().string();
 }
 

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/common/program_path.h"
 #include "core/spec/experiment_spec.h"
 #include "core/store/comparison.h"
 #include "core/store/comparison_statistics.h"
@@ -40,9 +41,8 @@ std::string quoted(const std::string& s) {
 }
 
 std::string selfPath() {
-  std::error_code error;
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
-  return error ? "dtlab-cli" : self.string();
+  const std::filesystem::path self = core::programPath();
+  return self.empty() ? "dtlab-cli" : self.string();
 }
 
 // Runs the spec through `dtlab-cli run --repeats R` and returns its summaries ({"runs": [...]}).

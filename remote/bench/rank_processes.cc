@@ -9,6 +9,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "core/common/program_path.h"
+
 extern char** environ;
 
 namespace dtlab::bench {
@@ -17,7 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string selfExe() {
-  return fs::read_symlink("/proc/self/exe").string();
+  return core::programPath().string();
 }
 
 }  // namespace

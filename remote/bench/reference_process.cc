@@ -15,6 +15,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/common/program_path.h"
+
 extern char** environ;
 
 namespace dtlab::bench {
@@ -55,9 +57,18 @@ std::optional<std::string> torchPython() {
 
 }  // namespace
 
-std::string resourcesDir() {
-  if (const char* env = std::getenv("DTLAB_RESOURCES")) return env;
-  return (std::filesystem::path(DTLAB_SOURCE_DIR) / "resources").string();
+std::string resourcesDir(const std::string& part) {
+  if (const char* env = std::getenv("DTLAB_RESOURCES"))
+    return (std::filesystem::path(env) / part).string();
+  const std::filesystem::path program = core::programPath();
+  if (!program.empty()) {
+    // installer/packaging.cmake: /usr/bin/dtlab-cli, /usr/share/dtlab/{bench,examples}.
+    const std::filesystem::path installed = program.parent_path().parent_path() / "share" /
+                                            "dtlab" / (part == "specs" ? "examples" : part);
+    std::error_code ec;
+    if (std::filesystem::is_directory(installed, ec)) return installed.string();
+  }
+  return (std::filesystem::path(DTLAB_SOURCE_DIR) / "resources" / part).string();
 }
 
 ReferenceProcess::ReferenceProcess(std::vector<std::string> argv,
@@ -198,7 +209,7 @@ std::optional<TorchReference> findTorchReference(int threads, std::FILE* out) {
   }
   TorchReference reference;
   reference.python = *python;
-  reference.scripts = (std::filesystem::path(resourcesDir()) / "bench").string();
+  reference.scripts = resourcesDir("bench");
   std::fprintf(out,
                "  choosing PyTorch's OpenBLAS kernel (sgemm at %d thread%s, each kernel in fresh "
                "processes) ...\n",

@@ -62,7 +62,9 @@ std::optional<TorchReference> findTorchReference(int threads, std::FILE* out);
 // the pthread build fights PyTorch's own OpenMP threads).
 void printBlasChoice(const TorchReference& reference, std::FILE* out);
 
-// Where resources/ lives: $DTLAB_RESOURCES, else the source tree this binary was built from.
-std::string resourcesDir();
+// Where a part of resources/ lives ("bench": the reference scripts, "specs": the example
+// specs): $DTLAB_RESOURCES/<part>; else, for an installed program, its <prefix>/share/dtlab's
+// copy (bench/, examples/); else the source tree this binary was built from.
+std::string resourcesDir(const std::string& part);
 
 }  // namespace dtlab::bench

@@ -14,6 +14,7 @@
 
 #include "core/backend/backend.h"
 #include "core/common/check.h"
+#include "core/common/program_path.h"
 
 namespace dtlab::remote {
 namespace {
@@ -90,13 +91,13 @@ std::vector<LocalNodeOptions> localNodeOptions(const core::ClusterConfig& cluste
 
 std::string defaultNodeBinary() {
   if (const char* env = std::getenv("DTLAB_NODE_BINARY")) return env;
-  std::error_code ec;
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::filesystem::path self = core::programPath();
+  if (self.empty()) return "dtlab-node";
   const std::filesystem::path beside = self.parent_path() / "dtlab-node";
-  if (!ec && std::filesystem::exists(beside)) return beside.string();
+  if (std::filesystem::exists(beside)) return beside.string();
   // A test binary in build/tests/: the daemon lives in build/app/.
   const std::filesystem::path sibling = self.parent_path().parent_path() / "app" / "dtlab-node";
-  if (!ec && std::filesystem::exists(sibling)) return sibling.string();
+  if (std::filesystem::exists(sibling)) return sibling.string();
   return "dtlab-node";
 }
 

@@ -1,7 +1,8 @@
 // What `cmake --install` (and so the .deb packages, installer/packaging.cmake) puts where a
 // desktop and a service manager look: the workbench's menu entry, AppStream metadata, icons and
 // the *.dtlab MIME type, checked by the freedesktop tools; the node service's unit and
-// settings; the example specs; the three programs.
+// settings; the example specs and the benchmarks' reference scripts, found by the installed
+// dtlab-cli; the three programs; the CUDA plugin where the build makes one.
 #include <QtTest/QtTest>
 
 #include <QtCore/QDir>
@@ -11,6 +12,8 @@
 #include <QtCore/QStandardPaths>
 #include <QtCore/QTemporaryDir>
 #include <QtCore/QXmlStreamReader>
+
+#include "core/common/config.h"
 
 namespace {
 
@@ -38,7 +41,9 @@ class TestInstallFiles : public QObject {
 
  private slots:
   void initTestCase() {
-    for (const char* component : {"gui", "node", "cli"}) {
+    QStringList components = {"gui", "node", "cli"};
+    if (DTLAB_HAVE_CUDA) components << "cuda";
+    for (const QString& component : components) {
       // As the packages lay it out: under /usr, the settings in /etc (DESTDIR keeps both in
       // the temporary root, never in this machine's /etc).
       const auto [code, said] = runTool(
@@ -58,8 +63,11 @@ class TestInstallFiles : public QObject {
           "usr/share/icons/hicolor/48x48/apps/dtlab.png",
           "usr/share/icons/hicolor/256x256/apps/dtlab.png",
           "usr/lib/systemd/system/dtlab-node.service", "etc/dtlab/node.conf",
-          "usr/share/dtlab/examples/default.json", "usr/share/dtlab/examples/hetero_2node.json"})
+          "usr/share/dtlab/examples/default.json", "usr/share/dtlab/examples/hetero_2node.json",
+          "usr/share/dtlab/bench/torch_mlp.py", "usr/share/dtlab/bench/torch_ddp.py",
+          "usr/share/dtlab/bench/blas_probe.py"})
       QTest::newRow(path) << QString(path);
+    if (DTLAB_HAVE_CUDA) QTest::newRow("cuda plugin") << QString("usr/lib/dtlab/libdtlab_cuda.so");
   }
   void everyFileIsWhereItBelongs() {
     QFETCH(QString, path);
@@ -105,6 +113,21 @@ class TestInstallFiles : public QObject {
     QVERIFY(entry.contains("MimeType=application/x-dtlab-project;"));
     QVERIFY(entry.contains("Exec=dtlab %f"));
     QVERIFY(entry.contains("Icon=dtlab"));
+  }
+
+  // The installed dtlab-cli reads its installed copies (../share/dtlab beside its directory),
+  // not the source tree it was built from: without the installed spec, `bench strategies`
+  // names the installed path it looked at.
+  void theInstalledCliUsesItsInstalledFiles() {
+    const QString spec = root_.filePath("usr/share/dtlab/examples/hetero_3node.json");
+    QVERIFY(QFile::exists(spec));
+    QVERIFY(QFile::rename(spec, spec + ".away"));
+    const auto [code, said] =
+        runTool(root_.filePath("usr/bin/dtlab-cli"),
+                {"bench", "strategies", "--only", "hetero_3node", "--reps", "1", "--project",
+                 root_.filePath("strategies.dtlab")});
+    QVERIFY(QFile::rename(spec + ".away", spec));
+    QVERIFY2(code != 0 && said.contains(spec), qPrintable(said));
   }
 
   // The installed programs agree on their version (one place: the project's VERSION).
