@@ -14,6 +14,7 @@
 #include "app/compare_command.h"
 #include "app/progress.h"
 #include "app/project_command.h"
+#include "app/replay_command.h"
 #include "app/report_command.h"
 #include "app/resume_command.h"
 #include "app/run_command.h"
@@ -76,6 +77,14 @@ commands:
       run (async_ps, ssp) continues from its server's blocks, each worker from its own
       step (on another number of ranks, every worker from the run's progress), and a
       hybrid run in the phase its checkpoint was taken in.
+  replay P.dtlab RUN
+      Re-run an async_ps or ssp run in this process from its record of pushes (which
+      worker's gradient the parameter server applied when, to which versions), one CPU
+      thread per worker, and compare every worker's final parameters with the run's
+      checksums. Exit 0: the same bit for bit; 1: the replay diverged, and it names the
+      first push whose gradient came out other than the run's. The last line of stdout
+      is {"replay":{...}}. Synchronous strategies need no record: the same spec and seed
+      repeat them.
 )";
 
 constexpr const char* kUsageAfterBench = R"(  project new P.dtlab [--name NAME]
@@ -206,6 +215,7 @@ int main(int argc, char** argv) {
     if (command == "train") return train(args);
     if (command == "run") return dtlab::app::runCommand(args);
     if (command == "resume") return dtlab::app::resumeCommand(args);
+    if (command == "replay") return dtlab::app::replayCommand(args);
     if (command == "bench") return dtlab::app::benchCommand(args);
     if (command == "project") return dtlab::app::projectCommand(args);
     if (command == "export-trace") return dtlab::app::exportTraceCommand(args);

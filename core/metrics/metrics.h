@@ -12,7 +12,9 @@
 
 namespace dtlab::core {
 
-struct Checkpoint;  // core/train/checkpoint.h
+struct Checkpoint;     // core/train/checkpoint.h
+struct PushRecord;     // core/train/push_record.h
+struct ReplicaRecord;  // core/train/push_record.h
 
 // Event kinds: start, node, contention, rebalance, strategy_switch, node_lost, recovery,
 // resume, cancel, finish.
@@ -137,6 +139,10 @@ class MetricSink {
   // A checkpoint of the run (core/train/checkpoint.h), taken by rank 0 as the spec's
   // training.checkpoint_every / checkpoint_seconds ask.
   virtual void onCheckpoint(const Checkpoint& /*checkpoint*/) {}
+  // A parameter-server worker's pushes, as the server applied them, and the versions its
+  // replica ended on (core/train/push_record.h): the record a replay follows.
+  virtual void onPush(const PushRecord& /*push*/) {}
+  virtual void onReplica(const ReplicaRecord& /*replica*/) {}
 };
 
 }  // namespace dtlab::core

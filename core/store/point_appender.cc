@@ -39,6 +39,7 @@ class PointAppender::Writer {
         insertEvent_(*db_,
                      "INSERT INTO events(run_id, step, wall_ms, kind, detail) "
                      "VALUES (?, ?, ?, ?, ?)"),
+        insertPsRecords_(*db_, "INSERT INTO ps_records(run_id, data) VALUES (?, ?)"),
         putCheckpoint_(
             *db_,
             "INSERT OR REPLACE INTO checkpoints(run_id, step, wall_ms, created_ms, data) "
@@ -84,10 +85,11 @@ class PointAppender::Writer {
   // One transaction holding every pending point, the events and the run_metrics update.
   // Returns the points committed.
   int64_t commit(const std::vector<PendingEvent>& events,
-                 const std::vector<CheckpointRecord>& checkpoints) {
-    if (pending_ == 0 && events.empty() && checkpoints.empty()) return 0;
+                 const std::vector<CheckpointRecord>& checkpoints,
+                 const std::vector<PendingRecords>& psRecords) {
+    if (pending_ == 0 && events.empty() && checkpoints.empty() && psRecords.empty()) return 0;
     try {
-      commitOnce(events, checkpoints);
+      commitOnce(events, checkpoints, psRecords);
     } catch (const StoreError& e) {
       // The transaction rolled back. A run deleted while it was being recorded shows up
       // as a foreign key failure; name the run instead.
@@ -95,6 +97,7 @@ class PointAppender::Writer {
         for (SeriesHandle handle : touched_) requireRun(series_[handle].key.runId);
         for (const PendingEvent& event : events) requireRun(event.runId);
         for (const CheckpointRecord& c : checkpoints) requireRun(c.runId);
+        for (const PendingRecords& r : psRecords) requireRun(r.runId);
       }
       throw;
     }
@@ -106,7 +109,8 @@ class PointAppender::Writer {
 
  private:
   void commitOnce(const std::vector<PendingEvent>& events,
-                  const std::vector<CheckpointRecord>& checkpoints) {
+                  const std::vector<CheckpointRecord>& checkpoints,
+                  const std::vector<PendingRecords>& psRecords) {
     sqlite::Transaction transaction(*db_);
     MetricDeltas metrics;
     for (SeriesHandle handle : touched_) {
@@ -125,6 +129,10 @@ class PointAppender::Writer {
       putCheckpoint_.bind(1, c.runId).bind(2, c.step).bind(3, c.wallMs).bind(4, epochMsNow());
       putCheckpoint_.bindBlob(5, c.data).run();
       pruneCheckpoints_.bind(1, c.runId).bind(2, c.keep).run();
+    }
+    for (const PendingRecords& r : psRecords) {
+      requireRun(r.runId);
+      insertPsRecords_.bind(1, r.runId).bindBlob(2, r.chunk).run();
     }
     for (const auto& [key, m] : metrics) {
       upsertMetric_.bind(1, key.first).bind(2, key.second).bind(3, m.count).bind(4, m.lastStep);
@@ -218,6 +226,7 @@ class PointAppender::Writer {
   sqlite::Statement insertSeries_;
   sqlite::Statement findSeries_;
   sqlite::Statement insertEvent_;
+  sqlite::Statement insertPsRecords_;
   sqlite::Statement putCheckpoint_;
   sqlite::Statement pruneCheckpoints_;
   sqlite::Statement upsertMetric_;
@@ -292,6 +301,13 @@ void PointAppender::appendEvent(int64_t runId, const RunEvent& event) {
   events_.push_back({runId, event});
 }
 
+void PointAppender::appendPsRecords(int64_t runId, std::vector<unsigned char> chunk) {
+  std::lock_guard lock(mutex_);
+  if (closed_) throw StoreError(path_ + ": append after the point appender was closed");
+  if (!error_.empty()) return;
+  psRecords_.push_back({runId, std::move(chunk)});
+}
+
 void PointAppender::appendCheckpoint(CheckpointRecord record) {
   std::lock_guard lock(mutex_);
   if (closed_) throw StoreError(path_ + ": append after the point appender was closed");
@@ -343,6 +359,7 @@ void PointAppender::writerLoop() {
   std::vector<PointRecord> batch;
   std::vector<PendingEvent> events;
   std::vector<CheckpointRecord> checkpoints;
+  std::vector<PendingRecords> psRecords;
   uint64_t done = 0;
   Clock::time_point deadline = Clock::now() + options_.commitInterval;
   for (;;) {
@@ -361,6 +378,9 @@ void PointAppender::writerLoop() {
       checkpoints.insert(checkpoints.end(), std::make_move_iterator(checkpoints_.begin()),
                          std::make_move_iterator(checkpoints_.end()));
       checkpoints_.clear();
+      psRecords.insert(psRecords.end(), std::make_move_iterator(psRecords_.begin()),
+                       std::make_move_iterator(psRecords_.end()));
+      psRecords_.clear();
       for (std::size_t h = writer_->knownSeries(); h < handles_.size(); ++h)
         writer_->addSeries(handles_[h]);
       target = flushRequested_;
@@ -376,13 +396,15 @@ void PointAppender::writerLoop() {
     std::string error;
     int64_t committed = 0;
     try {
-      committed = writer_->commit(events, checkpoints);
+      committed = writer_->commit(events, checkpoints, psRecords);
     } catch (const std::exception& e) {
       error = e.what();
     }
-    const bool wrote = committed > 0 || !events.empty() || !checkpoints.empty();
+    const bool wrote =
+        committed > 0 || !events.empty() || !checkpoints.empty() || !psRecords.empty();
     events.clear();
     checkpoints.clear();
+    psRecords.clear();
     done = target;
     deadline = Clock::now() + options_.commitInterval;
     if (!error.empty()) error = path_ + ": recording stopped: " + error;

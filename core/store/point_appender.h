@@ -90,6 +90,9 @@ class PointAppender {
   // A checkpoint of a run (its encoded bytes), committed with the points appended before it;
   // the same transaction drops the run's checkpoints beyond the newest `keep`.
   void appendCheckpoint(CheckpointRecord record);
+  // A chunk of a run's parameter-server record (core/train/push_record.h: encodePsRecords),
+  // kept whole, in the order appended (ProjectStore::psRecords).
+  void appendPsRecords(int64_t runId, std::vector<unsigned char> chunk);
 
   // Blocks until everything appended before the call is committed. Throws StoreError if
   // the writer failed.
@@ -105,6 +108,10 @@ class PointAppender {
     int64_t runId;
     RunEvent event;
   };
+  struct PendingRecords {
+    int64_t runId;
+    std::vector<unsigned char> chunk;
+  };
   class Writer;  // the writer thread's state: connection, statements, chunk assembly
 
   void writerLoop();
@@ -118,6 +125,7 @@ class PointAppender {
   std::vector<PointRecord> queue_;
   std::vector<PendingEvent> events_;
   std::vector<CheckpointRecord> checkpoints_;
+  std::vector<PendingRecords> psRecords_;
   std::vector<SeriesKey> handles_;
   std::map<SeriesKey, SeriesHandle> handleIndex_;
   uint64_t flushRequested_ = 0;

@@ -601,6 +601,18 @@ std::vector<CheckpointInfo> ProjectStore::checkpoints(int64_t runId) {
   return out;
 }
 
+std::vector<std::vector<unsigned char>> ProjectStore::psRecords(int64_t runId) {
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(*db_, "SELECT data FROM ps_records WHERE run_id = ? ORDER BY id");
+  s.bind(1, runId);
+  std::vector<std::vector<unsigned char>> out;
+  while (s.step()) {
+    const std::span<const unsigned char> blob = s.columnBlob(0);
+    out.emplace_back(blob.begin(), blob.end());
+  }
+  return out;
+}
+
 std::vector<unsigned char> ProjectStore::checkpointData(int64_t runId, int64_t step) {
   {
     std::lock_guard lock(mutex_);

@@ -192,6 +192,9 @@ class ProjectStore {
   // the encoded bytes of one; checkpointData throws naming the steps there are.
   std::vector<CheckpointInfo> checkpoints(int64_t runId);
   std::vector<unsigned char> checkpointData(int64_t runId, int64_t step);
+  // A parameter-server run's record, its chunks in the order recorded (PointAppender::
+  // appendPsRecords; core/train/push_record.h decodes them); empty for any other run.
+  std::vector<std::vector<unsigned char>> psRecords(int64_t runId);
   // Makes the run ready to continue from its checkpoint of `step` (dtlab-cli resume), in one
   // transaction, and returns the checkpoint's bytes: refused while the run's recorder still
   // runs; its points after `step` dropped (the resumed run records them again) and its

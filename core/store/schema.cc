@@ -205,12 +205,25 @@ void addExecutions(sqlite::Db& db) {
   )sql");
 }
 
-constexpr std::array<Migration, 5> kMigrations = {{
+// v5 -> v6: the parameter-server record of a run (core/train/push_record.h: chunks of pushes and
+// final replicas, in the order recorded), gone with the run; what `dtlab-cli replay` follows.
+void addPsRecords(sqlite::Db& db) {
+  db.exec(R"sql(
+    CREATE TABLE ps_records (
+      id INTEGER PRIMARY KEY,
+      run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+      data BLOB NOT NULL);
+    CREATE INDEX ps_records_by_run ON ps_records(run_id, id);
+  )sql");
+}
+
+constexpr std::array<Migration, 6> kMigrations = {{
     {0, "create the project tables", &createV1},
     {1, "pack points into chunks; add run_metrics", &packPointsIntoChunks},
     {2, "add runs.recorder", &addRunRecorders},
     {3, "add checkpoints", &addCheckpoints},
     {4, "add executions", &addExecutions},
+    {5, "add ps_records", &addPsRecords},
 }};
 static_assert(kMigrations.size() == kSchemaVersion, "one migration step per version");
 

@@ -24,7 +24,9 @@ class Db;
 //   4  checkpoints: a run's newest checkpoints (core/train/checkpoint.h), to resume it from
 //   5  executions: the runs of one execution of an experiment (every variant, `repeats`
 //      times), and each run's execution and repetition
-inline constexpr int kSchemaVersion = 5;
+//   6  ps_records: a parameter-server run's record of pushes (core/train/push_record.h), for
+//      `dtlab-cli replay`
+inline constexpr int kSchemaVersion = 6;
 inline constexpr int32_t kProjectApplicationId = 0x44544C42;  // "DTLB"
 
 // One forward migration step: from version `from` to `from + 1`. Each step runs in its own

@@ -97,16 +97,20 @@ const SeedRow kRows[] = {
      }},
     {"debuggability", "replayable",
      [](const SeedCell& c) {
-       return CellText{
-           "not verified: no replay yet",
-           std::string(
-               "DTLab cannot replay a run yet, so no run of this execution was replayed. ") +
-               (usesServer(c) ? "With a parameter server the order in which pushes reach it is a "
-                                "race that DTLab does not record yet: a run is not reproducible "
-                                "from its seed alone."
-                              : "A synchronous run applies the same averaged gradient everywhere "
-                                "in a fixed order; its outcome depends on the seed and, when "
-                                "shares follow measured speed, on the measured speeds.")};
+       if (c.strategy != nullptr && c.strategy->traits.replaysFromRecord)
+         return CellText{"from its record: dtlab-cli replay",
+                         "The order in which pushes reach the parameter server is a race, so a "
+                         "run is not reproducible from its seed alone; DTLab records every push "
+                         "the server applied, and `dtlab-cli replay P.dtlab RUN` re-runs a run "
+                         "in one process to the same parameters bit for bit."};
+       if (usesServer(c))
+         return CellText{"not yet",
+                         "The asynchronous phases start from values the record does not hold "
+                         "yet, so DTLab cannot replay such a run."};
+       return CellText{"from its seed",
+                       "A synchronous run applies the same averaged gradient everywhere in a "
+                       "fixed order; the same spec and seed repeat it (when shares follow "
+                       "measured speed, so do the measured speeds)."};
      }},
     {"fault tolerance", "node loss",
      [](const SeedCell& c) {

@@ -60,6 +60,29 @@ void StoreSink::onCheckpoint(const Checkpoint& c) {
   appender_.appendCheckpoint({runId_, c.step, c.wallMs, encodeCheckpoint(c), keep_});
 }
 
+void StoreSink::onPush(const PushRecord& p) {
+  std::lock_guard lock(mutex_);
+  openRecords_.pushes.push_back(p);
+  if (openRecords_.pushes.size() >= kPushesPerChunk) closeRecordChunk();
+}
+
+void StoreSink::onReplica(const ReplicaRecord& r) {
+  std::lock_guard lock(mutex_);
+  openRecords_.replicas.push_back(r);
+  closeRecordChunk();
+}
+
+void StoreSink::flushRecords() {
+  std::lock_guard lock(mutex_);
+  closeRecordChunk();
+}
+
+void StoreSink::closeRecordChunk() {
+  if (openRecords_.empty()) return;
+  appender_.appendPsRecords(runId_, encodePsRecords(openRecords_));
+  openRecords_ = {};
+}
+
 void StoreSink::onEval(const EvalMetrics& m) {
   std::lock_guard lock(mutex_);
   append(m, runHandles_, m.step, m.wallMs);
@@ -145,6 +168,7 @@ void RunRecording::finish(const RunSummary& summary) {
   finished_ = true;
   std::optional<StoreError> error;
   try {
+    sink_->flushRecords();
     appender_->close();
   } catch (const StoreError& e) {
     error = e;

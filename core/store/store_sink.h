@@ -12,6 +12,7 @@
 #include "core/spec/experiment_spec.h"
 #include "core/store/point_appender.h"
 #include "core/store/project_store.h"
+#include "core/train/push_record.h"
 
 namespace dtlab::core {
 
@@ -35,6 +36,12 @@ class StoreSink : public MetricSink {
   void onEvent(const RunEvent& e) override;
   // Encoded and handed to the appender, which keeps the newest checkpointsKept() of the run.
   void onCheckpoint(const Checkpoint& c) override;
+  // The parameter server's record, in chunks of kPushesPerChunk pushes (a replica record
+  // closes one; flushRecords() the last).
+  static constexpr std::size_t kPushesPerChunk = 1024;
+  void onPush(const PushRecord& p) override;
+  void onReplica(const ReplicaRecord& r) override;
+  void flushRecords();
 
   int64_t runId() const { return runId_; }
   void setCheckpointsKept(int64_t keep) { keep_ = keep; }
@@ -51,7 +58,10 @@ class StoreSink : public MetricSink {
   int64_t runId_;
   int node_;
   int64_t keep_ = 2;
+  void closeRecordChunk();  // under mutex_
+
   std::mutex mutex_;  // workers may report from several threads
+  PsRecordChunk openRecords_;
   std::vector<std::optional<Handles>> workerHandles_;
   std::vector<std::optional<Handles>> nodeHandles_;
   Handles runHandles_;
@@ -119,6 +129,12 @@ class FanOutSink : public MetricSink {
   }
   void onCheckpoint(const Checkpoint& c) override {
     for (MetricSink* s : sinks_) s->onCheckpoint(c);
+  }
+  void onPush(const PushRecord& p) override {
+    for (MetricSink* s : sinks_) s->onPush(p);
+  }
+  void onReplica(const ReplicaRecord& r) override {
+    for (MetricSink* s : sinks_) s->onReplica(r);
   }
 
  private:

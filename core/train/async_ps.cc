@@ -7,6 +7,7 @@
 #include "core/data/dataset.h"
 #include "core/train/data_shards.h"
 #include "core/train/ps_checkpoint.h"
+#include "core/train/push_record.h"
 #include "core/train/staged_parameter_client.h"
 
 namespace dtlab::core {
@@ -31,6 +32,7 @@ StrategyDescriptor parameterServerDescriptor(std::string name, std::string summa
   d.traits.usesParameterServer = true;
   d.traits.needsCollectiveGroup = false;
   d.traits.keepsCheckpoints = true;
+  d.traits.replaysFromRecord = true;
   d.settings = {psShardsSetting(), onNodeLossSetting(NodeLossPolicy::kContinue)};
   d.check = checkPsShards;
   return d;
@@ -162,6 +164,17 @@ StepReport AsyncPs::step(int64_t step, const Votes& local, Votes& agreed) {
   ++clock_;
   board_ = pushed.board;
   measureDivergence_ = true;
+  // The record a replay follows (a hybrid's phases: not yet, they start from reset values).
+  if (context_.sink != nullptr && phase_ < 0) {
+    PushRecord record;
+    record.worker = context_.job.rank;
+    record.clock = clock_;
+    record.basedOn = versions_;
+    record.appliedTo = pushed.appliedTo;
+    if (worker.backend().hostMemory())
+      record.gradient = gradientFingerprint(model.grads(), model.parameterCount());
+    context_.sink->onPush(record);
+  }
 
   r.samples = localBatch_;
   r.computeMs = msBetween(t2, t3);
@@ -233,6 +246,8 @@ int64_t AsyncPs::restore(const Checkpoint& c) {
 void AsyncPs::finish() {
   if (finished_ || ps_ == nullptr) return;
   finished_ = true;
+  if (context_.sink != nullptr && phase_ < 0)
+    context_.sink->onReplica(ReplicaRecord{context_.job.rank, versions_});
   ps_->leave(context_.job.rank);
 }
 

@@ -4,6 +4,7 @@
 
 #include "core/common/process_memory.h"
 #include "core/data/dataset.h"
+#include "core/train/push_record.h"
 #include "core/train/strategy.h"
 
 namespace dtlab::core {
@@ -28,6 +29,12 @@ class EventRecorder final : public MetricSink {
   }
   void onCheckpoint(const Checkpoint& c) override {
     if (next_ != nullptr) next_->onCheckpoint(c);
+  }
+  void onPush(const PushRecord& p) override {
+    if (next_ != nullptr) next_->onPush(p);
+  }
+  void onReplica(const ReplicaRecord& r) override {
+    if (next_ != nullptr) next_->onReplica(r);
   }
   std::vector<RunEvent> events;
 

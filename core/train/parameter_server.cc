@@ -435,10 +435,12 @@ PullOutcome LocalParameterClient::pull(float* params, std::vector<int64_t>& vers
 PushOutcome LocalParameterClient::push(const float* grads, const std::vector<int64_t>& basedOn,
                                        const WorkerReport& report) {
   PushOutcome outcome;
+  outcome.appliedTo.resize(layout_.size());
   for (int b = 0; b < static_cast<int>(layout_.size()); ++b) {
     const PsBlock& block = layout_[static_cast<std::size_t>(b)];
     const int64_t base = basedOn.at(static_cast<std::size_t>(b));
     const int64_t appliedTo = host_.block(b)->push(grads + block.begin, block.size(), base);
+    outcome.appliedTo[static_cast<std::size_t>(b)] = appliedTo;
     outcome.staleness = std::max(outcome.staleness, appliedTo - base);
   }
   outcome.board = host_.board()->report(report);

@@ -256,6 +256,9 @@ struct ServerSnapshot {
 struct PushOutcome {
   int64_t staleness = 0;  // the most any block had moved on since the worker's pull
   BoardState board;       // after this push's clock was reported
+  // Per block, the version the push was applied to (the block's version before it): the
+  // block's order of pushes, which a replay follows (core/train/ps_replay.h).
+  std::vector<int64_t> appliedTo;
 };
 
 // A worker's view of the parameter server: every block, on whichever node serves it.

@@ -145,6 +145,9 @@ struct StrategyContext {
   // Records an event (the leading rank's are the run's: rank 0, or the first of the group
   // re-formed after a loss; the loop keeps the others out).
   std::function<void(int64_t step, std::string kind, std::string detail)> event;
+  // The run's sink, for records beyond steps and events (a parameter server's pushes); null:
+  // none.
+  MetricSink* sink = nullptr;
   // Seconds setUp() spent measuring the cluster for every later group of the same hosts (the
   // all-reduce tuning pass, which a cache then spares them). The loop takes them out of the
   // run's clock, so that of two variants on one cluster the first is not the slower for

@@ -31,6 +31,10 @@ struct StrategyTraits {
   // spec asks for them, so a run can resume and a lost node's state be restored; a strategy
   // without them refuses resume and notes that it keeps none.
   bool keepsCheckpoints = false;
+  // Its runs record the order the parameter server applied their pushes in, and replay from
+  // that record to the same parameters (core/train/ps_replay.h): async_ps and ssp. (A
+  // synchronous strategy's workers agree on every step, so its runs repeat from the seed.)
+  bool replaysFromRecord = false;
 };
 
 // Where a variant check stands in the spec, for its messages.

@@ -239,7 +239,8 @@ WorkerResult TrainingLoop::run() {
                           totalSteps,
                           [this](int64_t step, std::string kind, std::string detail) {
                             event(step, std::move(kind), std::move(detail));
-                          }};
+                          },
+                          sink_};
   std::unique_ptr<Strategy> strategy = makeStrategy(context);
   const std::string setUp = strategy->setUp();
   start_ += std::chrono::duration_cast<Clock::duration>(

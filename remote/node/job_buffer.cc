@@ -77,6 +77,25 @@ void JobBuffer::onCheckpoint(const core::Checkpoint& checkpoint) {
   ++checkpointSeq_;
 }
 
+void JobBuffer::onPush(const core::PushRecord& push) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  openRecords_.pushes.push_back(push);
+  if (openRecords_.pushes.size() >= kPushesPerChunk) closeRecordChunk();
+}
+
+void JobBuffer::onReplica(const core::ReplicaRecord& replica) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  openRecords_.replicas.push_back(replica);
+  closeRecordChunk();
+}
+
+void JobBuffer::closeRecordChunk() {
+  if (openRecords_.empty()) return;
+  const std::vector<unsigned char> bytes = core::encodePsRecords(openRecords_);
+  recordChunks_.emplace_back(bytes.begin(), bytes.end());
+  openRecords_ = {};
+}
+
 void JobBuffer::onNode(const core::NodeMetrics& sample) {
   std::lock_guard<std::mutex> lock(mutex_);
   core::NodeMetrics stamped = sample;
@@ -87,6 +106,7 @@ void JobBuffer::onNode(const core::NodeMetrics& sample) {
 bool JobBuffer::finish(const core::WorkerResult& result) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (result_) return false;
+  closeRecordChunk();
   result_ = result;
   return true;
 }
@@ -129,9 +149,13 @@ bool JobBuffer::fill(Cursor& cursor, int maxPoints, proto::JobUpdate& update) co
     cursor.checkpoints = checkpointSeq_;
     any = true;
   }
+  for (; budget > 0 && cursor.psRecords < recordChunks_.size();
+       ++cursor.psRecords, --budget, any = true)
+    update.add_ps_records(recordChunks_[cursor.psRecords]);
   const bool drained = cursor.events == events_.size() && cursor.evals == evals_.end() &&
                        cursor.steps == steps_.end() && cursor.samples == samples_.end() &&
-                       cursor.checkpoints == checkpointSeq_;
+                       cursor.checkpoints == checkpointSeq_ &&
+                       cursor.psRecords == recordChunks_.size();
   if (result_ && drained) {
     update.set_finished(true);
     toProto(*result_, *update.mutable_result());

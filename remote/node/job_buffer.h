@@ -4,9 +4,11 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/metrics/metrics.h"
+#include "core/train/push_record.h"
 #include "core/train/strategy.h"
 #include "remote/proto/dtlab.pb.h"
 
@@ -31,6 +33,7 @@ class JobBuffer final : public core::MetricSink {
     uint64_t events = 0;
     uint64_t samples = 0;
     uint64_t checkpoints = 0;
+    uint64_t psRecords = 0;
   };
 
   void onStep(const core::StepMetrics& metrics) override;
@@ -41,6 +44,11 @@ class JobBuffer final : public core::MetricSink {
   // Keeps the newest (encoded) for the watchers; one larger than kMaxCheckpointBytes is
   // dropped with an event saying so.
   void onCheckpoint(const core::Checkpoint& checkpoint) override;
+  // Kept whole (a replay needs every push), in chunks of kPushesPerChunk, the last one closed
+  // by the replica record or finish().
+  static constexpr std::size_t kPushesPerChunk = 256;
+  void onPush(const core::PushRecord& push) override;
+  void onReplica(const core::ReplicaRecord& replica) override;
 
   // Records the end of the job; the first call wins and returns true.
   bool finish(const core::WorkerResult& result);
@@ -75,6 +83,9 @@ class JobBuffer final : public core::MetricSink {
   Retained<core::EvalMetrics> evals_;
   Retained<core::NodeMetrics> samples_;
   std::vector<core::RunEvent> events_;
+  void closeRecordChunk();                 // under mutex_
+  core::PsRecordChunk openRecords_;        // not yet in a chunk
+  std::vector<std::string> recordChunks_;  // encoded
   std::vector<unsigned char> checkpoint_;  // the newest, encoded
   uint64_t checkpointSeq_ = 0;             // how many were taken
   std::optional<core::WorkerResult> result_;

@@ -472,6 +472,7 @@ core::PushOutcome GrpcParameterClient::push(const float* grads, const std::vecto
     outcome.staleness = std::max(outcome.staleness, appliedTo[b] - basedOn.at(b));
     bytesSent_ += layout_[b].size() * static_cast<int64_t>(sizeof(float));
   }
+  outcome.appliedTo = std::move(appliedTo);
   // The clock moves only once every block has the gradient: ssp's bound counts whole updates.
   outcome.board = this->report(report);
   return outcome;

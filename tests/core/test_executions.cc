@@ -344,7 +344,8 @@ class TestExecutions : public QObject {
     QCOMPARE(cell("divergence", 1), std::string("not measured"));
     QCOMPARE(cell("node loss", 0), std::string("not measured"));
     QCOMPARE(cell("node loss", 1), std::string("survived 1 (2.50 s, 4 steps lost)"));
-    QCOMPARE(cell("replayable", 1), std::string("not verified: no replay yet"));
+    QCOMPARE(cell("replayable", 0), std::string("from its seed"));
+    QCOMPARE(cell("replayable", 1), std::string("from its record: dtlab-cli replay"));
 
     const nlohmann::json json = statisticsTableJson(t);
     QCOMPARE(json["header"].size(), std::size_t{4});

@@ -1,0 +1,93 @@
+#include "app/replay_command.h"
+
+#include <chrono>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "app/args.h"
+#include "app/project_command.h"
+#include "core/common/check.h"
+#include "core/store/project_store.h"
+#include "core/train/ps_replay.h"
+#include "core/train/push_record.h"
+#include "core/train/strategy_registry.h"
+
+namespace dtlab::app {
+
+int replayCommand(const std::vector<std::string>& argv) {
+  const Args args(argv, {}, {});
+  if (args.positionals().size() != 2) throw UsageError("replay: expected P.dtlab and a RUN id");
+  const std::string& path = args.positionals()[0];
+  const int64_t runId = parseRunId(args.positionals()[1]);
+  auto store = core::ProjectStore::open(path, /*readOnly=*/true);
+  const core::RunRecord run = store->requireRun(runId);
+  const std::string named = "run " + std::to_string(runId) + " ('" + run.name + "')";
+  if (run.spec.is_null()) throw Error(named + " has no stored spec");
+  const core::ExperimentSpec spec = core::parseExperimentSpec(run.spec);
+  const int variant = run.strategy == "single" ? 0 : core::variantOfRun(spec, run.name);
+  const core::StrategyDescriptor& strategy =
+      core::strategyOf(spec.variants.at(static_cast<std::size_t>(variant)));
+  if (!strategy.traits.replaysFromRecord)
+    throw Error(named + " is " + strategy.name +
+                (strategy.traits.usesParameterServer
+                     ? ": its asynchronous phases start from values the record does not hold yet"
+                     : ": its workers agree on every step, so the same spec and seed repeat it "
+                       "(dtlab-cli run); only async_ps and ssp runs are replayed from a record"));
+  for (const core::RunEvent& e : store->events(runId))
+    if (e.kind == "resume")
+      throw Error(named + " was resumed from a checkpoint at step " + std::to_string(e.step) +
+                  ": a replay follows a run recorded from its start");
+
+  core::PsRecordChunk record;
+  for (const std::vector<unsigned char>& chunk : store->psRecords(runId)) {
+    core::PsRecordChunk part = core::decodePsRecords(chunk);
+    record.pushes.insert(record.pushes.end(), part.pushes.begin(), part.pushes.end());
+    record.replicas.insert(record.replicas.end(), part.replicas.begin(), part.replicas.end());
+  }
+  if (record.pushes.empty())
+    throw Error(named +
+                " has no record of pushes (recorded before DTLab kept them, or "
+                "stopped before its first push)");
+  // The run's checksums, one per worker in rank order.
+  std::vector<std::string> expected;
+  if (const auto summary = store->runSummary(runId);
+      summary && summary->contains("param_checksum") && (*summary)["param_checksum"].is_array())
+    for (const auto& c : (*summary)["param_checksum"]) expected.push_back(c.get<std::string>());
+  int world = static_cast<int>(expected.size());
+  for (const core::PushRecord& p : record.pushes) world = std::max(world, p.worker + 1);
+
+  const auto start = std::chrono::steady_clock::now();
+  const core::PsReplayResult replay =
+      core::replayParameterServer(spec, variant, world, record.pushes, record.replicas);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  bool same = replay.divergence.empty();
+  nlohmann::json workers = nlohmann::json::array();
+  std::cout << named << ": " << strategy.name << ", " << replay.pushesApplied << " pushes of "
+            << world << " workers replayed in " << seconds << " s, one CPU thread each\n";
+  for (int w = 0; w < world; ++w) {
+    const std::string& got = replay.replicaChecksums[static_cast<std::size_t>(w)];
+    const std::string want =
+        w < static_cast<int>(expected.size()) ? expected[static_cast<std::size_t>(w)] : "";
+    const bool match = !got.empty() && got == want;
+    same = same && match;
+    std::cout << "  worker " << w << ": " << (got.empty() ? "no final replica recorded" : got)
+              << (match ? "  = the run's, bit for bit" : "  differs from the run's " + want)
+              << "\n";
+    workers.push_back({{"worker", w}, {"checksum", got}, {"run", want}, {"same", match}});
+  }
+  if (!replay.divergence.empty()) std::cout << "diverged: " << replay.divergence << "\n";
+  std::cout << nlohmann::json{{"replay",
+                               {{"run", runId},
+                                {"pushes", replay.pushesApplied},
+                                {"workers", workers},
+                                {"same", same},
+                                {"divergence", replay.divergence}}}}
+                   .dump()
+            << std::endl;
+  return same ? 0 : 1;
+}
+
+}  // namespace dtlab::app

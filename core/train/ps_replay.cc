@@ -1,0 +1,231 @@
+#include "core/train/ps_replay.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "core/backend/backend.h"
+#include "core/common/check.h"
+#include "core/data/dataset.h"
+#include "core/nn/mlp.h"
+#include "core/train/data_shards.h"
+#include "core/train/local_trainer.h"
+#include "core/train/parameter_server.h"
+#include "core/train/strategy_registry.h"
+#include "core/train/worker.h"
+
+namespace dtlab::core {
+namespace {
+
+std::string versionList(const std::vector<int64_t>& versions) {
+  std::string out;
+  for (int64_t v : versions) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(v);
+  }
+  return out;
+}
+
+std::string pushName(const PushRecord& p) {
+  return "worker " + std::to_string(p.worker) + "'s push " + std::to_string(p.clock);
+}
+
+// One worker of the replay: its replica, on its own data, and its pushes in clock order.
+struct ReplayWorker {
+  std::unique_ptr<Worker> worker;
+  int64_t localBatch = 0;
+  std::vector<std::size_t> pushes;  // indices into the record, clock 1, 2, ...
+  std::size_t next = 0;             // the next to compute
+};
+
+}  // namespace
+
+PsReplayResult replayParameterServer(const ExperimentSpec& spec, int variant, int world,
+                                     const std::vector<PushRecord>& pushes,
+                                     const std::vector<ReplicaRecord>& replicas) {
+  if (variant < 0 || variant >= static_cast<int>(spec.variants.size()))
+    throw Error("variant " + std::to_string(variant) + " does not exist");
+  const StrategyDescriptor& strategy = strategyOf(spec.variants[static_cast<std::size_t>(variant)]);
+  if (!strategy.traits.usesParameterServer || !strategy.traits.replaysFromRecord)
+    throw Error(strategy.name + " runs are not replayed from a record" +
+                (strategy.traits.usesParameterServer
+                     ? std::string(" (yet: its phases start from values the record lacks)")
+                     : std::string(": their workers agree on every step")));
+  if (world < 1) throw Error("a replay needs at least one worker");
+
+  const std::unique_ptr<Dataset> dataset = makeDataset(spec.dataset);
+  const std::unique_ptr<Backend> backend = makeBackend("cpu", 1);
+  const int64_t global = spec.training.batchSize;
+  const int64_t totalSteps = plannedSteps(spec, dataset->size(Split::kTrain) / global);
+  const std::unique_ptr<ParameterHost> host =
+      makeParameterHost(spec, variant, world, -1, totalSteps);
+  const std::vector<PsBlock> layout = psLayoutFor(spec, variant, world);
+  const std::size_t blocks = layout.size();
+  const int64_t paramCount = layout.back().end;
+
+  // The record, checked: every push names a worker, and every worker's clocks and every
+  // block's versions run without a gap.
+  std::vector<ReplayWorker> workers(static_cast<std::size_t>(world));
+  std::vector<std::vector<std::size_t>> order(blocks);  // per block, pushes by appliedTo
+  for (std::size_t i = 0; i < pushes.size(); ++i) {
+    const PushRecord& p = pushes[i];
+    if (p.worker < 0 || p.worker >= world)
+      throw Error("the record has a push of worker " + std::to_string(p.worker) + " in a run of " +
+                  std::to_string(world) + " workers");
+    if (p.basedOn.size() != blocks || p.appliedTo.size() != blocks)
+      throw Error(pushName(p) + " names " + std::to_string(p.appliedTo.size()) +
+                  " blocks; the run's server has " + std::to_string(blocks));
+    for (std::size_t b = 0; b < blocks; ++b) {
+      if (p.basedOn[b] < 0 || p.basedOn[b] > p.appliedTo[b])
+        throw Error(pushName(p) + " was applied to block " + std::to_string(b) + " at version " +
+                    std::to_string(p.appliedTo[b]) + " but computed from version " +
+                    std::to_string(p.basedOn[b]));
+      order[b].push_back(i);
+    }
+    workers[static_cast<std::size_t>(p.worker)].pushes.push_back(i);
+  }
+  for (ReplayWorker& w : workers) {
+    std::sort(w.pushes.begin(), w.pushes.end(),
+              [&](std::size_t a, std::size_t b) { return pushes[a].clock < pushes[b].clock; });
+    for (std::size_t k = 0; k < w.pushes.size(); ++k)
+      if (pushes[w.pushes[k]].clock != static_cast<int64_t>(k) + 1)
+        throw Error("the record misses worker " + std::to_string(pushes[w.pushes[k]].worker) +
+                    "'s push " + std::to_string(k + 1) + " (its next recorded push is " +
+                    std::to_string(pushes[w.pushes[k]].clock) + ")");
+  }
+  for (std::size_t b = 0; b < blocks; ++b) {
+    std::sort(order[b].begin(), order[b].end(), [&](std::size_t x, std::size_t y) {
+      return pushes[x].appliedTo[b] < pushes[y].appliedTo[b];
+    });
+    for (std::size_t k = 0; k < order[b].size(); ++k)
+      if (pushes[order[b][k]].appliedTo[b] != static_cast<int64_t>(k))
+        throw Error("the record misses the push applied to block " + std::to_string(b) +
+                    " at version " + std::to_string(k) +
+                    " (next: " + pushName(pushes[order[b][k]]) + " at " +
+                    std::to_string(pushes[order[b][k]].appliedTo[b]) + ")");
+  }
+
+  // Versions some gradient or final replica was computed from: each block keeps a copy of its
+  // parameters at each of them until the last use.
+  std::vector<std::map<int64_t, int>> uses(blocks);
+  for (const PushRecord& p : pushes)
+    for (std::size_t b = 0; b < blocks; ++b) ++uses[b][p.basedOn[b]];
+  for (const ReplicaRecord& r : replicas) {
+    if (r.worker < 0 || r.worker >= world || r.versions.size() != blocks)
+      throw Error("the record's final replica of worker " + std::to_string(r.worker) +
+                  " does not fit a run of " + std::to_string(world) + " workers and " +
+                  std::to_string(blocks) + " blocks");
+    for (std::size_t b = 0; b < blocks; ++b) {
+      if (r.versions[b] < 0 || r.versions[b] > static_cast<int64_t>(order[b].size()))
+        throw Error("worker " + std::to_string(r.worker) + "'s replica was pulled at block " +
+                    std::to_string(b) + " version " + std::to_string(r.versions[b]) +
+                    ", which the record's pushes never reach");
+      ++uses[b][r.versions[b]];
+    }
+  }
+  std::vector<std::map<int64_t, std::vector<float>>> kept(blocks);
+  auto keepIfUsed = [&](std::size_t b) {
+    const int64_t version = host->block(static_cast<int>(b))->version();
+    if (uses[b].count(version) == 0 || kept[b].count(version) != 0) return;
+    std::vector<float>& copy = kept[b][version];
+    copy.resize(static_cast<std::size_t>(layout[b].size()));
+    host->block(static_cast<int>(b))->pull(copy.data());
+  };
+  auto release = [&](std::size_t b, int64_t version) {
+    if (--uses[b][version] == 0) {
+      uses[b].erase(version);
+      kept[b].erase(version);
+    }
+  };
+
+  // Every worker starts from the same initial weights (the run's seed); the first one's go in.
+  for (int r = 0; r < world; ++r) {
+    WorkerData data = workerData(spec, *dataset, r, world, SharedDraw::kContiguousRanges);
+    ReplayWorker& w = workers[static_cast<std::size_t>(r)];
+    w.worker = std::make_unique<Worker>(spec, *backend, *dataset, std::move(data.samples),
+                                        data.slice, totalSteps * world);
+    w.localBatch = BatchSlice::equal(global, r, world).count;
+  }
+  LocalParameterClient(*host, layout, 0).init(workers[0].worker->model().params());
+  for (std::size_t b = 0; b < blocks; ++b) keepIfUsed(b);
+
+  PsReplayResult result;
+  std::vector<std::vector<float>> grads(pushes.size());
+  std::vector<std::size_t> blocksLeft(pushes.size(), blocks);
+  std::vector<std::size_t> next(blocks, 0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    // Each worker computes its next gradients once every block has reached the versions it
+    // pulled for them.
+    for (ReplayWorker& w : workers) {
+      while (w.next < w.pushes.size()) {
+        const std::size_t i = w.pushes[w.next];
+        const PushRecord& p = pushes[i];
+        bool ready = true;
+        for (std::size_t b = 0; b < blocks && ready; ++b) ready = kept[b].count(p.basedOn[b]) != 0;
+        if (!ready) break;
+        Mlp& model = w.worker->model();
+        for (std::size_t b = 0; b < blocks; ++b) {
+          const std::vector<float>& from = kept[b].at(p.basedOn[b]);
+          std::copy(from.begin(), from.end(), model.params() + layout[b].begin);
+          release(b, p.basedOn[b]);
+        }
+        w.worker->loadBatch();
+        w.worker->computeGradients(1.0f / static_cast<float>(w.localBatch));
+        const float* g = model.grads();
+        if (p.gradient != 0 && result.divergence.empty() &&
+            gradientFingerprint(g, paramCount) != p.gradient)
+          result.divergence = pushName(p) + " (computed from block versions " +
+                              versionList(p.basedOn) + ") is the first whose gradient differs " +
+                              "from the run's: the weights it was computed from, or its batch, " +
+                              "are not the run's";
+        grads[i].assign(g, g + paramCount);
+        ++w.next;
+        progress = true;
+      }
+    }
+    // Each block applies the gradients in its recorded order, as far as they are computed.
+    for (std::size_t b = 0; b < blocks; ++b) {
+      while (next[b] < order[b].size() && !grads[order[b][next[b]]].empty()) {
+        const std::size_t i = order[b][next[b]];
+        const PushRecord& p = pushes[i];
+        const int64_t appliedTo =
+            host->block(static_cast<int>(b))
+                ->push(grads[i].data() + layout[b].begin, layout[b].size(), p.basedOn[b]);
+        DTLAB_ENFORCE(appliedTo == p.appliedTo[b], "block ", b, " applied ", pushName(p), " at ",
+                      appliedTo, ", not at the recorded ", p.appliedTo[b]);
+        ++next[b];
+        if (--blocksLeft[i] == 0) {
+          grads[i] = {};
+          ++result.pushesApplied;
+        }
+        keepIfUsed(b);
+        progress = true;
+      }
+    }
+  }
+  for (std::size_t b = 0; b < blocks; ++b)
+    if (next[b] < order[b].size()) {
+      const PushRecord& p = pushes[order[b][next[b]]];
+      throw Error("the record's order cannot have happened: block " + std::to_string(b) +
+                  " applied " + pushName(p) + " at version " + std::to_string(p.appliedTo[b]) +
+                  ", which was computed from versions " + versionList(p.basedOn) +
+                  " that the record's pushes reach only after it");
+    }
+
+  result.replicaChecksums.assign(static_cast<std::size_t>(world), std::string());
+  for (const ReplicaRecord& r : replicas) {
+    std::vector<float> params(static_cast<std::size_t>(paramCount));
+    for (std::size_t b = 0; b < blocks; ++b) {
+      const std::vector<float>& from = kept[b].at(r.versions[b]);
+      std::copy(from.begin(), from.end(), params.begin() + layout[b].begin);
+    }
+    result.replicaChecksums[static_cast<std::size_t>(r.worker)] = paramChecksum(params);
+  }
+  result.serverParams.resize(static_cast<std::size_t>(paramCount));
+  for (std::size_t b = 0; b < blocks; ++b)
+    host->block(static_cast<int>(b))->pull(result.serverParams.data() + layout[b].begin);
+  return result;
+}
+
+}  // namespace dtlab::core

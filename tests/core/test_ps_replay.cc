@@ -1,0 +1,202 @@
+// Replay of asynchronous parameter-server runs (core/train/ps_replay.h, issue 23): a run of four
+// workers, one of them a straggler, records every push the server applied; the replay, in one
+// process, ends on every worker's final parameters bit for bit, for async_ps and ssp. A record
+// with two updates swapped replays to other parameters and names the first push whose gradient
+// came out different; a record with a hole is refused naming it.
+#include <QtTest/QtTest>
+
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+#include "core/common/check.h"
+#include "core/nn/mlp.h"
+#include "core/train/ps_replay.h"
+#include "core/train/push_record.h"
+#include "tests/core/rank_threads.h"
+
+using namespace dtlab;
+using namespace dtlab::core;
+
+namespace {
+
+// Keeps the pushes and final replicas the workers record.
+class Recorder final : public MetricSink {
+ public:
+  void onPush(const PushRecord& p) override {
+    std::lock_guard lock(mutex_);
+    pushes.push_back(p);
+  }
+  void onReplica(const ReplicaRecord& r) override {
+    std::lock_guard lock(mutex_);
+    replicas.push_back(r);
+  }
+  std::vector<PushRecord> pushes;
+  std::vector<ReplicaRecord> replicas;
+
+ private:
+  std::mutex mutex_;
+};
+
+struct RecordedRun {
+  ExperimentSpec spec;
+  std::vector<WorkerResult> results;
+  Recorder record;
+};
+
+// Four workers of `strategy` on the small blobs problem; worker 3 stalls 20 ms in a third of
+// its steps, so the others' pushes land between its pulls and pushes (stale gradients).
+void runRecorded(const char* strategy, RecordedRun& run) {
+  run.spec = test::smallBlobsSpec(80, 20);
+  run.spec.optimizer.kind = OptimizerKind::kAdam;  // its state is the block's version
+  run.spec.optimizer.lr = 0.01f;
+  run.spec.variants = {parseExperimentSpec({{"variants", {{{"strategy", strategy}}}}}).variants[0]};
+  test::RankThreads how;
+  how.nodes = test::nodesAt({1.0, 1.0, 1.0, 1.0});
+  how.nodes[3].straggler.probability = 0.3;
+  how.nodes[3].straggler.pauseMs = 20.0;
+  how.parameterServer = true;
+  how.sink = &run.record;
+  run.results = test::runRankThreads(run.spec, how);
+}
+
+}  // namespace
+
+class TestPsReplay : public QObject {
+  Q_OBJECT
+ private slots:
+  void replayEndsOnTheRunsParametersBitForBit_data() {
+    QTest::addColumn<QString>("strategy");
+    QTest::newRow("async_ps") << "async_ps";
+    QTest::newRow("ssp") << "ssp";
+  }
+  void replayEndsOnTheRunsParametersBitForBit() {
+    QFETCH(QString, strategy);
+    RecordedRun run;
+    runRecorded(qPrintable(strategy), run);
+    for (const WorkerResult& r : run.results)
+      QVERIFY2(r.status == RunStatus::kCompleted, r.error.c_str());
+    QVERIFY(run.record.pushes.size() >= 4 * 80);
+    QCOMPARE(run.record.replicas.size(), std::size_t{4});
+    // The run was asynchronous for real: some pushes were applied to a version newer than the
+    // one their gradient was computed from.
+    int64_t stale = 0;
+    for (const PushRecord& p : run.record.pushes)
+      for (std::size_t b = 0; b < p.appliedTo.size(); ++b)
+        stale += p.appliedTo[b] > p.basedOn[b] ? 1 : 0;
+    QVERIFY2(stale > 0, "no push was stale: nothing asynchronous to replay");
+
+    std::vector<PushRecord> shuffled = run.record.pushes;  // the replay takes any order
+    std::reverse(shuffled.begin(), shuffled.end());
+    const PsReplayResult replay =
+        replayParameterServer(run.spec, 0, 4, shuffled, run.record.replicas);
+    QVERIFY2(replay.divergence.empty(), replay.divergence.c_str());
+    QCOMPARE(replay.pushesApplied, static_cast<int64_t>(run.record.pushes.size()));
+    for (int r = 0; r < 4; ++r)
+      QCOMPARE(QString::fromStdString(replay.replicaChecksums[static_cast<std::size_t>(r)]),
+               QString::fromStdString(run.results[static_cast<std::size_t>(r)].paramChecksum));
+  }
+
+  // The record as the store keeps it (encodePsRecords): decoded, the same records; cut short
+  // or from another format, refused naming where.
+  void recordsSurviveTheirEncoding() {
+    RecordedRun run;
+    runRecorded("async_ps", run);
+    PsRecordChunk chunk{run.record.pushes, run.record.replicas};
+    const std::vector<unsigned char> bytes = encodePsRecords(chunk);
+    qInfo("%zu pushes of %zu blocks in %zu bytes", chunk.pushes.size(),
+          chunk.pushes.front().appliedTo.size(), bytes.size());
+    QVERIFY(bytes.size() < chunk.pushes.size() * (6 + 3 * chunk.pushes.front().appliedTo.size()));
+    const PsRecordChunk back = decodePsRecords(bytes);
+    QCOMPARE(back.pushes.size(), chunk.pushes.size());
+    for (std::size_t i = 0; i < back.pushes.size(); ++i) {
+      QCOMPARE(back.pushes[i].worker, chunk.pushes[i].worker);
+      QCOMPARE(back.pushes[i].clock, chunk.pushes[i].clock);
+      QVERIFY(back.pushes[i].basedOn == chunk.pushes[i].basedOn);
+      QVERIFY(back.pushes[i].appliedTo == chunk.pushes[i].appliedTo);
+      QCOMPARE(back.pushes[i].gradient, chunk.pushes[i].gradient);
+    }
+    QCOMPARE(back.replicas.size(), chunk.replicas.size());
+    const PsReplayResult replay = replayParameterServer(run.spec, 0, 4, back.pushes, back.replicas);
+    for (int r = 0; r < 4; ++r)
+      QCOMPARE(QString::fromStdString(replay.replicaChecksums[static_cast<std::size_t>(r)]),
+               QString::fromStdString(run.results[static_cast<std::size_t>(r)].paramChecksum));
+    for (std::size_t cut : {std::size_t{0}, std::size_t{1}, bytes.size() / 2, bytes.size() - 1}) {
+      try {
+        decodePsRecords(std::span(bytes.data(), cut));
+        QFAIL(qPrintable(QString("a chunk cut to %1 bytes decoded").arg(cut)));
+      } catch (const Error& e) {
+        QVERIFY2(std::string(e.what()).find("parameter-server record: ") == 0, e.what());
+      }
+    }
+  }
+
+  void aSwappedUpdateIsFoundWhereItDiverges() {
+    RecordedRun run;
+    runRecorded("async_ps", run);
+    // Two consecutive updates of block 0 by different workers, where the second's gradient
+    // was computed before the first was applied (so the other order could have happened):
+    // swapped, the block's weights after them differ, and so does every gradient computed
+    // from them.
+    std::vector<PushRecord> pushes = run.record.pushes;
+    auto at = [&](int64_t version) -> PushRecord& {
+      for (PushRecord& p : pushes)
+        if (p.appliedTo[0] == version) return p;
+      throw Error("no push at version " + std::to_string(version));
+    };
+    int64_t swapped = -1;
+    for (int64_t v = 10; v + 1 < static_cast<int64_t>(pushes.size()); ++v)
+      if (at(v).worker != at(v + 1).worker && at(v + 1).basedOn[0] <= v) {
+        swapped = v;
+        break;
+      }
+    QVERIFY2(swapped >= 0, "no two neighbouring updates of block 0 could have swapped");
+    std::swap(at(swapped).appliedTo[0], at(swapped + 1).appliedTo[0]);
+    const PsReplayResult replay =
+        replayParameterServer(run.spec, 0, 4, pushes, run.record.replicas);
+    QVERIFY2(!replay.divergence.empty(), "the swapped record replayed without a divergence");
+    qInfo("block 0 versions %lld and %lld swapped: %s", static_cast<long long>(swapped),
+          static_cast<long long>(swapped + 1), replay.divergence.c_str());
+    QVERIFY2(replay.divergence.find("is the first whose gradient differs") != std::string::npos,
+             replay.divergence.c_str());
+    bool differs = false;
+    for (int r = 0; r < 4; ++r)
+      differs |= replay.replicaChecksums[static_cast<std::size_t>(r)] !=
+                 run.results[static_cast<std::size_t>(r)].paramChecksum;
+    QVERIFY2(differs, "the swapped record ended on the run's parameters");
+  }
+
+  void aRecordWithAHoleIsRefusedNamingIt() {
+    RecordedRun run;
+    runRecorded("async_ps", run);
+    std::vector<PushRecord> pushes = run.record.pushes;
+    const auto gone = std::find_if(pushes.begin(), pushes.end(), [](const PushRecord& p) {
+      return p.worker == 2 && p.clock == 5;
+    });
+    QVERIFY(gone != pushes.end());
+    pushes.erase(gone);
+    try {
+      replayParameterServer(run.spec, 0, 4, pushes, run.record.replicas);
+      QFAIL("a record with a missing push was replayed");
+    } catch (const Error& e) {
+      QVERIFY2(
+          std::string(e.what()).find("the record misses worker 2's push 5") != std::string::npos,
+          e.what());
+    }
+  }
+
+  void synchronousStrategiesSayTheyRepeatFromTheSeed() {
+    ExperimentSpec spec = test::smallBlobsSpec(10, 5);
+    spec.variants = {
+        parseExperimentSpec({{"variants", {{{"strategy", "sync_allreduce"}}}}}).variants[0]};
+    try {
+      replayParameterServer(spec, 0, 2, {}, {});
+      QFAIL("a sync_allreduce run was replayed from a record");
+    } catch (const Error& e) {
+      QVERIFY2(std::string(e.what()).find("agree on every step") != std::string::npos, e.what());
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(TestPsReplay)
+#include "test_ps_replay.moc"
