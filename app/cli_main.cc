@@ -78,13 +78,14 @@ commands:
       step (on another number of ranks, every worker from the run's progress), and a
       hybrid run in the phase its checkpoint was taken in.
   replay P.dtlab RUN
-      Re-run an async_ps or ssp run in this process from its record of pushes (which
-      worker's gradient the parameter server applied when, to which versions), one CPU
-      thread per worker, and compare every worker's final parameters with the run's
-      checksums. Exit 0: the same bit for bit; 1: the replay diverged, and it names the
-      first push whose gradient came out other than the run's. The last line of stdout
-      is {"replay":{...}}. Synchronous strategies need no record: the same spec and seed
-      repeat them.
+      Re-run an async_ps, ssp or hybrid run in this process from its record of pushes
+      (which worker's gradient the parameter server applied when, to which versions; a
+      hybrid's asynchronous phases from the values each began with), one CPU thread per
+      worker, and compare every recorded replica (each worker's at the end, and at the
+      end of each asynchronous phase) with the run's checksums. Exit 0: the same bit for
+      bit; 1: the replay diverged (it names the first push whose gradient came out other
+      than the run's) or was refused. The last line of stdout is {"replay":{...}}.
+      Synchronous strategies need no record: the same spec and seed repeat them.
 )";
 
 constexpr const char* kUsageAfterBench = R"(  project new P.dtlab [--name NAME]

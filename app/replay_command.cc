@@ -30,21 +30,16 @@ int replayCommand(const std::vector<std::string>& argv) {
       core::strategyOf(spec.variants.at(static_cast<std::size_t>(variant)));
   if (!strategy.traits.replaysFromRecord)
     throw Error(named + " is " + strategy.name +
-                (strategy.traits.usesParameterServer
-                     ? ": its asynchronous phases start from values the record does not hold yet"
-                     : ": its workers agree on every step, so the same spec and seed repeat it "
-                       "(dtlab-cli run); only async_ps and ssp runs are replayed from a record"));
+                ": its workers agree on every step, so the same spec and seed repeat it "
+                "(dtlab-cli run); async_ps, ssp and hybrid runs are replayed from a record");
   for (const core::RunEvent& e : store->events(runId))
     if (e.kind == "resume")
       throw Error(named + " was resumed from a checkpoint at step " + std::to_string(e.step) +
                   ": a replay follows a run recorded from its start");
 
   core::PsRecordChunk record;
-  for (const std::vector<unsigned char>& chunk : store->psRecords(runId)) {
-    core::PsRecordChunk part = core::decodePsRecords(chunk);
-    record.pushes.insert(record.pushes.end(), part.pushes.begin(), part.pushes.end());
-    record.replicas.insert(record.replicas.end(), part.replicas.begin(), part.replicas.end());
-  }
+  for (const std::vector<unsigned char>& chunk : store->psRecords(runId))
+    record.add(core::decodePsRecords(chunk));
   if (record.pushes.empty())
     throw Error(named +
                 " has no record of pushes (recorded before DTLab kept them, or "
@@ -58,31 +53,52 @@ int replayCommand(const std::vector<std::string>& argv) {
   for (const core::PushRecord& p : record.pushes) world = std::max(world, p.worker + 1);
 
   const auto start = std::chrono::steady_clock::now();
-  const core::PsReplayResult replay =
-      core::replayParameterServer(spec, variant, world, record.pushes, record.replicas);
+  const core::PsReplayResult replay = core::replayParameterServer(spec, variant, world, record);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   bool same = replay.divergence.empty();
-  nlohmann::json workers = nlohmann::json::array();
+  nlohmann::json replicas = nlohmann::json::array();
   std::cout << named << ": " << strategy.name << ", " << replay.pushesApplied << " pushes of "
-            << world << " workers replayed in " << seconds << " s, one CPU thread each\n";
-  for (int w = 0; w < world; ++w) {
-    const std::string& got = replay.replicaChecksums[static_cast<std::size_t>(w)];
-    const std::string want =
-        w < static_cast<int>(expected.size()) ? expected[static_cast<std::size_t>(w)] : "";
-    const bool match = !got.empty() && got == want;
+            << world << " workers";
+  if (replay.resetsApplied > 0)
+    std::cout << " in " << replay.resetsApplied << " asynchronous phases";
+  std::cout << " replayed in " << seconds << " s, one CPU thread each\n";
+  for (const core::ReplicaCheck& r : replay.replicas) {
+    // The end of the run is also the run's own checksum of that worker, when the run ended
+    // there (a hybrid may end in a synchronous phase, which has no record).
+    const bool atEnd = r.phase < 0;
+    const std::string& run = r.recorded;
+    const bool match = !r.replayed.empty() && r.replayed == run;
     same = same && match;
-    std::cout << "  worker " << w << ": " << (got.empty() ? "no final replica recorded" : got)
-              << (match ? "  = the run's, bit for bit" : "  differs from the run's " + want)
-              << "\n";
-    workers.push_back({{"worker", w}, {"checksum", got}, {"run", want}, {"same", match}});
+    std::cout << "  worker " << r.worker
+              << (atEnd ? " at the end: "
+                        : " at the end of asynchronous phase " + std::to_string(r.phase) + ": ")
+              << r.replayed
+              << (match ? "  = the run's, bit for bit" : "  differs from the run's " + run) << "\n";
+    replicas.push_back({{"worker", r.worker},
+                        {"phase", r.phase},
+                        {"checksum", r.replayed},
+                        {"run", run},
+                        {"same", match}});
+  }
+  // The summary's checksums are the replicas' at the end, unless a hybrid ended synchronous.
+  const bool endedAsync = std::any_of(replay.replicas.begin(), replay.replicas.end(),
+                                      [](const core::ReplicaCheck& r) { return r.phase < 0; });
+  for (int w = 0; endedAsync && strategy.name != "hybrid" && w < world; ++w) {
+    const std::string& got = replay.replicaChecksums[static_cast<std::size_t>(w)];
+    if (w < static_cast<int>(expected.size()) && got != expected[static_cast<std::size_t>(w)]) {
+      same = false;
+      std::cout << "  worker " << w << ": the summary's checksum "
+                << expected[static_cast<std::size_t>(w)] << " is not the replay's "
+                << (got.empty() ? "(none)" : got) << "\n";
+    }
   }
   if (!replay.divergence.empty()) std::cout << "diverged: " << replay.divergence << "\n";
   std::cout << nlohmann::json{{"replay",
                                {{"run", runId},
                                 {"pushes", replay.pushesApplied},
-                                {"workers", workers},
+                                {"replicas", replicas},
                                 {"same", same},
                                 {"divergence", replay.divergence}}}}
                    .dump()

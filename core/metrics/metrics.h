@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,7 @@ namespace dtlab::core {
 struct Checkpoint;     // core/train/checkpoint.h
 struct PushRecord;     // core/train/push_record.h
 struct ReplicaRecord;  // core/train/push_record.h
+struct ResetRecord;    // core/train/push_record.h
 
 // Event kinds: start, node, contention, rebalance, strategy_switch, node_lost, recovery,
 // resume, cancel, finish.
@@ -143,6 +145,9 @@ class MetricSink {
   // replica ended on (core/train/push_record.h): the record a replay follows.
   virtual void onPush(const PushRecord& /*push*/) {}
   virtual void onReplica(const ReplicaRecord& /*replica*/) {}
+  virtual void onReset(const ResetRecord& /*reset*/) {}
+  // The same records already encoded (a chunk of encodePsRecords, as a node sends them).
+  virtual void onPsRecords(std::span<const unsigned char> /*chunk*/) {}
 };
 
 }  // namespace dtlab::core

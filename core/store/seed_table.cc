@@ -103,10 +103,6 @@ const SeedRow kRows[] = {
                          "run is not reproducible from its seed alone; DTLab records every push "
                          "the server applied, and `dtlab-cli replay P.dtlab RUN` re-runs a run "
                          "in one process to the same parameters bit for bit."};
-       if (usesServer(c))
-         return CellText{"not yet",
-                         "The asynchronous phases start from values the record does not hold "
-                         "yet, so DTLab cannot replay such a run."};
        return CellText{"from its seed",
                        "A synchronous run applies the same averaged gradient everywhere in a "
                        "fixed order; the same spec and seed repeat it (when shares follow "

@@ -62,14 +62,26 @@ void StoreSink::onCheckpoint(const Checkpoint& c) {
 
 void StoreSink::onPush(const PushRecord& p) {
   std::lock_guard lock(mutex_);
-  openRecords_.pushes.push_back(p);
-  if (openRecords_.pushes.size() >= kPushesPerChunk) closeRecordChunk();
+  openRecords_.add(p);
+  if (openRecords_.pushes() >= kPushesPerChunk) closeRecordChunk();
 }
 
 void StoreSink::onReplica(const ReplicaRecord& r) {
   std::lock_guard lock(mutex_);
-  openRecords_.replicas.push_back(r);
+  openRecords_.add(r);
   closeRecordChunk();
+}
+
+void StoreSink::onReset(const ResetRecord& r) {
+  std::lock_guard lock(mutex_);
+  openRecords_.add(r);
+  closeRecordChunk();
+}
+
+void StoreSink::onPsRecords(std::span<const unsigned char> chunk) {
+  std::lock_guard lock(mutex_);
+  closeRecordChunk();  // what came record by record first, in order
+  appender_.appendPsRecords(runId_, {chunk.begin(), chunk.end()});
 }
 
 void StoreSink::flushRecords() {
@@ -79,8 +91,7 @@ void StoreSink::flushRecords() {
 
 void StoreSink::closeRecordChunk() {
   if (openRecords_.empty()) return;
-  appender_.appendPsRecords(runId_, encodePsRecords(openRecords_));
-  openRecords_ = {};
+  appender_.appendPsRecords(runId_, openRecords_.take());
 }
 
 void StoreSink::onEval(const EvalMetrics& m) {

@@ -41,6 +41,8 @@ class StoreSink : public MetricSink {
   static constexpr std::size_t kPushesPerChunk = 1024;
   void onPush(const PushRecord& p) override;
   void onReplica(const ReplicaRecord& r) override;
+  void onReset(const ResetRecord& r) override;
+  void onPsRecords(std::span<const unsigned char> chunk) override;
   void flushRecords();
 
   int64_t runId() const { return runId_; }
@@ -61,7 +63,7 @@ class StoreSink : public MetricSink {
   void closeRecordChunk();  // under mutex_
 
   std::mutex mutex_;  // workers may report from several threads
-  PsRecordChunk openRecords_;
+  PsRecordEncoder openRecords_;
   std::vector<std::optional<Handles>> workerHandles_;
   std::vector<std::optional<Handles>> nodeHandles_;
   Handles runHandles_;
@@ -135,6 +137,12 @@ class FanOutSink : public MetricSink {
   }
   void onReplica(const ReplicaRecord& r) override {
     for (MetricSink* s : sinks_) s->onReplica(r);
+  }
+  void onReset(const ResetRecord& r) override {
+    for (MetricSink* s : sinks_) s->onReset(r);
+  }
+  void onPsRecords(std::span<const unsigned char> chunk) override {
+    for (MetricSink* s : sinks_) s->onPsRecords(chunk);
   }
 
  private:

@@ -5,6 +5,7 @@
 
 #include "core/common/log.h"
 #include "core/data/dataset.h"
+#include "core/nn/mlp.h"
 #include "core/train/data_shards.h"
 #include "core/train/ps_checkpoint.h"
 #include "core/train/push_record.h"
@@ -164,15 +165,16 @@ StepReport AsyncPs::step(int64_t step, const Votes& local, Votes& agreed) {
   ++clock_;
   board_ = pushed.board;
   measureDivergence_ = true;
-  // The record a replay follows (a hybrid's phases: not yet, they start from reset values).
-  if (context_.sink != nullptr && phase_ < 0) {
-    PushRecord record;
+  // The record a replay follows.
+  if (context_.sink != nullptr) {
+    PushRecord& record = pushRecord_;  // reused: its vectors keep their room
     record.worker = context_.job.rank;
     record.clock = clock_;
-    record.basedOn = versions_;
-    record.appliedTo = pushed.appliedTo;
-    if (worker.backend().hostMemory())
-      record.gradient = gradientFingerprint(model.grads(), model.parameterCount());
+    record.basedOn.assign(versions_.begin(), versions_.end());
+    record.appliedTo.assign(pushed.appliedTo.begin(), pushed.appliedTo.end());
+    record.gradient = worker.backend().hostMemory()
+                          ? gradientFingerprint(model.grads(), model.parameterCount())
+                          : 0;
     context_.sink->onPush(record);
   }
 
@@ -243,11 +245,16 @@ int64_t AsyncPs::restore(const Checkpoint& c) {
   return clock_;
 }
 
+void AsyncPs::recordReplica(int64_t phase) {
+  if (context_.sink == nullptr || versions_.empty()) return;
+  context_.sink->onReplica(ReplicaRecord{context_.job.rank, phase, versions_,
+                                         paramChecksum(worker_->model().paramsToHost())});
+}
+
 void AsyncPs::finish() {
   if (finished_ || ps_ == nullptr) return;
   finished_ = true;
-  if (context_.sink != nullptr && phase_ < 0)
-    context_.sink->onReplica(ReplicaRecord{context_.job.rank, versions_});
+  recordReplica(-1);
   ps_->leave(context_.job.rank);
 }
 

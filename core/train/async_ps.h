@@ -6,6 +6,7 @@
 
 #include "core/train/compute_emulation.h"
 #include "core/train/parameter_server.h"
+#include "core/train/push_record.h"
 #include "core/train/strategy.h"
 #include "core/train/worker.h"
 
@@ -62,6 +63,9 @@ class AsyncPs final : public Strategy {
   int64_t clock() const { return clock_; }
   // Reads the board afresh (without voting anything).
   const BoardState& refreshBoard();
+  // Hands the sink this worker's replica as last pulled (its versions and checksum) for the
+  // record a replay checks (push_record.h): at the end (phase -1) and a hybrid's phase ends.
+  void recordReplica(int64_t phase);
 
  private:
   StrategyContext& context_;
@@ -81,6 +85,7 @@ class AsyncPs final : public Strategy {
   int64_t phase_ = -1;
   bool measureDivergence_ = false;  // the replica holds the weights of the last gradient
   bool finished_ = false;
+  PushRecord pushRecord_;  // the record of the last push, handed to the sink
 };
 
 // The descriptors of async_ps and ssp (strategy_registry.cc lists them).

@@ -8,6 +8,7 @@
 #include "core/common/log.h"
 #include "core/train/checkpoint.h"
 #include "core/train/parameter_server.h"
+#include "core/train/push_record.h"
 
 namespace dtlab::core {
 
@@ -33,6 +34,7 @@ StrategyDescriptor hybridDescriptor() {
   d.summary = "Synchronous all-reduce and the parameter server in one run, switching between them";
   d.traits.usesParameterServer = true;
   d.traits.keepsCheckpoints = true;
+  d.traits.replaysFromRecord = true;  // its asynchronous phases, from the record's resets
   const SettingSchema policy{
       .key = "policy",
       .type = SettingType::kChoice,
@@ -198,8 +200,12 @@ void Hybrid::switchToAsync(const std::string& reason) {
   async_->setPhase(phase_);
   // Every rank's synchronous replica is the same; the first to arrive seeds the server, at the
   // run's progress in pushes (the server's schedule counts pushes).
-  async_->client().reset(sync_->replica().model().params(),
-                         psUpdatesPlanned(global, context_.job.world), phase_ + 1);
+  const int64_t version = psUpdatesPlanned(global, context_.job.world);
+  async_->client().reset(sync_->replica().model().params(), version, phase_ + 1);
+  // For a replay: the values every block starts the phase from (every rank sends the same).
+  if (context_.sink != nullptr && context_.job.rank == 0)
+    context_.sink->onReset(
+        ResetRecord{version, phase_ + 1, sync_->replica().model().paramsToHost()});
   context_.event(global, kSwitchEvent, std::string(kSwitchToAsync) + " " + reason);
 }
 
@@ -209,6 +215,7 @@ void Hybrid::switchToSync() {
   const BoardState& board = async_->refreshBoard();
   pushesSeen_ = board.totalPushes;
   async_->beforeEvaluate();  // pulls the server's weights into the asynchronous replica
+  async_->recordReplica(phase_);
   sync_->replica().model().setParams(async_->replica().model().paramsToHost());
   inAsync_ = false;
   policy_.reset();

@@ -36,6 +36,12 @@ class EventRecorder final : public MetricSink {
   void onReplica(const ReplicaRecord& r) override {
     if (next_ != nullptr) next_->onReplica(r);
   }
+  void onReset(const ResetRecord& r) override {
+    if (next_ != nullptr) next_->onReset(r);
+  }
+  void onPsRecords(std::span<const unsigned char> chunk) override {
+    if (next_ != nullptr) next_->onPsRecords(chunk);
+  }
   std::vector<RunEvent> events;
 
  private:

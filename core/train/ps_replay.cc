@@ -1,6 +1,7 @@
 #include "core/train/ps_replay.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <memory>
 
@@ -41,16 +42,15 @@ struct ReplayWorker {
 }  // namespace
 
 PsReplayResult replayParameterServer(const ExperimentSpec& spec, int variant, int world,
-                                     const std::vector<PushRecord>& pushes,
-                                     const std::vector<ReplicaRecord>& replicas) {
+                                     const PsRecordChunk& record) {
+  const std::vector<PushRecord>& pushes = record.pushes;
+  const std::vector<ReplicaRecord>& replicas = record.replicas;
   if (variant < 0 || variant >= static_cast<int>(spec.variants.size()))
     throw Error("variant " + std::to_string(variant) + " does not exist");
   const StrategyDescriptor& strategy = strategyOf(spec.variants[static_cast<std::size_t>(variant)]);
-  if (!strategy.traits.usesParameterServer || !strategy.traits.replaysFromRecord)
-    throw Error(strategy.name + " runs are not replayed from a record" +
-                (strategy.traits.usesParameterServer
-                     ? std::string(" (yet: its phases start from values the record lacks)")
-                     : std::string(": their workers agree on every step")));
+  if (!strategy.traits.replaysFromRecord)
+    throw Error(strategy.name +
+                " runs are not replayed from a record: their workers agree on every step");
   if (world < 1) throw Error("a replay needs at least one worker");
 
   const std::unique_ptr<Dataset> dataset = makeDataset(spec.dataset);
@@ -93,16 +93,43 @@ PsReplayResult replayParameterServer(const ExperimentSpec& spec, int variant, in
                     "'s push " + std::to_string(k + 1) + " (its next recorded push is " +
                     std::to_string(pushes[w.pushes[k]].clock) + ")");
   }
+  // A hybrid's switches: every block starts again from the reset's values at its version.
+  std::vector<const ResetRecord*> resets;
+  for (const ResetRecord& r : record.resets) {
+    if (static_cast<int64_t>(r.params.size()) != paramCount)
+      throw Error("the record's reset of epoch " + std::to_string(r.epoch) + " holds " +
+                  std::to_string(r.params.size()) + " parameters; the model has " +
+                  std::to_string(paramCount));
+    resets.push_back(&r);
+  }
+  std::sort(resets.begin(), resets.end(),
+            [](const ResetRecord* x, const ResetRecord* y) { return x->epoch < y->epoch; });
+  for (std::size_t k = 1; k < resets.size(); ++k)
+    if (resets[k]->version < resets[k - 1]->version || resets[k]->epoch == resets[k - 1]->epoch)
+      throw Error("the record's resets go back: epoch " + std::to_string(resets[k]->epoch) +
+                  " at version " + std::to_string(resets[k]->version));
   for (std::size_t b = 0; b < blocks; ++b) {
     std::sort(order[b].begin(), order[b].end(), [&](std::size_t x, std::size_t y) {
       return pushes[x].appliedTo[b] < pushes[y].appliedTo[b];
     });
-    for (std::size_t k = 0; k < order[b].size(); ++k)
-      if (pushes[order[b][k]].appliedTo[b] != static_cast<int64_t>(k))
+    int64_t expected = 0;
+    std::size_t reset = 0;
+    for (std::size_t k = 0; k < order[b].size(); ++k) {
+      const PushRecord& p = pushes[order[b][k]];
+      for (; reset < resets.size() && resets[reset]->version <= p.appliedTo[b]; ++reset) {
+        if (resets[reset]->version < expected)
+          throw Error("the record's reset of epoch " + std::to_string(resets[reset]->epoch) +
+                      " at version " + std::to_string(resets[reset]->version) +
+                      " falls among block " + std::to_string(b) + "'s pushes up to version " +
+                      std::to_string(expected - 1));
+        expected = resets[reset]->version;
+      }
+      if (p.appliedTo[b] != expected)
         throw Error("the record misses the push applied to block " + std::to_string(b) +
-                    " at version " + std::to_string(k) +
-                    " (next: " + pushName(pushes[order[b][k]]) + " at " +
-                    std::to_string(pushes[order[b][k]].appliedTo[b]) + ")");
+                    " at version " + std::to_string(expected) + " (next: " + pushName(p) + " at " +
+                    std::to_string(p.appliedTo[b]) + ")");
+      ++expected;
+    }
   }
 
   // Versions some gradient or final replica was computed from: each block keeps a copy of its
@@ -112,16 +139,10 @@ PsReplayResult replayParameterServer(const ExperimentSpec& spec, int variant, in
     for (std::size_t b = 0; b < blocks; ++b) ++uses[b][p.basedOn[b]];
   for (const ReplicaRecord& r : replicas) {
     if (r.worker < 0 || r.worker >= world || r.versions.size() != blocks)
-      throw Error("the record's final replica of worker " + std::to_string(r.worker) +
+      throw Error("the record's replica of worker " + std::to_string(r.worker) +
                   " does not fit a run of " + std::to_string(world) + " workers and " +
                   std::to_string(blocks) + " blocks");
-    for (std::size_t b = 0; b < blocks; ++b) {
-      if (r.versions[b] < 0 || r.versions[b] > static_cast<int64_t>(order[b].size()))
-        throw Error("worker " + std::to_string(r.worker) + "'s replica was pulled at block " +
-                    std::to_string(b) + " version " + std::to_string(r.versions[b]) +
-                    ", which the record's pushes never reach");
-      ++uses[b][r.versions[b]];
-    }
+    for (std::size_t b = 0; b < blocks; ++b) ++uses[b][r.versions[b]];
   }
   std::vector<std::map<int64_t, std::vector<float>>> kept(blocks);
   auto keepIfUsed = [&](std::size_t b) {
@@ -150,11 +171,29 @@ PsReplayResult replayParameterServer(const ExperimentSpec& spec, int variant, in
   for (std::size_t b = 0; b < blocks; ++b) keepIfUsed(b);
 
   PsReplayResult result;
+  // Each block's next reset, applied once the block has applied every push before it (so that
+  // the gradients computed from the reset's values can be).
+  std::vector<std::size_t> nextReset(blocks, 0);
+  std::vector<std::size_t> next(blocks, 0);
+  auto applyResets = [&](std::size_t b) {
+    bool applied = false;
+    while (nextReset[b] < resets.size() &&
+           (next[b] == order[b].size() ||
+            pushes[order[b][next[b]]].appliedTo[b] >= resets[nextReset[b]]->version)) {
+      const ResetRecord& r = *resets[nextReset[b]++];
+      host->block(static_cast<int>(b))
+          ->reset(r.params.data() + layout[b].begin, layout[b].size(), r.version, r.epoch);
+      keepIfUsed(b);
+      if (b == 0) ++result.resetsApplied;
+      applied = true;
+    }
+    return applied;
+  };
   std::vector<std::vector<float>> grads(pushes.size());
   std::vector<std::size_t> blocksLeft(pushes.size(), blocks);
-  std::vector<std::size_t> next(blocks, 0);
   for (bool progress = true; progress;) {
     progress = false;
+    for (std::size_t b = 0; b < blocks; ++b) progress = applyResets(b) || progress;
     // Each worker computes its next gradients once every block has reached the versions it
     // pulled for them.
     for (ReplayWorker& w : workers) {
@@ -200,6 +239,7 @@ PsReplayResult replayParameterServer(const ExperimentSpec& spec, int variant, in
           ++result.pushesApplied;
         }
         keepIfUsed(b);
+        applyResets(b);
         progress = true;
       }
     }
@@ -217,11 +257,31 @@ PsReplayResult replayParameterServer(const ExperimentSpec& spec, int variant, in
   for (const ReplicaRecord& r : replicas) {
     std::vector<float> params(static_cast<std::size_t>(paramCount));
     for (std::size_t b = 0; b < blocks; ++b) {
-      const std::vector<float>& from = kept[b].at(r.versions[b]);
-      std::copy(from.begin(), from.end(), params.begin() + layout[b].begin);
+      const auto from = kept[b].find(r.versions[b]);
+      if (from == kept[b].end())
+        throw Error("worker " + std::to_string(r.worker) + "'s replica was pulled at block " +
+                    std::to_string(b) + " version " + std::to_string(r.versions[b]) +
+                    ", which the record never reaches");
+      std::copy(from->second.begin(), from->second.end(), params.begin() + layout[b].begin);
     }
-    result.replicaChecksums[static_cast<std::size_t>(r.worker)] = paramChecksum(params);
+    ReplicaCheck check{r.worker, r.phase, r.checksum, paramChecksum(params)};
+    if (r.phase < 0) result.replicaChecksums[static_cast<std::size_t>(r.worker)] = check.replayed;
+    if (!check.recorded.empty() && check.recorded != check.replayed && result.divergence.empty())
+      result.divergence =
+          "worker " + std::to_string(r.worker) + "'s replica " +
+          (r.phase < 0 ? std::string("at the end")
+                       : "at the end of asynchronous phase " + std::to_string(r.phase)) +
+          " (block versions " + versionList(r.versions) + ") is " + check.replayed +
+          ", the run's " + check.recorded;
+    result.replicas.push_back(std::move(check));
   }
+  // Phase by phase, the end of the run last; worker by worker.
+  std::stable_sort(result.replicas.begin(), result.replicas.end(),
+                   [](const ReplicaCheck& x, const ReplicaCheck& y) {
+                     const int64_t px = x.phase < 0 ? INT64_MAX : x.phase;
+                     const int64_t py = y.phase < 0 ? INT64_MAX : y.phase;
+                     return px != py ? px < py : x.worker < y.worker;
+                   });
   result.serverParams.resize(static_cast<std::size_t>(paramCount));
   for (std::size_t b = 0; b < blocks; ++b)
     host->block(static_cast<int>(b))->pull(result.serverParams.data() + layout[b].begin);

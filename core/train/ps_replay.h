@@ -7,7 +7,8 @@
 #include "core/spec/experiment_spec.h"
 #include "core/train/push_record.h"
 
-// Replay of an asynchronous parameter-server run (async_ps, ssp) from its record (issue 23):
+// Replay of an asynchronous parameter-server run (async_ps, ssp, a hybrid's asynchronous
+// phases) from its record (issue 23):
 // in one process, every worker's gradients are computed again from the weights it had pulled,
 // on the same batches, and every block applies them in the order the server applied them, to
 // the same versions. Each worker's gradient of push k is a function of the weights it pulled
@@ -18,25 +19,36 @@
 
 namespace dtlab::core {
 
+// A replica the record names (a worker's pull at the end of the run or of a hybrid's
+// asynchronous phase): the checksum the worker took, and the replay's of the same versions.
+struct ReplicaCheck {
+  int worker = 0;
+  int64_t phase = -1;  // -1: the end of the run
+  std::string recorded;
+  std::string replayed;
+};
+
 struct PsReplayResult {
   int64_t pushesApplied = 0;
-  // Per worker, the checksum (paramChecksum) of its replica as the record says it ended (the
-  // blocks at the versions of its last pull); empty for a worker with no replica record.
+  int64_t resetsApplied = 0;
+  // Per worker, the replay's checksum (paramChecksum) of its replica at the end of the run (the
+  // blocks at the versions of its last pull); empty for a worker with no such record.
   std::vector<std::string> replicaChecksums;
+  std::vector<ReplicaCheck> replicas;  // every replica record, in record order
   // Every block's final parameters, in layout order (the server's state after the last push).
   std::vector<float> serverParams;
-  // Empty: every recomputed gradient matched its record. Else the first push whose gradient
-  // differed ("push 57 (worker 2's push 14): ...").
+  // Empty: every recomputed gradient and every replica matched the record. Else the first
+  // push whose gradient differed ("worker 2's push 14 (computed from ...) is the first ..."),
+  // or the first replica that did.
   std::string divergence;
 };
 
-// Replays `pushes` (any order; each worker's clocks 1, 2, ... and each block's appliedTo 0, 1,
-// ... without a gap, else throws Error naming the first hole) of the spec's variant on `world`
-// workers, and rebuilds each worker's final replica from `replicas`. Throws Error for a record
-// that cannot be replayed (not a parameter-server strategy, a gap, an order no execution could
-// have had).
+// Replays the record's pushes (any order; each worker's clocks 1, 2, ... and each block's
+// appliedTo 0, 1, ... without a gap, a reset starting a new run of versions, else throws Error
+// naming the first hole) of the spec's variant on `world` workers, applying its resets where
+// they fall, and rebuilds every replica it names. Throws Error for a record that cannot be
+// replayed (a strategy without a record, a gap, an order no execution could have had).
 PsReplayResult replayParameterServer(const ExperimentSpec& spec, int variant, int world,
-                                     const std::vector<PushRecord>& pushes,
-                                     const std::vector<ReplicaRecord>& replicas);
+                                     const PsRecordChunk& record);
 
 }  // namespace dtlab::core

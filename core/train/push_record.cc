@@ -1,6 +1,8 @@
 #include "core/train/push_record.h"
 
+#include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #include "core/common/check.h"
@@ -10,19 +12,13 @@ namespace dtlab::core {
 uint32_t gradientFingerprint(const float* values, int64_t count) {
   constexpr int64_t kSample = 4096;
   const int64_t stride = count > kSample ? count / kSample : 1;
-  // FNV-1a (32-bit) over the sampled elements' bits and the count.
-  uint32_t h = 2166136261u;
-  auto mix = [&h](uint64_t v, int bytes) {
-    for (int i = 0; i < bytes; ++i) {
-      h ^= static_cast<uint32_t>((v >> (8 * i)) & 0xff);
-      h *= 16777619u;
-    }
-  };
-  mix(static_cast<uint64_t>(count), 8);
+  // FNV-1a's step on whole 32-bit words (the bits of each sampled element), and the count.
+  uint32_t h = 2166136261u ^ static_cast<uint32_t>(count);
   for (int64_t i = 0; i < count; i += stride) {
     uint32_t bits = 0;
     std::memcpy(&bits, values + i, sizeof bits);
-    mix(bits, 4);
+    h = (h ^ bits) * 16777619u;
+    h ^= h >> 15;
   }
   return h == 0 ? 1 : h;
 }
@@ -76,6 +72,12 @@ class Reader {
     if (at_ >= bytes_.size()) fail(what, "cut short");
     return bytes_[at_++];
   }
+  std::string text(const char* what, std::size_t length) {
+    if (bytes_.size() - at_ < length) fail(what, "cut short");
+    std::string out(reinterpret_cast<const char*>(bytes_.data() + at_), length);
+    at_ += length;
+    return out;
+  }
   bool done() const { return at_ == bytes_.size(); }
   [[noreturn]] void fail(const char* what, const std::string& why) const {
     throw Error("parameter-server record: " + std::string(what) + " at byte " +
@@ -93,33 +95,76 @@ constexpr uint64_t kMaxWorkers = 1 << 20;
 
 }  // namespace
 
+void PsRecordChunk::add(PsRecordChunk&& other) {
+  pushes.insert(pushes.end(), std::make_move_iterator(other.pushes.begin()),
+                std::make_move_iterator(other.pushes.end()));
+  replicas.insert(replicas.end(), std::make_move_iterator(other.replicas.begin()),
+                  std::make_move_iterator(other.replicas.end()));
+  resets.insert(resets.end(), std::make_move_iterator(other.resets.begin()),
+                std::make_move_iterator(other.resets.end()));
+}
+
+// The chunk: a format byte, then records, each a tag and its fields.
+enum Tag : unsigned char { kPush = 1, kReplica = 2, kReset = 3 };
+
+PsRecordEncoder::PsRecordEncoder() {
+  out_.push_back(kFormat);
+}
+
+void PsRecordEncoder::add(const PushRecord& p) {
+  DTLAB_ENFORCE(p.basedOn.size() == p.appliedTo.size(), "a push record of ", p.appliedTo.size(),
+                " blocks has ", p.basedOn.size(), " pulled versions");
+  out_.push_back(kPush);
+  putVarint(out_, static_cast<uint64_t>(p.worker));
+  putVarint(out_, static_cast<uint64_t>(p.clock));
+  putVarint(out_, p.appliedTo.size());
+  if (previous_.size() < p.appliedTo.size()) previous_.resize(p.appliedTo.size(), 0);
+  for (std::size_t b = 0; b < p.appliedTo.size(); ++b) {
+    putSigned(out_, p.appliedTo[b] - previous_[b]);
+    putVarint(out_, static_cast<uint64_t>(p.appliedTo[b] - p.basedOn[b]));
+    previous_[b] = p.appliedTo[b];
+  }
+  for (int i = 0; i < 4; ++i) out_.push_back(static_cast<unsigned char>(p.gradient >> (8 * i)));
+  ++pushes_;
+}
+
+void PsRecordEncoder::add(const ReplicaRecord& r) {
+  out_.push_back(kReplica);
+  putVarint(out_, static_cast<uint64_t>(r.worker));
+  putSigned(out_, r.phase);
+  putVarint(out_, r.versions.size());
+  for (int64_t v : r.versions) putVarint(out_, static_cast<uint64_t>(v));
+  putVarint(out_, r.checksum.size());
+  out_.insert(out_.end(), r.checksum.begin(), r.checksum.end());
+  ++others_;
+}
+
+void PsRecordEncoder::add(const ResetRecord& r) {
+  out_.push_back(kReset);
+  putVarint(out_, static_cast<uint64_t>(r.version));
+  putVarint(out_, static_cast<uint64_t>(r.epoch));
+  putVarint(out_, r.params.size());
+  const auto* bytes = reinterpret_cast<const unsigned char*>(r.params.data());
+  out_.insert(out_.end(), bytes, bytes + r.params.size() * sizeof(float));
+  ++others_;
+}
+
+std::vector<unsigned char> PsRecordEncoder::take() {
+  std::vector<unsigned char> chunk;
+  chunk.swap(out_);
+  out_.push_back(kFormat);
+  previous_.clear();
+  pushes_ = 0;
+  others_ = 0;
+  return chunk;
+}
+
 std::vector<unsigned char> encodePsRecords(const PsRecordChunk& chunk) {
-  std::vector<unsigned char> out;
-  out.reserve(8 + chunk.pushes.size() * 24);
-  out.push_back(kFormat);
-  putVarint(out, chunk.pushes.size());
-  std::vector<int64_t> previous;  // the chunk's previous push's appliedTo, per block
-  for (const PushRecord& p : chunk.pushes) {
-    DTLAB_ENFORCE(p.basedOn.size() == p.appliedTo.size(), "a push record of ", p.appliedTo.size(),
-                  " blocks has ", p.basedOn.size(), " pulled versions");
-    putVarint(out, static_cast<uint64_t>(p.worker));
-    putVarint(out, static_cast<uint64_t>(p.clock));
-    putVarint(out, p.appliedTo.size());
-    previous.resize(std::max(previous.size(), p.appliedTo.size()), 0);
-    for (std::size_t b = 0; b < p.appliedTo.size(); ++b) {
-      putSigned(out, p.appliedTo[b] - previous[b]);
-      putVarint(out, static_cast<uint64_t>(p.appliedTo[b] - p.basedOn[b]));
-      previous[b] = p.appliedTo[b];
-    }
-    for (int i = 0; i < 4; ++i) out.push_back(static_cast<unsigned char>(p.gradient >> (8 * i)));
-  }
-  putVarint(out, chunk.replicas.size());
-  for (const ReplicaRecord& r : chunk.replicas) {
-    putVarint(out, static_cast<uint64_t>(r.worker));
-    putVarint(out, r.versions.size());
-    for (int64_t v : r.versions) putVarint(out, static_cast<uint64_t>(v));
-  }
-  return out;
+  PsRecordEncoder encoder;
+  for (const PushRecord& p : chunk.pushes) encoder.add(p);
+  for (const ReplicaRecord& r : chunk.replicas) encoder.add(r);
+  for (const ResetRecord& r : chunk.resets) encoder.add(r);
+  return encoder.take();
 }
 
 PsRecordChunk decodePsRecords(std::span<const unsigned char> bytes) {
@@ -129,41 +174,54 @@ PsRecordChunk decodePsRecords(std::span<const unsigned char> bytes) {
     in.fail("format", "version " + std::to_string(format) + ", this program reads " +
                           std::to_string(kFormat));
   PsRecordChunk chunk;
-  const int64_t pushes = in.bounded("push count", bytes.size());
-  chunk.pushes.reserve(static_cast<std::size_t>(pushes));
   std::vector<int64_t> previous;
-  for (int64_t i = 0; i < pushes; ++i) {
-    PushRecord p;
-    p.worker = static_cast<int>(in.bounded("worker", kMaxWorkers));
-    p.clock = static_cast<int64_t>(in.varint("clock"));
-    const auto blocks = static_cast<std::size_t>(in.bounded("block count", kMaxBlocks));
-    previous.resize(std::max(previous.size(), blocks), 0);
-    p.appliedTo.resize(blocks);
-    p.basedOn.resize(blocks);
-    for (std::size_t b = 0; b < blocks; ++b) {
-      const int64_t step = in.signedVarint("applied version");
-      p.appliedTo[b] =
-          static_cast<int64_t>(static_cast<uint64_t>(previous[b]) + static_cast<uint64_t>(step));
-      const auto stale = static_cast<int64_t>(in.varint("staleness"));
-      if (p.appliedTo[b] < 0 || stale > p.appliedTo[b])
-        in.fail("applied version", "negative, or older than the version it was computed from");
-      p.basedOn[b] = p.appliedTo[b] - stale;
-      previous[b] = p.appliedTo[b];
+  while (!in.done()) {
+    const unsigned char tag = in.byte("record tag");
+    if (tag == kPush) {
+      PushRecord p;
+      p.worker = static_cast<int>(in.bounded("worker", kMaxWorkers));
+      p.clock = static_cast<int64_t>(in.varint("clock"));
+      const auto blocks = static_cast<std::size_t>(in.bounded("block count", kMaxBlocks));
+      if (previous.size() < blocks) previous.resize(blocks, 0);
+      p.appliedTo.resize(blocks);
+      p.basedOn.resize(blocks);
+      for (std::size_t b = 0; b < blocks; ++b) {
+        const int64_t step = in.signedVarint("applied version");
+        p.appliedTo[b] =
+            static_cast<int64_t>(static_cast<uint64_t>(previous[b]) + static_cast<uint64_t>(step));
+        const auto stale = static_cast<int64_t>(in.varint("staleness"));
+        if (p.appliedTo[b] < 0 || stale < 0 || stale > p.appliedTo[b])
+          in.fail("applied version", "negative, or older than the version it was computed from");
+        p.basedOn[b] = p.appliedTo[b] - stale;
+        previous[b] = p.appliedTo[b];
+      }
+      p.gradient = in.u32("gradient fingerprint");
+      chunk.pushes.push_back(std::move(p));
+    } else if (tag == kReplica) {
+      ReplicaRecord r;
+      r.worker = static_cast<int>(in.bounded("replica worker", kMaxWorkers));
+      r.phase = in.signedVarint("replica phase");
+      const auto blocks = static_cast<std::size_t>(in.bounded("replica block count", kMaxBlocks));
+      r.versions.resize(blocks);
+      for (std::size_t b = 0; b < blocks; ++b)
+        r.versions[b] = static_cast<int64_t>(in.bounded("version", INT64_MAX));
+      const auto length = static_cast<std::size_t>(in.bounded("checksum length", 64));
+      r.checksum = in.text("checksum", length);
+      chunk.replicas.push_back(std::move(r));
+    } else if (tag == kReset) {
+      ResetRecord r;
+      r.version = in.bounded("reset version", INT64_MAX);
+      r.epoch = in.bounded("reset epoch", INT64_MAX);
+      const auto count =
+          static_cast<std::size_t>(in.bounded("reset parameter count", bytes.size() / 4));
+      const std::string raw = in.text("reset parameters", count * sizeof(float));
+      r.params.resize(count);
+      if (count > 0) std::memcpy(r.params.data(), raw.data(), raw.size());
+      chunk.resets.push_back(std::move(r));
+    } else {
+      in.fail("record tag", "unknown tag " + std::to_string(tag));
     }
-    p.gradient = in.u32("gradient fingerprint");
-    chunk.pushes.push_back(std::move(p));
   }
-  const int64_t replicas = in.bounded("replica count", bytes.size());
-  for (int64_t i = 0; i < replicas; ++i) {
-    ReplicaRecord r;
-    r.worker = static_cast<int>(in.bounded("replica worker", kMaxWorkers));
-    const auto blocks = static_cast<std::size_t>(in.bounded("replica block count", kMaxBlocks));
-    r.versions.resize(blocks);
-    for (std::size_t b = 0; b < blocks; ++b)
-      r.versions[b] = static_cast<int64_t>(in.varint("version"));
-    chunk.replicas.push_back(std::move(r));
-  }
-  if (!in.done()) in.fail("end", "bytes left over");
   return chunk;
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 // The parameter server's record of a run (issue 23): which update it applied where, so that a
@@ -23,11 +25,24 @@ struct PushRecord {
   uint32_t gradient = 0;
 };
 
-// The versions of the blocks a worker's replica last pulled when it finished: the parameters
-// its final checksum was taken of (rank 0's last pull being its final evaluation's).
+// A worker's replica as it pulled it from the blocks at `versions`, and the checksum
+// (paramChecksum) the worker took of it: at the end of the run (phase -1; the parameters of
+// its param_checksum, rank 0's last pull being its final evaluation's) and, in a hybrid run, at
+// the end of each asynchronous phase (phase >= 0). A replay checks each.
 struct ReplicaRecord {
   int worker = 0;
+  int64_t phase = -1;
   std::vector<int64_t> versions;
+  std::string checksum;
+};
+
+// A hybrid run's switch to asynchronous training: every block reset to the synchronous
+// replica's parameters (all ranks hold the same) at `version` in `epoch`
+// (ParameterBlock::reset; the optimizer state stays). Recorded by rank 0.
+struct ResetRecord {
+  int64_t version = 0;
+  int64_t epoch = 0;
+  std::vector<float> params;
 };
 
 // A hash of `count` floats of a gradient, bit for bit, from at most 4096 of them spread evenly
@@ -36,16 +51,39 @@ struct ReplicaRecord {
 // record is allowed to). Host memory only.
 uint32_t gradientFingerprint(const float* values, int64_t count);
 
-// Records as the store and the node's stream keep them: one chunk of pushes and replicas,
-// compact (varints: per push its worker, clock and per block the version it was applied to, as
-// a step from the chunk's previous push's, and its staleness; the fingerprint in 4 bytes):
-// about 20 bytes a push of a four-block server.
+// Records as the store and the node's stream keep them: one chunk of records, each a tag and
+// its fields, compact (varints: per push its worker, clock and per block the version it was
+// applied to, as a step from the chunk's previous push's, and its staleness; the fingerprint in
+// 4 bytes): about 15 bytes a push of a four-block server.
 struct PsRecordChunk {
   std::vector<PushRecord> pushes;
   std::vector<ReplicaRecord> replicas;
-  bool empty() const { return pushes.empty() && replicas.empty(); }
+  std::vector<ResetRecord> resets;  // the parameters as raw float32
+  bool empty() const { return pushes.empty() && replicas.empty() && resets.empty(); }
+  // Appends another chunk's records.
+  void add(PsRecordChunk&& other);
 };
 std::vector<unsigned char> encodePsRecords(const PsRecordChunk& chunk);
+
+// Encodes records one at a time into the chunk take() hands over (a worker's node and the
+// store append as they come, holding bytes, not records).
+class PsRecordEncoder {
+ public:
+  PsRecordEncoder();
+  void add(const PushRecord& push);
+  void add(const ReplicaRecord& replica);
+  void add(const ResetRecord& reset);
+  std::size_t pushes() const { return pushes_; }
+  bool empty() const { return pushes_ == 0 && others_ == 0; }
+  // The chunk so far; the encoder starts the next one.
+  std::vector<unsigned char> take();
+
+ private:
+  std::vector<unsigned char> out_;
+  std::vector<int64_t> previous_;  // the chunk's previous push's appliedTo, per block
+  std::size_t pushes_ = 0;
+  std::size_t others_ = 0;
+};
 // Throws dtlab::Error naming what is malformed (a cut or foreign chunk).
 PsRecordChunk decodePsRecords(std::span<const unsigned char> bytes);
 

@@ -32,8 +32,9 @@ struct StrategyTraits {
   // without them refuses resume and notes that it keeps none.
   bool keepsCheckpoints = false;
   // Its runs record the order the parameter server applied their pushes in, and replay from
-  // that record to the same parameters (core/train/ps_replay.h): async_ps and ssp. (A
-  // synchronous strategy's workers agree on every step, so its runs repeat from the seed.)
+  // that record to the same parameters (core/train/ps_replay.h): async_ps, ssp and the
+  // hybrid's asynchronous phases. (A synchronous strategy's workers agree on every step, so
+  // its runs repeat from the seed.)
   bool replaysFromRecord = false;
 };
 

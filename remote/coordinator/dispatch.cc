@@ -11,7 +11,6 @@
 #include "core/common/check.h"
 #include "core/train/checkpoint.h"
 #include "core/train/hybrid.h"
-#include "core/train/push_record.h"
 #include "remote/common/auth.h"
 #include "remote/common/client.h"
 #include "remote/common/metric_wire.h"
@@ -345,17 +344,10 @@ void readStream(pb::NodeService::Stub& stub, const std::string& jobId, int slot,
       if (out.sink != nullptr) out.sink->onEvent(event);
       if (event.kind != "finish") out.events.push_back(std::move(event));
     }
-    for (const std::string& chunk : update.ps_records()) {
-      if (out.sink == nullptr) break;
-      try {
-        const core::PsRecordChunk records = core::decodePsRecords(
-            {reinterpret_cast<const unsigned char*>(chunk.data()), chunk.size()});
-        for (const core::PushRecord& p : records.pushes) out.sink->onPush(p);
-        for (const core::ReplicaRecord& r : records.replicas) out.sink->onReplica(r);
-      } catch (const Error& e) {
-        out.sink->onEvent({0, 0.0, "note", std::string("a push record was not kept: ") + e.what()});
-      }
-    }
+    // Stored as the node encoded them (a replay decodes and checks them).
+    if (out.sink != nullptr)
+      for (const std::string& chunk : update.ps_records())
+        out.sink->onPsRecords({reinterpret_cast<const unsigned char*>(chunk.data()), chunk.size()});
     if (!update.checkpoint().empty()) {
       const std::string& bytes = update.checkpoint();
       try {

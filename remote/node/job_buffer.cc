@@ -79,21 +79,26 @@ void JobBuffer::onCheckpoint(const core::Checkpoint& checkpoint) {
 
 void JobBuffer::onPush(const core::PushRecord& push) {
   std::lock_guard<std::mutex> lock(mutex_);
-  openRecords_.pushes.push_back(push);
-  if (openRecords_.pushes.size() >= kPushesPerChunk) closeRecordChunk();
+  openRecords_.add(push);
+  if (openRecords_.pushes() >= kPushesPerChunk) closeRecordChunk();
 }
 
 void JobBuffer::onReplica(const core::ReplicaRecord& replica) {
   std::lock_guard<std::mutex> lock(mutex_);
-  openRecords_.replicas.push_back(replica);
+  openRecords_.add(replica);
+  closeRecordChunk();
+}
+
+void JobBuffer::onReset(const core::ResetRecord& reset) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  openRecords_.add(reset);
   closeRecordChunk();
 }
 
 void JobBuffer::closeRecordChunk() {
   if (openRecords_.empty()) return;
-  const std::vector<unsigned char> bytes = core::encodePsRecords(openRecords_);
+  const std::vector<unsigned char> bytes = openRecords_.take();
   recordChunks_.emplace_back(bytes.begin(), bytes.end());
-  openRecords_ = {};
 }
 
 void JobBuffer::onNode(const core::NodeMetrics& sample) {

@@ -49,6 +49,7 @@ class JobBuffer final : public core::MetricSink {
   static constexpr std::size_t kPushesPerChunk = 256;
   void onPush(const core::PushRecord& push) override;
   void onReplica(const core::ReplicaRecord& replica) override;
+  void onReset(const core::ResetRecord& reset) override;
 
   // Records the end of the job; the first call wins and returns true.
   bool finish(const core::WorkerResult& result);
@@ -84,7 +85,7 @@ class JobBuffer final : public core::MetricSink {
   Retained<core::NodeMetrics> samples_;
   std::vector<core::RunEvent> events_;
   void closeRecordChunk();                 // under mutex_
-  core::PsRecordChunk openRecords_;        // not yet in a chunk
+  core::PsRecordEncoder openRecords_;      // not yet a whole chunk
   std::vector<std::string> recordChunks_;  // encoded
   std::vector<unsigned char> checkpoint_;  // the newest, encoded
   uint64_t checkpointSeq_ = 0;             // how many were taken

@@ -9,6 +9,8 @@
 #include <mutex>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/common/check.h"
 #include "core/nn/mlp.h"
 #include "core/train/ps_replay.h"
@@ -31,8 +33,13 @@ class Recorder final : public MetricSink {
     std::lock_guard lock(mutex_);
     replicas.push_back(r);
   }
+  void onReset(const ResetRecord& r) override {
+    std::lock_guard lock(mutex_);
+    resets.push_back(r);
+  }
   std::vector<PushRecord> pushes;
   std::vector<ReplicaRecord> replicas;
+  std::vector<ResetRecord> resets;
 
  private:
   std::mutex mutex_;
@@ -44,13 +51,16 @@ struct RecordedRun {
   Recorder record;
 };
 
-// Four workers of `strategy` on the small blobs problem; worker 3 stalls 20 ms in a third of
-// its steps, so the others' pushes land between its pulls and pushes (stale gradients).
-void runRecorded(const char* strategy, RecordedRun& run) {
+// Four workers of the variant (its JSON, or a strategy's name) on the small blobs problem;
+// worker 3 stalls 20 ms in a third of its steps, so the others' pushes land between its pulls
+// and pushes (stale gradients).
+void runRecorded(const std::string& variant, RecordedRun& run) {
   run.spec = test::smallBlobsSpec(80, 20);
   run.spec.optimizer.kind = OptimizerKind::kAdam;  // its state is the block's version
   run.spec.optimizer.lr = 0.01f;
-  run.spec.variants = {parseExperimentSpec({{"variants", {{{"strategy", strategy}}}}}).variants[0]};
+  const nlohmann::json v = variant.starts_with("{") ? nlohmann::json::parse(variant)
+                                                    : nlohmann::json{{"strategy", variant}};
+  run.spec.variants = {parseExperimentSpec({{"variants", {v}}}).variants[0]};
   test::RankThreads how;
   how.nodes = test::nodesAt({1.0, 1.0, 1.0, 1.0});
   how.nodes[3].straggler.probability = 0.3;
@@ -73,7 +83,7 @@ class TestPsReplay : public QObject {
   void replayEndsOnTheRunsParametersBitForBit() {
     QFETCH(QString, strategy);
     RecordedRun run;
-    runRecorded(qPrintable(strategy), run);
+    runRecorded(strategy.toStdString(), run);
     for (const WorkerResult& r : run.results)
       QVERIFY2(r.status == RunStatus::kCompleted, r.error.c_str());
     QVERIFY(run.record.pushes.size() >= 4 * 80);
@@ -89,7 +99,7 @@ class TestPsReplay : public QObject {
     std::vector<PushRecord> shuffled = run.record.pushes;  // the replay takes any order
     std::reverse(shuffled.begin(), shuffled.end());
     const PsReplayResult replay =
-        replayParameterServer(run.spec, 0, 4, shuffled, run.record.replicas);
+        replayParameterServer(run.spec, 0, 4, PsRecordChunk{shuffled, run.record.replicas, {}});
     QVERIFY2(replay.divergence.empty(), replay.divergence.c_str());
     QCOMPARE(replay.pushesApplied, static_cast<int64_t>(run.record.pushes.size()));
     for (int r = 0; r < 4; ++r)
@@ -97,12 +107,44 @@ class TestPsReplay : public QObject {
                QString::fromStdString(run.results[static_cast<std::size_t>(r)].paramChecksum));
   }
 
+  // A hybrid's asynchronous phases start from the synchronous replica's values (a reset of
+  // every block, recorded by rank 0): replayed from them, every worker's replica at the end of
+  // each asynchronous phase, and at the end, is the run's bit for bit.
+  void hybridPhasesReplayBitForBit_data() {
+    QTest::addColumn<QString>("variant");
+    QTest::newRow("sync_then_async")
+        << R"({"strategy": "hybrid", "policy": "sync_then_async", "switch_at": 0.3})";
+    QTest::newRow("adaptive") << R"({"strategy": "hybrid", "policy": "adaptive",
+                                     "straggler_ratio": 1.5, "window": 5})";
+  }
+  void hybridPhasesReplayBitForBit() {
+    QFETCH(QString, variant);
+    RecordedRun run;
+    runRecorded(variant.toStdString(), run);
+    for (const WorkerResult& r : run.results)
+      QVERIFY2(r.status == RunStatus::kCompleted, r.error.c_str());
+    QVERIFY2(!run.record.resets.empty(), "the run never switched to asynchronous training");
+    QVERIFY(!run.record.pushes.empty());
+    const PsReplayResult replay = replayParameterServer(
+        run.spec, 0, 4, PsRecordChunk{run.record.pushes, run.record.replicas, run.record.resets});
+    QVERIFY2(replay.divergence.empty(), replay.divergence.c_str());
+    QCOMPARE(replay.pushesApplied, static_cast<int64_t>(run.record.pushes.size()));
+    QCOMPARE(replay.resetsApplied, static_cast<int64_t>(run.record.resets.size()));
+    QVERIFY(replay.replicas.size() >= 4);
+    for (const ReplicaCheck& r : replay.replicas) {
+      QVERIFY(!r.recorded.empty());
+      QCOMPARE(QString::fromStdString(r.replayed), QString::fromStdString(r.recorded));
+    }
+    qInfo("%zu pushes, %zu resets, %zu replicas checked", run.record.pushes.size(),
+          run.record.resets.size(), replay.replicas.size());
+  }
+
   // The record as the store keeps it (encodePsRecords): decoded, the same records; cut short
   // or from another format, refused naming where.
   void recordsSurviveTheirEncoding() {
     RecordedRun run;
     runRecorded("async_ps", run);
-    PsRecordChunk chunk{run.record.pushes, run.record.replicas};
+    PsRecordChunk chunk{run.record.pushes, run.record.replicas, run.record.resets};
     const std::vector<unsigned char> bytes = encodePsRecords(chunk);
     qInfo("%zu pushes of %zu blocks in %zu bytes", chunk.pushes.size(),
           chunk.pushes.front().appliedTo.size(), bytes.size());
@@ -117,11 +159,11 @@ class TestPsReplay : public QObject {
       QCOMPARE(back.pushes[i].gradient, chunk.pushes[i].gradient);
     }
     QCOMPARE(back.replicas.size(), chunk.replicas.size());
-    const PsReplayResult replay = replayParameterServer(run.spec, 0, 4, back.pushes, back.replicas);
+    const PsReplayResult replay = replayParameterServer(run.spec, 0, 4, back);
     for (int r = 0; r < 4; ++r)
       QCOMPARE(QString::fromStdString(replay.replicaChecksums[static_cast<std::size_t>(r)]),
                QString::fromStdString(run.results[static_cast<std::size_t>(r)].paramChecksum));
-    for (std::size_t cut : {std::size_t{0}, std::size_t{1}, bytes.size() / 2, bytes.size() - 1}) {
+    for (std::size_t cut : {std::size_t{0}, std::size_t{2}, bytes.size() / 2, bytes.size() - 1}) {
       try {
         decodePsRecords(std::span(bytes.data(), cut));
         QFAIL(qPrintable(QString("a chunk cut to %1 bytes decoded").arg(cut)));
@@ -153,7 +195,7 @@ class TestPsReplay : public QObject {
     QVERIFY2(swapped >= 0, "no two neighbouring updates of block 0 could have swapped");
     std::swap(at(swapped).appliedTo[0], at(swapped + 1).appliedTo[0]);
     const PsReplayResult replay =
-        replayParameterServer(run.spec, 0, 4, pushes, run.record.replicas);
+        replayParameterServer(run.spec, 0, 4, PsRecordChunk{pushes, run.record.replicas, {}});
     QVERIFY2(!replay.divergence.empty(), "the swapped record replayed without a divergence");
     qInfo("block 0 versions %lld and %lld swapped: %s", static_cast<long long>(swapped),
           static_cast<long long>(swapped + 1), replay.divergence.c_str());
@@ -176,7 +218,7 @@ class TestPsReplay : public QObject {
     QVERIFY(gone != pushes.end());
     pushes.erase(gone);
     try {
-      replayParameterServer(run.spec, 0, 4, pushes, run.record.replicas);
+      replayParameterServer(run.spec, 0, 4, PsRecordChunk{pushes, run.record.replicas, {}});
       QFAIL("a record with a missing push was replayed");
     } catch (const Error& e) {
       QVERIFY2(
@@ -190,7 +232,7 @@ class TestPsReplay : public QObject {
     spec.variants = {
         parseExperimentSpec({{"variants", {{{"strategy", "sync_allreduce"}}}}}).variants[0]};
     try {
-      replayParameterServer(spec, 0, 2, {}, {});
+      replayParameterServer(spec, 0, 2, PsRecordChunk{});
       QFAIL("a sync_allreduce run was replayed from a record");
     } catch (const Error& e) {
       QVERIFY2(std::string(e.what()).find("agree on every step") != std::string::npos, e.what());
