@@ -77,7 +77,7 @@ commands:
       run (async_ps, ssp) continues from its server's blocks, each worker from its own
       step (on another number of ranks, every worker from the run's progress), and a
       hybrid run in the phase its checkpoint was taken in.
-  replay P.dtlab RUN
+  replay P.dtlab RUN [--until STEP [--weights FILE]]
       Re-run an async_ps, ssp or hybrid run in this process from its record of pushes
       (which worker's gradient the parameter server applied when, to which versions; a
       hybrid's asynchronous phases from the values each began with), one CPU thread per
@@ -85,7 +85,11 @@ commands:
       end of each asynchronous phase) with the run's checksums. Exit 0: the same bit for
       bit; 1: the replay diverged (it names the first push whose gradient came out other
       than the run's) or was refused. The last line of stdout is {"replay":{...}}.
-      Synchronous strategies need no record: the same spec and seed repeat them.
+      --until STEP: stop at the server's state after global step STEP (every block at
+      version STEP x workers), print its checksum and the pushes in flight then (computed
+      before, applied after, with their staleness); --weights FILE writes its parameters
+      as float32. Synchronous strategies need no record: the same spec and seed repeat
+      them.
 )";
 
 constexpr const char* kUsageAfterBench = R"(  project new P.dtlab [--name NAME]

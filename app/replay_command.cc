@@ -1,22 +1,82 @@
 #include "app/replay_command.h"
 
 #include <chrono>
+#include <fstream>
 #include <iostream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "app/args.h"
 #include "app/project_command.h"
 #include "core/common/check.h"
+#include "core/nn/mlp.h"
 #include "core/store/project_store.h"
 #include "core/train/ps_replay.h"
 #include "core/train/push_record.h"
 #include "core/train/strategy_registry.h"
 
 namespace dtlab::app {
+namespace {
+
+std::string versionList(const std::vector<int64_t>& versions) {
+  std::string out;
+  for (int64_t v : versions) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(v);
+  }
+  return out;
+}
+
+// --until: the server at the cut, the pushes in flight then, and the weights to a file.
+int printCut(const std::string& named, int64_t step, const core::PsReplayResult& replay,
+             const std::string& weightsPath, double seconds) {
+  std::cout << named << " replayed to step " << step << " in " << seconds
+            << " s: " << replay.pushesApplied << " pushes applied, the server's blocks at versions "
+            << versionList(replay.versions) << ", parameters "
+            << core::paramChecksum(replay.serverParams) << "\n";
+  nlohmann::json pending = nlohmann::json::array();
+  std::cout << replay.pending.size() << " pushes in flight (computed before the step, applied "
+            << "after it):\n";
+  for (const core::PushRecord& p : replay.pending) {
+    int64_t staleness = 0;
+    for (std::size_t b = 0; b < p.appliedTo.size(); ++b)
+      staleness = std::max(staleness, p.appliedTo[b] - p.basedOn[b]);
+    std::cout << "  worker " << p.worker << "'s push " << p.clock << ": computed from versions "
+              << versionList(p.basedOn) << ", applied at " << versionList(p.appliedTo)
+              << " (staleness " << staleness << ")\n";
+    pending.push_back({{"worker", p.worker},
+                       {"push", p.clock},
+                       {"based_on", p.basedOn},
+                       {"applied_to", p.appliedTo},
+                       {"staleness", staleness}});
+  }
+  if (!weightsPath.empty()) {
+    std::ofstream out(weightsPath, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(replay.serverParams.data()),
+              static_cast<std::streamsize>(replay.serverParams.size() * sizeof(float)));
+    out.close();
+    if (!out) throw Error("--weights " + weightsPath + ": cannot write it");
+    std::cout << "weights: " << replay.serverParams.size() << " float32 (little-endian) in "
+              << weightsPath << "\n";
+  }
+  if (!replay.divergence.empty()) std::cout << "diverged: " << replay.divergence << "\n";
+  std::cout << nlohmann::json{{"replay",
+                               {{"until", step},
+                                {"pushes", replay.pushesApplied},
+                                {"versions", replay.versions},
+                                {"checksum", core::paramChecksum(replay.serverParams)},
+                                {"pending", pending},
+                                {"divergence", replay.divergence}}}}
+                   .dump()
+            << std::endl;
+  return replay.divergence.empty() ? 0 : 1;
+}
+
+}  // namespace
 
 int replayCommand(const std::vector<std::string>& argv) {
-  const Args args(argv, {}, {});
+  const Args args(argv, {"--until", "--weights"}, {});
   if (args.positionals().size() != 2) throw UsageError("replay: expected P.dtlab and a RUN id");
   const std::string& path = args.positionals()[0];
   const int64_t runId = parseRunId(args.positionals()[1]);
@@ -52,10 +112,17 @@ int replayCommand(const std::vector<std::string>& argv) {
   int world = static_cast<int>(expected.size());
   for (const core::PushRecord& p : record.pushes) world = std::max(world, p.worker + 1);
 
+  std::optional<int64_t> until;
+  if (args.has("--until")) until = args.integer("--until", 0, 0, INT64_MAX);
+  if (args.has("--weights") && !until) throw UsageError("replay: --weights needs --until STEP");
+
   const auto start = std::chrono::steady_clock::now();
-  const core::PsReplayResult replay = core::replayParameterServer(spec, variant, world, record);
+  const core::PsReplayResult replay =
+      core::replayParameterServer(spec, variant, world, record, until);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  if (until) return printCut(named, *until, replay, args.value("--weights", ""), seconds);
 
   bool same = replay.divergence.empty();
   nlohmann::json replicas = nlohmann::json::array();

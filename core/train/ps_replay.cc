@@ -42,7 +42,7 @@ struct ReplayWorker {
 }  // namespace
 
 PsReplayResult replayParameterServer(const ExperimentSpec& spec, int variant, int world,
-                                     const PsRecordChunk& record) {
+                                     const PsRecordChunk& record, std::optional<int64_t> until) {
   const std::vector<PushRecord>& pushes = record.pushes;
   const std::vector<ReplicaRecord>& replicas = record.replicas;
   if (variant < 0 || variant >= static_cast<int>(spec.variants.size()))
@@ -52,6 +52,9 @@ PsReplayResult replayParameterServer(const ExperimentSpec& spec, int variant, in
     throw Error(strategy.name +
                 " runs are not replayed from a record: their workers agree on every step");
   if (world < 1) throw Error("a replay needs at least one worker");
+  if (until && *until < 0) throw Error("--until must be a step >= 0");
+  // The version every block stops before (none: the end of the record).
+  const int64_t cut = until ? *until * world : INT64_MAX;
 
   const std::unique_ptr<Dataset> dataset = makeDataset(spec.dataset);
   const std::unique_ptr<Backend> backend = makeBackend("cpu", 1);
@@ -177,7 +180,7 @@ PsReplayResult replayParameterServer(const ExperimentSpec& spec, int variant, in
   std::vector<std::size_t> next(blocks, 0);
   auto applyResets = [&](std::size_t b) {
     bool applied = false;
-    while (nextReset[b] < resets.size() &&
+    while (nextReset[b] < resets.size() && resets[nextReset[b]]->version < cut &&
            (next[b] == order[b].size() ||
             pushes[order[b][next[b]]].appliedTo[b] >= resets[nextReset[b]]->version)) {
       const ResetRecord& r = *resets[nextReset[b]++];
@@ -225,7 +228,8 @@ PsReplayResult replayParameterServer(const ExperimentSpec& spec, int variant, in
     }
     // Each block applies the gradients in its recorded order, as far as they are computed.
     for (std::size_t b = 0; b < blocks; ++b) {
-      while (next[b] < order[b].size() && !grads[order[b][next[b]]].empty()) {
+      while (next[b] < order[b].size() && pushes[order[b][next[b]]].appliedTo[b] < cut &&
+             !grads[order[b][next[b]]].empty()) {
         const std::size_t i = order[b][next[b]];
         const PushRecord& p = pushes[i];
         const int64_t appliedTo =
@@ -243,6 +247,21 @@ PsReplayResult replayParameterServer(const ExperimentSpec& spec, int variant, in
         progress = true;
       }
     }
+  }
+  if (until) {
+    // The cut: each block at its version of the step; what was computed from before it and
+    // applied after it was in flight.
+    result.serverParams.resize(static_cast<std::size_t>(paramCount));
+    for (std::size_t b = 0; b < blocks; ++b)
+      result.versions.push_back(
+          host->block(static_cast<int>(b))->pull(result.serverParams.data() + layout[b].begin));
+    for (std::size_t i = 0; i < pushes.size(); ++i)
+      if (!grads[i].empty() && blocksLeft[i] > 0) result.pending.push_back(pushes[i]);
+    std::sort(result.pending.begin(), result.pending.end(),
+              [](const PushRecord& x, const PushRecord& y) {
+                return x.appliedTo.front() < y.appliedTo.front();
+              });
+    return result;
   }
   for (std::size_t b = 0; b < blocks; ++b)
     if (next[b] < order[b].size()) {
@@ -284,7 +303,8 @@ PsReplayResult replayParameterServer(const ExperimentSpec& spec, int variant, in
                    });
   result.serverParams.resize(static_cast<std::size_t>(paramCount));
   for (std::size_t b = 0; b < blocks; ++b)
-    host->block(static_cast<int>(b))->pull(result.serverParams.data() + layout[b].begin);
+    result.versions.push_back(
+        host->block(static_cast<int>(b))->pull(result.serverParams.data() + layout[b].begin));
   return result;
 }
 

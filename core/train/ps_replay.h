@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,12 @@ struct PsReplayResult {
   // blocks at the versions of its last pull); empty for a worker with no such record.
   std::vector<std::string> replicaChecksums;
   std::vector<ReplicaCheck> replicas;  // every replica record, in record order
-  // Every block's final parameters, in layout order (the server's state after the last push).
+  // Every block's parameters, in layout order: after the last push, or at the cut of `until`.
   std::vector<float> serverParams;
+  // With `until`: the pushes whose gradients were computed before the cut and applied after it
+  // (in flight at that moment), in the order of their first block's application.
+  std::vector<PushRecord> pending;
+  std::vector<int64_t> versions;  // every block's version at the end (or the cut)
   // Empty: every recomputed gradient and every replica matched the record. Else the first
   // push whose gradient differed ("worker 2's push 14 (computed from ...) is the first ..."),
   // or the first replica that did.
@@ -48,7 +53,11 @@ struct PsReplayResult {
 // naming the first hole) of the spec's variant on `world` workers, applying its resets where
 // they fall, and rebuilds every replica it names. Throws Error for a record that cannot be
 // replayed (a strategy without a record, a gap, an order no execution could have had).
+// until: stop at the server's state after global step `until` (every block at version
+// until * world: a version counts pushes, each a worker's share of a global batch), leaving the
+// replicas unchecked and listing the pushes in flight then.
 PsReplayResult replayParameterServer(const ExperimentSpec& spec, int variant, int world,
-                                     const PsRecordChunk& record);
+                                     const PsRecordChunk& record,
+                                     std::optional<int64_t> until = std::nullopt);
 
 }  // namespace dtlab::core

@@ -89,6 +89,21 @@ class TestReplay : public QObject {
     QVERIFY2(replay.out.contains("= the run's, bit for bit"), qPrintable(replay.out));
   }
 
+  // --until: the server after step 20 (every block at version 80 of four workers), its weights
+  // written, the pushes in flight then listed.
+  void untilWritesTheServerAtAStep() {
+    const QString weights = dir_.filePath("step20.bin");
+    const e2e::Outcome replay =
+        e2e::cli({"replay", project_, "1", "--until", "20", "--weights", weights}, 120000);
+    QVERIFY2(replay.exitCode == 0, qPrintable(replay.out + replay.err));
+    const nlohmann::json result = lastJson(replay.out)["replay"];
+    for (const auto& v : result["versions"]) QCOMPARE(v.get<int64_t>(), int64_t{80});
+    QVERIFY(result["pushes"].get<int64_t>() <= 80);
+    for (const auto& p : result["pending"]) QVERIFY(p["staleness"].get<int64_t>() >= 0);
+    // 32 features, 128 hidden, 4 classes: (32 * 128 + 128) + (128 * 4 + 4) parameters.
+    QCOMPARE(QFileInfo(weights).size(), qint64{4 * ((32 * 128 + 128) + (128 * 4 + 4))});
+  }
+
   void aSynchronousRunNeedsNoRecord() {
     const e2e::Outcome replay = e2e::cli({"replay", project_, "3"});
     QCOMPARE(replay.exitCode, 1);
