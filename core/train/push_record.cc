@@ -105,7 +105,8 @@ void PsRecordChunk::add(PsRecordChunk&& other) {
 }
 
 // The chunk: a format byte, then records, each a tag and its fields.
-enum Tag : unsigned char { kPush = 1, kReplica = 2, kReset = 3 };
+// The last tag is kEnd, so that a chunk cut between two records is refused, not taken whole.
+enum Tag : unsigned char { kEnd = 0, kPush = 1, kReplica = 2, kReset = 3 };
 
 PsRecordEncoder::PsRecordEncoder() {
   out_.push_back(kFormat);
@@ -150,6 +151,7 @@ void PsRecordEncoder::add(const ResetRecord& r) {
 }
 
 std::vector<unsigned char> PsRecordEncoder::take() {
+  out_.push_back(kEnd);
   std::vector<unsigned char> chunk;
   chunk.swap(out_);
   out_.push_back(kFormat);
@@ -175,8 +177,9 @@ PsRecordChunk decodePsRecords(std::span<const unsigned char> bytes) {
                           std::to_string(kFormat));
   PsRecordChunk chunk;
   std::vector<int64_t> previous;
-  while (!in.done()) {
+  for (;;) {
     const unsigned char tag = in.byte("record tag");
+    if (tag == kEnd) break;
     if (tag == kPush) {
       PushRecord p;
       p.worker = static_cast<int>(in.bounded("worker", kMaxWorkers));
@@ -222,6 +225,7 @@ PsRecordChunk decodePsRecords(std::span<const unsigned char> bytes) {
       in.fail("record tag", "unknown tag " + std::to_string(tag));
     }
   }
+  if (!in.done()) in.fail("end", "bytes after the end mark");
   return chunk;
 }
 

@@ -52,9 +52,9 @@ struct ResetRecord {
 uint32_t gradientFingerprint(const float* values, int64_t count);
 
 // Records as the store and the node's stream keep them: one chunk of records, each a tag and
-// its fields, compact (varints: per push its worker, clock and per block the version it was
-// applied to, as a step from the chunk's previous push's, and its staleness; the fingerprint in
-// 4 bytes): about 15 bytes a push of a four-block server.
+// its fields, then an end mark, compact (varints: per push its worker, clock and per block the
+// version it was applied to, as a step from the chunk's previous push's, and its staleness; the
+// fingerprint in 4 bytes): about 15 bytes a push of a four-block server.
 struct PsRecordChunk {
   std::vector<PushRecord> pushes;
   std::vector<ReplicaRecord> replicas;
