@@ -19,21 +19,12 @@
 namespace dtlab::app {
 namespace {
 
-std::string versionList(const std::vector<int64_t>& versions) {
-  std::string out;
-  for (int64_t v : versions) {
-    if (!out.empty()) out += ',';
-    out += std::to_string(v);
-  }
-  return out;
-}
-
 // --until: the server at the cut, the pushes in flight then, and the weights to a file.
 int printCut(const std::string& named, int64_t step, const core::PsReplayResult& replay,
              const std::string& weightsPath, double seconds) {
   std::cout << named << " replayed to step " << step << " in " << seconds
             << " s: " << replay.pushesApplied << " pushes applied, the server's blocks at versions "
-            << versionList(replay.versions) << ", parameters "
+            << core::versionList(replay.versions) << ", parameters "
             << core::paramChecksum(replay.serverParams) << "\n";
   nlohmann::json pending = nlohmann::json::array();
   std::cout << replay.pending.size() << " pushes in flight (computed before the step, applied "
@@ -43,7 +34,7 @@ int printCut(const std::string& named, int64_t step, const core::PsReplayResult&
     for (std::size_t b = 0; b < p.appliedTo.size(); ++b)
       staleness = std::max(staleness, p.appliedTo[b] - p.basedOn[b]);
     std::cout << "  worker " << p.worker << "'s push " << p.clock << ": computed from versions "
-              << versionList(p.basedOn) << ", applied at " << versionList(p.appliedTo)
+              << core::versionList(p.basedOn) << ", applied at " << core::versionList(p.appliedTo)
               << " (staleness " << staleness << ")\n";
     pending.push_back({{"worker", p.worker},
                        {"push", p.clock},

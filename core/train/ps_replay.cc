@@ -18,15 +18,6 @@
 namespace dtlab::core {
 namespace {
 
-std::string versionList(const std::vector<int64_t>& versions) {
-  std::string out;
-  for (int64_t v : versions) {
-    if (!out.empty()) out += ',';
-    out += std::to_string(v);
-  }
-  return out;
-}
-
 std::string pushName(const PushRecord& p) {
   return "worker " + std::to_string(p.worker) + "'s push " + std::to_string(p.clock);
 }

@@ -23,6 +23,15 @@ uint32_t gradientFingerprint(const float* values, int64_t count) {
   return h == 0 ? 1 : h;
 }
 
+std::string versionList(const std::vector<int64_t>& versions) {
+  std::string out;
+  for (int64_t v : versions) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(v);
+  }
+  return out;
+}
+
 namespace {
 
 constexpr unsigned char kFormat = 1;

@@ -51,6 +51,9 @@ struct ResetRecord {
 // record is allowed to). Host memory only.
 uint32_t gradientFingerprint(const float* values, int64_t count);
 
+// Block versions as a replay prints them: "12,12,13,12".
+std::string versionList(const std::vector<int64_t>& versions);
+
 // Records as the store and the node's stream keep them: one chunk of records, each a tag and
 // its fields, then an end mark, compact (varints: per push its worker, clock and per block the
 // version it was applied to, as a step from the chunk's previous push's, and its staleness; the

@@ -360,6 +360,14 @@ wait_job_end() {
   fail "job $1 is still $(job_state "$1") 120 s after it was told to stop"
 }
 
+# The project NAME.dtlab in the submit folder holds its run as cancelled.
+recorded_cancelled() {
+  "$cli" project list "$dir/submit/$1.dtlab" --json >"$dir/submit/$1-list.json" \
+    || fail "dtlab-cli project list $1.dtlab"
+  grep -q '"status":"cancelled"' "$dir/submit/$1-list.json" \
+    || fail "the run of $1.dtlab is not recorded as cancelled: $(cat "$dir/submit/$1-list.json")"
+}
+
 say "6. a longer job, its batch shell sent TERM mid-run (as --signal=B:TERM@T does)"
 job=$(start_long_job long)
 out="$dir/submit/dtlab-$job.out"
@@ -368,10 +376,7 @@ wait_job_end "$job"
 state=$(job_state "$job")
 grep -q 'received SIGTERM: cancelling the run' "$out" || { tail -n 20 "$out" >&2; fail "job $job: the batch shell did not see the TERM"; }
 case "$state" in COMPLETED | FAILED | CANCELLED) ;; *) fail "job $job is $state after its TERM" ;; esac
-"$cli" project list "$dir/submit/long.dtlab" --json >"$dir/submit/long-list.json" \
-  || fail "dtlab-cli project list long.dtlab"
-grep -q '"status":"cancelled"' "$dir/submit/long-list.json" \
-  || fail "the long run is not recorded as cancelled: $(cat "$dir/submit/long-list.json")"
+recorded_cancelled long
 no_daemons_left "job $job"
 say "   job $job: $state, the run recorded as cancelled, the daemons gone"
 
@@ -383,10 +388,7 @@ state=$(job_state "$job")
 [ "$state" = CANCELLED ] || fail "job $job is $state after scancel"
 no_daemons_left "job $job"
 [ ! -e "$dir/submit/dtlab-$job/token" ] || fail "job $job's token file was left behind"
-"$cli" project list "$dir/submit/cancelled.dtlab" --json >"$dir/submit/cancelled-list.json" \
-  || fail "dtlab-cli project list cancelled.dtlab"
-grep -q '"status":"cancelled"' "$dir/submit/cancelled-list.json" \
-  || fail "the run is not recorded as cancelled: $(cat "$dir/submit/cancelled-list.json")"
+recorded_cancelled cancelled
 say "   job $job: $state, the run recorded as cancelled, the daemons gone"
 
 say "8. a job whose daemons cannot start (an unknown dtlab-node flag) fails naming its node"
