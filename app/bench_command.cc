@@ -94,7 +94,8 @@ constexpr const char* kBenchUsage =
       `dtlab-cli run SPEC --repeats R --quiet --project P` runs it; then each execution's
       statistics (medians with 95% intervals) and the claims (time to target
       speed_proportional vs equal and vs one node, its samples/s vs equal on three nodes,
-      async_ps vs sync samples/s): ratios of medians with
+      async_ps vs sync samples/s, compressed bytes per sample and time to target against
+      uncompressed): ratios of medians with
       their paired interval and test, as `dtlab-cli compare` computes them.
 )";
 
@@ -102,7 +103,7 @@ constexpr const char* kStrategiesUsage =
     R"(usage: dtlab-cli bench strategies [--specs DIR] [--only NAME,...]
                                   [--reps R] [--project P.dtlab] [--json]
   Runs the example comparisons (hetero_2node, hetero_3node, hetero_4node, drift,
-  modes_straggler, noniid) from DIR (default: the source tree's resources/specs) with `dtlab-cli run SPEC
+  modes_straggler, noniid, compression) from DIR (default: the source tree's resources/specs) with `dtlab-cli run SPEC
   --repeats R --quiet --project P` one after another (R default 3), then prints per
   comparison the statistics of its execution (markdown: medians with 95% bootstrap
   intervals over the repetitions, as `dtlab-cli compare` shows them) and the claims: a

@@ -1,5 +1,8 @@
 #include "core/comm/communicator.h"
 
+#include <cstring>
+#include <vector>
+
 #include "core/common/check.h"
 
 namespace dtlab::core {
@@ -14,6 +17,22 @@ std::string_view toString(CommFailure failure) {
       return "aborted";
   }
   return "unknown";
+}
+
+void Communicator::allReduceSum16(uint16_t* data, int64_t count, HalfFormat format) {
+  DTLAB_ENFORCE(count >= 0, "negative element count: ", count);
+  const int n = size();
+  if (n == 1 || count == 0) return;
+  // The halves travel packed two to a float (all-gather copies bytes, it adds nothing).
+  const int64_t packed = (count + 1) / 2;
+  std::vector<float> mine(static_cast<std::size_t>(packed), 0.0f);
+  std::memcpy(mine.data(), data, static_cast<std::size_t>(count) * sizeof(uint16_t));
+  std::vector<float> all(static_cast<std::size_t>(packed * n));
+  allGather(mine.data(), packed, all.data());
+  // Rank order, each addition rounded back to 16 bits as a ring's would be.
+  const auto* halves = reinterpret_cast<const uint16_t*>(all.data());
+  std::memcpy(data, halves, static_cast<std::size_t>(count) * sizeof(uint16_t));
+  for (int r = 1; r < n; ++r) addHalves(format, data, halves + 2 * packed * r, data, count);
 }
 
 void Communicator::allReduceAverage(float* data, int64_t count) {

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "core/comm/allreduce_tuning.h"
+#include "core/comm/half_float.h"
 #include "core/common/check.h"
 
 namespace dtlab::core {
@@ -56,6 +57,12 @@ class Communicator {
 
   // In place: data[i] = sum over ranks of data[i].
   virtual void allReduceSum(float* data, int64_t count) = 0;
+  // In place: data[i] = sum over ranks of data[i], 16-bit floats of `format` (compressed
+  // gradients), host memory. Each addition is taken in float32 and rounded back; every rank
+  // ends with the same values. The default, which any group can run, all-gathers the halves and
+  // sums them in rank order on every rank: it sends (n-1) times the buffer where a ring sends
+  // 2(n-1)/n of it, so a group with a transport of its own overrides it (Gloo runs a ring).
+  virtual void allReduceSum16(uint16_t* data, int64_t count, HalfFormat format);
   // Sum, then scale by 1/size() locally (no extra communication). A device-memory
   // communicator scales on the device.
   virtual void allReduceAverage(float* data, int64_t count);

@@ -73,6 +73,9 @@ class ElasticGroup final : public Communicator {
     current_->allReduceAverage(data, count);
   }
   void allReduceSum(float* data, int64_t count) override { current_->allReduceSum(data, count); }
+  void allReduceSum16(uint16_t* data, int64_t count, HalfFormat format) override {
+    current_->allReduceSum16(data, count, format);
+  }
   void broadcast(float* data, int64_t count, int root) override {
     current_->broadcast(data, count, root);
   }

@@ -94,6 +94,12 @@ void EmulatedLinkCommunicator::allReduceSum(float* data, int64_t count) {
           [&] { inner_->allReduceSum(data, count); });
 }
 
+void EmulatedLinkCommunicator::allReduceSum16(uint16_t* data, int64_t count, HalfFormat format) {
+  if (count == 0) return inner_->allReduceSum16(data, count, format);
+  emulate(Collective::kAllReduce, count * static_cast<int64_t>(sizeof(uint16_t)),
+          [&] { inner_->allReduceSum16(data, count, format); });
+}
+
 // The inner communicator's own average (a GPU's scales on the device), charged as the sum.
 void EmulatedLinkCommunicator::allReduceAverage(float* data, int64_t count) {
   if (count == 0) return inner_->allReduceAverage(data, count);

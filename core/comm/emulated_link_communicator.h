@@ -50,6 +50,7 @@ class EmulatedLinkCommunicator final : public Communicator {
   void markComputeFence(int slot) override { inner_->markComputeFence(slot); }
   void allReduceAfterFence(float* data, int64_t count, bool average, int slot) override;
   void allReduceSum(float* data, int64_t count) override;
+  void allReduceSum16(uint16_t* data, int64_t count, HalfFormat format) override;
   void broadcast(float* data, int64_t count, int root) override;
   void allGather(const float* in, int64_t count, float* out) override;
   void barrier() override;

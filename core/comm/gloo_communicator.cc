@@ -260,6 +260,41 @@ void GlooCommunicator::allReduceSum(float* data, int64_t count) {
   allReduceWith(algorithmFor(count), data, count);
 }
 
+void GlooCommunicator::allReduceSum16(uint16_t* data, int64_t count, HalfFormat format) {
+  DTLAB_ENFORCE(count >= 0, "negative element count: ", count);
+  DTLAB_ENFORCE(count == 0 || data != nullptr, "null buffer for ", count, " halves");
+  Impl& impl = *impl_;
+  if (impl.size == 1 || count == 0) return;
+  using Reduce = void (*)(void*, const void*, const void*, size_t);
+  const Reduce reduce =
+      format == HalfFormat::kFp16
+          ? static_cast<Reduce>([](void* c, const void* a, const void* b, size_t n) {
+              addHalves(HalfFormat::kFp16, static_cast<const uint16_t*>(a),
+                        static_cast<const uint16_t*>(b), static_cast<uint16_t*>(c),
+                        static_cast<int64_t>(n));
+            })
+          : static_cast<Reduce>([](void* c, const void* a, const void* b, size_t n) {
+              addHalves(HalfFormat::kBf16, static_cast<const uint16_t*>(a),
+                        static_cast<const uint16_t*>(b), static_cast<uint16_t*>(c),
+                        static_cast<int64_t>(n));
+            });
+  impl.guarded(
+      [&] {
+        return detail::concat("all-reduce (ring) of ", count, " ", toString(format), " values");
+      },
+      [&] {
+        gloo::AllreduceOptions opts(impl.context);
+        opts.setOutput(data, static_cast<size_t>(count));
+        opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+        opts.setReduceFunction(reduce);
+        opts.setTimeout(impl.options.opTimeout);
+        gloo::allreduce(opts);
+      });
+  const int64_t bytes = count * static_cast<int64_t>(sizeof(uint16_t));
+  impl.bytesSent.fetch_add(2 * (impl.size - 1) * bytes / impl.size, std::memory_order_relaxed);
+  impl.bytesReceived.fetch_add(2 * (impl.size - 1) * bytes / impl.size, std::memory_order_relaxed);
+}
+
 void GlooCommunicator::allReduceWith(AllReduceAlgorithm algorithm, float* data, int64_t count) {
   Impl& impl = *impl_;
   impl.guarded(

@@ -89,6 +89,8 @@ class GlooCommunicator final : public Communicator {
   int rank() const override;
   int size() const override;
   void allReduceSum(float* data, int64_t count) override;
+  // Gloo's ring (gloo::allreduce) on the 16-bit values.
+  void allReduceSum16(uint16_t* data, int64_t count, HalfFormat format) override;
   void broadcast(float* data, int64_t count, int root) override;
   void allGather(const float* in, int64_t count, float* out) override;
   void barrier() override;

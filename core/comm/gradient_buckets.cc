@@ -136,8 +136,15 @@ void GradientBuckets::communicationLoop() {
       }
       const auto start = Clock::now();
       try {
-        comm_.allReduceAfterFence(grads_ + bucket.begin, bucket.size(), options_.average,
-                                  static_cast<int>(i));
+        if (options_.reducer != nullptr) {
+          options_.reducer->reduce(comm_, grads_, bucket);
+          if (options_.average)
+            for (float* x = grads_ + bucket.begin; x != grads_ + bucket.end; ++x)
+              *x /= static_cast<float>(comm_.size());
+        } else {
+          comm_.allReduceAfterFence(grads_ + bucket.begin, bucket.size(), options_.average,
+                                    static_cast<int>(i));
+        }
       } catch (...) {
         {
           std::lock_guard lock(mutex_);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/comm/communicator.h"
+#include "core/comm/gradient_compression.h"
 #include "core/common/gradient_range.h"
 
 namespace dtlab::core {
@@ -25,6 +26,9 @@ struct GradientBucketsOptions {
   // Average (sum / size) rather than sum. Strategies that weight each replica's gradient
   // themselves (speed-proportional shares) sum.
   bool average = true;
+  // Reduces each bucket compressed (gradient_compression.h) rather than with the
+  // communicator's all-reduce; host memory only. Must outlive the buckets. Null: float32.
+  CompressedReducer* reducer = nullptr;
 };
 
 // Overlaps the all-reduce of gradients with the backward pass, as PyTorch DDP's reducer does.

@@ -114,6 +114,9 @@ void ExchangeTotals::merge(const ExchangeTotals& other) {
   bytesReceived += other.bytesReceived;
   divergenceSum += other.divergenceSum;
   divergenceSteps += other.divergenceSteps;
+  compressDenseBytes += other.compressDenseBytes;
+  compressPayloadBytes += other.compressPayloadBytes;
+  compressSeconds += other.compressSeconds;
 }
 
 void summarizeExchange(const ExchangeTotals& t, RunSummary& s) {
@@ -126,6 +129,13 @@ void summarizeExchange(const ExchangeTotals& t, RunSummary& s) {
   s.bytesPerSample = s.samples > 0 ? static_cast<double>(t.bytesSent + t.bytesReceived) /
                                          static_cast<double>(s.samples)
                                    : 0.0;
+  s.compressionRatio = t.compressPayloadBytes > 0
+                           ? std::optional(static_cast<double>(t.compressDenseBytes) /
+                                           static_cast<double>(t.compressPayloadBytes))
+                           : std::nullopt;
+  s.compressMsPerStep = t.compressPayloadBytes > 0 && t.steps > 0
+                            ? std::optional(t.compressSeconds * 1e3 / static_cast<double>(t.steps))
+                            : std::nullopt;
   s.meanDivergence = t.divergenceSteps > 0
                          ? std::optional(t.divergenceSum / static_cast<double>(t.divergenceSteps))
                          : std::nullopt;
@@ -158,6 +168,8 @@ nlohmann::json toJson(const RunSummary& s) {
                         {"max_staleness", s.maxStaleness},
                         {"staleness_histogram", s.stalenessHistogram},
                         {"bytes_per_sample", s.bytesPerSample},
+                        {"compression_ratio", optionalNumber(s.compressionRatio)},
+                        {"compress_ms_per_step", optionalNumber(s.compressMsPerStep)},
                         {"mean_divergence", optionalNumber(s.meanDivergence)},
                         {"contended", s.contended},
                         {"param_checksum", s.paramChecksum},

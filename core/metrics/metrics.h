@@ -78,6 +78,12 @@ struct ExchangeTotals {
   int64_t bytesReceived = 0;
   double divergenceSum = 0.0;
   int64_t divergenceSteps = 0;  // steps that measured a divergence
+  // Gradient compression (the variant's "compression"): bytes of the values the worker's
+  // compressed exchanges were asked to move, bytes of what they moved instead (before the
+  // collectives' own traffic), and seconds spent compressing and decompressing. Zero without.
+  int64_t compressDenseBytes = 0;
+  int64_t compressPayloadBytes = 0;
+  double compressSeconds = 0.0;
 
   void add(const StepMetrics& step);
   void merge(const ExchangeTotals& other);
@@ -115,6 +121,10 @@ struct RunSummary {
   std::vector<int64_t> stalenessHistogram;  // as ExchangeTotals
   // Bytes in and out of the workers' links (collectives, pushes, pulls) per sample trained.
   double bytesPerSample = 0.0;
+  // Compressed runs: bytes of the values compressed over bytes sent instead, and the time a
+  // worker spent compressing per step (ExchangeTotals).
+  std::optional<double> compressionRatio;
+  std::optional<double> compressMsPerStep;
   std::optional<double> meanDivergence;  // asynchronous modes only
   bool contended = false;  // more busy worker threads than cores on a host (a contention event)
   std::vector<std::string> paramChecksum;  // one per replica

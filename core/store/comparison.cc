@@ -91,6 +91,10 @@ const Column kColumns[] = {
      [](const ComparisonRow& r) { return number(r.meanWaitFraction); }},
     {"bytes_per_sample", "comm (B/sample)", 0, 1, kSummarised,
      [](const ComparisonRow& r) { return number(r.bytesPerSample); }},
+    {"compression_ratio", "compression (x)", 1, 1, kSummarised,
+     [](const ComparisonRow& r) { return number(r.compressionRatio); }},
+    {"compress_ms_per_step", "compress (ms/step)", 2, 1, kSummarised,
+     [](const ComparisonRow& r) { return number(r.compressMsPerStep); }},
     {"peak_mem_bytes", "peak mem (MiB)", 1, kMiB, kSummarised,
      [](const ComparisonRow& r) { return integer(r.peakMemBytes); }},
     {"final_test_accuracy", "test acc", 4, 1, kSummarised,
@@ -253,6 +257,8 @@ ComparisonRow comparisonRow(const nlohmann::json& s, std::optional<double> targe
   row.meanUtilization = jsonNumber(s, "mean_utilization");
   row.meanWaitFraction = jsonNumber(s, "mean_wait_fraction");
   row.bytesPerSample = jsonNumber(s, "bytes_per_sample");
+  row.compressionRatio = jsonNumber(s, "compression_ratio");
+  row.compressMsPerStep = jsonNumber(s, "compress_ms_per_step");
   row.finalTestAccuracy = jsonNumber(s, "final_test_accuracy");
   row.wallS = jsonNumber(s, "wall_s");
   row.recoveries = jsonInteger(s, "recoveries");

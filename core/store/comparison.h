@@ -41,6 +41,9 @@ struct ComparisonRow {
   std::optional<double> meanUtilization;
   std::optional<double> meanWaitFraction;
   std::optional<double> bytesPerSample;
+  // Compressed runs: bytes compressed over bytes sent instead, and compression ms per step.
+  std::optional<double> compressionRatio;
+  std::optional<double> compressMsPerStep;
   std::optional<int64_t> peakMemBytes;  // the largest worker's; none when no worker measured it
   std::optional<double> finalTestAccuracy;
   std::optional<double> wallS;

@@ -90,9 +90,20 @@ const SeedRow kRows[] = {
        CellText t = figure(c, "bytes_per_sample",
                            "bytes a worker sent and received per training sample (gradients, "
                            "weights, control)");
-       // DTLab moves gradients and weights uncompressed until compression lands.
-       if (c.variant.figure("bytes_per_sample") != nullptr) t.text += ", uncompressed";
-       t.tooltip += "; no gradient compression: DTLab does not compress yet";
+       // The variant's compression (its "compression" setting): how many times fewer bytes
+       // its collectives carried than float32 would have.
+       if (c.variant.figure("bytes_per_sample") == nullptr) return t;
+       const FigureStatistics* ratio = c.variant.figure("compression_ratio");
+       if (ratio == nullptr) {
+         t.text += ", uncompressed";
+         t.tooltip += "; float32 gradients and weights (the variant sets no compression)";
+       } else {
+         t.text +=
+             ", compressed " + formatInterval(column("compression_ratio"), ratio->interval) + "x";
+         t.tooltip +=
+             "; compressed (the variant's \"compression\"): the collectives carried that many "
+             "times fewer bytes than float32 gradients or weights";
+       }
        return t;
      }},
     {"debuggability", "replayable",

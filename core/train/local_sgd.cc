@@ -11,6 +11,7 @@
 #include "core/comm/elastic_group.h"
 #include "core/common/random.h"
 #include "core/data/dataset.h"
+#include "core/train/compression_settings.h"
 #include "core/train/data_shards.h"
 
 namespace dtlab::core {
@@ -34,16 +35,35 @@ StrategyDescriptor localSgdDescriptor() {
                              .defaultValue = int64_t{8},
                              .min = 1,
                              .max = 1'000'000};
-  d.settings = {period, onNodeLossSetting(NodeLossPolicy::kContinue)};
+  d.settings = {period};
+  for (SettingSchema& s : compressionSettings()) d.settings.push_back(std::move(s));
+  d.settings.push_back(onNodeLossSetting(NodeLossPolicy::kContinue));
+  d.check = [](const VariantConfig& v, const VariantCheckContext& at) {
+    const StrategyDescriptor& self = strategyOf(v);
+    if (compressionOf(self.view(v)).enabled() && nodeLossPolicy(v) == NodeLossPolicy::kContinue)
+      throw SpecError(at.path + ".on_node_loss",
+                      "\"continue\" cannot go with compression: a compressed average sends "
+                      "each worker's change since the last average, and a worker left out of "
+                      "one after a lost node would no longer know where the others' started; "
+                      "set on_node_loss \"fail\" or compression \"none\"");
+  };
   d.make = [](StrategyContext& c) -> std::unique_ptr<Strategy> {
     const VariantConfig& v = c.job.spec.variants.at(static_cast<std::size_t>(c.job.variant));
-    return std::make_unique<LocalSgd>(c, strategyOf(v).view(v).integer("period"));
+    const SettingsView settings = strategyOf(v).view(v);
+    return std::make_unique<LocalSgd>(c, settings.integer("period"), compressionOf(settings));
   };
   return d;
 }
 
-LocalSgd::LocalSgd(StrategyContext& context, int64_t period)
-    : context_(context), global_(context.job.spec.training.batchSize), period_(period) {}
+LocalSgd::LocalSgd(StrategyContext& context, int64_t period, CompressionConfig compression)
+    : context_(context),
+      global_(context.job.spec.training.batchSize),
+      period_(period),
+      compressionConfig_(compression) {}
+
+CompressionTotals LocalSgd::compression() const {
+  return reducer_ ? reducer_->totals() : CompressionTotals{};
+}
 
 LocalSgd::~LocalSgd() = default;
 
@@ -75,9 +95,22 @@ std::string LocalSgd::setUp() {
     });
     buffer_.resize(static_cast<std::size_t>(params + Votes::kCount + 1));
   }
+  std::string compressed;
+  if (context_.comm != nullptr && compressionConfig_.enabled()) {
+    if (!context_.backend.hostMemory())
+      throw Error("compression \"" + std::string(toString(compressionConfig_.kind)) +
+                  "\" runs on the CPU path only: this build has no GPU kernels for it (device " +
+                  job.device + ")");
+    anchor_ = model.paramsToHost();
+    reducer_ = std::make_unique<CompressedReducer>(
+        compressionConfig_, cutTensors(modelShapes(model), {}, Votes::kCount + 1),
+        static_cast<int64_t>(buffer_.size()), job.spec.seed);
+    compressed = ", averages of the change since the last one, " + describe(compressionConfig_) +
+                 " (an average for an evaluation only goes uncompressed)";
+  }
   return "local_sgd, period " + std::to_string(period_) + ", " + std::to_string(slice_.count) +
          " of " + std::to_string(global_) + " samples per local step" +
-         (data.detail.empty() ? "" : ", " + data.detail);
+         (data.detail.empty() ? "" : ", " + data.detail) + compressed;
 }
 
 StepReport LocalSgd::step(int64_t step, const Votes& local, Votes& agreed) {
@@ -123,7 +156,7 @@ StepReport LocalSgd::step(int64_t step, const Votes& local, Votes& agreed) {
     ownParams_.resize(static_cast<std::size_t>(model.parameterCount()));
     worker.backend().download(ownParams_.data(), model.params(), model.parameterCount());
   }
-  const bool averaged = average(step, local, agreed);
+  const bool averaged = average(step, local, agreed, averageNow);
   const Clock::time_point t3 = Clock::now();
   if (averageNow) {
     samplesSinceAverage_ = 0;
@@ -141,7 +174,7 @@ StepReport LocalSgd::step(int64_t step, const Votes& local, Votes& agreed) {
   return r;
 }
 
-bool LocalSgd::average(int64_t step, const Votes& local, Votes& agreed) {
+bool LocalSgd::average(int64_t step, const Votes& local, Votes& agreed, bool training) {
   Mlp& model = worker_->model();
   const int64_t params = model.parameterCount();
   // FedAvg: this rank's parameters weighted by its share of the samples all ranks trained on
@@ -152,12 +185,24 @@ bool LocalSgd::average(int64_t step, const Votes& local, Votes& agreed) {
   // Staged through host memory: the communicator reduces host buffers, the votes must share
   // the parameters' all-reduce, and the backend has no scaling kernel. On the CPU backend this
   // is two copies of the parameters, small beside the all-reduce itself.
+  const bool compressed = training && reducer_ != nullptr;
   const auto reduce = [&](Communicator& comm) {
     worker_->backend().download(buffer_.data(), model.params(), params);
-    for (int64_t i = 0; i < params; ++i) buffer_[static_cast<std::size_t>(i)] *= weight;
+    if (compressed)
+      for (int64_t i = 0; i < params; ++i) {
+        const auto at = static_cast<std::size_t>(i);
+        buffer_[at] = weight * (buffer_[at] - anchor_[at]);
+      }
+    else
+      for (int64_t i = 0; i < params; ++i) buffer_[static_cast<std::size_t>(i)] *= weight;
     std::copy(local.values.begin(), local.values.end(), buffer_.begin() + params);
     buffer_.back() = weight;
-    comm.allReduceSum(buffer_.data(), static_cast<int64_t>(buffer_.size()));
+    if (compressed) {
+      reducer_->setStep(step);
+      reducer_->reduce(comm, buffer_.data(), {0, static_cast<int64_t>(buffer_.size())});
+    } else {
+      comm.allReduceSum(buffer_.data(), static_cast<int64_t>(buffer_.size()));
+    }
   };
   if (!collective(step, reduce)) return false;
   const float weights = buffer_.back();
@@ -165,6 +210,12 @@ bool LocalSgd::average(int64_t step, const Votes& local, Votes& agreed) {
   // sync_allreduce's trajectory.
   if (std::abs(weights - 1.0f) > 1e-4f)
     for (int64_t i = 0; i < params; ++i) buffer_[static_cast<std::size_t>(i)] /= weights;
+  if (compressed)
+    for (int64_t i = 0; i < params; ++i) {
+      const auto at = static_cast<std::size_t>(i);
+      buffer_[at] += anchor_[at];
+      anchor_[at] = buffer_[at];
+    }
   worker_->backend().upload(model.params(), buffer_.data(), params);
   std::copy_n(buffer_.begin() + params, Votes::kCount, agreed.values.begin());
   return true;

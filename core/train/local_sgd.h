@@ -42,7 +42,7 @@ namespace dtlab::core {
 // by their sum, so it stays the mean over the samples they trained on.
 class LocalSgd final : public Strategy {
  public:
-  LocalSgd(StrategyContext& context, int64_t period);
+  LocalSgd(StrategyContext& context, int64_t period, CompressionConfig compression = {});
   ~LocalSgd() override;
 
   std::string setUp() override;
@@ -53,12 +53,15 @@ class LocalSgd final : public Strategy {
   // the first of the group re-formed after a lost rank.
   bool evaluates() const override;
   int64_t globalBatch() const override { return global_; }
+  CompressionTotals compression() const override;
 
  private:
   // Replaces this rank's parameters by the sample-weighted average over all ranks and sums
   // the votes in the same all-reduce. False: skipped after a lost rank (the others had
   // averaged without this rank), the parameters and votes left as they were.
-  bool average(int64_t step, const Votes& local, Votes& agreed);
+  // `training`: an average the run goes on from (compressed, when the variant says), rather
+  // than one made for an evaluation only (always float32: it leaves no state behind).
+  bool average(int64_t step, const Votes& local, Votes& agreed, bool training);
   // Runs op on the group, through the elastic group when there is one (recording the
   // regroup event when it re-formed); false: skipped.
   bool collective(int64_t step, const std::function<void(Communicator&)>& op);
@@ -78,6 +81,11 @@ class LocalSgd final : public Strategy {
   std::vector<float> ownParams_;
   bool holdsEvaluationAverage_ = false;
   int64_t step_ = 0;  // the step in progress, or the last one
+  // Compressed averages: each rank sends its weighted change since the last average (anchor_,
+  // the same on every rank) through the reducer, and every rank adds the sum to the anchor.
+  CompressionConfig compressionConfig_;
+  std::unique_ptr<CompressedReducer> reducer_;
+  std::vector<float> anchor_;
 };
 
 // local_sgd's descriptor (strategy_registry.cc lists it).

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/comm/gradient_compression.h"
 #include "core/metrics/metrics.h"
 #include "core/spec/experiment_spec.h"
 
@@ -193,6 +194,8 @@ class Strategy {
   // This rank trains no more (called after the final evaluation): release what other ranks
   // may wait on. Also called, ignoring errors, when the run fails.
   virtual void finish() {}
+  // What this rank's compressed exchanges did (the variant's "compression"); zeros without.
+  virtual CompressionTotals compression() const { return {}; }
 
   // Checkpoints (core/train/checkpoint.h), for a strategy whose descriptor says it keeps them
   // (StrategyTraits::keepsCheckpoints). checkpoint(), called on rank 0 after `step`, takes

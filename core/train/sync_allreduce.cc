@@ -14,6 +14,7 @@
 #include "core/common/random.h"
 #include "core/data/dataset.h"
 #include "core/train/checkpoint.h"
+#include "core/train/compression_settings.h"
 #include "core/train/data_shards.h"
 
 namespace dtlab::core {
@@ -66,8 +67,9 @@ StrategyDescriptor syncAllReduceDescriptor() {
       .min = 1,
       .max = 1'000'000,
       .when = SettingCondition{"partition", {kSpeedProportional}}};
-  d.settings = {bucketKbSetting(), partition, rebalance,
-                onNodeLossSetting(NodeLossPolicy::kRestart)};
+  d.settings = {bucketKbSetting(), partition, rebalance};
+  for (SettingSchema& s : compressionSettings()) d.settings.push_back(std::move(s));
+  d.settings.push_back(onNodeLossSetting(NodeLossPolicy::kRestart));
   d.check = [](const VariantConfig& v, const VariantCheckContext& at) {
     const TrainingConfig& t = at.spec.training;
     if (nodeLossPolicy(v) == NodeLossPolicy::kRestart && t.checkpointEvery == 0 &&
@@ -93,6 +95,10 @@ StrategyDescriptor syncAllReduceDescriptor() {
   return d;
 }
 
+CompressionTotals SyncAllReduce::compression() const {
+  return reducer_ ? reducer_->totals() : CompressionTotals{};
+}
+
 SyncAllReduceOptions SyncAllReduceOptions::of(const VariantConfig& variant) {
   const StrategyDescriptor& strategy = strategyOf(variant);
   DTLAB_ENFORCE(strategy.name == kName, "variant '", variant.name, "' is not ", kName);
@@ -101,6 +107,7 @@ SyncAllReduceOptions SyncAllReduceOptions::of(const VariantConfig& variant) {
   options.bucketKb = settings.integer("bucket_kb");
   options.speedProportional = settings.choice("partition") == kSpeedProportional;
   options.rebalanceEvery = settings.integer("rebalance_every");
+  options.compression = compressionOf(settings);
   return options;
 }
 
@@ -163,6 +170,20 @@ std::string SyncAllReduce::setUp() {
     GradientBucketsOptions options;
     options.bucketBytes = bucketBytes;
     options.average = false;  // each rank already scaled its loss by 1/global batch
+    if (options_.compression.enabled()) {
+      if (!context_.backend.hostMemory())
+        throw Error("compression \"" + std::string(toString(options_.compression.kind)) +
+                    "\" runs on the CPU path only: this build has no GPU kernels for it (device " +
+                    job.device + ")");
+      // Buckets are made of whole blocks, so cut the layers' tensors where the blocks end.
+      std::vector<int64_t> cuts;
+      for (const GradientRange& block : blocks) cuts.push_back(block.begin);
+      reducer_ = std::make_unique<CompressedReducer>(
+          options_.compression, cutTensors(modelShapes(model), cuts, controlSlots()),
+          params + controlSlots(), job.spec.seed);
+      options.reducer = reducer_.get();
+      communication += "; " + describe(options_.compression);
+    }
     buckets_ = std::make_unique<GradientBuckets>(*context_.comm, model.grads(),
                                                  params + controlSlots(), blocks, options);
     // The bucket in which half of the elements have been handed over.
@@ -221,6 +242,7 @@ StepReport SyncAllReduce::step(int64_t step, const Votes& local, Votes& agreed) 
   halfAt_.reset();
   float* control = model.control();
   worker.backend().upload(control, control_.data(), controlSlots());
+  if (reducer_) reducer_->setStep(step);
   if (buckets_) buckets_->markReady(params, params + controlSlots());
   const double loss = worker.computeGradients(1.0f / static_cast<float>(global_), emulation_.get());
   // A GPU works on after its kernels are queued: each compute span ends when the device has

@@ -39,6 +39,7 @@ struct SyncAllReduceOptions {
   int64_t bucketKb = 0;            // gradient bucket size; 0: from the group's measured all-reduce
   bool speedProportional = false;  // the partition: equal, or by measured speed
   int64_t rebalanceEvery = 20;     // speed_proportional: steps between rebalances
+  CompressionConfig compression;   // how the gradient buckets travel
 
   // The options a variant of sync_allreduce gives.
   static SyncAllReduceOptions of(const VariantConfig& variant);
@@ -59,6 +60,7 @@ class SyncAllReduce final : public Strategy {
   // batch (speed_proportional's shares), continues the run (the costs are measured anew).
   Checkpoint checkpoint(int64_t step) const override;
   int64_t restore(const Checkpoint& checkpoint) override;
+  CompressionTotals compression() const override;
 
  private:
   StrategyContext& context_;
@@ -66,6 +68,7 @@ class SyncAllReduce final : public Strategy {
   int64_t global_;
   BatchSlice slice_;
   std::unique_ptr<Worker> worker_;
+  std::unique_ptr<CompressedReducer> reducer_;  // compressed buckets; null: float32
   std::unique_ptr<GradientBuckets> buckets_;
   std::unique_ptr<ComputeEmulation> emulation_;
   // speed_proportional: every rank's slice size (the same on all ranks), the costs measured

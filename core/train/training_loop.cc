@@ -323,6 +323,10 @@ WorkerResult TrainingLoop::run() {
   if (lastEvalStep_ != step && evaluate(*strategy, step) && stop != StopReason::kCancelled)
     stop = StopReason::kTargetAccuracy;
   strategy->finish();
+  const CompressionTotals compressed = strategy->compression();
+  result_.exchange.compressDenseBytes += compressed.denseBytes;
+  result_.exchange.compressPayloadBytes += compressed.payloadBytes;
+  result_.exchange.compressSeconds += compressed.seconds;
   result_.status = stop == StopReason::kCancelled ? RunStatus::kCancelled : RunStatus::kCompleted;
   result_.stopReason = stop;
   result_.steps = strategy->globalStep(step);  // asynchronous: the run's, not this rank's

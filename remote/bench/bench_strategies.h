@@ -50,8 +50,8 @@ struct StrategiesBenchResult {
   nlohmann::json statistics;  // {comparison: statisticsJson of its execution}
 };
 
-// The comparisons, in the order they run: hetero_2node, hetero_4node, drift, modes_straggler,
-// noniid.
+// The comparisons, in the order they run: hetero_2node, hetero_3node, hetero_4node, drift,
+// modes_straggler, noniid, compression.
 std::vector<std::string> strategyComparisons();
 
 // Runs the comparisons; progress on stderr. A failed variant is in the table, not thrown;

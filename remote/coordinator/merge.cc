@@ -39,6 +39,9 @@ core::ExchangeTotals exchangeOf(const proto::JobResult& r) {
   x.bytesReceived = r.bytes_received_total();
   x.divergenceSum = r.divergence_sum();
   x.divergenceSteps = r.divergence_steps();
+  x.compressDenseBytes = r.compress_dense_bytes();
+  x.compressPayloadBytes = r.compress_payload_bytes();
+  x.compressSeconds = r.compress_seconds();
   return x;
 }
 

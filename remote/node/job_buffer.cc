@@ -40,6 +40,9 @@ void toProto(const core::WorkerResult& r, proto::JobResult& out) {
   out.set_bytes_received_total(x.bytesReceived);
   out.set_divergence_sum(x.divergenceSum);
   out.set_divergence_steps(x.divergenceSteps);
+  out.set_compress_dense_bytes(x.compressDenseBytes);
+  out.set_compress_payload_bytes(x.compressPayloadBytes);
+  out.set_compress_seconds(x.compressSeconds);
   out.set_param_checksum(r.paramChecksum);
   out.set_has_test_accuracy(r.finalTestAccuracy.has_value());
   out.set_final_test_accuracy(r.finalTestAccuracy.value_or(0.0));

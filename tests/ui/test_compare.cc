@@ -248,21 +248,23 @@ class TestCompare : public QObject {
     // Exports: the chosen runs only.
     const QStringList csv = model.toCsv().trimmed().split('\n');
     QCOMPARE(csv.size(), 3);
-    QCOMPARE(csv[0], QString("run,name,strategy,steps,mean_staleness,max_staleness,"
-                             "mean_divergence,time_to_target_s,samples_per_s,mean_utilization,"
-                             "mean_wait_fraction,bytes_per_sample,peak_mem_bytes,"
-                             "final_test_accuracy,recoveries,outcome"));
+    QCOMPARE(csv[0],
+             QString("run,name,strategy,steps,mean_staleness,max_staleness,"
+                     "mean_divergence,time_to_target_s,samples_per_s,mean_utilization,"
+                     "mean_wait_fraction,bytes_per_sample,compression_ratio,compress_ms_per_step,"
+                     "peak_mem_bytes,"
+                     "final_test_accuracy,recoveries,outcome"));
     QVERIFY2(csv[1].startsWith("1,first,single,30,0,0,,"), qPrintable(csv[1]));
     QVERIFY2(csv[2].startsWith("3,pair,sync_allreduce,25,"), qPrintable(csv[2]));
     QVERIFY2(csv[2].endsWith(",step limit"), qPrintable(csv[2]));
-    QCOMPARE(csv[1].split(',').size(), 16);
-    QCOMPARE(csv[1].split(',')[7], QString());  // no time to target: empty, not 0
+    QCOMPARE(csv[1].split(',').size(), M::kColumnCount + 1);  // the run's id and name are two
+    QCOMPARE(csv[1].split(',')[7], QString());                // no time to target: empty, not 0
     const QStringList md = model.toMarkdown().trimmed().split('\n');
     QCOMPARE(md.size(), 4);
     QVERIFY2(md[0].startsWith("| Run | Strategy | Steps | Mean staleness |"), qPrintable(md[0]));
     QVERIFY2(QRegularExpression(R"(^\|( :?-{3,}:? \|)+$)").match(md[1]).hasMatch(),
              qPrintable(md[1]));
-    QCOMPARE(md[1].count('|'), 16);
+    QCOMPARE(md[1].count('|'), M::kColumnCount + 1);  // one column a cell, and the closing bar
     QVERIFY(md[2].startsWith("| #1 first | single | 30 |"));
   }
 

@@ -29,8 +29,8 @@ namespace {
 
 // Every setting of some strategies (or of one partition or policy) only.
 const char* const kStrategyFields[] = {
-    "bucket_kb", "partition", "rebalance_every", "ps_shards",       "staleness",
-    "period",    "policy",    "switch_at",       "straggler_ratio", "window"};
+    "bucket_kb", "partition", "rebalance_every", "ps_shards", "staleness",  "period",
+    "policy",    "switch_at", "straggler_ratio", "window",    "compression"};
 
 // The value a parsed variant holds for `key`.
 core::SettingValue at(const core::VariantConfig& v, const std::string& key) {
@@ -67,10 +67,10 @@ class TestStrategiesGui : public QObject {
                                            {c("switch_at"), 0.25},  {c("straggler_ratio"), 2.0},
                                            {c("window"), "10"}};
     const std::map<std::string, std::set<int>> own = {
-        {"sync_allreduce", {c("bucket_kb"), c("partition")}},
+        {"sync_allreduce", {c("bucket_kb"), c("partition"), c("compression")}},
         {"async_ps", {c("ps_shards")}},
         {"ssp", {c("ps_shards"), c("staleness")}},
-        {"local_sgd", {c("period")}},
+        {"local_sgd", {c("period"), c("compression")}},
         {"hybrid", {c("bucket_kb"), c("ps_shards"), c("policy"), c("switch_at")}},
     };
     for (int row = 0; row < model->rowCount(); ++row) {
@@ -125,6 +125,37 @@ class TestStrategiesGui : public QObject {
     QCOMPARE(at(parsed.variants[4], "policy"), core::SettingValue(std::string("adaptive")));
     QCOMPARE(at(parsed.variants[4], "straggler_ratio"), core::SettingValue(2.0));
     QCOMPARE(at(parsed.variants[4], "window"), core::SettingValue(int64_t{10}));
+  }
+
+  // Compression: its kind is a choice of every strategy that reads it, and each kind's own
+  // setting becomes editable with it (topk's ratio, PowerSGD's rank) and goes with it.
+  void compressionFieldsFollowTheKind() {
+    ui::ExperimentPage page;
+    page.edit(-1, editorSpec(), {}, {});
+    V* model = page.variants();
+    const auto c = [model](const char* key) { return model->columnOf(key); };
+    QCOMPARE(model->index(0, c("compression")).data(V::ChoicesRole).toStringList(),
+             QStringList({"none", "fp16", "bf16", "topk", "powersgd"}));
+    QVERIFY(!(model->flags(model->index(0, c("topk_ratio"))) & Qt::ItemIsEditable));
+    QVERIFY(model->setData(model->index(0, c("compression")), "topk"));
+    QVERIFY(model->flags(model->index(0, c("topk_ratio"))) & Qt::ItemIsEditable);
+    QCOMPARE(model->index(0, c("topk_ratio")).data().toDouble(), 0.01);
+    QVERIFY(model->setData(model->index(0, c("topk_ratio")), 0.05));
+    QVERIFY(model->setData(model->index(0, c("start_step")), "20"));
+    QVERIFY(!(model->flags(model->index(0, c("powersgd_rank"))) & Qt::ItemIsEditable));
+    QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
+    core::ExperimentSpec parsed = core::parseExperimentSpec(page.spec());
+    QCOMPARE(at(parsed.variants[0], "topk_ratio"), core::SettingValue(0.05));
+    QCOMPARE(at(parsed.variants[0], "start_step"), core::SettingValue(int64_t{20}));
+    // PowerSGD instead: the ratio goes, the rank comes, start_step stays.
+    QVERIFY(model->setData(model->index(0, c("compression")), "powersgd"));
+    QVERIFY(!page.spec()["variants"][0].contains("topk_ratio"));
+    QVERIFY(model->setData(model->index(0, c("powersgd_rank")), "4"));
+    parsed = core::parseExperimentSpec(page.spec());
+    QCOMPARE(at(parsed.variants[0], "powersgd_rank"), core::SettingValue(int64_t{4}));
+    QCOMPARE(at(parsed.variants[0], "start_step"), core::SettingValue(int64_t{20}));
+    // Not a setting of async_ps (yet): shown empty, not editable.
+    QVERIFY(!(model->flags(model->index(1, c("compression"))) & Qt::ItemIsEditable));
   }
 
   // A new strategy, partition or policy drops the fields that no longer apply, so the spec

@@ -31,6 +31,8 @@ constexpr ColumnInfo kColumns[RunComparisonModel::kColumnCount] = {
     {"mean_utilization", "Util.", "Mean utilisation", 3},
     {"mean_wait_fraction", "Wait\nfraction", "Wait fraction", 3},
     {"bytes_per_sample", "Comm.\nB/sample", "Communication (bytes/sample)", 0},
+    {"compression_ratio", "Compr.\n(x)", "Compression ratio (bytes compressed / sent)", 1},
+    {"compress_ms_per_step", "Compr.\nms/step", "Compression time (ms per step)", 2},
     {"peak_mem_bytes", "Peak\nMiB", "Peak memory (MiB)", 1},
     {"final_test_accuracy", "Final\naccuracy", "Final test accuracy", 4},
     {"recoveries", "Recov-\neries", "Recoveries", 0},
@@ -154,7 +156,15 @@ QVariant RunComparisonModel::headerData(int section, Qt::Orientation orientation
     case kMaxStalenessColumn:
       return tr("Largest staleness of any push in the run");
     case kBytesPerSampleColumn:
-      return tr("Communication per sample: bytes the run's workers sent per trained sample");
+      return tr(
+          "Communication per sample: bytes the run's workers sent and received per trained "
+          "sample");
+    case kCompressionColumn:
+      return tr(
+          "Compression ratio: bytes of the gradients or weights the run compressed over the "
+          "bytes it sent instead (the variant's \"compression\"; \u2013 when none)");
+    case kCompressMsColumn:
+      return tr("Milliseconds per worker step spent compressing and decompressing");
     case kPeakMemoryColumn:
       return tr("Peak resident memory of the largest worker (MiB)");
     case kDivergenceColumn:
@@ -203,6 +213,10 @@ QVariant RunComparisonModel::value(const Row& row, int column) const {
       return figure(f.meanWaitFraction);
     case kBytesPerSampleColumn:
       return figure(f.bytesPerSample);
+    case kCompressionColumn:
+      return figure(f.compressionRatio);
+    case kCompressMsColumn:
+      return figure(f.compressMsPerStep);
     case kPeakMemoryColumn:
       return f.peakMemBytes ? QVariant::fromValue<qint64>(*f.peakMemBytes) : QVariant();
     case kAccuracyColumn:

@@ -35,6 +35,8 @@ class RunComparisonModel final : public QAbstractTableModel {
     kUtilizationColumn,
     kWaitColumn,
     kBytesPerSampleColumn,  // communication per sample
+    kCompressionColumn,     // compressed runs: bytes compressed / bytes sent instead
+    kCompressMsColumn,      // compressed runs: ms per step spent compressing
     kPeakMemoryColumn,
     kAccuracyColumn,
     kRecoveriesColumn,  // lost nodes survived (on_node_loss); the tooltip has time and steps

@@ -1,0 +1,72 @@
+#include "core/train/compression_settings.h"
+
+#include <string>
+
+#include "core/nn/mlp.h"
+
+namespace dtlab::core {
+
+std::vector<SettingSchema> compressionSettings() {
+  std::vector<std::string> kinds;
+  for (CompressionKind k : {CompressionKind::kNone, CompressionKind::kFp16, CompressionKind::kBf16,
+                            CompressionKind::kTopK, CompressionKind::kPowerSgd})
+    kinds.emplace_back(toString(k));
+  const SettingSchema kind{
+      .key = "compression",
+      .type = SettingType::kChoice,
+      .label = "Compression",
+      .help =
+          "How gradients and weights travel: float32 (none), 16-bit floats (fp16, bf16), the "
+          "largest values only (topk) or a low-rank product (powersgd), the last two with "
+          "error feedback",
+      .defaultValue = std::string("none"),
+      .choices = kinds};
+  const SettingSchema ratio{.key = "topk_ratio",
+                            .type = SettingType::kReal,
+                            .label = "Top-k\nratio",
+                            .help = "The share of values top-k sends each step (0.01: 1%)",
+                            .defaultValue = 0.01,
+                            .min = 0.0,
+                            .max = 1.0,
+                            .minOpen = true,
+                            .when = SettingCondition{"compression", {"topk"}}};
+  const SettingSchema rank{.key = "powersgd_rank",
+                           .label = "PowerSGD\nrank",
+                           .help = "The rank of PowerSGD's approximation of each matrix",
+                           .defaultValue = int64_t{2},
+                           .min = 1,
+                           .max = 64,
+                           .when = SettingCondition{"compression", {"powersgd"}}};
+  const SettingSchema start{
+      .key = "start_step",
+      .label = "Compress\nafter step",
+      .help = "Steps trained uncompressed before compression starts (PowerSGD's warm-up)",
+      .defaultValue = int64_t{0},
+      .min = 0,
+      .max = 1'000'000'000,
+      .when = SettingCondition{"compression", {"fp16", "bf16", "topk", "powersgd"}}};
+  return {kind, ratio, rank, start};
+}
+
+CompressionConfig compressionOf(const SettingsView& settings) {
+  CompressionConfig c;
+  const std::string& kind = settings.choice("compression");
+  for (CompressionKind k : {CompressionKind::kFp16, CompressionKind::kBf16, CompressionKind::kTopK,
+                            CompressionKind::kPowerSgd})
+    if (kind == toString(k)) c.kind = k;
+  if (settings.applies("topk_ratio")) c.ratio = settings.real("topk_ratio");
+  if (settings.applies("powersgd_rank")) c.rank = settings.integer("powersgd_rank");
+  if (settings.applies("start_step")) c.startStep = settings.integer("start_step");
+  return c;
+}
+
+std::vector<CompressedTensor> modelShapes(const Mlp& model) {
+  std::vector<CompressedTensor> shapes;
+  for (const ParamRange& layer : model.denseLayers()) {
+    shapes.push_back({{layer.weight, layer.weight + layer.in * layer.out}, layer.in, layer.out});
+    shapes.push_back({{layer.bias, layer.bias + layer.out}, 1, layer.out});
+  }
+  return shapes;
+}
+
+}  // namespace dtlab::core

@@ -1,0 +1,23 @@
+#pragma once
+// The variant settings of gradient compression (core/comm/gradient_compression.h), which every
+// strategy that moves gradients or weights declares, and the tensors of a model it compresses.
+#include <cstdint>
+#include <vector>
+
+#include "core/comm/gradient_compression.h"
+#include "core/spec/settings.h"
+
+namespace dtlab::core {
+
+class Mlp;
+
+// compression, topk_ratio, powersgd_rank and start_step, in that order.
+std::vector<SettingSchema> compressionSettings();
+// The variant's values (a strategy without the settings: none).
+CompressionConfig compressionOf(const SettingsView& settings);
+
+// The model's parameter (and gradient) buffer as tensors: each dense layer's weight matrix
+// (in rows of out) and its bias, in buffer order.
+std::vector<CompressedTensor> modelShapes(const Mlp& model);
+
+}  // namespace dtlab::core
