@@ -1,6 +1,7 @@
 #include "app/replay_command.h"
 
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "core/common/check.h"
 #include "core/nn/mlp.h"
 #include "core/store/project_store.h"
+#include "core/store/run_replay.h"
 #include "core/train/ps_replay.h"
 #include "core/train/push_record.h"
 #include "core/train/strategy_registry.h"
@@ -26,6 +28,20 @@ int printCut(const std::string& named, int64_t step, const core::PsReplayResult&
             << " s: " << replay.pushesApplied << " pushes applied, the server's blocks at versions "
             << core::versionList(replay.versions) << ", parameters "
             << core::paramChecksum(replay.serverParams) << "\n";
+  nlohmann::json update = nullptr;
+  if (const auto& u = replay.update) {
+    std::cout << "the update that completed the step: worker " << u->push.worker << "'s push "
+              << u->push.clock << ", computed from versions " << core::versionList(u->push.basedOn)
+              << " (staleness " << u->staleness << "); test loss " << u->lossBefore << " before, "
+              << u->lossAfter << " after";
+    if (!std::isnan(u->accuracyAfter))
+      std::cout << " (accuracy " << u->accuracyBefore << " -> " << u->accuracyAfter << ")";
+    std::cout << "\n";
+    update = {{"worker", u->push.worker},    {"push", u->push.clock},
+              {"based_on", u->push.basedOn}, {"applied_to", u->push.appliedTo},
+              {"staleness", u->staleness},   {"loss_before", u->lossBefore},
+              {"loss_after", u->lossAfter}};
+  }
   nlohmann::json pending = nlohmann::json::array();
   std::cout << replay.pending.size() << " pushes in flight (computed before the step, applied "
             << "after it):\n";
@@ -57,6 +73,7 @@ int printCut(const std::string& named, int64_t step, const core::PsReplayResult&
                                 {"pushes", replay.pushesApplied},
                                 {"versions", replay.versions},
                                 {"checksum", core::paramChecksum(replay.serverParams)},
+                                {"update", update},
                                 {"pending", pending},
                                 {"divergence", replay.divergence}}}}
                    .dump()
@@ -72,44 +89,17 @@ int replayCommand(const std::vector<std::string>& argv) {
   const std::string& path = args.positionals()[0];
   const int64_t runId = parseRunId(args.positionals()[1]);
   auto store = core::ProjectStore::open(path, /*readOnly=*/true);
-  const core::RunRecord run = store->requireRun(runId);
-  const std::string named = "run " + std::to_string(runId) + " ('" + run.name + "')";
-  if (run.spec.is_null()) throw Error(named + " has no stored spec");
-  const core::ExperimentSpec spec = core::parseExperimentSpec(run.spec);
-  const int variant = run.strategy == "single" ? 0 : core::variantOfRun(spec, run.name);
-  const core::StrategyDescriptor& strategy =
-      core::strategyOf(spec.variants.at(static_cast<std::size_t>(variant)));
-  if (!strategy.traits.replaysFromRecord)
-    throw Error(named + " is " + strategy.name +
-                ": its workers agree on every step, so the same spec and seed repeat it "
-                "(dtlab-cli run); async_ps, ssp and hybrid runs are replayed from a record");
-  for (const core::RunEvent& e : store->events(runId))
-    if (e.kind == "resume")
-      throw Error(named + " was resumed from a checkpoint at step " + std::to_string(e.step) +
-                  ": a replay follows a run recorded from its start");
-
-  core::PsRecordChunk record;
-  for (const std::vector<unsigned char>& chunk : store->psRecords(runId))
-    record.add(core::decodePsRecords(chunk));
-  if (record.pushes.empty())
-    throw Error(named +
-                " has no record of pushes (recorded before DTLab kept them, or "
-                "stopped before its first push)");
-  // The run's checksums, one per worker in rank order.
-  std::vector<std::string> expected;
-  if (const auto summary = store->runSummary(runId);
-      summary && summary->contains("param_checksum") && (*summary)["param_checksum"].is_array())
-    for (const auto& c : (*summary)["param_checksum"]) expected.push_back(c.get<std::string>());
-  int world = static_cast<int>(expected.size());
-  for (const core::PushRecord& p : record.pushes) world = std::max(world, p.worker + 1);
+  const core::StoredRunReplay stored = core::loadStoredRunReplay(*store, runId);
+  const std::string& named = stored.named;
+  const std::vector<std::string>& expected = stored.checksums;
+  const int world = stored.world;
 
   std::optional<int64_t> until;
   if (args.has("--until")) until = args.integer("--until", 0, 0, INT64_MAX);
   if (args.has("--weights") && !until) throw UsageError("replay: --weights needs --until STEP");
 
   const auto start = std::chrono::steady_clock::now();
-  const core::PsReplayResult replay =
-      core::replayParameterServer(spec, variant, world, record, until);
+  const core::PsReplayResult replay = core::replayStoredRun(stored, until);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -117,7 +107,7 @@ int replayCommand(const std::vector<std::string>& argv) {
 
   bool same = replay.divergence.empty();
   nlohmann::json replicas = nlohmann::json::array();
-  std::cout << named << ": " << strategy.name << ", " << replay.pushesApplied << " pushes of "
+  std::cout << named << ": " << stored.strategy << ", " << replay.pushesApplied << " pushes of "
             << world << " workers";
   if (replay.resetsApplied > 0)
     std::cout << " in " << replay.resetsApplied << " asynchronous phases";
@@ -143,7 +133,7 @@ int replayCommand(const std::vector<std::string>& argv) {
   // The summary's checksums are the replicas' at the end, unless a hybrid ended synchronous.
   const bool endedAsync = std::any_of(replay.replicas.begin(), replay.replicas.end(),
                                       [](const core::ReplicaCheck& r) { return r.phase < 0; });
-  for (int w = 0; endedAsync && strategy.name != "hybrid" && w < world; ++w) {
+  for (int w = 0; endedAsync && stored.strategy != "hybrid" && w < world; ++w) {
     const std::string& got = replay.replicaChecksums[static_cast<std::size_t>(w)];
     if (w < static_cast<int>(expected.size()) && got != expected[static_cast<std::size_t>(w)]) {
       same = false;

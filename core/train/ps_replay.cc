@@ -185,6 +185,11 @@ PsReplayResult replayParameterServer(const ExperimentSpec& spec, int variant, in
   };
   std::vector<std::vector<float>> grads(pushes.size());
   std::vector<std::size_t> blocksLeft(pushes.size(), blocks);
+  // With `until`: each block's parameters just before the update it applied last before the
+  // cut, and block 0's update there.
+  std::vector<float> before(until ? static_cast<std::size_t>(paramCount) : 0);
+  std::vector<bool> captured(blocks, false);
+  std::optional<std::size_t> lastOfBlock0;
   for (bool progress = true; progress;) {
     progress = false;
     for (std::size_t b = 0; b < blocks; ++b) progress = applyResets(b) || progress;
@@ -223,6 +228,11 @@ PsReplayResult replayParameterServer(const ExperimentSpec& spec, int variant, in
              !grads[order[b][next[b]]].empty()) {
         const std::size_t i = order[b][next[b]];
         const PushRecord& p = pushes[i];
+        if (until && p.appliedTo[b] == cut - 1) {
+          host->block(static_cast<int>(b))->pull(before.data() + layout[b].begin);
+          captured[b] = true;
+          if (b == 0) lastOfBlock0 = i;
+        }
         const int64_t appliedTo =
             host->block(static_cast<int>(b))
                 ->push(grads[i].data() + layout[b].begin, layout[b].size(), p.basedOn[b]);
@@ -252,6 +262,27 @@ PsReplayResult replayParameterServer(const ExperimentSpec& spec, int variant, in
               [](const PushRecord& x, const PushRecord& y) {
                 return x.appliedTo.front() < y.appliedTo.front();
               });
+    if (lastOfBlock0) {
+      ReplayCutUpdate u;
+      u.push = pushes[*lastOfBlock0];
+      for (std::size_t b = 0; b < blocks; ++b) {
+        u.staleness = std::max(u.staleness, u.push.appliedTo[b] - u.push.basedOn[b]);
+        if (!captured[b])  // no update of this block right before the cut: it stood still
+          std::copy_n(result.serverParams.data() + layout[b].begin, layout[b].size(),
+                      before.data() + layout[b].begin);
+      }
+      EvalSet test(*dataset, Split::kTest, *backend);
+      Worker& probe = *workers[0].worker;
+      probe.model().setParams(before);
+      const Evaluation b = probe.evaluate(test);
+      probe.model().setParams(result.serverParams);
+      const Evaluation a = probe.evaluate(test);
+      u.lossBefore = b.loss;
+      u.accuracyBefore = b.accuracy;
+      u.lossAfter = a.loss;
+      u.accuracyAfter = a.accuracy;
+      result.update = u;
+    }
     return result;
   }
   for (std::size_t b = 0; b < blocks; ++b)

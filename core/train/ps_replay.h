@@ -29,6 +29,18 @@ struct ReplicaCheck {
   std::string replayed;
 };
 
+// With `until`: the update that completed the step (the push block 0 applied last before the
+// cut), and the test loss and accuracy of the server's parameters with every block one update
+// before the cut and at the cut.
+struct ReplayCutUpdate {
+  PushRecord push;
+  int64_t staleness = 0;  // the most versions any block moved between its pull and its push
+  double lossBefore = 0.0;
+  double lossAfter = 0.0;
+  double accuracyBefore = 0.0;  // NaN for regression
+  double accuracyAfter = 0.0;
+};
+
 struct PsReplayResult {
   int64_t pushesApplied = 0;
   int64_t resetsApplied = 0;
@@ -41,7 +53,8 @@ struct PsReplayResult {
   // With `until`: the pushes whose gradients were computed before the cut and applied after it
   // (in flight at that moment), in the order of their first block's application.
   std::vector<PushRecord> pending;
-  std::vector<int64_t> versions;  // every block's version at the end (or the cut)
+  std::vector<int64_t> versions;          // every block's version at the end (or the cut)
+  std::optional<ReplayCutUpdate> update;  // with `until`, unless no push came before the cut
   // Empty: every recomputed gradient and every replica matched the record. Else the first
   // push whose gradient differed ("worker 2's push 14 (computed from ...) is the first ..."),
   // or the first replica that did.

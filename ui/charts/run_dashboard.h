@@ -102,12 +102,24 @@ class RunDashboard final : public QCustomPlot {
   QCPRange xRange() const { return panels_[kLossChart].rect->axis(QCPAxis::atBottom)->range(); }
   // The run's events: those it was shown with, then those that came live.
   const std::vector<core::RunEvent>& events() const { return events_; }
+  // The step of the run at x on the current axis (steps, or the step measured nearest that
+  // time); -1 before the run has a point.
+  int64_t stepAt(double x) const;
+  // Whether the context menu offers "Replay to here" (an asynchronous run with a record) up to
+  // the run's last global step, and otherwise why not (shown on the disabled entry).
+  void setReplayable(bool replayable, int64_t lastStep, const QString& whyNot = {});
+  // The context menu a right click at `pos` (widget coordinates) opens: "Replay to here (step
+  // N)" when the click is on a chart, and "Show the whole run".
+  QMenu* contextMenuAt(const QPoint& pos);
 
  signals:
   void chosenMetricChanged(const QString& key);
+  // "Replay to here" on the context menu: the run's state after global step `step`.
+  void replayRequested(qint64 step);
 
  protected:
   void leaveEvent(QEvent* event) override;
+  void contextMenuEvent(QContextMenuEvent* event) override;
 
  private:
   struct Series {
@@ -142,6 +154,9 @@ class RunDashboard final : public QCustomPlot {
   // While live points stream, curves are drawn without antialiasing (it doubles the cost of a
   // replot of dozens of noisy series); this timer restores it once they stop.
   QTimer* settle_;
+  bool replayable_ = false;
+  int64_t replayLastStep_ = 0;
+  QString notReplayable_;
   std::vector<Series> series_;
   std::map<std::pair<int, int>, std::size_t> seriesIndex_;  // (metric, owner) -> series_
   std::vector<core::RunEvent> events_;

@@ -1,5 +1,10 @@
 // RunDashboard's answers to the mouse: a legend click hides a series group, the crosshair
 // lists the values under it. Part of run_dashboard.cc's class, kept apart for size.
+#include <QtWidgets/QMenu>
+
+#include <algorithm>
+#include <cmath>
+
 #include "ui/charts/run_dashboard.h"
 
 namespace dtlab::ui {
@@ -86,6 +91,66 @@ void RunDashboard::hideCrosshair() {
     p.cursorText->setVisible(false);
   }
   if (shown) layer(QStringLiteral("overlay"))->replot();
+}
+
+int64_t RunDashboard::stepAt(double x) const {
+  if (xMode_ == RunXAxis::kStep) return std::max<int64_t>(0, std::llround(x));
+  // Time on the axis: the step measured nearest it, from the run's own series with the most
+  // points (evaluations count the run's global steps; an asynchronous worker's steps are its
+  // own), or from any series when the run has none.
+  const Series* densest = nullptr;
+  for (bool runScope : {true, false}) {
+    for (const Series& s : series_)
+      if (!s.values.empty() && (!runScope || s.owner < 0) &&
+          (densest == nullptr || s.values.size() > densest->values.size()))
+        densest = &s;
+    if (densest != nullptr) break;
+  }
+  if (densest == nullptr) return -1;
+  const double seconds = xMode_ == RunXAxis::kWallClock ? x - startS_ : x;
+  const auto& times = densest->seconds;
+  const auto at = std::lower_bound(times.begin(), times.end(), seconds);
+  std::size_t i = static_cast<std::size_t>(at - times.begin());
+  if (i == times.size() || (i > 0 && seconds - times[i - 1] < times[i] - seconds)) --i;
+  return static_cast<int64_t>(densest->steps[i]);
+}
+
+void RunDashboard::setReplayable(bool replayable, int64_t lastStep, const QString& whyNot) {
+  replayable_ = replayable;
+  replayLastStep_ = lastStep;
+  notReplayable_ = whyNot;
+}
+
+QMenu* RunDashboard::contextMenuAt(const QPoint& pos) {
+  auto* menu = new QMenu(this);
+  menu->setAttribute(Qt::WA_DeleteOnClose);
+  QCPAxisRect* under = axisRectAt(pos);
+  int64_t step =
+      under != nullptr ? stepAt(under->axis(QCPAxis::atBottom)->pixelToCoord(pos.x())) : -1;
+  // An asynchronous worker's own steps run past the run's global steps (a fast worker takes
+  // more of them): the replay goes no further than the run did.
+  if (replayable_ && replayLastStep_ > 0) step = std::min(step, replayLastStep_);
+  if (step >= 0) {
+    QAction* replay = menu->addAction(tr("Replay to here (step %1)").arg(step));
+    replay->setEnabled(replayable_);
+    if (replayable_) {
+      replay->setToolTip(tr("Replays the run from its record to the server after step %1: the "
+                            "update applied there, its worker and staleness, the test loss "
+                            "before and after, and the pushes in flight")
+                             .arg(step));
+      connect(replay, &QAction::triggered, this, [this, step] { emit replayRequested(step); });
+    } else {
+      replay->setToolTip(notReplayable_);
+    }
+    menu->setToolTipsVisible(true);
+  }
+  connect(menu->addAction(tr("Show the whole run")), &QAction::triggered, this,
+          [this] { resetView(); });
+  return menu;
+}
+
+void RunDashboard::contextMenuEvent(QContextMenuEvent* event) {
+  contextMenuAt(event->pos())->popup(event->globalPos());
 }
 
 void RunDashboard::leaveEvent(QEvent* event) {

@@ -26,6 +26,7 @@ ProjectSnapshot readProjectSnapshot(const std::string& path) {
 RunDetail readRunDetail(const std::string& path, int64_t runId, int64_t maxPoints) {
   auto store = core::ProjectStore::open(path, /*readOnly=*/true);
   RunDetail d;
+  d.path = path;
   d.run = store->requireRun(runId);
   if (const auto summary = store->runSummary(runId)) d.summary = *summary;
   d.metrics = store->runMetrics(runId);

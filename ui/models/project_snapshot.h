@@ -33,6 +33,7 @@ ProjectSnapshot readProjectSnapshot(const std::string& path);
 // the metric table, of every worker, node and the run itself; at most `maxPoints` points each,
 // reduced by the store to each interval's minimum and maximum when longer), events.
 struct RunDetail {
+  std::string path;  // the project it was read from
   core::RunRecord run;
   nlohmann::json summary;  // null while running
   std::vector<core::RunMetric> metrics;

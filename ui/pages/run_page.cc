@@ -21,7 +21,19 @@
 #include <QtWidgets/QToolTip>
 #include <QtWidgets/QVBoxLayout>
 
+#include <QtWidgets/QDialog>
+#include <QtWidgets/QDialogButtonBox>
+#include <QtWidgets/QFileDialog>
+
+#include <chrono>
+#include <fstream>
+
 #include "core/metrics/metric_table.h"
+#include "core/nn/mlp.h"
+#include "core/store/project_store.h"
+#include "core/store/run_replay.h"
+#include "core/train/strategy_registry.h"
+#include "ui/background.h"
 #include "ui/models/run_metrics_model.h"
 
 namespace dtlab::ui {
@@ -64,6 +76,67 @@ QWidget* captioned(const QString& caption, QWidget* panel, QWidget* parent) {
   layout->addWidget(label);
   layout->addWidget(panel, 1);
   return box;
+}
+
+// What a replay in the background hands back to the page.
+struct ReplayOutcome {
+  std::string named;
+  int world = 0;
+  core::PsReplayResult result;
+  double seconds = 0.0;
+};
+
+QString versions(const std::vector<int64_t>& v) {
+  return QString::fromStdString(core::versionList(v));
+}
+
+// The replay's report: where the server stood, the update applied there, the pushes in flight.
+QString replayReport(const ReplayOutcome& o, qint64 step) {
+  const core::PsReplayResult& r = o.result;
+  QString text = QString("%1 replayed to global step %2 (%3 pushes of %4 workers) in %5 s.\n")
+                     .arg(QString::fromStdString(o.named))
+                     .arg(step)
+                     .arg(r.pushesApplied)
+                     .arg(o.world)
+                     .arg(o.seconds, 0, 'f', 2);
+  text +=
+      QString("The server's blocks at versions %1; parameters %2.\n\n")
+          .arg(versions(r.versions), QString::fromStdString(core::paramChecksum(r.serverParams)));
+  if (const auto& u = r.update) {
+    text += QString(
+                "The update applied there: worker %1's push %2, computed from versions %3 and "
+                "applied at %4 (staleness %5).\n")
+                .arg(u->push.worker)
+                .arg(u->push.clock)
+                .arg(versions(u->push.basedOn), versions(u->push.appliedTo))
+                .arg(u->staleness);
+    text += QString("Test loss before it %1, after it %2")
+                .arg(u->lossBefore, 0, 'f', 5)
+                .arg(u->lossAfter, 0, 'f', 5);
+    if (!std::isnan(u->accuracyAfter))
+      text += QString(" (test accuracy %1 -> %2)")
+                  .arg(u->accuracyBefore, 0, 'f', 4)
+                  .arg(u->accuracyAfter, 0, 'f', 4);
+    text += ".\n\n";
+  } else {
+    text += "No push was applied before this step: the server holds the initial weights.\n\n";
+  }
+  text += QString("%1 pushes in flight then (computed before the step, applied after it)%2\n")
+              .arg(r.pending.size())
+              .arg(r.pending.empty() ? "." : ":");
+  for (const core::PushRecord& p : r.pending) {
+    int64_t staleness = 0;
+    for (std::size_t b = 0; b < p.appliedTo.size(); ++b)
+      staleness = std::max(staleness, p.appliedTo[b] - p.basedOn[b]);
+    text +=
+        QString("  worker %1's push %2: computed from versions %3, applied at %4 (staleness %5)\n")
+            .arg(p.worker)
+            .arg(p.clock)
+            .arg(versions(p.basedOn), versions(p.appliedTo))
+            .arg(staleness);
+  }
+  if (!r.divergence.empty()) text += "\nDiverged: " + QString::fromStdString(r.divergence) + "\n";
+  return text;
 }
 
 }  // namespace
@@ -129,6 +202,7 @@ RunPage::RunPage(QWidget* parent)
   auto* reset = new QPushButton(tr("Reset view"), this);
   reset->setToolTip(tr("Show the whole run on every chart (or double-click a chart)"));
   connect(reset, &QPushButton::clicked, dashboard_, &RunDashboard::resetView);
+  connect(dashboard_, &RunDashboard::replayRequested, this, &RunPage::replayTo);
 
   metricsView_->setModel(metrics_);
   metricsView_->verticalHeader()->hide();
@@ -302,6 +376,77 @@ void RunPage::appendLive(const std::vector<LivePoint>& points) {
   if (dashboard_->downsampled() != before) updateNote();
 }
 
+void RunPage::replayTo(qint64 step) {
+  if (projectPath_.empty() || runId_ < 0 || step < 0) return;
+  const std::string path = projectPath_;
+  const qint64 run = runId_;
+  const QString title = tr("Replay of run #%1 to step %2").arg(run).arg(step);
+  replayWeights_.clear();
+  showReplay(title, tr("Replaying run #%1 to step %2 from its record...").arg(run).arg(step));
+  runInBackground<ReplayOutcome>(
+      this,
+      [path, run, step] {
+        auto store = core::ProjectStore::open(path, /*readOnly=*/true);
+        const core::StoredRunReplay stored = core::loadStoredRunReplay(*store, run);
+        const auto start = std::chrono::steady_clock::now();
+        ReplayOutcome o{stored.named, stored.world, core::replayStoredRun(stored, step), 0.0};
+        o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        return o;
+      },
+      [this, title, step](const std::optional<ReplayOutcome>& o, const QString& error) {
+        if (!o) {
+          showReplay(title, tr("The replay to step %1 failed: %2").arg(step).arg(error));
+          return;
+        }
+        replayWeights_ = o->result.serverParams;
+        showReplay(title, replayReport(*o, step));
+      });
+}
+
+void RunPage::showReplay(const QString& title, const QString& text) {
+  if (replayDialog_ == nullptr) {
+    replayDialog_ = new QDialog(this);
+    replayDialog_->resize(760, 420);
+    replayView_ = new QPlainTextEdit(replayDialog_);
+    replayView_->setReadOnly(true);
+    replayView_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, replayDialog_);
+    saveWeights_ = buttons->addButton(tr("Save weights..."), QDialogButtonBox::ActionRole);
+    saveWeights_->setToolTip(
+        tr("Writes the server's parameters at this step as float32 (little-endian), in the "
+           "model's layer order, as dtlab-cli replay --until STEP --weights FILE does"));
+    connect(buttons, &QDialogButtonBox::rejected, replayDialog_, &QDialog::hide);
+    connect(saveWeights_, &QPushButton::clicked, this, [this] {
+      const QString file = QFileDialog::getSaveFileName(this, tr("Save weights"), {},
+                                                        tr("Raw float32 (*.f32 *.bin)"));
+      if (!file.isEmpty() && !saveReplayWeights(file))
+        replayView_->appendPlainText(tr("Could not write %1").arg(file));
+    });
+    auto* layout = new QVBoxLayout(replayDialog_);
+    layout->addWidget(replayView_, 1);
+    layout->addWidget(buttons);
+  }
+  replayDialog_->setWindowTitle(title);
+  replayView_->setPlainText(text);
+  saveWeights_->setEnabled(!replayWeights_.empty());
+  replayDialog_->show();
+  replayDialog_->raise();
+  emit replayShown(text);
+}
+
+QString RunPage::replayText() const {
+  return replayView_ != nullptr ? replayView_->toPlainText() : QString();
+}
+
+bool RunPage::saveReplayWeights(const QString& path) const {
+  if (replayWeights_.empty()) return false;
+  std::ofstream out(path.toStdString(), std::ios::binary);
+  out.write(reinterpret_cast<const char*>(replayWeights_.data()),
+            static_cast<std::streamsize>(replayWeights_.size() * sizeof(float)));
+  out.close();
+  return static_cast<bool>(out);
+}
+
 void RunPage::setXAxis(RunXAxis axis) {
   if (xAxis_->currentIndex() != static_cast<int>(axis))
     xAxis_->setCurrentIndex(static_cast<int>(axis));  // calls the dashboard
@@ -367,6 +512,21 @@ void RunPage::showRun(const RunDetail& d) {
   const bool sameRun = r.id == runId_;
   runId_ = r.id;
   status_ = r.status;
+  projectPath_ = d.path;
+  const core::StrategyDescriptor* strategy = core::findStrategy(r.strategy);
+  const bool replays = strategy != nullptr && strategy->traits.replaysFromRecord;
+  const int64_t lastStep = d.summary.is_object() ? d.summary.value("steps", int64_t{0}) : 0;
+  if (!replays)
+    dashboard_->setReplayable(false, 0,
+                              tr("%1 runs are not replayed from a record: their workers "
+                                 "agree on every step, so the same spec and seed "
+                                 "repeat them")
+                                  .arg(QString::fromStdString(r.strategy)));
+  else if (r.status == core::RunStatus::kRunning)
+    dashboard_->setReplayable(false, 0, tr("The run is still being recorded"));
+  else
+    dashboard_->setReplayable(!d.path.empty(), lastStep,
+                              tr("The run was not read from a project file"));
   dashboard_->setRun(d);
   updateNote();
   metrics_->setMetrics(d.metrics);

@@ -3,7 +3,9 @@
 #include <QtWidgets/QWidget>
 
 #include <map>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "ui/charts/run_dashboard.h"
 #include "ui/controller/live_feed.h"
@@ -11,6 +13,8 @@
 
 class QCheckBox;
 class QComboBox;
+class QDialog;
+class QPushButton;
 class QLabel;
 class QSplitter;
 class QTableView;
@@ -58,6 +62,23 @@ class RunPage final : public QWidget {
   QString valuesAt(double x, RunDashboard::Chart chart = RunDashboard::kLossChart) const;
   static constexpr int kMaxLivePoints = RunDashboard::kMaxLivePoints;
 
+  // "Replay to here" (the charts' context menu, on a run its record replays: async_ps, ssp,
+  // hybrid): replays the run from its project in the background to the server after global
+  // step `step`, then shows the update applied there (its worker, staleness, the test loss
+  // before and after it), the pushes in flight and the weights' checksum, with a button that
+  // saves the weights. replayShown() says when the text is there.
+  void replayTo(qint64 step);
+  // The replay's window (null before the first replay) and its text.
+  QDialog* replayDialog() const { return replayDialog_; }
+  QString replayText() const;
+  // Writes the last replay's weights (float32, little-endian) to `path`; false when there are
+  // none or the file cannot be written.
+  bool saveReplayWeights(const QString& path) const;
+
+ signals:
+  void replayShown(const QString& text);
+
+ public:
   // For tests: the charts (one QCustomPlot), the metrics model, the metric chooser, the
   // events list, the follow toggle, the splitters (charts | lower, metrics | events).
   RunDashboard* chart() const { return dashboard_; }
@@ -87,6 +108,12 @@ class RunPage final : public QWidget {
   QSplitter* split_;
   QSplitter* lower_;
   qint64 runId_ = -1;
+  std::string projectPath_;
+  QDialog* replayDialog_ = nullptr;
+  QPlainTextEdit* replayView_ = nullptr;
+  QPushButton* saveWeights_ = nullptr;
+  std::vector<float> replayWeights_;
+  void showReplay(const QString& title, const QString& text);
   core::RunStatus status_ = core::RunStatus::kRunning;
   // Per series (metric table row, owner: worker, node or -1) the last step the store had
   // when the run was shown; live points up to it are already counted. Dropped once a live
