@@ -86,6 +86,10 @@ const std::string& SettingsView::choice(std::string_view key) const {
   return std::get<std::string>(value);
 }
 
+bool SettingsView::declares(std::string_view key) const {
+  return findSetting(schema_, key) != nullptr;
+}
+
 bool SettingsView::applies(std::string_view key) const {
   const SettingSchema& setting = schemaOf(key);
   if (!setting.when) return true;

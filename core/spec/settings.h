@@ -87,6 +87,8 @@ class SettingsView {
   const SettingValue& value(std::string_view key) const { return valueOf(schemaOf(key)); }
   // Whether the setting's condition holds (true for a setting without one).
   bool applies(std::string_view key) const;
+  // Whether the schema has the setting at all.
+  bool declares(std::string_view key) const;
 
  private:
   const SettingSchema& schemaOf(std::string_view key) const;

@@ -6,6 +6,7 @@
 #include "core/common/log.h"
 #include "core/data/dataset.h"
 #include "core/nn/mlp.h"
+#include "core/train/compression_settings.h"
 #include "core/train/data_shards.h"
 #include "core/train/ps_checkpoint.h"
 #include "core/train/push_record.h"
@@ -34,7 +35,10 @@ StrategyDescriptor parameterServerDescriptor(std::string name, std::string summa
   d.traits.needsCollectiveGroup = false;
   d.traits.keepsCheckpoints = true;
   d.traits.replaysFromRecord = true;
-  d.settings = {psShardsSetting(), onNodeLossSetting(NodeLossPolicy::kContinue)};
+  d.settings = {psShardsSetting()};
+  for (SettingSchema& s : compressionSettings(/*collective=*/false))
+    d.settings.push_back(std::move(s));
+  d.settings.push_back(onNodeLossSetting(NodeLossPolicy::kContinue));
   d.check = checkPsShards;
   return d;
 }
@@ -46,7 +50,8 @@ StrategyDescriptor asyncPsDescriptor() {
       "async_ps",
       "Asynchronous parameter server: workers pull, compute and push on their own clock");
   d.make = [](StrategyContext& c) -> std::unique_ptr<Strategy> {
-    return std::make_unique<AsyncPs>(c, std::nullopt);
+    const VariantConfig& v = variantOf(c);
+    return std::make_unique<AsyncPs>(c, std::nullopt, compressionOf(strategyOf(v).view(v)));
   };
   return d;
 }
@@ -64,15 +69,18 @@ StrategyDescriptor sspDescriptor() {
   d.settings.push_back(staleness);
   d.make = [](StrategyContext& c) -> std::unique_ptr<Strategy> {
     const VariantConfig& v = variantOf(c);
-    return std::make_unique<AsyncPs>(c, strategyOf(v).view(v).integer("staleness"));
+    const SettingsView settings = strategyOf(v).view(v);
+    return std::make_unique<AsyncPs>(c, settings.integer("staleness"), compressionOf(settings));
   };
   return d;
 }
 
-AsyncPs::AsyncPs(StrategyContext& context, std::optional<int64_t> staleness)
+AsyncPs::AsyncPs(StrategyContext& context, std::optional<int64_t> staleness,
+                 CompressionConfig compression)
     : context_(context),
       global_(context.job.spec.training.batchSize),
-      staleness_(staleness.value_or(-1)) {}
+      staleness_(staleness.value_or(-1)),
+      compression_(compression) {}
 
 AsyncPs::~AsyncPs() {
   try {
@@ -129,6 +137,18 @@ std::string AsyncPs::setUp() {
                        std::to_string(ps_->layout().size()) +
                        (ps_->layout().size() == 1 ? " block" : " blocks");
   if (staleness_ >= 0) detail += ", staleness bound " + std::to_string(staleness_);
+  for (const PsBlock& b : ps_->layout()) blocks_.push_back({b.begin, b.end});
+  if (compression_.enabled()) {
+    if (!context_.backend.hostMemory())
+      throw Error("compression \"" + std::string(toString(compression_.kind)) +
+                  "\" runs on the CPU path only: this build has no GPU kernels for it (device " +
+                  job.device + ")");
+    if (compression_.kind == CompressionKind::kTopK)
+      sparsifier_ = std::make_unique<PushSparsifier>(compression_.ratio, model.parameterCount());
+    detail += ", " + describe(compression_) + ": pushes as " +
+              toString(pushEncoding(compression_)) + ", pulls as " +
+              toString(pullEncoding(compression_));
+  }
   if (!data.detail.empty()) detail += ", " + data.detail;
   return detail;
 }
@@ -142,6 +162,10 @@ StepReport AsyncPs::step(int64_t step, const Votes& local, Votes& agreed) {
 
   // ssp: the slowest worker still training must have pushed clock_ - staleness times.
   if (staleness_ >= 0 && clock_ - staleness_ > 0) r.waitMs = ps_->waitForClock(clock_ - staleness_);
+  const bool compressing = compressesPush(compression_, clock_ + 1);
+  const PsEncoding pushAs = compressing ? pushEncoding(compression_) : PsEncoding::kFloat32;
+  lastPull_ = compressing ? pullEncoding(compression_) : PsEncoding::kFloat32;
+  ps_->setEncodings(pushAs, lastPull_);
   const Clock::time_point t0 = Clock::now();
   const PullOutcome pulled = ps_->pull(model.params(), versions_);
   const Clock::time_point t1 = Clock::now();
@@ -160,6 +184,20 @@ StepReport AsyncPs::step(int64_t step, const Votes& local, Votes& agreed) {
   report.votes = local;
   report.computeMs = msBetween(t2, t3);
   report.phase = phase_;
+  if (compressing) {
+    // What the push delivers: topk's largest values (the rest kept for later pushes); the
+    // 16-bit encodings round on the way. Counted as a collective's payload would be.
+    const auto start = Clock::now();
+    if (sparsifier_) sparsifier_->apply(model.grads(), blocks_);
+    const float* params = model.params();
+    const float* grads = model.grads();
+    for (const GradientRange& b : blocks_) {
+      compressionTotals_.denseBytes += 2 * b.size() * int64_t{sizeof(float)};
+      compressionTotals_.payloadBytes += encodedBytes(pushAs, grads + b.begin, b.size()) +
+                                         encodedBytes(lastPull_, params + b.begin, b.size());
+    }
+    compressionTotals_.seconds += msBetween(start, Clock::now()) / 1e3;
+  }
   const PushOutcome pushed = ps_->push(model.grads(), versions_, report);
   const Clock::time_point t4 = Clock::now();
   ++clock_;
@@ -216,7 +254,9 @@ int64_t AsyncPs::globalStep(int64_t /*step*/) const {
 }
 
 void AsyncPs::beforeEvaluate() {
-  // Evaluate what the server holds now, not this worker's last (stale) pull.
+  // Evaluate what the server holds now, not this worker's last (stale) pull, in float32.
+  ps_->setEncodings(PsEncoding::kFloat32, PsEncoding::kFloat32);
+  lastPull_ = PsEncoding::kFloat32;
   ps_->pull(worker_->model().params(), versions_);
   measureDivergence_ = false;
 }
@@ -246,7 +286,16 @@ int64_t AsyncPs::restore(const Checkpoint& c) {
 }
 
 void AsyncPs::recordReplica(int64_t phase) {
-  if (context_.sink == nullptr || versions_.empty()) return;
+  if (versions_.empty()) return;
+  if (lastPull_ != PsEncoding::kFloat32) {
+    // The replica as the server holds it, not as a 16-bit pull rounded it: the run's checksum
+    // and a replay's (which rebuilds replicas from the server's blocks) then agree.
+    ps_->setEncodings(PsEncoding::kFloat32, PsEncoding::kFloat32);
+    ps_->pull(worker_->model().params(), versions_);
+    lastPull_ = PsEncoding::kFloat32;
+    measureDivergence_ = false;
+  }
+  if (context_.sink == nullptr) return;
   context_.sink->onReplica(ReplicaRecord{context_.job.rank, phase, versions_,
                                          paramChecksum(worker_->model().paramsToHost())});
 }

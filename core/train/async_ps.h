@@ -6,6 +6,7 @@
 
 #include "core/train/compute_emulation.h"
 #include "core/train/parameter_server.h"
+#include "core/train/ps_encoding.h"
 #include "core/train/push_record.h"
 #include "core/train/strategy.h"
 #include "core/train/worker.h"
@@ -29,8 +30,10 @@ namespace dtlab::core {
 // evaluates the server's current weights at every eval_interval global batches.
 class AsyncPs final : public Strategy {
  public:
-  // `staleness`: ssp's bound; nullopt: async_ps, nobody waits.
-  AsyncPs(StrategyContext& context, std::optional<int64_t> staleness);
+  // `staleness`: ssp's bound; nullopt: async_ps, nobody waits. `compression`: how pushes and
+  // pulls travel (ps_encoding.h; topk keeps what it does not send).
+  AsyncPs(StrategyContext& context, std::optional<int64_t> staleness,
+          CompressionConfig compression = {});
   ~AsyncPs() override;
 
   std::string setUp() override;
@@ -48,6 +51,7 @@ class AsyncPs final : public Strategy {
   // from the same checkpoint when they accept the job) and puts this worker at its clock.
   Checkpoint checkpoint(int64_t step) const override;
   int64_t restore(const Checkpoint& checkpoint) override;
+  CompressionTotals compression() const override { return compressionTotals_; }
 
   // For hybrid, which runs this strategy during its asynchronous phases.
   const BoardState& board() const { return board_; }
@@ -86,7 +90,17 @@ class AsyncPs final : public Strategy {
   bool measureDivergence_ = false;  // the replica holds the weights of the last gradient
   bool finished_ = false;
   PushRecord pushRecord_;  // the record of the last push, handed to the sink
+  CompressionConfig compression_;
+  std::unique_ptr<PushSparsifier> sparsifier_;  // topk
+  std::vector<GradientRange> blocks_;           // the server's layout
+  PsEncoding lastPull_ = PsEncoding::kFloat32;  // how the replica was last pulled
+  CompressionTotals compressionTotals_;
 };
+
+// Whether a worker's push `clock` (1, 2, ...) travels compressed: after the first start_step.
+inline bool compressesPush(const CompressionConfig& c, int64_t clock) {
+  return c.enabled() && clock > c.startStep;
+}
 
 // The descriptors of async_ps and ssp (strategy_registry.cc lists them).
 StrategyDescriptor asyncPsDescriptor();

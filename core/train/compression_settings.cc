@@ -6,11 +6,12 @@
 
 namespace dtlab::core {
 
-std::vector<SettingSchema> compressionSettings() {
+std::vector<SettingSchema> compressionSettings(bool collective) {
   std::vector<std::string> kinds;
   for (CompressionKind k : {CompressionKind::kNone, CompressionKind::kFp16, CompressionKind::kBf16,
                             CompressionKind::kTopK, CompressionKind::kPowerSgd})
-    kinds.emplace_back(toString(k));
+    if (collective || k != CompressionKind::kPowerSgd) kinds.emplace_back(toString(k));
+  std::vector<std::string> compressed(kinds.begin() + 1, kinds.end());
   const SettingSchema kind{
       .key = "compression",
       .type = SettingType::kChoice,
@@ -44,7 +45,8 @@ std::vector<SettingSchema> compressionSettings() {
       .defaultValue = int64_t{0},
       .min = 0,
       .max = 1'000'000'000,
-      .when = SettingCondition{"compression", {"fp16", "bf16", "topk", "powersgd"}}};
+      .when = SettingCondition{"compression", compressed}};
+  if (!collective) return {kind, ratio, start};
   return {kind, ratio, rank, start};
 }
 
@@ -54,9 +56,12 @@ CompressionConfig compressionOf(const SettingsView& settings) {
   for (CompressionKind k : {CompressionKind::kFp16, CompressionKind::kBf16, CompressionKind::kTopK,
                             CompressionKind::kPowerSgd})
     if (kind == toString(k)) c.kind = k;
-  if (settings.applies("topk_ratio")) c.ratio = settings.real("topk_ratio");
-  if (settings.applies("powersgd_rank")) c.rank = settings.integer("powersgd_rank");
-  if (settings.applies("start_step")) c.startStep = settings.integer("start_step");
+  const auto applies = [&](std::string_view key) {
+    return settings.declares(key) && settings.applies(key);
+  };
+  if (applies("topk_ratio")) c.ratio = settings.real("topk_ratio");
+  if (applies("powersgd_rank")) c.rank = settings.integer("powersgd_rank");
+  if (applies("start_step")) c.startStep = settings.integer("start_step");
   return c;
 }
 

@@ -11,8 +11,10 @@ namespace dtlab::core {
 
 class Mlp;
 
-// compression, topk_ratio, powersgd_rank and start_step, in that order.
-std::vector<SettingSchema> compressionSettings();
+// compression, topk_ratio, powersgd_rank and start_step, in that order. Without `collective`
+// (a parameter server's strategies): no powersgd, which factorises the sum over the workers
+// with all-reduces, where a server takes each worker's gradient alone.
+std::vector<SettingSchema> compressionSettings(bool collective = true);
 // The variant's values (a strategy without the settings: none).
 CompressionConfig compressionOf(const SettingsView& settings);
 

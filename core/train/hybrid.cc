@@ -7,6 +7,7 @@
 #include "core/comm/communicator.h"
 #include "core/common/log.h"
 #include "core/train/checkpoint.h"
+#include "core/train/compression_settings.h"
 #include "core/train/parameter_server.h"
 #include "core/train/push_record.h"
 
@@ -73,13 +74,10 @@ StrategyDescriptor hybridDescriptor() {
       .min = 1,
       .max = 1'000'000,
       .when = SettingCondition{"policy", {kAdaptive}}};
-  d.settings = {bucketKbSetting(),
-                psShardsSetting(),
-                policy,
-                switchAt,
-                ratio,
-                window,
-                onNodeLossSetting(NodeLossPolicy::kContinue)};
+  d.settings = {bucketKbSetting(), psShardsSetting(), policy, switchAt, ratio, window};
+  for (SettingSchema& s : compressionSettings(/*collective=*/false))
+    d.settings.push_back(std::move(s));
+  d.settings.push_back(onNodeLossSetting(NodeLossPolicy::kContinue));
   d.check = checkPsShards;
   d.serverWatch = [](const VariantConfig& v) -> std::optional<ServerWatchSettings> {
     const HybridOptions options = HybridOptions::of(v);
@@ -103,7 +101,14 @@ HybridOptions HybridOptions::of(const VariantConfig& variant) {
   options.stragglerRatio = settings.real("straggler_ratio");
   options.window = settings.integer("window");
   options.bucketKb = settings.integer("bucket_kb");
+  options.compression = compressionOf(settings);
   return options;
+}
+
+CompressionTotals Hybrid::compression() const {
+  CompressionTotals totals = sync_ ? sync_->compression() : CompressionTotals{};
+  if (async_) totals.merge(async_->compression());
+  return totals;
 }
 
 Hybrid::Hybrid(StrategyContext& context, HybridOptions options)
@@ -120,8 +125,9 @@ Hybrid::~Hybrid() {
 std::string Hybrid::setUp() {
   SyncAllReduceOptions syncOptions;
   syncOptions.bucketKb = options_.bucketKb;
+  syncOptions.compression = options_.compression;
   sync_ = std::make_unique<SyncAllReduce>(context_, syncOptions);
-  async_ = std::make_unique<AsyncPs>(context_, std::nullopt);
+  async_ = std::make_unique<AsyncPs>(context_, std::nullopt, options_.compression);
   const std::string syncDetail = sync_->setUp();
   const std::string asyncDetail = async_->setUp();
   std::string detail = "hybrid ";

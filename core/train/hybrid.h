@@ -43,11 +43,12 @@ inline constexpr const char* kResumedAsync = "asynchronous";
 // vote, no budget) — it could not join the others' synchronous steps — and the board makes no
 // request once the run is ending.
 struct HybridOptions {
-  bool adaptive = false;        // the policy: adaptive, else sync_then_async
-  double switchAt = 0.5;        // sync_then_async: fraction of the run's steps
-  double stragglerRatio = 1.5;  // adaptive: slowest / median step time that means async
-  int64_t window = 20;          // adaptive: steps the ratio must hold before a switch
-  int64_t bucketKb = 0;         // the synchronous phases' gradient buckets (0: measured)
+  bool adaptive = false;          // the policy: adaptive, else sync_then_async
+  double switchAt = 0.5;          // sync_then_async: fraction of the run's steps
+  double stragglerRatio = 1.5;    // adaptive: slowest / median step time that means async
+  int64_t window = 20;            // adaptive: steps the ratio must hold before a switch
+  int64_t bucketKb = 0;           // the synchronous phases' gradient buckets (0: measured)
+  CompressionConfig compression;  // both phases': the buckets, the pushes and pulls
 
   // The options a variant of hybrid gives.
   static HybridOptions of(const VariantConfig& variant);
@@ -73,6 +74,8 @@ class Hybrid final : public Strategy {
   // goes on in that phase (the adaptive policy's measurements start afresh).
   Checkpoint checkpoint(int64_t step) const override;
   int64_t restore(const Checkpoint& checkpoint) override;
+  // Both phases' compressed exchanges added up.
+  CompressionTotals compression() const override;
 
  private:
   // Whether the board asks this rank's asynchronous phase to end.

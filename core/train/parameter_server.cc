@@ -427,7 +427,14 @@ PullOutcome LocalParameterClient::pull(float* params, std::vector<int64_t>& vers
   versions.resize(layout_.size());
   for (int b = 0; b < static_cast<int>(layout_.size()); ++b) {
     const PsBlock& block = layout_[static_cast<std::size_t>(b)];
-    versions[static_cast<std::size_t>(b)] = host_.block(b)->pull(params + block.begin, &outcome);
+    if (pullEncoding_ == PsEncoding::kFloat32) {
+      versions[static_cast<std::size_t>(b)] = host_.block(b)->pull(params + block.begin, &outcome);
+      continue;
+    }
+    scratch_.resize(static_cast<std::size_t>(block.size()));
+    versions[static_cast<std::size_t>(b)] = host_.block(b)->pull(scratch_.data());
+    roundTrip(pullEncoding_, scratch_.data(), block.size());
+    copyMeasuringDistance(params + block.begin, scratch_.data(), block.size(), outcome);
   }
   return outcome;
 }
@@ -439,7 +446,13 @@ PushOutcome LocalParameterClient::push(const float* grads, const std::vector<int
   for (int b = 0; b < static_cast<int>(layout_.size()); ++b) {
     const PsBlock& block = layout_[static_cast<std::size_t>(b)];
     const int64_t base = basedOn.at(static_cast<std::size_t>(b));
-    const int64_t appliedTo = host_.block(b)->push(grads + block.begin, block.size(), base);
+    const float* gradient = grads + block.begin;
+    if (pushEncoding_ == PsEncoding::kFp16 || pushEncoding_ == PsEncoding::kBf16) {
+      scratch_.assign(gradient, gradient + block.size());
+      roundTrip(pushEncoding_, scratch_.data(), block.size());
+      gradient = scratch_.data();
+    }
+    const int64_t appliedTo = host_.block(b)->push(gradient, block.size(), base);
     outcome.appliedTo[static_cast<std::size_t>(b)] = appliedTo;
     outcome.staleness = std::max(outcome.staleness, appliedTo - base);
   }

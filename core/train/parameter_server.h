@@ -12,6 +12,7 @@
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
 #include "core/spec/experiment_spec.h"
+#include "core/train/ps_encoding.h"
 #include "core/train/strategy.h"
 #include "core/train/strategy_registry.h"
 #include "core/train/switch_policy.h"
@@ -292,6 +293,16 @@ class ParameterClient {
   // Payload bytes moved so far (parameters and gradients).
   virtual int64_t bytesSent() const = 0;
   virtual int64_t bytesReceived() const = 0;
+  // How the next pushes and pulls travel (ps_encoding.h; the variant's compression): the
+  // server applies and the worker receives what the encoding delivers.
+  virtual void setEncodings(PsEncoding push, PsEncoding pull) {
+    pushEncoding_ = push;
+    pullEncoding_ = pull;
+  }
+
+ protected:
+  PsEncoding pushEncoding_ = PsEncoding::kFloat32;
+  PsEncoding pullEncoding_ = PsEncoding::kFloat32;
 };
 
 // Calls the blocks of `host` (which must serve every block) in this process; waits honour
@@ -318,6 +329,7 @@ class LocalParameterClient final : public ParameterClient {
   std::vector<PsBlock> layout_;
   int worker_;
   const AbortSignal* abort_;
+  std::vector<float> scratch_;  // a block as a 16-bit push or pull delivers it
 };
 
 }  // namespace dtlab::core

@@ -9,9 +9,12 @@
 #include "core/common/check.h"
 #include "core/data/dataset.h"
 #include "core/nn/mlp.h"
+#include "core/train/async_ps.h"
+#include "core/train/compression_settings.h"
 #include "core/train/data_shards.h"
 #include "core/train/local_trainer.h"
 #include "core/train/parameter_server.h"
+#include "core/train/ps_encoding.h"
 #include "core/train/strategy_registry.h"
 #include "core/train/worker.h"
 
@@ -25,6 +28,7 @@ std::string pushName(const PushRecord& p) {
 // One worker of the replay: its replica, on its own data, and its pushes in clock order.
 struct ReplayWorker {
   std::unique_ptr<Worker> worker;
+  std::unique_ptr<PushSparsifier> sparsifier;  // a topk run's, with its kept error
   int64_t localBatch = 0;
   std::vector<std::size_t> pushes;  // indices into the record, clock 1, 2, ...
   std::size_t next = 0;             // the next to compute
@@ -56,6 +60,11 @@ PsReplayResult replayParameterServer(const ExperimentSpec& spec, int variant, in
   const std::vector<PsBlock> layout = psLayoutFor(spec, variant, world);
   const std::size_t blocks = layout.size();
   const int64_t paramCount = layout.back().end;
+  // A compressed run's pushes and pulls as its workers and server saw them (ps_encoding.h).
+  const VariantConfig& config = spec.variants[static_cast<std::size_t>(variant)];
+  const CompressionConfig compression = compressionOf(strategy.view(config));
+  std::vector<GradientRange> ranges;
+  for (const PsBlock& b : layout) ranges.push_back({b.begin, b.end});
 
   // The record, checked: every push names a worker, and every worker's clocks and every
   // block's versions run without a gap.
@@ -160,6 +169,8 @@ PsReplayResult replayParameterServer(const ExperimentSpec& spec, int variant, in
     w.worker = std::make_unique<Worker>(spec, *backend, *dataset, std::move(data.samples),
                                         data.slice, totalSteps * world);
     w.localBatch = BatchSlice::equal(global, r, world).count;
+    if (compression.kind == CompressionKind::kTopK)
+      w.sparsifier = std::make_unique<PushSparsifier>(compression.ratio, paramCount);
   }
   LocalParameterClient(*host, layout, 0).init(workers[0].worker->model().params());
   for (std::size_t b = 0; b < blocks; ++b) keepIfUsed(b);
@@ -203,13 +214,17 @@ PsReplayResult replayParameterServer(const ExperimentSpec& spec, int variant, in
         for (std::size_t b = 0; b < blocks && ready; ++b) ready = kept[b].count(p.basedOn[b]) != 0;
         if (!ready) break;
         Mlp& model = w.worker->model();
+        const bool compressing = compressesPush(compression, p.clock);
+        const PsEncoding pulledAs = compressing ? pullEncoding(compression) : PsEncoding::kFloat32;
         for (std::size_t b = 0; b < blocks; ++b) {
           const std::vector<float>& from = kept[b].at(p.basedOn[b]);
           std::copy(from.begin(), from.end(), model.params() + layout[b].begin);
+          roundTrip(pulledAs, model.params() + layout[b].begin, layout[b].size());
           release(b, p.basedOn[b]);
         }
         w.worker->loadBatch();
         w.worker->computeGradients(1.0f / static_cast<float>(w.localBatch));
+        if (compressing && w.sparsifier) w.sparsifier->apply(model.grads(), ranges);
         const float* g = model.grads();
         if (p.gradient != 0 && result.divergence.empty() &&
             gradientFingerprint(g, paramCount) != p.gradient)
@@ -218,6 +233,10 @@ PsReplayResult replayParameterServer(const ExperimentSpec& spec, int variant, in
                               "from the run's: the weights it was computed from, or its batch, " +
                               "are not the run's";
         grads[i].assign(g, g + paramCount);
+        // What the server applied: the push's encoding delivered it.
+        if (compressing)
+          for (const GradientRange& b : ranges)
+            roundTrip(pushEncoding(compression), grads[i].data() + b.begin, b.size());
         ++w.next;
         progress = true;
       }

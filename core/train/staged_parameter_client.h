@@ -32,6 +32,7 @@ class StagedParameterClient final : public ParameterClient {
   ServerSnapshot snapshot() override { return inner_.snapshot(); }
   int64_t bytesSent() const override { return inner_.bytesSent(); }
   int64_t bytesReceived() const override { return inner_.bytesReceived(); }
+  void setEncodings(PsEncoding push, PsEncoding pull) override { inner_.setEncodings(push, pull); }
 
  private:
   ParameterClient& inner_;

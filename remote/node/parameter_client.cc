@@ -11,6 +11,7 @@
 #include "core/comm/abort_signal.h"
 #include "core/comm/communicator.h"
 #include "core/common/log.h"
+#include "core/train/ps_encoding.h"
 #include "remote/common/auth.h"
 #include "remote/common/client.h"
 #include "remote/common/large_field.h"
@@ -141,6 +142,26 @@ std::string takeValues(const grpc::ByteBuffer& reply, const core::PsBlock& block
   if (why.empty() && !seen) why = "a reply without values";
   version = head.version();
   return why;
+}
+
+// A PsPullResponse of encoded values (a compressing variant's pull): decoded, then copied into
+// `params` measuring how far they moved. Returns "" or what is wrong with the reply.
+std::string takeEncodedValues(const grpc::ByteBuffer& reply, core::PsEncoding encoding,
+                              const core::PsBlock& block, float* params, core::PullOutcome& outcome,
+                              int64_t& version, int64_t& bytesReceived) {
+  proto::PsPullResponse response;
+  if (!fromByteBuffer(reply, response)) return "a reply that is not a PsPullResponse";
+  std::vector<float> values(static_cast<std::size_t>(block.size()));
+  try {
+    core::decodeValues(encoding, response.values(), values.data(), block.size());
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  outcome = {};
+  core::copyMeasuringDistance(params + block.begin, values.data(), block.size(), outcome);
+  version = response.version();
+  bytesReceived = static_cast<int64_t>(response.values().size());
+  return "";
 }
 
 // The data plane's methods, called through the generic API with gRPC's buffers on one side
@@ -339,7 +360,11 @@ core::PullOutcome GrpcParameterClient::pull(float* params, std::vector<int64_t>&
   std::vector<core::PullOutcome> outcomes(n);
   std::vector<std::string> broken(n);
   versions.resize(n);
-  const std::vector<StreamShare> shares = streamShares();
+  // Encoded values go over gRPC (the streams carry float32 blocks).
+  const core::PsEncoding encoding = pullEncoding_;
+  const bool encoded = encoding != core::PsEncoding::kFloat32;
+  std::vector<int64_t> encodedBytes(n, 0);
+  const std::vector<StreamShare> shares = encoded ? std::vector<StreamShare>() : streamShares();
   const std::vector<char> viaStream = overStreams(shares, n);
   const auto cancelling = cancelOnAbort(options_.abort, calls.contexts.data(), n);
   const auto shuttingDown = shutDownOnAbort(options_.abort, shares);
@@ -350,12 +375,16 @@ core::PullOutcome GrpcParameterClient::pull(float* params, std::vector<int64_t>&
         [&](std::size_t b, auto done) {
           if (viaStream[b]) return done(grpc::Status::OK);
           const core::PsBlock& block = layout_[b];
+          calls.requests[b].set_encoding(static_cast<int32_t>(encoding));
           shards_[static_cast<std::size_t>(block.shard)]->pulls.UnaryCall(
               &calls.contexts[b], pullMethod(), {}, &calls.requests[b], &calls.responses[b],
               [&, b, block, done = std::move(done)](grpc::Status status) {
                 if (status.ok())
                   broken[b] =
-                      takeValues(calls.responses[b], block, params, outcomes[b], versions[b]);
+                      encoded
+                          ? takeEncodedValues(calls.responses[b], encoding, block, params,
+                                              outcomes[b], versions[b], encodedBytes[b])
+                          : takeValues(calls.responses[b], block, params, outcomes[b], versions[b]);
                 done(std::move(status));
               });
         },
@@ -378,7 +407,7 @@ core::PullOutcome GrpcParameterClient::pull(float* params, std::vector<int64_t>&
       fail(block.shard, "pulling from", {grpc::StatusCode::DATA_LOSS, broken[b]});
     outcome.distanceSquared += outcomes[b].distanceSquared;
     outcome.normSquared += outcomes[b].normSquared;
-    bytesReceived_ += block.size() * static_cast<int64_t>(sizeof(float));
+    bytesReceived_ += encoded ? encodedBytes[b] : block.size() * int64_t{sizeof(float)};
   }
   return outcome;
 }
@@ -426,20 +455,34 @@ core::PushOutcome GrpcParameterClient::push(const float* grads, const std::vecto
   const std::size_t n = layout_.size();
   Calls<grpc::ByteBuffer, proto::PsPushResponse> calls(n);
   const auto cancelling = cancelOnAbort(options_.abort, calls.contexts.data(), n);
-  const std::vector<StreamShare> shares = streamShares();
+  // Encoded gradients go over gRPC (the streams carry float32 blocks).
+  const core::PsEncoding encoding = pushEncoding_;
+  const bool encoded = encoding != core::PsEncoding::kFloat32;
+  const std::vector<StreamShare> shares = encoded ? std::vector<StreamShare>() : streamShares();
   const std::vector<char> viaStream = overStreams(shares, n);
+  std::vector<int64_t> sentBytes(n, 0);
+  std::string bytes;
   for (std::size_t b = 0; b < n; ++b) {
-    if (viaStream[b]) continue;  // sent straight from `grads`
     const core::PsBlock& block = layout_[b];
+    sentBytes[b] = block.size() * static_cast<int64_t>(sizeof(float));
+    if (viaStream[b]) continue;  // sent straight from `grads`
     proto::PsPushRequest head;
     head.set_protocol_version(kProtocolVersion);
     head.set_job_id(options_.jobId);
     head.set_block(static_cast<int>(b));
     head.set_based_on(basedOn.at(b));
+    head.set_encoding(static_cast<int32_t>(encoding));
     // One copy, into a buffer the message owns: the transport may still hold it after a call
     // fails, when the model's gradient buffer could be gone.
-    LargeField gradient(static_cast<std::size_t>(block.size()) * sizeof(float));
-    std::memcpy(gradient.data(), grads + block.begin, gradient.size());
+    if (encoded) {
+      bytes.clear();
+      core::encodeValues(encoding, grads + block.begin, block.size(), bytes);
+      sentBytes[b] = static_cast<int64_t>(bytes.size());
+    }
+    LargeField gradient(static_cast<std::size_t>(sentBytes[b]));
+    std::memcpy(gradient.data(),
+                encoded ? bytes.data() : reinterpret_cast<const char*>(grads + block.begin),
+                gradient.size());
     calls.requests[b] =
         serializeWithLargeField(head, proto::PsPushRequest::kGradientFieldNumber, gradient);
   }
@@ -470,7 +513,7 @@ core::PushOutcome GrpcParameterClient::push(const float* grads, const std::vecto
   for (std::size_t b = 0; b < n; ++b) {
     if (!calls.statuses[b].ok()) fail(layout_[b].shard, "pushing to", calls.statuses[b]);
     outcome.staleness = std::max(outcome.staleness, appliedTo[b] - basedOn.at(b));
-    bytesSent_ += layout_[b].size() * static_cast<int64_t>(sizeof(float));
+    bytesSent_ += sentBytes[b];
   }
   outcome.appliedTo = std::move(appliedTo);
   // The clock moves only once every block has the gradient: ssp's bound counts whole updates.

@@ -1,5 +1,7 @@
 #include "remote/node/parameter_service.h"
 
+#include "core/train/ps_encoding.h"
+
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -194,7 +196,29 @@ grpc::ServerUnaryReactor* ParameterService::Pull(grpc::CallbackServerContext* co
     status = invalid("the request is not a PsPullRequest");
   if (status.ok()) status = hostFor(*context, request.protocol_version(), request.job_id(), host);
   if (status.ok()) status = blockOf(*host, request.block(), block);
+  core::PsEncoding encoding = core::PsEncoding::kFloat32;
   if (status.ok()) {
+    try {
+      encoding = core::psEncodingFromWire(request.encoding());
+      if (encoding == core::PsEncoding::kSparse)
+        throw Error("parameters are pulled as float32, fp16 or bf16, not sparse");
+    } catch (const std::exception& e) {
+      status = invalid(std::string("encoding: ") + e.what());
+    }
+  }
+  if (status.ok() && encoding != core::PsEncoding::kFloat32) {
+    try {
+      // A compressing variant's pull: the block's values as 16-bit floats.
+      std::vector<float> values(static_cast<std::size_t>(block->block().size()));
+      proto::PsPullResponse response;
+      response.set_version(block->pull(values.data()));
+      core::encodeValues(encoding, values.data(), block->block().size(),
+                         *response.mutable_values());
+      *responseBytes = toByteBuffer(response);
+    } catch (const std::exception& e) {
+      status = asStatus(e);
+    }
+  } else if (status.ok()) {
     try {
       LargeField values(static_cast<std::size_t>(block->block().size()) * sizeof(float));
       proto::PsPullResponse response;
@@ -232,14 +256,29 @@ grpc::ServerUnaryReactor* ParameterService::Push(grpc::CallbackServerContext* co
   }
   if (status.ok()) status = hostFor(*context, request.protocol_version(), request.job_id(), host);
   if (status.ok()) status = blockOf(*host, request.block(), block);
-  if (status.ok()) status = checkPayload("gradient", gradientBytes, block->block());
+  // A compressing variant's gradient (fp16, bf16, sparse) is decoded first.
+  thread_local std::vector<float> decoded;
+  const float* values = gradient.data();
+  if (status.ok() && request.encoding() != 0) {
+    try {
+      const core::PsEncoding encoding = core::psEncodingFromWire(request.encoding());
+      decoded.resize(static_cast<std::size_t>(block->block().size()));
+      core::decodeValues(
+          encoding, std::string_view(reinterpret_cast<const char*>(gradient.data()), gradientBytes),
+          decoded.data(), block->block().size());
+      values = decoded.data();
+    } catch (const std::exception& e) {
+      status = invalid(std::string("gradient: ") + e.what());
+    }
+  } else if (status.ok()) {
+    status = checkPayload("gradient", gradientBytes, block->block());
+  }
   if (status.ok() && request.based_on() < 0)
     status = invalid("based_on: must be >= 0, got " + std::to_string(request.based_on()));
   if (status.ok()) {
     try {
       proto::PsPushResponse response;
-      response.set_applied_to(
-          block->push(gradient.data(), block->block().size(), request.based_on()));
+      response.set_applied_to(block->push(values, block->block().size(), request.based_on()));
       *responseBytes = toByteBuffer(response);
     } catch (const std::exception& e) {
       status = invalid(std::string("based_on: ") + e.what());

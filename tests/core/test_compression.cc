@@ -10,6 +10,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
@@ -22,6 +23,7 @@
 #include "core/comm/half_float.h"
 #include "core/common/random.h"
 #include "core/spec/experiment_spec.h"
+#include "core/train/ps_encoding.h"
 #include "core/train/strategy_registry.h"
 #include "tests/core/gloo_options.h"
 #include "tests/core/rank_threads.h"
@@ -406,6 +408,128 @@ class CompressionTest : public QObject {
     // And a setting of another kind is refused by the schema.
     j = nlohmann::json::parse(R"({"variants": [{"compression": "fp16", "topk_ratio": 0.1}]})");
     QVERIFY_THROWS_EXCEPTION(SpecError, parseExperimentSpec(j));
+  }
+
+  // A parameter server's encodings: exact where they promise to be, 16-bit within rounding
+  // (fp16 scaled so that large values do not overflow), and a malformed payload refused saying
+  // what is wrong, as the server answers a bad push.
+  void psEncodingsRoundTripAndRefuseBadPayloads() {
+    std::vector<float> values = randomValues(77, 1000, 3e-4f);
+    values[10] = 2e5f;  // beyond fp16's range unscaled
+    for (PsEncoding e : {PsEncoding::kFloat32, PsEncoding::kFp16, PsEncoding::kBf16}) {
+      std::string bytes;
+      encodeValues(e, values.data(), 1000, bytes);
+      QCOMPARE(static_cast<int64_t>(bytes.size()), encodedBytes(e, values.data(), 1000));
+      std::vector<float> back(1000);
+      decodeValues(e, bytes, back.data(), 1000);
+      const float unit = e == PsEncoding::kFloat32 ? 0.0f
+                         : e == PsEncoding::kFp16  ? 0x1.0p-11f
+                                                   : 0x1.0p-8f;
+      for (int i = 0; i < 1000; ++i)
+        QVERIFY2(
+            std::abs(back[static_cast<std::size_t>(i)] - values[static_cast<std::size_t>(i)]) <=
+                unit * std::abs(values[static_cast<std::size_t>(i)]) +
+                    (e == PsEncoding::kFp16 ? 2e5f * 0x1.0p-24f : 0.0f),
+            qPrintable(QString("%1 at %2").arg(toString(e)).arg(i)));
+      // Decoding what was decoded changes nothing: run and replay round the same way.
+      std::vector<float> again = back;
+      roundTrip(e, again.data(), 1000);
+      QCOMPARE(again, back);
+    }
+    std::vector<float> sparse(1000, 0.0f);
+    sparse[3] = 1.5f;
+    sparse[999] = -2.0f;
+    std::string bytes;
+    encodeValues(PsEncoding::kSparse, sparse.data(), 1000, bytes);
+    QCOMPARE(bytes.size(), std::size_t{4 + 2 * 8});
+    std::vector<float> back(1000, 7.0f);
+    decodeValues(PsEncoding::kSparse, bytes, back.data(), 1000);
+    QCOMPARE(back, sparse);
+    const auto refused = [](PsEncoding e, const std::string& payload, int64_t count,
+                            const char* says) {
+      std::vector<float> out(static_cast<std::size_t>(count));
+      try {
+        decodeValues(e, payload, out.data(), count);
+      } catch (const dtlab::Error& error) {
+        return QString(error.what()).contains(says);
+      }
+      return false;
+    };
+    QVERIFY(refused(PsEncoding::kSparse, bytes, 999, "beyond a block of 999"));
+    QVERIFY(refused(PsEncoding::kSparse, bytes.substr(0, 10), 1000, "bytes where 20 were due"));
+    QVERIFY(refused(PsEncoding::kBf16, std::string(10, '\0'), 6, "10 bytes where 12 were due"));
+    std::string badScale(4 + 2 * 4, '\0');
+    const float three = 3.0f;
+    std::memcpy(badScale.data(), &three, 4);
+    QVERIFY(refused(PsEncoding::kFp16, badScale, 4, "not a power of two"));
+    std::string swapped = bytes;  // indices 3 and 999 the wrong way round
+    std::memcpy(swapped.data() + 4, bytes.data() + 8, 4);
+    std::memcpy(swapped.data() + 8, bytes.data() + 4, 4);
+    QVERIFY(refused(PsEncoding::kSparse, swapped, 1000, "out of order"));
+    QVERIFY_THROWS_EXCEPTION(dtlab::Error, psEncodingFromWire(7));
+  }
+
+  // A worker's top-k pushes: k values a block go, the rest is kept, and what went plus what is
+  // kept is all the gradients put in.
+  void pushSparsifierKeepsWhatItDoesNotSend() {
+    PushSparsifier sparsifier(0.1, 200);
+    const std::vector<GradientRange> blocks = {{0, 120}, {120, 200}};
+    std::vector<float> sent(200, 0.0f), input(200, 0.0f);
+    for (int step = 0; step < 5; ++step) {
+      std::vector<float> g = randomValues(300 + step, 200, 1.0f);
+      for (int i = 0; i < 200; ++i)
+        input[static_cast<std::size_t>(i)] += g[static_cast<std::size_t>(i)];
+      sparsifier.apply(g.data(), blocks);
+      int64_t first = 0, second = 0;
+      for (int i = 0; i < 200; ++i) {
+        sent[static_cast<std::size_t>(i)] += g[static_cast<std::size_t>(i)];
+        (i < 120 ? first : second) += g[static_cast<std::size_t>(i)] != 0.0f;
+      }
+      QCOMPARE(first, int64_t{12});
+      QCOMPARE(second, int64_t{8});
+    }
+    for (int i = 0; i < 200; ++i)
+      QVERIFY(std::abs(sent[static_cast<std::size_t>(i)] +
+                       sparsifier.keptError()[static_cast<std::size_t>(i)] -
+                       input[static_cast<std::size_t>(i)]) < 1e-5f);
+  }
+
+  // The parameter server's strategies compress too: a run trains, and its summary counts what
+  // the pushes and pulls carried instead of float32.
+  void parameterServerRunsCompress() {
+    for (const char* kind : {"topk", "fp16", "bf16"}) {
+      ExperimentSpec spec = test::smallBlobsSpec(60, 0);
+      VariantConfig v = defaultVariant("async_ps");
+      v.settings.set("compression", std::string(kind));
+      if (std::string(kind) == "topk") v.settings.set("topk_ratio", 0.05);
+      spec.variants = {v};
+      test::RankThreads how;
+      how.nodes = test::nodesAt({1, 1, 1});
+      how.parameterServer = true;
+      const std::vector<WorkerResult> results = test::runRankThreads(spec, how);
+      ExchangeTotals totals;
+      for (const WorkerResult& r : results) {
+        QVERIFY2(r.status == RunStatus::kCompleted, r.error.c_str());
+        totals.merge(r.exchange);
+      }
+      QVERIFY(results[0].finalTestAccuracy.has_value());
+      qInfo("async_ps/%s: compression %.2fx, test accuracy %.4f", kind,
+            static_cast<double>(totals.compressDenseBytes) /
+                static_cast<double>(totals.compressPayloadBytes),
+            *results[0].finalTestAccuracy);
+      QVERIFY2(*results[0].finalTestAccuracy > 0.9, kind);
+      // Pushes and pulls: 16-bit both ways is about 2x; sparse pushes with float32 pulls a
+      // little under 2x.
+      QVERIFY(totals.compressPayloadBytes > 0);
+      QVERIFY2(static_cast<double>(totals.compressDenseBytes) /
+                       static_cast<double>(totals.compressPayloadBytes) >
+                   1.7,
+               kind);
+    }
+    // PowerSGD needs all-reduces of its factors: not a setting of the server's strategies.
+    QVERIFY_THROWS_EXCEPTION(
+        SpecError, parseExperimentSpec(nlohmann::json::parse(
+                       R"({"variants": [{"strategy": "async_ps", "compression": "powersgd"}]})")));
   }
 
   void cutsFallBetweenRows() {

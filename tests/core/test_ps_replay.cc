@@ -83,6 +83,13 @@ class TestPsReplay : public QObject {
     QTest::addColumn<QString>("strategy");
     QTest::newRow("async_ps") << "async_ps";
     QTest::newRow("ssp") << "ssp";
+    // Compressed pushes and pulls (ps_encoding.h): the replay keeps each worker's top-k error
+    // and rounds as the transport did.
+    QTest::newRow("async_ps, topk")
+        << R"({"strategy": "async_ps", "compression": "topk", "topk_ratio": 0.05,
+               "start_step": 3})";
+    QTest::newRow("ssp, fp16") << R"({"strategy": "ssp", "compression": "fp16"})";
+    QTest::newRow("async_ps, bf16") << R"({"strategy": "async_ps", "compression": "bf16"})";
   }
   void replayEndsOnTheRunsParametersBitForBit() {
     QFETCH(QString, strategy);
@@ -151,6 +158,9 @@ class TestPsReplay : public QObject {
         << R"({"strategy": "hybrid", "policy": "sync_then_async", "switch_at": 0.3})";
     QTest::newRow("adaptive") << R"({"strategy": "hybrid", "policy": "adaptive",
                                      "straggler_ratio": 1.5, "window": 5})";
+    QTest::newRow("sync_then_async, topk")
+        << R"({"strategy": "hybrid", "policy": "sync_then_async", "switch_at": 0.3,
+               "compression": "topk", "topk_ratio": 0.05})";
     // Node 3 ten times slower until its step 15 and again from its step 40: asynchronous while
     // it lags, synchronous again when it recovers (a phase that ends), maybe asynchronous again.
     QTest::newRow("adaptive, back and forth")

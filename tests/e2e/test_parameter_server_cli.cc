@@ -130,6 +130,57 @@ class TestParameterServerCli : public QObject {
     }));
   }
 
+  // Compressed pushes and pulls over real daemons (gRPC; ps_encoding.h): top-k pushes go as
+  // their nonzero entries with float32 pulls, fp16 and bf16 both ways as 16-bit values; the
+  // bytes that moved say so, and the runs train.
+  void compressedPushesAndPullsCrossTheWire() {
+    QTemporaryDir dir;
+    core::ExperimentSpec spec = psSpec();
+    auto variant = [](const char* json) {
+      return core::parseExperimentSpec(
+                 {{"cluster", {{"local_nodes", 3}}}, {"variants", {nlohmann::json::parse(json)}}})
+          .variants[0];
+    };
+    spec.variants = {
+        variant(R"({"strategy": "async_ps"})"),
+        variant(R"({"name": "topk", "strategy": "async_ps", "compression": "topk",
+                    "topk_ratio": 0.01})"),
+        variant(R"({"name": "fp16", "strategy": "ssp", "staleness": 1, "compression": "fp16"})"),
+        variant(R"({"name": "bf16", "strategy": "hybrid", "switch_at": 0.5,
+                    "compression": "bf16"})")};
+    QProcess p;
+    p.start(kCli, {"run", writeSpec(dir, spec), "--quiet"});
+    QVERIFY(p.waitForFinished(120000));
+    QVERIFY2(p.exitCode() == 0, qPrintable(QString::fromUtf8(p.readAllStandardError())));
+    const auto out = nlohmann::json::parse(
+        QString::fromUtf8(p.readAllStandardOutput()).trimmed().split('\n').last().toStdString());
+    const nlohmann::json& runs = out["runs"];
+    QCOMPARE(runs.size(), std::size_t{4});
+    for (const nlohmann::json& run : runs) {
+      QVERIFY2(run["status"] == "completed", run.dump().c_str());
+      QVERIFY2(run["final_test_accuracy"].get<double>() > 0.5, run.dump().c_str());
+    }
+    const double params = static_cast<double>(core::modelParameterCount(spec));
+    const double plain = runs[0]["bytes_per_sample"].get<double>();
+    QVERIFY2(std::abs(plain - 2.0 * 4.0 * params / 32.0) < 0.01 * plain, runs[0].dump().c_str());
+    QVERIFY(runs[0]["compression_ratio"].is_null());
+    // topk: float32 pulls, pushes of 1% of the values at 8 bytes each (and a count per block).
+    const double topk = runs[1]["bytes_per_sample"].get<double>();
+    QVERIFY2(topk < 0.56 * plain && topk > 0.5 * plain, runs[1].dump().c_str());
+    QVERIFY2(runs[1]["compression_ratio"].get<double>() > 1.8, runs[1].dump().c_str());
+    // fp16: 2 bytes a value each way (and a scale per block).
+    const double fp16 = runs[2]["bytes_per_sample"].get<double>();
+    QVERIFY2(std::abs(fp16 - 0.5 * plain) < 0.01 * plain, runs[2].dump().c_str());
+    // The hybrid's synchronous half all-reduces bf16 gradients, its asynchronous half pushes
+    // and pulls bf16 values.
+    QVERIFY2(runs[3]["compression_ratio"].get<double>() > 1.9, runs[3].dump().c_str());
+    const auto& events = runs[1]["events"];
+    QVERIFY(std::any_of(events.begin(), events.end(), [](const nlohmann::json& e) {
+      return e["kind"] == "start" && e["detail"].get<std::string>().find(
+                                         "pushes as sparse, pulls as float32") != std::string::npos;
+    }));
+  }
+
   void aKilledShardFailsTheRunWithinSecondsNamingItsNode() {
     std::vector<std::unique_ptr<Daemon>> daemons;
     QStringList nodes;

@@ -16,6 +16,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "core/train/parameter_server.h"
+#include "core/train/ps_encoding.h"
 #include "remote/common/auth.h"
 #include "remote/common/client.h"
 #include "remote/common/large_field.h"
@@ -259,7 +260,8 @@ class TestParameterDataPlane : public QObject {
       request.set_block(block);
       return stub->Pull(&context, request, &out);
     };
-    auto push = [&](int block, const std::string& gradient, const std::string& token = kToken) {
+    auto push = [&](int block, const std::string& gradient, const std::string& token = kToken,
+                    core::PsEncoding encoding = core::PsEncoding::kFloat32) {
       grpc::ClientContext context;
       prepare(context, token);
       proto::PsPushRequest request;
@@ -267,6 +269,7 @@ class TestParameterDataPlane : public QObject {
       request.set_job_id(kJob);
       request.set_block(block);
       request.set_gradient(gradient);
+      request.set_encoding(static_cast<int32_t>(encoding));
       proto::PsPushResponse response;
       return stub->Push(&context, request, &response);
     };
@@ -295,6 +298,53 @@ class TestParameterDataPlane : public QObject {
     QCOMPARE(pull(0, block1, "wrong").error_code(), grpc::StatusCode::UNAUTHENTICATED);
     QCOMPARE(push(0, std::string(blockBytes, '\0'), "").error_code(),
              grpc::StatusCode::UNAUTHENTICATED);
+
+    // Compressed pushes and pulls (a variant's "compression", ps_encoding.h): a sparse gradient
+    // is applied as the dense one it stands for; a 16-bit pull comes back within rounding; a
+    // payload that does not decode is refused saying why, and the block is left as it was.
+    std::vector<float> sparse(static_cast<std::size_t>(layout[0].size()), 0.0f);
+    sparse[5] = 1.0f;
+    std::string encoded;
+    core::encodeValues(core::PsEncoding::kSparse, sparse.data(), layout[0].size(), encoded);
+    proto::PsPullResponse before;
+    QVERIFY(pull(0, before).ok());
+    QVERIFY(push(0, encoded, kToken, core::PsEncoding::kSparse).ok());
+    proto::PsPullResponse after;
+    QVERIFY(pull(0, after).ok());
+    QCOMPARE(after.version(), before.version() + 1);
+    std::vector<float> was(sparse.size()), now(sparse.size());
+    std::memcpy(was.data(), before.values().data(), was.size() * sizeof(float));
+    std::memcpy(now.data(), after.values().data(), now.size() * sizeof(float));
+    for (std::size_t i = 0; i < was.size(); ++i)
+      QVERIFY2(i == 5 ? now[i] != was[i] : now[i] == was[i], qPrintable(QString::number(i)));
+    status = push(0, encoded.substr(0, encoded.size() - 2), kToken, core::PsEncoding::kSparse);
+    QCOMPARE(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    QVERIFY2(
+        status.error_message().find("gradient: sparse values of a block of") != std::string::npos,
+        status.error_message().c_str());
+    status = push(0, encoded, kToken, static_cast<core::PsEncoding>(9));
+    QCOMPARE(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    QVERIFY2(status.error_message().find("encoding 9 is not one of") != std::string::npos,
+             status.error_message().c_str());
+    QVERIFY(pull(0, before).ok());
+    QCOMPARE(before.version(), after.version());  // nothing applied
+    {
+      grpc::ClientContext context;
+      prepare(context);
+      proto::PsPullRequest request;
+      request.set_protocol_version(dtlab::remote::kProtocolVersion);
+      request.set_job_id(kJob);
+      request.set_block(0);
+      request.set_encoding(static_cast<int32_t>(core::PsEncoding::kBf16));
+      proto::PsPullResponse halves;
+      QVERIFY(stub->Pull(&context, request, &halves).ok());
+      QCOMPARE(halves.values().size(), now.size() * 2);
+      std::vector<float> decoded(now.size());
+      core::decodeValues(core::PsEncoding::kBf16, halves.values(), decoded.data(),
+                         layout[0].size());
+      for (std::size_t i = 0; i < now.size(); ++i)
+        QVERIFY(std::abs(decoded[i] - now[i]) <= 0x1.0p-8f * std::abs(now[i]));
+    }
 
     // Bytes that are no PsPushRequest at all: refused, saying so.
     grpc::GenericStub generic(dtlab::remote::makeNodeChannel(server.address()));

@@ -68,10 +68,10 @@ class TestStrategiesGui : public QObject {
                                            {c("window"), "10"}};
     const std::map<std::string, std::set<int>> own = {
         {"sync_allreduce", {c("bucket_kb"), c("partition"), c("compression")}},
-        {"async_ps", {c("ps_shards")}},
-        {"ssp", {c("ps_shards"), c("staleness")}},
+        {"async_ps", {c("ps_shards"), c("compression")}},
+        {"ssp", {c("ps_shards"), c("staleness"), c("compression")}},
         {"local_sgd", {c("period"), c("compression")}},
-        {"hybrid", {c("bucket_kb"), c("ps_shards"), c("policy"), c("switch_at")}},
+        {"hybrid", {c("bucket_kb"), c("ps_shards"), c("policy"), c("switch_at"), c("compression")}},
     };
     for (int row = 0; row < model->rowCount(); ++row) {
       const std::string strategy = core::strategyNames()[static_cast<std::size_t>(row)];
@@ -154,8 +154,9 @@ class TestStrategiesGui : public QObject {
     parsed = core::parseExperimentSpec(page.spec());
     QCOMPARE(at(parsed.variants[0], "powersgd_rank"), core::SettingValue(int64_t{4}));
     QCOMPARE(at(parsed.variants[0], "start_step"), core::SettingValue(int64_t{20}));
-    // Not a setting of async_ps (yet): shown empty, not editable.
-    QVERIFY(!(model->flags(model->index(1, c("compression"))) & Qt::ItemIsEditable));
+    // A parameter server's strategy offers no powersgd (it factorises a sum over workers).
+    QCOMPARE(model->index(1, c("compression")).data(V::ChoicesRole).toStringList(),
+             QStringList({"none", "fp16", "bf16", "topk"}));
   }
 
   // A new strategy, partition or policy drops the fields that no longer apply, so the spec

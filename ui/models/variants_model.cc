@@ -217,7 +217,13 @@ QVariant VariantsModel::data(const QModelIndex& index, int role) const {
     case ChoicesRole: {
       std::vector<std::string> names;
       if (column == kStrategyColumn) names = core::strategyNames();
-      if (const core::SettingSchema* s = declarationOf(columns_[std::size_t(column)].key))
+      // The row's strategy's own choices (a parameter server offers no powersgd), else the
+      // first declaration's.
+      const std::string& key = columns_[std::size_t(column)].key;
+      const core::StrategyDescriptor* strategy = core::findStrategy(strategyOf(index.row()));
+      const core::SettingSchema* own =
+          strategy != nullptr ? core::findSetting(strategy->settings, key) : nullptr;
+      if (const core::SettingSchema* s = own != nullptr ? own : declarationOf(key))
         names = s->choices;
       QStringList choices;
       for (const std::string& name : names) choices << QString::fromStdString(name);
