@@ -22,6 +22,7 @@
 #include "ui/models/explorer_model.h"
 #include "ui/pages/compare_page.h"
 #include "ui/pages/dataset_page.h"
+#include "ui/pages/execution_statistics.h"
 
 namespace {
 
@@ -356,6 +357,11 @@ int main(int argc, char** argv) {
     if (capture && !waitFor(compare, &dtlab::ui::ComparePage::chartShown, compare,
                             &dtlab::ui::ComparePage::failed, 30000))
       return fail(window.statusBar()->currentMessage());
+    // An execution's statistics and seed table are read in the background too.
+    if (capture && !compare->statistics()->upToDate()) {
+      QSignalSpyLike statisticsShown(compare->statistics(), &dtlab::ui::ExecutionStatistics::shown);
+      if (!compare->statistics()->upToDate()) statisticsShown.wait(30000);
+    }
   }
   if (!capture) return app.exec();
 

@@ -89,7 +89,7 @@ const Column kColumns[] = {
      [](const ComparisonRow& r) { return number(r.meanUtilization); }},
     {"mean_wait_fraction", "wait", 2, 1, kSummarised,
      [](const ComparisonRow& r) { return number(r.meanWaitFraction); }},
-    {"bytes_per_sample", "comm (B/sample)", 0, 1, kSummarised,
+    {"bytes_per_sample", "comm (B/sample)", 0, 1, kSummarised | kRatio,
      [](const ComparisonRow& r) { return number(r.bytesPerSample); }},
     {"compression_ratio", "compression (x)", 1, 1, kSummarised,
      [](const ComparisonRow& r) { return number(r.compressionRatio); }},

@@ -98,10 +98,16 @@ const SeedRow kRows[] = {
          t.text += ", uncompressed";
          t.tooltip += "; float32 gradients and weights (the variant sets no compression)";
        } else {
-         t.text +=
-             ", compressed " + formatInterval(column("compression_ratio"), ratio->interval) + "x";
+         // "33.1x [27.9, 33.4]": the median's factor, then its interval.
+         const std::string interval = formatInterval(column("compression_ratio"), ratio->interval);
+         const std::size_t end = std::min(interval.find(' '), interval.size());
+         t.text += ", compressed ";
+         t.text.append(interval, 0, end);
+         t.text.push_back('x');
+         t.text.append(interval, end, std::string::npos);
          t.tooltip +=
-             "; compressed (the variant's \"compression\"): the collectives carried that many "
+             "; compressed (the variant's \"compression\"): its collectives, or pushes and pulls, "
+             "carried that many "
              "times fewer bytes than float32 gradients or weights";
        }
        return t;
