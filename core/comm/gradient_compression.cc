@@ -52,6 +52,30 @@ void orthonormalizeColumns(float* p, int64_t rows, int64_t rank) {
 
 }  // namespace
 
+int64_t topKCount(double ratio, int64_t n) {
+  if (n <= 0) return 0;
+  return std::clamp<int64_t>(static_cast<int64_t>(std::ceil(ratio * static_cast<double>(n))), 1, n);
+}
+
+void selectTopK(const float* values, int64_t n, int64_t k, std::vector<float>& scratch,
+                std::vector<uint32_t>& chosen) {
+  chosen.clear();
+  if (k <= 0) return;
+  scratch.resize(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) scratch[static_cast<std::size_t>(i)] = magnitude(values[i]);
+  const auto kth = scratch.begin() + (k - 1);
+  std::nth_element(scratch.begin(), kth, scratch.end(), std::greater<float>());
+  const float threshold = *kth;
+  // Those above the threshold, then as many equal to it as k leaves room for.
+  int64_t ties = k;
+  for (float m : scratch) ties -= m > threshold;
+  for (int64_t i = 0; i < n && static_cast<int64_t>(chosen.size()) < k; ++i) {
+    const float m = magnitude(values[i]);
+    if (m > threshold || (m == threshold && ties-- > 0)) chosen.push_back(static_cast<uint32_t>(i));
+  }
+  DTLAB_ENFORCE_EQ(static_cast<int64_t>(chosen.size()), k, "top-k selection");
+}
+
 const char* toString(CompressionKind kind) {
   switch (kind) {
     case CompressionKind::kNone:
@@ -266,23 +290,11 @@ void CompressedReducer::reduceTopK(Communicator& comm, float* data, int first, i
     for (int64_t i = 0; i < tensor.range.size(); ++i) acc_.push_back(x[i] + e[i]);
   }
   const auto values = static_cast<int64_t>(acc_.size());
-  const int64_t k =
-      values == 0
-          ? 0
-          : std::clamp<int64_t>(
-                static_cast<int64_t>(std::ceil(config_.ratio * static_cast<double>(values))), 1,
-                values);
-  magnitudes_.resize(acc_.size());
-  for (std::size_t i = 0; i < acc_.size(); ++i) magnitudes_[i] = magnitude(acc_[i]);
-  float threshold = 0.0f;
-  if (k > 0) {
-    auto kth = magnitudes_.begin() + (k - 1);
-    std::nth_element(magnitudes_.begin(), kth, magnitudes_.end(), std::greater<float>());
-    threshold = *kth;
-  }
+  const int64_t k = topKCount(config_.ratio, values);
+  selectTopK(acc_.data(), values, k, magnitudes_, chosen_);
   // What this rank sends: the exact values, then its k positions (in the compressible values,
   // as float bits) and its k values; every rank sends the same count, so one all-gather carries
-  // them. Those above the threshold are taken, then as many equal to it as k leaves room for.
+  // them.
   const int64_t length = exact + 2 * k;
   send_.resize(static_cast<std::size_t>(length));
   int64_t exactAt = 0;
@@ -294,18 +306,11 @@ void CompressedReducer::reduceTopK(Communicator& comm, float* data, int first, i
   }
   float* positions = send_.data() + exact;
   float* picked = positions + k;
-  int64_t ties = k;
-  for (float m : acc_) ties -= magnitude(m) > threshold;
-  int64_t taken = 0;
-  for (int64_t i = 0; i < values && taken < k; ++i) {
-    const float m = magnitude(acc_[static_cast<std::size_t>(i)]);
-    if (m > threshold || (m == threshold && ties-- > 0)) {
-      positions[taken] = std::bit_cast<float>(static_cast<uint32_t>(i));
-      picked[taken] = acc_[static_cast<std::size_t>(i)];
-      ++taken;
-    }
+  for (int64_t j = 0; j < k; ++j) {
+    const uint32_t i = chosen_[static_cast<std::size_t>(j)];
+    positions[j] = std::bit_cast<float>(i);
+    picked[j] = acc_[i];
   }
-  DTLAB_ENFORCE_EQ(taken, k, "top-k selection");
   double seconds = secondsSince(start);
 
   const int n = comm.size();

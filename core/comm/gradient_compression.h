@@ -47,6 +47,15 @@ const char* toString(CompressionKind kind);
 // "topk 1% with error feedback, from step 11": what a run's start event says.
 std::string describe(const CompressionConfig& config);
 
+// Top-k's choice, shared by the collectives' reducer and a parameter server's pushes: how many
+// of n values `ratio` keeps (at least one of a non-empty set), and which (their indices in
+// increasing order into `chosen`): the k largest in magnitude, a NaN counting as the largest
+// (so that it is sent and the run's divergence check sees it), ties at the threshold taken in
+// order. `scratch` is reused between calls.
+int64_t topKCount(double ratio, int64_t n);
+void selectTopK(const float* values, int64_t n, int64_t k, std::vector<float>& scratch,
+                std::vector<uint32_t>& chosen);
+
 // A tensor of the flat buffer a reducer sums: a matrix of rows x cols (row-major; a vector has
 // one row), or an exact range that is never compressed.
 struct CompressedTensor {
@@ -119,6 +128,7 @@ class CompressedReducer {
   std::vector<float> gathered_;
   std::vector<uint16_t> halves_;
   std::vector<float> magnitudes_;
+  std::vector<uint32_t> chosen_;
   std::vector<float> acc_;
   std::vector<float> summed_;
   std::vector<float> exactSum_;

@@ -1,11 +1,8 @@
 #include "core/train/ps_encoding.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
-#include <functional>
-#include <limits>
 
 #include "core/comm/half_float.h"
 #include "core/common/check.h"
@@ -206,25 +203,14 @@ void PushSparsifier::apply(float* gradient, const std::vector<GradientRange>& bl
     float* g = gradient + block.begin;
     float* e = error_.data() + block.begin;
     const int64_t n = block.size();
-    if (n == 0) continue;
     for (int64_t i = 0; i < n; ++i) g[i] += e[i];  // what there is to send
-    const int64_t k =
-        std::clamp<int64_t>(static_cast<int64_t>(std::ceil(ratio_ * static_cast<double>(n))), 1, n);
-    magnitudes_.resize(static_cast<std::size_t>(n));
-    for (int64_t i = 0; i < n; ++i)
-      magnitudes_[static_cast<std::size_t>(i)] =
-          std::isnan(g[i]) ? std::numeric_limits<float>::infinity() : std::abs(g[i]);
-    auto kth = magnitudes_.begin() + (k - 1);
-    std::nth_element(magnitudes_.begin(), kth, magnitudes_.end(), std::greater<float>());
-    const float threshold = *kth;
-    int64_t ties = k;
-    for (int64_t i = 0; i < n; ++i) ties -= magnitudes_[static_cast<std::size_t>(i)] > threshold;
-    // magnitudes_ was reordered: judge each value by its own magnitude.
-    for (int64_t i = 0; i < n; ++i) {
-      const float m = std::isnan(g[i]) ? std::numeric_limits<float>::infinity() : std::abs(g[i]);
-      const bool sent = m > threshold || (m == threshold && ties-- > 0);
-      e[i] = sent ? 0.0f : g[i];
-      if (!sent) g[i] = 0.0f;
+    selectTopK(g, n, topKCount(ratio_, n), magnitudes_, chosen_);
+    // Kept: everything not sent.
+    std::copy_n(g, n, e);
+    std::fill_n(g, n, 0.0f);
+    for (uint32_t i : chosen_) {
+      g[i] = e[i];
+      e[i] = 0.0f;
     }
   }
 }

@@ -54,6 +54,7 @@ class PushSparsifier {
   double ratio_;
   std::vector<float> error_;
   std::vector<float> magnitudes_;
+  std::vector<uint32_t> chosen_;
 };
 
 }  // namespace dtlab::core
