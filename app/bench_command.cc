@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/args.h"
+#include "core/sim/sim_bench.h"
 #include "core/spec/experiment_spec.h"
 #include "core/spec/settings.h"
 #include "remote/bench/bench_all.h"
@@ -90,13 +91,17 @@ constexpr const char* kBenchUsage =
       average. --quick: fewer repetitions, sizes and rank counts (a few minutes).
   bench strategies [--specs DIR] [--only NAME,...] [--reps R] [--project P.dtlab] [--json]
       The example comparisons of resources/specs (hetero_2node, hetero_3node, hetero_4node,
-      drift, modes_straggler, noniid), each one execution of R repetitions (default 3), as
+      drift, modes_straggler, noniid, compression), each one execution of R repetitions (default 3), as
       `dtlab-cli run SPEC --repeats R --quiet --project P` runs it; then each execution's
       statistics (medians with 95% intervals) and the claims (time to target
       speed_proportional vs equal and vs one node, its samples/s vs equal on three nodes,
       async_ps vs sync samples/s, compressed bytes per sample and time to target against
       uncompressed): ratios of medians with
       their paired interval and test, as `dtlab-cli compare` computes them.
+  bench sim [--nodes N] [--steps S] [--json]
+      The scale simulator's speed: N nodes (default 4096) x S global steps (10000) of
+      sync_allreduce and of async_ps, each simulated once on one core, timed, with what it
+      predicted; the target is under 60 s each.
 )";
 
 constexpr const char* kStrategiesUsage =
@@ -412,6 +417,17 @@ bool wantsHelp(const std::vector<std::string>& argv) {
   });
 }
 
+int benchSim(const std::vector<std::string>& argv) {
+  const Args args(argv, {"--nodes", "--steps"}, {"--json"});
+  noPositionals(args);
+  core::sim::SimBenchOptions options;
+  options.nodes = static_cast<int>(args.integer("--nodes", 4096, 1, 1 << 20));
+  options.steps = args.integer("--steps", 10000, 1, int64_t{1} << 40);
+  const nlohmann::json result = core::sim::runSimBench(options, stdout);
+  printJson(args, result);
+  return 0;
+}
+
 int dispatch(const std::string& what, const std::vector<std::string>& rest) {
   if (what == "core") return benchCore(rest);
   if (what == "train") return benchTrain(rest);
@@ -424,8 +440,10 @@ int dispatch(const std::string& what, const std::vector<std::string>& rest) {
   if (what == "data") return benchData(rest);
   if (what == "strategies") return benchStrategies(rest);
   if (what == "all") return benchAll(rest);
+  if (what == "sim") return benchSim(rest);
   throw UsageError("bench: unknown benchmark '" + what +
-                   "' (expected core, train, allreduce, ps, store, data, strategies or all)");
+                   "' (expected core, train, allreduce, ps, store, data, strategies, sim or "
+                   "all)");
 }
 
 }  // namespace

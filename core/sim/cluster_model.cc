@@ -1,0 +1,28 @@
+#include "core/sim/cluster_model.h"
+
+#include <cmath>
+
+namespace dtlab::core::sim {
+
+double transferSeconds(double bytes, const LinkModel& link) {
+  return link.latencyS + bytes / link.bytesPerS;
+}
+
+double ringAllReduceSeconds(int ranks, double bytes, const LinkModel& link) {
+  if (ranks <= 1) return 0.0;
+  const double n = ranks;
+  return 2.0 * (n - 1.0) * link.latencyS + 2.0 * (n - 1.0) / n * bytes / link.bytesPerS;
+}
+
+double treeAllReduceSeconds(int ranks, double bytes, const LinkModel& link) {
+  if (ranks <= 1) return 0.0;
+  const double depth = std::ceil(std::log2(static_cast<double>(ranks)));
+  return 2.0 * depth * transferSeconds(bytes, link);
+}
+
+double NodeModel::meanSeconds(int64_t samples) const {
+  return fixedSeconds + static_cast<double>(samples) * secondsPerSample +
+         stragglerProbability * stragglerPauseS;
+}
+
+}  // namespace dtlab::core::sim

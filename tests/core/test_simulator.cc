@@ -1,0 +1,157 @@
+// The scale simulator's models (core/sim, issue 24): the closed forms where they exist, to 1%,
+// and the bounds and rates a strategy's step must obey.
+#include <QtTest/QtTest>
+
+#include <cmath>
+
+#include "core/common/check.h"
+#include "core/sim/cluster_model.h"
+#include "core/sim/step_models.h"
+
+using namespace dtlab::core::sim;
+
+namespace {
+
+ClusterModel cluster(int n, double secondsPerSample, double latencyS, double bytesPerS) {
+  ClusterModel c;
+  c.nodes.assign(static_cast<std::size_t>(n), NodeModel{secondsPerSample, 0.0, 0.0, 0.0});
+  c.link = {latencyS, bytesPerS};
+  return c;
+}
+
+bool within(double got, double want, double share) {
+  return std::abs(got - want) <= share * std::abs(want);
+}
+
+}  // namespace
+
+class TestSimulator : public QObject {
+  Q_OBJECT
+ private slots:
+  void closedForms() {
+    const LinkModel link{50e-6, 1.25e9};
+    QCOMPARE(ringAllReduceSeconds(1, 1e6, link), 0.0);
+    // 2(n-1) alpha + 2(n-1)/n S/B
+    QVERIFY(
+        within(ringAllReduceSeconds(8, 4e6, link), 14 * 50e-6 + 14.0 / 8 * 4e6 / 1.25e9, 1e-12));
+    QVERIFY(within(treeAllReduceSeconds(8, 4e6, link), 6 * (50e-6 + 4e6 / 1.25e9), 1e-12));
+    QVERIFY(within(treeAllReduceSeconds(5, 1e3, link), 6 * (50e-6 + 1e3 / 1.25e9), 1e-12));
+  }
+
+  // Nothing to compute: a step is the ring all-reduce of the gradient, at any size.
+  void syncStepWithoutComputeIsTheRing() {
+    for (int n : {2, 16, 256, 4096}) {
+      const ClusterModel c = cluster(n, 0.0, 20e-6, 1.25e9);
+      ModelShape model;
+      model.parameterBytes = 64e6;
+      SimOptions options;
+      options.globalBatch = 8192;
+      options.steps = 5;
+      const SimResult r = simulateSyncAllReduce(c, model, options);
+      QVERIFY2(within(r.stepS, ringAllReduceSeconds(n, 64e6, c.link), 0.01),
+               qPrintable(QString("%1 nodes: %2").arg(n).arg(r.stepS)));
+    }
+  }
+
+  // A synchronous step is bounded by its slowest node: without communication, exactly its
+  // compute; with it, at least that and at most that plus every bucket's all-reduce; and when
+  // backward hides the buckets, the step is the compute plus the last bucket.
+  void syncStepIsBoundedByItsSlowestNode() {
+    ClusterModel c = cluster(4, 1e-4, 0.0, 1e30);
+    c.nodes[2].secondsPerSample = 4e-4;  // a node four times slower
+    ModelShape model;
+    model.parameterBytes = 4e6;
+    SimOptions options;
+    options.globalBatch = 400;
+    options.steps = 3;
+    SimResult r = simulateSyncAllReduce(c, model, options);
+    QVERIFY(within(r.stepS, 100 * 4e-4, 1e-9));
+    QVERIFY(within(r.utilization[2], 1.0, 1e-9));
+    QVERIFY(within(r.utilization[0], 0.25, 1e-9));
+
+    c.link = {10e-6, 1e9};
+    model.bucketBytes = {1e6, 1e6, 1e6, 1e6};
+    model.bucketReady = {0.25, 0.5, 0.75, 1.0};
+    r = simulateSyncAllReduce(c, model, options);
+    const double slowest = 100 * 4e-4;
+    const double each = ringAllReduceSeconds(4, 1e6, c.link);
+    QVERIFY(r.stepS >= slowest && r.stepS <= slowest + 4 * each);
+    // Each bucket's all-reduce (1.5 ms) fits in a quarter of the slowest node's backward
+    // (6.7 ms): only the last one is exposed.
+    QVERIFY2(within(r.stepS, slowest + each, 1e-9), qPrintable(QString::number(r.stepS)));
+
+    // Shares that follow the speeds balance the compute: every node as busy.
+    r = simulateSyncAllReduce(cluster(2, 1e-4, 0.0, 1e30), ModelShape{}, options);
+    ClusterModel two = cluster(2, 1e-4, 0.0, 1e30);
+    two.nodes[1].secondsPerSample = 4e-4;
+    r = simulateSyncAllReduce(two, ModelShape{}, options, {320, 80});
+    QVERIFY(within(r.utilization[0], 1.0, 1e-9) && within(r.utilization[1], 1.0, 1e-9));
+  }
+
+  // A straggler's pauses: the step's mean grows by the chance that any node pauses.
+  void stragglersDelayEveryone() {
+    ClusterModel c = cluster(8, 1e-4, 0.0, 1e30);
+    c.nodes[3].stragglerProbability = 0.3;
+    c.nodes[3].stragglerPauseS = 0.05;
+    SimOptions options;
+    options.globalBatch = 800;
+    options.steps = 20000;
+    const SimResult r = simulateSyncAllReduce(c, ModelShape{}, options);
+    QVERIFY2(within(r.stepS, 100 * 1e-4 + 0.3 * 0.05, 0.03), qPrintable(QString::number(r.stepS)));
+  }
+
+  // async_ps with a server that is never the bottleneck: every worker at its own rate, and
+  // each update about n - 1 pushes stale.
+  void asyncWorkersRunAtTheirOwnRates() {
+    ClusterModel c = cluster(8, 1e-4, 0.0, 1e30);
+    c.nodes[0].secondsPerSample = 3e-4;
+    ModelShape model;
+    model.parameterBytes = 1e6;
+    SimOptions options;
+    options.globalBatch = 800;  // 100 samples a push
+    options.steps = 2000;
+    const SimResult r = simulateParameterServer(c, model, options, {8, 0.0, -1});
+    double rate = 0.0;  // samples per second of all workers
+    for (const NodeModel& node : c.nodes) rate += 1.0 / node.secondsPerSample;
+    QVERIFY2(within(r.samplesPerS, rate, 0.01), qPrintable(QString::number(r.samplesPerS)));
+    // 7 fast workers, one three times slower: a push sees the others' pushes in its step.
+    QVERIFY2(r.meanStaleness > 5.0 && r.meanStaleness < 9.0,
+             qPrintable(QString::number(r.meanStaleness)));
+    QCOMPARE(r.maxStaleness >= 7, true);
+
+    // ssp with bound 0: every worker waits for the slowest each clock, as a synchronous step.
+    const SimResult bounded = simulateParameterServer(c, model, options, {8, 0.0, 0});
+    QVERIFY2(within(bounded.samplesPerS, 8 * 100 / (100 * 3e-4), 0.02),
+             qPrintable(QString::number(bounded.samplesPerS)));
+    QVERIFY(bounded.maxStaleness <= 7);
+  }
+
+  // A server whose link is the bottleneck: pushes and pulls go at the shards' pace.
+  void aSlowServerBoundsTheRate() {
+    const ClusterModel c = cluster(64, 1e-6, 0.0, 1e8);  // compute is nothing
+    ModelShape model;
+    model.parameterBytes = 4e6;
+    SimOptions options;
+    options.globalBatch = 64 * 10;
+    options.steps = 50;
+    for (int shards : {1, 4}) {
+      const SimResult r = simulateParameterServer(c, model, options, {shards, 0.0, -1});
+      // Every push and pull moves 4e6 / shards bytes through each shard: 2 of them a push.
+      const double pushesPerS = 1e8 / (2 * 4e6 / shards);
+      QVERIFY2(within(r.samplesPerS, pushesPerS * 10, 0.02),
+               qPrintable(QString("%1 shards: %2").arg(shards).arg(r.samplesPerS)));
+    }
+  }
+
+  void refusesWhatCannotRun() {
+    SimOptions options;
+    QVERIFY_THROWS_EXCEPTION(dtlab::Error,
+                             simulateSyncAllReduce(ClusterModel{}, ModelShape{}, options));
+    options.globalBatch = 2;
+    QVERIFY_THROWS_EXCEPTION(
+        dtlab::Error, simulateSyncAllReduce(cluster(4, 1e-4, 0, 1e9), ModelShape{}, options));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestSimulator)
+#include "test_simulator.moc"
