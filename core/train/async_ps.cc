@@ -40,6 +40,15 @@ StrategyDescriptor parameterServerDescriptor(std::string name, std::string summa
     d.settings.push_back(std::move(s));
   d.settings.push_back(onNodeLossSetting(NodeLossPolicy::kContinue));
   d.check = checkPsShards;
+  // The simulator's model: the shards of ps_shards, ssp's bound when the strategy has one.
+  d.simulate = [](const VariantConfig& v, const sim::ClusterModel& cluster,
+                  const sim::ModelShape& model, const sim::SimOptions& options) {
+    const SettingsView settings = strategyOf(v).view(v);
+    sim::ParameterServerModel server;
+    server.shards = psShardCount(v, static_cast<int>(cluster.nodes.size()));
+    server.staleness = settings.declares("staleness") ? settings.integer("staleness") : -1;
+    return sim::simulateParameterServer(cluster, model, options, server);
+  };
   return d;
 }
 

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/sim/step_models.h"
 #include "core/spec/experiment_spec.h"
 #include "core/spec/settings.h"
 
@@ -65,6 +66,11 @@ struct StrategyDescriptor {
   std::function<std::optional<ServerWatchSettings>(const VariantConfig&)> serverWatch;
   // Builds one rank's strategy.
   std::function<std::unique_ptr<Strategy>(StrategyContext&)> make;
+  // The scale simulator's model of a variant of it (core/sim/step_models.h) on a modelled
+  // cluster; empty: the simulator has no model of this strategy yet, and says so. Optional.
+  std::function<sim::SimResult(const VariantConfig&, const sim::ClusterModel&,
+                               const sim::ModelShape&, const sim::SimOptions&)>
+      simulate;
 
   SettingsView view(const VariantConfig& variant) const { return {settings, variant.settings}; }
 };

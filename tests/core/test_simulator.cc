@@ -7,6 +7,7 @@
 #include "core/common/check.h"
 #include "core/sim/cluster_model.h"
 #include "core/sim/step_models.h"
+#include "core/train/strategy_registry.h"
 
 using namespace dtlab::core::sim;
 
@@ -141,6 +142,40 @@ class TestSimulator : public QObject {
       QVERIFY2(within(r.samplesPerS, pushesPerS * 10, 0.02),
                qPrintable(QString("%1 shards: %2").arg(shards).arg(r.samplesPerS)));
     }
+  }
+
+  // Each strategy's model is its descriptor's (beside its class); one without a model says so.
+  void strategiesCarryTheirModels() {
+    using dtlab::core::defaultVariant;
+    using dtlab::core::findStrategy;
+    ClusterModel c = cluster(3, 1e-4, 0.0, 1e30);
+    c.nodes[2].secondsPerSample = 4e-4;
+    ModelShape model;
+    model.parameterBytes = 1e6;
+    SimOptions options;
+    options.globalBatch = 300;
+    options.steps = 100;
+    dtlab::core::VariantConfig equal = defaultVariant("sync_allreduce");
+    dtlab::core::VariantConfig balanced = equal;
+    balanced.settings.set("partition", std::string("speed_proportional"));
+    const auto& sync = *findStrategy("sync_allreduce");
+    QVERIFY(sync.simulate);
+    const SimResult e = sync.simulate(equal, c, model, options);
+    const SimResult b = sync.simulate(balanced, c, model, options);
+    // Speeds 1, 1 and 0.25: the balanced shares 133, 133, 34 against 100 each.
+    QVERIFY2(within(e.stepS, 100 * 4e-4, 1e-9), qPrintable(QString::number(e.stepS)));
+    QVERIFY2(within(b.stepS, 134 * 1e-4, 1e-9), qPrintable(QString::number(b.stepS)));
+    dtlab::core::VariantConfig ssp = defaultVariant("ssp");
+    ssp.settings.set("staleness", int64_t{0});
+    const SimResult bounded = findStrategy("ssp")->simulate(ssp, c, model, options);
+    QVERIFY(bounded.maxStaleness <= 2);
+    const SimResult free =
+        findStrategy("async_ps")->simulate(defaultVariant("async_ps"), c, model, options);
+    QVERIFY(free.samplesPerS > bounded.samplesPerS);
+    int withModel = 0;
+    for (const dtlab::core::StrategyDescriptor* d : dtlab::core::strategies())
+      withModel += d->simulate ? 1 : 0;
+    QCOMPARE(withModel, 3);  // sync_allreduce, async_ps, ssp; local_sgd and hybrid: not yet
   }
 
   void refusesWhatCannotRun() {
