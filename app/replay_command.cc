@@ -46,9 +46,7 @@ int printCut(const std::string& named, int64_t step, const core::PsReplayResult&
   std::cout << replay.pending.size() << " pushes in flight (computed before the step, applied "
             << "after it):\n";
   for (const core::PushRecord& p : replay.pending) {
-    int64_t staleness = 0;
-    for (std::size_t b = 0; b < p.appliedTo.size(); ++b)
-      staleness = std::max(staleness, p.appliedTo[b] - p.basedOn[b]);
+    const int64_t staleness = core::pushStaleness(p);
     std::cout << "  worker " << p.worker << "'s push " << p.clock << ": computed from versions "
               << core::versionList(p.basedOn) << ", applied at " << core::versionList(p.appliedTo)
               << " (staleness " << staleness << ")\n";

@@ -229,11 +229,7 @@ void CompressedReducer::reduceHalves(Communicator& comm, float* data, int first,
     double bound = 0.0;
     for (float m : gathered_) bound += m;
     payload += 4;
-    if (bound > 0.0 && std::isfinite(bound)) {
-      const int exponent =
-          std::clamp(static_cast<int>(std::floor(std::log2(halfMax(format) / bound))), -126, 126);
-      scale = std::ldexp(1.0f, exponent);
-    }
+    scale = fp16Scale(bound);
   }
   start = Clock::now();
   halves_.resize(static_cast<std::size_t>(values));

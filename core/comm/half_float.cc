@@ -72,6 +72,13 @@ float halfMax(HalfFormat format) {
   return format == HalfFormat::kFp16 ? 65504.0f : std::bit_cast<float>(0x7f7f0000u);
 }
 
+float fp16Scale(double bound) {
+  if (!(bound > 0.0) || !std::isfinite(bound)) return 1.0f;
+  const int exponent = std::clamp(
+      static_cast<int>(std::floor(std::log2(halfMax(HalfFormat::kFp16) / bound))), -126, 126);
+  return std::ldexp(1.0f, exponent);
+}
+
 void floatToHalf(HalfFormat format, const float* in, uint16_t* out, int64_t count) {
   int64_t i = 0;
 #ifdef DTLAB_F16C

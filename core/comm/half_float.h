@@ -24,5 +24,8 @@ float halfToFloat(HalfFormat format, uint16_t value);
 
 // The largest finite value of the format.
 float halfMax(HalfFormat format);
+// The power of two that puts magnitudes up to `bound` just inside fp16's range, so that nothing
+// overflows and small values keep their digits (1 for a bound of 0 or not finite).
+float fp16Scale(double bound);
 
 }  // namespace dtlab::core

@@ -120,7 +120,6 @@ SimResult simulateParameterServer(const ClusterModel& cluster, const ModelShape&
     int64_t pulledAt = 0;    // the version its gradient is computed from
     double stepStart = 0.0;  // when it asked for its pull
     double computeS = 0.0;   // of the step in flight
-    bool done = false;
   };
   std::vector<Worker> workers(static_cast<std::size_t>(n));
   std::vector<Rng> rngs;
@@ -179,13 +178,12 @@ SimResult simulateParameterServer(const ClusterModel& cluster, const ModelShape&
       if (--atClock[w.clock - 1] == 0) atClock.erase(w.clock - 1);
       ++atClock[w.clock];
     }
-    if (pushes >= budget) {
-      w.done = true;
-      if (server.staleness >= 0 && --atClock[w.clock] == 0) atClock.erase(w.clock);
-    }
-    // Whoever waited for the slowest and may go now (a worker that is done holds nobody).
+    // The run's pushes are in: this worker stops (and holds nobody back any more).
+    const bool finished = pushes >= budget;
+    if (finished && server.staleness >= 0 && --atClock[w.clock] == 0) atClock.erase(w.clock);
+    // Whoever waited for the slowest and may go now.
+    const int64_t slowest = atClock.empty() ? INT64_MAX : atClock.begin()->first;
     if (server.staleness >= 0) {
-      const int64_t slowest = atClock.empty() ? INT64_MAX : atClock.begin()->first;
       while (!parked.empty() && parked.top().first <= slowest) {
         const int id = parked.top().second;
         parked.pop();
@@ -193,14 +191,10 @@ SimResult simulateParameterServer(const ClusterModel& cluster, const ModelShape&
         queue.push({done + latency, id, false});
       }
     }
-    if (w.done || pushes >= budget) {
-      w.done = true;
-      continue;
-    }
+    if (finished) continue;
     w.stepStart = done;
     const int64_t need = w.clock - server.staleness;
-    if (server.staleness >= 0 && need > 0 &&
-        (atClock.empty() ? INT64_MAX : atClock.begin()->first) < need) {
+    if (server.staleness >= 0 && need > 0 && slowest < need) {
       parked.push({need, q.worker});
       continue;
     }

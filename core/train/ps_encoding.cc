@@ -22,15 +22,12 @@ T read(std::string_view bytes, std::size_t at) {
   return value;
 }
 
-// The power of two that puts the largest magnitude just inside fp16's range (1 for none).
-float fp16Scale(const float* values, int64_t count) {
+// The largest finite magnitude of the values (0 for none).
+float largestMagnitude(const float* values, int64_t count) {
   float largest = 0.0f;
   for (int64_t i = 0; i < count; ++i)
     if (std::isfinite(values[i])) largest = std::max(largest, std::abs(values[i]));
-  if (largest == 0.0f) return 1.0f;
-  const int exponent =
-      std::clamp(static_cast<int>(std::floor(std::log2(65504.0 / largest))), -126, 126);
-  return std::ldexp(1.0f, exponent);
+  return largest;
 }
 
 int64_t nonzeros(const float* values, int64_t count) {
@@ -109,7 +106,7 @@ void encodeValues(PsEncoding encoding, const float* values, int64_t count, std::
       out.append(reinterpret_cast<const char*>(values), static_cast<std::size_t>(count) * 4);
       return;
     case PsEncoding::kFp16: {
-      const float scale = fp16Scale(values, count);
+      const float scale = fp16Scale(largestMagnitude(values, count));
       append(out, scale);
       out.resize(start + 4 + static_cast<std::size_t>(count) * 2);
       auto* halves = reinterpret_cast<uint16_t*>(out.data() + start + 4);

@@ -284,8 +284,8 @@ PsReplayResult replayParameterServer(const ExperimentSpec& spec, int variant, in
     if (lastOfBlock0) {
       ReplayCutUpdate u;
       u.push = pushes[*lastOfBlock0];
+      u.staleness = pushStaleness(u.push);
       for (std::size_t b = 0; b < blocks; ++b) {
-        u.staleness = std::max(u.staleness, u.push.appliedTo[b] - u.push.basedOn[b]);
         if (!captured[b])  // no update of this block right before the cut: it stood still
           std::copy_n(result.serverParams.data() + layout[b].begin, layout[b].size(),
                       before.data() + layout[b].begin);

@@ -1,5 +1,6 @@
 #include "core/train/push_record.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
@@ -236,6 +237,13 @@ PsRecordChunk decodePsRecords(std::span<const unsigned char> bytes) {
   }
   if (!in.done()) in.fail("end", "bytes after the end mark");
   return chunk;
+}
+
+int64_t pushStaleness(const PushRecord& push) {
+  int64_t staleness = 0;
+  for (std::size_t b = 0; b < push.appliedTo.size() && b < push.basedOn.size(); ++b)
+    staleness = std::max(staleness, push.appliedTo[b] - push.basedOn[b]);
+  return staleness;
 }
 
 }  // namespace dtlab::core

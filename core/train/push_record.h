@@ -53,6 +53,8 @@ uint32_t gradientFingerprint(const float* values, int64_t count);
 
 // Block versions as a replay prints them: "12,12,13,12".
 std::string versionList(const std::vector<int64_t>& versions);
+// A push's staleness: the most versions any block moved between its pull and its push.
+int64_t pushStaleness(const PushRecord& push);
 
 // Records as the store and the node's stream keep them: one chunk of records, each a tag and
 // its fields, then an end mark, compact (varints: per push its worker, clock and per block the

@@ -87,28 +87,16 @@ StrategyDescriptor syncAllReduceDescriptor() {
                                   "is \"") +
                           toString(data) + "\", where each worker draws only from its own shard");
   };
-  // The simulator's model: speed_proportional at its balance (shares by speed, the largest
-  // remainders rounded up), the equal split otherwise.
+  // The simulator's model: speed_proportional at its balance, the equal split otherwise.
   d.simulate = [](const VariantConfig& v, const sim::ClusterModel& cluster,
                   const sim::ModelShape& model, const sim::SimOptions& options) {
     std::vector<int64_t> shares;
     if (SyncAllReduceOptions::of(v).speedProportional) {
-      // Largest remainders: each node's exact share floored, the rest to the largest
-      // fractions (a node may get none, as the scheduler may give it none).
-      double total = 0.0;
-      for (const sim::NodeModel& n : cluster.nodes) total += 1.0 / n.secondsPerSample;
-      int64_t given = 0;
-      std::vector<std::pair<double, std::size_t>> remainders;
-      for (std::size_t i = 0; i < cluster.nodes.size(); ++i) {
-        const double exact =
-            static_cast<double>(options.globalBatch) / cluster.nodes[i].secondsPerSample / total;
-        shares.push_back(static_cast<int64_t>(std::floor(exact)));
-        given += shares.back();
-        remainders.emplace_back(exact - std::floor(exact), i);
-      }
-      std::sort(remainders.rbegin(), remainders.rend());
-      for (std::size_t k = 0; given < options.globalBatch; ++k, ++given)
-        ++shares[remainders[k % remainders.size()].second];
+      // The scheduler's own split (speed_shares.h) for the nodes' costs.
+      std::vector<RankCost> costs;
+      for (const sim::NodeModel& n : cluster.nodes)
+        costs.push_back({1.0 / n.secondsPerSample, 1e3 * n.fixedSeconds});
+      shares = balancedCounts(costs, options.globalBatch).counts;
     }
     return sim::simulateSyncAllReduce(cluster, model, options, shares);
   };

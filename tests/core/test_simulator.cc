@@ -82,7 +82,6 @@ class TestSimulator : public QObject {
     QVERIFY2(within(r.stepS, slowest + each, 1e-9), qPrintable(QString::number(r.stepS)));
 
     // Shares that follow the speeds balance the compute: every node as busy.
-    r = simulateSyncAllReduce(cluster(2, 1e-4, 0.0, 1e30), ModelShape{}, options);
     ClusterModel two = cluster(2, 1e-4, 0.0, 1e30);
     two.nodes[1].secondsPerSample = 4e-4;
     r = simulateSyncAllReduce(two, ModelShape{}, options, {320, 80});

@@ -125,15 +125,12 @@ QString replayReport(const ReplayOutcome& o, qint64 step) {
               .arg(r.pending.size())
               .arg(r.pending.empty() ? "." : ":");
   for (const core::PushRecord& p : r.pending) {
-    int64_t staleness = 0;
-    for (std::size_t b = 0; b < p.appliedTo.size(); ++b)
-      staleness = std::max(staleness, p.appliedTo[b] - p.basedOn[b]);
     text +=
         QString("  worker %1's push %2: computed from versions %3, applied at %4 (staleness %5)\n")
             .arg(p.worker)
             .arg(p.clock)
             .arg(versions(p.basedOn), versions(p.appliedTo))
-            .arg(staleness);
+            .arg(core::pushStaleness(p));
   }
   if (!r.divergence.empty()) text += "\nDiverged: " + QString::fromStdString(r.divergence) + "\n";
   return text;
