@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -20,6 +21,7 @@
 #include "remote/bench/bench_common.h"
 #include "remote/bench/bench_core.h"
 #include "remote/bench/bench_data.h"
+#include "remote/bench/bench_predict.h"
 #include "remote/bench/bench_ps.h"
 #include "remote/bench/bench_store.h"
 #include "remote/bench/bench_strategies.h"
@@ -102,6 +104,12 @@ constexpr const char* kBenchUsage =
       The scale simulator's speed: N nodes (default 4096) x S global steps (10000) of
       sync_allreduce and of async_ps, each simulated once on one core, timed, with what it
       predicted; the target is under 60 s each.
+  bench predict [--specs DIR] [--only NAME,...] [--project P.dtlab] [--json]
+      The scale simulator's cross-validation: every spec of resources/specs/predict (mlp,
+      hetero, images) run with each variant on 1, 2, 3 and 4 local nodes (`dtlab-cli run`,
+      one execution per spec, into P, default predict.dtlab); calibrated on the 1- and
+      2-node runs only, the simulator predicts the time per step on 3 and 4 nodes; the
+      table sets each beside the measured one, with the error and the bar (10%).
 )";
 
 constexpr const char* kStrategiesUsage =
@@ -428,6 +436,21 @@ int benchSim(const std::vector<std::string>& argv) {
   return 0;
 }
 
+int benchPredict(const std::vector<std::string>& argv) {
+  const Args args(argv, {"--specs", "--only", "--project"}, {"--json"});
+  noPositionals(args);
+  bench::PredictBenchOptions options;
+  options.specsDir = args.value("--specs", bench::resourcesDir("specs") + "/predict");
+  options.project = std::filesystem::absolute(args.value("--project", "predict.dtlab")).string();
+  options.only = args.list("--only");
+  const bench::PredictBenchResult result = bench::runPredictBench(options);
+  if (args.has("--json"))
+    std::cout << bench::toJson(result).dump() << std::endl;
+  else
+    bench::writeReport(result, std::cout);
+  return 0;
+}
+
 int dispatch(const std::string& what, const std::vector<std::string>& rest) {
   if (what == "core") return benchCore(rest);
   if (what == "train") return benchTrain(rest);
@@ -441,9 +464,10 @@ int dispatch(const std::string& what, const std::vector<std::string>& rest) {
   if (what == "strategies") return benchStrategies(rest);
   if (what == "all") return benchAll(rest);
   if (what == "sim") return benchSim(rest);
+  if (what == "predict") return benchPredict(rest);
   throw UsageError("bench: unknown benchmark '" + what +
-                   "' (expected core, train, allreduce, ps, store, data, strategies, sim or "
-                   "all)");
+                   "' (expected core, train, allreduce, ps, store, data, strategies, sim, "
+                   "predict or all)");
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "app/args.h"
 #include "app/bench_command.h"
 #include "app/compare_command.h"
+#include "app/predict_command.h"
 #include "app/progress.h"
 #include "app/project_command.h"
 #include "app/replay_command.h"
@@ -137,7 +138,8 @@ constexpr const char* kUsageAfterBench = R"(  project new P.dtlab [--name NAME]
 )";
 
 std::string fullUsage() {
-  return std::string(kUsageBeforeBench) + dtlab::app::benchUsage() + kUsageAfterBench;
+  return std::string(kUsageBeforeBench) + dtlab::app::benchUsage() + dtlab::app::predictUsage() +
+         kUsageAfterBench;
 }
 
 // The part of the usage about `command`: its entries (a line indented by two spaces that
@@ -221,6 +223,8 @@ int main(int argc, char** argv) {
     if (command == "run") return dtlab::app::runCommand(args);
     if (command == "resume") return dtlab::app::resumeCommand(args);
     if (command == "replay") return dtlab::app::replayCommand(args);
+    if (command == "calibrate") return dtlab::app::calibrateCommand(args);
+    if (command == "predict") return dtlab::app::predictCommand(args);
     if (command == "bench") return dtlab::app::benchCommand(args);
     if (command == "project") return dtlab::app::projectCommand(args);
     if (command == "export-trace") return dtlab::app::exportTraceCommand(args);

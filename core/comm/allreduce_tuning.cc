@@ -1,6 +1,8 @@
 #include "core/comm/allreduce_tuning.h"
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -282,6 +284,25 @@ std::string byteSizeText(int64_t bytes) {
   else
     std::snprintf(text, sizeof text, "%.1f %s", value, kUnits[unit]);
   return text;
+}
+
+std::optional<int64_t> parseByteSizeText(std::string_view text) {
+  constexpr std::string_view kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = 0.0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end == text.data() || value < 0.0) return std::nullopt;
+  std::string_view rest = text.substr(static_cast<std::size_t>(end - text.data()));
+  if (rest.empty() || rest.front() != ' ') return std::nullopt;
+  rest.remove_prefix(1);
+  double scale = 1.0;
+  for (std::string_view unit : kUnits) {
+    if (rest.substr(0, unit.size()) == unit &&
+        (rest.size() == unit.size() ||
+         !std::isalpha(static_cast<unsigned char>(rest[unit.size()]))))
+      return static_cast<int64_t>(std::llround(value * scale));
+    scale *= 1024.0;
+  }
+  return std::nullopt;
 }
 
 }  // namespace dtlab::core

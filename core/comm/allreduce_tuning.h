@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dtlab::core {
@@ -103,5 +104,8 @@ AllReduceTuning tuneAllReduce(const AllReduceProbe& probe, float* scratch, int64
 
 // "64 KiB", "1.5 MiB", "512 B".
 std::string byteSizeText(int64_t bytes);
+// Reads the start of `text` as byteSizeText wrote it ("64 KiB", "1.5 MiB"); nullopt when it is
+// not such a size. One decimal is all the text keeps, so a size it rounded reads back rounded.
+std::optional<int64_t> parseByteSizeText(std::string_view text);
 
 }  // namespace dtlab::core

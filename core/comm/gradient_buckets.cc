@@ -7,6 +7,30 @@
 
 namespace dtlab::core {
 
+std::vector<GradientRange> planBuckets(const std::vector<GradientRange>& blocksInBackwardOrder,
+                                       int64_t bucketBytes) {
+  const int64_t bucketFloats =
+      std::max<int64_t>(1, bucketBytes / static_cast<int64_t>(sizeof(float)));
+  std::vector<GradientRange> buckets;
+  GradientRange current;
+  for (const GradientRange& block : blocksInBackwardOrder) {
+    if (current.size() > 0 && block.end == current.begin) {
+      current.begin = block.begin;  // the usual case: backward walks the layout downwards
+    } else if (current.size() > 0 && block.begin == current.end) {
+      current.end = block.end;
+    } else {
+      if (current.size() > 0) buckets.push_back(current);
+      current = block;
+    }
+    if (current.size() >= bucketFloats) {
+      buckets.push_back(current);
+      current = {};
+    }
+  }
+  if (current.size() > 0) buckets.push_back(current);
+  return buckets;
+}
+
 GradientBuckets::GradientBuckets(Communicator& comm, float* grads, int64_t count,
                                  const std::vector<GradientRange>& blocksInBackwardOrder,
                                  const GradientBucketsOptions& options)
@@ -30,24 +54,7 @@ GradientBuckets::GradientBuckets(Communicator& comm, float* grads, int64_t count
   }
   DTLAB_ENFORCE_EQ(expected, count, "gradient blocks must cover the whole buffer");
 
-  const int64_t bucketFloats =
-      std::max<int64_t>(1, options.bucketBytes / static_cast<int64_t>(sizeof(float)));
-  GradientRange current;
-  for (const GradientRange& block : blocksInBackwardOrder) {
-    if (current.size() > 0 && block.end == current.begin) {
-      current.begin = block.begin;  // the usual case: backward walks the layout downwards
-    } else if (current.size() > 0 && block.begin == current.end) {
-      current.end = block.end;
-    } else {
-      if (current.size() > 0) buckets_.push_back(current);
-      current = block;
-    }
-    if (current.size() >= bucketFloats) {
-      buckets_.push_back(current);
-      current = {};
-    }
-  }
-  if (current.size() > 0) buckets_.push_back(current);
+  buckets_ = planBuckets(blocksInBackwardOrder, options.bucketBytes);
 
   bucketsByPosition_.resize(buckets_.size());
   for (size_t i = 0; i < buckets_.size(); ++i) bucketsByPosition_[i] = static_cast<int>(i);

@@ -31,6 +31,12 @@ struct GradientBucketsOptions {
   CompressedReducer* reducer = nullptr;
 };
 
+// The buckets of `blocksInBackwardOrder` (whole blocks, merged while adjacent, each closed once
+// it holds at least `bucketBytes`), in the order they are reduced. The simulator lays out a
+// model's buckets with it too (core/train/simulated_model.h).
+std::vector<GradientRange> planBuckets(const std::vector<GradientRange>& blocksInBackwardOrder,
+                                       int64_t bucketBytes);
+
 // Overlaps the all-reduce of gradients with the backward pass, as PyTorch DDP's reducer does.
 //
 // The flat gradient buffer is cut into buckets of whole parameter blocks, taken in the order

@@ -345,36 +345,40 @@ bool hasRepetitions(const Comparison& c) {
   return false;
 }
 
-Comparison compareExperiment(ProjectStore& store, const std::optional<std::string>& experiment,
-                             std::optional<int64_t> executionId) {
-  const bool named = experiment.has_value() || executionId.has_value();
+Entity experimentNamedOrLatest(ProjectStore& store, const std::optional<std::string>& experiment) {
   const std::vector<Entity> experiments = store.entities(EntityKind::kExperiment);
-  const std::vector<RunRecord> runs = store.runs();
   std::string names;
   for (const Entity& e : experiments) {
     if (!names.empty()) names += ", ";
     names += e.name;
   }
   const std::string known = experiments.empty() ? "it has no experiments" : "experiments: " + names;
-
-  const Entity* chosen = nullptr;
   if (experiment) {
     for (const Entity& e : experiments)
-      if (e.name == *experiment) chosen = &e;
-    if (chosen == nullptr)
-      throw Error("no experiment '" + *experiment + "' in " + store.path() + " (" + known + ")");
-  } else if (executionId) {
-    const std::optional<ExecutionRecord> execution = store.execution(*executionId);
-    for (const Entity& e : experiments)
-      if (execution && execution->experimentId == e.id) chosen = &e;
-  } else {
-    // The most recent experiment is the one that was run last (runs are in id order).
-    for (auto run = runs.rbegin(); run != runs.rend() && chosen == nullptr; ++run)
-      for (const Entity& e : experiments)
-        if (run->experimentId == e.id) chosen = &e;
-    if (chosen == nullptr)
-      throw Error(store.path() + " has no runs of an experiment to compare (" + known + ")");
+      if (e.name == *experiment) return e;
+    throw Error("no experiment '" + *experiment + "' in " + store.path() + " (" + known + ")");
   }
+  // The most recent experiment is the one that was run last (runs are in id order).
+  const std::vector<RunRecord> runs = store.runs();
+  for (auto run = runs.rbegin(); run != runs.rend(); ++run)
+    for (const Entity& e : experiments)
+      if (run->experimentId == e.id) return e;
+  throw Error(store.path() + " has no runs of an experiment (" + known + ")");
+}
+
+Comparison compareExperiment(ProjectStore& store, const std::optional<std::string>& experiment,
+                             std::optional<int64_t> executionId) {
+  const bool named = experiment.has_value() || executionId.has_value();
+  const std::vector<RunRecord> runs = store.runs();
+  std::optional<Entity> chosenEntity;
+  if (experiment || !executionId) {
+    chosenEntity = experimentNamedOrLatest(store, experiment);
+  } else {
+    const std::optional<ExecutionRecord> execution = store.execution(*executionId);
+    for (const Entity& e : store.entities(EntityKind::kExperiment))
+      if (execution && execution->experimentId == e.id) chosenEntity = e;
+  }
+  const Entity* chosen = chosenEntity ? &*chosenEntity : nullptr;
 
   std::vector<int64_t> executions;  // the chosen experiment's, oldest first
   for (const ExecutionRecord& e : store.executions())

@@ -136,6 +136,10 @@ Comparison compareRuns(const Entity& experiment, const std::vector<RunRecord>& r
                        const std::vector<std::optional<nlohmann::json>>& summaries,
                        std::optional<int64_t> executionId = std::nullopt);
 
+// The experiment named (Error listing the project's when it has none of that name), or with
+// no name the one run last (Error when the project has no runs of an experiment).
+Entity experimentNamedOrLatest(ProjectStore& store, const std::optional<std::string>& experiment);
+
 // compareRuns on a project's experiment: the one named, else the one whose latest run is the
 // project's latest; its execution `executionId`, else its latest execution (or, for an
 // experiment only run before executions existed, its latest run of each variant). Throws

@@ -552,6 +552,23 @@ std::optional<nlohmann::json> ProjectStore::runSummary(int64_t runId) {
   return parseStoredJson(s.columnText(0), "summary of run " + std::to_string(runId));
 }
 
+int64_t ProjectStore::saveCalibration(const nlohmann::json& calibration) {
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(*db_, "INSERT INTO calibrations(created_ms, data) VALUES (?, ?)");
+  s.bind(1, epochMsNow()).bind(2, calibration.dump()).run();
+  return db_->lastInsertId();
+}
+
+std::optional<StoredCalibration> ProjectStore::latestCalibration() {
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(*db_,
+                      "SELECT id, created_ms, data FROM calibrations ORDER BY id DESC LIMIT 1");
+  if (!s.step()) return std::nullopt;
+  const int64_t id = s.columnInt(0);
+  return StoredCalibration{id, s.columnInt(1),
+                           parseStoredJson(s.columnText(2), "calibration " + std::to_string(id))};
+}
+
 std::vector<RunMetric> ProjectStore::runMetrics(int64_t runId) {
   std::lock_guard lock(mutex_);
   sqlite::Statement s(*db_,

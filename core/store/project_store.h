@@ -95,6 +95,12 @@ struct RunMetric {
 inline constexpr int kNoNode = -1;
 inline constexpr int kNoWorker = -1;
 
+struct StoredCalibration {
+  int64_t id = 0;
+  int64_t createdMs = 0;
+  nlohmann::json data;
+};
+
 // A kept checkpoint of a run (core/train/checkpoint.h); its bytes come from checkpointData.
 struct CheckpointInfo {
   int64_t step = 0;
@@ -195,6 +201,10 @@ class ProjectStore {
   // A parameter-server run's record, its chunks in the order recorded (PointAppender::
   // appendPsRecords; core/train/push_record.h decodes them); empty for any other run.
   std::vector<std::vector<unsigned char>> psRecords(int64_t runId);
+  // The scale simulator's calibrations (core/sim/calibration.h, as JSON): stores one and
+  // returns its id; the newest (nullopt: none yet).
+  int64_t saveCalibration(const nlohmann::json& calibration);
+  std::optional<StoredCalibration> latestCalibration();
   // Makes the run ready to continue from its checkpoint of `step` (dtlab-cli resume), in one
   // transaction, and returns the checkpoint's bytes: refused while the run's recorder still
   // runs; its points after `step` dropped (the resumed run records them again) and its

@@ -217,13 +217,25 @@ void addPsRecords(sqlite::Db& db) {
   )sql");
 }
 
-constexpr std::array<Migration, 6> kMigrations = {{
+// v6 -> v7: calibrations of the scale simulator (core/sim/calibration.h as JSON), newest last;
+// `dtlab-cli predict` uses the newest.
+void addCalibrations(sqlite::Db& db) {
+  db.exec(R"sql(
+    CREATE TABLE calibrations (
+      id INTEGER PRIMARY KEY,
+      created_ms INTEGER NOT NULL,
+      data TEXT NOT NULL);
+  )sql");
+}
+
+constexpr std::array<Migration, 7> kMigrations = {{
     {0, "create the project tables", &createV1},
     {1, "pack points into chunks; add run_metrics", &packPointsIntoChunks},
     {2, "add runs.recorder", &addRunRecorders},
     {3, "add checkpoints", &addCheckpoints},
     {4, "add executions", &addExecutions},
     {5, "add ps_records", &addPsRecords},
+    {6, "add calibrations", &addCalibrations},
 }};
 static_assert(kMigrations.size() == kSchemaVersion, "one migration step per version");
 

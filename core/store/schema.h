@@ -26,7 +26,7 @@ class Db;
 //      times), and each run's execution and repetition
 //   6  ps_records: a parameter-server run's record of pushes (core/train/push_record.h), for
 //      `dtlab-cli replay`
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 inline constexpr int32_t kProjectApplicationId = 0x44544C42;  // "DTLB"
 
 // One forward migration step: from version `from` to `from + 1`. Each step runs in its own

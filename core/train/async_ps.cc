@@ -49,6 +49,13 @@ StrategyDescriptor parameterServerDescriptor(std::string name, std::string summa
     server.staleness = settings.declares("staleness") ? settings.integer("staleness") : -1;
     return sim::simulateParameterServer(cluster, model, options, server);
   };
+  // Every step pulls and pushes the whole model (compressed pushes move other bytes).
+  d.transferPattern = [](const VariantConfig& v, std::string_view) {
+    sim::TransferPattern p;
+    if (!compressionOf(strategyOf(v).view(v)).enabled())
+      p.path = sim::TransferPath::kParameterServer;
+    return p;
+  };
   return d;
 }
 

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/sim/calibration.h"
 #include "core/sim/step_models.h"
 #include "core/spec/experiment_spec.h"
 #include "core/spec/settings.h"
@@ -71,6 +72,12 @@ struct StrategyDescriptor {
   std::function<sim::SimResult(const VariantConfig&, const sim::ClusterModel&,
                                const sim::ModelShape&, const sim::SimOptions&)>
       simulate;
+  // What its runs' per-step transfers measure for the simulator's calibration, and how a
+  // variant's synchronous steps cut their gradients: from the variant, and from what a run's
+  // "start" event says it measured (`startDetail`; empty for a run yet to be). Optional:
+  // nothing (TransferPath::kNone).
+  std::function<sim::TransferPattern(const VariantConfig&, std::string_view startDetail)>
+      transferPattern;
 
   SettingsView view(const VariantConfig& variant) const { return {settings, variant.settings}; }
 };

@@ -32,6 +32,14 @@ constexpr const char* kSpeedProportional = "speed_proportional";
 // GradientBucketsOptions.
 constexpr int64_t kDefaultBucketBytes = GradientBucketsOptions{}.bucketBytes;
 
+// How the "start" event names the bucket size, and its reading back (0: not there).
+constexpr std::string_view kBucketsPhrase = "gradient buckets of ";
+int64_t measuredBucketBytes(std::string_view startDetail) {
+  const std::size_t at = startDetail.find(kBucketsPhrase);
+  if (at == std::string_view::npos) return 0;
+  return parseByteSizeText(startDetail.substr(at + kBucketsPhrase.size())).value_or(0);
+}
+
 }  // namespace
 
 SettingSchema bucketKbSetting() {
@@ -99,6 +107,14 @@ StrategyDescriptor syncAllReduceDescriptor() {
       shares = balancedCounts(costs, options.globalBatch).counts;
     }
     return sim::simulateSyncAllReduce(cluster, model, options, shares);
+  };
+  // Every step all-reduces its buckets (compressed buckets move other bytes in other steps).
+  d.transferPattern = [](const VariantConfig& v, std::string_view startDetail) {
+    const SyncAllReduceOptions o = SyncAllReduceOptions::of(v);
+    sim::TransferPattern p;
+    if (!o.compression.enabled()) p.path = sim::TransferPath::kCollective;
+    p.bucketBytes = o.bucketKb > 0 ? o.bucketKb * 1024 : measuredBucketBytes(startDetail);
+    return p;
   };
   d.make = [](StrategyContext& c) -> std::unique_ptr<Strategy> {
     return std::make_unique<SyncAllReduce>(
@@ -168,7 +184,8 @@ std::string SyncAllReduce::setUp() {
       context_.uncountedSeconds += tuning.seconds;
       communication += " (outside the run's clock: later groups of these hosts reuse it)";
     }
-    communication += communication.empty() ? "gradient buckets of " : "; gradient buckets of ";
+    if (!communication.empty()) communication += "; ";
+    communication += kBucketsPhrase;
     communication += byteSizeText(bucketBytes);
     if (options_.bucketKb > 0)
       communication += " (bucket_kb)";

@@ -1,11 +1,14 @@
 #include "remote/bench/bench_common.h"
 
 #include <chrono>
+#include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include "core/backend/cpu_backend.h"
+#include "core/common/program_path.h"
 
 namespace dtlab::bench {
 
@@ -56,6 +59,39 @@ std::vector<std::string> shapeArgs(const core::CoreBenchConfig& c) {
   return {"--batch",   std::to_string(c.batch),  "--in",     std::to_string(c.inputs),
           "--hidden",  std::to_string(c.hidden), "--layers", std::to_string(c.layers),
           "--classes", std::to_string(c.classes)};
+}
+
+namespace {
+
+std::string quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string selfPath() {
+  const std::filesystem::path self = core::programPath();
+  return self.empty() ? "dtlab-cli" : self.string();
+}
+
+}  // namespace
+
+nlohmann::json runSpecThroughCli(const std::string& spec, int repeats, const std::string& project) {
+  const std::string command = quoted(selfPath()) + " run " + quoted(spec) + " --repeats " +
+                              std::to_string(repeats) + " --quiet --project " + quoted(project);
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) throw Error("cannot run: " + command);
+  std::string output;
+  char buffer[4096];
+  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
+  pclose(pipe);  // a failed variant exits 1; its summary says why, and the table shows it
+  const auto last = output.find_last_of('\n', output.size() >= 2 ? output.size() - 2 : 0);
+  const std::string line = last == std::string::npos ? output : output.substr(last + 1);
+  try {
+    return nlohmann::json::parse(line);
+  } catch (const std::exception&) {
+    throw Error("dtlab-cli run " + spec + " printed no summaries (see its errors above)");
+  }
 }
 
 }  // namespace dtlab::bench

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/common/check.h"
 #include "core/train/core_bench.h"
 
@@ -25,6 +27,11 @@ std::string utcNow();
 // The idle threads of the side that just ran may still spin for a while (OpenMP pools,
 // OpenBLAS's workers); the next side's repetition starts after they have gone to sleep.
 void settle();
+
+// Runs a spec as a user runs it, `<self> run SPEC --repeats R --quiet --project P` in a child
+// process (so the running binary must be dtlab-cli), and returns its summaries ({"runs":
+// [...]}). A failed variant's summary says why; a run that prints none throws.
+nlohmann::json runSpecThroughCli(const std::string& spec, int repeats, const std::string& project);
 
 // "MLP 256-1024x2-10": the shape `bench core` and `bench train` measure.
 std::string shapeText(const core::CoreBenchConfig& c);

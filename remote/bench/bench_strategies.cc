@@ -34,36 +34,6 @@ namespace {
 constexpr const char* kSpecs[] = {"hetero_2node",    "hetero_3node", "hetero_4node", "drift",
                                   "modes_straggler", "noniid",       "compression"};
 
-std::string quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-std::string selfPath() {
-  const std::filesystem::path self = core::programPath();
-  return self.empty() ? "dtlab-cli" : self.string();
-}
-
-// Runs the spec through `dtlab-cli run --repeats R` and returns its summaries ({"runs": [...]}).
-nlohmann::json runSpec(const std::string& spec, int repeats, const std::string& project) {
-  const std::string command = quoted(selfPath()) + " run " + quoted(spec) + " --repeats " +
-                              std::to_string(repeats) + " --quiet --project " + quoted(project);
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) throw Error("cannot run: " + command);
-  std::string output;
-  char buffer[4096];
-  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
-  pclose(pipe);  // a failed variant exits 1; its summary says why, and the table shows it
-  const auto last = output.find_last_of('\n', output.size() >= 2 ? output.size() - 2 : 0);
-  const std::string line = last == std::string::npos ? output : output.substr(last + 1);
-  try {
-    return nlohmann::json::parse(line);
-  } catch (const std::exception&) {
-    throw Error("dtlab-cli run " + spec + " printed no summaries (see its errors above)");
-  }
-}
-
 std::string number(const std::optional<double>& v, int digits) {
   if (!v) return "–";
   char text[32];
@@ -181,7 +151,8 @@ StrategiesBenchResult runStrategiesBench(const StrategiesBenchOptions& options) 
     const core::ExperimentSpec spec = core::loadExperimentSpec(path);  // errors name the file
     std::cerr << "bench strategies: " << name << " (" << spec.variants.size() << " variants x "
               << options.repetitions << ")" << std::endl;
-    const nlohmann::json summaries = runSpec(path, options.repetitions, options.project)["runs"];
+    const nlohmann::json summaries =
+        runSpecThroughCli(path, options.repetitions, options.project)["runs"];
     result.runs[name] = summaries;
 
     // The execution just recorded, as `dtlab-cli compare P NAME` reads it; the pairs the

@@ -59,6 +59,11 @@ struct Outcome {
   QString err;
 };
 
+// The JSON object a dtlab-cli command prints as its last line of stdout.
+inline nlohmann::json lastJson(const QString& out) {
+  return nlohmann::json::parse(out.trimmed().split('\n').last().toStdString());
+}
+
 // Runs dtlab-cli with args and waits for it (killing it after timeoutMs).
 inline Outcome cli(const QStringList& args, int timeoutMs = 60000) {
   QProcess p;

@@ -49,10 +49,6 @@ core::ExperimentSpec replaySpec() {
   return spec;
 }
 
-nlohmann::json lastJson(const QString& out) {
-  return nlohmann::json::parse(out.trimmed().split('\n').last().toStdString());
-}
-
 }  // namespace
 
 class TestReplay : public QObject {
@@ -78,7 +74,7 @@ class TestReplay : public QObject {
     QFETCH(QString, run);
     const e2e::Outcome replay = e2e::cli({"replay", project_, run}, 120000);
     QVERIFY2(replay.exitCode == 0, qPrintable(replay.out + replay.err));
-    const nlohmann::json result = lastJson(replay.out)["replay"];
+    const nlohmann::json result = e2e::lastJson(replay.out)["replay"];
     QVERIFY(result["same"].get<bool>());
     QVERIFY(result["pushes"].get<int64_t>() >= (run == "4" ? 4 : 4 * 60));
     QVERIFY(result["replicas"].size() >= 4);
@@ -96,7 +92,7 @@ class TestReplay : public QObject {
     const e2e::Outcome replay =
         e2e::cli({"replay", project_, "1", "--until", "20", "--weights", weights}, 120000);
     QVERIFY2(replay.exitCode == 0, qPrintable(replay.out + replay.err));
-    const nlohmann::json result = lastJson(replay.out)["replay"];
+    const nlohmann::json result = e2e::lastJson(replay.out)["replay"];
     for (const auto& v : result["versions"]) QCOMPARE(v.get<int64_t>(), int64_t{80});
     QVERIFY(result["pushes"].get<int64_t>() <= 80);
     for (const auto& p : result["pending"]) QVERIFY(p["staleness"].get<int64_t>() >= 0);

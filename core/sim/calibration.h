@@ -1,0 +1,107 @@
+#pragma once
+// What the scale simulator knows of a real cluster (issue 24): fitted from a project's measured
+// runs (`dtlab-cli calibrate`, core/store/run_calibration.h) and stored in the project, so that
+// `dtlab-cli predict` models nodes and links as they were measured rather than as assumed.
+//   compute   per node, a step of s samples at full speed takes fixed + s * perSample
+//             (milliseconds; a run's emulated speed is divided out), with the measured
+//             spread about that line and the pauses well beyond it (stragglers)
+//   links     per transfer path (the collectives' all-reduce, the parameter server's pulls and
+//             pushes), latency per message and bandwidth, by least squares over observations
+//             of differing message counts and sizes; when every observation has the same ratio
+//             of messages to bytes the two cannot be told apart, and the whole time is taken
+//             as bandwidth (a note says so)
+// Plain data and the fits; no store, no training.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/sim/cluster_model.h"
+
+namespace dtlab::core::sim {
+
+// Which link a strategy's per-step transfers measure, for the calibration, and the gradient
+// buckets of its synchronous steps (a StrategyDescriptor says, core/train/strategy_registry.h).
+enum class TransferPath {
+  kNone,             // nothing the link models can learn from (compressed, or periodic)
+  kCollective,       // a ring all-reduce of the gradient buckets every step
+  kParameterServer,  // a pull and a push of the whole model every step
+};
+struct TransferPattern {
+  TransferPath path = TransferPath::kNone;
+  int64_t bucketBytes = 0;  // kCollective: the variant's own bucket size; 0: as measured
+};
+
+// One worker's steps of one run at one batch share: its compute at full speed.
+struct ComputeObservation {
+  std::string node;  // the node's label ("local", or a daemon's host)
+  std::string strategy;
+  double samples = 0.0;           // per step
+  std::vector<double> msAtSpeed;  // per step: compute_ms x the node's emulated speed
+  bool contended = false;         // the run had more busy threads than cores on a host
+};
+
+// One worker's steps of one run: the mean transfer of a step.
+struct TransferObservation {
+  double messages = 0.0;  // per step, in sequence (a ring all-reduce: 2(n-1) per bucket)
+  double bytes = 0.0;     // per step, on this worker's link
+  double ms = 0.0;        // per step (median)
+  int64_t steps = 0;      // the weight of the observation
+};
+
+struct ComputeFit {
+  std::string label;  // the node's, or the strategy's; "" for the pooled fit over everything
+  double fixedMs = 0.0;
+  double msPerSample = 0.0;
+  double spread = 0.0;            // robust relative sd of a step about the line
+  double pauseProbability = 0.0;  // steps beyond the spread by far
+  double pauseMs = 0.0;           // their median excess over the line
+  int64_t steps = 0;
+  std::vector<double> batchSizes;  // the distinct samples per step the fit saw
+  bool contended = false;
+
+  double ms(double samples) const { return fixedMs + samples * msPerSample; }
+};
+
+struct LinkFit {
+  double latencyMs = 0.0;
+  double bandwidthMbps = 0.0;  // 10^6 bit/s; 0: nothing measured
+  bool latencySeparated = false;
+  double spread = 0.0;  // relative rms residual of the observations
+  int64_t observations = 0;
+
+  bool measured() const { return bandwidthMbps > 0.0; }
+  LinkModel model() const;
+};
+
+struct Calibration {
+  std::vector<int64_t> runs;      // what it was fitted from
+  ComputeFit pooled;              // every node together
+  std::vector<ComputeFit> nodes;  // per node label, in first-seen order
+  // Per strategy, every node together: what a step computes differs (a parameter server's
+  // workers leave the optimizer step to the server). Predictions use their strategy's.
+  std::vector<ComputeFit> strategies;
+  LinkFit collective;              // sync all-reduce's buckets
+  LinkFit parameterServer;         // pulls and pushes
+  int64_t bucketBytes = 0;         // the gradient buckets the synchronous runs used (0: none)
+  std::vector<std::string> notes;  // what could not be fitted, and what was assumed instead
+
+  nlohmann::json toJson() const;
+  // Throws Error naming the field that is missing or wrong (under `where`).
+  static Calibration fromJson(const nlohmann::json& json, const std::string& where);
+  // Lines for a terminal: what was fitted, from how much.
+  std::string describe() const;
+};
+
+// Least squares of compute against samples per step over the observations' per-step medians;
+// throws Error when there is nothing to fit. `label` names the fit ("" pooled), `what` it in
+// notes ("node vm").
+ComputeFit fitCompute(const std::vector<const ComputeObservation*>& observations,
+                      const std::string& label, const std::string& what,
+                      std::vector<std::string>* notes);
+// Least squares of ms = messages x latency + bytes / bandwidth, both non-negative.
+LinkFit fitLink(const std::vector<TransferObservation>& observations, const std::string& path,
+                std::vector<std::string>* notes);
+
+}  // namespace dtlab::core::sim

@@ -1,0 +1,311 @@
+#include "core/store/run_calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "core/common/check.h"
+#include "core/common/statistics.h"
+#include "core/metrics/metric_table.h"
+#include "core/store/project_store.h"
+#include "core/train/simulated_model.h"
+#include "core/train/strategy_registry.h"
+
+namespace dtlab::core {
+namespace {
+
+// Steps before this one are warm-up (first touches of memory, the first buckets' set-up).
+constexpr int64_t kFirstMeasuredStep = 3;
+
+struct WorkerKey {
+  int node = 0;
+  int worker = 0;
+  auto operator<=>(const WorkerKey&) const = default;
+};
+
+// A run as the calibration reads it.
+struct LoadedRun {
+  RunRecord record;
+  ExperimentSpec spec;
+  int variant = 0;
+  int nodes = 0;
+  bool contended = false;
+  double meanStaleness = 0.0;
+  std::string startDetail;
+  std::map<int, std::string> hosts;  // node -> the host its daemon named
+  // key -> worker -> points from kFirstMeasuredStep on
+  std::map<std::string, std::map<WorkerKey, std::vector<SeriesPoint>>> series;
+  std::vector<SeriesPoint> testAccuracy;
+};
+
+std::string named(const RunRecord& r) {
+  return "run " + std::to_string(r.id) + " ('" + r.name + "')";
+}
+
+// "node0 (127.0.0.1:4000): host vm, DTLab ..." -> {0, "vm"}.
+void readNodeEvent(const std::string& detail, std::map<int, std::string>& hosts) {
+  if (detail.rfind("node", 0) != 0) return;
+  std::size_t digits = 4;
+  while (digits < detail.size() && std::isdigit(static_cast<unsigned char>(detail[digits])))
+    ++digits;
+  if (digits == 4) return;
+  const std::size_t host = detail.find("): host ");
+  if (host == std::string::npos) return;
+  const std::size_t from = host + 8;
+  const std::size_t to = detail.find(',', from);
+  hosts[std::stoi(detail.substr(4, digits - 4))] = detail.substr(from, to - from);
+}
+
+// Reads run `id`; nullopt (with `why`) when it cannot serve.
+std::optional<LoadedRun> loadRun(ProjectStore& store, int64_t id, std::string* why) {
+  LoadedRun r;
+  const std::optional<RunRecord> record = store.run(id);
+  if (!record) {
+    *why = "no run " + std::to_string(id);
+    return std::nullopt;
+  }
+  r.record = *record;
+  if (r.record.status != RunStatus::kCompleted) {
+    *why = named(r.record) + " did not complete";
+    return std::nullopt;
+  }
+  if (r.record.spec.is_null()) {
+    *why = named(r.record) + " has no stored spec";
+    return std::nullopt;
+  }
+  r.spec = parseExperimentSpecText(r.record.spec.dump());
+  r.variant = variantOfRun(r.spec, r.record.name);
+  const std::optional<nlohmann::json> summary = store.runSummary(id);
+  if (!summary || !summary->contains("nodes")) {
+    *why = named(r.record) + " has no summary";
+    return std::nullopt;
+  }
+  r.nodes = summary->at("nodes").get<int>();
+  r.contended = summary->value("contended", false);
+  if (summary->contains("mean_staleness") && summary->at("mean_staleness").is_number())
+    r.meanStaleness = summary->at("mean_staleness").get<double>();
+  for (const RunEvent& e : store.events(id)) {
+    if (e.kind == "node") readNodeEvent(e.detail, r.hosts);
+    if (e.kind == "start" && r.startDetail.empty()) r.startDetail = e.detail;
+  }
+  static const std::set<std::string> kKeys = {metric::kComputeMs, metric::kCommMs,
+                                              metric::kStepMs,    metric::kBatchShare,
+                                              metric::kBytesSent, metric::kBytesReceived};
+  for (const SeriesInfo& s : store.series(id)) {
+    if (s.key == metric::kTestAccuracy) r.testAccuracy = store.readSeries(s.id);
+    if (!kKeys.contains(s.key) || s.node < 0 || s.worker < 0) continue;
+    r.series[s.key][{s.node, s.worker}] = store.readSeries(s.id, kFirstMeasuredStep);
+  }
+  if (r.series[metric::kComputeMs].empty()) {
+    *why = named(r.record) + " recorded no compute_ms past its warm-up";
+    return std::nullopt;
+  }
+  return r;
+}
+
+std::vector<LoadedRun> loadRuns(ProjectStore& store, std::vector<int64_t> runIds,
+                                const std::string& experiment) {
+  const bool given = !runIds.empty();
+  if (!given)
+    for (const RunRecord& r : store.runs())
+      if (r.status == RunStatus::kCompleted && !r.spec.is_null()) runIds.push_back(r.id);
+  std::vector<LoadedRun> runs;
+  for (int64_t id : runIds) {
+    std::string why;
+    std::optional<LoadedRun> run = loadRun(store, id, &why);
+    if (!run) {
+      if (given) throw Error(why + ": it cannot be used");
+      continue;
+    }
+    if (!experiment.empty() && run->spec.name != experiment) continue;
+    runs.push_back(std::move(*run));
+  }
+  return runs;
+}
+
+// The value at each step of a worker's series, by step.
+std::map<int64_t, double> byStep(const std::vector<SeriesPoint>& points) {
+  std::map<int64_t, double> out;
+  for (const SeriesPoint& p : points)
+    if (std::isfinite(p.value)) out[p.step] = p.value;
+  return out;
+}
+
+double medianOr(std::vector<double> values, double fallback) {
+  return values.empty() ? fallback : median(std::move(values));
+}
+
+}  // namespace
+
+sim::Calibration calibrateRuns(ProjectStore& store, std::vector<int64_t> runIds) {
+  const std::vector<LoadedRun> runs = loadRuns(store, std::move(runIds), {});
+  if (runs.empty())
+    throw Error("no completed run with a stored spec in " + store.path() + " to calibrate from");
+  sim::Calibration c;
+  std::vector<sim::ComputeObservation> compute;
+  std::vector<sim::TransferObservation> collective, server;
+  std::map<int64_t, int64_t> bucketSizes;  // bytes -> runs
+  for (const LoadedRun& run : runs) {
+    c.runs.push_back(run.record.id);
+    const VariantConfig& variant = run.spec.variants.at(static_cast<std::size_t>(run.variant));
+    const auto& computeMs = run.series.at(metric::kComputeMs);
+    const auto shareIt = run.series.find(metric::kBatchShare);
+    for (const auto& [worker, points] : computeMs) {
+      const NodeConfig node =
+          run.spec.cluster.node(worker.node % std::max<int64_t>(1, run.spec.cluster.localNodes));
+      const std::map<int64_t, double> shares =
+          shareIt != run.series.end() && shareIt->second.contains(worker)
+              ? byStep(shareIt->second.at(worker))
+              : std::map<int64_t, double>{};
+      // One observation per batch size the worker trained.
+      std::map<int64_t, sim::ComputeObservation> bySize;
+      for (const SeriesPoint& p : points) {
+        const auto share = shares.find(p.step);
+        const double s = share != shares.end() ? share->second : 1.0 / run.nodes;
+        const auto samples = std::llround(s * static_cast<double>(run.spec.training.batchSize));
+        if (samples < 1 || !std::isfinite(p.value)) continue;
+        sim::ComputeObservation& o = bySize[samples];
+        o.samples = static_cast<double>(samples);
+        o.msAtSpeed.push_back(p.value * node.speedAt(p.step));
+      }
+      const auto host = run.hosts.find(worker.node);
+      for (auto& [samples, o] : bySize) {
+        o.node = host != run.hosts.end() ? host->second : "local";
+        o.strategy = variant.strategy;
+        o.contended = run.contended;
+        compute.push_back(std::move(o));
+      }
+    }
+    // Transfers, where the strategy's follow a modelled pattern.
+    const StrategyDescriptor& strategy = strategyOf(variant);
+    if (!strategy.transferPattern || run.nodes < 2) continue;
+    const sim::TransferPattern pattern = strategy.transferPattern(variant, run.startDetail);
+    const auto commIt = run.series.find(metric::kCommMs);
+    const auto sentIt = run.series.find(metric::kBytesSent);
+    if (commIt == run.series.end() || sentIt == run.series.end()) continue;
+    if (pattern.path == sim::TransferPath::kCollective) {
+      if (pattern.bucketBytes > 0) ++bucketSizes[pattern.bucketBytes];
+      const double buckets =
+          static_cast<double>(simulatedModel(run.spec, pattern.bucketBytes).bucketBytes.size());
+      // Per step, the fastest rank's communication: the others also waited for it there.
+      std::map<int64_t, double> fastest;
+      std::vector<double> sent;
+      for (const auto& [worker, points] : commIt->second)
+        for (const SeriesPoint& p : points) {
+          auto [it, fresh] = fastest.try_emplace(p.step, p.value);
+          if (!fresh) it->second = std::min(it->second, p.value);
+        }
+      for (const auto& [worker, points] : sentIt->second)
+        for (const SeriesPoint& p : points) sent.push_back(p.value);
+      std::vector<double> ms;
+      for (const auto& [step, value] : fastest) ms.push_back(value);
+      if (ms.empty() || sent.empty()) continue;
+      collective.push_back({2.0 * (run.nodes - 1) * buckets, medianOr(sent, 0.0), median(ms),
+                            static_cast<int64_t>(ms.size())});
+    } else if (pattern.path == sim::TransferPath::kParameterServer) {
+      const auto receivedIt = run.series.find(metric::kBytesReceived);
+      for (const auto& [worker, points] : commIt->second) {
+        std::vector<double> ms, bytes;
+        for (const SeriesPoint& p : points) ms.push_back(p.value);
+        const std::map<int64_t, double> sent = byStep(
+            sentIt->second.count(worker) ? sentIt->second.at(worker) : std::vector<SeriesPoint>{});
+        const std::map<int64_t, double> received =
+            receivedIt != run.series.end() && receivedIt->second.count(worker)
+                ? byStep(receivedIt->second.at(worker))
+                : std::map<int64_t, double>{};
+        for (const auto& [step, value] : sent) {
+          const auto r = received.find(step);
+          bytes.push_back(value + (r != received.end() ? r->second : 0.0));
+        }
+        if (ms.empty() || bytes.empty()) continue;
+        server.push_back({2.0, median(bytes), median(ms), static_cast<int64_t>(ms.size())});
+      }
+    }
+  }
+  // Pooled, per node label, per strategy.
+  std::vector<const sim::ComputeObservation*> all;
+  std::vector<std::string> labels, strategies;
+  const auto remember = [](std::vector<std::string>& seen, const std::string& name) {
+    if (std::find(seen.begin(), seen.end(), name) == seen.end()) seen.push_back(name);
+  };
+  for (const sim::ComputeObservation& o : compute) {
+    all.push_back(&o);
+    remember(labels, o.node);
+    remember(strategies, o.strategy);
+  }
+  c.pooled = sim::fitCompute(all, "", "every node", &c.notes);
+  const auto fitWhere = [&](auto pick, const std::string& label, const std::string& what) {
+    std::vector<const sim::ComputeObservation*> mine;
+    for (const sim::ComputeObservation* o : all)
+      if (pick(*o)) mine.push_back(o);
+    return sim::fitCompute(mine, label, what, &c.notes);
+  };
+  for (const std::string& label : labels)
+    c.nodes.push_back(
+        fitWhere([&](const auto& o) { return o.node == label; }, label, "node " + label));
+  for (const std::string& name : strategies)
+    c.strategies.push_back(
+        fitWhere([&](const auto& o) { return o.strategy == name; }, name, name + "'s compute"));
+  if (c.pooled.contended)
+    c.notes.push_back(
+        "some runs had more busy worker threads than cores on a host: their compute includes "
+        "that contention");
+  c.collective = sim::fitLink(collective, "all-reduce link", &c.notes);
+  c.parameterServer = sim::fitLink(server, "parameter-server link", &c.notes);
+  if (!c.collective.measured())
+    c.notes.push_back("all-reduce link: no run of 2 or more nodes all-reduced every step");
+  if (!c.parameterServer.measured())
+    c.notes.push_back(
+        "parameter-server link: no run of 2 or more nodes pulled and pushed every step");
+  if (!bucketSizes.empty())
+    c.bucketBytes =
+        std::max_element(bucketSizes.begin(), bucketSizes.end(), [](const auto& a, const auto& b) {
+          return a.second < b.second;
+        })->first;
+  return c;
+}
+
+std::vector<MeasuredPoint> measuredPoints(ProjectStore& store, const std::string& experiment,
+                                          std::vector<int64_t> runIds) {
+  std::vector<MeasuredPoint> out;
+  for (const LoadedRun& run : loadRuns(store, std::move(runIds), experiment)) {
+    MeasuredPoint m;
+    m.runId = run.record.id;
+    m.variant = run.spec.variants.at(static_cast<std::size_t>(run.variant)).name;
+    m.nodes = run.nodes;
+    m.meanStaleness = run.meanStaleness;
+    // Per worker, its mean; then over the workers, the mean of their rates (a harmonic mean:
+    // asynchronous workers make their steps at their own pace, and the run's throughput is the
+    // sum of their rates).
+    const auto mean = [&](const char* key) {
+      const auto it = run.series.find(key);
+      if (it == run.series.end() || it->second.empty()) return 0.0;
+      double rates = 0.0;
+      int workers = 0;
+      for (const auto& [worker, points] : it->second) {
+        double sum = 0.0;
+        for (const SeriesPoint& p : points) sum += p.value;
+        if (points.empty() || !(sum > 0.0)) continue;
+        rates += static_cast<double>(points.size()) / sum;
+        ++workers;
+      }
+      return rates > 0.0 ? workers / rates : 0.0;
+    };
+    m.stepMs = mean(metric::kStepMs);
+    const double computeMs = mean(metric::kComputeMs);
+    m.utilization = m.stepMs > 0.0 ? std::min(1.0, computeMs / m.stepMs) : 0.0;
+    m.samplesPerS =
+        m.stepMs > 0.0 ? static_cast<double>(run.spec.training.batchSize) / (m.stepMs * 1e-3) : 0.0;
+    if (run.spec.training.targetAccuracy)
+      for (const SeriesPoint& p : run.testAccuracy)
+        if (p.value >= *run.spec.training.targetAccuracy) {
+          m.stepsToTarget = p.step;
+          break;
+        }
+    out.push_back(m);
+  }
+  return out;
+}
+
+}  // namespace dtlab::core

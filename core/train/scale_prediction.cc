@@ -1,0 +1,162 @@
+#include "core/train/scale_prediction.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/common/check.h"
+#include "core/train/simulated_model.h"
+#include "core/train/strategy_registry.h"
+
+namespace dtlab::core {
+namespace {
+
+// The cluster of `nodes` nodes for a variant whose transfers take `link`; compute slower by
+// `slower` (the band's 1 + spread, or 1 - spread).
+sim::ClusterModel clusterOf(const ExperimentSpec& spec, const sim::Calibration& calibration,
+                            const std::string& strategy, int nodes, const sim::LinkFit& link,
+                            double slower, double linkSlower) {
+  sim::ClusterModel cluster;
+  const int64_t specNodes = std::max<int64_t>(1, spec.cluster.localNodes);
+  // The strategy's own compute where it was calibrated, each node's relative to the pool.
+  const sim::ComputeFit* own = nullptr;
+  for (const sim::ComputeFit& f : calibration.strategies)
+    if (f.label == strategy) own = &f;
+  for (int i = 0; i < nodes; ++i) {
+    sim::ComputeFit fit =
+        calibration.nodes.size() > 1
+            ? calibration.nodes[static_cast<std::size_t>(i) % calibration.nodes.size()]
+            : calibration.pooled;
+    if (own != nullptr) {
+      // The node's speed relative to the pool, at this size's share, times the strategy's line.
+      const double samples = static_cast<double>(spec.training.batchSize) / nodes;
+      const double relative = fit.ms(samples) / calibration.pooled.ms(samples);
+      fit.fixedMs = own->fixedMs * relative;
+      fit.msPerSample = own->msPerSample * relative;
+    }
+    const NodeConfig node = spec.cluster.node(i % specNodes);
+    const double speed = node.speedAt(1);
+    sim::NodeModel m;
+    m.secondsPerSample = fit.msPerSample * 1e-3 * slower / speed;
+    m.fixedSeconds = fit.fixedMs * 1e-3 * slower / speed;
+    if (node.straggler.probability > 0.0) {
+      m.stragglerProbability = node.straggler.probability;
+      m.stragglerPauseS = node.straggler.pauseMs * 1e-3;
+    } else {
+      m.stragglerProbability = fit.pauseProbability;
+      m.stragglerPauseS = fit.pauseMs * 1e-3 / speed;
+    }
+    cluster.nodes.push_back(m);
+  }
+  cluster.link = link.model();
+  cluster.link.latencyS *= linkSlower;
+  cluster.link.bytesPerS /= linkSlower;
+  return cluster;
+}
+
+// The measured run of `variant` at the node count nearest `nodes` (log scale) that reached
+// the target; nullptr when none did.
+const MeasuredPoint* nearestReached(const std::vector<MeasuredPoint>& measured,
+                                    const std::string& variant, int nodes) {
+  const MeasuredPoint* best = nullptr;
+  double bestDistance = 0.0;
+  for (const MeasuredPoint& m : measured) {
+    if (m.variant != variant || !m.stepsToTarget || m.nodes < 1) continue;
+    const double distance = std::abs(std::log(static_cast<double>(m.nodes) / nodes));
+    if (best == nullptr || distance < bestDistance) {
+      best = &m;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::vector<VariantPrediction> predictScale(const ExperimentSpec& spec,
+                                            const sim::Calibration& calibration,
+                                            const PredictOptions& options,
+                                            const std::vector<MeasuredPoint>& measured) {
+  std::vector<VariantPrediction> out;
+  for (const VariantConfig& variant : spec.variants) {
+    const StrategyDescriptor& strategy = strategyOf(variant);
+    VariantPrediction p;
+    p.variant = variant.name;
+    p.strategy = strategy.name;
+    if (!strategy.simulate) {
+      p.unmodelled = "the simulator has no model of " + strategy.name + " yet";
+      out.push_back(std::move(p));
+      continue;
+    }
+    const sim::TransferPattern pattern =
+        strategy.transferPattern ? strategy.transferPattern(variant, {}) : sim::TransferPattern{};
+    const sim::LinkFit& link =
+        strategy.traits.usesParameterServer ? calibration.parameterServer : calibration.collective;
+    if (!link.measured()) {
+      p.unmodelled = std::string("the calibration measured no ") +
+                     (strategy.traits.usesParameterServer ? "parameter-server" : "all-reduce") +
+                     " link (calibrate with runs of at least 2 nodes of such a strategy)";
+      out.push_back(std::move(p));
+      continue;
+    }
+    const int64_t bucketBytes =
+        pattern.bucketBytes > 0 ? pattern.bucketBytes : calibration.bucketBytes;
+    const sim::ModelShape model = simulatedModel(spec, bucketBytes);
+    const bool stale = strategy.traits.usesParameterServer;
+    if (!options.throughputOnly && spec.training.targetAccuracy)
+      p.convergence =
+          stale ? "steps to target: the measured run's at the nearest node count, x (1 + mean "
+                  "staleness) / (1 + its measured mean staleness)"
+                : "steps to target: the measured run's at the nearest node count (the global "
+                  "batch, and so every update, is the spec's at any size)";
+    for (int nodes : options.nodes) {
+      if (nodes < 1)
+        throw Error("a prediction needs at least one node, not " + std::to_string(nodes));
+      if (spec.training.batchSize < nodes) {
+        ScalePoint none;  // no sample for some node: nothing to predict
+        none.nodes = nodes;
+        p.points.push_back(none);
+        continue;
+      }
+      sim::SimOptions o;
+      o.globalBatch = spec.training.batchSize;
+      o.steps = options.steps;
+      o.seed = options.seed;
+      const sim::SimResult mid = strategy.simulate(
+          variant, clusterOf(spec, calibration, strategy.name, nodes, link, 1.0, 1.0), model, o);
+      const double computeSpread = calibration.pooled.spread;
+      const sim::SimResult low = strategy.simulate(
+          variant,
+          clusterOf(spec, calibration, strategy.name, nodes, link,
+                    1.0 - std::min(0.9, computeSpread), 1.0 - std::min(0.9, link.spread)),
+          model, o);
+      const sim::SimResult high =
+          strategy.simulate(variant,
+                            clusterOf(spec, calibration, strategy.name, nodes, link,
+                                      1.0 + computeSpread, 1.0 + link.spread),
+                            model, o);
+      ScalePoint s;
+      s.nodes = nodes;
+      s.stepMs = mid.stepS * 1e3;
+      s.lowMs = std::min(low.stepS, mid.stepS) * 1e3;
+      s.highMs = std::max(high.stepS, mid.stepS) * 1e3;
+      s.samplesPerS = mid.samplesPerS;
+      double utilization = 0.0;
+      for (double u : mid.utilization) utilization += u;
+      s.utilization = mid.utilization.empty() ? 0.0 : utilization / mid.utilization.size();
+      s.meanStaleness = mid.meanStaleness;
+      if (!p.convergence.empty())
+        if (const MeasuredPoint* ref = nearestReached(measured, variant.name, nodes)) {
+          double steps = static_cast<double>(*ref->stepsToTarget);
+          if (stale) steps *= (1.0 + s.meanStaleness) / (1.0 + ref->meanStaleness);
+          s.stepsToTarget = steps;
+          s.timeToTargetS = steps * s.stepMs * 1e-3;
+        }
+      p.points.push_back(s);
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace dtlab::core

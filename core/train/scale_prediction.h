@@ -1,0 +1,72 @@
+#pragma once
+// Predictions at scale (issue 24): every variant of a spec, at each node count asked for, run
+// through its strategy's simulator model (StrategyDescriptor::simulate) on a cluster made
+// from a calibration (core/sim/calibration.h) and the spec's own node emulation.
+//   nodes     node i computes as calibrated node i mod (calibrated nodes) (the pooled fit when
+//             only one was calibrated), at the emulated speed of the spec's node i mod (spec
+//             nodes), with the spec's straggler pauses where it emulates them and the measured
+//             ones otherwise
+//   links     the calibrated link of the variant's transfer path (the parameter server's for
+//             parameter-server strategies, the all-reduce's for the rest)
+//   band      the same simulation with compute and links slower, and faster, by their
+//             calibrated spread
+//   target    steps to the target accuracy from the variant's measured run at the nearest node
+//             count, held where the global batch fixes the updates (synchronous strategies) and
+//             scaled by (1 + mean staleness) / (1 + its measured mean staleness) where updates
+//             go stale (the assumption is printed beside every such number)
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/sim/calibration.h"
+#include "core/spec/experiment_spec.h"
+
+namespace dtlab::core {
+
+// What a measured run of a variant showed, to set beside predictions and to anchor the
+// convergence model (core/store/run_calibration.h reads them from a project).
+struct MeasuredPoint {
+  int64_t runId = 0;
+  std::string variant;
+  int nodes = 0;
+  double stepMs = 0.0;  // mean per worker step, warm-up steps aside
+  double samplesPerS = 0.0;
+  double utilization = 0.0;
+  double meanStaleness = 0.0;
+  std::optional<int64_t> stepsToTarget;  // the first evaluation at the target accuracy
+};
+
+struct ScalePoint {
+  int nodes = 0;
+  double stepMs = 0.0;
+  double lowMs = 0.0;  // the band
+  double highMs = 0.0;
+  double samplesPerS = 0.0;
+  double utilization = 0.0;  // mean over nodes
+  double meanStaleness = 0.0;
+  std::optional<double> stepsToTarget;
+  std::optional<double> timeToTargetS;
+};
+
+struct VariantPrediction {
+  std::string variant;
+  std::string strategy;
+  std::string unmodelled;   // non-empty: why there is no prediction (no model, no link)
+  std::string convergence;  // the assumption behind stepsToTarget ("" when none is predicted)
+  std::vector<ScalePoint> points;
+};
+
+struct PredictOptions {
+  std::vector<int> nodes = {16, 64, 256, 1024, 4096};
+  int64_t steps = 300;  // simulated global steps per point
+  uint64_t seed = 1;
+  bool throughputOnly = false;  // no convergence model
+};
+
+std::vector<VariantPrediction> predictScale(const ExperimentSpec& spec,
+                                            const sim::Calibration& calibration,
+                                            const PredictOptions& options,
+                                            const std::vector<MeasuredPoint>& measured = {});
+
+}  // namespace dtlab::core

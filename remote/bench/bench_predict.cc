@@ -1,0 +1,152 @@
+#include "remote/bench/bench_predict.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "core/spec/experiment_spec.h"
+#include "core/store/project_store.h"
+#include "core/store/run_calibration.h"
+#include "core/train/scale_prediction.h"
+#include "remote/bench/bench_common.h"
+
+namespace dtlab::bench {
+namespace {
+
+// "sync@3" -> the variant "sync" on 3 nodes.
+std::string sized(const std::string& variant, int nodes) {
+  return variant + "@" + std::to_string(nodes);
+}
+
+}  // namespace
+
+PredictBenchResult runPredictBench(const PredictBenchOptions& options) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> specs;
+  for (const fs::directory_entry& e : fs::directory_iterator(options.specsDir))
+    if (e.path().extension() == ".json" &&
+        (options.only.empty() || std::find(options.only.begin(), options.only.end(),
+                                           e.path().stem().string()) != options.only.end()))
+      specs.push_back(e.path());
+  std::sort(specs.begin(), specs.end());
+  if (specs.empty()) throw Error("no spec to run in " + options.specsDir);
+  std::vector<int> sizes = options.calibrateOn;
+  sizes.insert(sizes.end(), options.predictAt.begin(), options.predictAt.end());
+
+  PredictBenchResult result;
+  result.tolerance = options.tolerance;
+  for (const fs::path& path : specs) {
+    // The spec with each variant once per node count.
+    std::ifstream in(path);
+    nlohmann::json json = nlohmann::json::parse(in);
+    const core::ExperimentSpec spec = core::parseExperimentSpecText(json.dump());
+    nlohmann::json variants = nlohmann::json::array();
+    for (const nlohmann::json& v : json.at("variants"))
+      for (int n : sizes) {
+        nlohmann::json copy = v;
+        copy["nodes"] = n;
+        copy["name"] = sized(v.at("name").get<std::string>(), n);
+        variants.push_back(copy);
+      }
+    json["variants"] = variants;
+    const fs::path expanded =
+        fs::path(options.project).parent_path() / (path.stem().string() + ".sizes.json");
+    std::ofstream(expanded) << json.dump(2);
+    std::cerr << "bench predict: " << path.filename().string() << ": " << variants.size()
+              << " runs\n";
+    runSpecThroughCli(expanded.string(), 1, options.project);
+
+    auto store = core::ProjectStore::open(options.project);
+    // This spec's newest run of each sized variant.
+    std::map<std::string, core::MeasuredPoint> measured;
+    for (const core::MeasuredPoint& m : core::measuredPoints(*store, spec.name))
+      measured[m.variant] = m;
+    std::vector<int64_t> calibrationRuns;
+    for (const auto& [name, m] : measured)
+      if (std::find(options.calibrateOn.begin(), options.calibrateOn.end(), m.nodes) !=
+          options.calibrateOn.end())
+        calibrationRuns.push_back(m.runId);
+    const core::sim::Calibration calibration = core::calibrateRuns(*store, calibrationRuns);
+    result.calibrations.push_back(spec.name + ":\n" + calibration.describe());
+    core::PredictOptions predict;
+    predict.nodes = options.predictAt;
+    predict.throughputOnly = true;
+    for (const core::VariantPrediction& p : core::predictScale(spec, calibration, predict)) {
+      for (int n : options.predictAt) {
+        PredictCheck check;
+        check.spec = spec.name;
+        check.variant = p.variant;
+        check.strategy = p.strategy;
+        check.nodes = n;
+        const auto m = measured.find(sized(p.variant, n));
+        if (m == measured.end()) {
+          check.why = "the run on " + std::to_string(n) + " nodes did not complete";
+        } else {
+          check.measuredMs = m->second.stepMs;
+        }
+        if (!p.unmodelled.empty()) check.why = p.unmodelled;
+        for (const core::ScalePoint& s : p.points)
+          if (s.nodes == n && check.why.empty()) check.predictedMs = s.stepMs;
+        result.checks.push_back(check);
+      }
+    }
+  }
+  result.machine = machineDescription();
+  result.measuredAt = utcNow();
+  return result;
+}
+
+nlohmann::json toJson(const PredictBenchResult& result) {
+  nlohmann::json checks = nlohmann::json::array();
+  for (const PredictCheck& c : result.checks)
+    checks.push_back({{"spec", c.spec},
+                      {"variant", c.variant},
+                      {"strategy", c.strategy},
+                      {"nodes", c.nodes},
+                      {"measured_step_ms", c.measuredMs},
+                      {"predicted_step_ms",
+                       c.predictedMs > 0 ? nlohmann::json(c.predictedMs) : nlohmann::json(nullptr)},
+                      {"error", c.predictedMs > 0 && c.measuredMs > 0 ? nlohmann::json(c.error())
+                                                                      : nlohmann::json(nullptr)},
+                      {"why", c.why}});
+  return {{"bench", "predict"},
+          {"machine", result.machine},
+          {"measured_at", result.measuredAt},
+          {"tolerance", result.tolerance},
+          {"checks", checks}};
+}
+
+void writeReport(const PredictBenchResult& result, std::ostream& out) {
+  out << "Measured " << result.measuredAt << " on " << result.machine << "\n\n";
+  out << "| spec | variant | strategy | nodes | measured (ms/step) | predicted | error |\n"
+      << "|---|---|---|---|---|---|---|\n";
+  int within = 0, predicted = 0;
+  for (const PredictCheck& c : result.checks) {
+    char line[512];
+    if (c.predictedMs > 0 && c.measuredMs > 0) {
+      ++predicted;
+      const bool ok = std::abs(c.error()) <= result.tolerance;
+      within += ok ? 1 : 0;
+      std::snprintf(line, sizeof line, "| %s | %s | %s | %d | %.3f | %.3f | %+.1f%%%s |\n",
+                    c.spec.c_str(), c.variant.c_str(), c.strategy.c_str(), c.nodes, c.measuredMs,
+                    c.predictedMs, 100.0 * c.error(), ok ? "" : " (miss)");
+    } else {
+      char measured[32] = "–";
+      if (c.measuredMs > 0) std::snprintf(measured, sizeof measured, "%.3f", c.measuredMs);
+      std::snprintf(line, sizeof line, "| %s | %s | %s | %d | %s | – | %s |\n", c.spec.c_str(),
+                    c.variant.c_str(), c.strategy.c_str(), c.nodes, measured, c.why.c_str());
+    }
+    out << line;
+  }
+  out << "\n"
+      << within << " of " << predicted << " predictions within "
+      << std::lround(100 * result.tolerance) << "% of the measured time per step.\n";
+  for (const std::string& c : result.calibrations) out << "\ncalibration of " << c;
+}
+
+}  // namespace dtlab::bench

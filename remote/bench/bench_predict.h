@@ -1,0 +1,48 @@
+#pragma once
+// `dtlab-cli bench predict`: the scale simulator's cross-validation (issue 24). Every example
+// spec of resources/specs/predict is run as a user runs it (`dtlab-cli run`, local daemons on
+// loopback), each variant on 1, 2, 3 and 4 of its cluster's nodes; the simulator is calibrated
+// on the 1- and 2-node runs only (core/store/run_calibration.h) and predicts the time per step
+// of the 3- and 4-node runs (core/train/scale_prediction.h), which are then set beside it.
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace dtlab::bench {
+
+struct PredictBenchOptions {
+  std::string specsDir;           // where the specs live (resources/specs/predict)
+  std::vector<std::string> only;  // spec file stems to run; empty: every *.json there
+  std::string project = "predict.dtlab";
+  std::vector<int> calibrateOn = {1, 2};
+  std::vector<int> predictAt = {3, 4};
+  double tolerance = 0.10;  // the issue's bar: within 10%
+};
+
+struct PredictCheck {
+  std::string spec;
+  std::string variant;
+  std::string strategy;
+  int nodes = 0;
+  double measuredMs = 0.0;
+  double predictedMs = 0.0;  // 0: no prediction (`why`)
+  std::string why;
+  double error() const { return predictedMs / measuredMs - 1.0; }
+};
+
+struct PredictBenchResult {
+  std::string machine;
+  std::string measuredAt;
+  std::vector<PredictCheck> checks;
+  std::vector<std::string> calibrations;  // per spec, the calibration's description
+  double tolerance = 0.10;
+};
+
+PredictBenchResult runPredictBench(const PredictBenchOptions& options);
+nlohmann::json toJson(const PredictBenchResult& result);
+// The cross-validation table (markdown) with the machine and the date.
+void writeReport(const PredictBenchResult& result, std::ostream& out);
+
+}  // namespace dtlab::bench

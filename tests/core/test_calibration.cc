@@ -1,0 +1,270 @@
+// The scale simulator's calibration and predictions (issue 24): the fits recover known compute
+// and link parameters from observations made with them, say so when two terms cannot be told
+// apart, a stored calibration reads back whole and a damaged one is refused naming the field;
+// the simulated model cuts its buckets as a run does; a prediction follows the closed form of
+// a synchronous step and the spec's node emulation, and a strategy without a model says so.
+#include <QtTest/QtTest>
+
+#include <cmath>
+
+#include "core/comm/allreduce_tuning.h"
+#include "core/comm/gradient_buckets.h"
+#include "core/common/check.h"
+#include "core/common/random.h"
+#include "core/sim/calibration.h"
+#include "core/spec/experiment_spec.h"
+#include "core/train/scale_prediction.h"
+#include "core/train/simulated_model.h"
+
+using namespace dtlab::core;
+using namespace dtlab::core::sim;
+
+namespace {
+
+bool within(double got, double want, double share) {
+  return std::abs(got - want) <= share * std::abs(want);
+}
+
+// Steps of `samples` each taking fixed + samples * perSample, with 3% noise and, one step in
+// fifty, a pause of 40 ms.
+ComputeObservation observed(double samples, double fixedMs, double perSample, uint64_t seed) {
+  ComputeObservation o;
+  o.node = "local";
+  o.strategy = "sync_allreduce";
+  o.samples = samples;
+  Rng rng(seed);
+  for (int i = 0; i < 500; ++i) {
+    double ms = (fixedMs + samples * perSample) * (1.0 + 0.03 * (2.0 * rng.uniform() - 1.0));
+    if (i % 50 == 7) ms += 40.0;
+    o.msAtSpeed.push_back(ms);
+  }
+  return o;
+}
+
+ExperimentSpec predictionSpec() {
+  return parseExperimentSpec(nlohmann::json::parse(R"({
+    "dataset": {"kind": "teacher", "features": 64, "classes": 10},
+    "model": {"hidden": [256, 256]},
+    "training": {"batch_size": 512, "epochs": 0, "max_steps": 10},
+    "cluster": {"local_nodes": 2, "nodes": [{"speed": 1.0}, {"speed": 0.5}]},
+    "variants": [{"name": "sync", "strategy": "sync_allreduce", "bucket_kb": 65536},
+                 {"name": "ps", "strategy": "async_ps"},
+                 {"name": "local", "strategy": "local_sgd"}]})"));
+}
+
+Calibration handMade() {
+  Calibration c;
+  c.runs = {1, 2};
+  c.pooled.fixedMs = 1.0;
+  c.pooled.msPerSample = 0.01;
+  c.pooled.batchSizes = {128, 256};
+  c.pooled.steps = 100;
+  c.collective.bandwidthMbps = 800.0;  // 100 MB/s
+  c.collective.latencyMs = 0.5;
+  c.collective.latencySeparated = true;
+  c.collective.observations = 2;
+  c.parameterServer.bandwidthMbps = 8000.0;
+  c.parameterServer.observations = 2;
+  return c;
+}
+
+}  // namespace
+
+class TestCalibration : public QObject {
+  Q_OBJECT
+ private slots:
+  void computeFitRecoversTheLineAndThePauses() {
+    const ComputeObservation a = observed(128, 2.0, 0.05, 1);
+    const ComputeObservation b = observed(512, 2.0, 0.05, 2);
+    std::vector<std::string> notes;
+    const ComputeFit f = fitCompute({&a, &b}, "", "every node", &notes);
+    QVERIFY2(within(f.fixedMs, 2.0, 0.05), std::to_string(f.fixedMs).c_str());
+    QVERIFY2(within(f.msPerSample, 0.05, 0.02), std::to_string(f.msPerSample).c_str());
+    QCOMPARE(f.steps, int64_t{1000});
+    QCOMPARE(f.batchSizes, (std::vector<double>{128, 512}));
+    // The spread is the noise's (uniform 3%: sd 1.7%), the pauses one step in fifty.
+    QVERIFY2(f.spread > 0.005 && f.spread < 0.04, std::to_string(f.spread).c_str());
+    QVERIFY2(within(f.pauseProbability, 0.02, 0.01), std::to_string(f.pauseProbability).c_str());
+    QVERIFY2(within(f.pauseMs, 40.0, 0.1), std::to_string(f.pauseMs).c_str());
+    QVERIFY(notes.empty());
+  }
+
+  void computeAtOneBatchSizeIsProportionalAndSaysSo() {
+    const ComputeObservation a = observed(256, 2.0, 0.05, 3);
+    std::vector<std::string> notes;
+    const ComputeFit f = fitCompute({&a}, "vm", "node vm", &notes);
+    QCOMPARE(f.fixedMs, 0.0);
+    QVERIFY(within(f.msPerSample * 256, 2.0 + 256 * 0.05, 0.03));
+    QCOMPARE(notes.size(), std::size_t{1});
+    QVERIFY(notes[0].find("node vm") != std::string::npos);
+    QVERIFY(notes[0].find("one batch size") != std::string::npos);
+    QVERIFY_THROWS_EXCEPTION(dtlab::Error, fitCompute({}, "", "every node", nullptr));
+  }
+
+  void linkFitSeparatesLatencyFromBandwidth() {
+    // ms = 0.2 per message + bytes / (50 bytes per microsecond): 400 Mbit/s.
+    const auto ms = [](double m, double bytes) { return 0.2 * m + bytes / 50000.0; };
+    std::vector<TransferObservation> obs = {
+        {2, 1e6, ms(2, 1e6), 50}, {12, 1e6, ms(12, 1e6), 50}, {6, 4e6, ms(6, 4e6), 30}};
+    std::vector<std::string> notes;
+    const LinkFit f = fitLink(obs, "all-reduce link", &notes);
+    QVERIFY(f.latencySeparated);
+    QVERIFY2(within(f.latencyMs, 0.2, 1e-6), std::to_string(f.latencyMs).c_str());
+    QVERIFY2(within(f.bandwidthMbps, 400.0, 1e-6), std::to_string(f.bandwidthMbps).c_str());
+    QVERIFY(f.spread < 1e-9);
+    QVERIFY(notes.empty());
+    // Its model: what the simulator's links take.
+    QVERIFY(within(f.model().bytesPerS, 50e6, 1e-6));
+    QVERIFY(within(f.model().latencyS, 0.2e-3, 1e-6));
+  }
+
+  void collinearObservationsAreAllBandwidthAndSaySo() {
+    // Two observations with the same messages per byte: the split is not identifiable.
+    std::vector<TransferObservation> obs = {{2, 1e6, 24.0, 50}, {4, 2e6, 48.0, 50}};
+    std::vector<std::string> notes;
+    const LinkFit f = fitLink(obs, "parameter-server link", &notes);
+    QVERIFY(!f.latencySeparated);
+    QCOMPARE(f.latencyMs, 0.0);
+    QVERIFY(within(f.bandwidthMbps, 8e-3 / (24.0 / 1e6), 1e-9));
+    QCOMPARE(notes.size(), std::size_t{1});
+    QVERIFY(notes[0].find("parameter-server link") != std::string::npos);
+    // Nothing observed: no link.
+    QVERIFY(!fitLink({}, "x", nullptr).measured());
+  }
+
+  void negativeLatencyIsClampedToZero() {
+    // Bigger messages that cost less per message than nothing: latency 0, the rest bandwidth.
+    std::vector<TransferObservation> obs = {{2, 1e6, 10.0, 10}, {20, 1e6, 9.0, 10}};
+    const LinkFit f = fitLink(obs, "x", nullptr);
+    QCOMPARE(f.latencyMs, 0.0);
+    QVERIFY(f.bandwidthMbps > 0.0);
+  }
+
+  void jsonRoundTripAndErrors() {
+    Calibration c = handMade();
+    c.nodes = {c.pooled};
+    c.nodes[0].label = "vm";
+    c.strategies = {c.pooled};
+    c.strategies[0].label = "async_ps";
+    c.bucketBytes = 65536;
+    c.notes = {"a note"};
+    const nlohmann::json j = c.toJson();
+    const Calibration back = Calibration::fromJson(j, "calibration 1");
+    QCOMPARE(back.toJson(), j);
+    QCOMPARE(back.nodes[0].label, std::string("vm"));
+    QVERIFY(!back.describe().empty());
+
+    auto refused = [&](nlohmann::json bad, const std::string& says) {
+      try {
+        Calibration::fromJson(bad, "calibration 1");
+      } catch (const dtlab::Error& e) {
+        return std::string(e.what()).find(says) != std::string::npos;
+      }
+      return false;
+    };
+    nlohmann::json bad = j;
+    bad["collective"].erase("bandwidth_mbps");
+    QVERIFY(refused(bad, "calibration 1.collective: the calibration has no \"bandwidth_mbps\""));
+    bad = j;
+    bad["compute"]["ms_per_sample"] = -1.0;
+    QVERIFY(refused(bad, "calibration 1.compute.ms_per_sample"));
+    bad = j;
+    bad["nodes"][0]["pause_probability"] = 2.0;
+    QVERIFY(refused(bad, "calibration 1.nodes[0].pause_probability"));
+    bad = j;
+    bad["bucket_bytes"] = "big";
+    QVERIFY(refused(bad, "calibration 1.bucket_bytes: wrong type"));
+    QVERIFY(refused(nlohmann::json::array(), "must be a JSON object"));
+  }
+
+  void byteSizesReadBack() {
+    for (int64_t bytes : {int64_t{12}, int64_t{65536}, int64_t{1} << 20, int64_t{3} << 29})
+      QCOMPARE(parseByteSizeText(byteSizeText(bytes)), std::optional<int64_t>(bytes));
+    QCOMPARE(parseByteSizeText("1.5 MiB (bucket_kb)"), std::optional<int64_t>(1572864));
+    QCOMPARE(parseByteSizeText("64 KiBs"), std::nullopt);
+    QCOMPARE(parseByteSizeText("KiB"), std::nullopt);
+    QCOMPARE(parseByteSizeText("64KiB"), std::nullopt);
+  }
+
+  void simulatedModelCutsBucketsAsARunDoes() {
+    const ExperimentSpec spec = predictionSpec();
+    // 64*256 + 256 + 256*256 + 256 + 256*10 + 10 parameters.
+    const double params = 64 * 256 + 256 + 256 * 256 + 256 + 256 * 10 + 10;
+    const ModelShape one = simulatedModel(spec, int64_t{64} << 20);
+    QCOMPARE(one.parameterBytes, 4 * params);
+    QCOMPARE(one.bucketBytes.size(), std::size_t{1});
+    QCOMPARE(one.bucketReady, std::vector<double>{1.0});
+    const ModelShape small = simulatedModel(spec, 64 * 1024);
+    QCOMPARE(small.bucketBytes.size(), std::size_t{2});  // [votes, layer 3, layer 2], [layer 1]
+    double total = 0.0;
+    for (std::size_t i = 0; i < small.bucketBytes.size(); ++i) {
+      total += small.bucketBytes[i];
+      if (i > 0) QVERIFY(small.bucketReady[i] > small.bucketReady[i - 1]);
+    }
+    QCOMPARE(small.bucketReady.back(), 1.0);
+    QCOMPARE(total, 4 * (params + 16));  // the votes' control block rides along
+  }
+
+  void predictionFollowsTheClosedFormAndTheSpeeds() {
+    const ExperimentSpec spec = predictionSpec();
+    PredictOptions options;
+    options.nodes = {2, 8};
+    options.steps = 50;
+    const std::vector<VariantPrediction> p = predictScale(spec, handMade(), options);
+    QCOMPARE(p.size(), std::size_t{3});
+    // sync: one bucket, so a step is the slowest node's compute, then the ring all-reduce.
+    // Node i emulates the spec's node i mod 2: every other node at half speed.
+    const double bytes = simulatedModel(spec, int64_t{64} << 20).bucketBytes[0];
+    for (const ScalePoint& s : p[0].points) {
+      const double n = s.nodes;
+      const double compute = (1.0 + 0.01 * 512 / n) / 0.5;
+      const double ring = 2 * (n - 1) * 0.5 + 2 * (n - 1) / n * bytes / 100e6 * 1e3;
+      QVERIFY2(within(s.stepMs, compute + ring, 0.01),
+               (std::to_string(s.stepMs) + " vs " + std::to_string(compute + ring)).c_str());
+      QVERIFY(s.lowMs <= s.stepMs && s.stepMs <= s.highMs);
+      QVERIFY(within(s.samplesPerS, 512 / (s.stepMs * 1e-3), 1e-6));
+    }
+    QVERIFY(p[0].unmodelled.empty());
+    // async_ps is modelled, with staleness growing with the workers.
+    QVERIFY(p[1].unmodelled.empty());
+    QVERIFY(p[1].points[1].meanStaleness > p[1].points[0].meanStaleness);
+    // local_sgd has no model yet, and says so.
+    QVERIFY(p[2].points.empty());
+    QVERIFY(p[2].unmodelled.find("no model of local_sgd") != std::string::npos);
+    // No parameter-server link measured: async_ps cannot be predicted, and says why.
+    Calibration noServer = handMade();
+    noServer.parameterServer = {};
+    const std::vector<VariantPrediction> q = predictScale(spec, noServer, options);
+    QVERIFY(q[1].unmodelled.find("no parameter-server link") != std::string::npos);
+  }
+
+  void convergenceModelScalesStaleStepsOnly() {
+    ExperimentSpec spec = predictionSpec();
+    spec.training.targetAccuracy = 0.8;
+    PredictOptions options;
+    options.nodes = {8};
+    options.steps = 50;
+    std::vector<MeasuredPoint> measured(2);
+    measured[0].variant = "sync";
+    measured[0].nodes = 2;
+    measured[0].stepsToTarget = 400;
+    measured[1].variant = "ps";
+    measured[1].nodes = 2;
+    measured[1].meanStaleness = 1.0;
+    measured[1].stepsToTarget = 400;
+    const std::vector<VariantPrediction> p = predictScale(spec, handMade(), options, measured);
+    const ScalePoint& sync = p[0].points[0];
+    QCOMPARE(sync.stepsToTarget, std::optional<double>(400.0));
+    QVERIFY(within(*sync.timeToTargetS, 400 * sync.stepMs * 1e-3, 1e-9));
+    const ScalePoint& ps = p[1].points[0];
+    QVERIFY(within(*ps.stepsToTarget, 400 * (1 + ps.meanStaleness) / 2.0, 1e-9));
+    QVERIFY(!p[1].convergence.empty());
+    options.throughputOnly = true;
+    const std::vector<VariantPrediction> t = predictScale(spec, handMade(), options, measured);
+    QVERIFY(!t[0].points[0].stepsToTarget);
+    QVERIFY(t[0].convergence.empty());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCalibration)
+#include "test_calibration.moc"

@@ -1,0 +1,135 @@
+// `dtlab-cli calibrate` and `dtlab-cli predict` (issue 24) on runs of real daemons: the
+// calibration is fitted from the project's runs and stored in it, the prediction covers every
+// variant at the node counts asked for and sets each measured run beside the simulator's figure
+// for it; a project without a calibration, an unknown run and a damaged calibration are refused
+// with what is wrong.
+#include <QtCore/QTemporaryDir>
+#include <QtTest/QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include "core/sim/calibration.h"
+#include "core/store/project_store.h"
+#include "tests/e2e/e2e_support.h"
+
+using namespace dtlab;
+
+namespace {
+
+constexpr const char* kSpec = R"({
+  "name": "scale",
+  "seed": 4,
+  "dataset": {"kind": "teacher", "train_size": 8192, "test_size": 512, "classes": 10, "features": 32},
+  "model": {"hidden": [128, 128]},
+  "training": {"batch_size": 256, "epochs": 0, "max_steps": 40, "eval_interval": 1000},
+  "cluster": {"local_nodes": 2, "nodes": [{"speed": 0.5, "bandwidth_mbps": 400}]},
+  "variants": [
+    {"name": "one", "strategy": "sync_allreduce", "nodes": 1},
+    {"name": "sync", "strategy": "sync_allreduce"},
+    {"name": "ps", "strategy": "async_ps"},
+    {"name": "local", "strategy": "local_sgd", "period": 4}
+  ]
+})";
+
+}  // namespace
+
+class TestPredictCli : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  QString project_;
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    project_ = dir_.filePath("scale.dtlab");
+    const QString spec = dir_.filePath("scale.json");
+    QFile file(spec);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(kSpec);
+    file.close();
+    const e2e::Outcome run = e2e::cli({"run", spec, "--quiet", "--project", project_}, 180000);
+    QVERIFY2(run.exitCode == 0, qPrintable(run.err));
+  }
+
+  void predictWithoutACalibrationIsRefused() {
+    const e2e::Outcome o = e2e::cli({"predict", project_});
+    QCOMPARE(o.exitCode, 1);
+    QVERIFY2(o.err.contains("has no calibration yet") && o.err.contains("dtlab-cli calibrate"),
+             qPrintable(o.err));
+  }
+
+  void calibrateStoresTheFit() {
+    const e2e::Outcome bad = e2e::cli({"calibrate", project_, "99"});
+    QCOMPARE(bad.exitCode, 1);
+    QVERIFY2(bad.err.contains("no run 99"), qPrintable(bad.err));
+
+    const e2e::Outcome o = e2e::cli({"calibrate", project_, "--json"});
+    QVERIFY2(o.exitCode == 0, qPrintable(o.err));
+    QVERIFY2(o.out.contains("all-reduce link: latency"), qPrintable(o.out));
+    const nlohmann::json printed = e2e::lastJson(o.out);
+    const core::sim::Calibration c =
+        core::sim::Calibration::fromJson(printed.at("calibration"), "printed");
+    QCOMPARE(c.runs.size(), std::size_t{4});
+    QVERIFY(c.collective.measured());
+    QVERIFY(c.parameterServer.measured());
+    QVERIFY(c.pooled.batchSizes.size() >= 2);  // 256 on one node, 128 on two
+    QVERIFY(c.bucketBytes > 0);                // from the runs' start events
+    // Per strategy that ran.
+    QCOMPARE(c.strategies.size(), std::size_t{3});
+    auto store = core::ProjectStore::open(project_.toStdString(), true);
+    const std::optional<core::StoredCalibration> stored = store->latestCalibration();
+    QVERIFY(stored);
+    QCOMPARE(stored->id, printed.at("id").get<int64_t>());
+    QCOMPARE(stored->data, printed.at("calibration"));
+  }
+
+  void predictCoversEveryVariantBesideItsRuns() {
+    const e2e::Outcome o = e2e::cli({"predict", project_, "scale", "--nodes", "2,8,64", "--json"});
+    QVERIFY2(o.exitCode == 0, qPrintable(o.err));
+    const nlohmann::json p = e2e::lastJson(o.out).at("prediction");
+    QCOMPARE(p.at("experiment").get<std::string>(), std::string("scale"));
+    std::map<std::string, nlohmann::json> byName;
+    for (const nlohmann::json& v : p.at("variants")) byName[v.at("variant")] = v;
+    QCOMPARE(byName.size(), std::size_t{4});
+    for (const char* name : {"one", "sync", "ps"}) {
+      const nlohmann::json& v = byName.at(name);
+      QCOMPARE(v.at("points").size(), std::size_t{3});
+      for (const nlohmann::json& point : v.at("points")) {
+        QVERIFY(point.at("step_ms").get<double>() > 0.0);
+        QVERIFY(point.at("step_ms_low").get<double>() <= point.at("step_ms").get<double>());
+        QVERIFY(point.at("step_ms_high").get<double>() >= point.at("step_ms").get<double>());
+      }
+      // Its own run, with the simulator's figure for its node count: fitted on these very
+      // runs, the synchronous step comes out close.
+      QCOMPARE(v.at("measured").size(), std::size_t{1});
+      const double error = v.at("measured")[0].at("error").get<double>();
+      if (std::string(name) != "ps")
+        QVERIFY2(std::abs(error) < 0.3, (std::string(name) + ": " + std::to_string(error)).c_str());
+    }
+    // Asynchronous staleness grows with the workers.
+    const nlohmann::json& ps = byName.at("ps").at("points");
+    QVERIFY(ps[2].at("mean_staleness").get<double>() > ps[0].at("mean_staleness").get<double>());
+    // local_sgd has no model yet, and the prediction says so rather than guessing.
+    QVERIFY(byName.at("local").at("unmodelled").get<std::string>().find("no model of local_sgd") !=
+            std::string::npos);
+    QVERIFY(o.out.contains("no prediction: the simulator has no model of local_sgd yet"));
+  }
+
+  void aDamagedCalibrationIsRefusedNamingTheField() {
+    {
+      auto store = core::ProjectStore::open(project_.toStdString());
+      nlohmann::json bad = store->latestCalibration()->data;
+      bad["collective"]["bandwidth_mbps"] = "fast";
+      store->saveCalibration(bad);
+    }
+    const e2e::Outcome o = e2e::cli({"predict", project_});
+    QCOMPARE(o.exitCode, 1);
+    QVERIFY2(o.err.contains("collective.bandwidth_mbps: wrong type"), qPrintable(o.err));
+    // The runs are untouched, and a fresh calibration makes it predict again.
+    QVERIFY(e2e::cli({"calibrate", project_}).exitCode == 0);
+    QCOMPARE(e2e::cli({"predict", project_, "--nodes", "4"}).exitCode, 0);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestPredictCli)
+#include "test_predict_cli.moc"
