@@ -32,7 +32,8 @@ std::string figure(double value, const char* format) {
 const char* predictUsage() {
   return R"(  calibrate P.dtlab [RUN ...] [--json]
       Fit the scale simulator to the project's runs (the RUNs given, else every
-      completed run) and store the calibration in the project: per node, compute time
+      completed run of its most recent experiment; runs of different models or emulated
+      links are refused) and store the calibration in the project: per node, compute time
       per step against batch size at full speed (a run's emulated speed divided out),
       its spread and its pauses; per link (all-reduce, parameter server), latency and
       bandwidth by least squares over the runs' steps; the gradient bucket size. Notes

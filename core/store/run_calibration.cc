@@ -8,6 +8,7 @@
 #include "core/common/check.h"
 #include "core/common/statistics.h"
 #include "core/metrics/metric_table.h"
+#include "core/store/comparison.h"
 #include "core/store/project_store.h"
 #include "core/train/simulated_model.h"
 #include "core/train/strategy_registry.h"
@@ -139,9 +140,33 @@ double medianOr(std::vector<double> values, double fallback) {
 }  // namespace
 
 sim::Calibration calibrateRuns(ProjectStore& store, std::vector<int64_t> runIds) {
-  const std::vector<LoadedRun> runs = loadRuns(store, std::move(runIds), {});
+  // By default the runs of the project's most recent experiment: a calibration is of one
+  // model on one cluster.
+  const std::string experiment =
+      runIds.empty() ? experimentNamedOrLatest(store, std::nullopt).name : std::string();
+  const std::vector<LoadedRun> runs = loadRuns(store, std::move(runIds), experiment);
   if (runs.empty())
     throw Error("no completed run with a stored spec in " + store.path() + " to calibrate from");
+  // Compute per sample is the model's, and an emulated link the cluster's: runs that differ in
+  // either cannot share one calibration.
+  const auto links = [](const ExperimentSpec& spec) {
+    std::vector<std::pair<double, double>> out;
+    for (int64_t i = 0; i < std::max<int64_t>(1, spec.cluster.localNodes); ++i)
+      out.emplace_back(spec.cluster.node(i).bandwidthMbps, spec.cluster.node(i).latencyMs);
+    return out;
+  };
+  for (const LoadedRun& run : runs) {
+    const LoadedRun& first = runs.front();
+    const bool sameModel = run.spec.model == first.spec.model &&
+                           run.spec.dataset.features == first.spec.dataset.features &&
+                           run.spec.dataset.classes == first.spec.dataset.classes;
+    if (!sameModel || links(run.spec) != links(first.spec))
+      throw Error(named(run.record) + " and " + named(first.record) + " train " +
+                  (sameModel ? "on clusters with different emulated links"
+                             : "different models (or datasets of other widths)") +
+                  ": a calibration is of one model on one cluster; calibrate the runs of one "
+                  "experiment at a time");
+  }
   sim::Calibration c;
   std::vector<sim::ComputeObservation> compute;
   std::vector<sim::TransferObservation> collective, server;

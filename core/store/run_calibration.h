@@ -1,7 +1,8 @@
 #pragma once
 // The scale simulator's calibration from a project's runs (`dtlab-cli calibrate`, issue 24),
 // and what each measured run showed, to set beside predictions.
-// From every run given (every finished run of the project when none is):
+// From every run given (when none is, every completed run of the project's most recent
+// experiment); the runs must train one model on one cluster (the same emulated links):
 //   compute   each worker's compute_ms per step at each batch share it trained, times its
 //             node's emulated speed, warm-up steps aside; a node is the host its daemon named
 //             in the run's "node" event
@@ -20,8 +21,8 @@ namespace dtlab::core {
 
 class ProjectStore;
 
-// Throws Error naming a run that cannot be used (unknown, unfinished, no stored spec) or when
-// nothing could be fitted.
+// Throws Error naming a run that cannot be used (unknown, unfinished, no stored spec), two runs
+// of different models or emulated links, or when nothing could be fitted.
 sim::Calibration calibrateRuns(ProjectStore& store, std::vector<int64_t> runIds = {});
 
 // The measured points of the given runs (every finished run with a spec when none is given);

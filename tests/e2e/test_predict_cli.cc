@@ -115,6 +115,29 @@ class TestPredictCli : public QObject {
     QVERIFY(o.out.contains("no prediction: the simulator has no model of local_sgd yet"));
   }
 
+  void runsOfAnotherModelAreRefused() {
+    // A second experiment in the project, of a wider model: it is the most recent, so a
+    // calibration without runs named takes its runs alone; named together with the first
+    // experiment's, they are refused.
+    nlohmann::json other = nlohmann::json::parse(kSpec);
+    other["name"] = "wider";
+    other["model"]["hidden"] = {256};
+    other["variants"] = {other["variants"][1]};
+    const QString spec = dir_.filePath("wider.json");
+    QFile file(spec);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(QByteArray::fromStdString(other.dump()));
+    file.close();
+    QVERIFY(e2e::cli({"run", spec, "--quiet", "--project", project_}, 120000).exitCode == 0);
+    const e2e::Outcome mixed = e2e::cli({"calibrate", project_, "2", "5"});
+    QCOMPARE(mixed.exitCode, 1);
+    QVERIFY2(mixed.err.contains("train different models") && mixed.err.contains("run 2"),
+             qPrintable(mixed.err));
+    const e2e::Outcome latest = e2e::cli({"calibrate", project_, "--json"});
+    QVERIFY2(latest.exitCode == 0, qPrintable(latest.err));
+    QCOMPARE(e2e::lastJson(latest.out).at("calibration").at("runs"), nlohmann::json({5}));
+  }
+
   void aDamagedCalibrationIsRefusedNamingTheField() {
     {
       auto store = core::ProjectStore::open(project_.toStdString());
@@ -126,8 +149,8 @@ class TestPredictCli : public QObject {
     QCOMPARE(o.exitCode, 1);
     QVERIFY2(o.err.contains("collective.bandwidth_mbps: wrong type"), qPrintable(o.err));
     // The runs are untouched, and a fresh calibration makes it predict again.
-    QVERIFY(e2e::cli({"calibrate", project_}).exitCode == 0);
-    QCOMPARE(e2e::cli({"predict", project_, "--nodes", "4"}).exitCode, 0);
+    QVERIFY(e2e::cli({"calibrate", project_, "1", "2", "3", "4"}).exitCode == 0);
+    QCOMPARE(e2e::cli({"predict", project_, "scale", "--nodes", "4"}).exitCode, 0);
   }
 };
 
