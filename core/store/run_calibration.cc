@@ -1,6 +1,7 @@
 #include "core/store/run_calibration.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <set>
