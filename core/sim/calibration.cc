@@ -235,6 +235,8 @@ nlohmann::json Calibration::toJson() const {
           {"collective", sim::toJson(collective)},
           {"parameter_server", sim::toJson(parameterServer)},
           {"bucket_bytes", bucketBytes},
+          {"hand_off_shares", handOffShares},
+          {"hand_off_rows", handOffRows},
           {"notes", notes}};
 }
 
@@ -258,6 +260,14 @@ Calibration Calibration::fromJson(const nlohmann::json& json, const std::string&
                                    where + ".parameter_server");
   c.bucketBytes = field<int64_t>(json, "bucket_bytes", where);
   if (c.bucketBytes < 0) throw Error(where + ".bucket_bytes: expected >= 0");
+  if (json.contains("hand_off_shares")) {  // optional: not measured
+    c.handOffShares = field<std::vector<double>>(json, "hand_off_shares", where);
+    for (std::size_t i = 0; i < c.handOffShares.size(); ++i)
+      if (!(c.handOffShares[i] >= 0.0 && c.handOffShares[i] <= 1.0))
+        throw Error(where + ".hand_off_shares[" + std::to_string(i) +
+                    "]: expected a share in [0, 1]");
+    c.handOffRows = field<int64_t>(json, "hand_off_rows", where);
+  }
   c.notes = field<std::vector<std::string>>(json, "notes", where);
   return c;
 }
@@ -270,6 +280,15 @@ std::string Calibration::describe() const {
   out += "all-reduce link: " + linkLine(collective) + "\n";
   out += "parameter-server link: " + linkLine(parameterServer) + "\n";
   if (bucketBytes > 0) out += "gradient buckets: " + std::to_string(bucketBytes / 1024) + " KiB\n";
+  if (!handOffShares.empty()) {
+    out += "backward hands its gradient blocks over at";
+    char share[16];
+    for (double s : handOffShares) {
+      std::snprintf(share, sizeof share, " %.0f%%", 100.0 * s);
+      out += share;
+    }
+    out += " of a step (timed here at " + std::to_string(handOffRows) + " samples)\n";
+  }
   for (const std::string& note : notes) out += "note: " + note + "\n";
   return out;
 }

@@ -82,9 +82,14 @@ struct Calibration {
   // Per strategy, every node together: what a step computes differs (a parameter server's
   // workers leave the optimizer step to the server). Predictions use their strategy's.
   std::vector<ComputeFit> strategies;
-  LinkFit collective;              // sync all-reduce's buckets
-  LinkFit parameterServer;         // pulls and pushes
-  int64_t bucketBytes = 0;         // the gradient buckets the synchronous runs used (0: none)
+  LinkFit collective;       // sync all-reduce's buckets
+  LinkFit parameterServer;  // pulls and pushes
+  int64_t bucketBytes = 0;  // the gradient buckets the synchronous runs used (0: none)
+  // The model's forward and backward timed on the calibrating machine at handOffRows samples:
+  // per hand-off of its gradient blocks, the share of the step done when it is handed over
+  // (core/train/simulated_model.h); empty: not measured.
+  std::vector<double> handOffShares;
+  int64_t handOffRows = 0;
   std::vector<std::string> notes;  // what could not be fitted, and what was assumed instead
 
   nlohmann::json toJson() const;

@@ -44,7 +44,8 @@ struct ModelShape {
 
 struct ClusterModel {
   std::vector<NodeModel> nodes;
-  LinkModel link;
+  LinkModel link;        // the collectives' (all-reduce)
+  LinkModel serverLink;  // the parameter server's pulls and pushes
 };
 
 }  // namespace dtlab::core::sim

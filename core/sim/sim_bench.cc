@@ -20,6 +20,7 @@ ClusterModel benchCluster(int nodes) {
     c.nodes.push_back(node);
   }
   c.link = {5e-6, 1.25e9};
+  c.serverLink = c.link;
   return c;
 }
 

@@ -109,10 +109,12 @@ SimResult simulateParameterServer(const ClusterModel& cluster, const ModelShape&
   // stands for all of them: a request occupies a shard for its part's transfer (and, a push,
   // the optimizer step on it); the worker's own link moves the whole model either way.
   const double part = model.parameterBytes / server.shards;
-  const double shardPull = part / cluster.link.bytesPerS;
+  const LinkModel& link = cluster.serverLink;
+  if (!(link.bytesPerS > 0.0)) throw Error("the simulated server link has no bandwidth");
+  const double shardPull = part / link.bytesPerS;
   const double shardPush = shardPull + part * server.applySecondsPerByte;
-  const double workerLink = model.parameterBytes / cluster.link.bytesPerS;
-  const double latency = cluster.link.latencyS;
+  const double workerLink = model.parameterBytes / link.bytesPerS;
+  const double latency = link.latencyS;
   const int64_t budget = options.steps * n;  // pushes
 
   struct Worker {
@@ -202,6 +204,75 @@ SimResult simulateParameterServer(const ClusterModel& cluster, const ModelShape&
   }
   r.meanStaleness = pushes > 0 ? stalenessSum / static_cast<double>(pushes) : 0.0;
   finish(r, cluster, options, compute, waited, pushes);
+  return r;
+}
+
+SimResult simulateLocalSgd(const ClusterModel& cluster, const ModelShape& model,
+                           const SimOptions& options, int64_t period) {
+  checkCluster(cluster, options);
+  if (period < 1) throw Error("local_sgd's period must be at least 1");
+  const int n = static_cast<int>(cluster.nodes.size());
+  const std::vector<int64_t> shares = equalShares(options.globalBatch, n);
+  // The parameters and the votes behind them, in one all-reduce.
+  const double average =
+      ringAllReduceSeconds(n, model.parameterBytes + 16.0 * sizeof(float), cluster.link);
+  SimResult r;
+  std::vector<Rng> rngs;
+  for (int i = 0; i < n; ++i) rngs.emplace_back(deriveSeed(options.seed, 0x53u, i));
+  std::vector<double> compute(static_cast<std::size_t>(n), 0.0);
+  std::vector<double> sinceAverage(static_cast<std::size_t>(n), 0.0);
+  double waited = 0.0;
+  for (int64_t step = 1; step <= options.steps; ++step) {
+    for (int i = 0; i < n; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      const double c = stepCompute(cluster.nodes[k], shares[k], rngs[k]);
+      compute[k] += c;
+      sinceAverage[k] += c;
+    }
+    r.events += n;
+    // Every period, and at the end, all meet the slowest and average.
+    if (step % period != 0 && step != options.steps) continue;
+    const double slowest = *std::max_element(sinceAverage.begin(), sinceAverage.end());
+    for (double& s : sinceAverage) {
+      waited += slowest - s;
+      s = 0.0;
+    }
+    r.wallS += slowest + average;
+    ++r.events;
+  }
+  finish(r, cluster, options, compute, waited, options.steps * n);
+  return r;
+}
+
+SimResult runInPhases(const std::vector<std::pair<SimResult, int64_t>>& phases) {
+  SimResult r;
+  int64_t steps = 0;
+  double samples = 0.0;
+  double pushesStaleness = 0.0;
+  double pushes = 0.0;
+  double waitWeight = 0.0;
+  for (const auto& [phase, phaseSteps] : phases) {
+    if (phaseSteps <= 0) continue;
+    steps += phaseSteps;
+    samples += phase.samplesPerS * phase.wallS;
+    if (r.utilization.empty()) r.utilization.assign(phase.utilization.size(), 0.0);
+    for (std::size_t i = 0; i < phase.utilization.size() && i < r.utilization.size(); ++i)
+      r.utilization[i] += phase.utilization[i] * phase.wallS;
+    // Staleness per push: an asynchronous phase pushes once a worker step.
+    const double phasePushes = static_cast<double>(phaseSteps) * phase.utilization.size();
+    pushesStaleness += phase.meanStaleness * phasePushes;
+    pushes += phasePushes;
+    r.maxStaleness = std::max(r.maxStaleness, phase.maxStaleness);
+    waitWeight += phase.meanWaitS * phasePushes;
+    r.events += phase.events;
+    r.wallS += phase.wallS;
+  }
+  if (steps == 0) throw Error("a run in phases needs a phase of at least one step");
+  r.stepS = r.wallS / static_cast<double>(steps);
+  r.samplesPerS = r.wallS > 0.0 ? samples / r.wallS : 0.0;
+  for (double& u : r.utilization) u = r.wallS > 0.0 ? u / r.wallS : 1.0;
+  r.meanStaleness = pushes > 0.0 ? pushesStaleness / pushes : 0.0;
+  r.meanWaitS = pushes > 0.0 ? waitWeight / pushes : 0.0;
   return r;
 }
 

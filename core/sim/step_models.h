@@ -7,12 +7,18 @@
 //                   it goes and a communication thread all-reduces them (ring) strictly in
 //                   order, each once every node has it; the step ends when the last bucket is
 //                   reduced and every node has computed.
+//   local_sgd       every node computes its share on its own clock for `period` steps, then all
+//                   meet the slowest and average their parameters (one ring all-reduce of
+//                   the parameters and the votes behind them)
+//   hybrid          its phases one after the other (runInPhases): synchronous, then
+//                   asynchronous from the step its switch rule gives
 //   async_ps        every worker loops pull, compute, push on its own clock; the shards (the
 //                   parameters cut evenly, served first come first served) carry every pull
 //                   and push of their part, and an update's staleness is the pushes applied
 //                   between the worker's pull and its push; with a staleness bound (ssp) a
 //                   worker starts step c+1 only once the slowest has pushed c - bound times.
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/sim/cluster_model.h"
@@ -53,5 +59,14 @@ struct ParameterServerModel {
 // async_ps (and ssp with a bound): every worker pushes its equal share of the global batch.
 SimResult simulateParameterServer(const ClusterModel& cluster, const ModelShape& model,
                                   const SimOptions& options, const ParameterServerModel& server);
+
+// local_sgd with `period` local steps between averages.
+SimResult simulateLocalSgd(const ClusterModel& cluster, const ModelShape& model,
+                           const SimOptions& options, int64_t period);
+
+// One run made of phases run one after another, each a result and the global steps it took:
+// their durations add; throughput, utilisation, staleness (per push) and wait are the phases'
+// weighted by time or by pushes.
+SimResult runInPhases(const std::vector<std::pair<SimResult, int64_t>>& phases);
 
 }  // namespace dtlab::core::sim

@@ -284,6 +284,11 @@ sim::Calibration calibrateRuns(ProjectStore& store, std::vector<int64_t> runIds)
   if (!c.parameterServer.measured())
     c.notes.push_back(
         "parameter-server link: no run of 2 or more nodes pulled and pushed every step");
+  // When backward hands each block over, timed here at the median share the runs trained.
+  std::vector<double> samples;
+  for (const sim::ComputeObservation& o : compute) samples.push_back(o.samples);
+  c.handOffRows = std::max<int64_t>(1, std::llround(median(samples)));
+  c.handOffShares = measureHandOffShares(runs.front().spec, c.handOffRows);
   if (!bucketSizes.empty())
     c.bucketBytes =
         std::max_element(bucketSizes.begin(), bucketSizes.end(), [](const auto& a, const auto& b) {

@@ -1,11 +1,13 @@
 #include "core/train/hybrid.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 
 #include "core/comm/communicator.h"
 #include "core/common/log.h"
+#include "core/common/statistics.h"
 #include "core/train/checkpoint.h"
 #include "core/train/compression_settings.h"
 #include "core/train/parameter_server.h"
@@ -83,6 +85,41 @@ StrategyDescriptor hybridDescriptor() {
     const HybridOptions options = HybridOptions::of(v);
     if (!options.adaptive) return std::nullopt;
     return ServerWatchSettings{options.stragglerRatio, options.window};
+  };
+  // The simulator's model: the synchronous phase, then the asynchronous one, from the step
+  // the policy switches at. sync_then_async: switch_at of the steps. adaptive: the straggler
+  // ratio of the modelled nodes (slowest / median mean compute of an equal share, pauses
+  // averaged in, as the run's moving average counts them) held for `window` steps after the
+  // untimed first; the nodes do not change, so once asynchronous it stays so.
+  d.simulate = [](const VariantConfig& v, const sim::ClusterModel& cluster,
+                  const sim::ModelShape& model, const sim::SimOptions& options) {
+    const HybridOptions o = HybridOptions::of(v);
+    int64_t syncSteps = options.steps;
+    if (!o.adaptive) {
+      syncSteps = std::llround(o.switchAt * static_cast<double>(options.steps));
+    } else {
+      const std::vector<int64_t> shares =
+          sim::equalShares(options.globalBatch, static_cast<int>(cluster.nodes.size()));
+      std::vector<double> means;
+      for (std::size_t i = 0; i < cluster.nodes.size(); ++i)
+        means.push_back(cluster.nodes[i].meanSeconds(shares[i]));
+      const double slowest = *std::max_element(means.begin(), means.end());
+      const double ratio = slowest / median(means);
+      if (ratio > o.stragglerRatio) syncSteps = std::min(options.steps, kUntimedSteps + o.window);
+    }
+    std::vector<std::pair<sim::SimResult, int64_t>> phases;
+    sim::SimOptions phase = options;
+    if (syncSteps > 0) {
+      phase.steps = syncSteps;
+      phases.emplace_back(sim::simulateSyncAllReduce(cluster, model, phase), syncSteps);
+    }
+    if (options.steps > syncSteps) {
+      phase.steps = options.steps - syncSteps;
+      sim::ParameterServerModel server;
+      server.shards = psShardCount(v, static_cast<int>(cluster.nodes.size()));
+      phases.emplace_back(sim::simulateParameterServer(cluster, model, phase, server), phase.steps);
+    }
+    return sim::runInPhases(phases);
   };
   d.make = [](StrategyContext& c) -> std::unique_ptr<Strategy> {
     return std::make_unique<Hybrid>(

@@ -47,6 +47,11 @@ StrategyDescriptor localSgdDescriptor() {
                       "one after a lost node would no longer know where the others' started; "
                       "set on_node_loss \"fail\" or compression \"none\"");
   };
+  // The simulator's model: `period` local steps, then an average (uncompressed).
+  d.simulate = [](const VariantConfig& v, const sim::ClusterModel& cluster,
+                  const sim::ModelShape& model, const sim::SimOptions& options) {
+    return sim::simulateLocalSgd(cluster, model, options, strategyOf(v).view(v).integer("period"));
+  };
   d.make = [](StrategyContext& c) -> std::unique_ptr<Strategy> {
     const VariantConfig& v = c.job.spec.variants.at(static_cast<std::size_t>(c.job.variant));
     const SettingsView settings = strategyOf(v).view(v);

@@ -11,11 +11,11 @@
 namespace dtlab::core {
 namespace {
 
-// The cluster of `nodes` nodes for a variant whose transfers take `link`; compute slower by
-// `slower` (the band's 1 + spread, or 1 - spread).
+// The cluster of `nodes` nodes for a variant of `strategy`; compute slower by `slower` and
+// links by `linkSlower` (the band's 1 + spread, or 1 - spread).
 sim::ClusterModel clusterOf(const ExperimentSpec& spec, const sim::Calibration& calibration,
-                            const std::string& strategy, int nodes, const sim::LinkFit& link,
-                            double slower, double linkSlower) {
+                            const std::string& strategy, int nodes, double slower,
+                            double linkSlower) {
   sim::ClusterModel cluster;
   const int64_t specNodes = std::max<int64_t>(1, spec.cluster.localNodes);
   // The strategy's own compute where it was calibrated, each node's relative to the pool.
@@ -48,9 +48,12 @@ sim::ClusterModel clusterOf(const ExperimentSpec& spec, const sim::Calibration& 
     }
     cluster.nodes.push_back(m);
   }
-  cluster.link = link.model();
-  cluster.link.latencyS *= linkSlower;
-  cluster.link.bytesPerS /= linkSlower;
+  cluster.link = calibration.collective.model();
+  cluster.serverLink = calibration.parameterServer.model();
+  for (sim::LinkModel* link : {&cluster.link, &cluster.serverLink}) {
+    link->latencyS *= linkSlower;
+    link->bytesPerS /= linkSlower;
+  }
   return cluster;
 }
 
@@ -90,18 +93,24 @@ std::vector<VariantPrediction> predictScale(const ExperimentSpec& spec,
     }
     const sim::TransferPattern pattern =
         strategy.transferPattern ? strategy.transferPattern(variant, {}) : sim::TransferPattern{};
-    const sim::LinkFit& link =
-        strategy.traits.usesParameterServer ? calibration.parameterServer : calibration.collective;
-    if (!link.measured()) {
-      p.unmodelled = std::string("the calibration measured no ") +
-                     (strategy.traits.usesParameterServer ? "parameter-server" : "all-reduce") +
+    // The links the strategy's transfers take: a group's all-reduce, the server's calls.
+    std::string missing;
+    if (strategy.traits.needsCollectiveGroup && !calibration.collective.measured())
+      missing = "all-reduce";
+    if (strategy.traits.usesParameterServer && !calibration.parameterServer.measured())
+      missing += std::string(missing.empty() ? "" : " and ") + "parameter-server";
+    if (!missing.empty()) {
+      p.unmodelled = "the calibration measured no " + missing +
                      " link (calibrate with runs of at least 2 nodes of such a strategy)";
       out.push_back(std::move(p));
       continue;
     }
+    const double linkSpread =
+        std::max(strategy.traits.needsCollectiveGroup ? calibration.collective.spread : 0.0,
+                 strategy.traits.usesParameterServer ? calibration.parameterServer.spread : 0.0);
     const int64_t bucketBytes =
         pattern.bucketBytes > 0 ? pattern.bucketBytes : calibration.bucketBytes;
-    const sim::ModelShape model = simulatedModel(spec, bucketBytes);
+    const sim::ModelShape model = simulatedModel(spec, bucketBytes, calibration.handOffShares);
     const bool stale = strategy.traits.usesParameterServer;
     if (!options.throughputOnly && spec.training.targetAccuracy)
       p.convergence =
@@ -123,18 +132,17 @@ std::vector<VariantPrediction> predictScale(const ExperimentSpec& spec,
       o.steps = options.steps;
       o.seed = options.seed;
       const sim::SimResult mid = strategy.simulate(
-          variant, clusterOf(spec, calibration, strategy.name, nodes, link, 1.0, 1.0), model, o);
+          variant, clusterOf(spec, calibration, strategy.name, nodes, 1.0, 1.0), model, o);
       const double computeSpread = calibration.pooled.spread;
       const sim::SimResult low = strategy.simulate(
           variant,
-          clusterOf(spec, calibration, strategy.name, nodes, link,
-                    1.0 - std::min(0.9, computeSpread), 1.0 - std::min(0.9, link.spread)),
+          clusterOf(spec, calibration, strategy.name, nodes, 1.0 - std::min(0.9, computeSpread),
+                    1.0 - std::min(0.9, linkSpread)),
           model, o);
-      const sim::SimResult high =
-          strategy.simulate(variant,
-                            clusterOf(spec, calibration, strategy.name, nodes, link,
-                                      1.0 + computeSpread, 1.0 + link.spread),
-                            model, o);
+      const sim::SimResult high = strategy.simulate(
+          variant,
+          clusterOf(spec, calibration, strategy.name, nodes, 1.0 + computeSpread, 1.0 + linkSpread),
+          model, o);
       ScalePoint s;
       s.nodes = nodes;
       s.stepMs = mid.stepS * 1e3;

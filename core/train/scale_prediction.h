@@ -6,8 +6,8 @@
 //             only one was calibrated), at the emulated speed of the spec's node i mod (spec
 //             nodes), with the spec's straggler pauses where it emulates them and the measured
 //             ones otherwise
-//   links     the calibrated link of the variant's transfer path (the parameter server's for
-//             parameter-server strategies, the all-reduce's for the rest)
+//   links     the calibrated all-reduce link for the collectives, the parameter server's for
+//             pulls and pushes (a strategy needs those its traits say it uses)
 //   band      the same simulation with compute and links slower, and faster, by their
 //             calibrated spread
 //   target    steps to the target accuracy from the variant's measured run at the nearest node

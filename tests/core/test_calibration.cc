@@ -2,7 +2,8 @@
 // and link parameters from observations made with them, say so when two terms cannot be told
 // apart, a stored calibration reads back whole and a damaged one is refused naming the field;
 // the simulated model cuts its buckets as a run does; a prediction follows the closed form of
-// a synchronous step and the spec's node emulation, and a strategy without a model says so.
+// a synchronous step (and local SGD's) and the spec's node emulation, and a strategy without a
+// model says so.
 #include <QtTest/QtTest>
 
 #include <cmath>
@@ -15,6 +16,8 @@
 #include "core/spec/experiment_spec.h"
 #include "core/train/scale_prediction.h"
 #include "core/train/simulated_model.h"
+#include "core/train/strategy_registry.h"
+#include "tests/core/dummy_strategy.h"
 
 using namespace dtlab::core;
 using namespace dtlab::core::sim;
@@ -205,6 +208,22 @@ class TestCalibration : public QObject {
     QCOMPARE(total, 4 * (params + 16));  // the votes' control block rides along
   }
 
+  void measuredHandOffsPlaceTheBuckets() {
+    const ExperimentSpec spec = predictionSpec();
+    // Three dense layers, each handed over whole (none of 1 MiB): three hand-offs, timed.
+    const std::vector<double> shares = measureHandOffShares(spec, 128);
+    QCOMPARE(shares.size(), std::size_t{3});
+    QVERIFY(shares[0] > 0.0);
+    QVERIFY(shares[0] <= shares[1] && shares[1] <= shares[2]);
+    QCOMPARE(shares[2], 1.0);
+    // A bucket is ready at its last hand-off's share, and the shares are of the whole step.
+    const ModelShape shape = simulatedModel(spec, 64 * 1024, {0.3, 0.7, 1.0});
+    QCOMPARE(shape.backwardShare, 1.0);
+    QCOMPARE(shape.bucketReady, (std::vector<double>{0.7, 1.0}));  // [votes, 3, 2], [1]
+    // Shares of another model (a count that does not match) are not used.
+    QCOMPARE(simulatedModel(spec, 64 * 1024, {0.5, 1.0}).backwardShare, 2.0 / 3.0);
+  }
+
   void predictionFollowsTheClosedFormAndTheSpeeds() {
     const ExperimentSpec spec = predictionSpec();
     PredictOptions options;
@@ -228,9 +247,23 @@ class TestCalibration : public QObject {
     // async_ps is modelled, with staleness growing with the workers.
     QVERIFY(p[1].unmodelled.empty());
     QVERIFY(p[1].points[1].meanStaleness > p[1].points[0].meanStaleness);
-    // local_sgd has no model yet, and says so.
-    QVERIFY(p[2].points.empty());
-    QVERIFY(p[2].unmodelled.find("no model of local_sgd") != std::string::npos);
+    // local_sgd (period 8 by default, and the last step): the slowest node's step, then 7 averages
+    // in 50 steps of the parameters and the votes.
+    const double params = simulatedModel(spec, 0).parameterBytes;
+    for (const ScalePoint& s : p[2].points) {
+      const double n = s.nodes;
+      const double compute = (1.0 + 0.01 * 512 / n) / 0.5;
+      const double ring = 2 * (n - 1) * 0.5 + 2 * (n - 1) / n * (params + 64) / 100e6 * 1e3;
+      QVERIFY2(within(s.stepMs, compute + ring * 7 / 50, 0.01), std::to_string(s.stepMs).c_str());
+    }
+    // A strategy without a model (a test's own) says so.
+    test::registerDummyStrategy();
+    ExperimentSpec other = spec;
+    other.variants = {defaultVariant(test::kDummyStrategy)};
+    const std::vector<VariantPrediction> none = predictScale(other, handMade(), options);
+    QVERIFY(none[0].points.empty());
+    QVERIFY(none[0].unmodelled.find(std::string("no model of ") + test::kDummyStrategy) !=
+            std::string::npos);
     // No parameter-server link measured: async_ps cannot be predicted, and says why.
     Calibration noServer = handMade();
     noServer.parameterServer = {};

@@ -17,6 +17,7 @@ ClusterModel cluster(int n, double secondsPerSample, double latencyS, double byt
   ClusterModel c;
   c.nodes.assign(static_cast<std::size_t>(n), NodeModel{secondsPerSample, 0.0, 0.0, 0.0});
   c.link = {latencyS, bytesPerS};
+  c.serverLink = c.link;
   return c;
 }
 
@@ -174,7 +175,67 @@ class TestSimulator : public QObject {
     int withModel = 0;
     for (const dtlab::core::StrategyDescriptor* d : dtlab::core::strategies())
       withModel += d->simulate ? 1 : 0;
-    QCOMPARE(withModel, 3);  // sync_allreduce, async_ps, ssp; local_sgd and hybrid: not yet
+    QCOMPARE(withModel, 5);  // every built-in strategy
+  }
+
+  // local_sgd: each node computes `period` steps on its own, then all meet the slowest and
+  // average their parameters (a ring all-reduce of them and the votes): per step, the slowest
+  // node's compute and a period's share of the average.
+  void localSgdAveragesEveryPeriod() {
+    ClusterModel c = cluster(4, 1e-4, 20e-6, 1e8);
+    c.nodes[3].secondsPerSample = 3e-4;
+    ModelShape model;
+    model.parameterBytes = 4e6;
+    SimOptions options;
+    options.globalBatch = 400;
+    options.steps = 800;
+    const double average = ringAllReduceSeconds(4, 4e6 + 64, c.link);
+    for (int64_t period : {int64_t{1}, int64_t{8}}) {
+      const SimResult r = simulateLocalSgd(c, model, options, period);
+      QVERIFY2(within(r.stepS, 100 * 3e-4 + average / period, 0.01),
+               qPrintable(QString::number(r.stepS)));
+      QCOMPARE(r.meanStaleness, 0.0);
+    }
+    dtlab::core::VariantConfig v = dtlab::core::defaultVariant("local_sgd");
+    v.settings.set("period", int64_t{8});
+    const SimResult viaDescriptor =
+        dtlab::core::findStrategy("local_sgd")->simulate(v, c, model, options);
+    QVERIFY(within(viaDescriptor.stepS, simulateLocalSgd(c, model, options, 8).stepS, 1e-12));
+  }
+
+  // hybrid: its phases one after another, from the step its policy switches at.
+  void hybridRunsItsPhases() {
+    using dtlab::core::defaultVariant;
+    ClusterModel c = cluster(4, 1e-4, 0.0, 1e9);
+    c.nodes[3].secondsPerSample = 4e-4;  // a straggler: 4x the median
+    ModelShape model;
+    model.parameterBytes = 1e6;
+    SimOptions options;
+    options.globalBatch = 400;
+    options.steps = 200;
+    const auto& hybrid = *dtlab::core::findStrategy("hybrid");
+    dtlab::core::VariantConfig half = defaultVariant("hybrid");
+    half.settings.set("switch_at", 0.5);
+    SimOptions each = options;
+    each.steps = 100;
+    const SimResult sync = simulateSyncAllReduce(c, model, each);
+    const SimResult async = simulateParameterServer(c, model, each, {4, 0.0, -1});
+    const SimResult both = hybrid.simulate(half, c, model, options);
+    QVERIFY2(within(both.wallS, sync.wallS + async.wallS, 1e-9),
+             qPrintable(QString::number(both.wallS)));
+    QVERIFY(within(both.meanStaleness, async.meanStaleness / 2, 1e-9));  // half the pushes
+    // adaptive: the straggler ratio 4 is above 1.5, so asynchronous after the window; with
+    // every node alike it stays synchronous throughout.
+    dtlab::core::VariantConfig adaptive = defaultVariant("hybrid");
+    adaptive.settings.set("policy", std::string("adaptive"));
+    adaptive.settings.set("window", int64_t{10});
+    const SimResult switched = hybrid.simulate(adaptive, c, model, options);
+    QVERIFY(switched.meanStaleness > 0.0);
+    QVERIFY(switched.samplesPerS > simulateSyncAllReduce(c, model, options).samplesPerS);
+    const ClusterModel alike = cluster(4, 1e-4, 0.0, 1e9);
+    const SimResult stayed = hybrid.simulate(adaptive, alike, model, options);
+    QCOMPARE(stayed.meanStaleness, 0.0);
+    QVERIFY(within(stayed.stepS, simulateSyncAllReduce(alike, model, options).stepS, 1e-9));
   }
 
   void refusesWhatCannotRun() {
