@@ -1,5 +1,6 @@
 #include "app/compare_command.h"
 
+#include <cstdio>
 #include <iostream>
 #include <limits>
 #include <optional>
@@ -10,6 +11,7 @@
 #include "core/store/comparison.h"
 #include "core/store/comparison_statistics.h"
 #include "core/store/project_store.h"
+#include "core/store/run_calibration.h"
 #include "core/store/seed_table.h"
 
 namespace dtlab::app {
@@ -18,6 +20,37 @@ std::string comparisonFormat(const std::string& format) {
   if (format != "table" && format != "csv" && format != "json")
     throw UsageError("--format: expected table, csv or json, got '" + format + "'");
   return format;
+}
+
+// With a calibration in the project: beside each run, the simulator's time per step for it as
+// it ran and for its strategy's ideal (core/store/run_calibration.h: Yardstick).
+void printYardstick(core::ProjectStore& store, const core::Comparison& comparison) {
+  std::optional<std::pair<int64_t, core::sim::Calibration>> found;
+  try {
+    found = core::calibrationOf(store, comparison.experiment);
+  } catch (const Error& e) {
+    std::cout << "\nno yardstick: " << e.what() << "\n";
+    return;
+  }
+  if (!found) return;
+  const auto& [calibrationId, calibration] = *found;
+  std::vector<int64_t> runs;
+  for (const core::ComparisonRow& row : comparison.rows)
+    if (row.runId) runs.push_back(*row.runId);
+  std::cout << "\nyardstick: the simulator's time per step (calibration " << calibrationId
+            << "), for each run as it ran (its batch shares) and for its strategy's ideal\n";
+  std::printf("  %-20s %5s %6s %14s %14s %11s\n", "variant", "run", "nodes", "measured (ms)",
+              "as it ran (ms)", "ideal (ms)");
+  for (const core::Yardstick& y : core::yardsticks(store, calibration, runs)) {
+    if (!y.asRanMs) {
+      std::printf("  %-20s %5lld %6d %14.3f  (%s)\n", y.variant.c_str(),
+                  static_cast<long long>(y.runId), y.nodes, y.measuredMs, y.why.c_str());
+      continue;
+    }
+    std::printf("  %-20s %5lld %6d %14.3f %8.3f %+5.0f%% %11.3f\n", y.variant.c_str(),
+                static_cast<long long>(y.runId), y.nodes, y.measuredMs, *y.asRanMs,
+                y.measuredMs > 0 ? 100.0 * (*y.asRanMs / y.measuredMs - 1.0) : 0.0, *y.idealMs);
+  }
 }
 
 int compareCommand(const std::vector<std::string>& argv) {
@@ -53,8 +86,10 @@ int compareCommand(const std::vector<std::string>& argv) {
     std::cout << core::comparisonJson(comparison).dump() << "\n";
   else if (format == "csv")
     std::cout << core::comparisonCsv(comparison);
-  else
+  else {
     std::cout << core::comparisonTable(comparison);
+    printYardstick(*store, comparison);
+  }
   std::cout.flush();
   return std::cout ? 0 : 1;
 }

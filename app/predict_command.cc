@@ -30,10 +30,11 @@ std::string figure(double value, const char* format) {
 }  // namespace
 
 const char* predictUsage() {
-  return R"(  calibrate P.dtlab [RUN ...] [--json]
+  return R"(  calibrate P.dtlab [RUN ...] [--experiment NAME] [--json]
       Fit the scale simulator to the project's runs (the RUNs given, else every
-      completed run of its most recent experiment; runs of different models or emulated
-      links are refused) and store the calibration in the project: per node, compute time
+      completed run of experiment NAME, by default the most recent; runs of different
+      models or emulated links are refused) and store the calibration in the project
+      (predict and compare use the newest of each experiment): per node, compute time
       per step against batch size at full speed (a run's emulated speed divided out),
       its spread and its pauses; per link (all-reduce, parameter server), latency and
       bandwidth by least squares over the runs' steps; the gradient bucket size. Notes
@@ -53,17 +54,19 @@ const char* predictUsage() {
 }
 
 int calibrateCommand(const std::vector<std::string>& argv) {
-  const Args args(argv, {}, {"--json"});
+  const Args args(argv, {"--experiment"}, {"--json"});
   if (args.positionals().empty()) throw UsageError("calibrate: expected P.dtlab [RUN ...]");
   const std::string& path = args.positionals()[0];
   std::vector<int64_t> runs;
   for (std::size_t i = 1; i < args.positionals().size(); ++i)
     runs.push_back(parseRunId(args.positionals()[i]));
   auto store = core::ProjectStore::open(path);
-  const core::sim::Calibration calibration = core::calibrateRuns(*store, runs);
+  const core::sim::Calibration calibration =
+      core::calibrateRuns(*store, runs, args.value("--experiment", ""));
   const int64_t id = store->saveCalibration(calibration.toJson());
-  std::cout << "calibration " << id << " of " << path << ", from " << calibration.runs.size()
-            << " run" << (calibration.runs.size() == 1 ? "" : "s") << ":\n"
+  std::cout << "calibration " << id << " of " << path << ", experiment \"" << calibration.experiment
+            << "\", from " << calibration.runs.size() << " run"
+            << (calibration.runs.size() == 1 ? "" : "s") << ":\n"
             << calibration.describe();
   if (args.has("--json"))
     std::cout << nlohmann::json{{"calibration", calibration.toJson()}, {"id", id}}.dump() << "\n";
@@ -82,16 +85,16 @@ int predictCommand(const std::vector<std::string>& argv) {
   options.throughputOnly = args.has("--throughput-only");
 
   auto store = core::ProjectStore::open(path, /*readOnly=*/true);
-  const std::optional<core::StoredCalibration> stored = store->latestCalibration();
-  if (!stored)
-    throw Error(path + " has no calibration yet: run `dtlab-cli calibrate " + path +
-                "` first (it fits one from the project's runs)");
-  const core::sim::Calibration calibration = core::sim::Calibration::fromJson(
-      stored->data, path + ": calibration " + std::to_string(stored->id));
   const std::optional<std::string> named =
       args.positionals().size() == 2 ? std::optional(args.positionals()[1]) : std::nullopt;
   const core::Entity experiment = core::experimentNamedOrLatest(*store, named);
   const core::ExperimentSpec spec = core::parseExperimentSpecText(experiment.config.dump());
+  const auto found = core::calibrationOf(*store, spec.name);
+  if (!found)
+    throw Error(path + " has no calibration of experiment \"" + spec.name +
+                "\" yet: run `dtlab-cli calibrate " + path + " --experiment " + spec.name +
+                "` first (it fits one from the experiment's runs)");
+  const auto& [calibrationId, calibration] = *found;
   const std::vector<core::MeasuredPoint> measured = core::measuredPoints(*store, spec.name);
   // The measured node counts are predicted too, to set beside the runs.
   core::PredictOptions all = options;
@@ -102,7 +105,7 @@ int predictCommand(const std::vector<std::string>& argv) {
       core::predictScale(spec, calibration, all, measured);
 
   nlohmann::json variants = nlohmann::json::array();
-  std::cout << "experiment \"" << spec.name << "\" predicted with calibration " << stored->id
+  std::cout << "experiment \"" << spec.name << "\" predicted with calibration " << calibrationId
             << " (runs";
   for (int64_t run : calibration.runs) std::cout << " " << run;
   std::cout << ")\n";
@@ -169,7 +172,7 @@ int predictCommand(const std::vector<std::string>& argv) {
   if (args.has("--json"))
     std::cout << nlohmann::json{{"prediction",
                                  {{"experiment", spec.name},
-                                  {"calibration", stored->id},
+                                  {"calibration", calibrationId},
                                   {"variants", variants}}}}
                      .dump()
               << "\n";

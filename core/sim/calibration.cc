@@ -228,7 +228,8 @@ nlohmann::json Calibration::toJson() const {
   for (const ComputeFit& n : nodes) nodeFits.push_back(sim::toJson(n));
   nlohmann::json strategyFits = nlohmann::json::array();
   for (const ComputeFit& n : strategies) strategyFits.push_back(sim::toJson(n));
-  return {{"runs", runs},
+  return {{"experiment", experiment},
+          {"runs", runs},
           {"compute", sim::toJson(pooled)},
           {"nodes", nodeFits},
           {"strategies", strategyFits},
@@ -243,6 +244,7 @@ nlohmann::json Calibration::toJson() const {
 Calibration Calibration::fromJson(const nlohmann::json& json, const std::string& where) {
   if (!json.is_object()) throw Error(where + ": a calibration must be a JSON object");
   Calibration c;
+  c.experiment = field<std::string>(json, "experiment", where);
   c.runs = field<std::vector<int64_t>>(json, "runs", where);
   c.pooled = computeFromJson(field<nlohmann::json>(json, "compute", where), where + ".compute");
   const auto nodeFits = field<nlohmann::json>(json, "nodes", where);

@@ -76,6 +76,7 @@ struct LinkFit {
 };
 
 struct Calibration {
+  std::string experiment;         // the runs' (one model on one cluster)
   std::vector<int64_t> runs;      // what it was fitted from
   ComputeFit pooled;              // every node together
   std::vector<ComputeFit> nodes;  // per node label, in first-seen order

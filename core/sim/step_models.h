@@ -29,6 +29,9 @@ struct SimOptions {
   int64_t globalBatch = 256;
   int64_t steps = 100;  // global steps (an asynchronous run: steps x workers pushes)
   uint64_t seed = 1;    // the stragglers' draws
+  // Per node, the samples of a step in place of the strategy's own split (a measured run's,
+  // to model it as it ran); empty: the strategy's. Strategies that split the batch use it.
+  std::vector<int64_t> shares;
 };
 
 struct SimResult {

@@ -569,6 +569,18 @@ std::optional<StoredCalibration> ProjectStore::latestCalibration() {
                            parseStoredJson(s.columnText(2), "calibration " + std::to_string(id))};
 }
 
+std::vector<StoredCalibration> ProjectStore::calibrations() {
+  std::lock_guard lock(mutex_);
+  sqlite::Statement s(*db_, "SELECT id, created_ms, data FROM calibrations ORDER BY id DESC");
+  std::vector<StoredCalibration> out;
+  while (s.step()) {
+    const int64_t id = s.columnInt(0);
+    out.push_back({id, s.columnInt(1),
+                   parseStoredJson(s.columnText(2), "calibration " + std::to_string(id))});
+  }
+  return out;
+}
+
 std::vector<RunMetric> ProjectStore::runMetrics(int64_t runId) {
   std::lock_guard lock(mutex_);
   sqlite::Statement s(*db_,

@@ -202,9 +202,10 @@ class ProjectStore {
   // appendPsRecords; core/train/push_record.h decodes them); empty for any other run.
   std::vector<std::vector<unsigned char>> psRecords(int64_t runId);
   // The scale simulator's calibrations (core/sim/calibration.h, as JSON): stores one and
-  // returns its id; the newest (nullopt: none yet).
+  // returns its id; the newest (nullopt: none yet); all of them.
   int64_t saveCalibration(const nlohmann::json& calibration);
   std::optional<StoredCalibration> latestCalibration();
+  std::vector<StoredCalibration> calibrations();  // newest first
   // Makes the run ready to continue from its checkpoint of `step` (dtlab-cli resume), in one
   // transaction, and returns the checkpoint's bytes: refused while the run's recorder still
   // runs; its points after `step` dropped (the resumed run records them again) and its

@@ -140,12 +140,16 @@ double medianOr(std::vector<double> values, double fallback) {
 
 }  // namespace
 
-sim::Calibration calibrateRuns(ProjectStore& store, std::vector<int64_t> runIds) {
+sim::Calibration calibrateRuns(ProjectStore& store, std::vector<int64_t> runIds,
+                               const std::string& experiment) {
   // By default the runs of the project's most recent experiment: a calibration is of one
   // model on one cluster.
-  const std::string experiment =
-      runIds.empty() ? experimentNamedOrLatest(store, std::nullopt).name : std::string();
-  const std::vector<LoadedRun> runs = loadRuns(store, std::move(runIds), experiment);
+  const std::string chosen =
+      runIds.empty() ? experimentNamedOrLatest(
+                           store, experiment.empty() ? std::nullopt : std::optional(experiment))
+                           .name
+                     : experiment;
+  const std::vector<LoadedRun> runs = loadRuns(store, std::move(runIds), chosen);
   if (runs.empty())
     throw Error("no completed run with a stored spec in " + store.path() + " to calibrate from");
   // Compute per sample is the model's, and an emulated link the cluster's: runs that differ in
@@ -169,6 +173,7 @@ sim::Calibration calibrateRuns(ProjectStore& store, std::vector<int64_t> runIds)
                   "experiment at a time");
   }
   sim::Calibration c;
+  c.experiment = runs.front().spec.name;
   std::vector<sim::ComputeObservation> compute;
   std::vector<sim::TransferObservation> collective, server;
   std::map<int64_t, int64_t> bucketSizes;  // bytes -> runs
@@ -335,6 +340,63 @@ std::vector<MeasuredPoint> measuredPoints(ProjectStore& store, const std::string
           break;
         }
     out.push_back(m);
+  }
+  return out;
+}
+
+std::optional<std::pair<int64_t, sim::Calibration>> calibrationOf(ProjectStore& store,
+                                                                  const std::string& experiment) {
+  for (const StoredCalibration& stored : store.calibrations()) {
+    if (!stored.data.is_object() || stored.data.value("experiment", std::string()) != experiment)
+      continue;
+    return std::pair(stored.id,
+                     sim::Calibration::fromJson(
+                         stored.data, store.path() + ": calibration " + std::to_string(stored.id)));
+  }
+  return std::nullopt;
+}
+
+std::vector<Yardstick> yardsticks(ProjectStore& store, const sim::Calibration& calibration,
+                                  const std::vector<int64_t>& runIds) {
+  std::vector<Yardstick> out;
+  for (int64_t id : runIds) {
+    Yardstick y;
+    y.runId = id;
+    std::string why;
+    const std::optional<LoadedRun> run = loadRun(store, id, &why);
+    if (!run) {
+      y.why = why;
+      out.push_back(y);
+      continue;
+    }
+    const std::vector<MeasuredPoint> measured = measuredPoints(store, {}, {id});
+    const VariantConfig& variant = run->spec.variants.at(static_cast<std::size_t>(run->variant));
+    y.variant = variant.name;
+    y.nodes = run->nodes;
+    y.measuredMs = measured.empty() ? 0.0 : measured.front().stepMs;
+    // Each node's mean share of the batch over the measured steps, in samples.
+    std::vector<int64_t> shares;
+    const auto shareIt = run->series.find(metric::kBatchShare);
+    if (shareIt != run->series.end()) {
+      std::map<int, std::vector<double>> byNode;
+      for (const auto& [worker, points] : shareIt->second)
+        for (const SeriesPoint& p : points) byNode[worker.node].push_back(p.value);
+      if (static_cast<int>(byNode.size()) == run->nodes) {
+        const auto batch = static_cast<double>(run->spec.training.batchSize);
+        int64_t total = 0;
+        for (const auto& [node, values] : byNode) {
+          double sum = 0.0;
+          for (double v : values) sum += v;
+          shares.push_back(std::max<int64_t>(1, std::llround(batch * sum / values.size())));
+          total += shares.back();
+        }
+        shares.back() += run->spec.training.batchSize - total;  // rounding
+        if (shares.back() < 1) shares.clear();
+      }
+    }
+    y.asRanMs = simulatedStepMs(run->spec, variant, calibration, run->nodes, shares, &y.why);
+    y.idealMs = simulatedStepMs(run->spec, variant, calibration, run->nodes, {}, &y.why);
+    out.push_back(y);
   }
   return out;
 }

@@ -57,6 +57,32 @@ sim::ClusterModel clusterOf(const ExperimentSpec& spec, const sim::Calibration& 
   return cluster;
 }
 
+// The variant's model as the simulator sees it: its buckets (the variant's own size, else the
+// calibrated runs') ready when the calibration timed backward handing them over.
+sim::ModelShape modelOf(const ExperimentSpec& spec, const VariantConfig& variant,
+                        const sim::Calibration& calibration) {
+  const StrategyDescriptor& strategy = strategyOf(variant);
+  const sim::TransferPattern pattern =
+      strategy.transferPattern ? strategy.transferPattern(variant, {}) : sim::TransferPattern{};
+  const int64_t bucketBytes =
+      pattern.bucketBytes > 0 ? pattern.bucketBytes : calibration.bucketBytes;
+  return simulatedModel(spec, bucketBytes, calibration.handOffShares);
+}
+
+// Why `strategy` cannot be simulated with `calibration` ("" when it can).
+std::string unmodelledWhy(const StrategyDescriptor& strategy, const sim::Calibration& calibration) {
+  if (!strategy.simulate) return "the simulator has no model of " + strategy.name + " yet";
+  // The links the strategy's transfers take: a group's all-reduce, the server's calls.
+  std::string missing;
+  if (strategy.traits.needsCollectiveGroup && !calibration.collective.measured())
+    missing = "all-reduce";
+  if (strategy.traits.usesParameterServer && !calibration.parameterServer.measured())
+    missing += std::string(missing.empty() ? "" : " and ") + "parameter-server";
+  if (missing.empty()) return {};
+  return "the calibration measured no " + missing +
+         " link (calibrate with runs of at least 2 nodes of such a strategy)";
+}
+
 // The measured run of `variant` at the node count nearest `nodes` (log scale) that reached
 // the target; nullptr when none did.
 const MeasuredPoint* nearestReached(const std::vector<MeasuredPoint>& measured,
@@ -76,6 +102,29 @@ const MeasuredPoint* nearestReached(const std::vector<MeasuredPoint>& measured,
 
 }  // namespace
 
+std::optional<double> simulatedStepMs(const ExperimentSpec& spec, const VariantConfig& variant,
+                                      const sim::Calibration& calibration, int nodes,
+                                      const std::vector<int64_t>& shares, std::string* why,
+                                      int64_t steps) {
+  const StrategyDescriptor& strategy = strategyOf(variant);
+  std::string reason = unmodelledWhy(strategy, calibration);
+  if (reason.empty() && (nodes < 1 || spec.training.batchSize < nodes))
+    reason = "no sample for some of " + std::to_string(nodes) + " nodes";
+  if (!reason.empty()) {
+    if (why != nullptr) *why = reason;
+    return std::nullopt;
+  }
+  sim::SimOptions o;
+  o.globalBatch = spec.training.batchSize;
+  o.steps = steps;
+  o.shares = shares;
+  return strategy
+             .simulate(variant, clusterOf(spec, calibration, strategy.name, nodes, 1.0, 1.0),
+                       modelOf(spec, variant, calibration), o)
+             .stepS *
+         1e3;
+}
+
 std::vector<VariantPrediction> predictScale(const ExperimentSpec& spec,
                                             const sim::Calibration& calibration,
                                             const PredictOptions& options,
@@ -86,31 +135,15 @@ std::vector<VariantPrediction> predictScale(const ExperimentSpec& spec,
     VariantPrediction p;
     p.variant = variant.name;
     p.strategy = strategy.name;
-    if (!strategy.simulate) {
-      p.unmodelled = "the simulator has no model of " + strategy.name + " yet";
-      out.push_back(std::move(p));
-      continue;
-    }
-    const sim::TransferPattern pattern =
-        strategy.transferPattern ? strategy.transferPattern(variant, {}) : sim::TransferPattern{};
-    // The links the strategy's transfers take: a group's all-reduce, the server's calls.
-    std::string missing;
-    if (strategy.traits.needsCollectiveGroup && !calibration.collective.measured())
-      missing = "all-reduce";
-    if (strategy.traits.usesParameterServer && !calibration.parameterServer.measured())
-      missing += std::string(missing.empty() ? "" : " and ") + "parameter-server";
-    if (!missing.empty()) {
-      p.unmodelled = "the calibration measured no " + missing +
-                     " link (calibrate with runs of at least 2 nodes of such a strategy)";
+    p.unmodelled = unmodelledWhy(strategy, calibration);
+    if (!p.unmodelled.empty()) {
       out.push_back(std::move(p));
       continue;
     }
     const double linkSpread =
         std::max(strategy.traits.needsCollectiveGroup ? calibration.collective.spread : 0.0,
                  strategy.traits.usesParameterServer ? calibration.parameterServer.spread : 0.0);
-    const int64_t bucketBytes =
-        pattern.bucketBytes > 0 ? pattern.bucketBytes : calibration.bucketBytes;
-    const sim::ModelShape model = simulatedModel(spec, bucketBytes, calibration.handOffShares);
+    const sim::ModelShape model = modelOf(spec, variant, calibration);
     const bool stale = strategy.traits.usesParameterServer;
     if (!options.throughputOnly && spec.training.targetAccuracy)
       p.convergence =

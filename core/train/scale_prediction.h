@@ -64,6 +64,15 @@ struct PredictOptions {
   bool throughputOnly = false;  // no convergence model
 };
 
+// The simulator's time per step (ms) of `variant` of `spec` on `nodes` nodes, with `shares`
+// (per node, summing to the global batch; empty: its strategy's own split) as a run measured
+// them. nullopt, with why in `why`, when its strategy has no model or the calibration no link
+// it needs.
+std::optional<double> simulatedStepMs(const ExperimentSpec& spec, const VariantConfig& variant,
+                                      const sim::Calibration& calibration, int nodes,
+                                      const std::vector<int64_t>& shares, std::string* why,
+                                      int64_t steps = 300);
+
 std::vector<VariantPrediction> predictScale(const ExperimentSpec& spec,
                                             const sim::Calibration& calibration,
                                             const PredictOptions& options,

@@ -95,11 +95,12 @@ StrategyDescriptor syncAllReduceDescriptor() {
                                   "is \"") +
                           toString(data) + "\", where each worker draws only from its own shard");
   };
-  // The simulator's model: speed_proportional at its balance, the equal split otherwise.
+  // The simulator's model: speed_proportional at its balance, the equal split otherwise (or the
+  // split the options give).
   d.simulate = [](const VariantConfig& v, const sim::ClusterModel& cluster,
                   const sim::ModelShape& model, const sim::SimOptions& options) {
-    std::vector<int64_t> shares;
-    if (SyncAllReduceOptions::of(v).speedProportional) {
+    std::vector<int64_t> shares = options.shares;
+    if (shares.empty() && SyncAllReduceOptions::of(v).speedProportional) {
       // The scheduler's own split (speed_shares.h) for the nodes' costs.
       std::vector<RankCost> costs;
       for (const sim::NodeModel& n : cluster.nodes)

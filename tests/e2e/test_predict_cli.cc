@@ -1,8 +1,9 @@
 // `dtlab-cli calibrate` and `dtlab-cli predict` (issue 24) on runs of real daemons: the
 // calibration is fitted from the project's runs and stored in it, the prediction covers every
 // variant at the node counts asked for (local_sgd among them) and sets each measured run beside
-// the simulator's figure for it; a project without a calibration, an unknown run and a damaged
-// calibration are refused with what is wrong.
+// the simulator's figure for it, and the comparison shows it beside each run as a yardstick;
+// each experiment uses its own calibration; a project without one, an unknown run, runs of two
+// models and a damaged calibration are refused with what is wrong.
 #include <QtCore/QTemporaryDir>
 #include <QtTest/QtTest>
 
@@ -54,7 +55,8 @@ class TestPredictCli : public QObject {
   void predictWithoutACalibrationIsRefused() {
     const e2e::Outcome o = e2e::cli({"predict", project_});
     QCOMPARE(o.exitCode, 1);
-    QVERIFY2(o.err.contains("has no calibration yet") && o.err.contains("dtlab-cli calibrate"),
+    QVERIFY2(o.err.contains("has no calibration of experiment \"scale\" yet") &&
+                 o.err.contains("dtlab-cli calibrate"),
              qPrintable(o.err));
   }
 
@@ -118,6 +120,26 @@ class TestPredictCli : public QObject {
             byName.at("sync").at("points")[2].at("step_ms").get<double>());
   }
 
+  void compareShowsTheYardstick() {
+    // Beside each run of the execution, the simulator's step for it as it ran and for its
+    // strategy's ideal; fitted on these very runs, the synchronous ones come out close.
+    const e2e::Outcome o = e2e::cli({"compare", project_, "scale"});
+    QVERIFY2(o.exitCode == 0, qPrintable(o.err));
+    QVERIFY2(o.out.contains("yardstick: the simulator's time per step (calibration"),
+             qPrintable(o.out));
+    const QStringList lines = o.out.split("yardstick:").last().split('\n');
+    int rows = 0;
+    for (const QString& line : lines) {
+      const QStringList cells = line.simplified().split(' ');
+      if (cells.size() < 7 || !(cells[0] == "one" || cells[0] == "sync")) continue;
+      ++rows;
+      const double measured = cells[3].toDouble();
+      const double asRan = cells[4].toDouble();
+      QVERIFY2(std::abs(asRan / measured - 1.0) < 0.3, qPrintable(line));
+    }
+    QCOMPARE(rows, 2);
+  }
+
   void runsOfAnotherModelAreRefused() {
     // A second experiment in the project, of a wider model: it is the most recent, so a
     // calibration without runs named takes its runs alone; named together with the first
@@ -139,6 +161,13 @@ class TestPredictCli : public QObject {
     const e2e::Outcome latest = e2e::cli({"calibrate", project_, "--json"});
     QVERIFY2(latest.exitCode == 0, qPrintable(latest.err));
     QCOMPARE(e2e::lastJson(latest.out).at("calibration").at("runs"), nlohmann::json({5}));
+    // Each experiment's prediction takes its own newest calibration.
+    const e2e::Outcome wider = e2e::cli({"predict", project_, "wider", "--nodes", "4", "--json"});
+    QVERIFY2(wider.exitCode == 0, qPrintable(wider.err));
+    const e2e::Outcome scale = e2e::cli({"predict", project_, "scale", "--nodes", "4", "--json"});
+    QVERIFY2(scale.exitCode == 0, qPrintable(scale.err));
+    QVERIFY(e2e::lastJson(wider.out)["prediction"]["calibration"] !=
+            e2e::lastJson(scale.out)["prediction"]["calibration"]);
   }
 
   void aDamagedCalibrationIsRefusedNamingTheField() {
@@ -152,8 +181,8 @@ class TestPredictCli : public QObject {
     QCOMPARE(o.exitCode, 1);
     QVERIFY2(o.err.contains("collective.bandwidth_mbps: wrong type"), qPrintable(o.err));
     // The runs are untouched, and a fresh calibration makes it predict again.
-    QVERIFY(e2e::cli({"calibrate", project_, "1", "2", "3", "4"}).exitCode == 0);
-    QCOMPARE(e2e::cli({"predict", project_, "scale", "--nodes", "4"}).exitCode, 0);
+    QVERIFY(e2e::cli({"calibrate", project_}).exitCode == 0);
+    QCOMPARE(e2e::cli({"predict", project_, "--nodes", "4"}).exitCode, 0);
   }
 };
 
