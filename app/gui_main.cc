@@ -23,6 +23,7 @@
 #include "ui/pages/compare_page.h"
 #include "ui/pages/dataset_page.h"
 #include "ui/pages/execution_statistics.h"
+#include "ui/pages/predict_page.h"
 
 namespace {
 
@@ -212,7 +213,7 @@ int main(int argc, char** argv) {
   const QCommandLineOption page(
       "page",
       "the page to show: explorer, dashboard (a run's; 'run' says the same), dataset, topology, "
-      "experiment or compare",
+      "experiment, compare or predict (the most recent experiment at scale, or --experiment's)",
       "page", "explorer");
   const QCommandLineOption run("run", "the run to show (its number; default: the latest)", "RUN");
   const QCommandLineOption screenshot("screenshot", "render the page to a PNG and exit", "out.png");
@@ -235,24 +236,27 @@ int main(int argc, char** argv) {
                                "N", "96");
   const QCommandLineOption exportTo("export", "write the --chart to a file and exit",
                                     "out.png|svg|pdf|csv");
+  const QCommandLineOption experimentName(
+      "experiment", "--page predict: the experiment to predict (default: the most recent)", "NAME");
   const QCommandLineOption tab("tab",
                                "--page compare: the tab shown above the charts (runs, statistics "
                                "or seed, the measured seed table of the execution compared)",
                                "runs|statistics|seed");
-  parser.addOptions(
-      {page, run, screenshot, size, chart, runs, x, smooth, workers, dpi, exportTo, tab});
+  parser.addOptions({page, run, screenshot, size, chart, runs, x, smooth, workers, dpi, exportTo,
+                     tab, experimentName});
   parser.process(app);
 
   const QStringList positional = parser.positionalArguments();
   if (positional.size() > 1) return fail("expected at most one project file");
   const QString pageName = parser.value(page);
-  const QStringList pages = {"explorer", "dashboard",  "run",    "dataset",
-                             "topology", "experiment", "compare"};
+  const QStringList pages = {"explorer", "dashboard",  "run",     "dataset",
+                             "topology", "experiment", "compare", "predict"};
   if (!pages.contains(pageName))
     return fail(
         QString("--page: '%1' is not available (pages: %2)").arg(pageName, pages.join(", ")));
   const bool dashboard = pageName == "dashboard" || pageName == "run";
-  if ((dashboard || pageName == "dataset" || pageName == "topology" || pageName == "experiment") &&
+  if ((dashboard || pageName == "dataset" || pageName == "topology" || pageName == "experiment" ||
+       pageName == "predict") &&
       positional.isEmpty())
     return fail(QString("--page %1 needs a project file").arg(pageName));
   bool runOk = true;
@@ -312,7 +316,10 @@ int main(int argc, char** argv) {
   window.show();
   // The compare page and a run's page choose from the project: they wait for it, as a
   // screenshot does.
-  const bool waitForProject = capture || pageName == "compare" || dashboard || runId > 0;
+  if (parser.isSet(experimentName) && pageName != "predict")
+    return fail("--experiment goes with --page predict");
+  const bool waitForProject =
+      capture || pageName == "compare" || pageName == "predict" || dashboard || runId > 0;
   if (!positional.isEmpty()) {
     window.openProject(positional.first());
     if (waitForProject && !waitFor(&window, &dtlab::ui::MainWindow::projectLoaded, 30000) &&
@@ -362,6 +369,12 @@ int main(int argc, char** argv) {
       QSignalSpyLike statisticsShown(compare->statistics(), &dtlab::ui::ExecutionStatistics::shown);
       if (!compare->statistics()->upToDate()) statisticsShown.wait(30000);
     }
+  }
+  if (pageName == "predict") {
+    dtlab::ui::PredictPage* predict = window.predictPage();
+    QSignalSpyLike shown(predict, &dtlab::ui::PredictPage::shown);
+    window.showPredict(parser.value(experimentName).toStdString());
+    if (capture && !shown.wait(60000)) return fail(window.statusBar()->currentMessage());
   }
   if (!capture) return app.exec();
 

@@ -110,8 +110,10 @@ int predictCommand(const std::vector<std::string>& argv) {
   for (int64_t run : calibration.runs) std::cout << " " << run;
   std::cout << ")\n";
   for (const core::VariantPrediction& p : predictions) {
-    nlohmann::json v = {{"variant", p.variant}, {"strategy", p.strategy}};
-    std::cout << "\n" << p.variant << " (" << p.strategy << ")";
+    nlohmann::json v = {{"variant", p.variant}, {"strategy", p.strategy}, {"aliases", p.aliases}};
+    std::cout << "\n" << p.variant << " (" << p.strategy;
+    for (const std::string& alias : p.aliases) std::cout << "; also " << alias;
+    std::cout << ")";
     if (!p.unmodelled.empty()) {
       std::cout << ": no prediction: " << p.unmodelled << "\n";
       v["unmodelled"] = p.unmodelled;
@@ -148,7 +150,7 @@ int predictCommand(const std::vector<std::string>& argv) {
     if (!p.convergence.empty()) std::cout << "  " << p.convergence << "\n";
     nlohmann::json checks = nlohmann::json::array();
     for (const core::MeasuredPoint& m : measured) {
-      if (m.variant != p.variant) continue;
+      if (!p.covers(m.variant)) continue;
       const core::ScalePoint& s = *byNodes.at(m.nodes);
       const double error = m.stepMs > 0.0 ? s.stepMs / m.stepMs - 1.0 : 0.0;
       std::printf("  measured: run %lld on %d node%s: %.3f ms a step, predicted %.3f (%+.1f%%)\n",

@@ -37,6 +37,7 @@
 #include "ui/pages/compare_page.h"
 #include "ui/pages/dataset_page.h"
 #include "ui/pages/experiment_page.h"
+#include "ui/pages/predict_page.h"
 #include "ui/pages/run_page.h"
 #include "ui/pages/topology_page.h"
 
@@ -68,6 +69,7 @@ MainWindow::MainWindow(QWidget* parent)
       topologyPage_(new TopologyPage(this)),
       runPage_(new RunPage(this)),
       comparePage_(new ComparePage(this)),
+      predictPage_(new PredictPage(this)),
       poll_(new QTimer(this)),
       statusProject_(new QLabel(this)),
       controller_(new ClusterController(this)),
@@ -113,6 +115,8 @@ MainWindow::MainWindow(QWidget* parent)
           });
   pages_->addWidget(runPage_);
   pages_->addWidget(comparePage_);
+  pages_->addWidget(predictPage_);
+  connect(predictPage_, &PredictPage::failed, this, [this](const QString& m) { fail(m); });
   connect(datasetPage_, &DatasetPage::modifiedChanged, this, [this] { updateModifiedMark(); });
   connect(topologyPage_, &TopologyPage::modifiedChanged, this, [this] { updateModifiedMark(); });
   connect(experimentPage_, &ExperimentPage::modifiedChanged, this,
@@ -269,6 +273,11 @@ void MainWindow::buildMenus() {
   QMenu* view = menuBar()->addMenu(tr("&View"));
   QAction* compare = view->addAction(tr("&Compare runs"), this, [this] { showCompare(); });
   compare->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_K));
+  QAction* predict = view->addAction(tr("&Predict at Scale"), this, [this] { showPredict(); });
+  predict->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_K));
+  predict->setToolTip(
+      tr("The selected experiment's variants at node counts beyond the cluster, "
+         "simulated from its calibrated runs"));
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About DTLab"), this, [this] { showAbout(); });
@@ -380,6 +389,30 @@ void MainWindow::showCompare() {
   tree_->clearSelection();
   comparePage_->setSnapshot(explorer_->snapshot());
   pages_->setCurrentWidget(comparePage_);
+  updateRunActions();
+}
+
+void MainWindow::showPredict(const std::string& experiment) {
+  if (path_.isEmpty() || !maySwitchAway()) return;
+  // The experiment of what is selected: itself, or that of a run or an execution.
+  const QModelIndex index = tree_->currentIndex();
+  const QString kind = index.data(ExplorerModel::KindRole).toString();
+  const qint64 id = index.data(ExplorerModel::IdRole).toLongLong();
+  const ProjectSnapshot& s = explorer_->snapshot();
+  std::optional<int64_t> experimentId;
+  if (kind == "experiment") experimentId = id;
+  for (const core::RunRecord& r : s.runs)
+    if (kind == "run" && r.id == id) experimentId = r.experimentId;
+  for (const core::ExecutionRecord& e : s.executions)
+    if (kind == "execution" && e.id == id) experimentId = e.experimentId;
+  std::string name = experiment;
+  for (const core::Entity& e : s.experiments)
+    if (name.empty() && experimentId && e.id == *experimentId) name = e.name;
+  const QScopedValueRollback agreed(switching_, true);
+  pendingKind_.clear();
+  pendingId_ = -1;
+  pages_->setCurrentWidget(predictPage_);
+  predictPage_->showExperiment(path_.toStdString(), name);
   updateRunActions();
 }
 

@@ -21,6 +21,7 @@ class QTreeView;
 namespace dtlab::ui {
 
 class ComparePage;
+class PredictPage;
 class DatasetPage;
 class ExperimentPage;
 class TopologyPage;
@@ -80,6 +81,10 @@ class MainWindow final : public QMainWindow {
   // Shows the project's first dataset, topology or experiment in its editor, or a new one.
   void showFirst(const QString& kind);
   ComparePage* comparePage() const { return comparePage_; }
+  // Shows the Predict page (View > Predict at Scale) for experiment `experiment`, else the
+  // experiment selected (or that of the run or execution selected), else the most recent.
+  void showPredict(const std::string& experiment = {});
+  PredictPage* predictPage() const { return predictPage_; }
   QWidget* currentPage() const;
   // File > Export Report: the report (ui/report/report_export.h) of the execution in view: the
   // compare page's, else that of the run or the latest of the experiment selected, else the
@@ -146,6 +151,7 @@ class MainWindow final : public QMainWindow {
   TopologyPage* topologyPage_;
   RunPage* runPage_;
   ComparePage* comparePage_;
+  PredictPage* predictPage_;
   QMenu* recentMenu_ = nullptr;
   QTimer* poll_;
   QLabel* statusProject_;

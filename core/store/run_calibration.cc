@@ -266,11 +266,24 @@ sim::Calibration calibrateRuns(ProjectStore& store, std::vector<int64_t> runIds,
     remember(strategies, o.strategy);
   }
   c.pooled = sim::fitCompute(all, "", "every node", &c.notes);
+  // A part measured at one batch size only takes the pooled line's shape, scaled to what it
+  // measured there (when the pool has more than one size).
   const auto fitWhere = [&](auto pick, const std::string& label, const std::string& what) {
     std::vector<const sim::ComputeObservation*> mine;
     for (const sim::ComputeObservation* o : all)
       if (pick(*o)) mine.push_back(o);
-    return sim::fitCompute(mine, label, what, &c.notes);
+    std::vector<std::string> notes;
+    sim::ComputeFit f = sim::fitCompute(mine, label, what, &notes);
+    if (f.batchSizes.size() == 1 && c.pooled.batchSizes.size() >= 2) {
+      const double samples = f.batchSizes.front();
+      const double scale = f.ms(samples) / c.pooled.ms(samples);
+      f.fixedMs = c.pooled.fixedMs * scale;
+      f.msPerSample = c.pooled.msPerSample * scale;
+      notes = {what + ": measured at one batch size (" + std::to_string(std::llround(samples)) +
+               " samples): the line of every node together, scaled to it"};
+    }
+    c.notes.insert(c.notes.end(), notes.begin(), notes.end());
+    return f;
   };
   for (const std::string& label : labels)
     c.nodes.push_back(

@@ -86,11 +86,11 @@ std::string unmodelledWhy(const StrategyDescriptor& strategy, const sim::Calibra
 // The measured run of `variant` at the node count nearest `nodes` (log scale) that reached
 // the target; nullptr when none did.
 const MeasuredPoint* nearestReached(const std::vector<MeasuredPoint>& measured,
-                                    const std::string& variant, int nodes) {
+                                    const VariantPrediction& variant, int nodes) {
   const MeasuredPoint* best = nullptr;
   double bestDistance = 0.0;
   for (const MeasuredPoint& m : measured) {
-    if (m.variant != variant || !m.stepsToTarget || m.nodes < 1) continue;
+    if (!variant.covers(m.variant) || !m.stepsToTarget || m.nodes < 1) continue;
     const double distance = std::abs(std::log(static_cast<double>(m.nodes) / nodes));
     if (best == nullptr || distance < bestDistance) {
       best = &m;
@@ -101,6 +101,10 @@ const MeasuredPoint* nearestReached(const std::vector<MeasuredPoint>& measured,
 }
 
 }  // namespace
+
+bool VariantPrediction::covers(const std::string& name) const {
+  return name == variant || std::find(aliases.begin(), aliases.end(), name) != aliases.end();
+}
 
 std::optional<double> simulatedStepMs(const ExperimentSpec& spec, const VariantConfig& variant,
                                       const sim::Calibration& calibration, int nodes,
@@ -130,7 +134,25 @@ std::vector<VariantPrediction> predictScale(const ExperimentSpec& spec,
                                             const PredictOptions& options,
                                             const std::vector<MeasuredPoint>& measured) {
   std::vector<VariantPrediction> out;
+  std::vector<const VariantConfig*> predicted;  // the configuration of each of `out`
   for (const VariantConfig& variant : spec.variants) {
+    // The same configuration as an earlier variant, on another node count: predicted once.
+    bool same = false;
+    for (std::size_t i = 0; i < out.size() && !same; ++i)
+      if (predicted[i]->strategy == variant.strategy &&
+          predicted[i]->settings == variant.settings) {
+        // Named after the variant that runs on the whole cluster, where there is one.
+        if (variant.nodes == 0 && predicted[i]->nodes != 0) {
+          out[i].aliases.push_back(out[i].variant);
+          out[i].variant = variant.name;
+          predicted[i] = &variant;
+        } else {
+          out[i].aliases.push_back(variant.name);
+        }
+        same = true;
+      }
+    if (same) continue;
+    predicted.push_back(&variant);
     const StrategyDescriptor& strategy = strategyOf(variant);
     VariantPrediction p;
     p.variant = variant.name;
@@ -187,7 +209,7 @@ std::vector<VariantPrediction> predictScale(const ExperimentSpec& spec,
       s.utilization = mid.utilization.empty() ? 0.0 : utilization / mid.utilization.size();
       s.meanStaleness = mid.meanStaleness;
       if (!p.convergence.empty())
-        if (const MeasuredPoint* ref = nearestReached(measured, variant.name, nodes)) {
+        if (const MeasuredPoint* ref = nearestReached(measured, p, nodes)) {
           double steps = static_cast<double>(*ref->stepsToTarget);
           if (stale) steps *= (1.0 + s.meanStaleness) / (1.0 + ref->meanStaleness);
           s.stepsToTarget = steps;

@@ -51,10 +51,17 @@ struct ScalePoint {
 
 struct VariantPrediction {
   std::string variant;
+  // The spec's other variants of the same configuration (strategy and settings) that differ
+  // only in name and node count (baselines on fewer nodes): predicted once, here, and their
+  // runs measured this configuration too.
+  std::vector<std::string> aliases;
   std::string strategy;
   std::string unmodelled;   // non-empty: why there is no prediction (no model, no link)
   std::string convergence;  // the assumption behind stepsToTarget ("" when none is predicted)
   std::vector<ScalePoint> points;
+
+  // Whether a run of variant `name` measured this configuration.
+  bool covers(const std::string& name) const;
 };
 
 struct PredictOptions {

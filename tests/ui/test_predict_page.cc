@@ -1,0 +1,120 @@
+// The Predict page (issue 24) in the real window, offscreen, on runs of real daemons
+// (dtlab-cli run): without a calibration it says how to make one; "Calibrate from Runs" fits
+// one from the experiment's runs and stores it in the project, then every variant is drawn
+// against node count (a baseline on one node folded into its configuration), with its measured
+// runs on the same axes and a row per node count in the table; another figure redraws the
+// chart; a node count that is not one is refused with what is wrong.
+#include <QtTest/QtTest>
+
+#include <QtCore/QFile>
+#include <QtCore/QProcess>
+#include <QtCore/QTemporaryDir>
+#include <QtWidgets/QTableWidget>
+
+#include <qcustomplot.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/store/project_store.h"
+#include "ui/main_window.h"
+#include "ui/pages/predict_page.h"
+
+using namespace dtlab;
+
+namespace {
+
+constexpr const char* kSpec = R"({
+  "name": "scale",
+  "seed": 8,
+  "dataset": {"kind": "teacher", "train_size": 8192, "test_size": 512, "classes": 10, "features": 32},
+  "model": {"hidden": [128, 128]},
+  "training": {"batch_size": 256, "epochs": 0, "max_steps": 40, "eval_interval": 1000},
+  "cluster": {"local_nodes": 2, "nodes": [{"speed": 0.5, "bandwidth_mbps": 400}]},
+  "variants": [
+    {"name": "sync", "strategy": "sync_allreduce"},
+    {"name": "sync_one", "strategy": "sync_allreduce", "nodes": 1},
+    {"name": "ps", "strategy": "async_ps"}
+  ]
+})";
+
+}  // namespace
+
+class TestPredictPage : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  QString project_;
+
+ private slots:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    QVERIFY(dir_.isValid());
+    project_ = dir_.filePath("scale.dtlab");
+    const QString spec = dir_.filePath("scale.json");
+    QFile file(spec);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(kSpec);
+    file.close();
+    QProcess cli;
+    cli.start(DTLAB_BINARY_DIR "/app/dtlab-cli", {"run", spec, "--quiet", "--project", project_});
+    QVERIFY(cli.waitForFinished(180000));
+    QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+  }
+
+  void calibratesAndPredicts() {
+    ui::MainWindow window;
+    window.setQuietErrors(true);
+    window.resize(1300, 850);
+    window.show();
+    window.openProject(project_);
+    QVERIFY(QSignalSpy(&window, &ui::MainWindow::projectLoaded).wait(20000));
+    ui::PredictPage* page = window.predictPage();
+
+    // No calibration yet: the page says how to make one, and draws nothing.
+    QSignalSpy shown(page, &ui::PredictPage::shown);
+    window.showPredict();
+    QCOMPARE(window.currentPage(), page);
+    QVERIFY(shown.wait(30000));
+    QCOMPARE(page->experiment(), std::string("scale"));
+    QVERIFY(page->missing().find("No calibration of this experiment yet") != std::string::npos);
+    QVERIFY(page->predictions().empty());
+    QCOMPARE(page->measured().size(), std::size_t{3});
+
+    // Calibrate: stored in the project, then every configuration predicted.
+    page->setNodes({4, 16, 64});
+    page->calibrate();
+    QVERIFY(shown.wait(60000));
+    QVERIFY2(page->missing().empty(), page->missing().c_str());
+    QVERIFY(core::ProjectStore::open(project_.toStdString(), true)->latestCalibration());
+    const std::vector<core::VariantPrediction>& p = page->predictions();
+    QCOMPARE(p.size(), std::size_t{2});  // sync (with its one-node baseline) and ps
+    QCOMPARE(p[0].variant, std::string("sync"));
+    QCOMPARE(p[0].aliases, std::vector<std::string>{"sync_one"});
+    // A row per variant and node count asked for; the runs' node counts are predicted too.
+    QCOMPARE(page->table()->rowCount(), 6);
+    QCOMPARE(page->table()->item(0, 2)->text(), QString("4"));
+    QVERIFY(page->table()->item(0, 3)->text().toDouble() > 0.0);
+    // On the chart: per variant a band, its line and its runs; one legend entry for the runs.
+    QCustomPlot* chart = page->chart();
+    QCOMPARE(chart->graphCount(), 2 * 4 + 1);
+    QCOMPARE(chart->yAxis->label(), QString("Time per step (ms)"));
+    int measuredPoints = 0;
+    for (int g = 0; g < chart->graphCount(); ++g)
+      if (chart->graph(g)->lineStyle() == QCPGraph::lsNone)
+        measuredPoints += chart->graph(g)->dataCount();
+    QCOMPARE(measuredPoints, 3);  // sync on 2 nodes and on 1, ps on 2
+
+    page->setFigure(ui::PredictPage::Figure::kStaleness);
+    QCOMPARE(chart->yAxis->label(), QString("Mean staleness (pushes)"));
+    QCOMPARE(chart->yAxis->scaleType(), QCPAxis::stLinear);
+
+    // A node count that is not one: refused, naming it.
+    QSignalSpy failed(page, &ui::PredictPage::failed);
+    page->findChild<QLineEdit*>()->setText("16,lots");
+    page->findChildren<QPushButton*>().last()->click();  // Predict
+    QCOMPARE(failed.count(), 1);
+    QVERIFY(failed.at(0).at(0).toString().contains("'lots' is not a node count"));
+  }
+};
+
+QTEST_MAIN(TestPredictPage)
+#include "test_predict_page.moc"
