@@ -238,6 +238,8 @@ nlohmann::json Calibration::toJson() const {
           {"bucket_bytes", bucketBytes},
           {"hand_off_shares", handOffShares},
           {"hand_off_rows", handOffRows},
+          {"clock_check_ms", clockCheckMs},
+          {"host_cores", hostCores},
           {"notes", notes}};
 }
 
@@ -270,6 +272,13 @@ Calibration Calibration::fromJson(const nlohmann::json& json, const std::string&
                     "]: expected a share in [0, 1]");
     c.handOffRows = field<int64_t>(json, "hand_off_rows", where);
   }
+  if (json.contains("clock_check_ms"))  // optional: not measured
+    c.clockCheckMs = field<double>(json, "clock_check_ms", where);
+  if (json.contains("host_cores")) {  // optional: not said
+    c.hostCores = field<std::map<std::string, int>>(json, "host_cores", where);
+    for (const auto& [host, cores] : c.hostCores)
+      if (cores < 1) throw Error(where + ".host_cores." + host + ": expected at least 1 core");
+  }
   c.notes = field<std::vector<std::string>>(json, "notes", where);
   return c;
 }
@@ -281,6 +290,18 @@ std::string Calibration::describe() const {
   for (const ComputeFit& n : strategies) out += "  " + n.label + ": " + fitLine(n) + "\n";
   out += "all-reduce link: " + linkLine(collective) + "\n";
   out += "parameter-server link: " + linkLine(parameterServer) + "\n";
+  if (clockCheckMs > 0.0) {
+    char text[96];
+    std::snprintf(text, sizeof text, "bounded-staleness clock check: %.3f ms a step\n",
+                  clockCheckMs);
+    out += text;
+  }
+  if (!hostCores.empty()) {
+    out += "hosts:";
+    for (const auto& [host, cores] : hostCores)
+      out += " " + host + " (" + std::to_string(cores) + " cores)";
+    out += "\n";
+  }
   if (bucketBytes > 0) out += "gradient buckets: " + std::to_string(bucketBytes / 1024) + " KiB\n";
   if (!handOffShares.empty()) {
     out += "backward hands its gradient blocks over at";

@@ -12,6 +12,7 @@
 //             as bandwidth (a note says so)
 // Plain data and the fits; no store, no training.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ enum class TransferPath {
 struct TransferPattern {
   TransferPath path = TransferPath::kNone;
   int64_t bucketBytes = 0;  // kCollective: the variant's own bucket size; 0: as measured
+  // Every step first asks the server whether the slowest worker is within the bound (ssp): a
+  // round trip its runs' wait_ms holds even when nobody is late.
+  bool clockCheck = false;
 };
 
 // One worker's steps of one run at one batch share: its compute at full speed.
@@ -85,12 +89,18 @@ struct Calibration {
   std::vector<ComputeFit> strategies;
   LinkFit collective;       // sync all-reduce's buckets
   LinkFit parameterServer;  // pulls and pushes
+  // The round trip of a bounded-staleness worker's clock check (TransferPattern::clockCheck):
+  // the lower quartile of its wait per step, where nobody was late; 0: not measured.
+  double clockCheckMs = 0.0;
   int64_t bucketBytes = 0;  // the gradient buckets the synchronous runs used (0: none)
   // The model's forward and backward timed on the calibrating machine at handOffRows samples:
   // per hand-off of its gradient blocks, the share of the step done when it is handed over
   // (core/train/simulated_model.h); empty: not measured.
   std::vector<double> handOffShares;
   int64_t handOffRows = 0;
+  // The cores of each host the runs' nodes were on (their daemons say), by host name: nodes
+  // of a local cluster share one host's cores.
+  std::map<std::string, int> hostCores;
   std::vector<std::string> notes;  // what could not be fitted, and what was assumed instead
 
   nlohmann::json toJson() const;

@@ -46,6 +46,11 @@ struct ClusterModel {
   std::vector<NodeModel> nodes;
   LinkModel link;        // the collectives' (all-reduce)
   LinkModel serverLink;  // the parameter server's pulls and pushes
+  // Shards that can serve at once (ParameterServerModel::parallelism): the cores of the host
+  // a local cluster's nodes share; 0: every node a host of its own.
+  int serverParallelism = 0;
+  // A bounded-staleness worker's clock check with the server, each step (ssp).
+  double clockCheckS = 0.0;
 };
 
 }  // namespace dtlab::core::sim

@@ -108,7 +108,10 @@ SimResult simulateParameterServer(const ClusterModel& cluster, const ModelShape&
   // The shards hold equal parts and see the same requests in the same order, so one queue
   // stands for all of them: a request occupies a shard for its part's transfer (and, a push,
   // the optimizer step on it); the worker's own link moves the whole model either way.
-  const double part = model.parameterBytes / server.shards;
+  // Shards that share cores serve one after another: the capacity of `parallelism` shards.
+  const int serving =
+      server.parallelism > 0 ? std::min(server.shards, server.parallelism) : server.shards;
+  const double part = model.parameterBytes / serving;
   const LinkModel& link = cluster.serverLink;
   if (!(link.bytesPerS > 0.0)) throw Error("the simulated server link has no bandwidth");
   const double shardPull = part / link.bytesPerS;
@@ -200,7 +203,9 @@ SimResult simulateParameterServer(const ClusterModel& cluster, const ModelShape&
       parked.push({need, q.worker});
       continue;
     }
-    queue.push({done + latency, q.worker, false});
+    // With a bound, the step begins by asking for the slowest's clock: a round trip.
+    const double check = server.staleness >= 0 && need > 0 ? server.clockCheckS : 0.0;
+    queue.push({done + check + latency, q.worker, false});
   }
   r.meanStaleness = pushes > 0 ? stalenessSum / static_cast<double>(pushes) : 0.0;
   finish(r, cluster, options, compute, waited, pushes);

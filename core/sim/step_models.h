@@ -57,6 +57,11 @@ struct ParameterServerModel {
   int shards = 1;                  // the parameters cut evenly over this many shard nodes
   double applySecondsPerByte = 0;  // a shard's optimizer step, per byte of gradient
   int64_t staleness = -1;          // ssp's bound; -1: async_ps
+  // How many shards can serve at once: shards that share a host share its cores (a local
+  // cluster's all do); 0: each on its own node's CPU.
+  int parallelism = 0;
+  // With a bound: each step first asks the server for the slowest worker's clock.
+  double clockCheckS = 0.0;
 };
 
 // async_ps (and ssp with a bound): every worker pushes its equal share of the global batch.

@@ -36,6 +36,7 @@ struct LoadedRun {
   double meanStaleness = 0.0;
   std::string startDetail;
   std::map<int, std::string> hosts;  // node -> the host its daemon named
+  std::map<std::string, int> cores;  // host -> its cores
   // key -> worker -> points from kFirstMeasuredStep on
   std::map<std::string, std::map<WorkerKey, std::vector<SeriesPoint>>> series;
   std::vector<SeriesPoint> testAccuracy;
@@ -45,18 +46,26 @@ std::string named(const RunRecord& r) {
   return "run " + std::to_string(r.id) + " ('" + r.name + "')";
 }
 
-// "node0 (127.0.0.1:4000): host vm, DTLab ..." -> {0, "vm"}.
-void readNodeEvent(const std::string& detail, std::map<int, std::string>& hosts) {
+// "node0 (127.0.0.1:4000): host vm, DTLab 0.1.0, AMD EPYC, 2 cores, ..." -> {0, "vm"}, and
+// the host's cores.
+void readNodeEvent(const std::string& detail, std::map<int, std::string>& hosts,
+                   std::map<std::string, int>& cores) {
   if (detail.rfind("node", 0) != 0) return;
   std::size_t digits = 4;
   while (digits < detail.size() && std::isdigit(static_cast<unsigned char>(detail[digits])))
     ++digits;
   if (digits == 4) return;
-  const std::size_t host = detail.find("): host ");
-  if (host == std::string::npos) return;
-  const std::size_t from = host + 8;
+  const std::size_t named = detail.find("): host ");
+  if (named == std::string::npos) return;
+  const std::size_t from = named + 8;
   const std::size_t to = detail.find(',', from);
-  hosts[std::stoi(detail.substr(4, digits - 4))] = detail.substr(from, to - from);
+  const std::string host = detail.substr(from, to - from);
+  hosts[std::stoi(detail.substr(4, digits - 4))] = host;
+  const std::size_t coresAt = detail.find(" cores");
+  if (coresAt == std::string::npos) return;
+  std::size_t begin = coresAt;
+  while (begin > 0 && std::isdigit(static_cast<unsigned char>(detail[begin - 1]))) --begin;
+  if (begin < coresAt) cores[host] = std::stoi(detail.substr(begin, coresAt - begin));
 }
 
 // Reads run `id`; nullopt (with `why`) when it cannot serve.
@@ -88,12 +97,12 @@ std::optional<LoadedRun> loadRun(ProjectStore& store, int64_t id, std::string* w
   if (summary->contains("mean_staleness") && summary->at("mean_staleness").is_number())
     r.meanStaleness = summary->at("mean_staleness").get<double>();
   for (const RunEvent& e : store.events(id)) {
-    if (e.kind == "node") readNodeEvent(e.detail, r.hosts);
+    if (e.kind == "node") readNodeEvent(e.detail, r.hosts, r.cores);
     if (e.kind == "start" && r.startDetail.empty()) r.startDetail = e.detail;
   }
-  static const std::set<std::string> kKeys = {metric::kComputeMs, metric::kCommMs,
-                                              metric::kStepMs,    metric::kBatchShare,
-                                              metric::kBytesSent, metric::kBytesReceived};
+  static const std::set<std::string> kKeys = {
+      metric::kComputeMs, metric::kCommMs, metric::kStepMs,       metric::kBatchShare,
+      metric::kBytesSent, metric::kWaitMs, metric::kBytesReceived};
   for (const SeriesInfo& s : store.series(id)) {
     if (s.key == metric::kTestAccuracy) r.testAccuracy = store.readSeries(s.id);
     if (!kKeys.contains(s.key) || s.node < 0 || s.worker < 0) continue;
@@ -177,8 +186,10 @@ sim::Calibration calibrateRuns(ProjectStore& store, std::vector<int64_t> runIds,
   std::vector<sim::ComputeObservation> compute;
   std::vector<sim::TransferObservation> collective, server;
   std::map<int64_t, int64_t> bucketSizes;  // bytes -> runs
+  std::vector<double> clockChecks;         // bounded-staleness steps' waits
   for (const LoadedRun& run : runs) {
     c.runs.push_back(run.record.id);
+    c.hostCores.insert(run.cores.begin(), run.cores.end());
     const VariantConfig& variant = run.spec.variants.at(static_cast<std::size_t>(run.variant));
     const auto& computeMs = run.series.at(metric::kComputeMs);
     const auto shareIt = run.series.find(metric::kBatchShare);
@@ -235,6 +246,10 @@ sim::Calibration calibrateRuns(ProjectStore& store, std::vector<int64_t> runIds,
       collective.push_back({2.0 * (run.nodes - 1) * buckets, medianOr(sent, 0.0), median(ms),
                             static_cast<int64_t>(ms.size())});
     } else if (pattern.path == sim::TransferPath::kParameterServer) {
+      if (pattern.clockCheck)
+        if (const auto waits = run.series.find(metric::kWaitMs); waits != run.series.end())
+          for (const auto& [worker, points] : waits->second)
+            for (const SeriesPoint& p : points) clockChecks.push_back(p.value);
       const auto receivedIt = run.series.find(metric::kBytesReceived);
       for (const auto& [worker, points] : commIt->second) {
         std::vector<double> ms, bytes;
@@ -307,6 +322,10 @@ sim::Calibration calibrateRuns(ProjectStore& store, std::vector<int64_t> runIds,
   for (const sim::ComputeObservation& o : compute) samples.push_back(o.samples);
   c.handOffRows = std::max<int64_t>(1, std::llround(median(samples)));
   c.handOffShares = measureHandOffShares(runs.front().spec, c.handOffRows);
+  if (!clockChecks.empty()) {  // the lower quartile: steps where nobody was late
+    std::sort(clockChecks.begin(), clockChecks.end());
+    c.clockCheckMs = clockChecks[clockChecks.size() / 4];
+  }
   if (!bucketSizes.empty())
     c.bucketBytes =
         std::max_element(bucketSizes.begin(), bucketSizes.end(), [](const auto& a, const auto& b) {

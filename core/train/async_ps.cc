@@ -46,14 +46,17 @@ StrategyDescriptor parameterServerDescriptor(std::string name, std::string summa
     const SettingsView settings = strategyOf(v).view(v);
     sim::ParameterServerModel server;
     server.shards = psShardCount(v, static_cast<int>(cluster.nodes.size()));
+    server.parallelism = cluster.serverParallelism;
     server.staleness = settings.declares("staleness") ? settings.integer("staleness") : -1;
+    if (server.staleness >= 0) server.clockCheckS = cluster.clockCheckS;
     return sim::simulateParameterServer(cluster, model, options, server);
   };
   // Every step pulls and pushes the whole model (compressed pushes move other bytes).
   d.transferPattern = [](const VariantConfig& v, std::string_view) {
+    const SettingsView settings = strategyOf(v).view(v);
     sim::TransferPattern p;
-    if (!compressionOf(strategyOf(v).view(v)).enabled())
-      p.path = sim::TransferPath::kParameterServer;
+    if (!compressionOf(settings).enabled()) p.path = sim::TransferPath::kParameterServer;
+    p.clockCheck = settings.declares("staleness");  // ssp asks for the slowest's clock
     return p;
   };
   return d;

@@ -117,6 +117,7 @@ StrategyDescriptor hybridDescriptor() {
       phase.steps = options.steps - syncSteps;
       sim::ParameterServerModel server;
       server.shards = psShardCount(v, static_cast<int>(cluster.nodes.size()));
+      server.parallelism = cluster.serverParallelism;
       phases.emplace_back(sim::simulateParameterServer(cluster, model, phase, server), phase.steps);
     }
     return sim::runInPhases(phases);

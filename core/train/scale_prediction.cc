@@ -48,6 +48,11 @@ sim::ClusterModel clusterOf(const ExperimentSpec& spec, const sim::Calibration& 
     }
     cluster.nodes.push_back(m);
   }
+  // A local cluster's nodes share one host (the calibrated runs' local host): its shards can
+  // serve only as many at once as it has cores.
+  if (!spec.cluster.remote() && calibration.hostCores.size() == 1)
+    cluster.serverParallelism = calibration.hostCores.begin()->second;
+  cluster.clockCheckS = calibration.clockCheckMs * 1e-3 * linkSlower;
   cluster.link = calibration.collective.model();
   cluster.serverLink = calibration.parameterServer.model();
   for (sim::LinkModel* link : {&cluster.link, &cluster.serverLink}) {

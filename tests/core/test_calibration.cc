@@ -150,6 +150,8 @@ class TestCalibration : public QObject {
     c.strategies = {c.pooled};
     c.strategies[0].label = "async_ps";
     c.bucketBytes = 65536;
+    c.clockCheckMs = 0.1;
+    c.hostCores = {{"vm", 2}};
     c.notes = {"a note"};
     const nlohmann::json j = c.toJson();
     const Calibration back = Calibration::fromJson(j, "calibration 1");
@@ -174,6 +176,9 @@ class TestCalibration : public QObject {
     bad = j;
     bad["nodes"][0]["pause_probability"] = 2.0;
     QVERIFY(refused(bad, "calibration 1.nodes[0].pause_probability"));
+    bad = j;
+    bad["host_cores"]["vm"] = 0;
+    QVERIFY(refused(bad, "calibration 1.host_cores.vm: expected at least 1 core"));
     bad = j;
     bad["bucket_bytes"] = "big";
     QVERIFY(refused(bad, "calibration 1.bucket_bytes: wrong type"));

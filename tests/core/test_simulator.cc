@@ -144,6 +144,37 @@ class TestSimulator : public QObject {
     }
   }
 
+  // Shards that share a host's cores serve as that many: four shards on one core serve as one.
+  void coLocatedShardsShareTheirCores() {
+    const ClusterModel c = cluster(64, 1e-6, 0.0, 1e8);
+    ModelShape model;
+    model.parameterBytes = 4e6;
+    SimOptions options;
+    options.globalBatch = 64 * 10;
+    options.steps = 50;
+    const SimResult one = simulateParameterServer(c, model, options, {1, 0.0, -1});
+    ParameterServerModel shared{4, 0.0, -1};
+    shared.parallelism = 1;
+    const SimResult four = simulateParameterServer(c, model, options, shared);
+    QVERIFY2(within(four.samplesPerS, one.samplesPerS, 0.01),
+             qPrintable(QString::number(four.samplesPerS)));
+  }
+
+  // ssp asks the server for the slowest's clock before each step: a round trip per step.
+  void boundedStalenessChecksTheClock() {
+    const ClusterModel c = cluster(4, 1e-4, 0.0, 1e30);
+    ModelShape model;
+    model.parameterBytes = 1e6;
+    SimOptions options;
+    options.globalBatch = 400;  // 100 samples a push: 10 ms
+    options.steps = 500;
+    ParameterServerModel bound{4, 0.0, 2};  // workers alike: nobody is ever held back
+    bound.clockCheckS = 2e-3;
+    const SimResult r = simulateParameterServer(c, model, options, bound);
+    QVERIFY2(within(r.samplesPerS, 4 * 100 / (10e-3 + 2e-3), 0.01),
+             qPrintable(QString::number(r.samplesPerS)));
+  }
+
   // Each strategy's model is its descriptor's (beside its class); one without a model says so.
   void strategiesCarryTheirModels() {
     using dtlab::core::defaultVariant;
