@@ -1,6 +1,7 @@
 #include "app/predict_command.h"
 
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -40,7 +41,8 @@ const char* predictUsage() {
       bandwidth by least squares over the runs' steps; the gradient bucket size. Notes
       say what could not be separated and what was assumed. Runs of 1 and 2 nodes, and
       of more than one batch size, make a calibration that can tell the terms apart.
-  predict P.dtlab [EXPERIMENT] [--nodes N,...] [--steps S] [--throughput-only] [--json]
+  predict P.dtlab [EXPERIMENT] [--nodes N,...] [--steps S] [--topology FILE]
+      [--throughput-only] [--json]
       Every variant of EXPERIMENT (default: the project's most recent) at each node
       count (default 16,64,256,1024,4096), simulated with the project's newest
       calibration and the spec's node emulation: time per step with the band the
@@ -50,6 +52,12 @@ const char* predictUsage() {
       variant's measured runs are listed with the simulator's figure for their node
       count, so its error shows where it can be checked. A strategy with no simulator
       model says so. --steps: simulated global steps per point (default 300).
+      --topology FILE: predict for another cluster, a tree of switches above the nodes and
+      the spread of their speeds (JSON: {"levels": [{"fanout": 16, "bandwidth_mbps":
+      25000, "latency_ms": 0.002}, {"fanout": 8, "oversubscription": 4}], "speeds":
+      [{"share": 0.1, "speed": 0.5}]}; level 0 the switch above the nodes), each node a
+      host of its own: a ring all-reduce crosses each uplink with one flow, a parameter
+      server's traffic shares the uplinks of the nodes under them.
 )";
 }
 
@@ -74,7 +82,7 @@ int calibrateCommand(const std::vector<std::string>& argv) {
 }
 
 int predictCommand(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--nodes", "--steps"}, {"--json", "--throughput-only"});
+  const Args args(argv, {"--nodes", "--steps", "--topology"}, {"--json", "--throughput-only"});
   if (args.positionals().empty() || args.positionals().size() > 2)
     throw UsageError("predict: expected P.dtlab [EXPERIMENT]");
   const std::string& path = args.positionals()[0];
@@ -83,6 +91,18 @@ int predictCommand(const std::vector<std::string>& argv) {
   options.nodes.assign(nodes.begin(), nodes.end());
   options.steps = args.integer("--steps", options.steps, 10, 1000000);
   options.throughputOnly = args.has("--throughput-only");
+  if (args.has("--topology")) {
+    const std::string file = args.value("--topology", "");
+    std::ifstream in(file);
+    if (!in) throw Error("--topology " + file + ": cannot read it");
+    nlohmann::json json;
+    try {
+      json = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw Error("--topology " + file + ": not JSON (" + e.what() + ")");
+    }
+    options.topology = core::sim::Topology::fromJson(json, file);
+  }
 
   auto store = core::ProjectStore::open(path, /*readOnly=*/true);
   const std::optional<std::string> named =
@@ -108,7 +128,9 @@ int predictCommand(const std::vector<std::string>& argv) {
   std::cout << "experiment \"" << spec.name << "\" predicted with calibration " << calibrationId
             << " (runs";
   for (int64_t run : calibration.runs) std::cout << " " << run;
-  std::cout << ")\n";
+  std::cout << ")";
+  if (options.topology) std::cout << " on a tree of switches: " << options.topology->describe();
+  std::cout << "\n";
   for (const core::VariantPrediction& p : predictions) {
     nlohmann::json v = {{"variant", p.variant}, {"strategy", p.strategy}, {"aliases", p.aliases}};
     std::cout << "\n" << p.variant << " (" << p.strategy;
@@ -149,7 +171,11 @@ int predictCommand(const std::vector<std::string>& argv) {
     }
     if (!p.convergence.empty()) std::cout << "  " << p.convergence << "\n";
     nlohmann::json checks = nlohmann::json::array();
-    for (const core::MeasuredPoint& m : measured) {
+    if (options.topology && !measured.empty())
+      std::cout << "  (its runs are not set beside it: they ran on the spec's cluster, not on "
+                   "this topology)\n";
+    for (const core::MeasuredPoint& m :
+         options.topology ? std::vector<core::MeasuredPoint>{} : measured) {
       if (!p.covers(m.variant)) continue;
       const core::ScalePoint& s = *byNodes.at(m.nodes);
       const double error = m.stepMs > 0.0 ? s.stepMs / m.stepMs - 1.0 : 0.0;

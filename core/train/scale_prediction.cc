@@ -12,10 +12,10 @@ namespace dtlab::core {
 namespace {
 
 // The cluster of `nodes` nodes for a variant of `strategy`; compute slower by `slower` and
-// links by `linkSlower` (the band's 1 + spread, or 1 - spread).
+// links by `linkSlower` (the band's 1 + spread, or 1 - spread); under `topology` when given.
 sim::ClusterModel clusterOf(const ExperimentSpec& spec, const sim::Calibration& calibration,
                             const std::string& strategy, int nodes, double slower,
-                            double linkSlower) {
+                            double linkSlower, const sim::Topology* topology = nullptr) {
   sim::ClusterModel cluster;
   const int64_t specNodes = std::max<int64_t>(1, spec.cluster.localNodes);
   // The strategy's own compute where it was calibrated, each node's relative to the pool.
@@ -35,7 +35,8 @@ sim::ClusterModel clusterOf(const ExperimentSpec& spec, const sim::Calibration& 
       fit.msPerSample = own->msPerSample * relative;
     }
     const NodeConfig node = spec.cluster.node(i % specNodes);
-    const double speed = node.speedAt(1);
+    const double shared = topology != nullptr ? topology->speedOf(i, nodes) : 0.0;
+    const double speed = shared > 0.0 ? shared : node.speedAt(1);
     sim::NodeModel m;
     m.secondsPerSample = fit.msPerSample * 1e-3 * slower / speed;
     m.fixedSeconds = fit.fixedMs * 1e-3 * slower / speed;
@@ -50,11 +51,17 @@ sim::ClusterModel clusterOf(const ExperimentSpec& spec, const sim::Calibration& 
   }
   // A local cluster's nodes share one host (the calibrated runs' local host): its shards can
   // serve only as many at once as it has cores.
-  if (!spec.cluster.remote() && calibration.hostCores.size() == 1)
+  // (A topology is of a cluster of its own hosts.)
+  if (topology == nullptr && !spec.cluster.remote() && calibration.hostCores.size() == 1)
     cluster.serverParallelism = calibration.hostCores.begin()->second;
   cluster.clockCheckS = calibration.clockCheckMs * 1e-3 * linkSlower;
   cluster.link = calibration.collective.model();
   cluster.serverLink = calibration.parameterServer.model();
+  if (topology != nullptr) {
+    cluster.link = sim::effectiveLink(cluster.link, *topology, nodes, sim::TrafficPattern::kRing);
+    cluster.serverLink =
+        sim::effectiveLink(cluster.serverLink, *topology, nodes, sim::TrafficPattern::kAllToAll);
+  }
   for (sim::LinkModel* link : {&cluster.link, &cluster.serverLink}) {
     link->latencyS *= linkSlower;
     link->bytesPerS /= linkSlower;
@@ -138,6 +145,7 @@ std::vector<VariantPrediction> predictScale(const ExperimentSpec& spec,
                                             const sim::Calibration& calibration,
                                             const PredictOptions& options,
                                             const std::vector<MeasuredPoint>& measured) {
+  const sim::Topology* topology = options.topology ? &*options.topology : nullptr;
   std::vector<VariantPrediction> out;
   std::vector<const VariantConfig*> predicted;  // the configuration of each of `out`
   for (const VariantConfig& variant : spec.variants) {
@@ -192,17 +200,19 @@ std::vector<VariantPrediction> predictScale(const ExperimentSpec& spec,
       o.steps = options.steps;
       o.seed = options.seed;
       const sim::SimResult mid = strategy.simulate(
-          variant, clusterOf(spec, calibration, strategy.name, nodes, 1.0, 1.0), model, o);
+          variant, clusterOf(spec, calibration, strategy.name, nodes, 1.0, 1.0, topology), model,
+          o);
       const double computeSpread = calibration.pooled.spread;
       const sim::SimResult low = strategy.simulate(
           variant,
           clusterOf(spec, calibration, strategy.name, nodes, 1.0 - std::min(0.9, computeSpread),
-                    1.0 - std::min(0.9, linkSpread)),
+                    1.0 - std::min(0.9, linkSpread), topology),
           model, o);
-      const sim::SimResult high = strategy.simulate(
-          variant,
-          clusterOf(spec, calibration, strategy.name, nodes, 1.0 + computeSpread, 1.0 + linkSpread),
-          model, o);
+      const sim::SimResult high =
+          strategy.simulate(variant,
+                            clusterOf(spec, calibration, strategy.name, nodes, 1.0 + computeSpread,
+                                      1.0 + linkSpread, topology),
+                            model, o);
       ScalePoint s;
       s.nodes = nodes;
       s.stepMs = mid.stepS * 1e3;

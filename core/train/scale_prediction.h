@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/sim/calibration.h"
+#include "core/sim/topology.h"
 #include "core/spec/experiment_spec.h"
 
 namespace dtlab::core {
@@ -69,6 +70,9 @@ struct PredictOptions {
   int64_t steps = 300;  // simulated global steps per point
   uint64_t seed = 1;
   bool throughputOnly = false;  // no convergence model
+  // The cluster predicted for: a tree of switches and node speeds (core/sim/topology.h), its
+  // nodes each a host of its own; none: the spec's cluster with the calibrated links.
+  std::optional<sim::Topology> topology;
 };
 
 // The simulator's time per step (ms) of `variant` of `spec` on `nodes` nodes, with `shares`

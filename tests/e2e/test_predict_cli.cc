@@ -124,6 +124,32 @@ class TestPredictCli : public QObject {
             byName.at("sync").at("points")[2].at("step_ms").get<double>());
   }
 
+  void predictForATopology() {
+    const QString tree = dir_.filePath("tree.json");
+    QFile file(tree);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(R"({"levels": [{"fanout": 8}, {"fanout": 8, "oversubscription": 4}],
+                   "speeds": [{"share": 0.1, "speed": 0.5}]})");
+    file.close();
+    const e2e::Outcome o =
+        e2e::cli({"predict", project_, "scale", "--nodes", "64", "--topology", tree, "--json"});
+    QVERIFY2(o.exitCode == 0, qPrintable(o.err));
+    QVERIFY2(o.out.contains("on a tree of switches: 8 nodes a switch"), qPrintable(o.out));
+    // Its runs ran on the spec's cluster, not on this one: not set beside it.
+    QVERIFY(o.out.contains("its runs are not set beside it"));
+    for (const nlohmann::json& v : e2e::lastJson(o.out).at("prediction").at("variants"))
+      QVERIFY(v.at("measured").empty());
+    // A file that says something wrong: refused, naming the field.
+    QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    file.write(R"({"levels": [{"fanout": 8, "oversubscription": 0.5}]})");
+    file.close();
+    const e2e::Outcome bad = e2e::cli({"predict", project_, "scale", "--topology", tree});
+    QCOMPARE(bad.exitCode, 1);
+    QVERIFY2(bad.err.contains("tree.json.levels[0].oversubscription: expected a number of at "
+                              "least 1"),
+             qPrintable(bad.err));
+  }
+
   void compareShowsTheYardstick() {
     // Beside each run of the execution, the simulator's step for it as it ran and for its
     // strategy's ideal; fitted on these very runs, the synchronous ones come out close.
