@@ -49,10 +49,10 @@ sim::ClusterModel clusterOf(const ExperimentSpec& spec, const sim::Calibration& 
     }
     cluster.nodes.push_back(m);
   }
-  // A local cluster's nodes share one host (the calibrated runs' local host): its shards can
-  // serve only as many at once as it has cores.
-  // (A topology is of a cluster of its own hosts.)
-  if (topology == nullptr && !spec.cluster.remote() && calibration.hostCores.size() == 1)
+  // Nodes that share one host (every node the calibrated runs had was on one: a local
+  // cluster, or network namespaces of one machine) share its cores: its shards can serve only
+  // as many at once as it has cores. (A topology is of a cluster of its own hosts.)
+  if (topology == nullptr && calibration.hostCores.size() == 1)
     cluster.serverParallelism = calibration.hostCores.begin()->second;
   cluster.clockCheckS = calibration.clockCheckMs * 1e-3 * linkSlower;
   cluster.link = calibration.collective.model();

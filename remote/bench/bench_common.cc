@@ -76,9 +76,14 @@ std::string selfPath() {
 
 }  // namespace
 
-nlohmann::json runSpecThroughCli(const std::string& spec, int repeats, const std::string& project) {
-  const std::string command = quoted(selfPath()) + " run " + quoted(spec) + " --repeats " +
-                              std::to_string(repeats) + " --quiet --project " + quoted(project);
+nlohmann::json runSpecThroughCli(const std::string& spec, int repeats, const std::string& project,
+                                 const std::vector<std::string>& launcher,
+                                 const std::vector<std::string>& extra) {
+  std::string command;
+  for (const std::string& word : launcher) command.append(quoted(word)).append(" ");
+  command += quoted(selfPath()) + " run " + quoted(spec) + " --repeats " + std::to_string(repeats) +
+             " --quiet --project " + quoted(project);
+  for (const std::string& word : extra) command.append(" ").append(quoted(word));
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) throw Error("cannot run: " + command);
   std::string output;

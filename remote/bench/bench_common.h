@@ -31,7 +31,10 @@ void settle();
 // Runs a spec as a user runs it, `<self> run SPEC --repeats R --quiet --project P` in a child
 // process (so the running binary must be dtlab-cli), and returns its summaries ({"runs":
 // [...]}). A failed variant's summary says why; a run that prints none throws.
-nlohmann::json runSpecThroughCli(const std::string& spec, int repeats, const std::string& project);
+// `launcher` goes before the command (e.g. `ip netns exec NS`), `extra` after it.
+nlohmann::json runSpecThroughCli(const std::string& spec, int repeats, const std::string& project,
+                                 const std::vector<std::string>& launcher = {},
+                                 const std::vector<std::string>& extra = {});
 
 // "MLP 256-1024x2-10": the shape `bench core` and `bench train` measure.
 std::string shapeText(const core::CoreBenchConfig& c);

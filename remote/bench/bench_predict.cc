@@ -7,20 +7,109 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <set>
 
+#include "core/common/program_path.h"
 #include "core/spec/experiment_spec.h"
 #include "core/store/project_store.h"
 #include "core/store/run_calibration.h"
 #include "core/train/scale_prediction.h"
 #include "remote/bench/bench_common.h"
+#include "remote/bench/netns_hosts.h"
 
 namespace dtlab::bench {
 namespace {
 
+// The daemons' token of a run across namespace hosts (they live as long as the bench).
+constexpr const char* kNetnsToken = "dtlab-bench-predict";
+
 // "sync@3" -> the variant "sync" on 3 nodes.
 std::string sized(const std::string& variant, int nodes) {
   return variant + "@" + std::to_string(nodes);
+}
+
+}  // namespace
+
+namespace {
+
+// Runs `original` with each variant on every size, calibrates on the smaller sizes and sets the
+// predictions for the larger beside the runs. `hosts`: across those namespace hosts (the
+// spec's nodes given their addresses, the runs driven from the hub) instead of local nodes.
+void crossValidate(nlohmann::json json, const std::string& stem, const PredictBenchOptions& options,
+                   NetnsHosts* hosts, PredictBenchResult& result) {
+  std::vector<int> sizes = options.calibrateOn;
+  sizes.insert(sizes.end(), options.predictAt.begin(), options.predictAt.end());
+  const int most = *std::max_element(sizes.begin(), sizes.end());
+  std::vector<std::string> launcher, extra;
+  if (hosts != nullptr) {
+    json["name"] = json.at("name").get<std::string>() + "_netns";
+    nlohmann::json& cluster = json["cluster"];
+    const nlohmann::json given = cluster.value("nodes", nlohmann::json::array());
+    nlohmann::json nodes = nlohmann::json::array();
+    for (int i = 0; i < most; ++i) {
+      nlohmann::json node = given.empty()       ? nlohmann::json::object()
+                            : given.size() == 1 ? given[0]
+                                                : given.at(static_cast<std::size_t>(i));
+      node["address"] = hosts->daemon(i);
+      nodes.push_back(node);
+    }
+    cluster.erase("local_nodes");
+    cluster["nodes"] = nodes;
+    launcher = {"ip", "netns", "exec", hosts->hub()};
+    extra = {"--token", kNetnsToken};
+  }
+  const core::ExperimentSpec spec = core::parseExperimentSpecText(json.dump());
+  nlohmann::json variants = nlohmann::json::array();
+  for (const nlohmann::json& v : json.at("variants"))
+    for (int n : sizes) {
+      nlohmann::json copy = v;
+      copy["nodes"] = n;
+      copy["name"] = sized(v.at("name").get<std::string>(), n);
+      variants.push_back(copy);
+    }
+  json["variants"] = variants;
+  const std::filesystem::path expanded =
+      std::filesystem::path(options.project).parent_path() /
+      (stem + (hosts != nullptr ? ".netns" : "") + ".sizes.json");
+  std::ofstream(expanded) << json.dump(2);
+  std::cerr << "bench predict: " << spec.name << ": " << variants.size() << " runs"
+            << (hosts != nullptr ? " across network-namespace hosts" : "") << "\n";
+  runSpecThroughCli(expanded.string(), 1, options.project, launcher, extra);
+
+  auto store = core::ProjectStore::open(options.project);
+  // This spec's newest run of each sized variant.
+  std::map<std::string, core::MeasuredPoint> measured;
+  for (const core::MeasuredPoint& m : core::measuredPoints(*store, spec.name))
+    measured[m.variant] = m;
+  std::vector<int64_t> calibrationRuns;
+  for (const auto& [name, m] : measured)
+    if (std::find(options.calibrateOn.begin(), options.calibrateOn.end(), m.nodes) !=
+        options.calibrateOn.end())
+      calibrationRuns.push_back(m.runId);
+  const core::sim::Calibration calibration = core::calibrateRuns(*store, calibrationRuns);
+  result.calibrations.push_back(spec.name + ":\n" + calibration.describe());
+  core::PredictOptions predict;
+  predict.nodes = options.predictAt;
+  predict.throughputOnly = true;
+  for (const core::VariantPrediction& p : core::predictScale(spec, calibration, predict)) {
+    for (int n : options.predictAt) {
+      PredictCheck check;
+      check.spec = spec.name;
+      check.variant = p.variant;
+      check.strategy = p.strategy;
+      check.nodes = n;
+      const auto m = measured.find(sized(p.variant, n));
+      if (m == measured.end())
+        check.why = "the run on " + std::to_string(n) + " nodes did not complete";
+      else
+        check.measuredMs = m->second.stepMs;
+      if (!p.unmodelled.empty()) check.why = p.unmodelled;
+      for (const core::ScalePoint& s : p.points)
+        if (s.nodes == n && check.why.empty()) check.predictedMs = s.stepMs;
+      result.checks.push_back(check);
+    }
+  }
 }
 
 }  // namespace
@@ -35,66 +124,20 @@ PredictBenchResult runPredictBench(const PredictBenchOptions& options) {
       specs.push_back(e.path());
   std::sort(specs.begin(), specs.end());
   if (specs.empty()) throw Error("no spec to run in " + options.specsDir);
-  std::vector<int> sizes = options.calibrateOn;
-  sizes.insert(sizes.end(), options.predictAt.begin(), options.predictAt.end());
-
+  std::unique_ptr<NetnsHosts> hosts;
+  if (options.netns) {
+    int most = 1;
+    for (int n : options.predictAt) most = std::max(most, n);
+    hosts = std::make_unique<NetnsHosts>(
+        most, fs::path(core::programPath()).parent_path() / "dtlab-node", kNetnsToken);
+  }
   PredictBenchResult result;
   result.tolerance = options.tolerance;
   for (const fs::path& path : specs) {
-    // The spec with each variant once per node count.
     std::ifstream in(path);
-    nlohmann::json json = nlohmann::json::parse(in);
-    const core::ExperimentSpec spec = core::parseExperimentSpecText(json.dump());
-    nlohmann::json variants = nlohmann::json::array();
-    for (const nlohmann::json& v : json.at("variants"))
-      for (int n : sizes) {
-        nlohmann::json copy = v;
-        copy["nodes"] = n;
-        copy["name"] = sized(v.at("name").get<std::string>(), n);
-        variants.push_back(copy);
-      }
-    json["variants"] = variants;
-    const fs::path expanded =
-        fs::path(options.project).parent_path() / (path.stem().string() + ".sizes.json");
-    std::ofstream(expanded) << json.dump(2);
-    std::cerr << "bench predict: " << path.filename().string() << ": " << variants.size()
-              << " runs\n";
-    runSpecThroughCli(expanded.string(), 1, options.project);
-
-    auto store = core::ProjectStore::open(options.project);
-    // This spec's newest run of each sized variant.
-    std::map<std::string, core::MeasuredPoint> measured;
-    for (const core::MeasuredPoint& m : core::measuredPoints(*store, spec.name))
-      measured[m.variant] = m;
-    std::vector<int64_t> calibrationRuns;
-    for (const auto& [name, m] : measured)
-      if (std::find(options.calibrateOn.begin(), options.calibrateOn.end(), m.nodes) !=
-          options.calibrateOn.end())
-        calibrationRuns.push_back(m.runId);
-    const core::sim::Calibration calibration = core::calibrateRuns(*store, calibrationRuns);
-    result.calibrations.push_back(spec.name + ":\n" + calibration.describe());
-    core::PredictOptions predict;
-    predict.nodes = options.predictAt;
-    predict.throughputOnly = true;
-    for (const core::VariantPrediction& p : core::predictScale(spec, calibration, predict)) {
-      for (int n : options.predictAt) {
-        PredictCheck check;
-        check.spec = spec.name;
-        check.variant = p.variant;
-        check.strategy = p.strategy;
-        check.nodes = n;
-        const auto m = measured.find(sized(p.variant, n));
-        if (m == measured.end()) {
-          check.why = "the run on " + std::to_string(n) + " nodes did not complete";
-        } else {
-          check.measuredMs = m->second.stepMs;
-        }
-        if (!p.unmodelled.empty()) check.why = p.unmodelled;
-        for (const core::ScalePoint& s : p.points)
-          if (s.nodes == n && check.why.empty()) check.predictedMs = s.stepMs;
-        result.checks.push_back(check);
-      }
-    }
+    const nlohmann::json json = nlohmann::json::parse(in);
+    crossValidate(json, path.stem().string(), options, nullptr, result);
+    if (hosts) crossValidate(json, path.stem().string(), options, hosts.get(), result);
   }
   result.machine = machineDescription();
   result.measuredAt = utcNow();

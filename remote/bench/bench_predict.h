@@ -4,6 +4,8 @@
 // loopback), each variant on 1, 2, 3 and 4 of its cluster's nodes; the simulator is calibrated
 // on the 1- and 2-node runs only (core/store/run_calibration.h) and predicts the time per step
 // of the 3- and 4-node runs (core/train/scale_prediction.h), which are then set beside it.
+// With --netns, each spec again across network-namespace hosts (its nodes' emulated links as
+// given), calibrated and predicted the same way.
 #include <ostream>
 #include <string>
 #include <vector>
@@ -19,6 +21,9 @@ struct PredictBenchOptions {
   std::vector<int> calibrateOn = {1, 2};
   std::vector<int> predictAt = {3, 4};
   double tolerance = 0.10;  // the bar: within 10%
+  // Also across network-namespace hosts on this machine (root): each spec again with its
+  // nodes as daemons in namespaces joined by a bridge (remote/bench/netns_hosts.h).
+  bool netns = false;
 };
 
 struct PredictCheck {
