@@ -22,26 +22,41 @@ std::string comparisonFormat(const std::string& format) {
   return format;
 }
 
-// With a calibration in the project: beside each run, the simulator's time per step for it as
-// it ran and for its strategy's ideal (core/store/run_calibration.h: Yardstick).
-void printYardstick(core::ProjectStore& store, const core::Comparison& comparison) {
+// The yardstick of the comparison's runs (core/store/run_calibration.h), with the newest
+// calibration of its experiment; none without one. A damaged calibration: `why` says so.
+struct YardstickTable {
+  std::optional<int64_t> calibrationId;
+  std::vector<core::Yardstick> rows;
+  std::string why;
+};
+
+YardstickTable yardstickOf(core::ProjectStore& store, const core::Comparison& comparison) {
+  YardstickTable table;
   std::optional<std::pair<int64_t, core::sim::Calibration>> found;
   try {
     found = core::calibrationOf(store, comparison.experiment);
   } catch (const Error& e) {
-    std::cout << "\nno yardstick: " << e.what() << "\n";
-    return;
+    table.why = e.what();
+    return table;
   }
-  if (!found) return;
-  const auto& [calibrationId, calibration] = *found;
+  if (!found) return table;
+  table.calibrationId = found->first;
   std::vector<int64_t> runs;
   for (const core::ComparisonRow& row : comparison.rows)
     if (row.runId) runs.push_back(*row.runId);
-  std::cout << "\nyardstick: the simulator's time per step (calibration " << calibrationId
+  table.rows = core::yardsticks(store, found->second, runs);
+  return table;
+}
+
+// Beside each run, the simulator's time per step for it as it ran and for its strategy's ideal.
+void printYardstick(const YardstickTable& table) {
+  if (!table.why.empty()) std::cout << "\nno yardstick: " << table.why << "\n";
+  if (!table.calibrationId) return;
+  std::cout << "\nyardstick: the simulator's time per step (calibration " << *table.calibrationId
             << "), for each run as it ran (its batch shares) and for its strategy's ideal\n";
   std::printf("  %-20s %5s %6s %14s %14s %11s\n", "variant", "run", "nodes", "measured (ms)",
               "as it ran (ms)", "ideal (ms)");
-  for (const core::Yardstick& y : core::yardsticks(store, calibration, runs)) {
+  for (const core::Yardstick& y : table.rows) {
     if (!y.asRanMs) {
       std::printf("  %-20s %5lld %6d %14.3f  (%s)\n", y.variant.c_str(),
                   static_cast<long long>(y.runId), y.nodes, y.measuredMs, y.why.c_str());
@@ -51,6 +66,23 @@ void printYardstick(core::ProjectStore& store, const core::Comparison& compariso
                 static_cast<long long>(y.runId), y.nodes, y.measuredMs, *y.asRanMs,
                 y.measuredMs > 0 ? 100.0 * (*y.asRanMs / y.measuredMs - 1.0) : 0.0, *y.idealMs);
   }
+}
+
+nlohmann::json yardstickJson(const YardstickTable& table) {
+  if (!table.calibrationId) return nullptr;
+  nlohmann::json rows = nlohmann::json::array();
+  const auto optional = [](const std::optional<double>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  for (const core::Yardstick& y : table.rows)
+    rows.push_back({{"run", y.runId},
+                    {"variant", y.variant},
+                    {"nodes", y.nodes},
+                    {"measured_step_ms", y.measuredMs},
+                    {"as_ran_step_ms", optional(y.asRanMs)},
+                    {"ideal_step_ms", optional(y.idealMs)},
+                    {"why", y.why}});
+  return {{"calibration", *table.calibrationId}, {"runs", rows}};
 }
 
 int compareCommand(const std::vector<std::string>& argv) {
@@ -82,13 +114,15 @@ int compareCommand(const std::vector<std::string>& argv) {
       std::cout << core::statisticsTableJson(table).dump() << "\n";
     else
       std::cout << core::seedTableText(comparison);
-  } else if (format == "json")
-    std::cout << core::comparisonJson(comparison).dump() << "\n";
-  else if (format == "csv")
+  } else if (format == "json") {
+    nlohmann::json json = core::comparisonJson(comparison);
+    json["yardstick"] = yardstickJson(yardstickOf(*store, comparison));
+    std::cout << json.dump() << "\n";
+  } else if (format == "csv")
     std::cout << core::comparisonCsv(comparison);
   else {
     std::cout << core::comparisonTable(comparison);
-    printYardstick(*store, comparison);
+    printYardstick(yardstickOf(*store, comparison));
   }
   std::cout.flush();
   return std::cout ? 0 : 1;

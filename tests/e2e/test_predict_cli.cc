@@ -11,26 +11,18 @@
 
 #include "core/sim/calibration.h"
 #include "core/store/project_store.h"
+#include "tests/core/scale_spec.h"
 #include "tests/e2e/e2e_support.h"
 
 using namespace dtlab;
 
 namespace {
 
-constexpr const char* kSpec = R"({
-  "name": "scale",
-  "seed": 4,
-  "dataset": {"kind": "teacher", "train_size": 8192, "test_size": 512, "classes": 10, "features": 32},
-  "model": {"hidden": [128, 128]},
-  "training": {"batch_size": 256, "epochs": 0, "max_steps": 40, "eval_interval": 1000},
-  "cluster": {"local_nodes": 2, "nodes": [{"speed": 0.5, "bandwidth_mbps": 400}]},
-  "variants": [
+const std::string kSpec = core::test::scaleSpec(nlohmann::json::parse(R"([
     {"name": "one", "strategy": "sync_allreduce", "nodes": 1},
     {"name": "sync", "strategy": "sync_allreduce"},
     {"name": "ps", "strategy": "async_ps"},
-    {"name": "local", "strategy": "local_sgd", "period": 4}
-  ]
-})";
+    {"name": "local", "strategy": "local_sgd", "period": 4}])"));
 
 }  // namespace
 
@@ -46,7 +38,7 @@ class TestPredictCli : public QObject {
     const QString spec = dir_.filePath("scale.json");
     QFile file(spec);
     QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write(kSpec);
+    file.write(QByteArray::fromStdString(kSpec));
     file.close();
     const e2e::Outcome run = e2e::cli({"run", spec, "--quiet", "--project", project_}, 180000);
     QVERIFY2(run.exitCode == 0, qPrintable(run.err));
@@ -168,6 +160,14 @@ class TestPredictCli : public QObject {
       QVERIFY2(std::abs(asRan / measured - 1.0) < 0.3, qPrintable(line));
     }
     QCOMPARE(rows, 2);
+    // And in JSON, with the calibration it used.
+    const e2e::Outcome json = e2e::cli({"compare", project_, "scale", "--format", "json"});
+    QVERIFY2(json.exitCode == 0, qPrintable(json.err));
+    const nlohmann::json yardstick = e2e::lastJson(json.out).at("yardstick");
+    QVERIFY(yardstick.at("calibration").get<int64_t>() > 0);
+    QCOMPARE(yardstick.at("runs").size(), std::size_t{4});
+    for (const nlohmann::json& r : yardstick.at("runs"))
+      QVERIFY2(r.at("as_ran_step_ms").get<double>() > 0.0, r.dump().c_str());
   }
 
   void runsOfAnotherModelAreRefused() {

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/store/project_store.h"
+#include "tests/core/scale_spec.h"
 #include "ui/main_window.h"
 #include "ui/pages/predict_page.h"
 
@@ -23,19 +24,10 @@ using namespace dtlab;
 
 namespace {
 
-constexpr const char* kSpec = R"({
-  "name": "scale",
-  "seed": 8,
-  "dataset": {"kind": "teacher", "train_size": 8192, "test_size": 512, "classes": 10, "features": 32},
-  "model": {"hidden": [128, 128]},
-  "training": {"batch_size": 256, "epochs": 0, "max_steps": 40, "eval_interval": 1000},
-  "cluster": {"local_nodes": 2, "nodes": [{"speed": 0.5, "bandwidth_mbps": 400}]},
-  "variants": [
+const std::string kSpec = core::test::scaleSpec(nlohmann::json::parse(R"([
     {"name": "sync", "strategy": "sync_allreduce"},
     {"name": "sync_one", "strategy": "sync_allreduce", "nodes": 1},
-    {"name": "ps", "strategy": "async_ps"}
-  ]
-})";
+    {"name": "ps", "strategy": "async_ps"}])"));
 
 }  // namespace
 
@@ -52,7 +44,7 @@ class TestPredictPage : public QObject {
     const QString spec = dir_.filePath("scale.json");
     QFile file(spec);
     QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write(kSpec);
+    file.write(QByteArray::fromStdString(kSpec));
     file.close();
     QProcess cli;
     cli.start(DTLAB_BINARY_DIR "/app/dtlab-cli", {"run", spec, "--quiet", "--project", project_});
