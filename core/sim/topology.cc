@@ -25,9 +25,11 @@ double number(const nlohmann::json& j, const char* key, double fallback, double 
 void onlyKeys(const nlohmann::json& j, std::initializer_list<const char*> keys,
               const std::string& where) {
   if (!j.is_object()) throw Error(where + ": expected a JSON object");
-  for (const auto& [key, value] : j.items())
+  for (const auto& item : j.items()) {
+    const std::string key = item.key();
     if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return key == k; }))
       throw Error(where + ": unknown field \"" + key + "\"");
+  }
 }
 
 }  // namespace

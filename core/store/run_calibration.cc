@@ -214,7 +214,7 @@ sim::Calibration calibrateRuns(ProjectStore& store, std::vector<int64_t> runIds,
       const auto host = run.hosts.find(worker.node);
       for (auto& [samples, o] : bySize) {
         o.node = host != run.hosts.end() ? host->second : "local";
-        o.strategy = variant.strategy;
+        o.strategy = strategyOf(variant).name;
         o.contended = run.contended;
         compute.push_back(std::move(o));
       }
