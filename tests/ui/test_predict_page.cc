@@ -3,7 +3,8 @@
 // one from the experiment's runs and stores it in the project, then every variant is drawn
 // against node count (a baseline on one node folded into its configuration), with its measured
 // runs on the same axes and a row per node count in the table; another figure redraws the
-// chart; a node count that is not one is refused with what is wrong.
+// chart; a topology file predicts for a tree of switches; a node count that is not one and a
+// topology that says something wrong are refused with what is wrong.
 #include <QtTest/QtTest>
 
 #include <QtCore/QFile>
@@ -99,10 +100,39 @@ class TestPredictPage : public QObject {
     QCOMPARE(chart->yAxis->label(), QString("Mean staleness (pushes)"));
     QCOMPARE(chart->yAxis->scaleType(), QCPAxis::stLinear);
 
+    // A tree of switches with 8:1 uplinks: the synchronous step on 64 nodes grows, and the
+    // runs (on the spec's cluster) are no longer drawn. A bad file is refused, naming the field.
+    page->setFigure(ui::PredictPage::Figure::kStepMs);
+    const double flat = p[0].points.back().stepMs;
+    const QString tree = dir_.filePath("tree.json");
+    QFile file(tree);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(R"({"levels": [{"fanout": 4, "oversubscription": 8}, {"fanout": 16}]})");
+    file.close();
+    QVERIFY(page->setTopologyFile(tree).isEmpty());
+    QVERIFY(shown.wait(60000));
+    QVERIFY(page->topology());
+    QVERIFY2(
+        page->predictions()[0].points.back().stepMs > flat,
+        qPrintable(QString("%1 vs %2").arg(page->predictions()[0].points.back().stepMs).arg(flat)));
+    int drawnRuns = 0;
+    for (int g = 0; g < chart->graphCount(); ++g)
+      if (chart->graph(g)->lineStyle() == QCPGraph::lsNone)
+        drawnRuns += chart->graph(g)->dataCount();
+    QCOMPARE(drawnRuns, 0);
+    QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    file.write(R"({"levels": [{"fanout": 0}]})");
+    file.close();
+    QVERIFY(page->setTopologyFile(tree).contains("tree.json.levels[0].fanout"));
+    QVERIFY(page->setTopologyFile({}).isEmpty());  // back to the spec's cluster
+    QVERIFY(shown.wait(60000));
+    QVERIFY(!page->topology());
+
     // A node count that is not one: refused, naming it.
     QSignalSpy failed(page, &ui::PredictPage::failed);
     page->findChild<QLineEdit*>()->setText("16,lots");
-    page->findChildren<QPushButton*>().last()->click();  // Predict
+    for (QPushButton* button : page->findChildren<QPushButton*>())
+      if (button->text() == "Predict") button->click();
     QCOMPARE(failed.count(), 1);
     QVERIFY(failed.at(0).at(0).toString().contains("'lots' is not a node count"));
   }

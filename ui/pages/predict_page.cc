@@ -2,8 +2,11 @@
 
 #include <qcustomplot.h>
 
+#include <QtCore/QFile>
+#include <QtCore/QFileInfo>
 #include <QtWidgets/QCheckBox>
 #include <QtWidgets/QComboBox>
+#include <QtWidgets/QFileDialog>
 #include <QtWidgets/QHBoxLayout>
 #include <QtWidgets/QHeaderView>
 #include <QtWidgets/QLabel>
@@ -34,6 +37,7 @@ struct PredictPage::Outcome {
   std::vector<core::VariantPrediction> predictions;
   std::vector<core::MeasuredPoint> measured;
   std::string missing;
+  std::string topology;  // what the prediction is for, when not the spec's cluster
 };
 
 namespace {
@@ -95,6 +99,8 @@ PredictPage::PredictPage(QWidget* parent)
       throughputOnly_(new QCheckBox(tr("Throughput only"), this)),
       predictButton_(new QPushButton(tr("Predict"), this)),
       calibrateButton_(new QPushButton(tr("Calibrate from Runs"), this)),
+      topologyButton_(new QPushButton(tr("Topology..."), this)),
+      topologyLabel_(new QLabel(tr("the spec's cluster"), this)),
       chart_(new QCustomPlot(this)),
       table_(new QTableWidget(this)),
       notes_(new QTextBrowser(this)) {
@@ -117,6 +123,8 @@ PredictPage::PredictPage(QWidget* parent)
   controls->addWidget(new QLabel(tr("Figure:"), this));
   controls->addWidget(figure_);
   controls->addWidget(throughputOnly_);
+  controls->addWidget(topologyButton_);
+  controls->addWidget(topologyLabel_);
   controls->addStretch(1);
   controls->addWidget(calibrateButton_);
   controls->addWidget(predictButton_);
@@ -170,6 +178,16 @@ PredictPage::PredictPage(QWidget* parent)
   connect(predictButton_, &QPushButton::clicked, this, [this] { start(false); });
   connect(nodesEdit_, &QLineEdit::returnPressed, this, [this] { start(false); });
   connect(calibrateButton_, &QPushButton::clicked, this, [this] { calibrate(); });
+  topologyButton_->setToolTip(
+      tr("Predict for another cluster: a JSON file of switch levels (fanout, bandwidth_mbps, "
+         "oversubscription, latency_ms) and node speed shares; cancel to go back to the "
+         "spec's cluster"));
+  connect(topologyButton_, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Topology"), QString(),
+                                                      tr("Topologies (*.json);;All files (*)"));
+    const QString error = setTopologyFile(path);
+    if (!error.isEmpty()) emit failed(error);
+  });
   connect(throughputOnly_, &QCheckBox::toggled, this, [this] { start(false); });
   connect(figure_, &QComboBox::currentIndexChanged, this, [this] { draw(); });
 }
@@ -188,6 +206,25 @@ void PredictPage::setNodes(const std::vector<int>& nodes) {
   QStringList text;
   for (int n : nodes) text << QString::number(n);
   nodesEdit_->setText(text.join(','));
+}
+
+QString PredictPage::setTopologyFile(const QString& path) {
+  if (path.isEmpty()) {
+    topology_.reset();
+    topologyLabel_->setText(tr("the spec's cluster"));
+  } else {
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly)) return tr("%1: cannot read it").arg(path);
+    try {
+      topology_ = core::sim::Topology::fromJson(nlohmann::json::parse(file.readAll().toStdString()),
+                                                QFileInfo(path).fileName().toStdString());
+    } catch (const std::exception& e) {
+      return QString::fromUtf8(e.what());
+    }
+    topologyLabel_->setText(QString::fromStdString(topology_->describe()));
+  }
+  start(false);
+  return {};
 }
 
 void PredictPage::setFigure(Figure figure) {
@@ -227,9 +264,10 @@ void PredictPage::start(bool calibrateFirst) {
   const std::string path = path_;
   const std::string name = experiment_;
   const bool throughputOnly = throughputOnly_->isChecked();
+  const std::optional<core::sim::Topology> topology = topology_;
   runInBackground<Outcome>(
       this,
-      [path, name, nodes, throughputOnly, calibrateFirst] {
+      [path, name, nodes, throughputOnly, topology, calibrateFirst] {
         auto store = core::ProjectStore::open(path, /*readOnly=*/!calibrateFirst);
         const core::Entity entity = core::experimentNamedOrLatest(
             *store, name.empty() ? std::nullopt : std::optional(name));
@@ -252,6 +290,8 @@ void PredictPage::start(bool calibrateFirst) {
         core::PredictOptions options;
         options.nodes = nodes;
         options.throughputOnly = throughputOnly;
+        options.topology = topology;
+        if (topology) o.topology = topology->describe();
         for (const core::MeasuredPoint& m : o.measured)
           if (std::find(options.nodes.begin(), options.nodes.end(), m.nodes) == options.nodes.end())
             options.nodes.push_back(m.nodes);
@@ -280,16 +320,22 @@ void PredictPage::take(const Outcome& o) {
   predictions_ = o.predictions;
   measured_ = o.measured;
   missing_ = o.missing;
+  onTopology_ = o.topology;
   const QString name = QString::fromStdString(experiment_).toHtmlEscaped();
   if (!missing_.empty()) {
     title_->setText(tr("<b>%1</b> at scale: %2").arg(name, QString::fromStdString(missing_)));
   } else {
     QStringList runs;
     for (int64_t r : calibration_.runs) runs << QString::number(r);
-    title_->setText(tr("<b>%1</b> at scale, simulated with calibration %2 (runs %3)")
+    title_->setText(tr("<b>%1</b> at scale, simulated with calibration %2 (runs %3)%4")
                         .arg(name)
                         .arg(*calibrationId_)
-                        .arg(runs.join(", ")));
+                        .arg(runs.join(", "))
+                        .arg(onTopology_.empty()
+                                 ? QString()
+                                 : tr(", on a tree of switches: %1 (its runs ran on the spec's "
+                                      "cluster: not drawn)")
+                                       .arg(QString::fromStdString(onTopology_).toHtmlEscaped())));
   }
   draw();
   fillTable();
@@ -307,7 +353,8 @@ void PredictPage::take(const Outcome& o) {
     if (!models.empty()) notes += "<b>" + tr("Convergence model") + "</b><br>";
     for (const std::string& m : models) notes += QString::fromStdString(m).toHtmlEscaped() + "<br>";
     bool header = false;
-    for (const core::MeasuredPoint& m : measured_)
+    for (const core::MeasuredPoint& m :
+         onTopology_.empty() ? measured_ : std::vector<core::MeasuredPoint>{})
       for (const core::VariantPrediction& p : predictions_) {
         if (!p.covers(m.variant)) continue;
         for (const core::ScalePoint& s : p.points) {
@@ -385,7 +432,7 @@ void PredictPage::draw() {
     // The variant's measured runs, on the same axes.
     QVector<double> mx, my;
     for (const core::MeasuredPoint& m : measured_) {
-      if (!p.covers(m.variant)) continue;
+      if (!p.covers(m.variant) || !onTopology_.empty()) continue;
       const std::optional<double> v = measuredFigure(m, info.figure);
       if (!v || (info.logarithmic && !(*v > 0.0))) continue;
       mx << m.nodes;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/sim/calibration.h"
+#include "core/sim/topology.h"
 #include "core/train/scale_prediction.h"
 
 class QCheckBox;
@@ -43,6 +44,11 @@ class PredictPage final : public QWidget {
   void calibrate();
   void setNodes(const std::vector<int>& nodes);
   void setFigure(Figure figure);
+  // Predicts for the cluster a topology file describes (core/sim/topology.h) instead of the
+  // spec's, and predicts again; an empty path goes back to the spec's. Returns what is wrong
+  // with the file ("" when it was taken).
+  QString setTopologyFile(const QString& path);
+  const std::optional<core::sim::Topology>& topology() const { return topology_; }
 
   const std::string& experiment() const { return experiment_; }
   const std::vector<core::VariantPrediction>& predictions() const { return predictions_; }
@@ -72,6 +78,8 @@ class PredictPage final : public QWidget {
   std::vector<core::MeasuredPoint> measured_;
   std::vector<int> nodes_ = {16, 64, 256, 1024, 4096};
   std::string missing_;
+  std::optional<core::sim::Topology> topology_;
+  std::string onTopology_;  // the shown prediction's topology, described ("" the spec's)
   bool busy_ = false;
 
   QLabel* title_;
@@ -80,6 +88,8 @@ class PredictPage final : public QWidget {
   QCheckBox* throughputOnly_;
   QPushButton* predictButton_;
   QPushButton* calibrateButton_;
+  QPushButton* topologyButton_;
+  QLabel* topologyLabel_;
   QCustomPlot* chart_;
   QTableWidget* table_;
   QTextBrowser* notes_;
