@@ -1,8 +1,6 @@
 #include "remote/bench/netns_hosts.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,8 +11,7 @@
 #include <thread>
 
 #include "core/common/check.h"
-
-extern char** environ;
+#include "remote/bench/rank_processes.h"
 
 namespace dtlab::bench {
 namespace {
@@ -78,20 +75,9 @@ NetnsHosts::NetnsHosts(int hosts, const std::filesystem::path& node, const std::
       const std::filesystem::path log = logs_ / (ns + ".log");
       const std::string listen = address(i) + ":7000";
       // Plain text: the bridge joins namespaces of this one machine, nothing leaves it.
-      std::vector<std::string> argv = {"ip",       "netns", "exec",    ns,    node.string(),
-                                       "--listen", listen,  "--token", token, "--insecure"};
-      std::vector<char*> raw;
-      for (std::string& a : argv) raw.push_back(a.data());
-      raw.push_back(nullptr);
-      posix_spawn_file_actions_t files;
-      posix_spawn_file_actions_init(&files);
-      posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, log.c_str(),
-                                       O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      posix_spawn_file_actions_adddup2(&files, STDOUT_FILENO, STDERR_FILENO);
-      pid_t pid = 0;
-      const int failed = posix_spawnp(&pid, "ip", &files, nullptr, raw.data(), environ);
-      posix_spawn_file_actions_destroy(&files);
-      if (failed != 0) throw Error("cannot start dtlab-node in " + ns);
+      const pid_t pid = spawnProcess({"ip", "netns", "exec", ns, node.string(), "--listen", listen,
+                                      "--token", token, "--insecure"},
+                                     log, /*withStderr=*/true);
       daemons_.push_back(pid);
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
       for (;;) {

@@ -35,21 +35,26 @@ ScratchDir::~ScratchDir() {
   fs::remove_all(path_, ignored);
 }
 
-pid_t spawnSelf(const std::vector<std::string>& args, const fs::path& out) {
-  std::vector<std::string> all = {selfExe()};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
+pid_t spawnProcess(std::vector<std::string> argv, const fs::path& out, bool withStderr) {
+  std::vector<char*> raw;
+  for (std::string& a : argv) raw.push_back(a.data());
+  raw.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(),
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (withStderr) posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  const int rc = posix_spawnp(&pid, raw[0], &actions, nullptr, raw.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw std::runtime_error("cannot start " + all[0] + ": " + std::strerror(rc));
+  if (rc != 0) throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(rc));
   return pid;
+}
+
+pid_t spawnSelf(const std::vector<std::string>& args, const fs::path& out) {
+  std::vector<std::string> all = {selfExe()};
+  all.insert(all.end(), args.begin(), args.end());
+  return spawnProcess(std::move(all), out);
 }
 
 void waitAll(const std::vector<pid_t>& pids, const std::string& what) {

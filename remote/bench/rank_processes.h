@@ -27,6 +27,10 @@ class ScratchDir {
   std::filesystem::path path_;
 };
 
+// Starts `argv` (argv[0] found on PATH when it names no directory), its stdout (and, with
+// `withStderr`, its stderr) to `out`; returns the pid.
+pid_t spawnProcess(std::vector<std::string> argv, const std::filesystem::path& out,
+                   bool withStderr = false);
 // Starts this binary with `args`, its stdout to `out`; returns the pid.
 pid_t spawnSelf(const std::vector<std::string>& args, const std::filesystem::path& out);
 
