@@ -1,6 +1,5 @@
 #include "app/compare_command.h"
 
-#include <cstdio>
 #include <iostream>
 #include <limits>
 #include <optional>
@@ -22,59 +21,28 @@ std::string comparisonFormat(const std::string& format) {
   return format;
 }
 
-// The yardstick of the comparison's runs (core/store/run_calibration.h), with the newest
-// calibration of its experiment; none without one. A damaged calibration: `why` says so.
-struct YardstickTable {
-  std::optional<int64_t> calibrationId;
-  std::vector<core::Yardstick> rows;
+// The yardstick of the comparison's runs (core/store/run_calibration.h); none without a
+// calibration of the experiment. A damaged calibration: `why` says so.
+struct YardstickOutcome {
+  std::optional<core::ComparisonYardstick> yardstick;
   std::string why;
 };
 
-YardstickTable yardstickOf(core::ProjectStore& store, const core::Comparison& comparison) {
-  YardstickTable table;
-  std::optional<std::pair<int64_t, core::sim::Calibration>> found;
+YardstickOutcome yardstickOf(core::ProjectStore& store, const core::Comparison& comparison) {
   try {
-    found = core::calibrationOf(store, comparison.experiment);
+    return {core::comparisonYardstick(store, comparison), {}};
   } catch (const Error& e) {
-    table.why = e.what();
-    return table;
-  }
-  if (!found) return table;
-  table.calibrationId = found->first;
-  std::vector<int64_t> runs;
-  for (const core::ComparisonRow& row : comparison.rows)
-    if (row.runId) runs.push_back(*row.runId);
-  table.rows = core::yardsticks(store, found->second, runs);
-  return table;
-}
-
-// Beside each run, the simulator's time per step for it as it ran and for its strategy's ideal.
-void printYardstick(const YardstickTable& table) {
-  if (!table.why.empty()) std::cout << "\nno yardstick: " << table.why << "\n";
-  if (!table.calibrationId) return;
-  std::cout << "\nyardstick: the simulator's time per step (calibration " << *table.calibrationId
-            << "), for each run as it ran (its batch shares) and for its strategy's ideal\n";
-  std::printf("  %-20s %5s %6s %14s %14s %11s\n", "variant", "run", "nodes", "measured (ms)",
-              "as it ran (ms)", "ideal (ms)");
-  for (const core::Yardstick& y : table.rows) {
-    if (!y.asRanMs) {
-      std::printf("  %-20s %5lld %6d %14.3f  (%s)\n", y.variant.c_str(),
-                  static_cast<long long>(y.runId), y.nodes, y.measuredMs, y.why.c_str());
-      continue;
-    }
-    std::printf("  %-20s %5lld %6d %14.3f %8.3f %+5.0f%% %11.3f\n", y.variant.c_str(),
-                static_cast<long long>(y.runId), y.nodes, y.measuredMs, *y.asRanMs,
-                y.measuredMs > 0 ? 100.0 * (*y.asRanMs / y.measuredMs - 1.0) : 0.0, *y.idealMs);
+    return {std::nullopt, e.what()};
   }
 }
 
-nlohmann::json yardstickJson(const YardstickTable& table) {
-  if (!table.calibrationId) return nullptr;
+nlohmann::json yardstickJson(const YardstickOutcome& outcome) {
+  if (!outcome.yardstick) return nullptr;
   nlohmann::json rows = nlohmann::json::array();
   const auto optional = [](const std::optional<double>& v) {
     return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
   };
-  for (const core::Yardstick& y : table.rows)
+  for (const core::Yardstick& y : outcome.yardstick->runs)
     rows.push_back({{"run", y.runId},
                     {"variant", y.variant},
                     {"nodes", y.nodes},
@@ -82,7 +50,7 @@ nlohmann::json yardstickJson(const YardstickTable& table) {
                     {"as_ran_step_ms", optional(y.asRanMs)},
                     {"ideal_step_ms", optional(y.idealMs)},
                     {"why", y.why}});
-  return {{"calibration", *table.calibrationId}, {"runs", rows}};
+  return {{"calibration", outcome.yardstick->calibrationId}, {"runs", rows}};
 }
 
 int compareCommand(const std::vector<std::string>& argv) {
@@ -122,7 +90,11 @@ int compareCommand(const std::vector<std::string>& argv) {
     std::cout << core::comparisonCsv(comparison);
   else {
     std::cout << core::comparisonTable(comparison);
-    printYardstick(yardstickOf(*store, comparison));
+    const YardstickOutcome yardstick = yardstickOf(*store, comparison);
+    if (!yardstick.why.empty()) std::cout << "\nno yardstick: " << yardstick.why << "\n";
+    if (yardstick.yardstick)
+      std::cout << "\nyardstick:\n"
+                << core::formatStatisticsTable(core::yardstickTable(*yardstick.yardstick), true);
   }
   std::cout.flush();
   return std::cout ? 0 : 1;

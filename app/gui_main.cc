@@ -239,9 +239,10 @@ int main(int argc, char** argv) {
   const QCommandLineOption experimentName(
       "experiment", "--page predict: the experiment to predict (default: the most recent)", "NAME");
   const QCommandLineOption tab("tab",
-                               "--page compare: the tab shown above the charts (runs, statistics "
-                               "or seed, the measured seed table of the execution compared)",
-                               "runs|statistics|seed");
+                               "--page compare: the tab shown above the charts (runs, statistics, "
+                               "seed, the measured seed table of the execution compared, or "
+                               "yardstick, the scale simulator beside each run)",
+                               "runs|statistics|seed|yardstick");
   parser.addOptions({page, run, screenshot, size, chart, runs, x, smooth, workers, dpi, exportTo,
                      tab, experimentName});
   parser.process(app);
@@ -263,9 +264,10 @@ int main(int argc, char** argv) {
   qint64 runId = parser.isSet(run) ? parser.value(run).toLongLong(&runOk) : -1;
   if (!runOk || (parser.isSet(run) && runId <= 0))
     return fail(QString("--run: expected a run number, got '%1'").arg(parser.value(run)));
-  const QStringList tabs = {"runs", "statistics", "seed"};
+  const QStringList tabs = {"runs", "statistics", "seed", "yardstick"};
   if (parser.isSet(tab) && (pageName != "compare" || !tabs.contains(parser.value(tab))))
-    return fail(QString("--tab: expected runs, statistics or seed with --page compare, got '%1'")
+    return fail(QString("--tab: expected runs, statistics, seed or yardstick with --page compare, "
+                        "got '%1'")
                     .arg(parser.value(tab)));
   if (pageName == "compare" && runId > 0)
     return fail("--run shows one run's page; --page compare takes --runs R1,R2,...");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -431,6 +432,49 @@ std::vector<Yardstick> yardsticks(ProjectStore& store, const sim::Calibration& c
     out.push_back(y);
   }
   return out;
+}
+
+std::optional<ComparisonYardstick> comparisonYardstick(ProjectStore& store,
+                                                       const Comparison& comparison) {
+  const auto found = calibrationOf(store, comparison.experiment);
+  if (!found) return std::nullopt;
+  std::vector<int64_t> runs;
+  for (const ComparisonRow& row : comparison.rows)
+    if (row.runId) runs.push_back(*row.runId);
+  return ComparisonYardstick{found->first, yardsticks(store, found->second, runs)};
+}
+
+StatisticsTable yardstickTable(const ComparisonYardstick& yardstick) {
+  StatisticsTable t;
+  t.caption = "The simulator's time per step (calibration " +
+              std::to_string(yardstick.calibrationId) +
+              ") for each run as it ran (its batch shares) and for its strategy's ideal (for "
+              "speed_proportional: the balance the measured speeds and links allow). A large "
+              "miss is a finding: a model term, or the run, is wrong.";
+  t.header = {"variant", "run", "nodes", "measured (ms)", "as it ran (ms)", "miss", "ideal (ms)"};
+  t.textColumns = {true, false, false, false, false, false, false};
+  const auto ms = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3f", v);
+    return std::string(text);
+  };
+  for (const Yardstick& y : yardstick.runs) {
+    std::vector<std::string> row = {y.variant, std::to_string(y.runId), std::to_string(y.nodes),
+                                    y.measuredMs > 0 ? ms(y.measuredMs) : "–"};
+    std::vector<std::string> tips(t.header.size());
+    if (y.asRanMs && y.idealMs) {
+      char miss[32] = "–";
+      if (y.measuredMs > 0)
+        std::snprintf(miss, sizeof miss, "%+.0f%%", 100.0 * (*y.asRanMs / y.measuredMs - 1.0));
+      row.insert(row.end(), {ms(*y.asRanMs), miss, ms(*y.idealMs)});
+    } else {
+      row.insert(row.end(), {"–", "–", "–"});
+      tips[4] = y.why;
+    }
+    t.rows.push_back(row);
+    t.tooltips.push_back(tips);
+  }
+  return t;
 }
 
 }  // namespace dtlab::core

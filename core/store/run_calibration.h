@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "core/sim/calibration.h"
+#include "core/store/comparison.h"
+#include "core/store/comparison_statistics.h"
 #include "core/train/scale_prediction.h"
 
 namespace dtlab::core {
@@ -54,5 +56,17 @@ struct Yardstick {
 };
 std::vector<Yardstick> yardsticks(ProjectStore& store, const sim::Calibration& calibration,
                                   const std::vector<int64_t>& runIds);
+
+// The yardstick of a comparison's runs with the newest calibration of its experiment, and
+// that calibration's id; nullopt when the experiment has none. Throws Error naming a damaged
+// calibration.
+struct ComparisonYardstick {
+  int64_t calibrationId = 0;
+  std::vector<Yardstick> runs;
+};
+std::optional<ComparisonYardstick> comparisonYardstick(ProjectStore& store,
+                                                       const Comparison& comparison);
+// As a table (the CLI prints it, the window's compare page shows it): a row per run.
+StatisticsTable yardstickTable(const ComparisonYardstick& yardstick);
 
 }  // namespace dtlab::core

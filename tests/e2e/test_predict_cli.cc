@@ -150,7 +150,7 @@ class TestPredictCli : public QObject {
     // strategy's ideal (an equal split: the same).
     const e2e::Outcome o = e2e::cli({"compare", project_, "scale"});
     QVERIFY2(o.exitCode == 0, qPrintable(o.err));
-    QVERIFY2(o.out.contains("yardstick: the simulator's time per step (calibration"),
+    QVERIFY2(o.out.contains("yardstick:\n  The simulator's time per step (calibration"),
              qPrintable(o.out));
     const QStringList lines = o.out.split("yardstick:").last().split('\n');
     int rows = 0;

@@ -10,6 +10,7 @@
 #include <QtCore/QFile>
 #include <QtCore/QProcess>
 #include <QtCore/QTemporaryDir>
+#include <QtWidgets/QTabWidget>
 #include <QtWidgets/QTableWidget>
 
 #include <qcustomplot.h>
@@ -19,6 +20,10 @@
 #include "core/store/project_store.h"
 #include "tests/core/scale_spec.h"
 #include "ui/main_window.h"
+#include "ui/models/explorer_model.h"
+#include "ui/models/statistics_table_model.h"
+#include "ui/pages/compare_page.h"
+#include "ui/pages/execution_statistics.h"
 #include "ui/pages/predict_page.h"
 
 using namespace dtlab;
@@ -127,6 +132,20 @@ class TestPredictPage : public QObject {
     QVERIFY(page->setTopologyFile({}).isEmpty());  // back to the spec's cluster
     QVERIFY(shown.wait(60000));
     QVERIFY(!page->topology());
+
+    // The compare page sets the simulator beside each run of the execution: its Yardstick tab.
+    const std::vector<core::ExecutionRecord>& executions =
+        window.explorerModel()->snapshot().executions;
+    QCOMPARE(executions.size(), std::size_t{1});
+    window.showCompare();
+    ui::ExecutionStatistics* statistics = window.comparePage()->statistics();
+    QSignalSpy statisticsShown(statistics, &ui::ExecutionStatistics::shown);
+    QVERIFY(window.comparePage()->showExecution(executions[0].id));
+    QVERIFY(statisticsShown.wait(30000));
+    QCOMPARE(statistics->yardstick()->rowCount(), 3);
+    QCOMPARE(window.comparePage()->tabs()->tabText(3), QString("Yardstick"));
+    window.showPredict();
+    QVERIFY(shown.wait(60000));
 
     // A node count that is not one: refused, naming it.
     QSignalSpy failed(page, &ui::PredictPage::failed);

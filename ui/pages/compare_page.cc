@@ -232,6 +232,9 @@ void ComparePage::buildSplitter(QHBoxLayout* tableRow, QHBoxLayout* chartRow) {
   tabs_->addTab(runsView_, tr("Runs"));
   tabs_->addTab(statistics_, tr("Statistics"));
   tabs_->addTab(statistics_->seedPanel(), tr("Seed table"));
+  tabs_->addTab(statistics_->yardstickPanel(), tr("Yardstick"));
+  tabs_->setTabToolTip(3, tr("The scale simulator's time per step beside each run: as it ran, "
+                             "and the ideal of its strategy (with the experiment's calibration)"));
   tabs_->setTabToolTip(2, tr("The seed article's comparison (consistency, efficiency, memory, "
                              "communication, debuggability, fault tolerance), measured"));
   topLayout->addWidget(tabs_, 1);

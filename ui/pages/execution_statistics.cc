@@ -8,6 +8,7 @@
 #include "core/store/comparison.h"
 #include "core/store/comparison_statistics.h"
 #include "core/store/project_store.h"
+#include "core/store/run_calibration.h"
 #include "core/store/seed_table.h"
 #include "ui/background.h"
 #include "ui/models/statistics_table_model.h"
@@ -20,6 +21,10 @@ struct Tables {
   core::StatisticsTable variants;
   core::StatisticsTable ratios;
   core::StatisticsTable seed;
+  // The simulator beside each run (core/store/run_calibration.h), when the experiment has a
+  // calibration; else what to do about it.
+  core::StatisticsTable yardstick;
+  std::string yardstickNote;
 };
 
 QTableView* tableView(StatisticsTableModel* model, QWidget* parent) {
@@ -54,6 +59,9 @@ ExecutionStatistics::ExecutionStatistics(QWidget* parent)
       seed_(new StatisticsTableModel(this)),
       seedPanel_(new QWidget(this)),
       seedCaption_(captionLabel(seedPanel_)),
+      yardstick_(new StatisticsTableModel(this)),
+      yardstickPanel_(new QWidget(this)),
+      yardstickCaption_(captionLabel(yardstickPanel_)),
       variantsView_(tableView(variants_, this)),
       ratiosView_(tableView(ratios_, this)) {
   QFont bold = heading_->font();
@@ -71,6 +79,10 @@ ExecutionStatistics::ExecutionStatistics(QWidget* parent)
   seedLayout->setContentsMargins(4, 4, 4, 4);
   seedLayout->addWidget(seedCaption_);
   seedLayout->addWidget(tableView(seed_, seedPanel_), 1);
+  auto* yardstickLayout = new QVBoxLayout(yardstickPanel_);
+  yardstickLayout->setContentsMargins(4, 4, 4, 4);
+  yardstickLayout->addWidget(yardstickCaption_);
+  yardstickLayout->addWidget(tableView(yardstick_, yardstickPanel_), 1);
   clear(tr("Choose an execution to see its medians and intervals."));
 }
 
@@ -84,6 +96,8 @@ void ExecutionStatistics::clear(const QString& why) {
   ratios_->setTable({});
   seed_->setTable({});
   seedCaption_->setText(why);
+  yardstick_->setTable({});
+  yardstickCaption_->setText(why);
 }
 
 void ExecutionStatistics::setExecution(const std::string& path, int64_t executionId) {
@@ -96,8 +110,23 @@ void ExecutionStatistics::setExecution(const std::string& path, int64_t executio
         const core::Comparison c = core::compareExperiment(*store, std::nullopt, executionId);
         const core::ComparisonStatistics stats = core::comparisonStatistics(c);
         const std::string table = core::comparisonTable(c);
-        return Tables{table.substr(0, table.find('\n')), core::variantStatisticsTable(stats),
-                      core::ratioStatisticsTable(stats), core::seedTable(c, stats)};
+        Tables tables;
+        tables.heading = table.substr(0, table.find('\n'));
+        tables.variants = core::variantStatisticsTable(stats);
+        tables.ratios = core::ratioStatisticsTable(stats);
+        tables.seed = core::seedTable(c, stats);
+        try {
+          if (const auto yardstick = core::comparisonYardstick(*store, c))
+            tables.yardstick = core::yardstickTable(*yardstick);
+          else
+            tables.yardstickNote =
+                "No calibration of experiment \"" + c.experiment +
+                "\" yet: View > Predict at Scale, then Calibrate from Runs, fits one (or "
+                "dtlab-cli calibrate); the simulator's time per step is then set beside each run.";
+        } catch (const std::exception& e) {
+          tables.yardstickNote = std::string("No yardstick: ") + e.what();
+        }
+        return tables;
       },
       [this, id](const std::optional<Tables>& tables, const QString& error) {
         if (id != read_) return;  // another execution was chosen meanwhile
@@ -117,6 +146,10 @@ void ExecutionStatistics::setExecution(const std::string& path, int64_t executio
         seed_->setTable(tables->seed);
         seedCaption_->setText(
             QString::fromStdString(tables->heading + "\n" + tables->seed.caption));
+        yardstick_->setTable(tables->yardstick);
+        yardstickCaption_->setText(QString::fromStdString(
+            tables->yardstickNote.empty() ? tables->heading + "\n" + tables->yardstick.caption
+                                          : tables->yardstickNote));
         emit shown();
       });
 }

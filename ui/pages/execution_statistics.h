@@ -33,6 +33,10 @@ class ExecutionStatistics final : public QWidget {
   StatisticsTableModel* seed() const { return seed_; }
   // The seed table under its heading and caption; the page gives it a tab.
   QWidget* seedPanel() const { return seedPanel_; }
+  // The yardstick (the simulator's time per step beside each run, with the experiment's
+  // calibration) under its caption; the page gives it a tab.
+  StatisticsTableModel* yardstick() const { return yardstick_; }
+  QWidget* yardstickPanel() const { return yardstickPanel_; }
   QTableView* variantsView() const { return variantsView_; }
   QTableView* ratiosView() const { return ratiosView_; }
   bool upToDate() const { return pending_ == 0; }
@@ -50,6 +54,9 @@ class ExecutionStatistics final : public QWidget {
   StatisticsTableModel* seed_;
   QWidget* seedPanel_;
   QLabel* seedCaption_;
+  StatisticsTableModel* yardstick_;
+  QWidget* yardstickPanel_;
+  QLabel* yardstickCaption_;
   QTableView* variantsView_;
   QTableView* ratiosView_;
   quint64 read_ = 0;  // of the latest read; older results are dropped
