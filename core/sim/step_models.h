@@ -32,6 +32,11 @@ struct SimOptions {
   // Per node, the samples of a step in place of the strategy's own split (a measured run's,
   // to model it as it ran); empty: the strategy's. Strategies that split the batch use it.
   std::vector<int64_t> shares;
+  // The run's planned global steps (0: `steps`), and how many it ran before a target or a limit
+  // ended it (0: as planned): a strategy that changes course at a share of the run (the
+  // hybrid's switch) places that point on the run, not on the simulated steps.
+  int64_t plannedSteps = 0;
+  int64_t ranSteps = 0;
 };
 
 struct SimResult {

@@ -33,6 +33,7 @@ struct LoadedRun {
   ExperimentSpec spec;
   int variant = 0;
   int nodes = 0;
+  int64_t steps = 0;  // global steps it made
   bool contended = false;
   double meanStaleness = 0.0;
   std::string startDetail;
@@ -94,6 +95,7 @@ std::optional<LoadedRun> loadRun(ProjectStore& store, int64_t id, std::string* w
     return std::nullopt;
   }
   r.nodes = summary->at("nodes").get<int>();
+  r.steps = summary->value("steps", int64_t{0});
   r.contended = summary->value("contended", false);
   if (summary->contains("mean_staleness") && summary->at("mean_staleness").is_number())
     r.meanStaleness = summary->at("mean_staleness").get<double>();
@@ -427,8 +429,10 @@ std::vector<Yardstick> yardsticks(ProjectStore& store, const sim::Calibration& c
         if (shares.back() < 1) shares.clear();
       }
     }
-    y.asRanMs = simulatedStepMs(run->spec, variant, calibration, run->nodes, shares, &y.why);
-    y.idealMs = simulatedStepMs(run->spec, variant, calibration, run->nodes, {}, &y.why);
+    y.asRanMs =
+        simulatedStepMs(run->spec, variant, calibration, run->nodes, shares, run->steps, &y.why);
+    y.idealMs =
+        simulatedStepMs(run->spec, variant, calibration, run->nodes, {}, run->steps, &y.why);
     out.push_back(y);
   }
   return out;

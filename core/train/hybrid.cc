@@ -96,7 +96,14 @@ StrategyDescriptor hybridDescriptor() {
     const HybridOptions o = HybridOptions::of(v);
     int64_t syncSteps = options.steps;
     if (!o.adaptive) {
-      syncSteps = std::llround(o.switchAt * static_cast<double>(options.steps));
+      // The run switches at switch_at of its planned steps (as Hybrid::setUp), which a run
+      // ended early by its target may never reach.
+      const double planned =
+          static_cast<double>(options.plannedSteps > 0 ? options.plannedSteps : options.steps);
+      const double ran = options.ranSteps > 0 ? static_cast<double>(options.ranSteps) : planned;
+      const double switchStep = std::max(1.0, std::round(o.switchAt * planned));
+      syncSteps =
+          std::llround(std::min(1.0, switchStep / ran) * static_cast<double>(options.steps));
     } else {
       const std::vector<int64_t> shares =
           sim::equalShares(options.globalBatch, static_cast<int>(cluster.nodes.size()));

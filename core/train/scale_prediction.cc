@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "core/common/check.h"
+#include "core/train/local_trainer.h"
 #include "core/train/simulated_model.h"
 #include "core/train/strategy_registry.h"
 
@@ -81,6 +82,13 @@ sim::ModelShape modelOf(const ExperimentSpec& spec, const VariantConfig& variant
   return simulatedModel(spec, bucketBytes, calibration.handOffShares);
 }
 
+// The global steps a run of the spec plans (0: unbounded).
+int64_t planned(const ExperimentSpec& spec) {
+  return plannedSteps(
+      spec,
+      std::max<int64_t>(1, spec.dataset.trainSize / std::max<int64_t>(1, spec.training.batchSize)));
+}
+
 // Why `strategy` cannot be simulated with `calibration` ("" when it can).
 std::string unmodelledWhy(const StrategyDescriptor& strategy, const sim::Calibration& calibration) {
   if (!strategy.simulate) return "the simulator has no model of " + strategy.name + " yet";
@@ -120,8 +128,8 @@ bool VariantPrediction::covers(const std::string& name) const {
 
 std::optional<double> simulatedStepMs(const ExperimentSpec& spec, const VariantConfig& variant,
                                       const sim::Calibration& calibration, int nodes,
-                                      const std::vector<int64_t>& shares, std::string* why,
-                                      int64_t steps) {
+                                      const std::vector<int64_t>& shares, int64_t ranSteps,
+                                      std::string* why, int64_t steps) {
   const StrategyDescriptor& strategy = strategyOf(variant);
   std::string reason = unmodelledWhy(strategy, calibration);
   if (reason.empty() && (nodes < 1 || spec.training.batchSize < nodes))
@@ -134,6 +142,8 @@ std::optional<double> simulatedStepMs(const ExperimentSpec& spec, const VariantC
   o.globalBatch = spec.training.batchSize;
   o.steps = steps;
   o.shares = shares;
+  o.plannedSteps = planned(spec);
+  o.ranSteps = ranSteps;
   return strategy
              .simulate(variant, clusterOf(spec, calibration, strategy.name, nodes, 1.0, 1.0),
                        modelOf(spec, variant, calibration), o)
@@ -199,6 +209,7 @@ std::vector<VariantPrediction> predictScale(const ExperimentSpec& spec,
       o.globalBatch = spec.training.batchSize;
       o.steps = options.steps;
       o.seed = options.seed;
+      o.plannedSteps = planned(spec);
       const sim::SimResult mid = strategy.simulate(
           variant, clusterOf(spec, calibration, strategy.name, nodes, 1.0, 1.0, topology), model,
           o);

@@ -79,10 +79,11 @@ struct PredictOptions {
 // (per node, summing to the global batch; empty: its strategy's own split) as a run measured
 // them. nullopt, with why in `why`, when its strategy has no model or the calibration no link
 // it needs.
+// `ranSteps`: the global steps the run made (0: as the spec plans).
 std::optional<double> simulatedStepMs(const ExperimentSpec& spec, const VariantConfig& variant,
                                       const sim::Calibration& calibration, int nodes,
-                                      const std::vector<int64_t>& shares, std::string* why,
-                                      int64_t steps = 300);
+                                      const std::vector<int64_t>& shares, int64_t ranSteps,
+                                      std::string* why, int64_t steps = 300);
 
 std::vector<VariantPrediction> predictScale(const ExperimentSpec& spec,
                                             const sim::Calibration& calibration,

@@ -255,6 +255,14 @@ class TestSimulator : public QObject {
     QVERIFY2(within(both.wallS, sync.wallS + async.wallS, 1e-9),
              qPrintable(QString::number(both.wallS)));
     QVERIFY(within(both.meanStaleness, async.meanStaleness / 2, 1e-9));  // half the pushes
+    // A run that planned 1000 steps and reached its target at 300 never switched: it trained
+    // synchronously throughout, and so is simulated.
+    SimOptions early = options;
+    early.plannedSteps = 1000;
+    early.ranSteps = 300;
+    const SimResult unswitched = hybrid.simulate(half, c, model, early);
+    QCOMPARE(unswitched.meanStaleness, 0.0);
+    QVERIFY(within(unswitched.stepS, simulateSyncAllReduce(c, model, options).stepS, 1e-9));
     // adaptive: the straggler ratio 4 is above 1.5, so asynchronous after the window; with
     // every node alike it stays synchronous throughout.
     dtlab::core::VariantConfig adaptive = defaultVariant("hybrid");

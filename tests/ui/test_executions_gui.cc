@@ -109,7 +109,9 @@ class TestExecutionsGui : public QObject {
     QCOMPARE(page.statistics()->ratios()->index(0, 1).data().toString(), QString("first"));
     QVERIFY(page.tabs()->tabText(1).contains(QString::number(latest_)));
     // The seed table: a column per variant after the aspect and measure, a row per measure.
-    QCOMPARE(page.tabs()->count(), 3);
+    QCOMPARE(page.tabs()->count(), 4);  // runs, statistics, seed table, yardstick
+    // No calibration in this project: the yardstick says how to make one.
+    QCOMPARE(page.statistics()->yardstick()->rowCount(), 0);
     QCOMPARE(page.statistics()->seed()->columnCount(), 4);
     QCOMPARE(page.statistics()->seed()->rowCount(), 9);
     QVERIFY(!page.statistics()->seed()->index(3, 2).data(Qt::ToolTipRole).toString().isEmpty());
