@@ -122,6 +122,9 @@ constexpr const char* kUsageAfterBench = R"(  project new P.dtlab [--name NAME]
       utilisation), memory (peak per worker), communication (bytes per sample),
       debuggability (replay), fault tolerance (node losses met); every cell a median
       with its interval or why there is none (JSON: each cell with how it was measured).
+      With a calibration of the experiment (dtlab-cli calibrate), a yardstick follows the
+      table: per run, the scale simulator's time per step for it as it ran and for its
+      strategy's ideal, beside the measured one (JSON: "yardstick").
   report P.dtlab [EXPERIMENT] [--execution N] -o REPORT.html|REPORT.pdf
       An experiment's report as one self-contained file, to show without DTLab: the
       experiment in words (dataset, model, training, cluster with node speeds and
