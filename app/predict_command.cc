@@ -1,7 +1,6 @@
 #include "app/predict_command.h"
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -91,18 +90,8 @@ int predictCommand(const std::vector<std::string>& argv) {
   options.nodes.assign(nodes.begin(), nodes.end());
   options.steps = args.integer("--steps", options.steps, 10, 1000000);
   options.throughputOnly = args.has("--throughput-only");
-  if (args.has("--topology")) {
-    const std::string file = args.value("--topology", "");
-    std::ifstream in(file);
-    if (!in) throw Error("--topology " + file + ": cannot read it");
-    nlohmann::json json;
-    try {
-      json = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw Error("--topology " + file + ": not JSON (" + e.what() + ")");
-    }
-    options.topology = core::sim::Topology::fromJson(json, file);
-  }
+  if (args.has("--topology"))
+    options.topology = core::sim::Topology::fromFile(args.value("--topology", ""));
 
   auto store = core::ProjectStore::open(path, /*readOnly=*/true);
   const std::optional<std::string> named =

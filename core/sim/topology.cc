@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 
 #include "core/common/check.h"
 
@@ -74,6 +75,18 @@ Topology Topology::fromJson(const nlohmann::json& json, const std::string& where
                   ", more than every node");
   }
   return t;
+}
+
+Topology Topology::fromFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(path + ": cannot read it");
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(path + ": not JSON (" + e.what() + ")");
+  }
+  return fromJson(json, path);
 }
 
 double Topology::speedOf(int index, int nodes) const {

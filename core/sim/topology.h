@@ -45,6 +45,8 @@ struct Topology {
 
   // Throws Error naming the field (under `where`, e.g. the file's name).
   static Topology fromJson(const nlohmann::json& json, const std::string& where);
+  // Reads a topology file; errors name the file and the field.
+  static Topology fromFile(const std::string& path);
   // The speed of node `index` of `nodes` where a share says; 0: the spec's.
   double speedOf(int index, int nodes) const;
   // One line: "16 nodes a switch at 25000 Mbit/s, 8 switches a spine 4:1 oversubscribed; 10%

@@ -150,6 +150,44 @@ double medianOr(std::vector<double> values, double fallback) {
   return values.empty() ? fallback : median(std::move(values));
 }
 
+// What run `run` measured (MeasuredPoint).
+MeasuredPoint measuredPointOf(const LoadedRun& run) {
+  MeasuredPoint m;
+  m.runId = run.record.id;
+  m.variant = run.spec.variants.at(static_cast<std::size_t>(run.variant)).name;
+  m.nodes = run.nodes;
+  m.meanStaleness = run.meanStaleness;
+  // Per worker, its mean; then over the workers, the mean of their rates (a harmonic mean:
+  // asynchronous workers make their steps at their own pace, and the run's throughput is the
+  // sum of their rates).
+  const auto mean = [&](const char* key) {
+    const auto it = run.series.find(key);
+    if (it == run.series.end() || it->second.empty()) return 0.0;
+    double rates = 0.0;
+    int workers = 0;
+    for (const auto& [worker, points] : it->second) {
+      double sum = 0.0;
+      for (const SeriesPoint& p : points) sum += p.value;
+      if (points.empty() || !(sum > 0.0)) continue;
+      rates += static_cast<double>(points.size()) / sum;
+      ++workers;
+    }
+    return rates > 0.0 ? workers / rates : 0.0;
+  };
+  m.stepMs = mean(metric::kStepMs);
+  const double computeMs = mean(metric::kComputeMs);
+  m.utilization = m.stepMs > 0.0 ? std::min(1.0, computeMs / m.stepMs) : 0.0;
+  m.samplesPerS =
+      m.stepMs > 0.0 ? static_cast<double>(run.spec.training.batchSize) / (m.stepMs * 1e-3) : 0.0;
+  if (run.spec.training.targetAccuracy)
+    for (const SeriesPoint& p : run.testAccuracy)
+      if (p.value >= *run.spec.training.targetAccuracy) {
+        m.stepsToTarget = p.step;
+        break;
+      }
+  return m;
+}
+
 }  // namespace
 
 sim::Calibration calibrateRuns(ProjectStore& store, std::vector<int64_t> runIds,
@@ -340,42 +378,8 @@ sim::Calibration calibrateRuns(ProjectStore& store, std::vector<int64_t> runIds,
 std::vector<MeasuredPoint> measuredPoints(ProjectStore& store, const std::string& experiment,
                                           std::vector<int64_t> runIds) {
   std::vector<MeasuredPoint> out;
-  for (const LoadedRun& run : loadRuns(store, std::move(runIds), experiment)) {
-    MeasuredPoint m;
-    m.runId = run.record.id;
-    m.variant = run.spec.variants.at(static_cast<std::size_t>(run.variant)).name;
-    m.nodes = run.nodes;
-    m.meanStaleness = run.meanStaleness;
-    // Per worker, its mean; then over the workers, the mean of their rates (a harmonic mean:
-    // asynchronous workers make their steps at their own pace, and the run's throughput is the
-    // sum of their rates).
-    const auto mean = [&](const char* key) {
-      const auto it = run.series.find(key);
-      if (it == run.series.end() || it->second.empty()) return 0.0;
-      double rates = 0.0;
-      int workers = 0;
-      for (const auto& [worker, points] : it->second) {
-        double sum = 0.0;
-        for (const SeriesPoint& p : points) sum += p.value;
-        if (points.empty() || !(sum > 0.0)) continue;
-        rates += static_cast<double>(points.size()) / sum;
-        ++workers;
-      }
-      return rates > 0.0 ? workers / rates : 0.0;
-    };
-    m.stepMs = mean(metric::kStepMs);
-    const double computeMs = mean(metric::kComputeMs);
-    m.utilization = m.stepMs > 0.0 ? std::min(1.0, computeMs / m.stepMs) : 0.0;
-    m.samplesPerS =
-        m.stepMs > 0.0 ? static_cast<double>(run.spec.training.batchSize) / (m.stepMs * 1e-3) : 0.0;
-    if (run.spec.training.targetAccuracy)
-      for (const SeriesPoint& p : run.testAccuracy)
-        if (p.value >= *run.spec.training.targetAccuracy) {
-          m.stepsToTarget = p.step;
-          break;
-        }
-    out.push_back(m);
-  }
+  for (const LoadedRun& run : loadRuns(store, std::move(runIds), experiment))
+    out.push_back(measuredPointOf(run));
   return out;
 }
 
@@ -404,11 +408,11 @@ std::vector<Yardstick> yardsticks(ProjectStore& store, const sim::Calibration& c
       out.push_back(y);
       continue;
     }
-    const std::vector<MeasuredPoint> measured = measuredPoints(store, {}, {id});
+
     const VariantConfig& variant = run->spec.variants.at(static_cast<std::size_t>(run->variant));
     y.variant = variant.name;
     y.nodes = run->nodes;
-    y.measuredMs = measured.empty() ? 0.0 : measured.front().stepMs;
+    y.measuredMs = measuredPointOf(*run).stepMs;
     // Each node's mean share of the batch over the measured steps, in samples.
     std::vector<int64_t> shares;
     const auto shareIt = run->series.find(metric::kBatchShare);

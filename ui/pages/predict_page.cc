@@ -2,8 +2,6 @@
 
 #include <qcustomplot.h>
 
-#include <QtCore/QFile>
-#include <QtCore/QFileInfo>
 #include <QtWidgets/QCheckBox>
 #include <QtWidgets/QComboBox>
 #include <QtWidgets/QFileDialog>
@@ -213,11 +211,8 @@ QString PredictPage::setTopologyFile(const QString& path) {
     topology_.reset();
     topologyLabel_->setText(tr("the spec's cluster"));
   } else {
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly)) return tr("%1: cannot read it").arg(path);
     try {
-      topology_ = core::sim::Topology::fromJson(nlohmann::json::parse(file.readAll().toStdString()),
-                                                QFileInfo(path).fileName().toStdString());
+      topology_ = core::sim::Topology::fromFile(path.toStdString());
     } catch (const std::exception& e) {
       return QString::fromUtf8(e.what());
     }
