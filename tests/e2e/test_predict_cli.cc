@@ -132,7 +132,8 @@ class TestPredictCli : public QObject {
     QVERIFY2(o.out.contains("on a tree of switches: 8 nodes a switch"), qPrintable(o.out));
     // Its runs ran on the spec's cluster, not on this one: not set beside it.
     QVERIFY(o.out.contains("its runs are not set beside it"));
-    for (const nlohmann::json& v : e2e::lastJson(o.out).at("prediction").at("variants"))
+    const nlohmann::json printed = e2e::lastJson(o.out);
+    for (const nlohmann::json& v : printed.at("prediction").at("variants"))
       QVERIFY(v.at("measured").empty());
     // A file that says something wrong: refused, naming the field.
     QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
@@ -181,13 +182,15 @@ class TestPredictCli : public QObject {
     nlohmann::json other = nlohmann::json::parse(kSpec);
     other["name"] = "wider";
     other["model"]["hidden"] = {256};
-    other["variants"] = {other["variants"][1]};
+    // (json::array: clang reads a braced single element as a copy of it, not as an array.)
+    other["variants"] = nlohmann::json::array({other["variants"][1]});
     const QString spec = dir_.filePath("wider.json");
     QFile file(spec);
     QVERIFY(file.open(QIODevice::WriteOnly));
     file.write(QByteArray::fromStdString(other.dump()));
     file.close();
-    QVERIFY(e2e::cli({"run", spec, "--quiet", "--project", project_}, 120000).exitCode == 0);
+    const e2e::Outcome ran = e2e::cli({"run", spec, "--quiet", "--project", project_}, 120000);
+    QVERIFY2(ran.exitCode == 0, qPrintable(ran.err));
     const e2e::Outcome mixed = e2e::cli({"calibrate", project_, "2", "5"});
     QCOMPARE(mixed.exitCode, 1);
     QVERIFY2(mixed.err.contains("train different models") && mixed.err.contains("run 2"),
