@@ -41,7 +41,7 @@ const char* predictUsage() {
       say what could not be separated and what was assumed. Runs of 1 and 2 nodes, and
       of more than one batch size, make a calibration that can tell the terms apart.
   predict P.dtlab [EXPERIMENT] [--nodes N,...] [--steps S] [--topology FILE]
-      [--throughput-only] [--json]
+      [--nodes-per-host N] [--throughput-only] [--json]
       Every variant of EXPERIMENT (default: the project's most recent) at each node
       count (default 16,64,256,1024,4096), simulated with the project's newest
       calibration and the spec's node emulation: time per step with the band the
@@ -57,6 +57,12 @@ const char* predictUsage() {
       [{"share": 0.1, "speed": 0.5}]}; level 0 the switch above the nodes), each node a
       host of its own: a ring all-reduce crosses each uplink with one flow, a parameter
       server's traffic shares the uplinks of the nodes under them.
+      --nodes-per-host N: nodes to a host, sharing its cores (as many as the calibrated
+      runs' hosts had). Default: where the calibrated runs' nodes were all on one host
+      and no --topology is given, the spec's cluster size (a bigger cluster is more such
+      hosts); else 1. A node's compute and server calls stretch by the chance that more
+      nodes than cores want one at once, from its strategy's CPU work per step as
+      calibrated (cpu_util); the "shared" column shows the stretch.
 )";
 }
 
@@ -81,7 +87,8 @@ int calibrateCommand(const std::vector<std::string>& argv) {
 }
 
 int predictCommand(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--nodes", "--steps", "--topology"}, {"--json", "--throughput-only"});
+  const Args args(argv, {"--nodes", "--steps", "--topology", "--nodes-per-host"},
+                  {"--json", "--throughput-only"});
   if (args.positionals().empty() || args.positionals().size() > 2)
     throw UsageError("predict: expected P.dtlab [EXPERIMENT]");
   const std::string& path = args.positionals()[0];
@@ -90,6 +97,7 @@ int predictCommand(const std::vector<std::string>& argv) {
   options.nodes.assign(nodes.begin(), nodes.end());
   options.steps = args.integer("--steps", options.steps, 10, 1000000);
   options.throughputOnly = args.has("--throughput-only");
+  options.nodesPerHost = static_cast<int>(args.integer("--nodes-per-host", 0, 1, 1 << 20));
   if (args.has("--topology"))
     options.topology = core::sim::Topology::fromFile(args.value("--topology", ""));
 
@@ -119,7 +127,9 @@ int predictCommand(const std::vector<std::string>& argv) {
   for (int64_t run : calibration.runs) std::cout << " " << run;
   std::cout << ")";
   if (options.topology) std::cout << " on a tree of switches: " << options.topology->describe();
-  std::cout << "\n";
+  int perHost = 1, cores = 0;
+  std::cout << "\nhosts: " << core::hostAssumption(spec, calibration, options, &perHost, &cores)
+            << "\n";
   for (const core::VariantPrediction& p : predictions) {
     nlohmann::json v = {{"variant", p.variant}, {"strategy", p.strategy}, {"aliases", p.aliases}};
     std::cout << "\n" << p.variant << " (" << p.strategy;
@@ -134,8 +144,8 @@ int predictCommand(const std::vector<std::string>& argv) {
     std::cout << "\n";
     std::map<int, const core::ScalePoint*> byNodes;
     for (const core::ScalePoint& s : p.points) byNodes[s.nodes] = &s;
-    std::printf("  %7s  %10s  %21s  %12s  %5s  %9s  %14s\n", "nodes", "step (ms)", "band (ms)",
-                "samples/s", "util", "staleness", "to target (s)");
+    std::printf("  %7s  %10s  %21s  %12s  %5s  %9s  %7s  %14s\n", "nodes", "step (ms)", "band (ms)",
+                "samples/s", "util", "staleness", "shared", "to target (s)");
     nlohmann::json points = nlohmann::json::array();
     for (int n : options.nodes) {
       const core::ScalePoint& s = *byNodes.at(n);
@@ -144,9 +154,10 @@ int predictCommand(const std::vector<std::string>& argv) {
                     static_cast<long long>(spec.training.batchSize));
         continue;
       }
-      std::printf("  %7d  %10.3f  %21s  %12.0f  %5.2f  %9.2f  %14s\n", n, s.stepMs,
+      std::printf("  %7d  %10.3f  %21s  %12.0f  %5.2f  %9.2f  %7s  %14s\n", n, s.stepMs,
                   (figure(s.lowMs, "%.3f") + " - " + figure(s.highMs, "%.3f")).c_str(),
                   s.samplesPerS, s.utilization, s.meanStaleness,
+                  figure(s.hostStretch, "x%.2f").c_str(),
                   s.timeToTargetS ? figure(*s.timeToTargetS, "%.1f").c_str() : "–");
       points.push_back({{"nodes", n},
                         {"step_ms", s.stepMs},
@@ -155,6 +166,7 @@ int predictCommand(const std::vector<std::string>& argv) {
                         {"samples_per_s", s.samplesPerS},
                         {"utilization", s.utilization},
                         {"mean_staleness", s.meanStaleness},
+                        {"host_stretch", s.hostStretch},
                         {"steps_to_target", optionalJson(s.stepsToTarget)},
                         {"time_to_target_s", optionalJson(s.timeToTargetS)}});
     }
@@ -190,6 +202,7 @@ int predictCommand(const std::vector<std::string>& argv) {
     std::cout << nlohmann::json{{"prediction",
                                  {{"experiment", spec.name},
                                   {"calibration", calibrationId},
+                                  {"hosts", {{"nodes_per_host", perHost}, {"cores", cores}}},
                                   {"variants", variants}}}}
                      .dump()
               << "\n";

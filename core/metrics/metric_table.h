@@ -169,6 +169,7 @@ inline constexpr const char* kBytesReceived = "bytes_received";
 inline constexpr const char* kDivergence = "divergence";
 inline constexpr const char* kTestLoss = "test_loss";
 inline constexpr const char* kTestAccuracy = "test_accuracy";
+inline constexpr const char* kCpuUtil = "cpu_util";
 inline constexpr const char* kGpuUtil = "gpu_util";
 inline constexpr const char* kGpuMemBytes = "gpu_mem_bytes";
 }  // namespace metric

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <tuple>
 
 #include "core/common/check.h"
 #include "core/common/statistics.h"
@@ -23,6 +24,33 @@ double robustSd(const std::vector<double>& values) {
   for (double v : values) deviations.push_back(std::abs(v - mid));
   return 1.4826 * median(deviations);
 }
+
+// Weighted least squares of y = fixed + slope x.
+struct LineSums {
+  double w = 0, x = 0, y = 0, xx = 0, xy = 0;
+  std::map<double, double> weightAtX;
+
+  void add(double at, double value, double weight) {
+    w += weight;
+    x += weight * at;
+    y += weight * value;
+    xx += weight * at * at;
+    xy += weight * at * value;
+    weightAtX[at] += weight;
+  }
+  // {fixed, slope}; through the origin where one x was seen or the line's terms would not both
+  // be >= 0 (then `proportional` is set).
+  std::pair<double, double> line(bool* proportional = nullptr) const {
+    const double det = w * xx - x * x;
+    if (weightAtX.size() >= 2 && det > 1e-12 * w * xx) {
+      const double slope = (w * xy - x * y) / det;
+      const double fixed = (y - slope * x) / w;
+      if (fixed >= 0.0 && slope >= 0.0) return {fixed, slope};
+    }
+    if (proportional != nullptr) *proportional = true;
+    return {0.0, xx > 0.0 ? xy / xx : 0.0};
+  }
+};
 
 nlohmann::json toJson(const ComputeFit& f) {
   nlohmann::json j = {{"fixed_ms", f.fixedMs},       {"ms_per_sample", f.msPerSample},
@@ -120,38 +148,23 @@ ComputeFit fitCompute(const std::vector<const ComputeObservation*>& observations
   ComputeFit f;
   f.label = label;
   // Per observation: its median (steps of one share), weighted by its steps.
-  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  std::map<double, int64_t> sizes;
+  LineSums sums;
   for (const ComputeObservation* o : observations) {
     if (o->msAtSpeed.empty() || !(o->samples > 0)) continue;
     const double w = static_cast<double>(o->msAtSpeed.size());
-    const double y = median(o->msAtSpeed);
-    sw += w;
-    sx += w * o->samples;
-    sy += w * y;
-    sxx += w * o->samples * o->samples;
-    sxy += w * o->samples * y;
-    sizes[o->samples] += static_cast<int64_t>(w);
+    sums.add(o->samples, median(o->msAtSpeed), w);
     f.steps += static_cast<int64_t>(w);
     f.contended = f.contended || o->contended;
   }
   const std::string& name = what;
-  if (sw == 0) throw Error("no compute measured for " + name);
-  for (const auto& [samples, steps] : sizes) f.batchSizes.push_back(samples);
-  const double det = sw * sxx - sx * sx;
-  if (sizes.size() >= 2 && det > 1e-12 * sw * sxx) {
-    f.msPerSample = (sw * sxy - sx * sy) / det;
-    f.fixedMs = (sy - f.msPerSample * sx) / sw;
-  }
-  if (sizes.size() < 2 || f.fixedMs < 0.0 || f.msPerSample < 0.0) {
-    // One batch size, or a line that does not hold: time proportional to samples.
-    f.fixedMs = 0.0;
-    f.msPerSample = sxy / sxx;
-    if (notes != nullptr && sizes.size() < 2)
-      notes->push_back(name + ": compute measured at one batch size only (" +
-                       std::to_string(static_cast<int64_t>(f.batchSizes.front())) +
-                       " samples): taken proportional to samples, with no fixed cost per step");
-  }
+  if (sums.w == 0) throw Error("no compute measured for " + name);
+  for (const auto& [samples, steps] : sums.weightAtX) f.batchSizes.push_back(samples);
+  // One batch size, or a line that does not hold: time proportional to samples.
+  std::tie(f.fixedMs, f.msPerSample) = sums.line();
+  if (notes != nullptr && sums.weightAtX.size() < 2)
+    notes->push_back(name + ": compute measured at one batch size only (" +
+                     std::to_string(static_cast<int64_t>(f.batchSizes.front())) +
+                     " samples): taken proportional to samples, with no fixed cost per step");
   // Spread and pauses, relative to the line.
   std::vector<double> relative;
   for (const ComputeObservation* o : observations)
@@ -169,6 +182,28 @@ ComputeFit fitCompute(const std::vector<const ComputeObservation*>& observations
     f.pauseProbability = static_cast<double>(excess.size()) / static_cast<double>(relative.size());
     f.pauseMs = median(excess);
   }
+  return f;
+}
+
+std::optional<CpuFit> fitCpu(const std::vector<CpuObservation>& observations,
+                             const std::string& strategy) {
+  CpuFit f;
+  f.label = strategy;
+  bool remote = false;  // observations of runs that called other nodes
+  for (const CpuObservation& o : observations)
+    remote = remote || (o.strategy == strategy && o.nodes >= 2 && o.weight > 0);
+  double sum = 0.0, weights = 0.0;
+  for (const CpuObservation& o : observations) {
+    if (o.strategy != strategy || o.weight <= 0 || (remote && o.nodes < 2)) continue;
+    if (!(o.coreMs >= 0.0) || !(o.computeCoreMs >= 0.0)) continue;
+    sum += static_cast<double>(o.weight) * (o.coreMs - o.computeCoreMs);
+    weights += static_cast<double>(o.weight);
+    f.computeThreads = std::max(f.computeThreads, o.threads);
+    f.fromNodes = f.fromNodes == 0 ? o.nodes : std::min(f.fromNodes, o.nodes);
+    ++f.observations;
+  }
+  if (f.observations == 0) return std::nullopt;
+  f.callsMs = std::max(0.0, sum / weights);
   return f;
 }
 
@@ -228,6 +263,13 @@ nlohmann::json Calibration::toJson() const {
   for (const ComputeFit& n : nodes) nodeFits.push_back(sim::toJson(n));
   nlohmann::json strategyFits = nlohmann::json::array();
   for (const ComputeFit& n : strategies) strategyFits.push_back(sim::toJson(n));
+  nlohmann::json cpuFits = nlohmann::json::array();
+  for (const CpuFit& f : cpu)
+    cpuFits.push_back({{"label", f.label},
+                       {"calls_ms", f.callsMs},
+                       {"compute_threads", f.computeThreads},
+                       {"observations", f.observations},
+                       {"from_nodes", f.fromNodes}});
   return {{"experiment", experiment},
           {"runs", runs},
           {"compute", sim::toJson(pooled)},
@@ -240,6 +282,7 @@ nlohmann::json Calibration::toJson() const {
           {"hand_off_rows", handOffRows},
           {"clock_check_ms", clockCheckMs},
           {"host_cores", hostCores},
+          {"cpu", cpuFits},
           {"notes", notes}};
 }
 
@@ -279,6 +322,21 @@ Calibration Calibration::fromJson(const nlohmann::json& json, const std::string&
     for (const auto& [host, cores] : c.hostCores)
       if (cores < 1) throw Error(where + ".host_cores." + host + ": expected at least 1 core");
   }
+  if (json.contains("cpu")) {  // optional: not recorded
+    const auto cpuFits = field<nlohmann::json>(json, "cpu", where);
+    if (!cpuFits.is_array()) throw Error(where + ".cpu: expected an array");
+    for (std::size_t i = 0; i < cpuFits.size(); ++i) {
+      const std::string at = where + ".cpu[" + std::to_string(i) + "]";
+      CpuFit f;
+      f.label = field<std::string>(cpuFits[i], "label", at);
+      f.callsMs = field<double>(cpuFits[i], "calls_ms", at);
+      f.computeThreads = field<int>(cpuFits[i], "compute_threads", at);
+      if (f.computeThreads < 1) throw Error(at + ".compute_threads: expected at least 1");
+      f.observations = field<int64_t>(cpuFits[i], "observations", at);
+      f.fromNodes = field<int>(cpuFits[i], "from_nodes", at);
+      c.cpu.push_back(f);
+    }
+  }
   c.notes = field<std::vector<std::string>>(json, "notes", where);
   return c;
 }
@@ -301,6 +359,15 @@ std::string Calibration::describe() const {
     for (const auto& [host, cores] : hostCores)
       out += " " + host + " (" + std::to_string(cores) + " cores)";
     out += "\n";
+  }
+  for (const CpuFit& f : cpu) {
+    char text[200];
+    std::snprintf(text, sizeof text,
+                  "  %s: its compute's (%d thread%s) + %.3f core-ms a step (%lld nodes of runs "
+                  "on %d+ nodes)\n",
+                  f.label.c_str(), f.computeThreads, f.computeThreads == 1 ? "" : "s", f.callsMs,
+                  static_cast<long long>(f.observations), f.fromNodes);
+    out += (&f == &cpu.front() ? "CPU work of a node:\n" : "") + std::string(text);
   }
   if (bucketBytes > 0) out += "gradient buckets: " + std::to_string(bucketBytes / 1024) + " KiB\n";
   if (!handOffShares.empty()) {

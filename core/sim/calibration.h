@@ -13,6 +13,7 @@
 // Plain data and the fits; no store, no training.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,30 @@ struct ComputeFit {
   double ms(double samples) const { return fixedMs + samples * msPerSample; }
 };
 
+// A node's CPU work in a run: its process's CPU time per step (cpu_util x its host's cores x
+// its mean step), whatever it spent it on (compute, calls, a shard it serves), beside the part
+// its compute took (compute at full speed x its threads: the speed emulation waits the rest).
+struct CpuObservation {
+  std::string strategy;
+  int nodes = 0;               // of the run
+  double coreMs = 0.0;         // per step
+  double computeCoreMs = 0.0;  // per step
+  int threads = 1;             // the compute's
+  int64_t weight = 0;          // the cpu_util samples behind it
+};
+
+// What a node asks of its host's cores per step (core/sim/host_sharing.h), per strategy: its
+// compute's CPU (its compute at full speed x `computeThreads`) and `callsMs` more, the rest of
+// its process's work a step (calls, serving, bookkeeping), from runs of 2 or more nodes where
+// there are some (one node calls nobody).
+struct CpuFit {
+  std::string label;  // the strategy
+  double callsMs = 0.0;
+  int computeThreads = 1;
+  int64_t observations = 0;  // nodes of runs
+  int fromNodes = 0;         // the fewest nodes of the runs `callsMs` came from
+};
+
 struct LinkFit {
   double latencyMs = 0.0;
   double bandwidthMbps = 0.0;  // 10^6 bit/s; 0: nothing measured
@@ -101,6 +126,9 @@ struct Calibration {
   // The cores of each host the runs' nodes were on (their daemons say), by host name: nodes
   // of a local cluster share one host's cores.
   std::map<std::string, int> hostCores;
+  // Per strategy, a node's CPU work per step; empty: the runs recorded no cpu_util. Without it
+  // nodes that share a host are modelled as if each had its cores to itself.
+  std::vector<CpuFit> cpu;
   std::vector<std::string> notes;  // what could not be fitted, and what was assumed instead
 
   nlohmann::json toJson() const;
@@ -116,6 +144,11 @@ struct Calibration {
 ComputeFit fitCompute(const std::vector<const ComputeObservation*>& observations,
                       const std::string& label, const std::string& what,
                       std::vector<std::string>* notes);
+// `strategy`'s CPU beyond compute per step: the mean over its observations (of runs of 2 or
+// more nodes, where there are some) of coreMs - computeCoreMs, weighted by their samples
+// (nullopt: none).
+std::optional<CpuFit> fitCpu(const std::vector<CpuObservation>& observations,
+                             const std::string& strategy);
 // Least squares of ms = messages x latency + bytes / bandwidth, both non-negative.
 LinkFit fitLink(const std::vector<TransferObservation>& observations, const std::string& path,
                 std::vector<std::string>* notes);

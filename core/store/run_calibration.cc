@@ -42,6 +42,7 @@ struct LoadedRun {
   // key -> worker -> points from kFirstMeasuredStep on
   std::map<std::string, std::map<WorkerKey, std::vector<SeriesPoint>>> series;
   std::vector<SeriesPoint> testAccuracy;
+  std::map<int, std::vector<SeriesPoint>> cpuUtil;  // node -> its process's samples
 };
 
 std::string named(const RunRecord& r) {
@@ -108,6 +109,8 @@ std::optional<LoadedRun> loadRun(ProjectStore& store, int64_t id, std::string* w
       metric::kBytesSent, metric::kWaitMs, metric::kBytesReceived};
   for (const SeriesInfo& s : store.series(id)) {
     if (s.key == metric::kTestAccuracy) r.testAccuracy = store.readSeries(s.id);
+    if (s.key == metric::kCpuUtil && s.node >= 0)
+      r.cpuUtil[s.node] = store.readSeries(s.id, kFirstMeasuredStep);
     if (!kKeys.contains(s.key) || s.node < 0 || s.worker < 0) continue;
     r.series[s.key][{s.node, s.worker}] = store.readSeries(s.id, kFirstMeasuredStep);
   }
@@ -175,6 +178,11 @@ MeasuredPoint measuredPointOf(const LoadedRun& run) {
     return rates > 0.0 ? workers / rates : 0.0;
   };
   m.stepMs = mean(metric::kStepMs);
+  for (const auto& [node, points] : run.cpuUtil) {
+    double sum = 0.0;
+    for (const SeriesPoint& p : points) sum += p.value;
+    if (!points.empty()) m.cpuUtil += sum / static_cast<double>(points.size());
+  }
   const double computeMs = mean(metric::kComputeMs);
   m.utilization = m.stepMs > 0.0 ? std::min(1.0, computeMs / m.stepMs) : 0.0;
   m.samplesPerS =
@@ -186,6 +194,44 @@ MeasuredPoint measuredPointOf(const LoadedRun& run) {
         break;
       }
   return m;
+}
+
+// Each node's CPU work per step in `run` (its process's cpu_util x its host's cores x its
+// workers' mean step) beside its compute's (their median compute at full speed, x the threads
+// of a local cluster's nodes); none where the host's cores are unknown.
+std::vector<sim::CpuObservation> cpuObservations(const LoadedRun& run,
+                                                 const std::string& strategy) {
+  std::vector<sim::CpuObservation> out;
+  const auto steps = run.series.find(metric::kStepMs);
+  const auto computes = run.series.find(metric::kComputeMs);
+  if (steps == run.series.end() || computes == run.series.end()) return out;
+  const int threads = run.spec.cluster.remote() ? 1 : std::max(1, run.spec.cluster.threadsPerNode);
+  for (const auto& [node, points] : run.cpuUtil) {
+    const auto host = run.hosts.find(node);
+    if (points.empty() || host == run.hosts.end() || !run.cores.contains(host->second)) continue;
+    double util = 0.0;
+    for (const SeriesPoint& p : points) util += p.value;
+    util /= static_cast<double>(points.size());
+    const NodeConfig config =
+        run.spec.cluster.node(node % std::max<int64_t>(1, run.spec.cluster.localNodes));
+    double stepMs = 0.0, computeMs = 0.0;
+    int workers = 0;
+    for (const auto& [worker, series] : steps->second) {
+      if (worker.node != node || series.empty() || !computes->second.contains(worker)) continue;
+      double sum = 0.0;
+      for (const SeriesPoint& p : series) sum += p.value;
+      stepMs += sum / static_cast<double>(series.size());
+      std::vector<double> atFullSpeed;
+      for (const SeriesPoint& p : computes->second.at(worker))
+        if (std::isfinite(p.value)) atFullSpeed.push_back(p.value * config.speedAt(p.step));
+      computeMs += medianOr(std::move(atFullSpeed), 0.0);
+      ++workers;
+    }
+    if (workers == 0 || !(stepMs > 0.0)) continue;
+    out.push_back({strategy, run.nodes, util * run.cores.at(host->second) * stepMs / workers,
+                   computeMs * threads, threads, static_cast<int64_t>(points.size())});
+  }
+  return out;
 }
 
 }  // namespace
@@ -228,10 +274,13 @@ sim::Calibration calibrateRuns(ProjectStore& store, std::vector<int64_t> runIds,
   std::vector<sim::TransferObservation> collective, server;
   std::map<int64_t, int64_t> bucketSizes;  // bytes -> runs
   std::vector<double> clockChecks;         // bounded-staleness steps' waits
+  std::vector<sim::CpuObservation> cpu;
   for (const LoadedRun& run : runs) {
     c.runs.push_back(run.record.id);
     c.hostCores.insert(run.cores.begin(), run.cores.end());
     const VariantConfig& variant = run.spec.variants.at(static_cast<std::size_t>(run.variant));
+    const std::vector<sim::CpuObservation> runCpu = cpuObservations(run, strategyOf(variant).name);
+    cpu.insert(cpu.end(), runCpu.begin(), runCpu.end());
     const auto& computeMs = run.series.at(metric::kComputeMs);
     const auto shareIt = run.series.find(metric::kBatchShare);
     for (const auto& [worker, points] : computeMs) {
@@ -347,6 +396,12 @@ sim::Calibration calibrateRuns(ProjectStore& store, std::vector<int64_t> runIds,
   for (const std::string& name : strategies)
     c.strategies.push_back(
         fitWhere([&](const auto& o) { return o.strategy == name; }, name, name + "'s compute"));
+  for (const std::string& name : strategies)
+    if (std::optional<sim::CpuFit> f = sim::fitCpu(cpu, name)) c.cpu.push_back(*f);
+  if (c.cpu.empty())
+    c.notes.push_back(
+        "no run recorded its nodes' cpu_util: nodes that share a host are modelled as if each "
+        "had its cores to itself");
   if (c.pooled.contended)
     c.notes.push_back(
         "some runs had more busy worker threads than cores on a host: their compute includes "

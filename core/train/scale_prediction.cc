@@ -5,6 +5,8 @@
 #include <cstdio>
 
 #include "core/common/check.h"
+#include "core/sim/host_sharing.h"
+#include "core/sim/step_models.h"
 #include "core/train/local_trainer.h"
 #include "core/train/simulated_model.h"
 #include "core/train/strategy_registry.h"
@@ -12,29 +14,57 @@
 namespace dtlab::core {
 namespace {
 
+// Where the predicted nodes run: `perHost` nodes to each host of `cores` cores (0: not known).
+struct HostPlan {
+  int perHost = 1;
+  int cores = 0;
+};
+
+// The hosts of a prediction: `nodesPerHost` when given; else, where every node of the calibrated
+// runs was on one host (a local cluster, network namespaces of one machine) and no topology
+// says otherwise, as many as the spec's cluster puts there (more nodes: more such hosts); else
+// one each. The cores: the calibrated hosts' (the fewest, where they differ).
+HostPlan hostPlanOf(const ExperimentSpec& spec, const sim::Calibration& calibration,
+                    const sim::Topology* topology, int nodesPerHost) {
+  HostPlan plan;
+  for (const auto& [host, cores] : calibration.hostCores)
+    plan.cores = plan.cores == 0 ? cores : std::min(plan.cores, cores);
+  if (nodesPerHost > 0)
+    plan.perHost = nodesPerHost;
+  else if (topology == nullptr && calibration.hostCores.size() == 1)
+    plan.perHost = static_cast<int>(std::max<int64_t>(1, spec.cluster.localNodes));
+  return plan;
+}
+
+// Node i's compute at full speed when `nodes` run a variant of `strategy`: the strategy's own
+// line where it was calibrated, scaled by the node's speed relative to the pool.
+sim::ComputeFit computeFitOf(const ExperimentSpec& spec, const sim::Calibration& calibration,
+                             const std::string& strategy, int nodes, int i) {
+  sim::ComputeFit fit =
+      calibration.nodes.size() > 1
+          ? calibration.nodes[static_cast<std::size_t>(i) % calibration.nodes.size()]
+          : calibration.pooled;
+  for (const sim::ComputeFit& own : calibration.strategies)
+    if (own.label == strategy) {
+      // The node's speed relative to the pool, at this size's share, times the strategy's line.
+      const double samples = static_cast<double>(spec.training.batchSize) / nodes;
+      const double relative = fit.ms(samples) / calibration.pooled.ms(samples);
+      fit.fixedMs = own.fixedMs * relative;
+      fit.msPerSample = own.msPerSample * relative;
+    }
+  return fit;
+}
+
 // The cluster of `nodes` nodes for a variant of `strategy`; compute slower by `slower` and
 // links by `linkSlower` (the band's 1 + spread, or 1 - spread); under `topology` when given.
 sim::ClusterModel clusterOf(const ExperimentSpec& spec, const sim::Calibration& calibration,
                             const std::string& strategy, int nodes, double slower,
-                            double linkSlower, const sim::Topology* topology = nullptr) {
+                            double linkSlower, const sim::Topology* topology,
+                            const HostPlan& hosts) {
   sim::ClusterModel cluster;
   const int64_t specNodes = std::max<int64_t>(1, spec.cluster.localNodes);
-  // The strategy's own compute where it was calibrated, each node's relative to the pool.
-  const sim::ComputeFit* own = nullptr;
-  for (const sim::ComputeFit& f : calibration.strategies)
-    if (f.label == strategy) own = &f;
   for (int i = 0; i < nodes; ++i) {
-    sim::ComputeFit fit =
-        calibration.nodes.size() > 1
-            ? calibration.nodes[static_cast<std::size_t>(i) % calibration.nodes.size()]
-            : calibration.pooled;
-    if (own != nullptr) {
-      // The node's speed relative to the pool, at this size's share, times the strategy's line.
-      const double samples = static_cast<double>(spec.training.batchSize) / nodes;
-      const double relative = fit.ms(samples) / calibration.pooled.ms(samples);
-      fit.fixedMs = own->fixedMs * relative;
-      fit.msPerSample = own->msPerSample * relative;
-    }
+    const sim::ComputeFit fit = computeFitOf(spec, calibration, strategy, nodes, i);
     const NodeConfig node = spec.cluster.node(i % specNodes);
     const double shared = topology != nullptr ? topology->speedOf(i, nodes) : 0.0;
     const double speed = shared > 0.0 ? shared : node.speedAt(1);
@@ -50,11 +80,9 @@ sim::ClusterModel clusterOf(const ExperimentSpec& spec, const sim::Calibration& 
     }
     cluster.nodes.push_back(m);
   }
-  // Nodes that share one host (every node the calibrated runs had was on one: a local
-  // cluster, or network namespaces of one machine) share its cores: its shards can serve only
-  // as many at once as it has cores. (A topology is of a cluster of its own hosts.)
-  if (topology == nullptr && calibration.hostCores.size() == 1)
-    cluster.serverParallelism = calibration.hostCores.begin()->second;
+  // Nodes that share a host share its cores: its shards serve only as many at once as it has.
+  if (hosts.perHost > 1 && hosts.cores > 0)
+    cluster.serverParallelism = hosts.cores * ((nodes + hosts.perHost - 1) / hosts.perHost);
   cluster.clockCheckS = calibration.clockCheckMs * 1e-3 * linkSlower;
   cluster.link = calibration.collective.model();
   cluster.serverLink = calibration.parameterServer.model();
@@ -68,6 +96,57 @@ sim::ClusterModel clusterOf(const ExperimentSpec& spec, const sim::Calibration& 
     link->bytesPerS /= linkSlower;
   }
   return cluster;
+}
+
+struct Simulated {
+  sim::SimResult result;
+  double hostStretch = 1.0;  // mean over the nodes (core/sim/host_sharing.h)
+};
+
+// `strategy`'s simulation of `variant` on `nodes` nodes (clusterOf), then, where nodes share a
+// host's cores (`hosts`) and the calibration measured their CPU work, again with each node's
+// compute and the server's calls stretched by its host's share of the cores
+// (sim::hostStretch at the first simulation's step). The all-reduce's link is left as it is:
+// its time is the emulated or real wire's, not the cores'.
+Simulated simulateOnHosts(const StrategyDescriptor& strategy, const VariantConfig& variant,
+                          const ExperimentSpec& spec, const sim::Calibration& calibration,
+                          int nodes, double slower, double linkSlower,
+                          const sim::Topology* topology, const HostPlan& hosts,
+                          const sim::ModelShape& model, const sim::SimOptions& o) {
+  sim::ClusterModel cluster =
+      clusterOf(spec, calibration, strategy.name, nodes, slower, linkSlower, topology, hosts);
+  Simulated out{strategy.simulate(variant, cluster, model, o)};
+  const auto cpu = std::find_if(calibration.cpu.begin(), calibration.cpu.end(),
+                                [&](const sim::CpuFit& f) { return f.label == strategy.name; });
+  if (cpu == calibration.cpu.end() || hosts.cores < 1 || hosts.perHost <= hosts.cores) return out;
+  const std::vector<int64_t> shares =
+      o.shares.empty() ? sim::equalShares(o.globalBatch, nodes) : o.shares;
+  std::vector<double> stretch(static_cast<std::size_t>(nodes), 1.0);
+  double total = 0.0;
+  for (int first = 0; first < nodes; first += hosts.perHost) {
+    const int onHost = std::min(hosts.perHost, nodes - first);
+    double cpuS = 0.0;  // a node's CPU work per step (its compute's and its calls'), the mean
+    for (int i = first; i < first + onHost; ++i) {
+      const double samples = static_cast<double>(shares[static_cast<std::size_t>(i)]);
+      const double computeMs =
+          computeFitOf(spec, calibration, strategy.name, nodes, i).ms(samples) * slower;
+      cpuS += (cpu->computeThreads * computeMs + cpu->callsMs) * 1e-3 / onHost;
+    }
+    const double s = sim::hostStretch(onHost, hosts.cores, cpuS, out.result.stepS);
+    for (int i = first; i < first + onHost; ++i) stretch[static_cast<std::size_t>(i)] = s;
+    total += s * onHost;
+  }
+  out.hostStretch = total / nodes;
+  if (out.hostStretch <= 1.0 + 1e-9) return out;
+  for (std::size_t i = 0; i < cluster.nodes.size(); ++i) {
+    cluster.nodes[i].secondsPerSample *= stretch[i];
+    cluster.nodes[i].fixedSeconds *= stretch[i];
+  }
+  cluster.serverLink.bytesPerS /= out.hostStretch;
+  cluster.serverLink.latencyS *= out.hostStretch;
+  cluster.clockCheckS *= out.hostStretch;
+  out.result = strategy.simulate(variant, cluster, model, o);
+  return out;
 }
 
 // The variant's model as the simulator sees it: its buckets (the variant's own size, else the
@@ -144,11 +223,29 @@ std::optional<double> simulatedStepMs(const ExperimentSpec& spec, const VariantC
   o.shares = shares;
   o.plannedSteps = planned(spec);
   o.ranSteps = ranSteps;
-  return strategy
-             .simulate(variant, clusterOf(spec, calibration, strategy.name, nodes, 1.0, 1.0),
-                       modelOf(spec, variant, calibration), o)
-             .stepS *
+  return simulateOnHosts(strategy, variant, spec, calibration, nodes, 1.0, 1.0, nullptr,
+                         hostPlanOf(spec, calibration, nullptr, 0),
+                         modelOf(spec, variant, calibration), o)
+             .result.stepS *
          1e3;
+}
+
+std::string hostAssumption(const ExperimentSpec& spec, const sim::Calibration& calibration,
+                           const PredictOptions& options, int* perHost, int* cores) {
+  const HostPlan plan = hostPlanOf(
+      spec, calibration, options.topology ? &*options.topology : nullptr, options.nodesPerHost);
+  if (perHost != nullptr) *perHost = plan.perHost;
+  if (cores != nullptr) *cores = plan.cores;
+  if (plan.perHost <= 1) return "each node a host of its own";
+  std::string text = std::to_string(plan.perHost) + " nodes to a host";
+  if (plan.cores < 1) return text + " (its cores not known: not modelled as shared)";
+  text += " of " + std::to_string(plan.cores) + " core" + (plan.cores == 1 ? "" : "s");
+  if (plan.perHost <= plan.cores) return text + " (a core each)";
+  if (calibration.cpu.empty())
+    return text + " (the runs recorded no cpu_util: not modelled as shared)";
+  return text +
+         ", shared: a node's compute and server calls stretched by the chance that more nodes "
+         "than cores want one at once, from each strategy's measured CPU work per step";
 }
 
 std::vector<VariantPrediction> predictScale(const ExperimentSpec& spec,
@@ -156,6 +253,7 @@ std::vector<VariantPrediction> predictScale(const ExperimentSpec& spec,
                                             const PredictOptions& options,
                                             const std::vector<MeasuredPoint>& measured) {
   const sim::Topology* topology = options.topology ? &*options.topology : nullptr;
+  const HostPlan hosts = hostPlanOf(spec, calibration, topology, options.nodesPerHost);
   std::vector<VariantPrediction> out;
   std::vector<const VariantConfig*> predicted;  // the configuration of each of `out`
   for (const VariantConfig& variant : spec.variants) {
@@ -210,22 +308,19 @@ std::vector<VariantPrediction> predictScale(const ExperimentSpec& spec,
       o.steps = options.steps;
       o.seed = options.seed;
       o.plannedSteps = planned(spec);
-      const sim::SimResult mid = strategy.simulate(
-          variant, clusterOf(spec, calibration, strategy.name, nodes, 1.0, 1.0, topology), model,
-          o);
+      const auto simulate = [&](double slower, double linkSlower) {
+        return simulateOnHosts(strategy, variant, spec, calibration, nodes, slower, linkSlower,
+                               topology, hosts, model, o);
+      };
+      const Simulated central = simulate(1.0, 1.0);
+      const sim::SimResult& mid = central.result;
       const double computeSpread = calibration.pooled.spread;
-      const sim::SimResult low = strategy.simulate(
-          variant,
-          clusterOf(spec, calibration, strategy.name, nodes, 1.0 - std::min(0.9, computeSpread),
-                    1.0 - std::min(0.9, linkSpread), topology),
-          model, o);
-      const sim::SimResult high =
-          strategy.simulate(variant,
-                            clusterOf(spec, calibration, strategy.name, nodes, 1.0 + computeSpread,
-                                      1.0 + linkSpread, topology),
-                            model, o);
+      const sim::SimResult low =
+          simulate(1.0 - std::min(0.9, computeSpread), 1.0 - std::min(0.9, linkSpread)).result;
+      const sim::SimResult high = simulate(1.0 + computeSpread, 1.0 + linkSpread).result;
       ScalePoint s;
       s.nodes = nodes;
+      s.hostStretch = central.hostStretch;
       s.stepMs = mid.stepS * 1e3;
       s.lowMs = std::min(low.stepS, mid.stepS) * 1e3;
       s.highMs = std::max(high.stepS, mid.stepS) * 1e3;

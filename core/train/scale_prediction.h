@@ -35,6 +35,9 @@ struct MeasuredPoint {
   double samplesPerS = 0.0;
   double utilization = 0.0;
   double meanStaleness = 0.0;
+  // The nodes' processes' cpu_util summed: the share of their host's cores busy, where they all
+  // shared one (0: not recorded).
+  double cpuUtil = 0.0;
   std::optional<int64_t> stepsToTarget;  // the first evaluation at the target accuracy
 };
 
@@ -46,6 +49,9 @@ struct ScalePoint {
   double samplesPerS = 0.0;
   double utilization = 0.0;  // mean over nodes
   double meanStaleness = 0.0;
+  // How much the nodes' compute and server calls were stretched by sharing their host's cores
+  // with other nodes (core/sim/host_sharing.h), mean over nodes; 1: not at all.
+  double hostStretch = 1.0;
   std::optional<double> stepsToTarget;
   std::optional<double> timeToTargetS;
 };
@@ -73,6 +79,10 @@ struct PredictOptions {
   // The cluster predicted for: a tree of switches and node speeds (core/sim/topology.h), its
   // nodes each a host of its own; none: the spec's cluster with the calibrated links.
   std::optional<sim::Topology> topology;
+  // Nodes to a host (sharing its cores, as many as the calibrated hosts had); 0: the spec's
+  // cluster size where the calibrated runs' nodes all shared one host and no topology is given,
+  // else each node a host of its own.
+  int nodesPerHost = 0;
 };
 
 // The simulator's time per step (ms) of `variant` of `spec` on `nodes` nodes, with `shares`
@@ -84,6 +94,13 @@ std::optional<double> simulatedStepMs(const ExperimentSpec& spec, const VariantC
                                       const sim::Calibration& calibration, int nodes,
                                       const std::vector<int64_t>& shares, int64_t ranSteps,
                                       std::string* why, int64_t steps = 300);
+
+// Where `options` places the predicted nodes, for a reader: "4 nodes to a host of 2 cores, ..."
+// or "each node a host of its own". `perHost`/`cores` (when given) get the numbers (cores 0:
+// not known).
+std::string hostAssumption(const ExperimentSpec& spec, const sim::Calibration& calibration,
+                           const PredictOptions& options, int* perHost = nullptr,
+                           int* cores = nullptr);
 
 std::vector<VariantPrediction> predictScale(const ExperimentSpec& spec,
                                             const sim::Calibration& calibration,

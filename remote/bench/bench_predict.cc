@@ -102,11 +102,16 @@ void crossValidate(nlohmann::json json, const std::string& stem, const PredictBe
       const auto m = measured.find(sized(p.variant, n));
       if (m == measured.end())
         check.why = "the run on " + std::to_string(n) + " nodes did not complete";
-      else
+      else {
         check.measuredMs = m->second.stepMs;
+        check.cpuUtil = m->second.cpuUtil;
+      }
       if (!p.unmodelled.empty()) check.why = p.unmodelled;
       for (const core::ScalePoint& s : p.points)
-        if (s.nodes == n && check.why.empty()) check.predictedMs = s.stepMs;
+        if (s.nodes == n && check.why.empty()) {
+          check.predictedMs = s.stepMs;
+          check.hostStretch = s.hostStretch;
+        }
       result.checks.push_back(check);
     }
   }
@@ -156,6 +161,8 @@ nlohmann::json toJson(const PredictBenchResult& result) {
                        c.predictedMs > 0 ? nlohmann::json(c.predictedMs) : nlohmann::json(nullptr)},
                       {"error", c.predictedMs > 0 && c.measuredMs > 0 ? nlohmann::json(c.error())
                                                                       : nlohmann::json(nullptr)},
+                      {"host_stretch", c.hostStretch},
+                      {"cpu_util", c.cpuUtil},
                       {"why", c.why}});
   return {{"bench", "predict"},
           {"machine", result.machine},
@@ -166,8 +173,11 @@ nlohmann::json toJson(const PredictBenchResult& result) {
 
 void writeReport(const PredictBenchResult& result, std::ostream& out) {
   out << "Measured " << result.measuredAt << " on " << result.machine << "\n\n";
-  out << "| spec | variant | strategy | nodes | measured (ms/step) | predicted | error |\n"
-      << "|---|---|---|---|---|---|---|\n";
+  // "host busy": the measured run's nodes' cpu_util summed (their host's cores, where they share
+  // one); "shared": the stretch the prediction gave their compute and server calls for it.
+  out << "| spec | variant | strategy | nodes | host busy | measured (ms/step) | predicted | "
+         "shared | error |\n"
+      << "|---|---|---|---|---|---|---|---|---|\n";
   int within = 0, predicted = 0;
   for (const PredictCheck& c : result.checks) {
     char line[512];
@@ -175,14 +185,16 @@ void writeReport(const PredictBenchResult& result, std::ostream& out) {
       ++predicted;
       const bool ok = std::abs(c.error()) <= result.tolerance;
       within += ok ? 1 : 0;
-      std::snprintf(line, sizeof line, "| %s | %s | %s | %d | %.3f | %.3f | %+.1f%%%s |\n",
-                    c.spec.c_str(), c.variant.c_str(), c.strategy.c_str(), c.nodes, c.measuredMs,
-                    c.predictedMs, 100.0 * c.error(), ok ? "" : " (miss)");
+      std::snprintf(
+          line, sizeof line, "| %s | %s | %s | %d | %.0f%% | %.3f | %.3f | x%.2f | %+.1f%%%s |\n",
+          c.spec.c_str(), c.variant.c_str(), c.strategy.c_str(), c.nodes, 100.0 * c.cpuUtil,
+          c.measuredMs, c.predictedMs, c.hostStretch, 100.0 * c.error(), ok ? "" : " (miss)");
     } else {
       char measured[32] = "–";
       if (c.measuredMs > 0) std::snprintf(measured, sizeof measured, "%.3f", c.measuredMs);
-      std::snprintf(line, sizeof line, "| %s | %s | %s | %d | %s | – | %s |\n", c.spec.c_str(),
-                    c.variant.c_str(), c.strategy.c_str(), c.nodes, measured, c.why.c_str());
+      std::snprintf(line, sizeof line, "| %s | %s | %s | %d | – | %s | – | – | %s |\n",
+                    c.spec.c_str(), c.variant.c_str(), c.strategy.c_str(), c.nodes, measured,
+                    c.why.c_str());
     }
     out << line;
   }

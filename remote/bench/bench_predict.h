@@ -33,6 +33,8 @@ struct PredictCheck {
   int nodes = 0;
   double measuredMs = 0.0;
   double predictedMs = 0.0;  // 0: no prediction (`why`)
+  double hostStretch = 1.0;  // the prediction's, for nodes sharing the host's cores
+  double cpuUtil = 0.0;      // the measured run's nodes' cpu_util, summed
   std::string why;
   double error() const { return predictedMs / measuredMs - 1.0; }
 };

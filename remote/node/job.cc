@@ -1,6 +1,5 @@
 #include "remote/node/job.h"
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include "core/common/process_memory.h"
 #include "core/train/strategy_registry.h"
 #include "remote/node/parameter_client.h"
+#include "remote/node/process_usage.h"
 
 namespace dtlab::remote {
 
@@ -21,16 +21,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr std::chrono::milliseconds kSampleInterval{500};
+constexpr std::chrono::milliseconds kFirstStepPoll{20};
 
 double msSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-double processCpuSeconds() {
-  rusage usage{};
-  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0.0;
-  const auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
 int64_t residentBytes() {
@@ -214,13 +208,52 @@ void Job::sampleLoop() {
   }
   auto lastWall = Clock::now();
   double lastCpu = processCpuSeconds();
+  // A sample of what the process used since the last (its CPU over the interval's wall time),
+  // up to now or to the reading of a step (`upTo`).
+  const auto sampleSinceLast = [&](std::optional<JobBuffer::StepClock> upTo = std::nullopt) {
+    const auto now = upTo ? upTo->at : Clock::now();
+    const double cpu = upTo ? upTo->cpuS : processCpuSeconds();
+    const double wallS = std::chrono::duration<double>(now - lastWall).count();
+    core::NodeMetrics sample;
+    sample.node = settings_.work.rank;
+    sample.wallMs = msSince(started_);
+    // Share of the whole machine (all cores) this process used since the last sample.
+    sample.cpuUtil = wallS > 0 ? std::clamp((cpu - lastCpu) / (wallS * cores), 0.0, 1.0) : 0.0;
+    if (gpu) {
+      const core::DeviceSample device = gpu->sample();
+      sample.gpuUtil = device.util;
+      sample.gpuMemBytes = device.memBytes;
+    }
+    sample.memBytes = static_cast<double>(residentBytes());
+    buffer_.onNode(sample);
+    lastWall = now;
+    lastCpu = cpu;
+  };
   std::unique_lock<std::mutex> lock(mutex_);
   auto nextSample = Clock::now() + kSampleInterval;
+  // The samples' intervals start at the first step, so that none mixes the job's set-up (data,
+  // connections) with training: the scale simulator's calibration reads a node's CPU work per
+  // step from them. Until then the loop looks for it every kFirstStepPoll.
+  bool training = false;
   for (;;) {
     // Wake for the next sample, or for the end of a polite cancel's grace.
-    auto wake = nextSample;
+    auto wake = training ? nextSample : std::min(nextSample, Clock::now() + kFirstStepPoll);
     if (cancelledAt_ && !abort_.aborted()) wake = std::min(wake, *cancelledAt_ + kCancelGrace);
-    if (changed_.wait_until(lock, wake, [this] { return samplerStop_; })) break;
+    if (changed_.wait_until(lock, wake, [this] { return samplerStop_; })) {
+      // The interval since the last sample up to the last step (short runs have no other; the
+      // final evaluation and the teardown are not training).
+      const std::optional<JobBuffer::StepClock> last = buffer_.lastStepClock();
+      if (training && last && last->at - lastWall >= kFirstStepPoll) sampleSinceLast(last);
+      break;
+    }
+    if (!training) {
+      if (const std::optional<JobBuffer::StepClock> first = buffer_.lastStepClock()) {
+        training = true;
+        lastWall = first->at;
+        lastCpu = first->cpuS;
+        nextSample = lastWall + kSampleInterval;
+      }
+    }
     if (cancelledAt_ && Clock::now() >= *cancelledAt_ + kCancelGrace && !abort_.aborted()) {
       const std::string why = cancelReason_ + ": not stopped within " +
                               std::to_string(kCancelGrace.count()) + " ms, aborting";
@@ -237,23 +270,7 @@ void Job::sampleLoop() {
     }
     if (Clock::now() < nextSample) continue;
     nextSample += kSampleInterval;
-    const auto now = Clock::now();
-    const double cpu = processCpuSeconds();
-    const double wallS = std::chrono::duration<double>(now - lastWall).count();
-    core::NodeMetrics sample;
-    sample.node = settings_.work.rank;
-    sample.wallMs = msSince(started_);
-    // Share of the whole machine (all cores) this process used since the last sample.
-    sample.cpuUtil = wallS > 0 ? std::clamp((cpu - lastCpu) / (wallS * cores), 0.0, 1.0) : 0.0;
-    if (gpu) {
-      const core::DeviceSample device = gpu->sample();
-      sample.gpuUtil = device.util;
-      sample.gpuMemBytes = device.memBytes;
-    }
-    sample.memBytes = static_cast<double>(residentBytes());
-    buffer_.onNode(sample);
-    lastWall = now;
-    lastCpu = cpu;
+    sampleSinceLast();
   }
 }
 

@@ -5,6 +5,7 @@
 #include "core/train/checkpoint.h"
 #include "remote/common/metric_wire.h"
 #include "remote/common/protocol.h"
+#include "remote/node/process_usage.h"
 
 namespace dtlab::remote {
 
@@ -52,8 +53,10 @@ void toProto(const core::WorkerResult& r, proto::JobResult& out) {
 }
 
 void JobBuffer::onStep(const core::StepMetrics& metrics) {
+  const StepClock now{std::chrono::steady_clock::now(), processCpuSeconds()};  // about 1 us
   std::lock_guard<std::mutex> lock(mutex_);
   steps_.push(metrics);
+  lastStepClock_ = now;
 }
 
 void JobBuffer::onEval(const core::EvalMetrics& metrics) {
@@ -117,6 +120,11 @@ bool JobBuffer::finish(const core::WorkerResult& result) {
   closeRecordChunk();
   result_ = result;
   return true;
+}
+
+std::optional<JobBuffer::StepClock> JobBuffer::lastStepClock() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return lastStepClock_;
 }
 
 bool JobBuffer::finished() const {

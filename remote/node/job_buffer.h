@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -54,6 +55,13 @@ class JobBuffer final : public core::MetricSink {
   // Records the end of the job; the first call wins and returns true.
   bool finish(const core::WorkerResult& result);
   bool finished() const;
+  // When the worker last reported a step, and this process's CPU time then; none before its
+  // first step. The node's cpu_util samples run from the first step to the last.
+  struct StepClock {
+    std::chrono::steady_clock::time_point at;
+    double cpuS = 0.0;
+  };
+  std::optional<StepClock> lastStepClock() const;
   std::optional<core::WorkerResult> result() const;
 
   // Moves up to maxPoints points after `cursor` into `update` and advances it. When the job
@@ -84,11 +92,12 @@ class JobBuffer final : public core::MetricSink {
   Retained<core::EvalMetrics> evals_;
   Retained<core::NodeMetrics> samples_;
   std::vector<core::RunEvent> events_;
-  void closeRecordChunk();                 // under mutex_
-  core::PsRecordEncoder openRecords_;      // not yet a whole chunk
-  std::vector<std::string> recordChunks_;  // encoded
-  std::vector<unsigned char> checkpoint_;  // the newest, encoded
-  uint64_t checkpointSeq_ = 0;             // how many were taken
+  void closeRecordChunk();                  // under mutex_
+  std::optional<StepClock> lastStepClock_;  // under mutex_
+  core::PsRecordEncoder openRecords_;       // not yet a whole chunk
+  std::vector<std::string> recordChunks_;   // encoded
+  std::vector<unsigned char> checkpoint_;   // the newest, encoded
+  uint64_t checkpointSeq_ = 0;              // how many were taken
   std::optional<core::WorkerResult> result_;
 };
 

@@ -152,6 +152,7 @@ class TestCalibration : public QObject {
     c.bucketBytes = 65536;
     c.clockCheckMs = 0.1;
     c.hostCores = {{"vm", 2}};
+    c.cpu = {{"async_ps", 0.5, 1, 4, 2}};
     c.notes = {"a note"};
     const nlohmann::json j = c.toJson();
     const Calibration back = Calibration::fromJson(j, "calibration 1");
@@ -180,9 +181,82 @@ class TestCalibration : public QObject {
     bad["host_cores"]["vm"] = 0;
     QVERIFY(refused(bad, "calibration 1.host_cores.vm: expected at least 1 core"));
     bad = j;
+    bad["cpu"][0]["calls_ms"] = -0.5;
+    QVERIFY(refused(bad, "calibration 1.cpu[0].calls_ms: expected a finite number >= 0"));
+    bad = j;
+    bad["cpu"][0]["compute_threads"] = 0;
+    QVERIFY(refused(bad, "calibration 1.cpu[0].compute_threads: expected at least 1"));
+    bad = j;
     bad["bucket_bytes"] = "big";
     QVERIFY(refused(bad, "calibration 1.bucket_bytes: wrong type"));
     QVERIFY(refused(nlohmann::json::array(), "must be a JSON object"));
+  }
+
+  void cpuFitIsComputePlusTheCallsOfRemoteRuns() {
+    // A node's CPU per step is its compute's and its calls': the calls from the runs of 2 or
+    // more nodes (one node calls nobody), weighted by their samples; per strategy.
+    std::vector<CpuObservation> seen = {
+        {"async_ps", 1, 5.2, 5.0, 1, 10},  // one node: 0.2 of calls
+        {"async_ps", 2, 3.5, 2.5, 1, 30},  // 1.0
+        {"async_ps", 2, 3.9, 2.5, 1, 10},  // 1.4
+        {"sync_allreduce", 1, 2.0, 1.5, 2, 10},
+    };
+    const std::optional<CpuFit> ps = fitCpu(seen, "async_ps");
+    QVERIFY(ps);
+    QVERIFY(within(ps->callsMs, (30 * 1.0 + 10 * 1.4) / 40, 1e-9));
+    QCOMPARE(ps->observations, int64_t{2});
+    QCOMPARE(ps->fromNodes, 2);
+    // Runs of one node only: what they have, with the compute's threads.
+    const std::optional<CpuFit> sync = fitCpu(seen, "sync_allreduce");
+    QVERIFY(sync && within(sync->callsMs, 0.5, 1e-9));
+    QCOMPARE(sync->computeThreads, 2);
+    QCOMPARE(sync->fromNodes, 1);
+    QVERIFY(!fitCpu(seen, "ssp"));
+  }
+
+  void nodesSharingAHostAreStretchedByTheirCpuWork() {
+    // Two local nodes on one host of one core, each wanting its core all the time (CPU work far
+    // beyond a step): both take twice as long to compute and to call the server, and the
+    // all-reduce's link is the wire's, unchanged.
+    const ExperimentSpec spec = predictionSpec();
+    Calibration shared = handMade();
+    shared.hostCores = {{"vm", 1}};
+    for (const char* strategy : {"sync_allreduce", "async_ps", "local_sgd"})
+      shared.cpu.push_back({strategy, 1000.0, 1, 2, 2});
+    Calibration doubled = handMade();  // the same cluster, slowed by hand
+    doubled.hostCores = shared.hostCores;
+    doubled.pooled.fixedMs *= 2.0;
+    doubled.pooled.msPerSample *= 2.0;
+    doubled.parameterServer.bandwidthMbps /= 2.0;
+    PredictOptions options;
+    options.nodes = {1, 2};
+    options.steps = 50;
+    const std::vector<VariantPrediction> got = predictScale(spec, shared, options);
+    const std::vector<VariantPrediction> want = predictScale(spec, doubled, options);
+    const std::vector<VariantPrediction> alone = predictScale(spec, handMade(), options);
+    for (std::size_t v = 0; v < got.size(); ++v) {
+      // One node has the core to itself.
+      QCOMPARE(got[v].points[0].hostStretch, 1.0);
+      QVERIFY(within(got[v].points[0].stepMs, alone[v].points[0].stepMs, 1e-9));
+      QVERIFY(within(got[v].points[1].hostStretch, 2.0, 1e-6));
+      QVERIFY2(within(got[v].points[1].stepMs, want[v].points[1].stepMs, 1e-6),
+               (got[v].variant + ": " + std::to_string(got[v].points[1].stepMs) + " vs " +
+                std::to_string(want[v].points[1].stepMs))
+                   .c_str());
+    }
+    QVERIFY(hostAssumption(spec, shared, options).find("2 nodes to a host of 1 core, shared") == 0);
+    // A node to a host: nothing shared.
+    options.nodesPerHost = 1;
+    const std::vector<VariantPrediction> own = predictScale(spec, shared, options);
+    QCOMPARE(own[1].points[1].hostStretch, 1.0);
+    QVERIFY(within(own[1].points[1].stepMs, alone[1].points[1].stepMs, 1e-9));
+    QCOMPARE(hostAssumption(spec, shared, options), std::string("each node a host of its own"));
+    // Without the runs' cpu_util there is nothing to stretch by, and the assumption says so.
+    options.nodesPerHost = 0;
+    Calibration unmeasured = shared;
+    unmeasured.cpu.clear();
+    QCOMPARE(predictScale(spec, unmeasured, options)[1].points[1].hostStretch, 1.0);
+    QVERIFY(hostAssumption(spec, unmeasured, options).find("no cpu_util") != std::string::npos);
   }
 
   void byteSizesReadBack() {

@@ -6,6 +6,7 @@
 
 #include "core/common/check.h"
 #include "core/sim/cluster_model.h"
+#include "core/sim/host_sharing.h"
 #include "core/sim/step_models.h"
 #include "core/train/strategy_registry.h"
 
@@ -275,6 +276,30 @@ class TestSimulator : public QObject {
     const SimResult stayed = hybrid.simulate(adaptive, alike, model, options);
     QCOMPARE(stayed.meanStaleness, 0.0);
     QVERIFY(within(stayed.stepS, simulateSyncAllReduce(alike, model, options).stepS, 1e-9));
+  }
+
+  void nodesSharingAHostShareItsCores() {
+    // As many cores as nodes, or nobody busy: no stretch; everybody always busy: nodes / cores.
+    QCOMPARE(sharedCoreStretch(2, 2, 1.0), 1.0);
+    QCOMPARE(sharedCoreStretch(4, 2, 0.0), 1.0);
+    QCOMPARE(sharedCoreStretch(4, 2, 1.0), 2.0);
+    // 4 nodes on 2 cores, each busy half the time: K = 1 + Binomial(3, 1/2) busy at once,
+    // stretched by max(1, K/2): 1/8 + 3/8 + 3/8 * 3/2 + 1/8 * 2 = 21/16.
+    QVERIFY(within(sharedCoreStretch(4, 2, 0.5), 21.0 / 16.0, 1e-12));
+    // A big host stays finite and near its mean load: K/64 with K about 1 + 4095/2.
+    QVERIFY(within(sharedCoreStretch(4096, 64, 0.5), (1 + 4095 * 0.5) / 64, 0.01));
+    // The host's stretch is the fixed point of the stretch and the busy share it leaves.
+    for (double cpu : {0.2, 0.5, 0.9}) {
+      const double s = hostStretch(4, 2, cpu, 1.0);
+      QVERIFY(s > 1.0 && s < 2.0);
+      QVERIFY2(within(s, sharedCoreStretch(4, 2, cpu / s), 1e-6), std::to_string(s).c_str());
+    }
+    QVERIFY(hostStretch(4, 2, 0.2, 1.0) < hostStretch(4, 2, 0.5, 1.0));
+    // CPU work beyond the whole step on every node: always busy, so nodes / cores.
+    QVERIFY(within(hostStretch(6, 2, 10.0, 1.0), 3.0, 1e-6));
+    QCOMPARE(hostStretch(2, 2, 10.0, 1.0), 1.0);  // a core each
+    QCOMPARE(hostStretch(4, 2, 0.0, 1.0), 1.0);   // nothing measured
+    QVERIFY_THROWS_EXCEPTION(dtlab::Error, sharedCoreStretch(4, 0, 0.5));
   }
 
   void refusesWhatCannotRun() {

@@ -82,6 +82,15 @@ class TestPredictCli : public QObject {
     QVERIFY2(o.exitCode == 0, qPrintable(o.err));
     const nlohmann::json p = e2e::lastJson(o.out).at("prediction");
     QCOMPARE(p.at("experiment").get<std::string>(), std::string("scale"));
+    // The runs' two local nodes were on this machine: two to a host of its cores.
+    QVERIFY2(o.out.contains("hosts: 2 nodes to a host of"), qPrintable(o.out));
+    QCOMPARE(p.at("hosts").at("nodes_per_host").get<int>(), 2);
+    const e2e::Outcome own =
+        e2e::cli({"predict", project_, "scale", "--nodes", "8", "--nodes-per-host", "1"});
+    QVERIFY2(own.out.contains("hosts: each node a host of its own"), qPrintable(own.out));
+    const e2e::Outcome bad = e2e::cli({"predict", project_, "--nodes-per-host", "0"});
+    QCOMPARE(bad.exitCode, 2);
+    QVERIFY2(bad.err.contains("--nodes-per-host"), qPrintable(bad.err));
     std::map<std::string, nlohmann::json> byName;
     for (const nlohmann::json& v : p.at("variants")) byName[v.at("variant")] = v;
     // "one" is "sync" on one node: one configuration, predicted once under the name of the
@@ -95,6 +104,7 @@ class TestPredictCli : public QObject {
         QVERIFY(point.at("step_ms").get<double>() > 0.0);
         QVERIFY(point.at("step_ms_low").get<double>() <= point.at("step_ms").get<double>());
         QVERIFY(point.at("step_ms_high").get<double>() >= point.at("step_ms").get<double>());
+        QVERIFY(point.at("host_stretch").get<double>() >= 1.0);
       }
       // Its own runs, each with the simulator's figure for its node count and the error (how
       // close it comes is the bench's to say: `dtlab-cli bench predict`, not a timed test).

@@ -91,6 +91,11 @@ class TestPredictPage : public QObject {
     QCOMPARE(page->table()->rowCount(), 6);
     QCOMPARE(page->table()->item(0, 2)->text(), QString("4"));
     QVERIFY(page->table()->item(0, 3)->text().toDouble() > 0.0);
+    // The Shared column: the stretch of nodes sharing their host's cores (the project's runs
+    // were all on this machine, so 2 nodes to a host of its cores).
+    QCOMPARE(page->table()->horizontalHeaderItem(8)->text(), QString("Shared"));
+    QVERIFY2(page->table()->item(0, 8)->text().startsWith("x"),
+             qPrintable(page->table()->item(0, 8)->text()));
     // On the chart: per variant a band, its line and its runs; one legend entry for the runs.
     QCustomPlot* chart = page->chart();
     QCOMPARE(chart->graphCount(), 2 * 4 + 1);

@@ -36,6 +36,7 @@ struct PredictPage::Outcome {
   std::vector<core::MeasuredPoint> measured;
   std::string missing;
   std::string topology;  // what the prediction is for, when not the spec's cluster
+  std::string hosts;     // where the nodes run (core::hostAssumption)
 };
 
 namespace {
@@ -145,9 +146,9 @@ PredictPage::PredictPage(QWidget* parent)
   legendRect->setRowStretchFactor(1, 1);
   chart_->plotLayout()->setColumnStretchFactor(1, 0.001);
 
-  const QStringList headers = {tr("Variant"),   tr("Strategy"),  tr("Nodes"),
-                               tr("Step (ms)"), tr("Band (ms)"), tr("Samples/s"),
-                               tr("Util"),      tr("Staleness"), tr("To target (s)")};
+  const QStringList headers = {tr("Variant"),   tr("Strategy"),     tr("Nodes"), tr("Step (ms)"),
+                               tr("Band (ms)"), tr("Samples/s"),    tr("Util"),  tr("Staleness"),
+                               tr("Shared"),    tr("To target (s)")};
   table_->setColumnCount(static_cast<int>(headers.size()));
   table_->setHorizontalHeaderLabels(headers);
   table_->verticalHeader()->setVisible(false);
@@ -292,6 +293,7 @@ void PredictPage::start(bool calibrateFirst) {
             options.nodes.push_back(m.nodes);
         std::sort(options.nodes.begin(), options.nodes.end());
         o.predictions = core::predictScale(spec, o.calibration, options, o.measured);
+        o.hosts = core::hostAssumption(spec, o.calibration, options);
         return o;
       },
       [this](const std::optional<Outcome>& outcome, const QString& error) {
@@ -316,6 +318,7 @@ void PredictPage::take(const Outcome& o) {
   measured_ = o.measured;
   missing_ = o.missing;
   onTopology_ = o.topology;
+  hosts_ = o.hosts;
   const QString name = QString::fromStdString(experiment_).toHtmlEscaped();
   if (!missing_.empty()) {
     title_->setText(tr("<b>%1</b> at scale: %2").arg(name, QString::fromStdString(missing_)));
@@ -339,6 +342,8 @@ void PredictPage::take(const Outcome& o) {
   if (!missing_.empty()) {
     notes = tr("%1 measured run(s) of this experiment.").arg(measured_.size());
   } else {
+    notes += "<b>" + tr("Hosts") + "</b>: " + QString::fromStdString(hosts_).toHtmlEscaped() +
+             tr(" (the Shared column: by how much)") + "<br>";
     notes += "<b>" + tr("Calibration") + "</b><br>";
     for (const QString& line : QString::fromStdString(calibration_.describe()).split('\n'))
       if (!line.isEmpty()) notes += line.toHtmlEscaped() + "<br>";
@@ -488,7 +493,7 @@ void PredictPage::fillTable() {
       add({variant, strategy, QString::number(s.nodes), QString::number(s.stepMs, 'f', 3),
            QString("%1 – %2").arg(s.lowMs, 0, 'f', 3).arg(s.highMs, 0, 'f', 3),
            QString::number(s.samplesPerS, 'f', 0), QString::number(s.utilization, 'f', 2),
-           QString::number(s.meanStaleness, 'f', 2),
+           QString::number(s.meanStaleness, 'f', 2), QString("x%1").arg(s.hostStretch, 0, 'f', 2),
            s.timeToTargetS ? QString::number(*s.timeToTargetS, 'f', 1) : QString("–")});
     }
   }

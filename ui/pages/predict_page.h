@@ -80,6 +80,7 @@ class PredictPage final : public QWidget {
   std::string missing_;
   std::optional<core::sim::Topology> topology_;
   std::string onTopology_;  // the shown prediction's topology, described ("" the spec's)
+  std::string hosts_;       // where the shown prediction placed its nodes (core::hostAssumption)
   bool busy_ = false;
 
   QLabel* title_;
