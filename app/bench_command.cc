@@ -104,13 +104,15 @@ constexpr const char* kBenchUsage =
       The scale simulator's speed: N nodes (default 4096) x S global steps (10000) of
       sync_allreduce and of async_ps, each simulated once on one core, timed, with what it
       predicted; the target is under 60 s each.
-  bench predict [--specs DIR] [--only NAME,...] [--project P.dtlab] [--netns] [--json]
+  bench predict [--specs DIR] [--only NAME,...] [--reps R] [--project P.dtlab] [--netns]
+      [--json]
       The scale simulator's cross-validation: every spec of resources/specs/predict (mlp,
-      hetero, images) run with each variant on 1, 2, 3 and 4 local nodes (`dtlab-cli run`,
-      one execution per spec, into P, default predict.dtlab); calibrated on the 1- and
-      2-node runs only, the simulator predicts the time per step on 3 and 4 nodes; the
-      table sets each beside the measured one, with the error and the bar (10%). --netns
-      (root): each spec again with its nodes as daemons in network namespaces on a bridge.
+      hetero, images) run with each variant on 1, 2, 3 and 4 local nodes, R times (default
+      3; `dtlab-cli run --repeats R`, one execution per spec, into P, default
+      predict.dtlab); calibrated on the 1- and 2-node runs only, the simulator predicts the
+      time per step on 3 and 4 nodes; the table sets each beside the median of the measured
+      ones, with the error and the bar (10%). --netns (root): each spec again with its
+      nodes as daemons in network namespaces on a bridge.
 )";
 
 constexpr const char* kStrategiesUsage =
@@ -438,9 +440,10 @@ int benchSim(const std::vector<std::string>& argv) {
 }
 
 int benchPredict(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--specs", "--only", "--project"}, {"--json", "--netns"});
+  const Args args(argv, {"--specs", "--only", "--project", "--reps"}, {"--json", "--netns"});
   noPositionals(args);
   bench::PredictBenchOptions options;
+  options.reps = static_cast<int>(args.integer("--reps", options.reps, 1, 100));
   options.netns = args.has("--netns");
   options.specsDir = args.value("--specs", bench::resourcesDir("specs") + "/predict");
   options.project = std::filesystem::absolute(args.value("--project", "predict.dtlab")).string();

@@ -21,8 +21,17 @@ double treeAllReduceSeconds(int ranks, double bytes, const LinkModel& link) {
 }
 
 double NodeModel::meanSeconds(int64_t samples) const {
-  return fixedSeconds + static_cast<double>(samples) * secondsPerSample +
+  return (fixedSeconds + static_cast<double>(samples) * secondsPerSample) * meanStretch() +
          stragglerProbability * stragglerPauseS;
+}
+
+double NodeModel::meanStretch() const {
+  double mean = 0.0, below = 0.0;
+  for (std::size_t i = 0; i < stretches.size(); ++i) {
+    mean += stretches[i] * (stretchCdf[i] - below);
+    below = stretchCdf[i];
+  }
+  return stretches.empty() ? 1.0 : mean;
 }
 
 }  // namespace dtlab::core::sim

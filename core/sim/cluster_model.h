@@ -28,9 +28,15 @@ struct NodeModel {
   double fixedSeconds = 0.0;
   double stragglerProbability = 0.0;
   double stragglerPauseS = 0.0;
+  // Its host's cores shared with other nodes (core/sim/host_sharing.h): each step's compute is
+  // stretched by one of `stretches`, drawn by their cumulative probabilities `stretchCdf`;
+  // empty: never stretched.
+  std::vector<double> stretches;
+  std::vector<double> stretchCdf;
 
-  // Samples per second at `samples` a step, pauses averaged in.
+  // Seconds of a step of `samples`, pauses and stretches averaged in.
   double meanSeconds(int64_t samples) const;
+  double meanStretch() const;  // 1 when never stretched
 };
 
 // What the model moves: its parameters' bytes and, for an overlapped all-reduce, its gradient

@@ -11,7 +11,9 @@ namespace {
 ClusterModel benchCluster(int nodes) {
   ClusterModel c;
   for (int i = 0; i < nodes; ++i) {
-    NodeModel node{50e-6, 1e-3, 0.0, 0.0};
+    NodeModel node;
+    node.secondsPerSample = 50e-6;
+    node.fixedSeconds = 1e-3;
     if (i % 10 == 9) node.secondsPerSample *= 2.0;  // one in ten at half speed
     if (i % 100 == 37) {                            // one in a hundred pausing
       node.stragglerProbability = 0.1;

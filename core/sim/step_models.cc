@@ -14,6 +14,11 @@ namespace {
 // A node's compute of one step: its share's time and, drawn, a straggler's pause.
 double stepCompute(const NodeModel& node, int64_t samples, Rng& rng) {
   double seconds = node.fixedSeconds + static_cast<double>(samples) * node.secondsPerSample;
+  if (!node.stretches.empty()) {  // how many of its host's nodes want a core this step
+    const auto at = std::lower_bound(node.stretchCdf.begin(), node.stretchCdf.end(), rng.uniform());
+    seconds *= node.stretches[std::min<std::size_t>(at - node.stretchCdf.begin(),
+                                                    node.stretches.size() - 1)];
+  }
   if (node.stragglerProbability > 0.0 && rng.uniform() < node.stragglerProbability)
     seconds += node.stragglerPauseS;
   return seconds;

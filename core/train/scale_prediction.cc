@@ -104,10 +104,12 @@ struct Simulated {
 };
 
 // `strategy`'s simulation of `variant` on `nodes` nodes (clusterOf), then, where nodes share a
-// host's cores (`hosts`) and the calibration measured their CPU work, again with each node's
-// compute and the server's calls stretched by its host's share of the cores
-// (sim::hostStretch at the first simulation's step). The all-reduce's link is left as it is:
-// its time is the emulated or real wire's, not the cores'.
+// host's cores (`hosts`) and the calibration measured their CPU work, again with the server's
+// calls stretched by the host's mean stretch (sim::hostStretch at the first simulation's step)
+// and each step's compute by a draw from its distribution, so that a step that found more
+// nodes than cores busy is slower than its neighbours (what holds back a bounded-staleness
+// worker or a synchronous step). The all-reduce's link is left as it is: its time is the
+// emulated or real wire's, not the cores'.
 Simulated simulateOnHosts(const StrategyDescriptor& strategy, const VariantConfig& variant,
                           const ExperimentSpec& spec, const sim::Calibration& calibration,
                           int nodes, double slower, double linkSlower,
@@ -121,7 +123,6 @@ Simulated simulateOnHosts(const StrategyDescriptor& strategy, const VariantConfi
   if (cpu == calibration.cpu.end() || hosts.cores < 1 || hosts.perHost <= hosts.cores) return out;
   const std::vector<int64_t> shares =
       o.shares.empty() ? sim::equalShares(o.globalBatch, nodes) : o.shares;
-  std::vector<double> stretch(static_cast<std::size_t>(nodes), 1.0);
   double total = 0.0;
   for (int first = 0; first < nodes; first += hosts.perHost) {
     const int onHost = std::min(hosts.perHost, nodes - first);
@@ -132,16 +133,16 @@ Simulated simulateOnHosts(const StrategyDescriptor& strategy, const VariantConfi
           computeFitOf(spec, calibration, strategy.name, nodes, i).ms(samples) * slower;
       cpuS += (cpu->computeThreads * computeMs + cpu->callsMs) * 1e-3 / onHost;
     }
-    const double s = sim::hostStretch(onHost, hosts.cores, cpuS, out.result.stepS);
-    for (int i = first; i < first + onHost; ++i) stretch[static_cast<std::size_t>(i)] = s;
+    double busy = 0.0;
+    const double s = sim::hostStretch(onHost, hosts.cores, cpuS, out.result.stepS, &busy);
     total += s * onHost;
+    // Each step's compute by a draw: how many of the host's nodes want a core then.
+    const sim::StretchDistribution draws = sim::sharedCoreStretches(onHost, hosts.cores, busy);
+    for (int i = first; i < first + onHost; ++i)
+      sim::stretchCompute(cluster.nodes[static_cast<std::size_t>(i)], draws);
   }
   out.hostStretch = total / nodes;
   if (out.hostStretch <= 1.0 + 1e-9) return out;
-  for (std::size_t i = 0; i < cluster.nodes.size(); ++i) {
-    cluster.nodes[i].secondsPerSample *= stretch[i];
-    cluster.nodes[i].fixedSeconds *= stretch[i];
-  }
   cluster.serverLink.bytesPerS /= out.hostStretch;
   cluster.serverLink.latencyS *= out.hostStretch;
   cluster.clockCheckS *= out.hostStretch;

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/common/program_path.h"
+#include "core/common/statistics.h"
 #include "core/spec/experiment_spec.h"
 #include "core/store/project_store.h"
 #include "core/store/run_calibration.h"
@@ -75,18 +76,34 @@ void crossValidate(nlohmann::json json, const std::string& stem, const PredictBe
   std::ofstream(expanded) << json.dump(2);
   std::cerr << "bench predict: " << spec.name << ": " << variants.size() << " runs"
             << (hosts != nullptr ? " across network-namespace hosts" : "") << "\n";
-  runSpecThroughCli(expanded.string(), 1, options.project, launcher, extra);
+  runSpecThroughCli(expanded.string(), options.reps, options.project, launcher, extra);
 
   auto store = core::ProjectStore::open(options.project);
-  // This spec's newest run of each sized variant.
-  std::map<std::string, core::MeasuredPoint> measured;
+  // This spec's runs of each sized variant, the last `reps` of them (this invocation's); the
+  // calibration takes every one on the calibrating node counts.
+  std::map<std::string, std::vector<core::MeasuredPoint>> runs;
   for (const core::MeasuredPoint& m : core::measuredPoints(*store, spec.name))
-    measured[m.variant] = m;
+    runs[m.variant].push_back(m);
+  std::map<std::string, core::MeasuredPoint> measured;  // their medians
   std::vector<int64_t> calibrationRuns;
-  for (const auto& [name, m] : measured)
-    if (std::find(options.calibrateOn.begin(), options.calibrateOn.end(), m.nodes) !=
-        options.calibrateOn.end())
-      calibrationRuns.push_back(m.runId);
+  for (auto& [name, points] : runs) {
+    std::sort(points.begin(), points.end(),
+              [](const auto& a, const auto& b) { return a.runId < b.runId; });
+    if (points.size() > static_cast<std::size_t>(options.reps))
+      points.erase(points.begin(), points.end() - options.reps);
+    std::vector<double> steps, cpu;
+    for (const core::MeasuredPoint& m : points) {
+      steps.push_back(m.stepMs);
+      cpu.push_back(m.cpuUtil);
+      if (std::find(options.calibrateOn.begin(), options.calibrateOn.end(), m.nodes) !=
+          options.calibrateOn.end())
+        calibrationRuns.push_back(m.runId);
+    }
+    core::MeasuredPoint median = points.back();
+    median.stepMs = core::median(steps);
+    median.cpuUtil = core::median(cpu);
+    measured[name] = median;
+  }
   const core::sim::Calibration calibration = core::calibrateRuns(*store, calibrationRuns);
   result.calibrations.push_back(spec.name + ":\n" + calibration.describe());
   core::PredictOptions predict;

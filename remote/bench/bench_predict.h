@@ -21,6 +21,9 @@ struct PredictBenchOptions {
   std::vector<int> calibrateOn = {1, 2};
   std::vector<int> predictAt = {3, 4};
   double tolerance = 0.10;  // the bar: within 10%
+  // Runs of each sized variant: measured is their median, the calibration takes them all (a
+  // shared 2-core machine's steps vary by several percent from run to run).
+  int reps = 3;
   // Also across network-namespace hosts on this machine (root): each spec again with its
   // nodes as daemons in namespaces joined by a bridge (remote/bench/netns_hosts.h).
   bool netns = false;

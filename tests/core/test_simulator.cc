@@ -16,7 +16,9 @@ namespace {
 
 ClusterModel cluster(int n, double secondsPerSample, double latencyS, double bytesPerS) {
   ClusterModel c;
-  c.nodes.assign(static_cast<std::size_t>(n), NodeModel{secondsPerSample, 0.0, 0.0, 0.0});
+  NodeModel node;
+  node.secondsPerSample = secondsPerSample;
+  c.nodes.assign(static_cast<std::size_t>(n), node);
   c.link = {latencyS, bytesPerS};
   c.serverLink = c.link;
   return c;
@@ -300,6 +302,27 @@ class TestSimulator : public QObject {
     QCOMPARE(hostStretch(2, 2, 10.0, 1.0), 1.0);  // a core each
     QCOMPARE(hostStretch(4, 2, 0.0, 1.0), 1.0);   // nothing measured
     QVERIFY_THROWS_EXCEPTION(dtlab::Error, sharedCoreStretch(4, 0, 0.5));
+
+    // Drawn per step: a lone node's steps average the mean stretch; four nodes in step wait
+    // for the slowest draw, so their step is longer than the mean stretch alone.
+    ModelShape model;
+    model.parameterBytes = 1.0;
+    SimOptions options;
+    options.globalBatch = 400;
+    options.steps = 4000;
+    const StretchDistribution draws = sharedCoreStretches(4, 2, 0.5);
+    ClusterModel one = cluster(1, 1e-4, 0.0, 1e30);
+    options.globalBatch = 100;
+    stretchCompute(one.nodes[0], draws);
+    QVERIFY(within(one.nodes[0].meanStretch(), 21.0 / 16.0, 1e-12));
+    QVERIFY(within(one.nodes[0].meanSeconds(100), 100 * 1e-4 * 21.0 / 16.0, 1e-12));
+    const double lone = simulateSyncAllReduce(one, model, options).stepS;
+    QVERIFY2(within(lone, 100 * 1e-4 * 21.0 / 16.0, 0.03), std::to_string(lone).c_str());
+    ClusterModel four = cluster(4, 1e-4, 0.0, 1e30);
+    for (NodeModel& node : four.nodes) stretchCompute(node, draws);
+    options.globalBatch = 400;
+    const double together = simulateSyncAllReduce(four, model, options).stepS;
+    QVERIFY2(together > 1.2 * lone, std::to_string(together).c_str());
   }
 
   void refusesWhatCannotRun() {
