@@ -161,7 +161,7 @@ PredictPage::PredictPage(QWidget* parent)
   auto* lower = new QSplitter(Qt::Horizontal, this);
   lower->addWidget(table_);
   lower->addWidget(notes_);
-  lower->setStretchFactor(0, 2);
+  lower->setStretchFactor(0, 3);
   lower->setStretchFactor(1, 1);
   auto* split = new QSplitter(Qt::Vertical, this);
   split->addWidget(chart_);
@@ -467,6 +467,7 @@ void PredictPage::draw() {
 
 void PredictPage::fillTable() {
   table_->setRowCount(0);
+  table_->clearSpans();
   const auto add = [this](const QStringList& cells) {
     const int row = table_->rowCount();
     table_->insertRow(row);
@@ -474,6 +475,11 @@ void PredictPage::fillTable() {
       auto* item = new QTableWidgetItem(cells[c]);
       if (c >= 2) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
       table_->setItem(row, c, item);
+    }
+    // A row that says why there is no figure says it across the figures' columns.
+    if (cells.size() < table_->columnCount()) {
+      table_->setSpan(row, cells.size() - 1, 1, table_->columnCount() - cells.size() + 1);
+      table_->item(row, cells.size() - 1)->setTextAlignment(Qt::AlignLeft | Qt::AlignVCenter);
     }
   };
   for (const core::VariantPrediction& p : predictions_) {
