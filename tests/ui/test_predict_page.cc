@@ -137,6 +137,16 @@ class TestPredictPage : public QObject {
     QVERIFY(page->setTopologyFile({}).isEmpty());  // back to the spec's cluster
     QVERIFY(shown.wait(60000));
     QVERIFY(!page->topology());
+    QVERIFY2(page->hosts().find("2 nodes to a host of") == 0, page->hosts().c_str());
+
+    // Nodes per host: 1 places each node on a machine of its own, sharing nothing.
+    page->setNodesPerHost(1);
+    QVERIFY(shown.wait(60000));
+    QCOMPARE(page->hosts(), std::string("each node a host of its own"));
+    for (const core::VariantPrediction& v : page->predictions())
+      for (const core::ScalePoint& point : v.points) QCOMPARE(point.hostStretch, 1.0);
+    page->setNodesPerHost(0);
+    QVERIFY(shown.wait(60000));
 
     // The compare page sets the simulator beside each run of the execution: its Yardstick tab.
     const std::vector<core::ExecutionRecord>& executions =

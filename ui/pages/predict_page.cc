@@ -10,6 +10,7 @@
 #include <QtWidgets/QLabel>
 #include <QtWidgets/QLineEdit>
 #include <QtWidgets/QPushButton>
+#include <QtWidgets/QSpinBox>
 #include <QtWidgets/QSplitter>
 #include <QtWidgets/QTableWidget>
 #include <QtWidgets/QTextBrowser>
@@ -96,6 +97,7 @@ PredictPage::PredictPage(QWidget* parent)
       nodesEdit_(new QLineEdit(this)),
       figure_(new QComboBox(this)),
       throughputOnly_(new QCheckBox(tr("Throughput only"), this)),
+      nodesPerHost_(new QSpinBox(this)),
       predictButton_(new QPushButton(tr("Predict"), this)),
       calibrateButton_(new QPushButton(tr("Calibrate from Runs"), this)),
       topologyButton_(new QPushButton(tr("Topology..."), this)),
@@ -112,21 +114,32 @@ PredictPage::PredictPage(QWidget* parent)
   throughputOnly_->setToolTip(
       tr("Predict throughput only: no convergence model, no time to "
          "target"));
+  nodesPerHost_->setRange(0, 1 << 20);
+  nodesPerHost_->setSpecialValueText(tr("auto"));
+  nodesPerHost_->setToolTip(
+      tr("Nodes to a host, sharing its cores (as many as the calibrated hosts had). auto: the "
+         "spec's cluster size where the calibrated runs' nodes all shared one host, else 1; "
+         "1: each node a machine of its own"));
   calibrateButton_->setToolTip(
       tr("Fit the simulator to this experiment's completed runs and store the calibration in "
          "the project (dtlab-cli calibrate)"));
 
+  // What to predict, and for which cluster (a row each).
   auto* controls = new QHBoxLayout;
   controls->addWidget(new QLabel(tr("Nodes:"), this));
   controls->addWidget(nodesEdit_);
   controls->addWidget(new QLabel(tr("Figure:"), this));
   controls->addWidget(figure_);
   controls->addWidget(throughputOnly_);
-  controls->addWidget(topologyButton_);
-  controls->addWidget(topologyLabel_);
   controls->addStretch(1);
   controls->addWidget(calibrateButton_);
   controls->addWidget(predictButton_);
+  auto* cluster = new QHBoxLayout;
+  cluster->addWidget(new QLabel(tr("Cluster:"), this));
+  cluster->addWidget(topologyButton_);
+  cluster->addWidget(topologyLabel_, 1);
+  cluster->addWidget(new QLabel(tr("Nodes per host:"), this));
+  cluster->addWidget(nodesPerHost_);
 
   chart_->setMinimumHeight(260);
   chart_->legend->setVisible(true);
@@ -172,6 +185,7 @@ PredictPage::PredictPage(QWidget* parent)
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(title_);
   layout->addLayout(controls);
+  layout->addLayout(cluster);
   layout->addWidget(split, 1);
 
   connect(predictButton_, &QPushButton::clicked, this, [this] { start(false); });
@@ -188,6 +202,7 @@ PredictPage::PredictPage(QWidget* parent)
     if (!error.isEmpty()) emit failed(error);
   });
   connect(throughputOnly_, &QCheckBox::toggled, this, [this] { start(false); });
+  connect(nodesPerHost_, &QSpinBox::editingFinished, this, [this] { start(false); });
   connect(figure_, &QComboBox::currentIndexChanged, this, [this] { draw(); });
 }
 
@@ -205,6 +220,11 @@ void PredictPage::setNodes(const std::vector<int>& nodes) {
   QStringList text;
   for (int n : nodes) text << QString::number(n);
   nodesEdit_->setText(text.join(','));
+}
+
+void PredictPage::setNodesPerHost(int nodes) {
+  nodesPerHost_->setValue(nodes);
+  start(false);
 }
 
 QString PredictPage::setTopologyFile(const QString& path) {
@@ -260,10 +280,11 @@ void PredictPage::start(bool calibrateFirst) {
   const std::string path = path_;
   const std::string name = experiment_;
   const bool throughputOnly = throughputOnly_->isChecked();
+  const int nodesPerHost = nodesPerHost_->value();
   const std::optional<core::sim::Topology> topology = topology_;
   runInBackground<Outcome>(
       this,
-      [path, name, nodes, throughputOnly, topology, calibrateFirst] {
+      [path, name, nodes, throughputOnly, nodesPerHost, topology, calibrateFirst] {
         auto store = core::ProjectStore::open(path, /*readOnly=*/!calibrateFirst);
         const core::Entity entity = core::experimentNamedOrLatest(
             *store, name.empty() ? std::nullopt : std::optional(name));
@@ -286,6 +307,7 @@ void PredictPage::start(bool calibrateFirst) {
         core::PredictOptions options;
         options.nodes = nodes;
         options.throughputOnly = throughputOnly;
+        options.nodesPerHost = nodesPerHost;
         options.topology = topology;
         if (topology) o.topology = topology->describe();
         for (const core::MeasuredPoint& m : o.measured)

@@ -11,6 +11,7 @@
 #include "core/train/scale_prediction.h"
 
 class QCheckBox;
+class QSpinBox;
 class QComboBox;
 class QCustomPlot;
 class QLabel;
@@ -44,6 +45,9 @@ class PredictPage final : public QWidget {
   void calibrate();
   void setNodes(const std::vector<int>& nodes);
   void setFigure(Figure figure);
+  // Nodes to a host sharing its cores (as `predict --nodes-per-host`); 0: as the calibrated
+  // runs were placed (the spec's cluster size on one host, or a host each). Predicts again.
+  void setNodesPerHost(int nodes);
   // Predicts for the cluster a topology file describes (core/sim/topology.h) instead of the
   // spec's, and predicts again; an empty path goes back to the spec's. Returns what is wrong
   // with the file ("" when it was taken).
@@ -57,6 +61,8 @@ class PredictPage final : public QWidget {
   const std::string& missing() const { return missing_; }
   QCustomPlot* chart() const { return chart_; }
   QTableWidget* table() const { return table_; }
+  // Where the shown prediction placed its nodes (core::hostAssumption).
+  const std::string& hosts() const { return hosts_; }
 
  signals:
   void shown();
@@ -87,6 +93,7 @@ class PredictPage final : public QWidget {
   QLineEdit* nodesEdit_;
   QComboBox* figure_;
   QCheckBox* throughputOnly_;
+  QSpinBox* nodesPerHost_;
   QPushButton* predictButton_;
   QPushButton* calibrateButton_;
   QPushButton* topologyButton_;
