@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <tuple>
 
 #include "core/common/check.h"
 #include "core/common/statistics.h"
@@ -24,33 +23,6 @@ double robustSd(const std::vector<double>& values) {
   for (double v : values) deviations.push_back(std::abs(v - mid));
   return 1.4826 * median(deviations);
 }
-
-// Weighted least squares of y = fixed + slope x.
-struct LineSums {
-  double w = 0, x = 0, y = 0, xx = 0, xy = 0;
-  std::map<double, double> weightAtX;
-
-  void add(double at, double value, double weight) {
-    w += weight;
-    x += weight * at;
-    y += weight * value;
-    xx += weight * at * at;
-    xy += weight * at * value;
-    weightAtX[at] += weight;
-  }
-  // {fixed, slope}; through the origin where one x was seen or the line's terms would not both
-  // be >= 0 (then `proportional` is set).
-  std::pair<double, double> line(bool* proportional = nullptr) const {
-    const double det = w * xx - x * x;
-    if (weightAtX.size() >= 2 && det > 1e-12 * w * xx) {
-      const double slope = (w * xy - x * y) / det;
-      const double fixed = (y - slope * x) / w;
-      if (fixed >= 0.0 && slope >= 0.0) return {fixed, slope};
-    }
-    if (proportional != nullptr) *proportional = true;
-    return {0.0, xx > 0.0 ? xy / xx : 0.0};
-  }
-};
 
 nlohmann::json toJson(const ComputeFit& f) {
   nlohmann::json j = {{"fixed_ms", f.fixedMs},       {"ms_per_sample", f.msPerSample},
@@ -148,23 +120,38 @@ ComputeFit fitCompute(const std::vector<const ComputeObservation*>& observations
   ComputeFit f;
   f.label = label;
   // Per observation: its median (steps of one share), weighted by its steps.
-  LineSums sums;
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  std::map<double, int64_t> sizes;
   for (const ComputeObservation* o : observations) {
     if (o->msAtSpeed.empty() || !(o->samples > 0)) continue;
     const double w = static_cast<double>(o->msAtSpeed.size());
-    sums.add(o->samples, median(o->msAtSpeed), w);
+    const double y = median(o->msAtSpeed);
+    sw += w;
+    sx += w * o->samples;
+    sy += w * y;
+    sxx += w * o->samples * o->samples;
+    sxy += w * o->samples * y;
+    sizes[o->samples] += static_cast<int64_t>(w);
     f.steps += static_cast<int64_t>(w);
     f.contended = f.contended || o->contended;
   }
   const std::string& name = what;
-  if (sums.w == 0) throw Error("no compute measured for " + name);
-  for (const auto& [samples, steps] : sums.weightAtX) f.batchSizes.push_back(samples);
-  // One batch size, or a line that does not hold: time proportional to samples.
-  std::tie(f.fixedMs, f.msPerSample) = sums.line();
-  if (notes != nullptr && sums.weightAtX.size() < 2)
-    notes->push_back(name + ": compute measured at one batch size only (" +
-                     std::to_string(static_cast<int64_t>(f.batchSizes.front())) +
-                     " samples): taken proportional to samples, with no fixed cost per step");
+  if (sw == 0) throw Error("no compute measured for " + name);
+  for (const auto& [samples, steps] : sizes) f.batchSizes.push_back(samples);
+  const double det = sw * sxx - sx * sx;
+  if (sizes.size() >= 2 && det > 1e-12 * sw * sxx) {
+    f.msPerSample = (sw * sxy - sx * sy) / det;
+    f.fixedMs = (sy - f.msPerSample * sx) / sw;
+  }
+  if (sizes.size() < 2 || f.fixedMs < 0.0 || f.msPerSample < 0.0) {
+    // One batch size, or a line that does not hold: time proportional to samples.
+    f.fixedMs = 0.0;
+    f.msPerSample = sxy / sxx;
+    if (notes != nullptr && sizes.size() < 2)
+      notes->push_back(name + ": compute measured at one batch size only (" +
+                       std::to_string(static_cast<int64_t>(f.batchSizes.front())) +
+                       " samples): taken proportional to samples, with no fixed cost per step");
+  }
   // Spread and pauses, relative to the line.
   std::vector<double> relative;
   for (const ComputeObservation* o : observations)
@@ -360,6 +347,7 @@ std::string Calibration::describe() const {
       out += " " + host + " (" + std::to_string(cores) + " cores)";
     out += "\n";
   }
+  if (!cpu.empty()) out += "CPU work of a node:\n";
   for (const CpuFit& f : cpu) {
     char text[200];
     std::snprintf(text, sizeof text,
@@ -367,7 +355,7 @@ std::string Calibration::describe() const {
                   "on %d+ nodes)\n",
                   f.label.c_str(), f.computeThreads, f.computeThreads == 1 ? "" : "s", f.callsMs,
                   static_cast<long long>(f.observations), f.fromNodes);
-    out += (&f == &cpu.front() ? "CPU work of a node:\n" : "") + std::string(text);
+    out += text;
   }
   if (bucketBytes > 0) out += "gradient buckets: " + std::to_string(bucketBytes / 1024) + " KiB\n";
   if (!handOffShares.empty()) {
