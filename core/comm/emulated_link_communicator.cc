@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include "core/common/check.h"
@@ -16,15 +19,46 @@ int ceilLog2(int n) {
   return steps;
 }
 
+// What each rank tells the others after a collective. It travels as an all-reduce sum over
+// slots (each rank fills its own, the rest stay 0), so it takes the inner communicator's
+// fastest path (shared memory between the processes of one host): every value is one a float
+// holds exactly and that adds to zeros unchanged. The 64-bit fields go as three 22-bit pieces.
+constexpr int kPieceBits = 22;
+constexpr int64_t kRecordFloats = 3 + 3 + 2;  // arrival, boot, spent and modelled seconds
+
+void putWide(uint64_t value, float* out) {
+  for (int i = 0; i < 3; ++i)
+    out[i] = static_cast<float>((value >> (kPieceBits * i)) & ((uint64_t{1} << kPieceBits) - 1));
+}
+
+uint64_t getWide(const float* in) {
+  uint64_t value = 0;
+  for (int i = 0; i < 3; ++i) value |= static_cast<uint64_t>(in[i]) << (kPieceBits * i);
+  return value;
+}
+
+// The kernel's id of this boot, hashed: processes that read the same one share the monotonic
+// clock (network namespaces do; separate machines do not). 0 where it cannot be read.
+uint64_t bootId() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  if (!(in >> id) || id.empty()) return 0;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (const char c : id) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return h == 0 ? 1 : h;
+}
+
 }  // namespace
 
 EmulatedLinkCommunicator::EmulatedLinkCommunicator(std::unique_ptr<Communicator> inner,
                                                    double bandwidthMbps, double latencyMs,
-                                                   const AbortSignal* abort)
+                                                   const AbortSignal* abort, bool fromLastArrival)
     : inner_(std::move(inner)),
       bandwidthMbps_(bandwidthMbps),
       latencyMs_(latencyMs),
-      abort_(abort) {
+      abort_(abort),
+      fromLastArrival_(fromLastArrival && !inner_->deviceMemory() && inner_->size() > 1),
+      boot_(fromLastArrival_ ? bootId() : 0) {
   DTLAB_ENFORCE(inner_ != nullptr, "emulated link needs a communicator to wrap");
   DTLAB_ENFORCE(bandwidthMbps >= 0.0, "negative link bandwidth: ", bandwidthMbps, " Mbit/s");
   DTLAB_ENFORCE(latencyMs >= 0.0, "negative link latency: ", latencyMs, " ms");
@@ -65,18 +99,57 @@ void EmulatedLinkCommunicator::emulate(Collective collective, int64_t bytes, con
   const auto start = Clock::now();
   body();
   const auto finished = Clock::now();
-  const double modelled = modelledSeconds(collective, size(), bytes, bandwidthMbps_, latencyMs_);
-  const auto target =
-      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(modelled));
-  if (finished < target) {
-    if (abort_ == nullptr) {
-      std::this_thread::sleep_until(target);
-    } else if (!abort_->sleepFor(target - finished)) {
-      throw CommError(CommFailure::kAborted, "emulated link delay on rank " +
-                                                 std::to_string(rank()) + " aborted (" +
-                                                 abort_->reason() + ")");
+  double modelled = modelledSeconds(collective, size(), bytes, bandwidthMbps_, latencyMs_);
+  auto from = start;  // when the modelled time starts: the last rank's arrival
+  if (fromLastArrival_) {
+    const auto arrivedNs = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count());
+    const float spent = static_cast<float>(std::chrono::duration<double>(finished - start).count());
+    exchanged_.assign(static_cast<std::size_t>(kRecordFloats * size()), 0.0f);
+    float* own = exchanged_.data() + rank() * kRecordFloats;
+    putWide(arrivedNs, own);
+    putWide(boot_, own + 3);
+    own[6] = spent;
+    own[7] = static_cast<float>(modelled);
+    const int64_t sentBefore = inner_->bytesSent();
+    const int64_t receivedBefore = inner_->bytesReceived();
+    inner_->allReduceSum(exchanged_.data(), static_cast<int64_t>(exchanged_.size()));
+    exchangeSent_ += inner_->bytesSent() - sentBefore;
+    exchangeReceived_ += inner_->bytesReceived() - receivedBefore;
+    bool oneClock = boot_ != 0;
+    uint64_t lastNs = arrivedNs;
+    float least = spent;
+    for (int r = 0; r < size(); ++r) {
+      const float* theirs = exchanged_.data() + r * kRecordFloats;
+      oneClock = oneClock && getWide(theirs + 3) == boot_;
+      lastNs = std::max(lastNs, getWide(theirs));
+      least = std::min(least, theirs[6]);
+      modelled = std::max(modelled, static_cast<double>(theirs[7]));
     }
+    const auto last = Clock::time_point(std::chrono::duration_cast<Clock::duration>(
+        std::chrono::nanoseconds(static_cast<int64_t>(lastNs))));
+    // The real collective could not end before everyone had joined it: a later arrival means
+    // the clocks are not one after all.
+    if (oneClock && last <= finished)
+      from = last;
+    else
+      from = start + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(spent - least));
   }
+  const auto target =
+      from + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(modelled));
+  // On time on average (core/common/punctual_sleep.h): late, it would hold every peer of the
+  // next collective back with it.
+  const bool slept = sleep_.until(target, [&](Clock::time_point wakeAt) {
+    if (abort_ == nullptr) {
+      std::this_thread::sleep_until(wakeAt);
+      return true;
+    }
+    return abort_->sleepFor(wakeAt - Clock::now());
+  });
+  if (!slept)
+    throw CommError(CommFailure::kAborted, "emulated link delay on rank " + std::to_string(rank()) +
+                                               " aborted (" + abort_->reason() + ")");
   const auto end = Clock::now();
   auto ns = [](Clock::duration d) {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();

@@ -3,9 +3,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/comm/abort_signal.h"
 #include "core/comm/communicator.h"
+#include "core/common/punctual_sleep.h"
 
 namespace dtlab::core {
 
@@ -20,8 +22,9 @@ struct LinkTimeSplit {
 
 // Makes a fast network look like a slower one: after each collective of the inner
 // communicator, waits until the collective's modelled duration on the emulated link has
-// passed since it started. A collective that already took longer is not delayed further,
-// so the emulation only ever slows down (it cannot make loopback look faster than it is).
+// passed since it started (which start: below). A collective that already took longer is not
+// delayed further, so the emulation only ever slows down (it cannot make loopback look faster than
+// it is).
 //
 // The model (n ranks, B bytes of the caller's buffer, L latency per message hop, W link
 // bandwidth) charges every collective steps * L + bytes_on_wire / W, where steps and
@@ -31,7 +34,27 @@ struct LinkTimeSplit {
 //   all-gather  ring, B bytes in per rank:        (n-1) steps, (n-1) * B
 //   barrier     dissemination (as Gloo's):        ceil(log2 n) steps, 0 bytes
 // It charges the model, not the algorithm the inner communicator actually ran, so results
-// stay comparable when the inner algorithm changes. All ranks compute the same duration.
+// stay comparable when the inner algorithm changes.
+//
+// When the modelled time starts: on a real network nothing reaches a rank before its sender has
+// joined the collective, so no rank finishes before the last to arrive has joined plus the
+// transfer. With `fromLastArrival`, after each collective the ranks exchange when each arrived,
+// how long each spent in the real collective, its link's modelled duration and its host's boot
+// (a sum all-reduce of 8 floats a rank on the inner communicator, so that it takes its fastest
+// path; its bytes are not counted as the collectives'). Every rank is then held until the
+// last arrival plus the slowest rank's modelled duration (a ring moves at its slowest link's
+// pace):
+//   - ranks of one host (a local cluster, network namespaces) share its monotonic clock: the
+//     last arrival is the latest of their arrival times, exactly;
+//   - across hosts the clocks are not comparable: the rank that spent least in the real
+//     collective came last, and each rank's own time less that is how long it waited. This
+//     also counts the real collective's jitter between ranks as waiting, so it errs late.
+// Without it each rank counts from its own arrival with its own link: a rank that came early
+// finishes early and starts its next step ahead, which hides up to one collective's duration
+// of waiting for a late peer (a straggler's pause before a local_sgd average, say). Every rank
+// of a group must make the same choice, and wrap its communicator even when its own link is
+// not emulated (bandwidth and latency 0); the exchange needs host memory, so a communicator of
+// device buffers (NCCL) keeps counting from its own arrival.
 class EmulatedLinkCommunicator final : public Communicator {
  public:
   enum class Collective { kAllReduce, kBroadcast, kAllGather, kBarrier };
@@ -39,7 +62,8 @@ class EmulatedLinkCommunicator final : public Communicator {
   // bandwidthMbps in 10^6 bit/s and latencyMs in milliseconds; 0 means unlimited / none.
   // An abort (may be null) also ends the emulated delay, with CommError kAborted.
   EmulatedLinkCommunicator(std::unique_ptr<Communicator> inner, double bandwidthMbps,
-                           double latencyMs, const AbortSignal* abort = nullptr);
+                           double latencyMs, const AbortSignal* abort = nullptr,
+                           bool fromLastArrival = false);
 
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
@@ -58,8 +82,9 @@ class EmulatedLinkCommunicator final : public Communicator {
   // time raised to the modelled duration a collective of that size is held to here, so the
   // bandwidths and the bucket size derived from them are the emulated link's.
   AllReduceTuning tuneAllReduce(float* scratch, int64_t count) override;
-  int64_t bytesSent() const override { return inner_->bytesSent(); }
-  int64_t bytesReceived() const override { return inner_->bytesReceived(); }
+  // The collectives' bytes; the exchange of arrivals (fromLastArrival) is the emulation's own.
+  int64_t bytesSent() const override { return inner_->bytesSent() - exchangeSent_; }
+  int64_t bytesReceived() const override { return inner_->bytesReceived() - exchangeReceived_; }
 
   // Modelled duration in seconds of one collective over `bytes` (see the class comment).
   static double modelledSeconds(Collective collective, int size, int64_t bytes,
@@ -76,6 +101,13 @@ class EmulatedLinkCommunicator final : public Communicator {
   double bandwidthMbps_;
   double latencyMs_;
   const AbortSignal* abort_;
+  bool fromLastArrival_;
+  uint64_t boot_ = 0;             // this host's boot (its monotonic clock's epoch); 0: not known
+  std::vector<float> exchanged_;  // every rank's arrival record (emulate)
+  PunctualSleep sleep_;           // emulate's (collectives on one communicator never run at once)
+  // What the exchanges added to the inner communicator's bytes (read by a metrics thread).
+  std::atomic<int64_t> exchangeSent_{0};
+  std::atomic<int64_t> exchangeReceived_{0};
   // Written by the calling thread, readable from a metrics thread.
   std::atomic<int64_t> collectives_{0};
   std::atomic<int64_t> realNs_{0};

@@ -43,10 +43,14 @@ void ComputeEmulation::onGradientsReady(int64_t begin, int64_t end) {
   if (slowdown_ > 1.0) {
     workMs_ += workClockMs() - lastWork_;
     // The work so far, done at the node's speed, ends here: wait for that moment unless the
-    // real compute (with whatever delayed it) already took longer.
-    std::this_thread::sleep_until(
-        stepStart_ + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double, std::milli>(workMs_ * slowdown_)));
+    // real compute (with whatever delayed it) already took longer. On time: a late hand-off
+    // gives the gradients to the communication thread after their time.
+    sleep_.until(stepStart_ + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double, std::milli>(workMs_ * slowdown_)),
+                 [](Clock::time_point wakeAt) {
+                   std::this_thread::sleep_until(wakeAt);
+                   return true;
+                 });
     lastWork_ = workClockMs();  // on the wall clock, the wait is not work
   }
   if (next_) next_(begin, end);

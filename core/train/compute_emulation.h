@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "core/common/punctual_sleep.h"
 #include "core/nn/mlp.h"
 #include "core/spec/experiment_spec.h"
 
@@ -51,6 +52,7 @@ class ComputeEmulation final : public GradientListener {
   Clock::time_point stepStart_;  // after the straggler pause
   double lastWork_ = 0.0;        // the work clock at the last hand-off (or the step's start)
   double workMs_ = 0.0;          // this step's work so far
+  PunctualSleep sleep_;          // the hand-offs' waits
 
   double workClockMs() const;
   void startClock();

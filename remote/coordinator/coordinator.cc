@@ -59,19 +59,26 @@ Coordinator::Coordinator(std::vector<std::string> addresses, CoordinatorOptions 
 Coordinator::~Coordinator() = default;
 
 std::vector<NodeSummary> Coordinator::connect() {
-  const NodeLinks& links = impl_->links;
+  NodeLinks& links = impl_->links;
   if (links.size() == 0) throw Error("no nodes to run on");
+  const std::vector<core::NodeConfig>& emulation = links.options().emulation;
   std::vector<NodeSummary> out;
+  bool linksEmulated = false;
   for (std::size_t i = 0; i < links.size(); ++i) {
     NodeSummary s = links.info(i);
     const bool emulates = std::find(s.capabilities.begin(), s.capabilities.end(),
                                     kJobEmulationCapability) != s.capabilities.end();
-    if (!links.options().emulation.empty() && !emulates)
+    if (!emulation.empty() && !emulates)
       throw Error("node " + s.address + " (dtlab-node " + s.programVersion +
                   ") cannot apply the topology's per-node speed, bandwidth and latency: update "
                   "it to this version of dtlab-node");
+    // The link its jobs will have: the per-node emulation's when given, else its own flags.
+    const double bandwidth = emulation.empty() ? s.bandwidthMbps : emulation[i].bandwidthMbps;
+    const double latency = emulation.empty() ? s.latencyMs : emulation[i].latencyMs;
+    linksEmulated = linksEmulated || bandwidth > 0.0 || latency > 0.0;
     out.push_back(s);
   }
+  links.setLinksEmulated(linksEmulated);
   impl_->summaries = out;
   return out;
 }

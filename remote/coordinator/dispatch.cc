@@ -92,6 +92,7 @@ struct NodeLinks::Impl {
   };
   std::vector<Node> nodes;
   CoordinatorOptions options;
+  bool linksEmulated = false;
 
   const std::string& token(std::size_t i) const {
     const auto it = options.nodeTokens.find(nodes[i].address);
@@ -145,6 +146,7 @@ pb::StartJobRequest NodeLinks::Impl::startRequest(const Placement& placement, st
     emulation->set_bandwidth_mbps(entry.bandwidthMbps);
     emulation->set_latency_ms(entry.latencyMs);
   }
+  request.set_links_emulated(linksEmulated);
   if (!resume.empty()) request.set_resume_checkpoint(resume.data(), resume.size());
   return request;
 }
@@ -207,6 +209,9 @@ std::string NodeLinks::label(std::size_t node) const {
 }
 const CoordinatorOptions& NodeLinks::options() const {
   return impl_->options;
+}
+void NodeLinks::setLinksEmulated(bool emulated) {
+  impl_->linksEmulated = emulated;
 }
 
 NodeSummary NodeLinks::info(std::size_t node) const {

@@ -77,6 +77,9 @@ class NodeLinks {
 
   // GetInfo of node i, its protocol version checked; throws Error naming the node.
   NodeSummary info(std::size_t node) const;
+  // Whether some node emulates its link, by its own flags or the per-node emulation: every
+  // job's ranks are then told so (StartJobRequest.links_emulated). Set once the nodes are known.
+  void setLinksEmulated(bool emulated);
   // Starts the job on every rank's node, in rank order. When a start fails, the jobs already
   // started are aborted (none is left waiting at the rendezvous for ranks that will never
   // come) and the Error names the rank. `resume`: an encoded checkpoint every rank continues

@@ -27,6 +27,9 @@ struct JobSettings {
   std::string collectiveAddress;  // local address Gloo binds and advertises to the peers
   double bandwidthMbps = 0.0;     // link emulation; 0 = unlimited
   double latencyMs = 0.0;
+  // Some rank of the job emulates its link: this one wraps its collectives too and counts their
+  // emulated time from the last rank's arrival (StartJobRequest.links_emulated).
+  bool linksEmulated = false;
   std::chrono::milliseconds heartbeat{1000};
   std::chrono::milliseconds connectTimeout{30000};
   // Parameter-server strategies: the shards' daemons (host:port) and names, in shard order.
@@ -43,7 +46,7 @@ struct JobSettings {
 //   1. world > 1 and a strategy with a collective group: its JobGroup's first group (a
 //      RendezvousStore with keys "<job id>/..." on rendezvousAddress, a GlooCommunicator over
 //      it that waits up to connectTimeout for every rank, wrapped in an
-//      EmulatedLinkCommunicator when bandwidth or latency are emulated; the JobGroup re-forms
+//      EmulatedLinkCommunicator when some rank's link is emulated; the JobGroup re-forms
 //      it after a lost node when the variant continues); a parameter-server strategy's
 //      client of the shards,
 //   2. core::runWorker(work, comm, buffer, cancel flag),

@@ -75,9 +75,10 @@ std::unique_ptr<core::Communicator> JobGroup::build(const std::string& rendezvou
     glooOptions.tuningCache = settings_.tuningCache;
     comm = std::make_unique<core::GlooCommunicator>(*g.store, rank, world, glooOptions);
   }
-  if (settings_.bandwidthMbps > 0.0 || settings_.latencyMs > 0.0)
+  if (settings_.linksEmulated || settings_.bandwidthMbps > 0.0 || settings_.latencyMs > 0.0)
     comm = std::make_unique<core::EmulatedLinkCommunicator>(
-        std::move(comm), settings_.bandwidthMbps, settings_.latencyMs, &g.abort);
+        std::move(comm), settings_.bandwidthMbps, settings_.latencyMs, &g.abort,
+        settings_.linksEmulated);
   return comm;
 }
 

@@ -360,6 +360,7 @@ void NodeService::fillJobSettings(const proto::StartJobRequest& request, core::E
                                                                  : hostName();
   settings.bandwidthMbps = options_.bandwidthMbps;
   settings.latencyMs = options_.latencyMs;
+  settings.linksEmulated = request.links_emulated();
   if (request.has_emulation()) {
     // The spec's entry for this node: a topology describes its nodes completely.
     settings.work.node.speed = request.emulation().speed();

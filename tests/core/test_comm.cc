@@ -557,6 +557,63 @@ class TestComm : public QObject {
           barrierSeconds[0] * 1e3);
   }
 
+  // On a real network nobody finishes a collective before the last rank has joined it and the
+  // transfer has taken its time. Rank 2 joins 80 ms late and its link is the slowest (4 steps
+  // of 30 ms against 20 ms): with fromLastArrival every rank is held until its arrival plus
+  // 120 ms, where counting from its own arrival would let ranks 0 and 1 go after 80 ms, long
+  // before rank 2's data could have reached them. The exchange behind it is not counted as the
+  // collectives' bytes.
+  void emulatedLinkCountsFromTheLastArrival() {
+    gloo::rendezvous::HashStore store;
+    const int size = 3;
+    const auto late = std::chrono::milliseconds(80);
+    std::vector<Clock::time_point> arrived(size), ended(size);
+    std::vector<int64_t> plainBytes(size), emulatedBytes(size);
+    Failures failures;
+    std::vector<std::thread> threads;
+    for (int r = 0; r < size; ++r) {
+      threads.emplace_back([&, r] {
+        try {
+          const int rank = r;
+          auto inner = std::make_unique<GlooCommunicator>(store, r, size, optionsFor("arrival"));
+          GlooCommunicator* plain = inner.get();
+          EmulatedLinkCommunicator link(std::move(inner), 0.0, r == 2 ? 30.0 : 20.0, nullptr,
+                                        /*fromLastArrival=*/true);
+          std::vector<float> data(4096, static_cast<float>(r));
+          int64_t before = plain->bytesSent();
+          plain->allReduceSum(data.data(), 4096);
+          plainBytes[r] = plain->bytesSent() - before;
+          link.barrier();
+          if (r == 2) std::this_thread::sleep_for(late);
+          before = link.bytesSent();
+          arrived[r] = Clock::now();
+          link.allReduceSum(data.data(), 4096);
+          ended[r] = Clock::now();
+          emulatedBytes[r] = link.bytesSent() - before;
+          RANK_CHECK(data.front() == 9.0f && data.back() == 9.0f, data.front());
+        } catch (const std::exception& e) {
+          failures.add(e.what());
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    QVERIFY2(failures.empty(), qPrintable(QString::fromStdString(failures.text())));
+    const auto ms = [](Clock::duration d) {
+      return std::chrono::duration<double, std::milli>(d).count();
+    };
+    for (int r = 0; r < size; ++r) {
+      // Held until the last arrival plus the slowest link's 4 x 30 ms (the clocks' rounding
+      // aside), which for ranks 0 and 1 is the late rank's 80 ms more than their own link's.
+      QVERIFY2(ms(ended[r] - arrived[2]) >= 119.0,
+               qPrintable(QString::number(ms(ended[r] - arrived[2]))));
+      QCOMPARE(emulatedBytes[r], plainBytes[r]);
+    }
+    QVERIFY2(ms(ended[0] - arrived[0]) >= 195.0,
+             qPrintable(QString::number(ms(ended[0] - arrived[0]))));
+    qInfo("rank 0 in the all-reduce %.1f ms, rank 2 (late) %.1f ms", ms(ended[0] - arrived[0]),
+          ms(ended[2] - arrived[2]));
+  }
+
   void gradientBucketsFollowBackwardOrder() {
     // Five layers laid out first to last; backward yields the last first.
     gloo::rendezvous::HashStore store;

@@ -1,0 +1,38 @@
+#pragma once
+// Sleeps that end on time on average. A thread's sleep ends late by its wake-up (timer slack,
+// a core busy with another thread): an emulation that sleeps to a modelled moment would hold
+// everything after it back by that much each time. PunctualSleep starts each sleep early by the
+// lateness its earlier sleeps ended with (an exponential average, at most 1 ms), so that the
+// next one ends, on average, at its target.
+#include <algorithm>
+#include <chrono>
+
+namespace dtlab::core {
+
+class PunctualSleep {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Sleeps until about `target` through `sleepUntil(Clock::time_point)`, which returns false
+  // when interrupted (an abort); then so does this. A target already past returns at once.
+  template <typename SleepUntil>
+  bool until(Clock::time_point target, const SleepUntil& sleepUntil) {
+    const Clock::time_point wakeAt = target - std::chrono::duration_cast<Clock::duration>(late_);
+    if (Clock::now() >= wakeAt) return true;
+    if (!sleepUntil(wakeAt)) return false;
+    const Seconds late = std::clamp(Seconds(Clock::now() - wakeAt), Seconds(0), kMostLate);
+    late_ += kLearning * (late - late_);
+    return true;
+  }
+
+  // How early the next sleep starts.
+  double earlySeconds() const { return late_.count(); }
+
+ private:
+  using Seconds = std::chrono::duration<double>;
+  static constexpr double kLearning = 0.1;  // the weight of the latest sleep
+  static constexpr Seconds kMostLate{1e-3};
+  Seconds late_{0};
+};
+
+}  // namespace dtlab::core
