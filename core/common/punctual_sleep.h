@@ -3,7 +3,7 @@
 // a core busy with another thread): an emulation that sleeps to a modelled moment would hold
 // everything after it back by that much each time. PunctualSleep starts each sleep early by the
 // lateness its earlier sleeps ended with (an exponential average, at most 1 ms), so that the
-// next one ends, on average, at its target.
+// next one ends, on average, at its target; a given sleep may end before it, by at most that.
 #include <algorithm>
 #include <chrono>
 

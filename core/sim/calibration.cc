@@ -14,6 +14,9 @@ namespace {
 // A step this far beyond the line (relative), and beyond 6 robust sds, is a pause, not spread.
 constexpr double kPauseShare = 0.25;
 constexpr double kPauseSds = 6.0;
+// The quantiles a compute fit's shape keeps (fewer where it saw fewer steps).
+constexpr std::size_t kShapePoints = 100;
+constexpr double kLeastShape = 0.05;  // no step is taken as faster than this share of the line
 
 double robustSd(const std::vector<double>& values) {
   if (values.size() < 2) return 0.0;
@@ -30,6 +33,7 @@ nlohmann::json toJson(const ComputeFit& f) {
                       {"pause_ms", f.pauseMs},       {"steps", f.steps},
                       {"batch_sizes", f.batchSizes}, {"contended", f.contended}};
   if (!f.label.empty()) j["label"] = f.label;
+  if (!f.shape.empty()) j["shape"] = f.shape;
   return j;
 }
 
@@ -70,6 +74,13 @@ ComputeFit computeFromJson(const nlohmann::json& j, const std::string& where) {
   f.steps = field<int64_t>(j, "steps", where);
   f.batchSizes = field<std::vector<double>>(j, "batch_sizes", where);
   f.contended = field<bool>(j, "contended", where);
+  if (j.contains("shape")) {  // optional: calibrations before it have none
+    f.shape = field<std::vector<double>>(j, "shape", where);
+    for (std::size_t i = 0; i < f.shape.size(); ++i)
+      if (!std::isfinite(f.shape[i]) || f.shape[i] <= 0.0 || (i > 0 && f.shape[i] < f.shape[i - 1]))
+        throw Error(where + ".shape[" + std::to_string(i) +
+                    "]: expected ascending numbers > 0 (a step's compute relative to the line)");
+  }
   if (!(f.fixedMs + f.msPerSample > 0.0))
     throw Error(where + ": a compute fit of zero time per step");
   return f;
@@ -93,7 +104,15 @@ std::string fitLine(const ComputeFit& f) {
                 f.fixedMs, f.msPerSample, 100.0 * f.spread, 100.0 * f.pauseProbability, f.pauseMs,
                 static_cast<long long>(f.steps), f.batchSizes.size(),
                 f.batchSizes.size() == 1 ? "" : "s", f.contended ? ", cores contended" : "");
-  return text;
+  std::string line = text;
+  if (!f.shape.empty()) {  // what the simulator's draws average to
+    double sum = 0.0;
+    for (double v : f.shape) sum += v;
+    std::snprintf(text, sizeof text, ", mean step x%.2f the line",
+                  sum / static_cast<double>(f.shape.size()));
+    line += text;
+  }
+  return line;
 }
 
 std::string linkLine(const LinkFit& f) {
@@ -168,6 +187,15 @@ ComputeFit fitCompute(const std::vector<const ComputeObservation*>& observations
   if (!excess.empty()) {
     f.pauseProbability = static_cast<double>(excess.size()) / static_cast<double>(relative.size());
     f.pauseMs = median(excess);
+  }
+  // The whole distribution, as quantiles at the middles of equal shares of the steps.
+  std::sort(relative.begin(), relative.end());
+  const std::size_t points = std::min(kShapePoints, relative.size());
+  for (std::size_t k = 0; k < points; ++k) {
+    const auto at = static_cast<std::size_t>((static_cast<double>(k) + 0.5) *
+                                             static_cast<double>(relative.size()) /
+                                             static_cast<double>(points));
+    f.shape.push_back(std::max(kLeastShape, 1.0 + relative[std::min(at, relative.size() - 1)]));
   }
   return f;
 }

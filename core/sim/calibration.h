@@ -62,6 +62,12 @@ struct ComputeFit {
   double spread = 0.0;            // robust relative sd of a step about the line
   double pauseProbability = 0.0;  // steps beyond the spread by far
   double pauseMs = 0.0;           // their median excess over the line
+  // The steps about the line, whole: `shape` holds equally likely quantiles of a step's compute
+  // relative to the line (ascending, the pauses among them at the top), so that a model can
+  // draw a step as the line x one of them and keep the distribution's skew and tail, which
+  // its median line and spread alone lose (a synchronous step waits for the slowest node's
+  // draw). Empty: a calibration from before it was kept; the line alone.
+  std::vector<double> shape;
   int64_t steps = 0;
   std::vector<double> batchSizes;  // the distinct samples per step the fit saw
   bool contended = false;

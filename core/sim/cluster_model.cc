@@ -21,8 +21,16 @@ double treeAllReduceSeconds(int ranks, double bytes, const LinkModel& link) {
 }
 
 double NodeModel::meanSeconds(int64_t samples) const {
-  return (fixedSeconds + static_cast<double>(samples) * secondsPerSample) * meanStretch() +
+  return (fixedSeconds + static_cast<double>(samples) * secondsPerSample) * meanShape() *
+             meanStretch() +
          stragglerProbability * stragglerPauseS;
+}
+
+double NodeModel::meanShape() const {
+  if (shape.empty()) return 1.0;
+  double sum = 0.0;
+  for (double s : shape) sum += s;
+  return sum / static_cast<double>(shape.size());
 }
 
 double NodeModel::meanStretch() const {

@@ -21,7 +21,8 @@ double ringAllReduceSeconds(int ranks, double bytes, const LinkModel& link);
 // Binomial-tree reduce then broadcast: 2 ceil(log2 n) messages of the whole buffer in sequence.
 double treeAllReduceSeconds(int ranks, double bytes, const LinkModel& link);
 
-// A node's compute: a step of s samples takes fixed + s * secondsPerSample, and with probability
+// A node's compute: a step of s samples takes fixed + s * secondsPerSample (times a draw from
+// its shape and its host's stretches, where it has them), and with probability
 // stragglerProbability a further stragglerPauseS (an emulated or measured pause).
 struct NodeModel {
   double secondsPerSample = 1e-4;
@@ -33,9 +34,13 @@ struct NodeModel {
   // empty: never stretched.
   std::vector<double> stretches;
   std::vector<double> stretchCdf;
+  // Each step's compute is the line times one of these, equally likely (a calibrated fit's
+  // shape, core/sim/calibration.h): the measured skew and tail about the line. Empty: the line.
+  std::vector<double> shape;
 
-  // Seconds of a step of `samples`, pauses and stretches averaged in.
+  // Seconds of a step of `samples`, its shape, pauses and stretches averaged in.
   double meanSeconds(int64_t samples) const;
+  double meanShape() const;    // 1 when it has none
   double meanStretch() const;  // 1 when never stretched
 };
 

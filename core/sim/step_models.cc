@@ -11,9 +11,15 @@
 namespace dtlab::core::sim {
 namespace {
 
-// A node's compute of one step: its share's time and, drawn, a straggler's pause.
+// A node's compute of one step: its share's time, drawn from its shape and its host's
+// stretches, and, drawn, a straggler's pause.
 double stepCompute(const NodeModel& node, int64_t samples, Rng& rng) {
   double seconds = node.fixedSeconds + static_cast<double>(samples) * node.secondsPerSample;
+  if (!node.shape.empty()) {  // the measured distribution about the line
+    const auto at =
+        static_cast<std::size_t>(rng.uniform() * static_cast<double>(node.shape.size()));
+    seconds *= node.shape[std::min(at, node.shape.size() - 1)];
+  }
   if (!node.stretches.empty()) {  // how many of its host's nodes want a core this step
     const auto at = std::lower_bound(node.stretchCdf.begin(), node.stretchCdf.end(), rng.uniform());
     seconds *= node.stretches[std::min<std::size_t>(at - node.stretchCdf.begin(),

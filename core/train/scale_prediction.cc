@@ -51,6 +51,8 @@ sim::ComputeFit computeFitOf(const ExperimentSpec& spec, const sim::Calibration&
       const double relative = fit.ms(samples) / calibration.pooled.ms(samples);
       fit.fixedMs = own.fixedMs * relative;
       fit.msPerSample = own.msPerSample * relative;
+      // Its steps' distribution too: the strategy's threads and calls shape it.
+      if (!own.shape.empty()) fit.shape = own.shape;
     }
   return fit;
 }
@@ -71,13 +73,20 @@ sim::ClusterModel clusterOf(const ExperimentSpec& spec, const sim::Calibration& 
     sim::NodeModel m;
     m.secondsPerSample = fit.msPerSample * 1e-3 * slower / speed;
     m.fixedSeconds = fit.fixedMs * 1e-3 * slower / speed;
+    m.shape = fit.shape;
     if (node.straggler.probability > 0.0) {
+      // The spec's pauses, drawn as it emulates them: the measured shape held them as its top
+      // share, which goes.
       m.stragglerProbability = node.straggler.probability;
       m.stragglerPauseS = node.straggler.pauseMs * 1e-3;
-    } else {
+      const auto emulated = static_cast<std::size_t>(
+          std::llround(node.straggler.probability * static_cast<double>(m.shape.size())));
+      m.shape.resize(m.shape.size() -
+                     std::min(emulated, m.shape.size() > 0 ? m.shape.size() - 1 : 0));
+    } else if (m.shape.empty()) {
       m.stragglerProbability = fit.pauseProbability;
       m.stragglerPauseS = fit.pauseMs * 1e-3 / speed;
-    }
+    }  // else the measured pauses are in the shape
     cluster.nodes.push_back(m);
   }
   // Nodes that share a host share its cores: its shards serve only as many at once as it has.

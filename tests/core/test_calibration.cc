@@ -6,6 +6,7 @@
 // model says so.
 #include <QtTest/QtTest>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/comm/allreduce_tuning.h"
@@ -14,6 +15,9 @@
 #include "core/common/random.h"
 #include "core/sim/calibration.h"
 #include "core/spec/experiment_spec.h"
+#include "core/store/point_appender.h"
+#include "core/store/project_store.h"
+#include "core/store/run_calibration.h"
 #include "core/train/scale_prediction.h"
 #include "core/train/simulated_model.h"
 #include "core/train/strategy_registry.h"
@@ -90,6 +94,13 @@ class TestCalibration : public QObject {
     QVERIFY2(within(f.pauseProbability, 0.02, 0.01), std::to_string(f.pauseProbability).c_str());
     QVERIFY2(within(f.pauseMs, 40.0, 0.1), std::to_string(f.pauseMs).c_str());
     QVERIFY(notes.empty());
+    // The whole distribution about the line: 100 equally likely quantiles, ascending, the
+    // noise's 3% about 1 in the middle and the pauses (40 ms over 8.4 or 27.6) at the top.
+    QCOMPARE(f.shape.size(), std::size_t{100});
+    QVERIFY(std::is_sorted(f.shape.begin(), f.shape.end()));
+    QVERIFY2(within(f.shape[49], 1.0, 0.03), std::to_string(f.shape[49]).c_str());
+    QVERIFY2(f.shape[2] > 0.95 && f.shape[96] < 1.05, std::to_string(f.shape[96]).c_str());
+    QVERIFY2(f.shape[99] > 2.0, std::to_string(f.shape[99]).c_str());
   }
 
   void computeAtOneBatchSizeIsProportionalAndSaysSo() {
@@ -147,6 +158,7 @@ class TestCalibration : public QObject {
     Calibration c = handMade();
     c.nodes = {c.pooled};
     c.nodes[0].label = "vm";
+    c.nodes[0].shape = {0.9, 1.0, 1.0, 1.4};
     c.strategies = {c.pooled};
     c.strategies[0].label = "async_ps";
     c.bucketBytes = 65536;
@@ -177,6 +189,9 @@ class TestCalibration : public QObject {
     bad = j;
     bad["nodes"][0]["pause_probability"] = 2.0;
     QVERIFY(refused(bad, "calibration 1.nodes[0].pause_probability"));
+    bad = j;
+    bad["nodes"][0]["shape"] = {1.0, 0.9};
+    QVERIFY(refused(bad, "calibration 1.nodes[0].shape[1]: expected ascending numbers > 0"));
     bad = j;
     bad["host_cores"]["vm"] = 0;
     QVERIFY(refused(bad, "calibration 1.host_cores.vm: expected at least 1 core"));
@@ -348,6 +363,66 @@ class TestCalibration : public QObject {
     noServer.parameterServer = {};
     const std::vector<VariantPrediction> q = predictScale(spec, noServer, options);
     QVERIFY(q[1].unmodelled.find("no parameter-server link") != std::string::npos);
+  }
+
+  // A step's compute is drawn from the calibrated shape: one node alone averages the line times
+  // the shape's mean. Where the spec emulates straggler pauses, those are drawn as it emulates
+  // them and the shape's top share (where the measured pauses were) goes: no pause twice.
+  void predictionDrawsComputeFromTheShape() {
+    ExperimentSpec spec = predictionSpec();
+    spec.variants = {spec.variants[0]};
+    spec.cluster.localNodes = 1;
+    spec.cluster.nodes = {NodeConfig{}};
+    Calibration c = handMade();
+    c.pooled.shape.assign(90, 1.0);
+    c.pooled.shape.resize(100, 3.0);  // one step in ten at 3 times the line
+    PredictOptions options;
+    options.nodes = {1};
+    options.steps = 4000;
+    options.throughputOnly = true;
+    const double line = 1.0 + 0.01 * 512;
+    double step = predictScale(spec, c, options)[0].points[0].stepMs;
+    QVERIFY2(within(step, line * 1.2, 0.03), std::to_string(step).c_str());
+    spec.cluster.nodes[0].straggler.probability = 0.1;
+    spec.cluster.nodes[0].straggler.pauseMs = 30.0;
+    step = predictScale(spec, c, options)[0].points[0].stepMs;
+    QVERIFY2(within(step, line + 0.1 * 30.0, 0.03), std::to_string(step).c_str());
+  }
+
+  // A run's figures leave its warm-up out: its first tenth (and at least its first two
+  // steps), where first touches and workers that started apart (a bounded-staleness worker's
+  // first wait for the last to start) slow steps once for the run. 100 steps: 1 to 10 at
+  // 100 ms, the rest at 10 ms, so the measured step is 10 ms, not 17.3 from step 3 on.
+  void measuredFiguresLeaveTheWarmUpOut() {
+    const QTemporaryDir dir;
+    const std::string path = dir.filePath("p.dtlab").toStdString();
+    auto store = ProjectStore::create(path);
+    ExperimentSpec spec = predictionSpec();
+    spec.name = "warm";
+    spec.variants = {spec.variants[0]};
+    const int64_t experiment = store->putEntity(EntityKind::kExperiment, "warm", toJson(spec));
+    const int64_t run = store->beginRun(
+        {experiment, "warm/sync", "sync_allreduce", 1, toJson(spec), std::nullopt, 0});
+    {
+      PointAppender appender(path);
+      const SeriesHandle step = appender.series(run, 0, 0, "step_ms");
+      const SeriesHandle compute = appender.series(run, 0, 0, "compute_ms");
+      for (int64_t i = 1; i <= 100; ++i) {
+        const double ms = i <= 10 ? 100.0 : 10.0;
+        appender.append(step, i, static_cast<double>(i) * 10.0, ms);
+        appender.append(compute, i, static_cast<double>(i) * 10.0, ms);
+      }
+      appender.close();
+    }
+    RunSummary summary;
+    summary.name = "sync";
+    summary.status = RunStatus::kCompleted;
+    summary.steps = 100;
+    summary.nodes = 1;
+    store->finishRun(run, summary);
+    const std::vector<MeasuredPoint> points = measuredPoints(*store, "warm");
+    QCOMPARE(points.size(), std::size_t{1});
+    QVERIFY2(within(points[0].stepMs, 10.0, 1e-9), std::to_string(points[0].stepMs).c_str());
   }
 
   void convergenceModelScalesStaleStepsOnly() {

@@ -92,6 +92,24 @@ class TestSimulator : public QObject {
     QVERIFY(within(r.utilization[0], 1.0, 1e-9) && within(r.utilization[1], 1.0, 1e-9));
   }
 
+  // A node's measured shape, drawn each step: one node alone averages the line times its mean;
+  // a synchronous step of two waits for the larger draw (shape {1, 3}: 3 unless both draw 1,
+  // so 2.5 times the line).
+  void computeIsDrawnFromTheShape() {
+    ClusterModel c = cluster(1, 1e-4, 0.0, 1e30);
+    c.nodes[0].shape = {1.0, 3.0};
+    SimOptions options;
+    options.globalBatch = 100;
+    options.steps = 20000;
+    QVERIFY(within(c.nodes[0].meanSeconds(100), 2 * 100 * 1e-4, 1e-12));
+    SimResult r = simulateSyncAllReduce(c, ModelShape{}, options);
+    QVERIFY2(within(r.stepS, 2 * 100 * 1e-4, 0.02), qPrintable(QString::number(r.stepS)));
+    ClusterModel two = cluster(2, 2e-4, 0.0, 1e30);
+    for (NodeModel& n : two.nodes) n.shape = {1.0, 3.0};
+    r = simulateSyncAllReduce(two, ModelShape{}, options);
+    QVERIFY2(within(r.stepS, 2.5 * 50 * 2e-4, 0.02), qPrintable(QString::number(r.stepS)));
+  }
+
   // A straggler's pauses: the step's mean grows by the chance that any node pauses.
   void stragglersDelayEveryone() {
     ClusterModel c = cluster(8, 1e-4, 0.0, 1e30);
