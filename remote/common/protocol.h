@@ -14,8 +14,10 @@ namespace dtlab::remote {
 // change would make an old peer misread a message, not for added optional fields.
 // 4: the gpu_mem_bytes node metric; 5: several ranks per node (StartJob slot and node_index);
 // 6: RegroupJob (a group that goes on without a lost node); 7: the parameter server's
-// Snapshot (checkpoints of its blocks) and shards seeded from a resume checkpoint.
-inline constexpr uint32_t kProtocolVersion = 7;
+// Snapshot (checkpoints of its blocks) and shards seeded from a resume checkpoint; 8: StartJob
+// links_emulated (every rank then joins an exchange after each collective: an older node
+// would leave the group's collectives out of step).
+inline constexpr uint32_t kProtocolVersion = 8;
 
 // The capability (NodeInfo.capabilities) of a node that applies StartJobRequest.emulation.
 inline constexpr std::string_view kJobEmulationCapability = "job_emulation";
