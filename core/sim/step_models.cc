@@ -132,10 +132,11 @@ SimResult simulateParameterServer(const ClusterModel& cluster, const ModelShape&
   const int64_t budget = options.steps * n;  // pushes
 
   struct Worker {
-    int64_t clock = 0;       // pushes applied
-    int64_t pulledAt = 0;    // the version its gradient is computed from
-    double stepStart = 0.0;  // when it asked for its pull
-    double computeS = 0.0;   // of the step in flight
+    int64_t clock = 0;         // pushes applied
+    int64_t knownSlowest = 0;  // ssp: the slowest's clock, as its last push heard it
+    int64_t pulledAt = 0;      // the version its gradient is computed from
+    double stepStart = 0.0;    // when it asked for its pull
+    double computeS = 0.0;     // of the step in flight
   };
   std::vector<Worker> workers(static_cast<std::size_t>(n));
   std::vector<Rng> rngs;
@@ -209,14 +210,16 @@ SimResult simulateParameterServer(const ClusterModel& cluster, const ModelShape&
     }
     if (finished) continue;
     w.stepStart = done;
+    w.knownSlowest = slowest;
+    // With a bound, a step the worker cannot tell holds it (from what its push heard) begins by
+    // asking for the slowest's clock: a round trip, or a wait until the slowest gets there.
     const int64_t need = w.clock - server.staleness;
-    if (server.staleness >= 0 && need > 0 && slowest < need) {
+    const bool asks = server.staleness >= 0 && need > 0 && w.knownSlowest < need;
+    if (asks && slowest < need) {
       parked.push({need, q.worker});
       continue;
     }
-    // With a bound, the step begins by asking for the slowest's clock: a round trip.
-    const double check = server.staleness >= 0 && need > 0 ? server.clockCheckS : 0.0;
-    queue.push({done + check + latency, q.worker, false});
+    queue.push({done + (asks ? server.clockCheckS : 0.0) + latency, q.worker, false});
   }
   r.meanStaleness = pushes > 0 ? stalenessSum / static_cast<double>(pushes) : 0.0;
   finish(r, cluster, options, compute, waited, pushes);

@@ -16,7 +16,8 @@
 //                   parameters cut evenly, served first come first served) carry every pull
 //                   and push of their part, and an update's staleness is the pushes applied
 //                   between the worker's pull and its push; with a staleness bound (ssp) a
-//                   worker starts step c+1 only once the slowest has pushed c - bound times.
+//                   worker starts step c+1 only once the slowest has pushed c - bound times,
+//                   asking the server (a round trip) only when its last push did not say so.
 #include <cstdint>
 #include <utility>
 #include <vector>

@@ -349,7 +349,8 @@ sim::Calibration calibrateRuns(ProjectStore& store, std::vector<int64_t> runIds,
       if (pattern.clockCheck)
         if (const auto waits = run.series.find(metric::kWaitMs); waits != run.series.end())
           for (const auto& [worker, points] : waits->second)
-            for (const SeriesPoint& p : points) clockChecks.push_back(p.value);
+            for (const SeriesPoint& p : points)
+              if (p.value > 0.0) clockChecks.push_back(p.value);  // 0: it did not need to ask
       const auto receivedIt = run.series.find(metric::kBytesReceived);
       for (const auto& [worker, points] : commIt->second) {
         std::vector<double> ms, bytes;

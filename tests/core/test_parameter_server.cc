@@ -401,6 +401,18 @@ class TestParameterServer : public QObject {
       }
       // The fast workers had to wait for the slow one, and said so.
       QVERIFY(ranks.results[0].waitMsTotal > 0.0);
+      QVERIFY(ranks.clients[0]->waits > 0);
+      // A worker asks the server only when the board its last push heard does not show the
+      // bound holding: each would have asked from its step bound + 2 on, and the slow one,
+      // mostly the slowest itself, seldom needs to.
+      int64_t asked = 0, wouldHave = 0;
+      for (const auto& c : ranks.clients) {
+        asked += c->waits;
+        wouldHave += std::max<int64_t>(0, c->pushes - bound - 1);
+      }
+      QVERIFY2(asked < wouldHave, qPrintable(QString("%1 of %2").arg(asked).arg(wouldHave)));
+      QVERIFY2(ranks.clients[2]->waits < ranks.clients[2]->pushes - bound - 1,
+               qPrintable(QString::number(ranks.clients[2]->waits)));
     }
   }
 

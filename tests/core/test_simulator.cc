@@ -189,10 +189,20 @@ class TestSimulator : public QObject {
     SimOptions options;
     options.globalBatch = 400;  // 100 samples a push: 10 ms
     options.steps = 500;
-    ParameterServerModel bound{4, 0.0, 2};  // workers alike: nobody is ever held back
+    // Workers alike: nobody is ever held back, and each push hears that the slowest is within
+    // the bound, so no step asks the server (its round trip, however long, costs nothing).
+    ParameterServerModel bound{4, 0.0, 2};
     bound.clockCheckS = 2e-3;
-    const SimResult r = simulateParameterServer(c, model, options, bound);
-    QVERIFY2(within(r.samplesPerS, 4 * 100 / (10e-3 + 2e-3), 0.01),
+    SimResult r = simulateParameterServer(c, model, options, bound);
+    QVERIFY2(within(r.samplesPerS, 4 * 100 / 10e-3, 0.01),
+             qPrintable(QString::number(r.samplesPerS)));
+    // One worker 3 times slower: the others run ahead to the bound, then ask at every step
+    // (their last push heard the slow one behind) and wait there: 4 workers at its 30 ms.
+    ClusterModel slow = c;
+    slow.nodes[3].secondsPerSample = 3e-4;
+    bound.clockCheckS = 0.0;
+    r = simulateParameterServer(slow, model, options, bound);
+    QVERIFY2(within(r.samplesPerS, 4 * 100 / 30e-3, 0.02),
              qPrintable(QString::number(r.samplesPerS)));
   }
 
