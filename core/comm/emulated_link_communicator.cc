@@ -93,49 +93,49 @@ double EmulatedLinkCommunicator::modelledSeconds(Collective collective, int size
   return seconds;
 }
 
+EmulatedLinkCommunicator::Clock::time_point EmulatedLinkCommunicator::lastArrival(
+    Clock::time_point start, Clock::time_point finished, double& modelled) {
+  const auto arrivedNs = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count());
+  const float spent = static_cast<float>(std::chrono::duration<double>(finished - start).count());
+  exchanged_.assign(static_cast<std::size_t>(kRecordFloats * size()), 0.0f);
+  float* own = exchanged_.data() + rank() * kRecordFloats;
+  putWide(arrivedNs, own);
+  putWide(boot_, own + 3);
+  own[6] = spent;
+  own[7] = static_cast<float>(modelled);
+  const int64_t sentBefore = inner_->bytesSent();
+  const int64_t receivedBefore = inner_->bytesReceived();
+  inner_->allReduceSum(exchanged_.data(), static_cast<int64_t>(exchanged_.size()));
+  exchangeSent_ += inner_->bytesSent() - sentBefore;
+  exchangeReceived_ += inner_->bytesReceived() - receivedBefore;
+  bool oneClock = boot_ != 0;
+  uint64_t lastNs = arrivedNs;
+  float least = spent;
+  for (int r = 0; r < size(); ++r) {
+    const float* theirs = exchanged_.data() + r * kRecordFloats;
+    oneClock = oneClock && getWide(theirs + 3) == boot_;
+    lastNs = std::max(lastNs, getWide(theirs));
+    least = std::min(least, theirs[6]);
+    modelled = std::max(modelled, static_cast<double>(theirs[7]));
+  }
+  const auto last = Clock::time_point(std::chrono::duration_cast<Clock::duration>(
+      std::chrono::nanoseconds(static_cast<int64_t>(lastNs))));
+  // The real collective could not end before everyone had joined it: a later arrival means
+  // the clocks are not one after all.
+  if (oneClock && last <= finished) return last;
+  return start +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spent - least));
+}
+
 template <typename Body>
 void EmulatedLinkCommunicator::emulate(Collective collective, int64_t bytes, const Body& body) {
-  using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   body();
   const auto finished = Clock::now();
   double modelled = modelledSeconds(collective, size(), bytes, bandwidthMbps_, latencyMs_);
-  auto from = start;  // when the modelled time starts: the last rank's arrival
-  if (fromLastArrival_) {
-    const auto arrivedNs = static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count());
-    const float spent = static_cast<float>(std::chrono::duration<double>(finished - start).count());
-    exchanged_.assign(static_cast<std::size_t>(kRecordFloats * size()), 0.0f);
-    float* own = exchanged_.data() + rank() * kRecordFloats;
-    putWide(arrivedNs, own);
-    putWide(boot_, own + 3);
-    own[6] = spent;
-    own[7] = static_cast<float>(modelled);
-    const int64_t sentBefore = inner_->bytesSent();
-    const int64_t receivedBefore = inner_->bytesReceived();
-    inner_->allReduceSum(exchanged_.data(), static_cast<int64_t>(exchanged_.size()));
-    exchangeSent_ += inner_->bytesSent() - sentBefore;
-    exchangeReceived_ += inner_->bytesReceived() - receivedBefore;
-    bool oneClock = boot_ != 0;
-    uint64_t lastNs = arrivedNs;
-    float least = spent;
-    for (int r = 0; r < size(); ++r) {
-      const float* theirs = exchanged_.data() + r * kRecordFloats;
-      oneClock = oneClock && getWide(theirs + 3) == boot_;
-      lastNs = std::max(lastNs, getWide(theirs));
-      least = std::min(least, theirs[6]);
-      modelled = std::max(modelled, static_cast<double>(theirs[7]));
-    }
-    const auto last = Clock::time_point(std::chrono::duration_cast<Clock::duration>(
-        std::chrono::nanoseconds(static_cast<int64_t>(lastNs))));
-    // The real collective could not end before everyone had joined it: a later arrival means
-    // the clocks are not one after all.
-    if (oneClock && last <= finished)
-      from = last;
-    else
-      from = start + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(spent - least));
-  }
+  // When the modelled time starts: this rank's arrival, or the last rank's.
+  const auto from = fromLastArrival_ ? lastArrival(start, finished, modelled) : start;
   const auto target =
       from + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(modelled));
   // On time on average (core/common/punctual_sleep.h): late, it would hold every peer of the

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -94,8 +95,14 @@ class EmulatedLinkCommunicator final : public Communicator {
   Communicator& inner() { return *inner_; }
 
  private:
+  using Clock = std::chrono::steady_clock;
   template <typename Body>
   void emulate(Collective collective, int64_t bytes, const Body& body);
+  // fromLastArrival: the exchange after a collective this rank joined at `start` and left at
+  // `finished`; returns the last rank's arrival on this rank's clock and raises `modelled` to
+  // the slowest rank's.
+  Clock::time_point lastArrival(Clock::time_point start, Clock::time_point finished,
+                                double& modelled);
 
   std::unique_ptr<Communicator> inner_;
   double bandwidthMbps_;

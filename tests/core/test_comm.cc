@@ -1,6 +1,7 @@
 // Collectives in one process: ranks are threads, each with its own GlooCommunicator over a
 // shared in-memory store, checked against closed-form results (values chosen to sum
-// exactly in float), plus the link emulation, gradient buckets and failure reporting.
+// exactly in float), plus gradient buckets and failure reporting (the link emulation:
+// test_emulated_link.cc).
 #include <arpa/inet.h>
 #include <gloo/rendezvous/hash_store.h>
 #include <gloo/rendezvous/prefix_store.h>
@@ -22,14 +23,16 @@
 
 #include "core/comm/abort_signal.h"
 #include "core/comm/comm_bench.h"
-#include "core/comm/emulated_link_communicator.h"
 #include "core/comm/gloo_communicator.h"
 #include "core/comm/gradient_buckets.h"
 #include "core/comm/net_interface.h"
 #include "core/common/check.h"
 #include "tests/core/gloo_options.h"
+#include "tests/core/rank_failures.h"
 
 using namespace dtlab::core;
+using dtlab::core::test::Failures;
+using dtlab::core::test::runRanks;
 
 namespace {
 // Allocations of the calling thread only: the gradient-bucket test asserts that the training
@@ -58,43 +61,8 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Failures inside rank threads, reported by the main thread (QTest macros are not
-// thread-safe).
-class Failures {
- public:
-  void add(const std::string& message) {
-    std::lock_guard lock(mutex_);
-    if (messages_.size() < 20) messages_.push_back(message);
-  }
-  bool empty() const { return messages_.empty(); }
-  std::string text() const {
-    std::string all;
-    for (const auto& m : messages_) all += m + "\n";
-    return all;
-  }
-
- private:
-  std::mutex mutex_;
-  std::vector<std::string> messages_;
-};
-
-// Runs body(rank, comm) on `size` threads, each with a GlooCommunicator of the group
-// `prefix` on `store`. Exceptions and failed checks become Failures.
-// `body(rank)` on a thread per rank; what a rank throws is its failure.
-void runRanks(int size, Failures& failures, const std::function<void(int)>& body) {
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        body(r);
-      } catch (const std::exception& e) {
-        failures.add("rank " + std::to_string(r) + ": " + e.what());
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-}
-
+// Runs body(rank, comm) on `size` threads, each with a GlooCommunicator of the group on
+// `store`. Exceptions and failed checks become Failures.
 void runGroup(gloo::rendezvous::Store& store, int size, const GlooOptions& options,
               Failures& failures, const std::function<void(int, GlooCommunicator&)>& body) {
   runRanks(size, failures, [&](int r) {
@@ -102,14 +70,6 @@ void runGroup(gloo::rendezvous::Store& store, int size, const GlooOptions& optio
     body(r, comm);
   });
 }
-
-#define RANK_CHECK(cond, ...)                                                            \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
-      failures.add(dtlab::detail::concat("rank ", rank, ": ", #cond, " ", __VA_ARGS__)); \
-      return;                                                                            \
-    }                                                                                    \
-  } while (0)
 
 GlooOptions optionsFor(const std::string& prefix,
                        AllReduceAlgorithm algorithm = AllReduceAlgorithm::kAuto) {
@@ -501,112 +461,6 @@ class TestComm : public QObject {
     QVERIFY(interfaceHolding("192.0.2.1").empty());  // TEST-NET-1: nobody's address
     QVERIFY(interfaceHolding("no-such-host.invalid").empty());
     QVERIFY(interfaceHolding("").empty());
-  }
-
-  void emulatedLinkModel() {
-    using C = EmulatedLinkCommunicator::Collective;
-    // 2(n-1) steps and 2(n-1)/n of the bytes: n = 4, 1 MB, 8 Mbit/s = 1 MB/s, 1 ms.
-    QCOMPARE(EmulatedLinkCommunicator::modelledSeconds(C::kAllReduce, 4, 1000000, 8.0, 1.0),
-             6 * 0.001 + 1.5);
-    QCOMPARE(EmulatedLinkCommunicator::modelledSeconds(C::kBarrier, 5, 0, 8.0, 10.0), 0.03);
-    QCOMPARE(EmulatedLinkCommunicator::modelledSeconds(C::kBroadcast, 4, 1000000, 8.0, 0.0), 2.0);
-    QCOMPARE(EmulatedLinkCommunicator::modelledSeconds(C::kAllGather, 3, 1000000, 8.0, 0.0), 2.0);
-    QCOMPARE(EmulatedLinkCommunicator::modelledSeconds(C::kAllReduce, 1, 1000000, 8.0, 5.0), 0.0);
-    QCOMPARE(EmulatedLinkCommunicator::modelledSeconds(C::kAllReduce, 4, 1000000, 0.0, 0.0), 0.0);
-  }
-
-  void emulatedLinkSlowsCollectivesDown() {
-    gloo::rendezvous::HashStore store;
-    const int size = 4;
-    std::vector<double> barrierSeconds(size), plainBarrierSeconds(size), reduceSeconds(size);
-    std::vector<LinkTimeSplit> splits(size);
-    Failures failures;
-    runRanks(size, failures, [&](int rank) {
-      auto inner = std::make_unique<GlooCommunicator>(store, rank, size, optionsFor("link"));
-      GlooCommunicator* plain = inner.get();
-      EmulatedLinkCommunicator slow(std::move(inner), 80.0, 20.0);  // 10 MB/s, 20 ms
-      slow.barrier();
-      auto start = Clock::now();
-      plain->barrier();
-      plainBarrierSeconds[rank] = secondsSince(start);
-      start = Clock::now();
-      slow.barrier();  // ceil(log2 4) = 2 steps
-      barrierSeconds[rank] = secondsSince(start);
-      std::vector<float> data(250000, static_cast<float>(rank));  // 1 MB
-      start = Clock::now();
-      slow.allReduceSum(data.data(), 250000);
-      reduceSeconds[rank] = secondsSince(start);
-      RANK_CHECK(data.front() == 6.0f && data.back() == 6.0f, data.front());
-      splits[rank] = slow.timeSplit();
-    });
-    QVERIFY2(failures.empty(), qPrintable(QString::fromStdString(failures.text())));
-    // A wait ends on its time on average: it starts early by the thread's learnt late wake-up
-    // (core/common/punctual_sleep.h), at most 1 ms, so a collective may end that much early.
-    const double early = 1e-3;
-    for (int r = 0; r < size; ++r) {
-      QVERIFY2(barrierSeconds[r] >= 0.040 - early, qPrintable(QString::number(barrierSeconds[r])));
-      // 6 steps * 20 ms + 1.5 MB at 10 MB/s.
-      QVERIFY2(reduceSeconds[r] >= 0.120 + 0.15 - early,
-               qPrintable(QString::number(reduceSeconds[r])));
-      QCOMPARE(splits[r].collectives, int64_t{3});
-      QVERIFY(splits[r].waitedSeconds > 0.0);
-      QVERIFY(std::abs(splits[r].modelledSeconds - (0.04 + 0.04 + 0.27)) < 1e-6);
-      QVERIFY(splits[r].realSeconds + splits[r].waitedSeconds >=
-              splits[r].modelledSeconds - 3 * early);
-    }
-    // The unemulated barrier is the reference the emulated one is slower than; only the
-    // lower bounds above are asserted, the machine may be loaded.
-    qInfo("barrier: plain %.2f ms, emulated %.2f ms", plainBarrierSeconds[0] * 1e3,
-          barrierSeconds[0] * 1e3);
-  }
-
-  // On a real network nobody finishes a collective before the last rank has joined it and the
-  // transfer has taken its time. Rank 2 joins 80 ms late and its link is the slowest (4 steps
-  // of 30 ms against 20 ms): with fromLastArrival every rank is held until its arrival plus
-  // 120 ms, where counting from its own arrival would let ranks 0 and 1 go after 80 ms, long
-  // before rank 2's data could have reached them. The exchange behind it is not counted as the
-  // collectives' bytes.
-  void emulatedLinkCountsFromTheLastArrival() {
-    gloo::rendezvous::HashStore store;
-    const int size = 3;
-    const auto late = std::chrono::milliseconds(80);
-    std::vector<Clock::time_point> arrived(size), ended(size);
-    std::vector<int64_t> plainBytes(size), emulatedBytes(size);
-    Failures failures;
-    runRanks(size, failures, [&](int rank) {
-      auto inner = std::make_unique<GlooCommunicator>(store, rank, size, optionsFor("arrival"));
-      GlooCommunicator* plain = inner.get();
-      EmulatedLinkCommunicator link(std::move(inner), 0.0, rank == 2 ? 30.0 : 20.0, nullptr,
-                                    /*fromLastArrival=*/true);
-      std::vector<float> data(4096, static_cast<float>(rank));
-      int64_t before = plain->bytesSent();
-      plain->allReduceSum(data.data(), 4096);
-      plainBytes[rank] = plain->bytesSent() - before;
-      link.barrier();
-      if (rank == 2) std::this_thread::sleep_for(late);
-      before = link.bytesSent();
-      arrived[rank] = Clock::now();
-      link.allReduceSum(data.data(), 4096);
-      ended[rank] = Clock::now();
-      emulatedBytes[rank] = link.bytesSent() - before;
-      RANK_CHECK(data.front() == 9.0f && data.back() == 9.0f, data.front());
-    });
-    QVERIFY2(failures.empty(), qPrintable(QString::fromStdString(failures.text())));
-    const auto ms = [](Clock::duration d) {
-      return std::chrono::duration<double, std::milli>(d).count();
-    };
-    for (int r = 0; r < size; ++r) {
-      // Held until the last arrival plus the slowest link's 4 x 30 ms (less at most 1 ms of an
-      // early wake-up), which for ranks 0 and 1 is the late rank's 80 ms more than their own
-      // link's.
-      QVERIFY2(ms(ended[r] - arrived[2]) >= 119.0,
-               qPrintable(QString::number(ms(ended[r] - arrived[2]))));
-      QCOMPARE(emulatedBytes[r], plainBytes[r]);
-    }
-    QVERIFY2(ms(ended[0] - arrived[0]) >= 195.0,
-             qPrintable(QString::number(ms(ended[0] - arrived[0]))));
-    qInfo("rank 0 in the all-reduce %.1f ms, rank 2 (late) %.1f ms", ms(ended[0] - arrived[0]),
-          ms(ended[2] - arrived[2]));
   }
 
   void gradientBucketsFollowBackwardOrder() {
