@@ -17,12 +17,24 @@
 #include "core/store/project_store.h"
 #include "tests/e2e/e2e_support.h"
 #include "tests/remote/node_process.h"
+#include "tests/sanitizers/sanitizers.h"
 
 using namespace dtlab;
 
 namespace {
 
 using e2e::kCli;
+
+// The daemons' emulated speed: slow enough that a run lasts seconds past its first checkpoint,
+// a window to lose a node in. A daemon's compute is stretched from its own CPU time, which a
+// sanitizer build already multiplies (ASan + UBSan: this file took 650-700 s at 0.01 against
+// 63 s in a release build, past ctest's 600 s limit), so its daemons are slowed less, to a
+// window about twice the release build's.
+#if defined(DTLAB_ASAN) || defined(DTLAB_TSAN)
+constexpr const char* kSpeed = "0.05";
+#else
+constexpr const char* kSpeed = "0.01";
+#endif
 
 // A teacher-network task that the strategies reach 80% on in a few hundred steps.
 nlohmann::json specWith(int nodes, const nlohmann::json& variant) {
@@ -65,7 +77,7 @@ struct Run {
     file.close();
     for (int i = 0; i < nodes; ++i) {
       daemons.push_back(std::make_unique<test::NodeProcess>(
-          QStringList{"--listen", "127.0.0.1:0", "--speed", "0.01"}));
+          QStringList{"--listen", "127.0.0.1:0", "--speed", kSpeed}));
       if (!daemons.back()->ready()) return false;
       args << "--node" << QString::fromStdString(daemons.back()->address());
     }
