@@ -52,13 +52,14 @@ uint64_t bootId() {
 
 EmulatedLinkCommunicator::EmulatedLinkCommunicator(std::unique_ptr<Communicator> inner,
                                                    double bandwidthMbps, double latencyMs,
-                                                   const AbortSignal* abort, bool fromLastArrival)
+                                                   const AbortSignal* abort, bool fromLastArrival,
+                                                   std::optional<uint64_t> clock)
     : inner_(std::move(inner)),
       bandwidthMbps_(bandwidthMbps),
       latencyMs_(latencyMs),
       abort_(abort),
       fromLastArrival_(fromLastArrival && !inner_->deviceMemory() && inner_->size() > 1),
-      boot_(fromLastArrival_ ? bootId() : 0) {
+      boot_(fromLastArrival_ ? (clock ? *clock : bootId()) : 0) {
   DTLAB_ENFORCE(inner_ != nullptr, "emulated link needs a communicator to wrap");
   DTLAB_ENFORCE(bandwidthMbps >= 0.0, "negative link bandwidth: ", bandwidthMbps, " Mbit/s");
   DTLAB_ENFORCE(latencyMs >= 0.0, "negative link latency: ", latencyMs, " ms");

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/comm/abort_signal.h"
@@ -61,10 +62,13 @@ class EmulatedLinkCommunicator final : public Communicator {
   enum class Collective { kAllReduce, kBroadcast, kAllGather, kBarrier };
 
   // bandwidthMbps in 10^6 bit/s and latencyMs in milliseconds; 0 means unlimited / none.
-  // An abort (may be null) also ends the emulated delay, with CommError kAborted.
+  // An abort (may be null) also ends the emulated delay, with CommError kAborted. `clock`
+  // names the monotonic clock this rank's times are read on (ranks that name the same one
+  // compare arrivals directly; 0: not comparable with any); by default its host's boot.
   EmulatedLinkCommunicator(std::unique_ptr<Communicator> inner, double bandwidthMbps,
                            double latencyMs, const AbortSignal* abort = nullptr,
-                           bool fromLastArrival = false);
+                           bool fromLastArrival = false,
+                           std::optional<uint64_t> clock = std::nullopt);
 
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
@@ -109,7 +113,7 @@ class EmulatedLinkCommunicator final : public Communicator {
   double latencyMs_;
   const AbortSignal* abort_;
   bool fromLastArrival_;
-  uint64_t boot_ = 0;             // this host's boot (its monotonic clock's epoch); 0: not known
+  uint64_t boot_ = 0;             // the clock its times are on (its host's boot); 0: not known
   std::vector<float> exchanged_;  // every rank's arrival record (emulate)
   PunctualSleep sleep_;           // emulate's (collectives on one communicator never run at once)
   // What the exchanges added to the inner communicator's bytes (read by a metrics thread).

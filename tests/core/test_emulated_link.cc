@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -100,8 +101,16 @@ class TestEmulatedLink : public QObject {
   // of 30 ms against 20 ms): with fromLastArrival every rank is held until its arrival plus
   // 120 ms, where counting from its own arrival would let ranks 0 and 1 go after 80 ms, long
   // before rank 2's data could have reached them. The exchange behind it is not counted as the
-  // collectives' bytes.
+  // collectives' bytes. Ranks on one clock compare arrivals; ranks on clocks of their own
+  // (hosts of a real cluster) take the rank that spent least in the real collective as the
+  // last, and come to the same hold.
+  void countsFromTheLastArrival_data() {
+    QTest::addColumn<bool>("oneClock");
+    QTest::newRow("one clock") << true;
+    QTest::newRow("a clock each") << false;
+  }
   void countsFromTheLastArrival() {
+    QFETCH(bool, oneClock);
     gloo::rendezvous::HashStore store;
     const int size = 3;
     const auto late = std::chrono::milliseconds(80);
@@ -111,8 +120,11 @@ class TestEmulatedLink : public QObject {
     runRanks(size, failures, [&](int rank) {
       auto inner = std::make_unique<GlooCommunicator>(store, rank, size, optionsFor("arrival"));
       GlooCommunicator* plain = inner.get();
+      // One clock: this machine's boot, as in a job; else a made-up one per rank.
+      const std::optional<uint64_t> clock =
+          oneClock ? std::nullopt : std::optional(static_cast<uint64_t>(rank + 1));
       EmulatedLinkCommunicator link(std::move(inner), 0.0, rank == 2 ? 30.0 : 20.0, nullptr,
-                                    /*fromLastArrival=*/true);
+                                    /*fromLastArrival=*/true, clock);
       std::vector<float> data(4096, static_cast<float>(rank));
       int64_t before = plain->bytesSent();
       plain->allReduceSum(data.data(), 4096);
