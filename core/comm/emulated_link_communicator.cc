@@ -53,17 +53,25 @@ uint64_t bootId() {
 EmulatedLinkCommunicator::EmulatedLinkCommunicator(std::unique_ptr<Communicator> inner,
                                                    double bandwidthMbps, double latencyMs,
                                                    const AbortSignal* abort, bool fromLastArrival,
-                                                   std::optional<uint64_t> clock)
+                                                   std::optional<uint64_t> clock,
+                                                   std::unique_ptr<SharedMemoryAllReduce> exchange)
     : inner_(std::move(inner)),
       bandwidthMbps_(bandwidthMbps),
       latencyMs_(latencyMs),
       abort_(abort),
       fromLastArrival_(fromLastArrival && !inner_->deviceMemory() && inner_->size() > 1),
-      boot_(fromLastArrival_ ? (clock ? *clock : bootId()) : 0) {
+      boot_(fromLastArrival_ ? (clock ? *clock : bootId()) : 0),
+      exchange_(fromLastArrival_ ? std::move(exchange) : nullptr) {
+  if (exchange_ && abort_ != nullptr)
+    exchangeAbort_ = abort_->onAbort(
+        [segment = exchange_.get()](const std::string& reason) { segment->abort(reason); });
   DTLAB_ENFORCE(inner_ != nullptr, "emulated link needs a communicator to wrap");
   DTLAB_ENFORCE(bandwidthMbps >= 0.0, "negative link bandwidth: ", bandwidthMbps, " Mbit/s");
   DTLAB_ENFORCE(latencyMs >= 0.0, "negative link latency: ", latencyMs, " ms");
 }
+
+// The abort's registration goes first (declared after the segment): no handler outlives it.
+EmulatedLinkCommunicator::~EmulatedLinkCommunicator() = default;
 
 double EmulatedLinkCommunicator::modelledSeconds(Collective collective, int size, int64_t bytes,
                                                  double bandwidthMbps, double latencyMs) {
@@ -94,6 +102,15 @@ double EmulatedLinkCommunicator::modelledSeconds(Collective collective, int size
   return seconds;
 }
 
+void EmulatedLinkCommunicator::exchangeSum(float* data, int64_t count) {
+  if (exchange_) return exchange_->allReduceSum(data, count);
+  const int64_t sentBefore = inner_->bytesSent();
+  const int64_t receivedBefore = inner_->bytesReceived();
+  inner_->allReduceSum(data, count);
+  exchangeSent_ += inner_->bytesSent() - sentBefore;
+  exchangeReceived_ += inner_->bytesReceived() - receivedBefore;
+}
+
 EmulatedLinkCommunicator::Clock::time_point EmulatedLinkCommunicator::lastArrival(
     Clock::time_point start, Clock::time_point finished, double& modelled) {
   const auto arrivedNs = static_cast<uint64_t>(
@@ -105,11 +122,7 @@ EmulatedLinkCommunicator::Clock::time_point EmulatedLinkCommunicator::lastArriva
   putWide(boot_, own + 3);
   own[6] = spent;
   own[7] = static_cast<float>(modelled);
-  const int64_t sentBefore = inner_->bytesSent();
-  const int64_t receivedBefore = inner_->bytesReceived();
-  inner_->allReduceSum(exchanged_.data(), static_cast<int64_t>(exchanged_.size()));
-  exchangeSent_ += inner_->bytesSent() - sentBefore;
-  exchangeReceived_ += inner_->bytesReceived() - receivedBefore;
+  exchangeSum(exchanged_.data(), static_cast<int64_t>(exchanged_.size()));
   bool oneClock = boot_ != 0;
   uint64_t lastNs = arrivedNs;
   float least = spent;
@@ -132,7 +145,13 @@ EmulatedLinkCommunicator::Clock::time_point EmulatedLinkCommunicator::lastArriva
 template <typename Body>
 void EmulatedLinkCommunicator::emulate(Collective collective, int64_t bytes, const Body& body) {
   const auto start = Clock::now();
-  body();
+  try {
+    body();
+  } catch (...) {
+    // Peers that got through the collective wait for this rank in the exchange: not for long.
+    if (exchange_) exchange_->markFailed();
+    throw;
+  }
   const auto finished = Clock::now();
   double modelled = modelledSeconds(collective, size(), bytes, bandwidthMbps_, latencyMs_);
   // When the modelled time starts: this rank's arrival, or the last rank's.
@@ -215,12 +234,32 @@ LinkTimeSplit EmulatedLinkCommunicator::timeSplit() const {
 
 AllReduceTuning EmulatedLinkCommunicator::tuneAllReduce(float* scratch, int64_t count) {
   AllReduceTuning tuning = inner_->tuneAllReduce(scratch, count);
-  for (AllReduceTuning::SizeClass& sizeClass : tuning.sizes) {
-    const double modelled = modelledSeconds(Collective::kAllReduce, size(), sizeClass.bytes,
-                                            bandwidthMbps_, latencyMs_);
-    for (AllReduceTuning::Candidate& c : sizeClass.candidates)
-      c.seconds = std::max(c.seconds, modelled);
+  const auto classes = static_cast<int64_t>(tuning.sizes.size());
+  std::vector<double> modelled;
+  for (const AllReduceTuning::SizeClass& sizeClass : tuning.sizes)
+    modelled.push_back(modelledSeconds(Collective::kAllReduce, size(), sizeClass.bytes,
+                                       bandwidthMbps_, latencyMs_));
+  // When every rank wraps (fromLastArrival), the slowest rank's link sets every rank's figures
+  // (a ring moves at its pace), so that all of them derive the same bucket size from the
+  // tuning; a rank's own link alone would give ranks of different links different buckets,
+  // and their collectives would no longer match. The inner tuning is the same on every rank.
+  if (fromLastArrival_ && classes > 0) {
+    std::vector<float> slots(static_cast<std::size_t>(classes * size()), 0.0f);
+    for (int64_t i = 0; i < classes; ++i)
+      slots[static_cast<std::size_t>(rank() * classes + i)] =
+          static_cast<float>(modelled[static_cast<std::size_t>(i)]);
+    exchangeSum(slots.data(), static_cast<int64_t>(slots.size()));
+    // From the exchanged figures only (this rank's own in float too): the same bits everywhere.
+    std::fill(modelled.begin(), modelled.end(), 0.0);
+    for (int r = 0; r < size(); ++r)
+      for (int64_t i = 0; i < classes; ++i)
+        modelled[static_cast<std::size_t>(i)] =
+            std::max(modelled[static_cast<std::size_t>(i)],
+                     static_cast<double>(slots[static_cast<std::size_t>(r * classes + i)]));
   }
+  for (int64_t i = 0; i < classes; ++i)
+    for (AllReduceTuning::Candidate& c : tuning.sizes[static_cast<std::size_t>(i)].candidates)
+      c.seconds = std::max(c.seconds, modelled[static_cast<std::size_t>(i)]);
   return tuning;
 }
 

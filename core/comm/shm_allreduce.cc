@@ -152,9 +152,9 @@ static_assert(std::atomic<uint32_t>::is_always_lock_free &&
                   std::atomic<int32_t>::is_always_lock_free,
               "the segment's words must work across processes");
 
-std::string SharedMemoryAllReduce::hostKey() {
+std::string SharedMemoryAllReduce::hostKey(bool networkNamespace) {
   const std::string boot = readFirstLine("/proc/sys/kernel/random/boot_id");
-  const std::string net = linkTarget("/proc/self/ns/net");
+  const std::string net = networkNamespace ? linkTarget("/proc/self/ns/net") : "any";
   const std::string pid = linkTarget("/proc/self/ns/pid");
   // Unknown: a key no other process has, so this rank never shares a segment.
   if (boot.empty() || net.empty() || pid.empty())
@@ -199,10 +199,10 @@ std::string waitAndGet(gloo::rendezvous::Store& store, const std::string& key, i
 std::unique_ptr<SharedMemoryAllReduce> SharedMemoryAllReduce::create(
     gloo::rendezvous::Store& store, int rank, int size,
     std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds opTimeout,
-    std::string* whyNot) {
+    std::string* whyNot, bool acrossNetworkNamespaces) {
   DTLAB_ENFORCE(size >= 2 && rank >= 0 && rank < size, "rank ", rank, " of ", size);
   std::unique_ptr<SharedMemoryAllReduce> self(new SharedMemoryAllReduce(rank, size, opTimeout));
-  const std::string key = hostKey();
+  const std::string key = hostKey(!acrossNetworkNamespaces);
   store.set(detail::concat("shm/host/", rank), toBytes(key));
 
   // Rank 0 decides and creates; "-" starts a refusal, which every rank returns.

@@ -32,10 +32,13 @@ class SharedMemoryAllReduce {
   // or null with the reason in `whyNot` when the ranks are not all on one host or the segment
   // could not be shared; every rank returns the same answer. Store waits end by `deadline`.
   // `opTimeout` bounds how long one all-reduce waits for a peer.
+  // With `acrossNetworkNamespaces`, ranks of one machine in separate network namespaces share
+  // a segment too (for bookkeeping that is not the group's data path: the link emulation's
+  // exchange of arrivals, core/comm/emulated_link_communicator.h).
   static std::unique_ptr<SharedMemoryAllReduce> create(
       gloo::rendezvous::Store& store, int rank, int size,
       std::chrono::steady_clock::time_point deadline, std::chrono::milliseconds opTimeout,
-      std::string* whyNot);
+      std::string* whyNot, bool acrossNetworkNamespaces = false);
   ~SharedMemoryAllReduce();
   SharedMemoryAllReduce(const SharedMemoryAllReduce&) = delete;
   SharedMemoryAllReduce& operator=(const SharedMemoryAllReduce&) = delete;
@@ -51,8 +54,9 @@ class SharedMemoryAllReduce {
   // After another collective of this rank failed: the peers' pending all-reduces end now.
   void markFailed();
 
-  // The key ranks compare: boot id, network and PID namespaces of this process.
-  static std::string hostKey();
+  // The key ranks compare: boot id, network (unless left out) and PID namespaces of this
+  // process.
+  static std::string hostKey(bool networkNamespace = true);
 
  private:
   struct Segment;

@@ -1,10 +1,14 @@
 #include "remote/node/job_group.h"
 
+#include <gloo/rendezvous/prefix_store.h>
+
 #include <algorithm>
+#include <chrono>
 
 #include "core/backend/cuda_plugin.h"
 #include "core/comm/emulated_link_communicator.h"
 #include "core/comm/gloo_communicator.h"
+#include "core/comm/shm_allreduce.h"
 #include "core/common/log.h"
 #include "core/train/strategy_registry.h"
 #include "remote/node/job.h"
@@ -75,10 +79,24 @@ std::unique_ptr<core::Communicator> JobGroup::build(const std::string& rendezvou
     glooOptions.tuningCache = settings_.tuningCache;
     comm = std::make_unique<core::GlooCommunicator>(*g.store, rank, world, glooOptions);
   }
-  if (settings_.linksEmulated || settings_.bandwidthMbps > 0.0 || settings_.latencyMs > 0.0)
+  if (settings_.linksEmulated || settings_.bandwidthMbps > 0.0 || settings_.latencyMs > 0.0) {
+    // The exchange of arrivals in shared memory where every rank is on this machine, network
+    // namespaces or not (otherwise, and for device buffers, it goes with the collectives).
+    std::unique_ptr<core::SharedMemoryAllReduce> exchange;
+    if (settings_.linksEmulated && world > 1 && !comm->deviceMemory()) {
+      gloo::rendezvous::PrefixStore prefixed("links" + suffix, *g.store);
+      std::string whyNot;
+      exchange = core::SharedMemoryAllReduce::create(
+          prefixed, rank, world, std::chrono::steady_clock::now() + settings_.connectTimeout,
+          core::GlooOptions{}.opTimeout, &whyNot, /*acrossNetworkNamespaces=*/true);
+      if (!exchange)
+        logAt(LogLevel::kInfo, "job ", settings_.jobId,
+              ": the link emulation's exchange goes over the group's transport (", whyNot, ")");
+    }
     comm = std::make_unique<core::EmulatedLinkCommunicator>(
         std::move(comm), settings_.bandwidthMbps, settings_.latencyMs, &g.abort,
-        settings_.linksEmulated);
+        settings_.linksEmulated, std::nullopt, std::move(exchange));
+  }
   return comm;
 }
 

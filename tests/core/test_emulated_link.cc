@@ -2,6 +2,7 @@
 // groups: its model of each collective, the delay it adds, and that it holds every rank until
 // the last one has arrived.
 #include <gloo/rendezvous/hash_store.h>
+#include <gloo/rendezvous/prefix_store.h>
 
 #include <QtTest/QtTest>
 
@@ -13,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/comm/allreduce_tuning.h"
 #include "core/comm/emulated_link_communicator.h"
 #include "core/comm/gloo_communicator.h"
 #include "tests/core/gloo_options.h"
@@ -103,19 +105,23 @@ class TestEmulatedLink : public QObject {
   // before rank 2's data could have reached them. The exchange behind it is not counted as the
   // collectives' bytes. Ranks on one clock compare arrivals; ranks on clocks of their own
   // (hosts of a real cluster) take the rank that spent least in the real collective as the
-  // last, and come to the same hold.
+  // last, and come to the same hold. The exchange goes with the collectives or, given one
+  // (ranks of one machine in network namespaces), through a shared-memory segment of its own.
   void countsFromTheLastArrival_data() {
     QTest::addColumn<bool>("oneClock");
-    QTest::newRow("one clock") << true;
-    QTest::newRow("a clock each") << false;
+    QTest::addColumn<bool>("ownSegment");
+    QTest::newRow("one clock") << true << false;
+    QTest::newRow("a clock each") << false << false;
+    QTest::newRow("one clock, exchange in a segment of its own") << true << true;
   }
   void countsFromTheLastArrival() {
     QFETCH(bool, oneClock);
+    QFETCH(bool, ownSegment);
     gloo::rendezvous::HashStore store;
     const int size = 3;
     const auto late = std::chrono::milliseconds(80);
     std::vector<Clock::time_point> arrived(size), ended(size);
-    std::vector<int64_t> plainBytes(size), emulatedBytes(size);
+    std::vector<int64_t> plainBytes(size), emulatedBytes(size), innerBytes(size);
     Failures failures;
     runRanks(size, failures, [&](int rank) {
       auto inner = std::make_unique<GlooCommunicator>(store, rank, size, optionsFor("arrival"));
@@ -123,8 +129,17 @@ class TestEmulatedLink : public QObject {
       // One clock: this machine's boot, as in a job; else a made-up one per rank.
       const std::optional<uint64_t> clock =
           oneClock ? std::nullopt : std::optional(static_cast<uint64_t>(rank + 1));
+      std::unique_ptr<SharedMemoryAllReduce> exchange;
+      if (ownSegment) {
+        gloo::rendezvous::PrefixStore links("links", store);
+        std::string whyNot;
+        exchange = SharedMemoryAllReduce::create(links, rank, size,
+                                                 Clock::now() + std::chrono::seconds(20),
+                                                 std::chrono::seconds(20), &whyNot, true);
+        RANK_CHECK(exchange != nullptr, whyNot);
+      }
       EmulatedLinkCommunicator link(std::move(inner), 0.0, rank == 2 ? 30.0 : 20.0, nullptr,
-                                    /*fromLastArrival=*/true, clock);
+                                    /*fromLastArrival=*/true, clock, std::move(exchange));
       std::vector<float> data(4096, static_cast<float>(rank));
       int64_t before = plain->bytesSent();
       plain->allReduceSum(data.data(), 4096);
@@ -132,10 +147,12 @@ class TestEmulatedLink : public QObject {
       link.barrier();
       if (rank == 2) std::this_thread::sleep_for(late);
       before = link.bytesSent();
+      const int64_t innerBefore = plain->bytesSent();
       arrived[rank] = Clock::now();
       link.allReduceSum(data.data(), 4096);
       ended[rank] = Clock::now();
       emulatedBytes[rank] = link.bytesSent() - before;
+      innerBytes[rank] = plain->bytesSent() - innerBefore;
       RANK_CHECK(data.front() == 9.0f && data.back() == 9.0f, data.front());
     });
     QVERIFY2(failures.empty(), qPrintable(QString::fromStdString(failures.text())));
@@ -149,11 +166,53 @@ class TestEmulatedLink : public QObject {
       QVERIFY2(ms(ended[r] - arrived[2]) >= 119.0,
                qPrintable(QString::number(ms(ended[r] - arrived[2]))));
       QCOMPARE(emulatedBytes[r], plainBytes[r]);
+      // The exchange went through the inner communicator unless it had a segment of its own.
+      if (ownSegment)
+        QCOMPARE(innerBytes[r], plainBytes[r]);
+      else
+        QVERIFY(innerBytes[r] > plainBytes[r]);
     }
     QVERIFY2(ms(ended[0] - arrived[0]) >= 195.0,
              qPrintable(QString::number(ms(ended[0] - arrived[0]))));
     qInfo("rank 0 in the all-reduce %.1f ms, rank 2 (late) %.1f ms", ms(ended[0] - arrived[0]),
           ms(ended[2] - arrived[2]));
+  }
+
+  // The tuning pass gives the strategy its bucket size, so every rank must derive the same one.
+  // Rank 2's link is slower (80 Mbit/s, the others unlimited): every rank's figures are raised
+  // to its modelled times, not each to its own link's, which gave rank 2 other buckets than
+  // its peers and a group whose collectives no longer matched (a hang in e2e_test_multihost).
+  void everyRankTunesToTheSlowestLink() {
+    gloo::rendezvous::HashStore store;
+    const int size = 3;
+    std::vector<AllReduceTuning> tunings(size);
+    Failures failures;
+    runRanks(size, failures, [&](int rank) {
+      auto inner = std::make_unique<GlooCommunicator>(store, rank, size, optionsFor("tuning"));
+      EmulatedLinkCommunicator link(std::move(inner), rank == 2 ? 80.0 : 0.0, 0.0, nullptr,
+                                    /*fromLastArrival=*/true);
+      std::vector<float> scratch(65536);  // 256 KiB: sizes of 64 and 256 KiB
+      tunings[rank] = link.tuneAllReduce(scratch.data(), static_cast<int64_t>(scratch.size()));
+    });
+    QVERIFY2(failures.empty(), qPrintable(QString::fromStdString(failures.text())));
+    QVERIFY(!tunings[0].empty());
+    for (int r = 0; r < size; ++r) {
+      QCOMPARE(tunings[r].sizes.size(), tunings[0].sizes.size());
+      QCOMPARE(tunings[r].bucketBytes(0), tunings[0].bucketBytes(0));
+      for (std::size_t i = 0; i < tunings[r].sizes.size(); ++i) {
+        const AllReduceTuning::SizeClass& mine = tunings[r].sizes[i];
+        const double slowest = EmulatedLinkCommunicator::modelledSeconds(
+            EmulatedLinkCommunicator::Collective::kAllReduce, size, mine.bytes, 80.0, 0.0);
+        for (std::size_t c = 0; c < mine.candidates.size(); ++c) {
+          QCOMPARE(mine.candidates[c].seconds, tunings[0].sizes[i].candidates[c].seconds);
+          QVERIFY2(mine.candidates[c].seconds >= slowest * (1 - 1e-6),
+                   qPrintable(QString("rank %1, %2 bytes: %3 s")
+                                  .arg(r)
+                                  .arg(mine.bytes)
+                                  .arg(mine.candidates[c].seconds)));
+        }
+      }
+    }
   }
 };
 

@@ -103,6 +103,32 @@ class TestShmAllReduce : public QObject {
     QCOMPARE(leftoverSegments(), 0);
   }
 
+  // For bookkeeping beside the data path (the link emulation's exchange), ranks of one machine
+  // may share a segment across network namespaces: the key then leaves the namespace out, and
+  // another boot still refuses.
+  void acrossNetworkNamespacesOnlyTheMachineCounts() {
+    const std::string withNet = SharedMemoryAllReduce::hostKey();
+    const std::string withoutNet = SharedMemoryAllReduce::hostKey(false);
+    QCOMPARE(withoutNet, SharedMemoryAllReduce::hostKey(false));
+    QVERIFY2(withNet != withoutNet && withoutNet.find("/any/") != std::string::npos,
+             withoutNet.c_str());
+    QCOMPARE(withoutNet.substr(0, withoutNet.find('/')), withNet.substr(0, withNet.find('/')));
+    gloo::rendezvous::HashStore store;
+    std::string whyNot;
+    std::unique_ptr<SharedMemoryAllReduce> shm;
+    std::thread rank0([&] {
+      shm = SharedMemoryAllReduce::create(store, 0, 2, Clock::now() + std::chrono::seconds(10),
+                                          kOpTimeout, &whyNot, /*acrossNetworkNamespaces=*/true);
+    });
+    const std::string elsewhere = "another-boot-id/any/pid:[1]";
+    store.set("shm/host/1", std::vector<char>(elsewhere.begin(), elsewhere.end()));
+    store.wait({"shm/ready"});
+    rank0.join();
+    QVERIFY(shm == nullptr);
+    QVERIFY2(whyNot == "rank 1 is on another host (or network namespace)", whyNot.c_str());
+    QCOMPARE(leftoverSegments(), 0);
+  }
+
   // Counts around the per-round slot (256 Ki floats), the split into parts and the direct
   // path's limit, in groups of 2 to 5: every element exact, every rank the same bits.
   void sumsAreExactAtEverySize() {

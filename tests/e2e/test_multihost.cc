@@ -145,7 +145,9 @@ class TestMultiHost : public QObject {
 
   // bench_sync.json on three hosts, each reached its own way: a specific --listen address,
   // a wildcard listen without --advertise (the node binds the address the coordinator
-  // dialled), and a wildcard listen with --advertise.
+  // dialled), and a wildcard listen with --advertise. The third emulates its link, so every
+  // rank's collectives are held to the last arrival: the ranks exchange their arrivals in
+  // shared memory (one machine), across the namespaces, while the data goes over TCP.
   void trainsAcrossThreeHostsWithIdenticalReplicas() {
     TestNetwork network(3);
     if (!network.error().isEmpty())
@@ -153,9 +155,10 @@ class TestMultiHost : public QObject {
     NamespacedNode a(network.host(1),
                      QStringList{"--listen", TestNetwork::address(1) + ":7000"} + nodeTls());
     NamespacedNode b(network.host(2), QStringList{"--listen", "0.0.0.0:7000"} + nodeTls());
-    NamespacedNode c(network.host(3), QStringList{"--listen", "0.0.0.0:7000", "--advertise",
-                                                  TestNetwork::address(3)} +
-                                          nodeTls());
+    NamespacedNode c(network.host(3),
+                     QStringList{"--listen", "0.0.0.0:7000", "--advertise", TestNetwork::address(3),
+                                 "--bandwidth-mbps", "4000"} +
+                         nodeTls());
     QVERIFY2(a.ready(), qPrintable(a.log()));
     QVERIFY2(b.ready(), qPrintable(b.log()));
     QVERIFY2(c.ready(), qPrintable(c.log()));
@@ -182,6 +185,10 @@ class TestMultiHost : public QObject {
       if (event.at("kind") == "start") start = event.at("detail").get<std::string>();
     QVERIFY2(start.find("all-reduce measured") != std::string::npos, start.c_str());
     QVERIFY2(start.find("shm") == std::string::npos, start.c_str());
+    for (NamespacedNode* node : {&a, &b, &c}) {
+      const QString log = node->log();
+      QVERIFY2(!log.contains("exchange goes over the group's transport"), qPrintable(log));
+    }
 
     // Every other strategy across the same hosts, over the same TLS: the parameter server
     // (every worker pulls from and pushes to the shards of the other two at the addresses
