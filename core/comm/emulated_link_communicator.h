@@ -67,9 +67,9 @@ class EmulatedLinkCommunicator final : public Communicator {
   // names the monotonic clock this rank's times are read on (ranks that name the same one
   // compare arrivals directly; 0: not comparable with any); by default its host's boot.
   // `exchange` (may be null): a shared-memory segment of the group's ranks for the exchange
-  // of arrivals, where they share a machine but not its network (namespaces), so that the
-  // exchange does not cross the inner communicator's TCP (0.55-0.8 ms on 4 namespace hosts
-  // of a busy 2-core machine, against 0.07-0.17 in shared memory).
+  // of arrivals, where every rank is on one machine (network namespaces or not), so that the
+  // exchange does not cross the inner communicator's TCP (0.55-0.8 ms a collective on 4
+  // namespace hosts of a busy 2-core machine).
   EmulatedLinkCommunicator(std::unique_ptr<Communicator> inner, double bandwidthMbps,
                            double latencyMs, const AbortSignal* abort = nullptr,
                            bool fromLastArrival = false,
