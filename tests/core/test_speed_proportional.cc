@@ -1,7 +1,8 @@
 // Heterogeneity-aware scheduling (the speed_proportional partition of sync_allreduce): the
 // spec's fields, the slice arithmetic, the equivalence of share-weighted gradients with the
 // equal split of the same global batch, and ranks (threads over real Gloo collectives) with
-// emulated speeds whose measured shares settle at the speed ratio, replicas identical.
+// emulated speeds whose measured shares settle where their compute times are even, replicas
+// identical.
 #include <QtTest/QtTest>
 
 #include <gloo/rendezvous/hash_store.h>
@@ -61,16 +62,18 @@ class Recorder final : public MetricSink {
     if (waits.size() <= static_cast<std::size_t>(m.worker)) {
       waits.resize(m.worker + 1);
       tails.resize(m.worker + 1);
+      computes.resize(m.worker + 1);
     }
     waits[static_cast<std::size_t>(m.worker)].push_back(m.waitMs);
     tails[static_cast<std::size_t>(m.worker)].push_back(m.tailMs);
+    computes[static_cast<std::size_t>(m.worker)].push_back(m.computeMs);
   }
   void onEvent(const RunEvent& e) override {
     std::lock_guard lock(mutex_);
     events.push_back(e);
   }
   std::vector<std::vector<double>> shares;
-  std::vector<std::vector<double>> waits, tails;  // every worker's, step by step
+  std::vector<std::vector<double>> waits, tails, computes;  // every worker's, step by step
   std::vector<RunEvent> events;
 
  private:
@@ -142,14 +145,32 @@ void workMs(double ms) {
 // pass its other checks, and one must settle within the bound.
 constexpr int kSettleAttempts = 3;
 
-// The median of shares[begin, end) (steps begin + 1 .. end).
-double medianShare(const std::vector<double>& shares, std::size_t begin, std::size_t end) {
-  std::vector<double> window(shares.begin() + static_cast<std::ptrdiff_t>(begin),
-                             shares.begin() + static_cast<std::ptrdiff_t>(end));
+// The median of values[begin, end) (steps begin + 1 .. end).
+double median(const std::vector<double>& values, std::size_t begin, std::size_t end) {
+  std::vector<double> window(values.begin() + static_cast<std::ptrdiff_t>(begin),
+                             values.begin() + static_cast<std::ptrdiff_t>(end));
   std::nth_element(window.begin(), window.begin() + static_cast<std::ptrdiff_t>(window.size() / 2),
                    window.end());
   return window[window.size() / 2];
 }
+
+// How far apart the two ranks' median compute times are over steps begin + 1 .. end, as a
+// fraction of the longer: what the scheduler evens out. (Its shares equal the speed ratio only
+// where a sample costs the same at every batch size; oneDNN's cost per sample falls as the
+// batch grows, by a machine-dependent amount, so a small slice runs slower per sample than a
+// large one and the fast rank's share settles above the ratio: 0.86 on one CI machine for
+// speeds 1 and 0.25.)
+double computeImbalance(const std::vector<std::vector<double>>& computes, std::size_t begin,
+                        std::size_t end) {
+  const double a = median(computes[0], begin, end);
+  const double b = median(computes[1], begin, end);
+  return std::abs(a - b) / std::max(a, b);
+}
+
+// The settled shares' bound: the ranks' median compute times within this fraction of each
+// other. (At the speed ratio's shares 0.8/0.2 that machine's compute times were 33% apart;
+// settled runs here measured 0-14%: a median of 10 steps of a 2-core machine.)
+constexpr double kBalanced = 0.2;
 
 std::vector<WorkerResult> runRanks(const ExperimentSpec& spec, const std::vector<double>& speeds,
                                    MetricSink* sink, const std::vector<NodeConfig>& nodes = {}) {
@@ -409,17 +430,17 @@ class TestSpeedProportional : public QObject {
     QVERIFY(relative(other) > 1e-2);
   }
 
-  // Speeds 1 and 0.25: the shares are 0.8/0.2 by measurement alone (a probe before the first
-  // step, then the steps' times), each move is an event naming the old and new shares and the
-  // speeds measured, the shares of
-  // every step add up to the global batch, and the replicas stay identical. Settled means the
-  // median share of each rank over the steps after the first full period: within 5% of the
-  // global batch of its speed's share. (A single step's share may stray further when the
-  // machine preempts a worker; the median says where they settle. The emulation stretches
+  // Speeds 1 and 0.25: the shares follow by measurement alone (a probe before the first step,
+  // near 0.8/0.2, then the steps' times), each move is an event naming the old and new shares
+  // and the speeds measured, the shares of every step add up to the global batch, and the
+  // replicas stay identical. Settled means, over the steps after the first full period, the
+  // ranks' median compute times even (kBalanced) and the fast rank's median share at least
+  // its speed's share less 5% of the global batch. (A single step may stray further when the
+  // machine preempts a worker; the medians say where they settle. The emulation stretches
   // CPU time, and delays from outside load are passed on once, to every node alike: a
   // machine kept busy by other work as well moves the shares towards equal.)
   void sharesFollowTheMeasuredSpeeds() {
-    double fast = 0.0, slow = 0.0, probed = 0.0;
+    double fast = 0.0, imbalance = 1.0, probed = 0.0;
     for (int attempt = 1; attempt <= kSettleAttempts; ++attempt) {
       Recorder recorder;
       const std::vector<WorkerResult> results = runRanks(heavySpec(60, 10), {1.0, 0.25}, &recorder);
@@ -476,26 +497,25 @@ class TestSpeedProportional : public QObject {
       for (std::size_t step = 10; step < 60; ++step)
         QVERIFY2(recorder.shares[0][step] > 0.6,
                  qPrintable(QString::number(recorder.shares[0][step])));
-      fast = medianShare(recorder.shares[0], 10, 60);
-      slow = medianShare(recorder.shares[1], 10, 60);
+      fast = median(recorder.shares[0], 10, 60);
+      imbalance = computeImbalance(recorder.computes, 10, 60);
       probed = first;
-      if (std::abs(fast - 0.8) <= 0.05 && std::abs(slow - 0.2) <= 0.05 &&
-          std::abs(first - 0.8) <= 0.1)
-        break;
+      if (fast >= 0.75 && imbalance <= kBalanced && std::abs(first - 0.8) <= 0.1) break;
       qInfo(
-          "attempt %d: median shares %.3f / %.3f, not within 0.05 of 0.8 / 0.2, or the first "
-          "%.3f not within 0.1 of 0.8",
-          attempt, fast, slow, first);
+          "attempt %d: median share %.3f (want >= 0.75), compute times %.1f%% apart (want <= "
+          "%.0f%%), the first share %.3f (want within 0.1 of 0.8)",
+          attempt, fast, 100.0 * imbalance, 100.0 * kBalanced, first);
     }
+    qInfo("settled: median share %.3f, compute times %.1f%% apart", fast, 100.0 * imbalance);
     QVERIFY2(std::abs(probed - 0.8) <= 0.1, qPrintable(QString::number(probed)));
-    QVERIFY2(std::abs(fast - 0.8) <= 0.05, qPrintable(QString::number(fast)));
-    QVERIFY2(std::abs(slow - 0.2) <= 0.05, qPrintable(QString::number(slow)));
+    QVERIFY2(fast >= 0.75, qPrintable(QString::number(fast)));
+    QVERIFY2(imbalance <= kBalanced, qPrintable(QString::number(imbalance)));
   }
 
   // Node 1 slows from 1 to 0.25 at step 30 (its speed_schedule): the shares, near equal before,
-  // settle at the new ratio within three rebalance periods of 10 steps.
+  // settle where the compute times are even again within three rebalance periods of 10 steps.
   void sharesFollowASpeedScheduleChange() {
-    double before = 0.0, after = 0.0;
+    double before = 0.0, after = 0.0, imbalance = 1.0;
     for (int attempt = 1; attempt <= kSettleAttempts; ++attempt) {
       Recorder recorder;
       std::vector<NodeConfig> nodes(2);
@@ -511,17 +531,22 @@ class TestSpeedProportional : public QObject {
         if (e.kind == "rebalance")
           qInfo("step %lld: %s", static_cast<long long>(e.step), e.detail.c_str());
       const std::vector<double>& fast = recorder.shares[0];
-      // Equal before the change; three periods after it, settled at the new ratio 1 : 0.25
-      // (within 5% of the global batch, as above). Either is measured, so a busy machine gets
-      // the retries both ways.
+      // Equal before the change; three periods after it, settled where the ranks' compute
+      // times are even (kBalanced), the fast rank with at least the new ratio's share less 5%
+      // of the global batch. Either is measured, so a busy machine gets the retries both ways.
       before = fast[29];
-      after = medianShare(fast, 60, 70);
-      if (std::abs(before - 0.5) <= 0.05 && std::abs(after - 0.8) <= 0.05) break;
-      qInfo("attempt %d: share %.3f before the change (want 0.5), median %.3f after (want 0.8)",
-            attempt, before, after);
+      after = median(fast, 60, 70);
+      imbalance = computeImbalance(recorder.computes, 60, 70);
+      if (std::abs(before - 0.5) <= 0.05 && after >= 0.75 && imbalance <= kBalanced) break;
+      qInfo(
+          "attempt %d: share %.3f before the change (want 0.5), median %.3f after (want >= "
+          "0.75), compute times %.1f%% apart after (want <= %.0f%%)",
+          attempt, before, after, 100.0 * imbalance, 100.0 * kBalanced);
     }
+    qInfo("settled: median share %.3f, compute times %.1f%% apart", after, 100.0 * imbalance);
     QVERIFY2(std::abs(before - 0.5) <= 0.05, qPrintable(QString::number(before)));
-    QVERIFY2(std::abs(after - 0.8) <= 0.05, qPrintable(QString::number(after)));
+    QVERIFY2(after >= 0.75, qPrintable(QString::number(after)));
+    QVERIFY2(imbalance <= kBalanced, qPrintable(QString::number(imbalance)));
   }
 
   // A slow node stretches the work its thread did, not a burst of time the thread sat
