@@ -33,6 +33,8 @@ constexpr double kTimingSeconds = 0.003;
 constexpr int kMaxCalls = 1024;  // 3 ms of 64 KiB shared-memory calls is about 300
 constexpr int kSizingCalls = 3;
 constexpr int64_t kOneSizingCallBytes = int64_t{16} << 20;
+// Where describe() states each size's time per call, and readTimedCalls finds it.
+constexpr std::string_view kPerCall = "; per call";
 
 std::string gbPerS(double bytesPerSecond) {
   char text[32];
@@ -94,6 +96,47 @@ std::string AllReduceTuning::describe() const {
     out += gbPerS(sizes[j].bandwidth());
     out += ')';
     i = j + 1;
+  }
+  out += kPerCall;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    char time[48];
+    std::snprintf(time, sizeof time, " %.3g ms at ", sizes[i].best().seconds * 1e3);
+    out += i == 0 ? "" : ",";
+    out += ' ';
+    out += sizes[i].best().algorithm;
+    out += time;
+    out += byteSizeText(sizes[i].bytes);
+  }
+  return out;
+}
+
+std::vector<TimedCall> readTimedCalls(std::string_view text) {
+  std::vector<TimedCall> out;
+  const std::size_t at = text.find(kPerCall);
+  if (at == std::string_view::npos) return out;
+  std::string_view rest = text.substr(at + kPerCall.size());
+  // " ALGORITHM T ms at SIZE", comma separated.
+  while (rest.size() > 1 && rest.front() == ' ') {
+    rest.remove_prefix(1);
+    TimedCall call;
+    const std::size_t space = rest.find(' ');
+    if (space == std::string_view::npos || space == 0) return {};
+    call.algorithm = std::string(rest.substr(0, space));
+    rest.remove_prefix(space + 1);
+    const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), call.ms);
+    if (error != std::errc() || !(call.ms >= 0.0)) return {};
+    rest.remove_prefix(static_cast<std::size_t>(end - rest.data()));
+    constexpr std::string_view kAt = " ms at ";
+    if (rest.substr(0, kAt.size()) != kAt) return {};
+    rest.remove_prefix(kAt.size());
+    const std::optional<int64_t> bytes = parseByteSizeText(rest);
+    if (!bytes || *bytes <= 0) return {};
+    call.bytes = *bytes;
+    out.push_back(std::move(call));
+    const std::size_t comma = rest.find(',');
+    const std::size_t stop = rest.find_first_of(";)");
+    if (comma == std::string_view::npos || (stop != std::string_view::npos && stop < comma)) break;
+    rest.remove_prefix(comma + 1);
   }
   return out;
 }

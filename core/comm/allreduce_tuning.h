@@ -47,9 +47,22 @@ struct AllReduceTuning {
   static constexpr double kBucketBandwidthShare = 0.75;
   int64_t bucketBytes(int64_t fallback) const;
   // One line for the run's "start" event, e.g. "all-reduce measured in 0.12 s: own 64 KiB-256
-  // KiB, gloo_allreduce 1 MiB (1.1 GB/s); buckets 256 KiB". Empty when untuned.
+  // KiB (0.87 GB/s), gloo_allreduce 1 MiB (1.05 GB/s); per call own 0.0990 ms at 64 KiB, own
+  // 0.301 ms at 256 KiB, gloo_allreduce 0.999 ms at 1 MiB": the winners by size, then each
+  // size's winning time (readTimedCalls reads them back). Empty when untuned.
   std::string describe() const;
 };
+
+// A measured size's winner and its time per call, as describe() states it.
+struct TimedCall {
+  int64_t bytes = 0;
+  std::string algorithm;
+  double ms = 0.0;
+};
+// The per-call times a text holding describe()'s line states (empty when it holds none, or a
+// line from before they were written). Lets a calibration fit an all-reduce's latency and
+// bandwidth from the sizes its group measured (core/store/run_calibration.cc).
+std::vector<TimedCall> readTimedCalls(std::string_view text);
 
 // The measured sizes for messages up to `maxBytes`: 64 KiB, 256 KiB, 1 MiB, ... up to the last
 // at most maxBytes (64 KiB when maxBytes is smaller), at most 64 MiB. Larger messages are in

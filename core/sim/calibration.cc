@@ -223,7 +223,7 @@ std::optional<CpuFit> fitCpu(const std::vector<CpuObservation>& observations,
 }
 
 LinkFit fitLink(const std::vector<TransferObservation>& observations, const std::string& path,
-                std::vector<std::string>* notes) {
+                std::vector<std::string>* notes, std::optional<double> latencyMs) {
   LinkFit f;
   // Normal equations of ms = a m + b x (a: ms per message, b: ms per byte), weighted by steps.
   double mm = 0, mx = 0, xx = 0, mt = 0, xt = 0;
@@ -240,8 +240,17 @@ LinkFit fitLink(const std::vector<TransferObservation>& observations, const std:
   if (f.observations == 0) return f;
   double a = 0.0, b = xt / xx;
   const double det = mm * xx - mx * mx;
-  // Collinear (one ratio of messages to bytes): the latency cannot be told from the bandwidth.
-  if (det > 1e-6 * mm * xx) {
+  if (latencyMs) {
+    // The time beyond the given latency is bandwidth; none left: all of it latency.
+    a = std::max(0.0, *latencyMs);
+    b = (xt - a * mx) / xx;
+    if (b <= 0.0) {
+      b = 0.0;
+      a = mt / mm;
+    }
+    f.latencySeparated = true;
+  } else if (det > 1e-6 * mm * xx) {
+    // Collinear (one ratio of messages to bytes): the latency cannot be told from the bandwidth.
     a = (mt * xx - mx * xt) / det;
     b = (mm * xt - mx * mt) / det;
     if (a < 0.0) {

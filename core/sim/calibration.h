@@ -7,8 +7,10 @@
 //             spread about that line and the pauses well beyond it (stragglers)
 //   links     per transfer path (the collectives' all-reduce, the parameter server's pulls and
 //             pushes), latency per message and bandwidth, by least squares over observations
-//             of differing message counts and sizes; when every observation has the same ratio
-//             of messages to bytes the two cannot be told apart, and the whole time is taken
+//             of differing message counts and sizes; when every step observation has the same
+//             ratio of messages to bytes, the all-reduce's latency comes from the calls of
+//             several sizes its groups timed when they formed (TransferPattern::calls) and its
+//             bandwidth from the steps' time beyond it; with neither, the whole time is taken
 //             as bandwidth (a note says so)
 // Plain data and the fits; no store, no training.
 #include <cstdint>
@@ -30,9 +32,20 @@ enum class TransferPath {
   kCollective,       // a ring all-reduce of the gradient buckets every step
   kParameterServer,  // a pull and a push of the whole model every step
 };
+// An all-reduce's time per call at one message size, timed on a run's group when it formed
+// (the fastest algorithm's; core/comm/allreduce_tuning.h).
+struct CallTiming {
+  int64_t bytes = 0;
+  std::string algorithm;
+  double ms = 0.0;
+};
 struct TransferPattern {
   TransferPath path = TransferPath::kNone;
   int64_t bucketBytes = 0;  // kCollective: the variant's own bucket size; 0: as measured
+  // kCollective: the sizes the run's group timed before its first step (empty: none). Calls of
+  // several sizes tell an all-reduce's latency from its bandwidth where the steps (one bucket
+  // size, one node count) cannot.
+  std::vector<CallTiming> calls;
   // Every step first asks the server whether the slowest worker is within the bound (ssp): a
   // round trip its runs' wait_ms holds even when nobody is late.
   bool clockCheck = false;
@@ -155,8 +168,10 @@ ComputeFit fitCompute(const std::vector<const ComputeObservation*>& observations
 // (nullopt: none).
 std::optional<CpuFit> fitCpu(const std::vector<CpuObservation>& observations,
                              const std::string& strategy);
-// Least squares of ms = messages x latency + bytes / bandwidth, both non-negative.
+// Least squares of ms = messages x latency + bytes / bandwidth, both non-negative; with
+// `latencyMs`, the latency is that and the bandwidth what the observations' time beyond it
+// gives (all of it latency where they leave none).
 LinkFit fitLink(const std::vector<TransferObservation>& observations, const std::string& path,
-                std::vector<std::string>* notes);
+                std::vector<std::string>* notes, std::optional<double> latencyMs = std::nullopt);
 
 }  // namespace dtlab::core::sim

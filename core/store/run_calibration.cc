@@ -244,6 +244,50 @@ std::vector<sim::CpuObservation> cpuObservations(const LoadedRun& run,
   return out;
 }
 
+// The calls of one run's group as ring all-reduces of `nodes` (2(n-1) messages, 2(n-1)/n of
+// the bytes on each rank's link), of the algorithm that won at the run's bucket size: another
+// algorithm's latency is not the buckets'.
+std::vector<sim::TransferObservation> callObservations(const sim::TransferPattern& pattern,
+                                                       double nodes) {
+  // The measured size nearest the bucket's on a log scale.
+  const auto distance = [&](const sim::CallTiming& call) {
+    return std::abs(std::log(static_cast<double>(call.bytes) /
+                             static_cast<double>(std::max<int64_t>(1, pattern.bucketBytes))));
+  };
+  const sim::CallTiming* atBucket = nullptr;
+  for (const sim::CallTiming& call : pattern.calls)
+    if (atBucket == nullptr || distance(call) < distance(*atBucket)) atBucket = &call;
+  std::vector<sim::TransferObservation> out;
+  if (atBucket == nullptr || pattern.bucketBytes <= 0) return out;
+  for (const sim::CallTiming& call : pattern.calls)
+    if (call.algorithm == atBucket->algorithm && call.ms > 0.0)
+      out.push_back({2.0 * (nodes - 1.0),
+                     2.0 * (nodes - 1.0) / nodes * static_cast<double>(call.bytes), call.ms, 1});
+  return out;
+}
+
+// The all-reduce link: the steps' own fit where they tell latency from bandwidth; otherwise
+// the latency of the calls the groups timed (when those were of several sizes) and the
+// bandwidth of the steps' time beyond it; otherwise all of it bandwidth.
+sim::LinkFit collectiveFit(const std::vector<sim::TransferObservation>& steps,
+                           const std::vector<sim::TransferObservation>& calls,
+                           int64_t runsWithCalls, std::vector<std::string>* notes) {
+  constexpr const char* kPath = "all-reduce link";
+  const sim::LinkFit own = sim::fitLink(steps, kPath, nullptr);
+  const sim::LinkFit timed = sim::fitLink(calls, "", nullptr);
+  if (own.latencySeparated || !own.measured() || !timed.latencySeparated)
+    return sim::fitLink(steps, kPath, notes);
+  char text[320];
+  std::snprintf(text, sizeof text,
+                "%s: latency %.4f ms per message from %zu all-reduce calls of several sizes, "
+                "timed by the groups of %lld run(s) when they formed (there %.1f Mbit/s, spread "
+                "%.0f%%); bandwidth from the steps' communication beyond it",
+                kPath, timed.latencyMs, calls.size(), static_cast<long long>(runsWithCalls),
+                timed.bandwidthMbps, 100.0 * timed.spread);
+  notes->push_back(text);
+  return sim::fitLink(steps, kPath, notes, timed.latencyMs);
+}
+
 }  // namespace
 
 sim::Calibration calibrateRuns(ProjectStore& store, std::vector<int64_t> runIds,
@@ -282,6 +326,9 @@ sim::Calibration calibrateRuns(ProjectStore& store, std::vector<int64_t> runIds,
   c.experiment = runs.front().spec.name;
   std::vector<sim::ComputeObservation> compute;
   std::vector<sim::TransferObservation> collective, server;
+  // The all-reduce calls the groups timed when they formed, and how many runs' groups.
+  std::vector<sim::TransferObservation> calls;
+  int64_t runsWithCalls = 0;
   std::map<int64_t, int64_t> bucketSizes;  // bytes -> runs
   std::vector<double> clockChecks;         // bounded-staleness steps' waits
   std::vector<sim::CpuObservation> cpu;
@@ -328,6 +375,12 @@ sim::Calibration calibrateRuns(ProjectStore& store, std::vector<int64_t> runIds,
     if (commIt == run.series.end() || sentIt == run.series.end()) continue;
     if (pattern.path == sim::TransferPath::kCollective) {
       if (pattern.bucketBytes > 0) ++bucketSizes[pattern.bucketBytes];
+      if (const std::vector<sim::TransferObservation> timed =
+              callObservations(pattern, static_cast<double>(run.nodes));
+          !timed.empty()) {
+        calls.insert(calls.end(), timed.begin(), timed.end());
+        ++runsWithCalls;
+      }
       const double buckets =
           static_cast<double>(simulatedModel(run.spec, pattern.bucketBytes).bucketBytes.size());
       // Per step, the fastest rank's communication: the others also waited for it there.
@@ -417,7 +470,7 @@ sim::Calibration calibrateRuns(ProjectStore& store, std::vector<int64_t> runIds,
     c.notes.push_back(
         "some runs had more busy worker threads than cores on a host: their compute includes "
         "that contention");
-  c.collective = sim::fitLink(collective, "all-reduce link", &c.notes);
+  c.collective = collectiveFit(collective, calls, runsWithCalls, &c.notes);
   c.parameterServer = sim::fitLink(server, "parameter-server link", &c.notes);
   if (!c.collective.measured())
     c.notes.push_back("all-reduce link: no run of 2 or more nodes all-reduced every step");

@@ -115,6 +115,8 @@ StrategyDescriptor syncAllReduceDescriptor() {
     sim::TransferPattern p;
     if (!o.compression.enabled()) p.path = sim::TransferPath::kCollective;
     p.bucketBytes = o.bucketKb > 0 ? o.bucketKb * 1024 : measuredBucketBytes(startDetail);
+    for (TimedCall& call : readTimedCalls(startDetail))
+      p.calls.push_back({call.bytes, std::move(call.algorithm), call.ms});
     return p;
   };
   d.make = [](StrategyContext& c) -> std::unique_ptr<Strategy> {

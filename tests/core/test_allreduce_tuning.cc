@@ -119,7 +119,26 @@ class TestAllReduceTuning : public QObject {
     QCOMPARE(t.bucketBytes(1), 256 * kKiB);
     QCOMPARE(t.describe(),
              std::string("all-reduce measured in 0.25 s: own 64 KiB (0.66 GB/s), ring 256 KiB "
-                         "(0.87 GB/s), own 1 MiB (1.05 GB/s)"));
+                         "(0.87 GB/s), own 1 MiB (1.05 GB/s); per call own 0.1 ms at 64 KiB, "
+                         "ring 0.3 ms at 256 KiB, own 1 ms at 1 MiB"));
+    // Read back from a start event, whatever follows the line there.
+    for (const std::string tail : {"",
+                                   " (outside the run's clock: later groups of these hosts "
+                                   "reuse it); gradient buckets of 256 KiB (bucket_kb), 9 "
+                                   "parameters",
+                                   "; gradient buckets of 64 KiB (a, b), c"}) {
+      const std::vector<TimedCall> calls = readTimedCalls("rank 0/2, " + t.describe() + tail);
+      QCOMPARE(calls.size(), std::size_t{3});
+      for (std::size_t i = 0; i < calls.size(); ++i) {
+        QCOMPARE(calls[i].bytes, t.sizes[i].bytes);
+        QCOMPARE(calls[i].algorithm, t.sizes[i].best().algorithm);
+        QCOMPARE(calls[i].ms, t.sizes[i].best().seconds * 1e3);
+      }
+    }
+    // Texts that hold no such line, or a broken one, give none.
+    QVERIFY(readTimedCalls("all-reduce measured in 0.25 s: own 64 KiB (0.66 GB/s)").empty());
+    QVERIFY(readTimedCalls("x; per call own fast ms at 64 KiB").empty());
+    QVERIFY(readTimedCalls("x; per call own 0.1 ms at big").empty());
     // Per-call cost dominating everywhere but at the largest size: the largest is the bucket.
     t.sizes[1].candidates = {{"own", 3e-3}, {"ring", 3e-3}};
     QCOMPARE(t.bucketBytes(1), kMiB);

@@ -146,6 +146,24 @@ class TestCalibration : public QObject {
     QVERIFY(!fitLink({}, "x", nullptr).measured());
   }
 
+  // With the latency known from elsewhere (the calls of several sizes a group timed), the
+  // collinear observations' time beyond it is bandwidth: 2 messages of 0.5 ms leave 23 ms for
+  // 1e6 bytes. A latency that leaves no time is replaced by the observations' own, all of it.
+  void aGivenLatencyLeavesTheRestToBandwidth() {
+    const std::vector<TransferObservation> obs = {{2, 1e6, 24.0, 50}, {4, 2e6, 48.0, 50}};
+    std::vector<std::string> notes;
+    const LinkFit f = fitLink(obs, "all-reduce link", &notes, 0.5);
+    QVERIFY(f.latencySeparated);
+    QCOMPARE(f.latencyMs, 0.5);
+    QVERIFY2(within(f.bandwidthMbps, 8e-3 / (23.0 / 1e6), 1e-9),
+             std::to_string(f.bandwidthMbps).c_str());
+    QVERIFY(f.spread < 1e-9);
+    QVERIFY(notes.empty());
+    const LinkFit all = fitLink(obs, "all-reduce link", nullptr, 20.0);
+    QVERIFY(within(all.latencyMs, 12.0, 1e-9));
+    QCOMPARE(all.bandwidthMbps, 1e9);
+  }
+
   void negativeLatencyIsClampedToZero() {
     // Bigger messages that cost less per message than nothing: latency 0, the rest bandwidth.
     std::vector<TransferObservation> obs = {{2, 1e6, 10.0, 10}, {20, 1e6, 9.0, 10}};

@@ -2,12 +2,15 @@
 // calibration is fitted from the project's runs and stored in it, the prediction covers every
 // variant at the node counts asked for (local_sgd among them) and sets each measured run beside
 // the simulator's figure for it, and the comparison shows it beside each run as a yardstick;
-// each experiment uses its own calibration; a project without one, an unknown run, runs of two
+// the all-reduce's latency is told from its bandwidth by the calls its group timed; each
+// experiment uses its own calibration; a project without one, an unknown run, runs of two
 // models and a damaged calibration are refused with what is wrong.
 #include <QtCore/QTemporaryDir>
 #include <QtTest/QtTest>
 
 #include <nlohmann/json.hpp>
+
+#include <cmath>
 
 #include "core/sim/calibration.h"
 #include "core/store/project_store.h"
@@ -65,6 +68,16 @@ class TestPredictCli : public QObject {
         core::sim::Calibration::fromJson(printed.at("calibration"), "printed");
     QCOMPARE(c.runs.size(), std::size_t{4});
     QVERIFY(c.collective.measured());
+    // One node count and one bucket size give the steps a single ratio of messages to bytes;
+    // the all-reduce calls the 2-node group timed at 64 and 256 KiB tell the link's emulated
+    // latency (0.5 ms a message) from its bandwidth (400 Mbit/s).
+    QVERIFY(c.collective.latencySeparated);
+    QVERIFY2(std::abs(c.collective.latencyMs - 0.5) <= 0.05,
+             qPrintable(QString::number(c.collective.latencyMs)));
+    QVERIFY2(std::abs(c.collective.bandwidthMbps - 400.0) <= 40.0,
+             qPrintable(QString::number(c.collective.bandwidthMbps)));
+    QVERIFY2(o.out.contains("latency ") && o.out.contains(" all-reduce calls of several sizes"),
+             qPrintable(o.out));
     QVERIFY(c.parameterServer.measured());
     QVERIFY(c.pooled.batchSizes.size() >= 2);  // 256 on one node, 128 on two
     QVERIFY(c.bucketBytes > 0);                // from the runs' start events
@@ -191,7 +204,7 @@ class TestPredictCli : public QObject {
     // experiment's, they are refused.
     nlohmann::json other = nlohmann::json::parse(kSpec);
     other["name"] = "wider";
-    other["model"]["hidden"] = {256};
+    other["model"]["hidden"] = nlohmann::json::array({512});
     // (json::array: clang reads a braced single element as a copy of it, not as an array.)
     other["variants"] = nlohmann::json::array({other["variants"][1]});
     const QString spec = dir_.filePath("wider.json");
