@@ -47,7 +47,7 @@ struct AllReduceTuning {
   static constexpr double kBucketBandwidthShare = 0.75;
   int64_t bucketBytes(int64_t fallback) const;
   // One line for the run's "start" event, e.g. "all-reduce measured in 0.12 s: own 64 KiB-256
-  // KiB (0.87 GB/s), gloo_allreduce 1 MiB (1.05 GB/s); per call own 0.0990 ms at 64 KiB, own
+  // KiB (0.87 GB/s), gloo_allreduce 1 MiB (1.05 GB/s); per call own 0.099 ms at 64 KiB, own
   // 0.301 ms at 256 KiB, gloo_allreduce 0.999 ms at 1 MiB": the winners by size, then each
   // size's winning time (readTimedCalls reads them back). Empty when untuned.
   std::string describe() const;
