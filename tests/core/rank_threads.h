@@ -23,6 +23,8 @@ struct RankThreads {
   MetricSink* sink = nullptr;
   const std::atomic<bool>* cancel = nullptr;
   bool group = true;  // a Gloo group for the ranks (when the world has more than one)
+  // The group's all-reduce; kAuto: the tuning pass picks one per message size, by timing.
+  AllReduceAlgorithm allReduceAlgorithm = AllReduceAlgorithm::kAuto;
   // A host of every block, for async_ps, ssp and hybrid, planning the spec's max_steps.
   bool parameterServer = false;
   std::shared_ptr<const Checkpoint> resumeFrom;  // every rank continues from it
@@ -96,7 +98,11 @@ inline std::vector<WorkerResult> runRankThreads(const ExperimentSpec& spec,
       job.keepParams = true;
       job.resumeFrom = how.resumeFrom;
       std::unique_ptr<GlooCommunicator> comm;
-      if (how.group && world > 1) comm = std::make_unique<GlooCommunicator>(store, rank, world);
+      if (how.group && world > 1) {
+        GlooOptions options;
+        options.allReduceAlgorithm = how.allReduceAlgorithm;
+        comm = std::make_unique<GlooCommunicator>(store, rank, world, options);
+      }
       std::unique_ptr<LocalParameterClient> client;
       if (host)
         client = std::make_unique<LocalParameterClient>(*host, psLayoutFor(spec, 0, world), rank);

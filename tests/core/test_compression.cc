@@ -357,6 +357,10 @@ class CompressionTest : public QObject {
       spec.variants = {v};
       test::RankThreads how;
       how.nodes = test::nodesAt({1, 1, 1, 1});
+      // One algorithm for every size and variant: the tuned choice moves with timing, and the
+      // wire bytes with it (a small message's own exchange sends (n-1)x the buffer, a ring
+      // 2(n-1)/n x: powersgd once measured 2x its usual bytes that way).
+      how.allReduceAlgorithm = AllReduceAlgorithm::kGlooAllreduce;
       const std::vector<WorkerResult> results = test::runRankThreads(spec, how);
       const std::string name = std::string(c.strategy) + "/" + c.compression;
       ExchangeTotals totals;
