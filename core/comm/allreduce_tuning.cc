@@ -110,29 +110,28 @@ std::string AllReduceTuning::describe() const {
   return out;
 }
 
-std::vector<TimedCall> readTimedCalls(std::string_view text) {
-  std::vector<TimedCall> out;
+AllReduceTuning readTimedCalls(std::string_view text) {
+  AllReduceTuning out;
   const std::size_t at = text.find(kPerCall);
   if (at == std::string_view::npos) return out;
   std::string_view rest = text.substr(at + kPerCall.size());
   // " ALGORITHM T ms at SIZE", comma separated.
   while (rest.size() > 1 && rest.front() == ' ') {
     rest.remove_prefix(1);
-    TimedCall call;
     const std::size_t space = rest.find(' ');
     if (space == std::string_view::npos || space == 0) return {};
-    call.algorithm = std::string(rest.substr(0, space));
+    std::string algorithm(rest.substr(0, space));
     rest.remove_prefix(space + 1);
-    const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), call.ms);
-    if (error != std::errc() || !(call.ms >= 0.0)) return {};
+    double ms = 0.0;
+    const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), ms);
+    if (error != std::errc() || !(ms >= 0.0)) return {};
     rest.remove_prefix(static_cast<std::size_t>(end - rest.data()));
     constexpr std::string_view kAt = " ms at ";
     if (rest.substr(0, kAt.size()) != kAt) return {};
     rest.remove_prefix(kAt.size());
     const std::optional<int64_t> bytes = parseByteSizeText(rest);
     if (!bytes || *bytes <= 0) return {};
-    call.bytes = *bytes;
-    out.push_back(std::move(call));
+    out.sizes.push_back({*bytes, {{std::move(algorithm), ms * 1e-3}}, 0});
     const std::size_t comma = rest.find(',');
     const std::size_t stop = rest.find_first_of(";)");
     if (comma == std::string_view::npos || (stop != std::string_view::npos && stop < comma)) break;

@@ -53,16 +53,11 @@ struct AllReduceTuning {
   std::string describe() const;
 };
 
-// A measured size's winner and its time per call, as describe() states it.
-struct TimedCall {
-  int64_t bytes = 0;
-  std::string algorithm;
-  double ms = 0.0;
-};
-// The per-call times a text holding describe()'s line states (empty when it holds none, or a
-// line from before they were written). Lets a calibration fit an all-reduce's latency and
+// The tuning a text holding describe()'s line states: each measured size with its winner as
+// its one candidate, at its time per call (empty when the text holds no such line, or a line
+// from before the times were written). Lets a calibration fit an all-reduce's latency and
 // bandwidth from the sizes its group measured (core/store/run_calibration.cc).
-std::vector<TimedCall> readTimedCalls(std::string_view text);
+AllReduceTuning readTimedCalls(std::string_view text);
 
 // The measured sizes for messages up to `maxBytes`: 64 KiB, 256 KiB, 1 MiB, ... up to the last
 // at most maxBytes (64 KiB when maxBytes is smaller), at most 64 MiB. Larger messages are in

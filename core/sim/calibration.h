@@ -33,18 +33,18 @@ enum class TransferPath {
   kParameterServer,  // a pull and a push of the whole model every step
 };
 // An all-reduce's time per call at one message size, timed on a run's group when it formed
-// (the fastest algorithm's; core/comm/allreduce_tuning.h).
+// (core/comm/allreduce_tuning.h).
 struct CallTiming {
   int64_t bytes = 0;
-  std::string algorithm;
   double ms = 0.0;
 };
 struct TransferPattern {
   TransferPath path = TransferPath::kNone;
   int64_t bucketBytes = 0;  // kCollective: the variant's own bucket size; 0: as measured
-  // kCollective: the sizes the run's group timed before its first step (empty: none). Calls of
-  // several sizes tell an all-reduce's latency from its bandwidth where the steps (one bucket
-  // size, one node count) cannot.
+  // kCollective: the sizes the run's group timed before its first step, those whose winner is
+  // the algorithm of its buckets' size (another algorithm's latency is not the buckets'; empty:
+  // none). Calls of several sizes tell an all-reduce's latency from its bandwidth where the
+  // steps (one bucket size, one node count) cannot.
   std::vector<CallTiming> calls;
   // Every step first asks the server whether the slowest worker is within the bound (ssp): a
   // round trip its runs' wait_ms holds even when nobody is late.

@@ -244,23 +244,13 @@ std::vector<sim::CpuObservation> cpuObservations(const LoadedRun& run,
   return out;
 }
 
-// The calls of one run's group as ring all-reduces of `nodes` (2(n-1) messages, 2(n-1)/n of
-// the bytes on each rank's link), of the algorithm that won at the run's bucket size: another
-// algorithm's latency is not the buckets'.
+// The calls of one run's group as ring all-reduces of `nodes`: 2(n-1) messages, 2(n-1)/n of
+// the bytes on each rank's link.
 std::vector<sim::TransferObservation> callObservations(const sim::TransferPattern& pattern,
                                                        double nodes) {
-  // The measured size nearest the bucket's on a log scale.
-  const auto distance = [&](const sim::CallTiming& call) {
-    return std::abs(std::log(static_cast<double>(call.bytes) /
-                             static_cast<double>(std::max<int64_t>(1, pattern.bucketBytes))));
-  };
-  const sim::CallTiming* atBucket = nullptr;
-  for (const sim::CallTiming& call : pattern.calls)
-    if (atBucket == nullptr || distance(call) < distance(*atBucket)) atBucket = &call;
   std::vector<sim::TransferObservation> out;
-  if (atBucket == nullptr || pattern.bucketBytes <= 0) return out;
   for (const sim::CallTiming& call : pattern.calls)
-    if (call.algorithm == atBucket->algorithm && call.ms > 0.0)
+    if (call.ms > 0.0)
       out.push_back({2.0 * (nodes - 1.0),
                      2.0 * (nodes - 1.0) / nodes * static_cast<double>(call.bytes), call.ms, 1});
   return out;

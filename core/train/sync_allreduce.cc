@@ -115,8 +115,12 @@ StrategyDescriptor syncAllReduceDescriptor() {
     sim::TransferPattern p;
     if (!o.compression.enabled()) p.path = sim::TransferPath::kCollective;
     p.bucketBytes = o.bucketKb > 0 ? o.bucketKb * 1024 : measuredBucketBytes(startDetail);
-    for (TimedCall& call : readTimedCalls(startDetail))
-      p.calls.push_back({call.bytes, std::move(call.algorithm), call.ms});
+    if (const AllReduceTuning timed = readTimedCalls(startDetail);
+        !timed.empty() && p.bucketBytes > 0) {
+      const std::string buckets = timed.algorithmFor(p.bucketBytes);
+      for (const AllReduceTuning::SizeClass& s : timed.sizes)
+        if (s.best().algorithm == buckets) p.calls.push_back({s.bytes, s.best().seconds * 1e3});
+    }
     return p;
   };
   d.make = [](StrategyContext& c) -> std::unique_ptr<Strategy> {

@@ -127,13 +127,16 @@ class TestAllReduceTuning : public QObject {
                                    "reuse it); gradient buckets of 256 KiB (bucket_kb), 9 "
                                    "parameters",
                                    "; gradient buckets of 64 KiB (a, b), c"}) {
-      const std::vector<TimedCall> calls = readTimedCalls("rank 0/2, " + t.describe() + tail);
-      QCOMPARE(calls.size(), std::size_t{3});
-      for (std::size_t i = 0; i < calls.size(); ++i) {
-        QCOMPARE(calls[i].bytes, t.sizes[i].bytes);
-        QCOMPARE(calls[i].algorithm, t.sizes[i].best().algorithm);
-        QCOMPARE(calls[i].ms, t.sizes[i].best().seconds * 1e3);
+      const AllReduceTuning calls = readTimedCalls("rank 0/2, " + t.describe() + tail);
+      QCOMPARE(calls.sizes.size(), std::size_t{3});
+      for (std::size_t i = 0; i < calls.sizes.size(); ++i) {
+        QCOMPARE(calls.sizes[i].bytes, t.sizes[i].bytes);
+        QCOMPARE(calls.sizes[i].candidates.size(), std::size_t{1});
+        QCOMPARE(calls.sizes[i].best().algorithm, t.sizes[i].best().algorithm);
+        QCOMPARE(calls.sizes[i].best().seconds, t.sizes[i].best().seconds);
       }
+      // The winners' rule reads back too: which algorithm a bucket of 200 KiB goes by.
+      QCOMPARE(calls.algorithmFor(200 * kKiB), std::string("ring"));
     }
     // Texts that hold no such line, or a broken one, give none.
     QVERIFY(readTimedCalls("all-reduce measured in 0.25 s: own 64 KiB (0.66 GB/s)").empty());
