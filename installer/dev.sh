@@ -8,7 +8,8 @@
 #                           tests/faults): killed, stopped and cut-off nodes, coordinators, a full
 #                           disk, a read-only project (root for the cut, the disk and the project)
 #   installer/dev.sh package
-#                           builds a release tree for x86-64-v3 (build-package/) and writes the
+#                           builds a release tree for x86-64-v3 (build-package/, or
+#                           $DTLAB_PACKAGE_BUILD_DIR: CI points it at the tested tree) and writes the
 #                           .deb packages dtlab, dtlab-node and dtlab-cli to build/packages/,
 #                           and dtlab-cuda (the CUDA plugin) where nvcc, cuBLAS and NCCL are found
 #   installer/dev.sh fuzz [SECONDS] [TARGET...]
@@ -115,8 +116,12 @@ configure() {
     install_packages "${fuzz_packages[@]}"
     compilers=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DDTLAB_FUZZ=ON)
   fi
+  # DTLAB_ARCH: the CPU to compile for (default: this machine's); CI builds the tested tree
+  # for the packages' x86-64-v3 so that `package` can reuse it.
+  local arch=()
+  [ -n "${DTLAB_ARCH:-}" ] && arch=(-DDTLAB_ARCH="$DTLAB_ARCH")
   cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" \
-    -DDTLAB_WERROR="$werror" -DDTLAB_SANITIZE="$sanitize" "${compilers[@]}" >/dev/null
+    -DDTLAB_WERROR="$werror" -DDTLAB_SANITIZE="$sanitize" "${compilers[@]}" "${arch[@]}" >/dev/null
 }
 
 build() {
@@ -235,9 +240,12 @@ case "$cmd" in
     # cuBLAS and NCCL are found the tree also builds the CUDA plugin, packaged as dtlab-cuda.
     deps
     install_packages dpkg-dev  # dpkg-shlibdeps computes the packages' dependencies
+    # A tree passed in (a tested one) keeps its tests: a later `test` there still finds them.
     package_dir="${DTLAB_PACKAGE_BUILD_DIR:-$root/build-package}"
+    tests=(-DDTLAB_BUILD_TESTS=OFF)
+    [ -n "${DTLAB_PACKAGE_BUILD_DIR:-}" ] && tests=()
     cmake -S "$root" -B "$package_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DDTLAB_ARCH=x86-64-v3 -DDTLAB_WITH_CUDA=AUTO -DDTLAB_BUILD_TESTS=OFF >/dev/null
+      -DDTLAB_ARCH=x86-64-v3 -DDTLAB_WITH_CUDA=AUTO "${tests[@]}" >/dev/null
     targets=(dtlab dtlab-node dtlab-cli)
     if grep -q '^#define DTLAB_HAVE_CUDA 1' "$package_dir/generated/core/common/config.h"; then
       targets+=(dtlab_cuda)
