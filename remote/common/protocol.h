@@ -16,8 +16,9 @@ namespace dtlab::remote {
 // 6: RegroupJob (a group that goes on without a lost node); 7: the parameter server's
 // Snapshot (checkpoints of its blocks) and shards seeded from a resume checkpoint; 8: StartJob
 // links_emulated (every rank then joins an exchange after each collective: an older node
-// would leave the group's collectives out of step).
-inline constexpr uint32_t kProtocolVersion = 8;
+// would leave the group's collectives out of step); 9: checkpoints and records of pushes in
+// parts (JobUpdate.blobs, StageCheckpoint), never one message.
+inline constexpr uint32_t kProtocolVersion = 9;
 
 // The capability (NodeInfo.capabilities) of a node that applies StartJobRequest.emulation.
 inline constexpr std::string_view kJobEmulationCapability = "job_emulation";
@@ -30,9 +31,10 @@ inline constexpr std::string_view kRendezvousKeysMissing = "dtlab.rendezvous.key
 // give a message naming the field instead of a generic RESOURCE_EXHAUSTED.
 inline constexpr int kMaxRequestBytes = 4 << 20;         // server max receive message size
 inline constexpr int kMaxClientReceiveBytes = 16 << 20;  // what clients accept from a node
-// The largest checkpoint that travels: a resume sends it in StartJob (under the request
-// limit, with room for the spec), a job in one WatchJob message.
-inline constexpr int kMaxCheckpointBytes = kMaxRequestBytes - (512 << 10);
+// Blobs (checkpoints, records of pushes) of any size travel in parts: at most this many bytes
+// of parts in one JobUpdate, and this many in one CheckpointPart (under the request limit).
+inline constexpr std::size_t kMaxBlobBytesPerUpdate = 4 << 20;
+inline constexpr std::size_t kCheckpointPartBytes = 2 << 20;
 inline constexpr std::size_t kMaxSpecJsonBytes = 1 << 20;
 inline constexpr std::size_t kMaxJobIdBytes = 128;
 inline constexpr std::size_t kMaxNameBytes = 256;

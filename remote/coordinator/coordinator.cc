@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <random>
+#include <thread>
 
 #include "core/common/check.h"
 #include "core/train/checkpoint.h"
@@ -38,7 +40,69 @@ struct Coordinator::Impl {
       : links(std::move(addresses), std::move(options)) {}
   NodeLinks links;
   std::vector<NodeSummary> summaries;  // from connect()
+  // Jobs of earlier runs whose end a node never reported (lost, its stream broken, the
+  // wind-down passed): (node, job id). The next run settles them before it starts.
+  std::vector<std::pair<std::size_t, std::string>> unsettled;
+
+  // Aborts each unsettled job again and waits, up to kSettleWait, until its node says it has
+  // ended, so that a failed run does not fail the next one with a busy node. An unreachable
+  // node is not waited for (the start says so). Each wait is an event of the run about to start.
+  void settle(const std::function<void(std::string)>& note);
 };
+
+namespace {
+constexpr auto kSettleWait = std::chrono::seconds(30);
+}
+
+void Coordinator::Impl::settle(const std::function<void(std::string)>& note) {
+  if (unsettled.empty()) return;
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point giveUp = start + kSettleWait;
+  std::vector<std::pair<std::size_t, std::string>> waiting = std::move(unsettled);
+  unsettled.clear();
+  std::vector<bool> aborted(waiting.size(), false);
+  std::vector<Clock::time_point> waitedUntil(waiting.size(), start);
+  std::vector<bool> done(waiting.size(), false);
+  bool anyWaited = false;
+  for (;;) {
+    bool open = false;
+    for (std::size_t k = 0; k < waiting.size(); ++k) {
+      if (done[k]) continue;
+      const auto& [node, jobId] = waiting[k];
+      const NodeLinks::JobState state = links.jobState(node, jobId);
+      if (state == NodeLinks::JobState::kEnded || state == NodeLinks::JobState::kUnreachable) {
+        done[k] = true;
+        waitedUntil[k] = Clock::now();
+        continue;
+      }
+      if (state == NodeLinks::JobState::kRunning && !aborted[k]) {
+        links.cancelJob(node, jobId, true);
+        aborted[k] = true;
+      }
+      anyWaited = true;
+      open = true;
+    }
+    if (!open || Clock::now() >= giveUp) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!anyWaited) return;
+  for (std::size_t k = 0; k < waiting.size(); ++k) {
+    const auto& [node, jobId] = waiting[k];
+    char seconds[32];
+    if (done[k]) {
+      std::snprintf(seconds, sizeof seconds, "%.1f s",
+                    std::chrono::duration<double>(waitedUntil[k] - start).count());
+      note(links.label(node) + " was still running job " + jobId +
+           " of an earlier run that failed; it was aborted and had ended " + seconds + " later");
+    } else {
+      std::snprintf(seconds, sizeof seconds, "%.0f s",
+                    std::chrono::duration<double>(kSettleWait).count());
+      note(links.label(node) + " did not confirm the end of job " + jobId +
+           " of an earlier run that failed within " + seconds +
+           " (a stopped or overloaded node); this run may find it busy");
+    }
+  }
+}
 
 Coordinator::Coordinator(std::vector<std::string> addresses, CoordinatorOptions options) {
   // One daemon named twice would be asked for the same job twice; several workers on one
@@ -140,11 +204,6 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
   const std::string strategy = core::strategyOf(chosen).name;
   const core::NodeLossPolicy onNodeLoss = core::nodeLossPolicy(chosen);
 
-  if (resume.size() > static_cast<std::size_t>(kMaxCheckpointBytes))
-    throw Error("the checkpoint is " + std::to_string(resume.size()) +
-                " bytes; a resume can send "
-                "at most " +
-                std::to_string(kMaxCheckpointBytes >> 20) + " MiB");
   // What a restart continues from: the newest checkpoint, at first the one resumed from.
   std::string checkpoint(resume.begin(), resume.end());
   int64_t checkpointStep = 0;
@@ -191,6 +250,8 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
     addEvent(0, "contention", host);
   }
   std::optional<double> clockStartMs;  // a restart's: the run's time so far
+  // Nodes still busy with an earlier run's job are freed first (bounded, each wait an event).
+  impl.settle([&](std::string detail) { addEvent(0, "note", std::move(detail)); });
 
   std::vector<RankEnd> ends;
   WatchEnd watched;
@@ -216,6 +277,13 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
                         {sink, mutex, summary.events, addEvent, onNodeLoss, continueByOf(traits),
                          traits.keepsCheckpoints, !checkpoint.empty(), recovered, firstStep},
                         ends);
+    // Ranks whose end was never reported may still run on their nodes: settled before the
+    // next start (of a restart, or of the next run).
+    for (std::size_t r = 0; r < ends.size() && r < placement.ranks.size(); ++r)
+      if (const std::pair<std::size_t, std::string> job{placement.ranks[r].node, jobId};
+          !ends[r].finished &&
+          std::find(impl.unsettled.begin(), impl.unsettled.end(), job) == impl.unsettled.end())
+        impl.unsettled.push_back(job);
     if (restarting && !watched.failing) firstStep(watched.lastStep);  // ended without a step
     if (!watched.checkpoint.empty()) {
       checkpoint = std::move(watched.checkpoint);

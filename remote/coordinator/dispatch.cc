@@ -12,6 +12,7 @@
 #include "core/train/checkpoint.h"
 #include "core/train/hybrid.h"
 #include "remote/common/auth.h"
+#include "remote/common/blob_parts.h"
 #include "remote/common/client.h"
 #include "remote/common/metric_wire.h"
 #include "remote/common/protocol.h"
@@ -114,6 +115,10 @@ struct NodeLinks::Impl {
   pb::StartJobRequest startRequest(const Placement& placement, std::size_t rank,
                                    const std::string& jobId, const std::string& specJson,
                                    int variant, std::span<const unsigned char> resume) const;
+  // Hands node i the checkpoint job `jobId` continues from, in parts (StageCheckpoint);
+  // throws Error naming the node and the node's reason.
+  void stageCheckpoint(std::size_t i, const std::string& jobId,
+                       std::span<const unsigned char> checkpoint) const;
 };
 
 pb::StartJobRequest NodeLinks::Impl::startRequest(const Placement& placement, std::size_t rank,
@@ -147,8 +152,36 @@ pb::StartJobRequest NodeLinks::Impl::startRequest(const Placement& placement, st
     emulation->set_latency_ms(entry.latencyMs);
   }
   request.set_links_emulated(linksEmulated);
-  if (!resume.empty()) request.set_resume_checkpoint(resume.data(), resume.size());
+  request.set_resume_staged(!resume.empty());
   return request;
+}
+
+void NodeLinks::Impl::stageCheckpoint(std::size_t node, const std::string& jobId,
+                                      std::span<const unsigned char> checkpoint) const {
+  // Long enough for a slow link: 30 s and 20 MB/s.
+  const auto deadline = std::chrono::milliseconds(30000 + checkpoint.size() / 20000);
+  grpc::ClientContext context;
+  prepare(context, node, deadline);
+  pb::StageCheckpointResponse response;
+  std::unique_ptr<grpc::ClientWriter<pb::CheckpointPart>> writer =
+      nodes[node].stub->StageCheckpoint(&context, &response);
+  pb::CheckpointPart part;
+  part.set_protocol_version(kProtocolVersion);
+  part.set_job_id(jobId);
+  part.set_total_bytes(checkpoint.size());
+  bool written = true;
+  forEachPart(checkpoint, kCheckpointPartBytes,
+              [&](uint64_t offset, std::span<const unsigned char> bytes) {
+                if (!written) return;
+                part.set_offset(offset);
+                part.set_data(bytes.data(), bytes.size());
+                written = writer->Write(part);
+              });
+  if (written) writer->WritesDone();
+  const grpc::Status status = writer->Finish();  // the node's own word when a write failed
+  if (!status.ok())
+    throw Error("handing the checkpoint (" + std::to_string(checkpoint.size() >> 20) + " MiB) to " +
+                nodes[node].name + " (" + nodes[node].address + "): " + describeStatus(status));
 }
 
 std::vector<std::string> NodeLinks::Impl::leaveShards(std::size_t shards, const std::string& jobId,
@@ -232,12 +265,33 @@ void NodeLinks::cancelJob(std::size_t node, const std::string& jobId, bool abort
   static_cast<void>(impl_->nodes[node].stub->CancelJob(&context, request, &response));
 }
 
+NodeLinks::JobState NodeLinks::jobState(std::size_t node, const std::string& jobId) const {
+  grpc::ClientContext context;
+  impl_->prepare(context, node, std::chrono::milliseconds(1000));
+  pb::GetInfoRequest request;
+  request.set_protocol_version(kProtocolVersion);
+  pb::NodeInfo info;
+  const grpc::Status status = impl_->nodes[node].stub->GetInfo(&context, request, &info);
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) return JobState::kUnreachable;
+  if (!status.ok()) return JobState::kSilent;
+  return info.busy() && info.job_id() == jobId ? JobState::kRunning : JobState::kEnded;
+}
+
 void NodeLinks::startJobs(const Placement& placement, const std::string& jobId,
                           const std::string& specJson, int variant,
                           std::span<const unsigned char> resume,
                           std::optional<double> clockStartMs) const {
   const Impl& impl = *impl_;
   std::size_t started = 0;
+  if (!resume.empty()) {
+    // Each node of the run gets the checkpoint once, whatever its ranks there.
+    std::vector<std::size_t> staged;
+    for (const RankSlot& r : placement.ranks) {
+      if (std::find(staged.begin(), staged.end(), r.node) != staged.end()) continue;
+      impl.stageCheckpoint(r.node, jobId, resume);
+      staged.push_back(r.node);
+    }
+  }
   try {
     for (; started < placement.world(); ++started) {
       const std::size_t node = placement.ranks[started].node;
@@ -308,6 +362,50 @@ struct WatchState {
   uint32_t generation = 0;  // of the newest group the survivors were told to form
 };
 
+// What one update's blob parts completed: record chunks, the newest checkpoint, and notes
+// on parts that could not be kept.
+struct JoinedBlobs {
+  std::vector<std::string> records;
+  std::optional<core::Checkpoint> checkpoint;
+  std::string checkpointBytes;
+  std::vector<std::string> notes;
+};
+
+// The blobs of one stream being joined from their parts.
+struct StreamBlobs {
+  BlobJoiner checkpointParts, recordParts;
+
+  JoinedBlobs join(const pb::JobUpdate& update, const std::string& rank) {
+    JoinedBlobs out;
+    for (const pb::BlobPart& part : update.blobs()) {
+      const bool isCheckpoint = part.kind() == pb::BLOB_CHECKPOINT;
+      BlobJoiner& joiner = isCheckpoint ? checkpointParts : recordParts;
+      if (const std::string wrong = joiner.add(part.total_bytes(), part.offset(), part.data());
+          !wrong.empty()) {
+        // Not a reason to end the run: the training goes on without this checkpoint or record
+        // chunk, and the run's events say so.
+        out.notes.push_back(std::string(isCheckpoint ? "a checkpoint" : "a record of pushes") +
+                            " from " + rank + " was not kept: " + wrong);
+        continue;
+      }
+      if (!joiner.whole()) continue;
+      std::string bytes = joiner.take();
+      if (!isCheckpoint) {
+        out.records.push_back(std::move(bytes));
+        continue;
+      }
+      try {
+        out.checkpoint = core::decodeCheckpoint(
+            {reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()});
+        out.checkpointBytes = std::move(bytes);
+      } catch (const core::CheckpointError& e) {
+        out.notes.push_back(std::string("a checkpoint was not kept: ") + e.what());
+      }
+    }
+    return out;
+  }
+};
+
 // Reads rank i's WatchJob stream to its end into `w`, delivering what it reports to `out`.
 void readStream(pb::NodeService::Stub& stub, const std::string& jobId, int slot, std::size_t i,
                 RankWatch& w, const WatchOutputs& out, WatchState& state,
@@ -319,7 +417,11 @@ void readStream(pb::NodeService::Stub& stub, const std::string& jobId, int slot,
   request.set_slot(slot);
   auto reader = stub.WatchJob(w.context.get(), request);
   pb::JobUpdate update;
+  StreamBlobs blobs;
   while (reader->Read(&update)) {
+    // Joined and decoded (a checksum over the whole checkpoint) before the lock that the
+    // other ranks' streams wait on.
+    JoinedBlobs joined = blobs.join(update, w.end.name);
     std::lock_guard lock(out.mutex);
     w.last = Clock::now();
     if (!gate.sawStep && update.steps_size() > 0 && out.firstStep)
@@ -349,21 +451,15 @@ void readStream(pb::NodeService::Stub& stub, const std::string& jobId, int slot,
       if (out.sink != nullptr) out.sink->onEvent(event);
       if (event.kind != "finish") out.events.push_back(std::move(event));
     }
+    for (const std::string& note : joined.notes)
+      if (out.sink != nullptr) out.sink->onEvent({0, 0.0, "note", note});
     // Stored as the node encoded them (a replay decodes and checks them).
-    if (out.sink != nullptr)
-      for (const std::string& chunk : update.ps_records())
+    for (const std::string& chunk : joined.records)
+      if (out.sink != nullptr)
         out.sink->onPsRecords({reinterpret_cast<const unsigned char*>(chunk.data()), chunk.size()});
-    if (!update.checkpoint().empty()) {
-      const std::string& bytes = update.checkpoint();
-      try {
-        gate.pending = core::decodeCheckpoint(
-            {reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()});
-        gate.pendingBytes = bytes;
-      } catch (const core::CheckpointError& e) {
-        if (out.sink != nullptr)
-          out.sink->onEvent(
-              {0, 0.0, "note", std::string("a checkpoint was not kept: ") + e.what()});
-      }
+    if (joined.checkpoint) {
+      gate.pending = std::move(joined.checkpoint);
+      gate.pendingBytes = std::move(joined.checkpointBytes);
     }
     gate.release(out.sink);
     if (update.finished()) {
@@ -571,8 +667,9 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
                              : lostNode);
             if (!w.broken) w.context->TryCancel();
           }
-          for (std::size_t j = 0; j < world; ++j)
-            if (j != i) sendCancel(j, true);
+          // Every rank, the lost one too: a node whose stream broke may be alive and still
+          // training (what is not heard here is settled before the next start).
+          for (std::size_t j = 0; j < world; ++j) sendCancel(j, true);
           giveUpAt = Clock::now() + options.windDown;
         }
       }

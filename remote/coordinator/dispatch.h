@@ -97,6 +97,9 @@ class NodeLinks {
   // Asks node i to cancel the job (abort: without waiting for its collectives); errors are
   // ignored, as the node may be gone.
   void cancelJob(std::size_t node, const std::string& jobId, bool abort) const;
+  // What node i says of job `jobId` now (GetInfo, a short deadline).
+  enum class JobState { kEnded, kRunning, kSilent, kUnreachable };
+  JobState jobState(std::size_t node, const std::string& jobId) const;
 
  private:
   struct Impl;

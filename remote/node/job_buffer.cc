@@ -4,7 +4,6 @@
 
 #include "core/train/checkpoint.h"
 #include "remote/common/metric_wire.h"
-#include "remote/common/protocol.h"
 #include "remote/node/process_usage.h"
 
 namespace dtlab::remote {
@@ -70,15 +69,9 @@ void JobBuffer::onEvent(const core::RunEvent& event) {
 }
 
 void JobBuffer::onCheckpoint(const core::Checkpoint& checkpoint) {
-  std::vector<unsigned char> bytes = core::encodeCheckpoint(checkpoint);
+  auto bytes =
+      std::make_shared<const std::vector<unsigned char>>(core::encodeCheckpoint(checkpoint));
   std::lock_guard<std::mutex> lock(mutex_);
-  if (bytes.size() > static_cast<std::size_t>(kMaxCheckpointBytes)) {
-    events_.push_back({checkpoint.step, checkpoint.wallMs, "note",
-                       "checkpoint of step " + std::to_string(checkpoint.step) + " not kept: " +
-                           std::to_string(bytes.size() >> 20) + " MiB, more than the " +
-                           std::to_string(kMaxCheckpointBytes >> 20) + " MiB a message carries"});
-    return;
-  }
   checkpoint_ = std::move(bytes);
   ++checkpointSeq_;
 }
@@ -142,7 +135,8 @@ uint64_t JobBuffer::stepsDropped() const {
   return steps_.base;
 }
 
-bool JobBuffer::fill(Cursor& cursor, int maxPoints, proto::JobUpdate& update) const {
+bool JobBuffer::fill(Cursor& cursor, int maxPoints, std::size_t maxBlobBytes,
+                     proto::JobUpdate& update) const {
   std::lock_guard<std::mutex> lock(mutex_);
   uint64_t budget = static_cast<uint64_t>(std::max(maxPoints, 1));
   bool any = false;
@@ -158,19 +152,47 @@ bool JobBuffer::fill(Cursor& cursor, int maxPoints, proto::JobUpdate& update) co
   cursor.samples = std::max(cursor.samples, samples_.base);
   for (; budget > 0 && cursor.samples < samples_.end(); ++cursor.samples, --budget, any = true)
     toProto(samples_.items[cursor.samples - samples_.base], *update.add_node_samples());
-  // The checkpoint goes after every step point taken before it (the training thread recorded
-  // those first), so a coordinator stores no checkpoint ahead of its run's points.
-  if (cursor.checkpoints < checkpointSeq_ && cursor.steps == steps_.end()) {
-    update.set_checkpoint(checkpoint_.data(), checkpoint_.size());
-    cursor.checkpoints = checkpointSeq_;
+  // Blobs go in parts, at most maxBlobBytes of them in one update. The checkpoint starts after
+  // every step point taken before it (the training thread recorded those first), so a
+  // coordinator stores no checkpoint ahead of its run's points; once begun it is sent whole,
+  // even when a newer one replaces it meanwhile (that one follows).
+  std::size_t blobBudget = std::max<std::size_t>(maxBlobBytes, 1);
+  auto addPart = [&](proto::BlobKind kind, std::string_view blob, uint64_t& offset) {
+    const std::size_t n = std::min<std::size_t>(blobBudget, blob.size() - offset);
+    proto::BlobPart* part = update.add_blobs();
+    part->set_kind(kind);
+    part->set_total_bytes(blob.size());
+    part->set_offset(offset);
+    part->set_data(blob.data() + offset, n);
+    offset += n;
+    blobBudget -= n;
     any = true;
+    return offset == blob.size();  // sent whole
+  };
+  if (!cursor.sendingCheckpoint && cursor.checkpoints < checkpointSeq_ &&
+      cursor.steps == steps_.end()) {
+    cursor.sendingCheckpoint = checkpoint_;
+    cursor.sendingCheckpointSeq = checkpointSeq_;
+    cursor.checkpointOffset = 0;
   }
-  for (; budget > 0 && cursor.psRecords < recordChunks_.size();
-       ++cursor.psRecords, --budget, any = true)
-    update.add_ps_records(recordChunks_[cursor.psRecords]);
+  if (cursor.sendingCheckpoint && blobBudget > 0) {
+    const std::vector<unsigned char>& blob = *cursor.sendingCheckpoint;
+    if (addPart(proto::BLOB_CHECKPOINT, {reinterpret_cast<const char*>(blob.data()), blob.size()},
+                cursor.checkpointOffset)) {
+      cursor.checkpoints = cursor.sendingCheckpointSeq;
+      cursor.sendingCheckpoint.reset();
+    }
+  }
+  while (blobBudget > 0 && budget > 0 && cursor.psRecords < recordChunks_.size()) {
+    if (!addPart(proto::BLOB_PS_RECORDS, recordChunks_[cursor.psRecords], cursor.psRecordOffset))
+      break;
+    ++cursor.psRecords;
+    cursor.psRecordOffset = 0;
+    --budget;
+  }
   const bool drained = cursor.events == events_.size() && cursor.evals == evals_.end() &&
                        cursor.steps == steps_.end() && cursor.samples == samples_.end() &&
-                       cursor.checkpoints == checkpointSeq_ &&
+                       cursor.checkpoints == checkpointSeq_ && !cursor.sendingCheckpoint &&
                        cursor.psRecords == recordChunks_.size();
   if (result_ && drained) {
     update.set_finished(true);

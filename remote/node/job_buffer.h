@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -27,14 +28,20 @@ class JobBuffer final : public core::MetricSink {
  public:
   static constexpr std::size_t kMaxRetained = 100000;
 
-  // Where one watcher is in each series (absolute indices since the job started).
+  // Where one watcher is in each series (absolute indices since the job started), and in
+  // the blobs it is sending in parts: the checkpoint it began (kept alive here even when a
+  // newer one replaces it) and the offset reached in each.
   struct Cursor {
     uint64_t steps = 0;
     uint64_t evals = 0;
     uint64_t events = 0;
     uint64_t samples = 0;
-    uint64_t checkpoints = 0;
-    uint64_t psRecords = 0;
+    uint64_t checkpoints = 0;  // checkpoints sent whole (by sequence number)
+    uint64_t psRecords = 0;    // record chunks sent whole
+    std::shared_ptr<const std::vector<unsigned char>> sendingCheckpoint;
+    uint64_t sendingCheckpointSeq = 0;
+    uint64_t checkpointOffset = 0;
+    uint64_t psRecordOffset = 0;  // into record chunk psRecords
   };
 
   void onStep(const core::StepMetrics& metrics) override;
@@ -42,8 +49,7 @@ class JobBuffer final : public core::MetricSink {
   void onEvent(const core::RunEvent& event) override;
   // A node sample; its step is set to the latest step seen when the sampler left it 0.
   void onNode(const core::NodeMetrics& sample) override;
-  // Keeps the newest (encoded) for the watchers; one larger than kMaxCheckpointBytes is
-  // dropped with an event saying so.
+  // Keeps the newest (encoded) for the watchers, whatever its size: it travels in parts.
   void onCheckpoint(const core::Checkpoint& checkpoint) override;
   // Kept whole (a replay needs every push), in chunks of kPushesPerChunk, the last one closed
   // by the replica record or finish().
@@ -64,10 +70,12 @@ class JobBuffer final : public core::MetricSink {
   std::optional<StepClock> lastStepClock() const;
   std::optional<core::WorkerResult> result() const;
 
-  // Moves up to maxPoints points after `cursor` into `update` and advances it. When the job
-  // has finished and nothing is left after the cursor, marks the update final (finished and
-  // result). Returns whether the update carries anything (points or the final mark).
-  bool fill(Cursor& cursor, int maxPoints, proto::JobUpdate& update) const;
+  // Moves up to maxPoints points and maxBlobBytes bytes of blob parts after `cursor` into
+  // `update` and advances it. When the job has finished and nothing is left after the cursor,
+  // marks the update final (finished and result). Returns whether the update carries
+  // anything (points, parts or the final mark).
+  bool fill(Cursor& cursor, int maxPoints, std::size_t maxBlobBytes,
+            proto::JobUpdate& update) const;
 
   uint64_t stepsDropped() const;
 
@@ -92,12 +100,12 @@ class JobBuffer final : public core::MetricSink {
   Retained<core::EvalMetrics> evals_;
   Retained<core::NodeMetrics> samples_;
   std::vector<core::RunEvent> events_;
-  void closeRecordChunk();                  // under mutex_
-  std::optional<StepClock> lastStepClock_;  // under mutex_
-  core::PsRecordEncoder openRecords_;       // not yet a whole chunk
-  std::vector<std::string> recordChunks_;   // encoded
-  std::vector<unsigned char> checkpoint_;   // the newest, encoded
-  uint64_t checkpointSeq_ = 0;              // how many were taken
+  void closeRecordChunk();                                        // under mutex_
+  std::optional<StepClock> lastStepClock_;                        // under mutex_
+  core::PsRecordEncoder openRecords_;                             // not yet a whole chunk
+  std::vector<std::string> recordChunks_;                         // encoded
+  std::shared_ptr<const std::vector<unsigned char>> checkpoint_;  // the newest, encoded
+  uint64_t checkpointSeq_ = 0;                                    // how many were taken
   std::optional<core::WorkerResult> result_;
 };
 

@@ -411,6 +411,7 @@ grpc::Status NodeService::installJob(const proto::StartJobRequest& request, JobS
       previous = std::move(jobs_);
       jobs_.clear();
       jobId_ = request.job_id();
+      staged_.keepOnly(request.job_id());
       rendezvous_.clearExceptPrefix(request.job_id() + "/");
       parameters_.clear();
     }
@@ -445,21 +446,19 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
   if (grpc::Status s = prepareShards(request, spec, settings, shardHost); !s.ok()) return s;
   fillJobSettings(request, std::move(spec), settings);
   settings.tuningCache = &tuningCache_;
-  if (!request.resume_checkpoint().empty()) {
-    const std::string& bytes = request.resume_checkpoint();
-    try {
-      settings.work.resumeFrom = std::make_shared<const core::Checkpoint>(core::decodeCheckpoint(
-          {reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()}));
-    } catch (const core::CheckpointError& e) {
-      return {grpc::StatusCode::INVALID_ARGUMENT, std::string("resume_checkpoint: ") + e.what()};
-    }
+  if (request.resume_staged()) {
+    settings.work.resumeFrom = staged_.find(request.job_id());
+    if (!settings.work.resumeFrom)
+      return {grpc::StatusCode::FAILED_PRECONDITION,
+              "resume_staged: no checkpoint is staged for job " + request.job_id() + " on node " +
+                  name() + " (StageCheckpoint hands it over first)"};
     // A parameter-server run continues from its server's blocks: this node's shard starts
     // where the checkpoint left them, before any worker can reach it.
     if (shardHost) {
       try {
         shardHost->restore(*settings.work.resumeFrom);
       } catch (const std::exception& e) {
-        return invalid("resume_checkpoint: cannot seed parameter-server shard " +
+        return invalid("resume_staged: cannot seed parameter-server shard " +
                        std::to_string(request.rank()) + " from it: " + e.what());
       }
     }
@@ -472,6 +471,17 @@ grpc::Status NodeService::startJob(const proto::StartJobRequest& request) {
     settings.work.clockStartMs = ms;
   }
   return installJob(request, std::move(settings), std::move(shardHost));
+}
+
+grpc::ServerReadReactor<proto::CheckpointPart>* NodeService::StageCheckpoint(
+    grpc::CallbackServerContext* context, proto::StageCheckpointResponse* response) {
+  grpc::Status status = checkBearerToken(*context, options_.token);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (status.ok() && shuttingDown_)
+      status = {grpc::StatusCode::UNAVAILABLE, "node " + name_ + " is shutting down"};
+  }
+  return stageCheckpoint(status, staged_, maxStagedCheckpointBytes(), response);
 }
 
 grpc::ServerWriteReactor<proto::JobUpdate>* NodeService::WatchJob(

@@ -11,6 +11,7 @@
 #include "remote/node/node_options.h"
 #include "remote/node/parameter_service.h"
 #include "remote/node/rendezvous_table.h"
+#include "remote/node/staged_checkpoints.h"
 #include "remote/node/watch_hub.h"
 #include "remote/proto/dtlab.grpc.pb.h"
 
@@ -34,6 +35,9 @@ namespace dtlab::remote {
 //             Job thread; the reply does not wait for the collective group. For a
 //             parameter-server variant it needs ps_addresses (one per shard), and a node
 //             whose rank is below their number installs its shard's blocks first.
+//   StageCheckpoint  a checkpoint in parts for a job about to start from it (see
+//             StagedCheckpoints); StartJob with resume_staged takes it, FAILED_PRECONDITION
+//             when none was staged for that job id.
 //   WatchJob  NOT_FOUND unless job_id is the current or last job; otherwise a stream (see
 //             WatchHub) ending with one update that has finished = true and the result. The
 //             last job's result stays watchable until the next StartJob.
@@ -60,6 +64,8 @@ class NodeService final : public proto::NodeService::CallbackService {
   grpc::ServerUnaryReactor* StartJob(grpc::CallbackServerContext* context,
                                      const proto::StartJobRequest* request,
                                      proto::StartJobResponse* response) override;
+  grpc::ServerReadReactor<proto::CheckpointPart>* StageCheckpoint(
+      grpc::CallbackServerContext* context, proto::StageCheckpointResponse* response) override;
   grpc::ServerWriteReactor<proto::JobUpdate>* WatchJob(
       grpc::CallbackServerContext* context, const proto::WatchJobRequest* request) override;
   grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
@@ -112,6 +118,7 @@ class NodeService final : public proto::NodeService::CallbackService {
   WatchHub& hub_;
   // Every job's group measures its all-reduce once per set of hosts, for the daemon's life.
   core::AllReduceTuningCache tuningCache_;
+  StagedCheckpoints staged_;
 
   mutable std::mutex mutex_;
   std::string name_;

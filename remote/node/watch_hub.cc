@@ -24,7 +24,8 @@ class WatchHub::Stream final : public grpc::ServerWriteReactor<proto::JobUpdate>
     if (done_ || finishing_ || writing_) return;
     if (finalSent_) return;
     update_.Clear();
-    const bool any = job_->buffer().fill(cursor_, kMaxPointsPerUpdate, update_);
+    const bool any =
+        job_->buffer().fill(cursor_, kMaxPointsPerUpdate, kMaxBlobBytesPerUpdate, update_);
     if (!any && now - lastWrite_ < job_->settings().heartbeat) return;
     finalSent_ = update_.finished();
     writing_ = true;

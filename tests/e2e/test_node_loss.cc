@@ -11,6 +11,7 @@
 #include <csignal>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -96,7 +97,9 @@ struct Run {
       if (line.startsWith("{\"runs\"")) return nlohmann::json::parse(line.toStdString())["runs"][0];
     return nullptr;
   }
-  void kill(int node) { ::kill(static_cast<pid_t>(daemons[node]->process().processId()), SIGKILL); }
+  void kill(int node, int signal = SIGKILL) {
+    ::kill(static_cast<pid_t>(daemons[node]->process().processId()), signal);
+  }
   // Whether the project shows what `seen` looks for within `timeout` (read-only, beside the
   // recording CLI). A CLI that ends first is a failure: `why` says how it ended.
   bool waitForStore(const std::function<bool(core::ProjectStore&, const core::RunRecord&)>& seen,
@@ -426,6 +429,61 @@ class TestNodeLoss : public QObject {
     // The two replicas of the re-formed group agree.
     QCOMPARE(summary["param_checksum"].size(), std::size_t{2});
     QCOMPARE(summary["param_checksum"][0], summary["param_checksum"][1]);
+  }
+
+  // A run that fails while its nodes go on training (the coordinator lost sight of both: their
+  // daemons stopped, then woke after the run was given up) does not fail the runs after it:
+  // the next one aborts the jobs left behind, waits for them to end, says so, and completes.
+  void aFailedRunLeavesItsNodesFreeForTheNext() {
+    nlohmann::json spec = specWith(2, nullptr);
+    spec["training"].erase("target_accuracy");
+    spec["training"].erase("checkpoint_every");
+    spec["training"]["max_steps"] = 1000;  // several seconds a run, a window to stop it in
+    spec["variants"] = {{{"name", "first"}, {"strategy", "sync_allreduce"}},
+                        {{"name", "second"}, {"strategy", "sync_allreduce"}},
+                        {{"name", "third"}, {"strategy", "sync_allreduce"}}};
+    Run run;
+    QVERIFY(run.start(2, spec));
+    // The runs of a fresh project are 1, 2 and 3 in the order of the variants.
+    auto runNamed = [](core::ProjectStore& store,
+                       const std::string& name) -> std::optional<core::RunRecord> {
+      const int64_t id = name == "first" ? 1 : name == "second" ? 2 : 3;
+      for (const core::RunRecord& r : store.runs())
+        if (r.id == id) return r;
+      return std::nullopt;
+    };
+    QVERIFY2(run.waitForStore(
+                 [&](core::ProjectStore& store, const core::RunRecord& r) {
+                   if (r.id != 2) return false;
+                   for (const core::SeriesInfo& series : store.series(r.id))
+                     if (series.worker != core::kNoWorker && series.count > 0) return true;
+                   return false;
+                 },
+                 std::chrono::seconds(60)),
+             qPrintable(run.why));
+    run.kill(0, SIGSTOP);
+    run.kill(1, SIGSTOP);
+    const bool givenUp = run.waitForStore(
+        [&](core::ProjectStore& store, const core::RunRecord&) {
+          const auto second = runNamed(store, "second");
+          return second && second->status == core::RunStatus::kFailed;
+        },
+        std::chrono::seconds(60));
+    run.kill(0, SIGCONT);
+    run.kill(1, SIGCONT);
+    QVERIFY2(givenUp, qPrintable(run.why));
+    QString err;
+    static_cast<void>(run.finish(err));
+    auto store = core::ProjectStore::open(run.project.toStdString(), true);
+    const auto third = runNamed(*store, "third");
+    QVERIFY(third);
+    QVERIFY2(third->status == core::RunStatus::kCompleted, qPrintable(err.right(1500)));
+    QCOMPARE(runNamed(*store, "first")->status, core::RunStatus::kCompleted);
+    int settled = 0;
+    for (const core::RunEvent& e : store->events(third->id))
+      settled += e.detail.find("was still running job") != std::string::npos &&
+                 e.detail.find("it was aborted and had ended") != std::string::npos;
+    QCOMPARE(settled, 2);  // both nodes, each named
   }
 };
 

@@ -61,6 +61,8 @@ const std::vector<Method>& methods() {
       {"/dtlab.remote.proto.NodeService/RegroupJob", &make<proto::RegroupJobRequest>},
       {"/dtlab.remote.proto.ParameterServer/Snapshot", &make<proto::PsSnapshotRequest>},
       {"/dtlab.remote.proto.ParameterServer/OpenStream", &make<proto::PsStreamRequest>},
+      // A client stream of one part (the generic unary call sends one message, then closes).
+      {"/dtlab.remote.proto.NodeService/StageCheckpoint", &make<proto::CheckpointPart>},
   };
   return all;
 }
@@ -209,6 +211,12 @@ void writeSeeds(const std::filesystem::path& dir) {
   stream.set_job_id("fuzz-seed");
   seeds.push_back(seed(16, 1, stream));
   seeds.push_back(seed(16, 0, stream));
+  proto::CheckpointPart part;  // a whole (tiny, not decodable) checkpoint in one part
+  part.set_protocol_version(version);
+  part.set_job_id("fuzz-seed");
+  part.set_total_bytes(8);
+  part.set_data("DTLCKPT1");
+  seeds.push_back(seed(17, 1, part));
   for (std::size_t i = 0; i < seeds.size(); ++i) {
     char name[32];
     std::snprintf(name, sizeof name, "seed-%02zu.bin", i);

@@ -94,6 +94,30 @@ inline void cancelJob(proto::NodeService::Stub& stub, const std::string& jobId) 
   static_cast<void>(stub.CancelJob(&context, request, &response));
 }
 
+// Stages `bytes` for job `jobId` in parts of `partBytes` (StageCheckpoint), each part as
+// `edit` leaves it (a test breaks the protocol there); the node's status.
+inline grpc::Status stageCheckpoint(proto::NodeService::Stub& stub, const std::string& jobId,
+                                    const std::string& bytes,
+                                    std::size_t partBytes = dtlab::remote::kCheckpointPartBytes,
+                                    const std::function<void(proto::CheckpointPart&)>& edit = {}) {
+  grpc::ClientContext context;
+  prepare(context);
+  proto::StageCheckpointResponse response;
+  auto writer = stub.StageCheckpoint(&context, &response);
+  for (std::size_t offset = 0; offset < bytes.size(); offset += partBytes) {
+    proto::CheckpointPart part;
+    part.set_protocol_version(dtlab::remote::kProtocolVersion);
+    part.set_job_id(jobId);
+    part.set_total_bytes(bytes.size());
+    part.set_offset(offset);
+    part.set_data(bytes.substr(offset, partBytes));
+    if (edit) edit(part);
+    if (!writer->Write(part)) break;
+  }
+  writer->WritesDone();
+  return writer->Finish();
+}
+
 inline bool busy(proto::NodeService::Stub& stub) {
   grpc::Status status;
   return getInfo(stub, &status).busy();

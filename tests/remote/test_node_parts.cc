@@ -5,7 +5,10 @@
 #include <thread>
 #include <vector>
 
+#include "core/train/checkpoint.h"
+#include "core/train/push_record.h"
 #include "remote/common/auth.h"
+#include "remote/common/blob_parts.h"
 #include "remote/common/protocol.h"
 #include "remote/node/job_buffer.h"
 #include "remote/node/parameter_service.h"
@@ -20,6 +23,8 @@ using dtlab::remote::RendezvousTable;
 using namespace std::chrono_literals;
 
 namespace {
+
+constexpr std::size_t kBlobs = dtlab::remote::kMaxBlobBytesPerUpdate;
 
 struct Completed {
   std::atomic<int> calls{0};
@@ -57,16 +62,17 @@ class TestNodeParts : public QObject {
     buffer.onEval({9, 9.0, 0.5, 0.75});
     JobBuffer::Cursor cursor;
     dtlab::remote::proto::JobUpdate update;
-    QVERIFY(buffer.fill(cursor, 4, update));  // at most 4 points
+    QVERIFY(buffer.fill(cursor, 4, kBlobs, update));  // at most 4 points
     QCOMPARE(update.events_size() + update.evals_size() + update.steps_size(), 4);
     QCOMPARE(update.events_size(), 1);  // events first
     QVERIFY(!update.finished());
     update.Clear();
-    QVERIFY(buffer.fill(cursor, 100, update));
+    QVERIFY(buffer.fill(cursor, 100, kBlobs, update));
     QCOMPARE(update.steps_size(), 8);
     QCOMPARE(update.steps(7).step(), int64_t{9});
     update.Clear();
-    QVERIFY(!buffer.fill(cursor, 100, update));  // nothing new: a heartbeat is up to the hub
+    QVERIFY(
+        !buffer.fill(cursor, 100, kBlobs, update));  // nothing new: a heartbeat is up to the hub
 
     dtlab::core::WorkerResult result;
     result.status = dtlab::core::RunStatus::kCompleted;
@@ -75,7 +81,7 @@ class TestNodeParts : public QObject {
     result.finalTestAccuracy = 0.75;
     QVERIFY(buffer.finish(result));
     QVERIFY(!buffer.finish(dtlab::core::WorkerResult{}));  // the first result wins
-    QVERIFY(buffer.fill(cursor, 100, update));
+    QVERIFY(buffer.fill(cursor, 100, kBlobs, update));
     QVERIFY(update.finished());
     QCOMPARE(update.result().status(), std::string("completed"));
     QCOMPARE(update.result().param_checksum(), std::string("abc"));
@@ -88,7 +94,7 @@ class TestNodeParts : public QObject {
     bool finished = false;
     while (!finished) {
       update.Clear();
-      QVERIFY(buffer.fill(late, 3, update));
+      QVERIFY(buffer.fill(late, 3, kBlobs, update));
       steps += update.steps_size();
       finished = update.finished();
     }
@@ -112,7 +118,7 @@ class TestNodeParts : public QObject {
     bool finished = false;
     while (!finished) {
       dtlab::remote::proto::JobUpdate update;
-      QVERIFY(buffer.fill(cursor, dtlab::remote::kMaxPointsPerUpdate, update));
+      QVERIFY(buffer.fill(cursor, dtlab::remote::kMaxPointsPerUpdate, kBlobs, update));
       QVERIFY(update.steps_size() + update.events_size() + update.evals_size() <=
               dtlab::remote::kMaxPointsPerUpdate);
       if (firstStep < 0 && update.steps_size() > 0) firstStep = update.steps(0).step();
@@ -125,6 +131,108 @@ class TestNodeParts : public QObject {
     QCOMPARE(firstStep, int64_t{500});
     QCOMPARE(events, int64_t{11});
     QCOMPARE(evals, int64_t{6});
+  }
+
+  // A checkpoint of any size and the records of pushes travel in parts of at most the byte
+  // budget, after the step points before them, and join to what the job produced: a newer
+  // checkpoint taken while one is being sent follows it, the one begun is sent whole.
+  void bufferSendsBlobsOfAnySizeInParts() {
+    JobBuffer buffer;
+    for (int i = 1; i <= 3; ++i) buffer.onStep({0, i, double(i)});
+    dtlab::core::Checkpoint first;
+    first.step = 3;
+    first.strategy = "sync_allreduce";
+    first.optimizer = "sgd";
+    first.params.assign(3'000'000, 0.25f);  // 12 MB: past the old 3.5 MiB message limit
+    first.optimizerState = {std::vector<float>(first.params.size(), -1.0f)};
+    buffer.onCheckpoint(first);
+    for (int i = 0; i < 300; ++i) {
+      dtlab::core::PushRecord push;
+      push.worker = i % 2;
+      push.clock = i;
+      push.basedOn = {i};
+      push.appliedTo = {i + 1};
+      buffer.onPush(push);
+    }
+    dtlab::core::Checkpoint second = first;
+    second.step = 5;
+    second.params.assign(second.params.size(), 0.5f);
+    constexpr std::size_t kBudget = 1 << 20;
+    JobBuffer::Cursor cursor;
+    dtlab::remote::BlobJoiner checkpoints, records;
+    std::vector<dtlab::core::Checkpoint> joined;
+    std::vector<std::string> recordChunks;
+    int updates = 0;
+    bool finished = false;
+    while (!finished) {
+      dtlab::remote::proto::JobUpdate update;
+      QVERIFY(buffer.fill(cursor, 100, kBudget, update));
+      ++updates;
+      if (updates == 2) {  // mid-send: a newer checkpoint and steps up to it
+        for (int i = 4; i <= 5; ++i) buffer.onStep({0, i, double(i)});
+        buffer.onCheckpoint(second);
+      }
+      if (updates == 1) QCOMPARE(update.steps_size(), 3);  // the points before it come first
+      std::size_t bytes = 0;
+      for (const auto& part : update.blobs()) {
+        bytes += part.data().size();
+        dtlab::remote::BlobJoiner& joiner =
+            part.kind() == dtlab::remote::proto::BLOB_CHECKPOINT ? checkpoints : records;
+        QCOMPARE(joiner.add(part.total_bytes(), part.offset(), part.data()), std::string());
+        if (!joiner.whole()) continue;
+        const std::string blob = joiner.take();
+        if (part.kind() == dtlab::remote::proto::BLOB_CHECKPOINT)
+          joined.push_back(dtlab::core::decodeCheckpoint(
+              {reinterpret_cast<const unsigned char*>(blob.data()), blob.size()}));
+        else
+          recordChunks.push_back(blob);
+      }
+      QVERIFY(bytes <= kBudget);
+      if (updates == 40) {
+        dtlab::core::WorkerResult result;
+        result.status = dtlab::core::RunStatus::kCompleted;
+        buffer.finish(result);
+      }
+      finished = update.finished();
+      QVERIFY(updates < 200);
+    }
+    QCOMPARE(joined.size(), std::size_t{2});
+    QVERIFY(joined[0] == first);
+    QVERIFY(joined[1] == second);
+    // 300 pushes in chunks of 256: two chunks, the second closed by finish(), every push once.
+    QCOMPARE(recordChunks.size(), std::size_t{2});
+    int64_t pushes = 0;
+    for (const std::string& chunk : recordChunks)
+      pushes += static_cast<int64_t>(
+          dtlab::core::decodePsRecords(
+              {reinterpret_cast<const unsigned char*>(chunk.data()), chunk.size()})
+              .pushes.size());
+    QCOMPARE(pushes, int64_t{300});
+  }
+
+  void joinerRefusesPartsOutOfOrder() {
+    dtlab::remote::BlobJoiner joiner(100);
+    QVERIFY(joiner.add(200, 0, "x").find("more than the 100") != std::string::npos);
+    QCOMPARE(joiner.add(6, 0, "abc"), std::string());
+    QVERIFY(!joiner.whole());
+    QVERIFY(joiner.add(6, 4, "de").find("offset 4 where 3") != std::string::npos);
+    QVERIFY(joiner.add(6, 3, "de").find("no blob begun") != std::string::npos);
+    QCOMPARE(joiner.add(6, 0, "abc"), std::string());
+    QVERIFY(joiner.add(7, 3, "def").find("announcing 7") != std::string::npos);
+    QCOMPARE(joiner.add(6, 0, "abc"), std::string());
+    QVERIFY(joiner.add(6, 3, "defg").find("past the blob") != std::string::npos);
+    QCOMPARE(joiner.add(6, 0, "abc"), std::string());
+    QCOMPARE(joiner.add(6, 3, "def"), std::string());
+    QVERIFY(joiner.whole());
+    QCOMPARE(joiner.take(), std::string("abcdef"));
+    QCOMPARE(joiner.add(0, 0, ""), std::string());  // an empty blob is whole at once
+    QVERIFY(joiner.whole());
+    std::vector<std::pair<uint64_t, std::size_t>> parts;
+    const std::vector<unsigned char> blob(10, 1);
+    dtlab::remote::forEachPart(blob, 4, [&](uint64_t offset, std::span<const unsigned char> p) {
+      parts.emplace_back(offset, p.size());
+    });
+    QCOMPARE(parts, (std::vector<std::pair<uint64_t, std::size_t>>{{0, 4}, {4, 4}, {8, 2}}));
   }
 
   void tableCompletesWaitersOnSetTimeoutCancelAndShutdown() {

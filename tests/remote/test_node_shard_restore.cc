@@ -80,7 +80,9 @@ class TestNodeShardRestore : public QObject {
       proto::StartJobRequest r = startRequest(job, specText, 0, 2);
       r.set_rendezvous_address(node.address());
       r.add_ps_addresses(node.address());
-      r.set_resume_checkpoint(encoded(c));
+      r.set_resume_staged(true);
+      const grpc::Status staged = stageCheckpoint(*stub, job, encoded(c));
+      if (!staged.ok()) qWarning("staging failed: %s", staged.error_message().c_str());
       return r;
     };
 
@@ -89,7 +91,7 @@ class TestNodeShardRestore : public QObject {
     adam.optimizer = "adam";
     grpc::Status status = startJob(*stub, request("refused", adam));
     QCOMPARE(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-    QVERIFY2(status.error_message().find("resume_checkpoint: cannot seed parameter-server shard "
+    QVERIFY2(status.error_message().find("resume_staged: cannot seed parameter-server shard "
                                          "0 from it: the checkpoint's optimizer is adam") !=
                  std::string::npos,
              status.error_message().c_str());
@@ -128,6 +130,89 @@ class TestNodeShardRestore : public QObject {
              status.error_message().c_str());
     QCOMPARE(snapshot("nobody", 0, ignored).error_code(), grpc::StatusCode::NOT_FOUND);
     cancelJob(*stub, "restored");
+    QVERIFY(waitUntil([&] { return !busy(*stub); }, 10s));
+  }
+
+  // A checkpoint far larger than one message reaches the node in parts and seeds its shard; a
+  // damaged one, parts out of order, a job that changes between parts and a start with
+  // nothing staged are refused, each naming what is wrong, and nothing is installed.
+  void checkpointsOfAnySizeAreStagedInPartsAndVerified() {
+    NodeProcess node({});
+    QVERIFY(node.ready());
+    auto stub = nodeStub(node.address());
+    auto ps = proto::ParameterServer::NewStub(dtlab::remote::makeNodeChannel(node.address()));
+    // 2.5 M parameters (20 MB of checkpoint with momentum): over four times the request limit.
+    std::string specText = sspSpec();
+    specText.replace(specText.find(R"("hidden": [16])"), 14, R"("hidden": [2048, 1200])");
+    const core::ExperimentSpec spec = core::parseExperimentSpec(nlohmann::json::parse(specText));
+    const core::Checkpoint checkpoint = twoWorkerCheckpoint(spec);
+    QVERIFY(checkpoint.params.size() > 2'400'000);
+    const std::string bytes = encoded(checkpoint);
+    QVERIFY(bytes.size() > 4 * std::size_t{dtlab::remote::kMaxRequestBytes});
+
+    proto::StartJobRequest start = startRequest("big", specText, 0, 2);
+    start.set_rendezvous_address(node.address());
+    start.add_ps_addresses(node.address());
+    start.set_resume_staged(true);
+    grpc::Status status = startJob(*stub, start);  // nothing staged yet
+    QCOMPARE(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    QVERIFY2(
+        status.error_message().find("no checkpoint is staged for job big") != std::string::npos,
+        status.error_message().c_str());
+
+    std::string damaged = bytes;
+    damaged[damaged.size() / 2] ^= 0x20;
+    status = stageCheckpoint(*stub, "big", damaged);
+    QCOMPARE(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    QVERIFY2(status.error_message().find("checkpoint of job big") != std::string::npos,
+             status.error_message().c_str());
+    status = stageCheckpoint(*stub, "big", bytes, 1 << 20, [](proto::CheckpointPart& part) {
+      if (part.offset() == (3 << 20)) part.set_offset(5 << 20);
+    });
+    QCOMPARE(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    QVERIFY2(status.error_message().find("offset 5242880 where 3145728") != std::string::npos,
+             status.error_message().c_str());
+    status = stageCheckpoint(*stub, "big", bytes, 1 << 20, [](proto::CheckpointPart& part) {
+      if (part.offset() > 0) part.set_job_id("other");
+    });
+    QCOMPARE(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    QVERIFY2(status.error_message().find("names job 'other'") != std::string::npos,
+             status.error_message().c_str());
+    status =
+        stageCheckpoint(*stub, "big", bytes.substr(0, bytes.size() / 2), 1 << 20,
+                        [&](proto::CheckpointPart& part) { part.set_total_bytes(bytes.size()); });
+    QCOMPARE(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    QVERIFY2(status.error_message().find("the parts ended at") != std::string::npos,
+             status.error_message().c_str());
+    QCOMPARE(startJob(*stub, start).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    QVERIFY(!busy(*stub));
+
+    QVERIFY(stageCheckpoint(*stub, "big", bytes).ok());
+    status = startJob(*stub, start);
+    QVERIFY2(status.ok(), status.error_message().c_str());
+    proto::PsSnapshotResponse taken;
+    std::vector<float> values;
+    QVERIFY(waitUntil(
+        [&] {
+          // Every block of the shard as the checkpoint left it.
+          values.clear();
+          for (int block = 0;; ++block) {
+            grpc::ClientContext context;
+            prepare(context);
+            proto::PsSnapshotRequest r;
+            r.set_protocol_version(dtlab::remote::kProtocolVersion);
+            r.set_job_id("big");
+            r.set_block(block);
+            if (!ps->Snapshot(&context, r, &taken).ok()) return block > 0;
+            const std::size_t at = values.size();
+            values.resize(at + taken.values().size() / sizeof(float));
+            std::memcpy(values.data() + at, taken.values().data(), taken.values().size());
+          }
+        },
+        10s));
+    QCOMPARE(values.size(), checkpoint.params.size());
+    QVERIFY(values == checkpoint.params);
+    cancelJob(*stub, "big");
     QVERIFY(waitUntil([&] { return !busy(*stub); }, 10s));
   }
 };
