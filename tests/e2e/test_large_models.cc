@@ -80,7 +80,7 @@ class TestLargeModels : public QObject {
       // Every strategy but local_sgd keeps checkpoints: one kept (checkpoints_kept), of the
       // parameters and their momentum, 160 MB and more.
       const auto kept = store->checkpoints(run.id);
-      QCOMPARE(kept.size(), std::size_t{run.strategy == "local_sgd" ? 0 : 1});
+      QCOMPARE(kept.size(), run.strategy == "local_sgd" ? std::size_t{0} : std::size_t{1});
       for (const core::CheckpointInfo& c : kept)
         QVERIFY2(c.bytes > 160000000, (run.name + ": " + std::to_string(c.bytes)).c_str());
     }
