@@ -39,7 +39,7 @@ commands:
       series, events and summary in the project file (created when missing).
   run SPEC.json [--local-nodes N | --node HOST:PORT ... | --hostfile FILE]
       [--token T | --token-file F]
-      [--project P.dtlab] [--repeats N] [--connect-timeout S]
+      [--project P.dtlab] [--repeats N] [--connect-timeout S] [--wait S | --no-wait]
       [--tls-cert F --tls-key F --tls-ca F] [--quiet]
       Run every strategy variant of the spec in turn on a cluster of dtlab-node
       daemons: the given --node daemons (ranks in the order given; each applies its
@@ -52,7 +52,7 @@ commands:
       by "address" (each given its node entry's speed, bandwidth and latency), or
       cluster.local_nodes local daemons. --token: the token of every node (local
       daemons are started with it); --token-file F: read from F (owner-only
-      permissions), kept out of ps. The last line of stdout is {"runs":[...]}, one
+      permissions), kept out of ps, as is the DTLAB_TOKEN environment variable. The last line of stdout is {"runs":[...]}, one
       summary per variant with a parameter checksum per replica. --project records
       every variant as a run (series per worker, events, summary) in the project file,
       the runs of this invocation grouped as one execution of the experiment.
@@ -64,11 +64,16 @@ commands:
       --connect-timeout: seconds the nodes may take to connect to each other (default:
       each node's own, 30). --tls-*: mutual TLS to daemons started with TLS (this
       client's certificate and key, the cluster's CA; dtlab-node gen-certs makes them).
-      SIGINT/SIGTERM cancels the run; the same signal again exits at once (so a
+      Nodes shared with other runs: each variant (and repetition) reserves all of its
+      nodes at once and waits in their queues while others' runs hold them, saying what
+      it waits for, up to --wait S seconds (default: the spec's cluster.wait_seconds,
+      else 600); --no-wait fails a variant at once, naming the node and whose run holds it.
+      SIGINT/SIGTERM cancels the run (a variant waiting for its nodes leaves the queues); the same signal again exits at once (so a
       launcher may send SIGINT after a job-wide SIGTERM without losing the record).
   resume P.dtlab RUN [--step S] [--local-nodes N | --node HOST:PORT ... | --hostfile FILE]
       [--token T]
-      [--tls-cert F --tls-key F --tls-ca F] [--connect-timeout S] [--quiet]
+      [--tls-cert F --tls-key F --tls-ca F] [--connect-timeout S] [--wait S | --no-wait]
+      [--quiet]
       Continue a failed, cancelled or interrupted run from its newest checkpoint (or
       the one of step S; the spec's training.checkpoint_every / checkpoint_seconds
       keep them, the newest training.checkpoints_kept), on the nodes chosen as for

@@ -1,11 +1,14 @@
 #include "app/config_file.h"
 
-#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include "app/args.h"
+#include "core/common/owner_only.h"
 #include "core/common/text_lines.h"
 
 namespace dtlab::app {
@@ -63,14 +66,67 @@ std::vector<std::string> configArguments(const std::string& path,
   return arguments;
 }
 
+namespace {
+
+// Accounts other than this process's user that could log in and run ps: users with a uid of
+// 1000 or more (Debian's range for people), nobody excepted, and root when this is not root.
+int otherAccounts() {
+  std::ifstream passwd("/etc/passwd");
+  const auto self = static_cast<long>(::geteuid());
+  int others = 0;
+  for (std::string line; std::getline(passwd, line);) {
+    // name:password:uid:...
+    const std::size_t a = line.find(':');
+    const std::size_t b = a == std::string::npos ? a : line.find(':', a + 1);
+    const std::size_t c = b == std::string::npos ? b : line.find(':', b + 1);
+    if (c == std::string::npos) continue;
+    char* end = nullptr;
+    const long uid = std::strtol(line.c_str() + b + 1, &end, 10);
+    if (end != line.c_str() + c || uid == self || uid == 65534) continue;
+    if (uid >= 1000 || uid == 0) ++others;
+  }
+  return others;
+}
+
+}  // namespace
+
+std::string tokenFromArgs(const Args& args) {
+  int given = 0;
+  std::string token;
+  if (args.has("--token")) {
+    ++given;
+    token = args.value("--token", "");
+    if (token.empty()) throw UsageError("--token: must not be empty");
+    if (const int others = otherAccounts(); others > 0)
+      std::fprintf(stderr,
+                   "warning: --token is visible to the %d other account%s on this machine in "
+                   "the process list (ps); use --token-file F (readable by you only) or the "
+                   "DTLAB_TOKEN environment variable\n",
+                   others, others == 1 ? "" : "s");
+  }
+  if (args.has("--token-file")) {
+    ++given;
+    token = readSecretFile(args.value("--token-file", ""), "--token-file");
+  }
+  if (const char* env = std::getenv("DTLAB_TOKEN"); env != nullptr) {
+    const std::string fromEnv = env;
+    ::unsetenv("DTLAB_TOKEN");
+    if (given == 0) {
+      if (fromEnv.empty()) throw UsageError("DTLAB_TOKEN: set but empty");
+      token = fromEnv;
+    }
+    ++given;
+  }
+  if (given > 1)
+    throw UsageError(
+        "--token, --token-file and DTLAB_TOKEN: give one (--token-file or DTLAB_TOKEN keeps it "
+        "out of ps)");
+  return token;
+}
+
 std::string readSecretFile(const std::string& path, const std::string& flag) {
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0)
-    throw UsageError(flag + " " + path + ": cannot read it (no such file, or no permission)");
-  if ((info.st_mode & (S_IRWXG | S_IRWXO)) != 0)
-    throw UsageError(flag + " " + path +
-                     ": other users may read it (its mode gives group or others access); "
-                     "chmod 600 it, owned by the user this program runs as");
+  const std::string problem = core::notOwnerOnly(path);
+  if (!problem.empty()) throw UsageError(flag + " " + path + ": " + problem);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError(flag + " " + path + ": cannot read it");
   std::ostringstream text;

@@ -6,6 +6,8 @@
 
 namespace dtlab::app {
 
+class Args;
+
 // A daemon's configuration file (/etc/dtlab/node.conf for the packaged service) as the
 // command-line flags it stands for, to be placed before the real ones (the last value of a
 // flag wins, so the command line overrides the file):
@@ -27,5 +29,12 @@ std::vector<std::string> configArguments(const std::string& path,
 // a token on a command line would be readable by every user through ps. UsageError naming
 // `flag` and the path otherwise, or when the file is empty.
 std::string readSecretFile(const std::string& path, const std::string& flag);
+
+// The token a command was given: --token T, --token-file F (readSecretFile), or the
+// DTLAB_TOKEN environment variable, which is read once and removed from the environment (the
+// processes this one starts do not inherit it). Empty when none. --token T is visible to
+// every account on the machine in the process list: where other accounts exist, a warning on
+// stderr says so and names the other two ways. UsageError when two are given, or an empty one.
+std::string tokenFromArgs(const Args& args);
 
 }  // namespace dtlab::app

@@ -20,6 +20,7 @@
 #include "ui/charts/comparison_chart.h"
 #include "ui/main_window.h"
 #include "ui/models/explorer_model.h"
+#include "ui/models/node_secrets.h"
 #include "ui/pages/compare_page.h"
 #include "ui/pages/dataset_page.h"
 #include "ui/pages/execution_statistics.h"
@@ -196,6 +197,8 @@ int main(int argc, char** argv) {
   QApplication::setOrganizationName("DTLab");
   QApplication::setApplicationName("dtlab");
   QApplication::setApplicationVersion(DTLAB_VERSION);
+  // Tokens an earlier version kept in the settings file move to the keyring.
+  dtlab::ui::NodeSecrets::instance().migrateSettings();
 
   QCommandLineParser parser;
   parser.setApplicationDescription(
@@ -378,7 +381,11 @@ int main(int argc, char** argv) {
     window.showPredict(parser.value(experimentName).toStdString());
     if (capture && !shown.wait(60000)) return fail(window.statusBar()->currentMessage());
   }
-  if (!capture) return app.exec();
+  if (!capture) {
+    const QString notice = dtlab::ui::NodeSecrets::instance().takeNotice();
+    if (!notice.isEmpty()) window.statusBar()->showMessage(notice, 30000);
+    return app.exec();
+  }
 
   QApplication::processEvents();
   const QString out = parser.value(screenshot);

@@ -62,7 +62,8 @@ options:
   --token T               require "authorization: Bearer T" on every call; mandatory
                           when --listen is not a loopback address
   --token-file F          the token from file F (its first line; readable by its owner
-                          only: chmod 600), so that ps does not show it
+                          only: chmod 600), so that ps does not show it; or set the
+                          DTLAB_TOKEN environment variable (read, then unset)
   --config FILE           settings from FILE, one "key = value" a line (a flag without
                           its dashes, '_' for '-', e.g. listen = 0.0.0.0:7000,
                           token_file = /etc/dtlab/token, insecure = true; # comments);
@@ -215,13 +216,7 @@ dtlab::remote::NodeOptions parseOptions(const Args& args) {
   if (options.latencyMs < 0.0)
     throw UsageError("--latency-ms: must be >= 0, got " + args.value("--latency-ms", ""));
   parseDrift(args, options);
-  options.token = args.value("--token", "");
-  if (args.has("--token") && options.token.empty()) throw UsageError("--token: must not be empty");
-  if (args.has("--token-file")) {
-    if (args.has("--token"))
-      throw UsageError("--token and --token-file: give one (--token-file keeps it out of ps)");
-    options.token = dtlab::app::readSecretFile(args.value("--token-file", ""), "--token-file");
-  }
+  options.token = dtlab::app::tokenFromArgs(args);
   options.tls = {args.value("--tls-cert", ""), args.value("--tls-key", ""),
                  args.value("--tls-ca", "")};
   options.insecure = args.has("--insecure");

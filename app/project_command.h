@@ -31,11 +31,12 @@ int64_t parseRunId(const std::string& text);
 
 class TrainRecording {
  public:
-  // strategy: "single" for `train`, the variant's strategy for `run`.
+  // strategy: kSingleProcessStrategy for `train`, the variant's strategy for `run`.
   // `onFailure`: called (on the recording's thread) when it can write no more (disk full, the
   // project made read-only), with the error; the caller stops its run.
   TrainRecording(const std::string& projectPath, const core::ExperimentSpec& spec,
-                 core::MetricSink* progress, const std::string& strategy = "single",
+                 core::MetricSink* progress,
+                 const std::string& strategy = std::string(core::kSingleProcessStrategy),
                  const std::string& runName = "",
                  std::function<void(const std::string&)> onFailure = {},
                  std::optional<core::ExecutionSlot> slot = {});

@@ -128,10 +128,13 @@ int replayCommand(const std::vector<std::string>& argv) {
                         {"run", run},
                         {"same", match}});
   }
-  // The summary's checksums are the replicas' at the end, unless a hybrid ended synchronous.
+  // The summary's checksums are the replicas' at the end, unless the strategy switches phases
+  // (it may have ended synchronous).
   const bool endedAsync = std::any_of(replay.replicas.begin(), replay.replicas.end(),
                                       [](const core::ReplicaCheck& r) { return r.phase < 0; });
-  for (int w = 0; endedAsync && stored.strategy != "hybrid" && w < world; ++w) {
+  const core::StrategyDescriptor* descriptor = core::findStrategy(stored.strategy);
+  const bool phased = descriptor != nullptr && descriptor->traits.switchesPhases;
+  for (int w = 0; endedAsync && !phased && w < world; ++w) {
     const std::string& got = replay.replicaChecksums[static_cast<std::size_t>(w)];
     if (w < static_cast<int>(expected.size()) && got != expected[static_cast<std::size_t>(w)]) {
       same = false;

@@ -9,6 +9,7 @@
 #include "app/progress.h"
 #include "app/project_command.h"
 #include "app/run_command.h"
+#include "core/store/checkpoint_parts.h"
 #include "core/store/project_store.h"
 #include "core/train/checkpoint.h"
 #include "core/train/local_trainer.h"
@@ -20,7 +21,7 @@ int resumeCommand(const std::vector<std::string>& argv) {
   catchInterrupts();
   std::set<std::string> flags = clusterFlags();
   flags.insert({"--step", "--threads", "--device"});
-  const Args args(argv, flags, {"--quiet"});
+  const Args args(argv, flags, clusterSwitches());
   if (args.positionals().size() != 2) throw UsageError("resume: expected P.dtlab and a RUN id");
   const std::string& path = args.positionals()[0];
   const int64_t runId = parseRunId(args.positionals()[1]);
@@ -32,13 +33,11 @@ int resumeCommand(const std::vector<std::string>& argv) {
   if (run.spec.is_null()) throw Error("run " + std::to_string(runId) + " has no stored spec");
   const core::ExperimentSpec spec = core::parseExperimentSpec(run.spec);
   const std::vector<core::CheckpointInfo> kept = store->checkpoints(runId);
-  if (kept.empty())
-    throw Error("run " + std::to_string(runId) + " ('" + run.name +
-                "') has no checkpoint: its spec keeps none (training.checkpoint_every, "
-                "checkpoint_seconds), or it stopped before the first");
+  if (kept.empty()) throw Error(core::whyNoCheckpoint(*store, run));
   const int64_t step =
       args.has("--step") ? args.integer("--step", 0, 0, INT64_MAX) : kept.back().step;
-  const bool single = run.strategy == "single";  // a `train` run, in this process
+  const bool single =
+      run.strategy == core::kSingleProcessStrategy;  // a `train` run, in this process
   const int variant = single ? 0 : core::variantOfRun(spec, run.name);
 
   // Everything that may refuse (flags, nodes) before the project changes.
@@ -49,7 +48,14 @@ int resumeCommand(const std::vector<std::string>& argv) {
     coordinator = std::make_unique<remote::Coordinator>(place->nodes, place->options);
     checkHostfileSlots(*place, coordinator->connect(), spec);
   }
-  const std::vector<unsigned char> checkpoint = store->prepareResume(runId, step);
+  std::vector<unsigned char> checkpoint;
+  try {
+    checkpoint = store->prepareResume(runId, step);
+  } catch (const core::CheckpointDamaged& e) {
+    if (!e.previousWhole()) throw;
+    throw Error(std::string(e.what()) + "; to resume from it: dtlab-cli resume " + path + " " +
+                std::to_string(runId) + " --step " + std::to_string(*e.previousWhole()));
+  }
   std::cerr << "resuming run " << runId << " ('" << run.name << "') from the checkpoint of step "
             << step << "\n";
 

@@ -19,6 +19,7 @@
 #include "core/spec/experiment_spec.h"
 #include "core/spec/hostfile.h"
 #include "core/store/comparison.h"
+#include "core/store/comparison_output.h"
 #include "core/store/project_store.h"
 #include "core/store/store_sink.h"
 #include "core/train/local_trainer.h"
@@ -46,10 +47,15 @@ extern "C" void onInterrupt(int signal) {
 }  // namespace
 
 const std::set<std::string>& clusterFlags() {
-  static const std::set<std::string> flags = {"--local-nodes", "--node",       "--hostfile",
-                                              "--token",       "--token-file", "--connect-timeout",
-                                              "--tls-cert",    "--tls-key",    "--tls-ca"};
+  static const std::set<std::string> flags = {
+      "--local-nodes",     "--node",     "--hostfile", "--token",  "--token-file",
+      "--connect-timeout", "--tls-cert", "--tls-key",  "--tls-ca", "--wait"};
   return flags;
+}
+
+const std::set<std::string>& clusterSwitches() {
+  static const std::set<std::string> switches = {"--quiet", "--no-wait"};
+  return switches;
 }
 
 void catchInterrupts() {
@@ -80,12 +86,7 @@ RunPlace chooseRunPlace(const Args& args, const core::ExperimentSpec& spec) {
     throw UsageError("--node and --local-nodes exclude each other");
   if (args.has("--hostfile") && (!nodes.empty() || args.has("--local-nodes")))
     throw UsageError("--hostfile names the cluster: leave out --node and --local-nodes");
-  std::string token = args.value("--token", "");
-  if (args.has("--token-file")) {
-    if (args.has("--token"))
-      throw UsageError("--token and --token-file: give one (--token-file keeps it out of ps)");
-    token = readSecretFile(args.value("--token-file", ""), "--token-file");
-  }
+  const std::string token = tokenFromArgs(args);
   options.token = token;
   const remote::TlsFiles tls{args.value("--tls-cert", ""), args.value("--tls-key", ""),
                              args.value("--tls-ca", "")};
@@ -131,6 +132,17 @@ RunPlace chooseRunPlace(const Args& args, const core::ExperimentSpec& spec) {
     const int64_t seconds = args.integer("--connect-timeout", 30, 1, 3600);
     options.connectTimeout = std::chrono::seconds(seconds);
   }
+  if (args.has("--wait") && args.has("--no-wait"))
+    throw UsageError("--wait and --no-wait exclude each other");
+  if (args.has("--no-wait")) options.waitLimit = std::chrono::milliseconds(0);
+  if (args.has("--wait"))
+    options.waitLimit = std::chrono::seconds(
+        args.integer("--wait", core::kDefaultWaitSeconds, 0, core::kMaxWaitSeconds));
+  // Said whatever --quiet says: a run that waits must not look hung.
+  options.onWaiting = [](const std::string& what) {
+    std::fprintf(stderr, "dtlab-cli: %s\n",
+                 what.empty() ? "the nodes are free, starting" : what.c_str());
+  };
   return place;
 }
 
@@ -157,7 +169,7 @@ int runCommand(const std::vector<std::string>& argv) {
   std::set<std::string> flags = clusterFlags();
   flags.insert("--project");
   flags.insert("--repeats");
-  const Args args(argv, flags, {"--quiet"});
+  const Args args(argv, flags, clusterSwitches());
   if (args.positionals().size() != 1) throw UsageError("run: expected one SPEC.json");
   core::ExperimentSpec spec = core::loadExperimentSpec(args.positionals()[0]);
   if (args.has("--repeats")) spec.repeats = args.integer("--repeats", 1, 1, core::kMaxRepeats);

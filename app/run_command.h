@@ -21,8 +21,10 @@ int runCommand(const std::vector<std::string>& argv);
 
 // Shared by `run` and `resume`.
 // The flags that say where a run happens: --node, --local-nodes, --token, --connect-timeout,
-// --tls-cert, --tls-key, --tls-ca.
+// --tls-cert, --tls-key, --tls-ca, --wait.
 const std::set<std::string>& clusterFlags();
+// Their switches: --quiet, --no-wait.
+const std::set<std::string>& clusterSwitches();
 // Where a run of `spec` happens, from those flags, first match wins: --node (running daemons,
 // as they are), --local-nodes (a local cluster, started here), the spec's node addresses, the
 // spec's local cluster; and the coordinator's options. UsageError for flags that contradict.

@@ -27,6 +27,8 @@ packages=(
   libdnnl-dev          # oneDNN: the CPU backend's GEMM (threads with OpenMP)
   qt6-base-dev         # the GUI (ui/) and Qt Test for the test suites (core/ never links Qt)
   qt6-svg-dev          # SVG chart export
+  qtkeychain-qt6-dev libsecret-1-0  # node tokens in the desktop's keyring (QtKeychain, libsecret)
+  dbus-daemon dbus-bin gnome-keyring  # the GUI tests' own Secret Service (tests/ui/keyring_session.h)
   libqcustomplot-dev libqcustomplot2.1-qt6  # charts (QCustomPlot, its Qt 6 build)
   xvfb                 # real windows for screenshots and GUI checks without a display
   libsqlite3-dev       # project files (core/store)
@@ -136,7 +138,8 @@ run_tests() {
   export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$root/tests/sanitizers/lsan.supp:print_suppressions=0}"
   export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
   export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:die_after_fork=0:suppressions=$root/tests/sanitizers/tsan.supp}"
-  ctest --output-on-failure -j "${DTLAB_TEST_JOBS:-1}" "$@"
+  # One suite per core (the timing-sensitive ones run alone: tests/CMakeLists.txt).
+  ctest --output-on-failure -j "${DTLAB_TEST_JOBS:-$(nproc)}" "$@"
 }
 
 # `test --sanitize LIST [ctest args]`: LIST is address,undefined or thread.
@@ -202,9 +205,12 @@ case "$cmd" in
   test)
     parse_sanitize "$@"
     [ -n "$sanitize" ] && shift 2
+    # --fast: the suites labelled fast (every one that takes seconds, not tens of seconds).
+    fast=()
+    if [ "${1:-}" = "--fast" ]; then fast=(-L fast); shift; fi
     deps
     build
-    run_tests "$@"
+    run_tests "${fast[@]}" "$@"
     ;;
   run)
     deps
@@ -265,7 +271,7 @@ case "$cmd" in
     "$build_dir/app/dtlab-cli" bench "${@:-core}"
     ;;
   *)
-    echo "usage: installer/dev.sh deps [--bench] | build | test [--sanitize address,undefined|thread] [ctest args] | run | bench [what] | faults [--seed S] [--count N] [--only KIND] [--policy P] | fuzz [SECONDS] [TARGET...] | package" >&2
+    echo "usage: installer/dev.sh deps [--bench] | build | test [--sanitize address,undefined|thread] [--fast] [ctest args] | run | bench [what] | faults [--seed S] [--count N] [--only KIND] [--policy P] | fuzz [SECONDS] [TARGET...] | package" >&2
     [ "$cmd" = "help" ] && exit 0
     exit 2
     ;;

@@ -61,7 +61,9 @@ set(CPACK_COMPONENT_GUI_DESCRIPTION
     "DTLab workbench for distributed deep-learning training experiments\n Configure synthetic datasets and a cluster of dtlab-node daemons, run training\n strategies side by side and compare them live.")
 # Qt's platform plugin is loaded at run time, where dpkg-shlibdeps cannot see it; the
 # workbench starts its local clusters' daemons from dtlab-node.
-set(CPACK_DEBIAN_GUI_PACKAGE_DEPENDS "qt6-qpa-plugins, dtlab-node (= ${PROJECT_VERSION})")
+# libsecret: QtKeychain loads it at run time to reach the desktop's keyring (node tokens).
+set(CPACK_DEBIAN_GUI_PACKAGE_DEPENDS
+    "qt6-qpa-plugins, libsecret-1-0, dtlab-node (= ${PROJECT_VERSION})")
 
 set(CPACK_DEBIAN_NODE_PACKAGE_NAME dtlab-node)
 set(CPACK_COMPONENT_NODE_DESCRIPTION

@@ -181,6 +181,17 @@ void MainWindow::connectController() {
           });
   connect(controller_, &ExperimentController::progress, this,
           [this](const RunProgress& p) { onProgress(p); });
+  connect(controller_, &ExperimentController::waiting, this, [this](const QString& what) {
+    // Until the nodes are free; the progress bar turns busy meanwhile.
+    if (what.isEmpty()) {
+      statusBar()->showMessage(tr("Run #%1: the nodes are free, starting").arg(liveRun_), 8000);
+      return;
+    }
+    runProgress_->setRange(0, 0);
+    runProgress_->setToolTip(tr("Waiting for the nodes; Cancel Run leaves their queues"));
+    runProgress_->show();
+    statusBar()->showMessage(tr("Run #%1 is %2").arg(liveRun_).arg(what));
+  });
   connect(controller_, &ExperimentController::runFinished, this,
           [this](qint64 runId, core::RunStatus status, const QString&) {
             statusBar()->showMessage(
@@ -190,9 +201,26 @@ void MainWindow::connectController() {
           });
   connect(controller_, &ExperimentController::problem, this,
           [this](const QString& message) { fail(message); });
+  connect(controller_, &ExperimentController::damagedCheckpoint, this,
+          [this](qint64 runId, qint64 step, const QString& message) {
+            offeredResume_ = OfferedResume{runId, step, message};
+          });
   connect(controller_, &ExperimentController::finished, this, [this] {
     runProgress_->hide();
     updateRunActions();
+    if (!offeredResume_) return;
+    const OfferedResume offer = *std::exchange(offeredResume_, std::nullopt);
+    statusBar()->showMessage(offer.message);
+    emit resumeOffered(offer.runId, offer.step, offer.message);
+    if (quietErrors_) return;
+    QString said = offer.message;  // a sentence of its own in the dialog
+    if (!said.isEmpty()) said[0] = said[0].toUpper();
+    if (QMessageBox::question(this, tr("Damaged checkpoint"),
+                              tr("%1.\n\nResume run %2 from the checkpoint of step %3 instead?")
+                                  .arg(said)
+                                  .arg(offer.runId)
+                                  .arg(offer.step)) == QMessageBox::Yes)
+      resumeRun(offer.runId, offer.step);
   });
 }
 
@@ -262,8 +290,7 @@ void MainWindow::buildMenus() {
   });
   cancelAction_->setShortcut(Qt::CTRL | Qt::Key_Period);
   resumeAction_ = runMenu->addAction(tr("Res&ume Run"), this, [this] {
-    if (const core::RunRecord* run = resumableRun())
-      runSpec(QString::fromStdString(run->spec.dump()), run->id);
+    if (const core::RunRecord* run = resumableRun()) resumeRun(run->id);
   });
   QToolBar* tools = addToolBar(tr("Run"));
   tools->setObjectName("runToolBar");
@@ -451,111 +478,6 @@ void MainWindow::pollFile() {
   if (modified != seenModified_ || walSize != seenWalSize_) reload();
 }
 
-void MainWindow::updateRunActions() {
-  if (runAction_ == nullptr) return;
-  QString blocked;
-  if (controller_->busy()) {
-    blocked = tr("A run is in progress (Run > Cancel Run stops it).");
-  } else if (path_.isEmpty()) {
-    blocked = tr("Open a project first: runs are recorded in it.");
-  }
-  experimentPage_->setRunBlocked(blocked);
-  QString why = blocked;
-  if (why.isEmpty() && pages_->currentWidget() != experimentPage_)
-    why = tr("Select an experiment in the explorer, or create one (File > New Experiment).");
-  if (why.isEmpty() && !experimentPage_->error().isEmpty())
-    why = tr("The experiment is invalid: %1").arg(experimentPage_->error());
-  runAction_->setEnabled(why.isEmpty());
-  runAction_->setToolTip(why.isEmpty() ? tr("Run every variant of the experiment on its cluster "
-                                            "(local or remote), recorded into this project")
-                                       : why);
-  runAction_->setStatusTip(runAction_->toolTip());
-  saveAsAction_->setEnabled(!path_.isEmpty() && !controller_->busy());
-  saveAsAction_->setToolTip(path_.isEmpty() ? tr("Open a project first.")
-                            : controller_->busy()
-                                ? tr("A run is being recorded into the project: save a copy "
-                                     "when it has finished.")
-                                : tr("Write a copy of the project under a new name and "
-                                     "continue in the copy"));
-  saveAsAction_->setStatusTip(saveAsAction_->toolTip());
-  // A report reads the project as it is; the runs still being recorded show as running.
-  exportReportAction_->setEnabled(!path_.isEmpty() && !explorer_->snapshot().runs.empty());
-  cancelAction_->setEnabled(controller_->busy());
-  cancelAction_->setToolTip(controller_->busy() ? tr("Stop the running experiment")
-                                                : tr("No run is in progress."));
-  const core::RunRecord* resumable = blocked.isEmpty() ? resumableRun() : nullptr;
-  resumeAction_->setEnabled(resumable != nullptr);
-  resumeAction_->setToolTip(
-      !blocked.isEmpty() ? blocked
-      : resumable != nullptr
-          ? tr("Continue run %1 from its newest checkpoint, into the same run").arg(resumable->id)
-          : tr("Select a failed, cancelled or interrupted run that kept "
-               "checkpoints (training.checkpoint_every)."));
-  resumeAction_->setStatusTip(resumeAction_->toolTip());
-}
-
-const core::RunRecord* MainWindow::resumableRun() const {
-  const QModelIndex index = tree_->currentIndex();
-  if (!index.isValid() || index.data(ExplorerModel::KindRole).toString() != "run") return nullptr;
-  const qint64 id = index.data(ExplorerModel::IdRole).toLongLong();
-  for (const core::RunRecord& run : explorer_->snapshot().runs)
-    if (run.id == id && !run.spec.is_null() &&
-        (run.status == core::RunStatus::kFailed || run.status == core::RunStatus::kCancelled ||
-         run.status == core::RunStatus::kInterrupted))
-      return &run;
-  return nullptr;
-}
-
-void MainWindow::runSelectedExperiment() {
-  if (pages_->currentWidget() != experimentPage_) return;
-  runSpec(QString::fromStdString(experimentPage_->spec().dump()));
-}
-
-void MainWindow::runSpec(const QString& specJson, qint64 resumeRunId) {
-  RunRequest request;
-  request.projectPath = path_;
-  request.resumeRunId = resumeRunId;
-  try {
-    request.spec = core::parseExperimentSpec(nlohmann::json::parse(specJson.toStdString()));
-  } catch (const std::exception& error) {
-    fail(tr("Cannot run the experiment: %1").arg(QString::fromUtf8(error.what())));
-    return;
-  }
-  // A topology of running daemons: their tokens come from this user's settings, never from
-  // the spec or the project.
-  const bool remoteNodes = request.spec.cluster.remote();
-  for (const std::string& address : request.spec.cluster.addresses()) {
-    if (!remoteNodes) break;
-    request.nodes << QString::fromStdString(address);
-    request.tokens << TopologyPage::nodeToken(QString::fromStdString(address));
-  }
-  // One client identity for the run: the topology page keeps the same set for all its
-  // remote nodes; nodes of topologies edited apart may disagree, which is refused.
-  for (int i = 0; i < request.nodes.size(); ++i) {
-    const TlsPaths tls = TopologyPage::nodeTls(request.nodes[i]);
-    if (i == 0) {
-      request.tls = tls;
-    } else if (!(tls == request.tls)) {
-      fail(tr("Cannot run the experiment: nodes %1 and %2 have different TLS settings; set "
-              "them once for the topology on its page")
-               .arg(request.nodes[0], request.nodes[i]));
-      return;
-    }
-  }
-  if (!controller_->start(request)) return;
-  runningSpec_ = specJson;
-  runProgress_->setRange(0, 0);
-  runProgress_->show();
-  if (resumeRunId > 0)
-    statusBar()->showMessage(tr("Resuming run %1 from its newest checkpoint...").arg(resumeRunId));
-  else
-    statusBar()->showMessage((remoteNodes ? tr("Starting %1 on %2 remote nodes...")
-                                          : tr("Starting %1 on %2 local nodes..."))
-                                 .arg(QString::fromStdString(request.spec.name))
-                                 .arg(request.spec.cluster.localNodes));
-  updateRunActions();
-}
-
 void MainWindow::newExperiment() {
   if (!maySwitchAway()) return;
   const QScopedValueRollback agreed(switching_, true);
@@ -632,6 +554,8 @@ void MainWindow::onProgress(const RunProgress& p) {
   }
   runProgress_->setFormat(
       QString("%1 (%2/%3): %v").arg(p.variant).arg(p.variantIndex + 1).arg(p.variantCount));
+  runProgress_->setToolTip({});
+  runProgress_->show();
 }
 
 void MainWindow::showSelection() {

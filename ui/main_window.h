@@ -66,6 +66,9 @@ class MainWindow final : public QMainWindow {
   QAction* cancelAction() const { return cancelAction_; }
   QAction* resumeAction() const { return resumeAction_; }
   ExperimentController* controller() const { return controller_; }
+  // Resumes a run of the project, with the spec it ran, from its newest checkpoint or the one
+  // of `step` (Run > Resume Run; the answer to resumeOffered). False when it cannot start.
+  bool resumeRun(qint64 runId, qint64 step = 0);
 
   QString projectPath() const { return path_; }
   ExplorerModel* explorerModel() const { return explorer_; }
@@ -98,6 +101,9 @@ class MainWindow final : public QMainWindow {
   void projectLoaded(const QString& path);
   void loadFailed(const QString& message);
   void runShown(qint64 runId);
+  // A resume was refused for a damaged checkpoint while the one of `step` verifies; outside
+  // quiet mode the window asks whether to resume from it.
+  void resumeOffered(qint64 runId, qint64 step, const QString& message);
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -118,8 +124,9 @@ class MainWindow final : public QMainWindow {
   void showAbout();
   void updateRunActions();
   void runSelectedExperiment();
-  // resumeRunId: not 0 to resume that run (RunRequest::resumeRunId) with the spec it ran.
-  void runSpec(const QString& specJson, qint64 resumeRunId = 0);
+  // resumeRunId: not 0 to resume that run (RunRequest::resumeRunId, resumeStep) with the spec
+  // it ran.
+  bool runSpec(const QString& specJson, qint64 resumeRunId = 0, qint64 resumeStep = 0);
   // The run selected in the explorer when it can be resumed (failed, cancelled or
   // interrupted), else null.
   const core::RunRecord* resumableRun() const;
@@ -176,6 +183,13 @@ class MainWindow final : public QMainWindow {
   QDateTime seenModified_;  // the file's and its WAL's last change, for pollFile
   qint64 seenWalSize_ = -1;
   bool quietErrors_ = false;
+  // A resume the controller offered (damagedCheckpoint), asked once the request has ended.
+  struct OfferedResume {
+    qint64 runId = 0;
+    qint64 step = 0;
+    QString message;
+  };
+  std::optional<OfferedResume> offeredResume_;
   bool switching_ = false;  // a switch away from a modified editor was already agreed to
   bool reverting_ = false;  // the explorer is put back on the editor's entry (the user stayed)
   bool asking_ = false;     // the unsaved-changes question is open (reloads go on meanwhile)

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/backend/cuda/cuda_backend.h"
+#include "core/backend/cuda/cuda_check.h"
 #include "core/comm/gloo_mesh.h"
 #include "core/comm/net_interface.h"
 #include "core/common/check.h"

@@ -1,7 +1,7 @@
 #pragma once
 
-// The metric table: every metric DTLab measures, with its name, unit and scope, in one place
-// (DESIGN.md, "Metrics"). The wire format, the project store, the CLI and the charts read
+// The metric table: every metric DTLab measures, with its name, unit and scope, in one place.
+// The wire format, the project store, the CLI and the charts read
 // names, units and kinds from here; adding a metric is a field in its record below, one row
 // in kMetricTable, and the code that measures it. Plain C++, no dependencies: the store and
 // remote/ include it without core/train.
@@ -42,6 +42,12 @@ struct StepMetrics {
   // includes the worker's own update, so a lone worker's figure is the baseline: the update
   // size; what others pushed in between adds to it.
   double divergence = std::numeric_limits<double>::quiet_NaN();
+  // Checkpoints (NaN on steps without one): how long the training thread was held taking the
+  // checkpoint that came just before this step (the snapshot of the state, and any wait for
+  // the previous one's write), and how long writing the newest one finished since took off
+  // the training thread (encoding it and handing it to the store or the node's stream).
+  double checkpointStallMs = std::numeric_limits<double>::quiet_NaN();
+  double checkpointWriteMs = std::numeric_limits<double>::quiet_NaN();
 };
 
 // One node's resource use over a sampling interval (the node daemon samples its process).
@@ -79,7 +85,7 @@ struct MetricInfo {
 };
 
 // A value that is NaN was not measured (accuracy of a regression): it gets no point.
-inline constexpr std::array<MetricInfo, 19> kMetricTable = {{
+inline constexpr std::array<MetricInfo, 21> kMetricTable = {{
     {"loss", "", MetricScope::kWorker, "training loss of the worker's batch", &StepMetrics::loss},
     {"samples_per_s", "samples/s", MetricScope::kWorker, "samples the worker trained per second",
      &StepMetrics::samplesPerS},
@@ -107,6 +113,12 @@ inline constexpr std::array<MetricInfo, 19> kMetricTable = {{
      "relative L2 distance of the weights the worker computed on from the server copy at its "
      "next pull (parameter-server modes; includes its own update)",
      &StepMetrics::divergence},
+    {"checkpoint_stall_ms", "ms", MetricScope::kWorker,
+     "time the training thread was held by the checkpoint taken before this step",
+     &StepMetrics::checkpointStallMs},
+    {"checkpoint_write_ms", "ms", MetricScope::kWorker,
+     "time a checkpoint's write took off the training thread (encoding, handing it over)",
+     &StepMetrics::checkpointWriteMs},
     {"cpu_util", "", MetricScope::kNode, "CPU use of the node's process, share of all cores",
      nullptr, &NodeMetrics::cpuUtil},
     {"gpu_util", "", MetricScope::kNode,
@@ -167,6 +179,8 @@ inline constexpr const char* kStaleness = "staleness";
 inline constexpr const char* kBytesSent = "bytes_sent";
 inline constexpr const char* kBytesReceived = "bytes_received";
 inline constexpr const char* kDivergence = "divergence";
+inline constexpr const char* kCheckpointStallMs = "checkpoint_stall_ms";
+inline constexpr const char* kCheckpointWriteMs = "checkpoint_write_ms";
 inline constexpr const char* kTestLoss = "test_loss";
 inline constexpr const char* kTestAccuracy = "test_accuracy";
 inline constexpr const char* kCpuUtil = "cpu_util";
@@ -177,6 +191,12 @@ inline constexpr const char* kGpuMemBytes = "gpu_mem_bytes";
 // Whether only a worker training on a GPU has this metric (a CPU run records no points of it).
 constexpr bool gpuOnly(const MetricInfo& m) {
   return m.name == metric::kGpuUtil || m.name == metric::kGpuMemBytes;
+}
+
+// Whether only the rank that keeps checkpoints (rank 0) records it, at the steps around them (a
+// run without checkpoints has no points of it).
+constexpr bool checkpointOnly(const MetricInfo& m) {
+  return m.name == metric::kCheckpointStallMs || m.name == metric::kCheckpointWriteMs;
 }
 
 }  // namespace dtlab::core

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -19,7 +20,7 @@ struct ReplicaRecord;  // core/train/push_record.h
 struct ResetRecord;    // core/train/push_record.h
 
 // Event kinds: start, node, contention, rebalance, strategy_switch, node_lost, recovery,
-// resume, cancel, finish.
+// resume, cancel, finish, note, and the two below.
 struct RunEvent {
   int64_t step = 0;
   double wallMs = 0.0;
@@ -30,11 +31,19 @@ struct RunEvent {
 // A machine the run used, as its daemon described itself (host, DTLab version, CPU, devices):
 // one per node, at the start of every run.
 inline constexpr std::string_view kNodeEvent = "node";
+// A checkpoint a rank took that the run did not keep (its stream broke while it travelled, a
+// part of it was refused); the detail says which and why.
+inline constexpr std::string_view kCheckpointNotKeptEvent = "checkpoint_not_kept";
+// The spec asks for checkpoints that the run's strategy does not keep.
+inline constexpr std::string_view kNoCheckpointsEvent = "no_checkpoints";
+// How the run came to hold its nodes: at once, or after waiting behind whose runs (nodes shared
+// by several people queue their runs).
+inline constexpr std::string_view kReservationEvent = "reservation";
 // Whether events of `kind` say what the run is or how it ended ("start", "node", "finish")
 // rather than mark something that happened while it trained: charts draw no line for them and
 // a report lists them apart.
 inline bool describesRun(std::string_view kind) {
-  return kind == "start" || kind == "finish" || kind == kNodeEvent;
+  return kind == "start" || kind == "finish" || kind == kNodeEvent || kind == kReservationEvent;
 }
 
 // How a run (or one rank of it) ended. Their text forms ("completed", "max_steps", ...) are
@@ -89,7 +98,11 @@ struct ExchangeTotals {
   void merge(const ExchangeTotals& other);
 };
 
-// What `dtlab-cli` prints per run (DESIGN.md, "Run summary").
+// The strategy a run trained in one process names (dtlab-cli train, the single-replica
+// baseline); a distributed run names its variant's strategy.
+inline constexpr std::string_view kSingleProcessStrategy = "single";
+
+// What a run ended with: `dtlab-cli` prints it per run, the project stores it.
 struct RunSummary {
   std::string name;
   std::string strategy;
@@ -139,6 +152,14 @@ void summarizeExchange(const ExchangeTotals& totals, RunSummary& summary);
 nlohmann::json toJson(const RunSummary& summary);
 nlohmann::json toJson(const RunEvent& event);
 
+// A checkpoint in its stored form (core/train/checkpoint.h: encodeCheckpoint's bytes), as a
+// node sent it. Shared, never copied: a large model's is hundreds of MB.
+struct EncodedCheckpoint {
+  int64_t step = 0;
+  double wallMs = 0.0;
+  std::shared_ptr<const std::vector<unsigned char>> bytes;
+};
+
 // Receives a run's metrics as they happen. Called on the training thread: an
 // implementation must be quick (queue, don't write files here).
 class MetricSink {
@@ -151,6 +172,8 @@ class MetricSink {
   // A checkpoint of the run (core/train/checkpoint.h), taken by rank 0 as the spec's
   // training.checkpoint_every / checkpoint_seconds ask.
   virtual void onCheckpoint(const Checkpoint& /*checkpoint*/) {}
+  // The same, already encoded and checked (the coordinator's: it stores what the node sent).
+  virtual void onEncodedCheckpoint(const EncodedCheckpoint& /*checkpoint*/) {}
   // A parameter-server worker's pushes, as the server applied them, and the versions its
   // replica ended on (core/train/push_record.h): the record a replay follows.
   virtual void onPush(const PushRecord& /*push*/) {}

@@ -130,9 +130,14 @@ void Mlp::setParams(const std::vector<float>& host) {
 }
 
 std::vector<float> Mlp::paramsToHost() const {
-  std::vector<float> host(static_cast<std::size_t>(paramCount_));
-  backend_.download(host.data(), params_, paramCount_);
+  std::vector<float> host;
+  paramsToHost(host);
   return host;
+}
+
+void Mlp::paramsToHost(std::vector<float>& into) const {
+  into.resize(static_cast<std::size_t>(paramCount_));
+  backend_.download(into.data(), params_, paramCount_);
 }
 
 std::vector<float> Mlp::gradsToHost() const {

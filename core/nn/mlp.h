@@ -98,6 +98,7 @@ class Mlp {
   void initialize(InitScheme scheme, uint64_t seed);
   void setParams(const std::vector<float>& host);
   std::vector<float> paramsToHost() const;
+  void paramsToHost(std::vector<float>& into) const;  // into's memory, resized to fit
   std::vector<float> gradsToHost() const;
 
   void reserve(int64_t rows);

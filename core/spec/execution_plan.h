@@ -8,7 +8,7 @@
 
 namespace dtlab::core {
 
-// One execution of an experiment (DESIGN.md, "Executions and repeats"): every variant, run
+// One execution of an experiment: every variant, run
 // `repeats` times. Repetition r runs every variant with the seed repetitionSeed(spec.seed, r),
 // so within a repetition the variants start from the same weights and see the same data order
 // and emulated stragglers (they stay paired), while repetitions differ. The dataset itself

@@ -66,8 +66,8 @@ constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 // it here and read it in the matching parse function; ObjectReader enforces that the two agree.
 constexpr std::string_view kSpecFields[] = {"name",      "seed",     "repeats", "dataset", "model",
                                             "optimizer", "training", "cluster", "variants"};
-constexpr std::string_view kClusterFields[] = {"local_nodes", "nodes", "threads_per_node",
-                                               "device"};
+constexpr std::string_view kClusterFields[] = {"local_nodes", "nodes", "threads_per_node", "device",
+                                               "wait_seconds"};
 constexpr std::string_view kNodeFields[] = {"address",    "speed",          "bandwidth_mbps",
                                             "latency_ms", "speed_schedule", "straggler"};
 constexpr std::string_view kSpeedChangeFields[] = {"at_step", "speed"};
@@ -236,6 +236,7 @@ ClusterConfig parseCluster(ObjectReader& r) {
                           r.describeField("device"));
     c.device = *v;
   }
+  if (auto v = r.integer("wait_seconds", 0, kMaxWaitSeconds)) c.waitSeconds = *v;
   if (const json* nodes = r.find("nodes")) {
     const std::string path = r.pathOf("nodes");
     if (!nodes->is_array())

@@ -148,8 +148,8 @@ struct TrainingConfig {
   bool operator==(const TrainingConfig&) const = default;
 };
 
-// One node of the cluster: where it runs, and its compute and link emulation (DESIGN.md:
-// heterogeneity is simulated per node where the hardware is uniform). Defaults leave the
+// One node of the cluster: where it runs, and its compute and link emulation (heterogeneity
+// is emulated per node where the hardware is uniform). Defaults leave the
 // real machine as it is.
 // From step `atStep` on, the node computes at `speed` (emulated; see NodeConfig::speed).
 struct SpeedChange {
@@ -193,6 +193,10 @@ struct NodeConfig {
 // cluster: one entry per running daemon, every one with an address (ranks follow the
 // list); `localNodes` then equals the number of nodes (the JSON leaves it out, or gives
 // that number) and `threadsPerNode` is not used (each daemon has its own --threads).
+// cluster.wait_seconds: its bound, and what a run waits when neither the spec nor the user says.
+inline constexpr int64_t kMaxWaitSeconds = 7 * 24 * 3600;
+inline constexpr int64_t kDefaultWaitSeconds = 600;
+
 struct ClusterConfig {
   int64_t localNodes = 1;
   std::vector<NodeConfig> nodes;
@@ -200,6 +204,10 @@ struct ClusterConfig {
   // Where workers train: "cpu", or "cuda" (each node's worker on the GPU its daemon was
   // started with, dtlab-node --devices cuda:N; local nodes get one GPU each).
   std::string device = "cpu";
+  // How long a run waits for its nodes while other people's runs hold them (nodes shared by
+  // several users queue runs); 0: not at all. Unset: kDefaultWaitSeconds, or the user's choice.
+  // Written to JSON only when set.
+  std::optional<int64_t> waitSeconds;
 
   NodeConfig node(int64_t index) const {
     if (nodes.empty()) return {};

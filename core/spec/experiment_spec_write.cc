@@ -70,6 +70,7 @@ json toJson(const ExperimentSpec& spec) {
   cluster["nodes"] = nodes;
   cluster["threads_per_node"] = spec.cluster.threadsPerNode;
   cluster["device"] = spec.cluster.device;
+  if (spec.cluster.waitSeconds) cluster["wait_seconds"] = *spec.cluster.waitSeconds;
   return json{
       {"name", spec.name},
       {"seed", spec.seed},

@@ -10,9 +10,8 @@
 #include <string_view>
 
 #include "core/common/check.h"
-#include "core/store/comparison_statistics.h"
+#include "core/common/text_table.h"
 #include "core/store/csv_export.h"
-#include "core/store/seed_table.h"
 
 namespace dtlab::core {
 namespace {
@@ -157,12 +156,6 @@ nlohmann::json jsonCell(const Value& v) {
       return v.number;
   }
   return nullptr;
-}
-
-// Terminal columns, not bytes: "–" is three bytes of UTF-8 and one column.
-std::size_t displayWidth(const std::string& s) {
-  return static_cast<std::size_t>(
-      std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
 }
 
 std::string formatTarget(double target) {
@@ -422,6 +415,12 @@ Comparison compareExperiment(ProjectStore& store, const std::optional<std::strin
 
 namespace {
 
+bool textColumn(std::string_view key) {
+  return key == "variant" || key == "strategy" || key == "partition" || key == "outcome";
+}
+
+}  // namespace
+
 // The table's first line: the experiment, where it comes from, its size and its target.
 std::string comparisonHeading(const Comparison& c, std::size_t variants, int64_t repetitions) {
   std::ostringstream out;
@@ -446,82 +445,7 @@ std::string comparisonHeading(const Comparison& c, std::size_t variants, int64_t
   return out.str();
 }
 
-// Aligned columns two spaces apart, each line indented by two: left-aligned where asked,
-// else right-aligned (a figure column's heading over its figures); the last column gets no
-// padding after it.
-std::string alignedLines(const std::vector<std::vector<std::string>>& cells,
-                         const std::vector<bool>& leftAligned) {
-  std::vector<std::size_t> widths(leftAligned.size(), 0);
-  for (const auto& line : cells)
-    for (std::size_t j = 0; j < line.size(); ++j)
-      widths[j] = std::max(widths[j], displayWidth(line[j]));
-  std::string out;
-  for (const auto& cellsOfLine : cells) {
-    std::string line;
-    for (std::size_t j = 0; j < cellsOfLine.size(); ++j) {
-      const std::string& cell = cellsOfLine[j];
-      const std::string pad(widths[j] - displayWidth(cell), ' ');
-      const bool last = j + 1 == cellsOfLine.size();
-      if (j > 0) line += "  ";
-      line += leftAligned[j] ? (last ? cell : cell + pad) : pad + cell;
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += "  " + line + "\n";
-  }
-  return out;
-}
-
-bool textColumn(std::string_view key) {
-  return key == "variant" || key == "strategy" || key == "partition" || key == "outcome";
-}
-
-}  // namespace
-
-std::string formatStatisticsTable(const StatisticsTable& table, bool indentCaption) {
-  std::vector<std::vector<std::string>> cells = {table.header};
-  cells.insert(cells.end(), table.rows.begin(), table.rows.end());
-  return (indentCaption ? "  " : "") + table.caption + "\n" +
-         alignedLines(cells, table.textColumns);
-}
-
-std::string markdownStatisticsTable(const StatisticsTable& table) {
-  const auto line = [](const std::vector<std::string>& cells) {
-    std::string out = "|";
-    for (const std::string& cell : cells) {
-      out += ' ';
-      for (char ch : cell) out += ch == '|' ? std::string("\\|") : std::string(1, ch);
-      out += " |";
-    }
-    return out + "\n";
-  };
-  std::string out = line(table.header) + "|";
-  for (std::size_t i = 0; i < table.header.size(); ++i)
-    out += i < table.textColumns.size() && table.textColumns[i] ? "---|" : "---:|";
-  out += "\n";
-  for (const std::vector<std::string>& row : table.rows) out += line(row);
-  return out;
-}
-
-std::string repeatedComparisonTable(const Comparison& c) {
-  const ComparisonStatistics stats = comparisonStatistics(c);
-  int64_t repetitions = c.repeats;
-  for (const VariantStatistics& v : stats.variants) repetitions = std::max(repetitions, v.runs);
-  std::string out = comparisonHeading(c, stats.variants.size(), repetitions);
-  out += formatStatisticsTable(variantStatisticsTable(stats), true);
-  if (stats.ratios.empty()) return out;
-  return out + formatStatisticsTable(ratioStatisticsTable(stats), false);
-}
-
-std::string seedTableText(const Comparison& c) {
-  int64_t repetitions = c.repeats;
-  const ComparisonStatistics stats = comparisonStatistics(c);
-  for (const VariantStatistics& v : stats.variants) repetitions = std::max(repetitions, v.runs);
-  return comparisonHeading(c, stats.variants.size(), repetitions) +
-         formatStatisticsTable(seedTable(c, stats), true);
-}
-
-std::string comparisonTable(const Comparison& c) {
-  if (hasRepetitions(c)) return repeatedComparisonTable(c);
+std::string comparisonRowsTable(const Comparison& c) {
   std::string out = comparisonHeading(c, c.rows.size(), 1);
   std::vector<const Column*> columns;
   for (const Column& column : kColumns)
@@ -556,7 +480,7 @@ std::string comparisonCsv(const Comparison& c) {
   return out;
 }
 
-nlohmann::json comparisonJson(const Comparison& c) {
+nlohmann::json comparisonRowsJson(const Comparison& c) {
   nlohmann::json rows = nlohmann::json::array();
   for (const ComparisonRow& row : c.rows) {
     nlohmann::json r = nlohmann::json::object();
@@ -571,7 +495,6 @@ nlohmann::json comparisonJson(const Comparison& c) {
       {"repeats", c.repeats},
       {"most_recent", c.mostRecent},
       {"rows", rows}};
-  if (hasRepetitions(c)) out["statistics"] = statisticsJson(comparisonStatistics(c));
   return out;
 }
 

@@ -148,19 +148,18 @@ Entity experimentNamedOrLatest(ProjectStore& store, const std::optional<std::str
 Comparison compareExperiment(ProjectStore& store, const std::optional<std::string>& experiment,
                              std::optional<int64_t> executionId = std::nullopt);
 
-// An aligned text table with units, under a heading naming the experiment; "–" for a missing
-// figure; the outcome last, so that a long error does not push the figures apart. With
-// repetitions: a row per variant with medians and intervals, then the ratios
-// (core/store/comparison_statistics.h).
-std::string comparisonTable(const Comparison& comparison);
-// comparisonTable's form for repetitions (whatever the comparison holds).
-std::string repeatedComparisonTable(const Comparison& comparison);
-// The heading and the measured seed table (core/store/seed_table.h) of the comparison.
-std::string seedTableText(const Comparison& comparison);
+// The table's first line: the experiment, where it comes from, its size (variants and
+// repetitions) and its target.
+std::string comparisonHeading(const Comparison& comparison, std::size_t variants,
+                              int64_t repetitions);
+// One line per run, aligned with units under the heading; "–" for a missing figure; the outcome
+// last, so that a long error does not push the figures apart. (comparison_output.h has the
+// table that shows repetitions as medians with intervals.)
+std::string comparisonRowsTable(const Comparison& comparison);
 // RFC 4180: a header of machine names, one line per run, raw values (empty: missing).
 std::string comparisonCsv(const Comparison& comparison);
 // {"project", "experiment", "experiment_id", "execution_id", "repeats", "most_recent",
-// "rows": [...]}, missing: null; with repetitions also "statistics" (statisticsJson).
-nlohmann::json comparisonJson(const Comparison& comparison);
+// "rows": [...]}, missing: null.
+nlohmann::json comparisonRowsJson(const Comparison& comparison);
 
 }  // namespace dtlab::core

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "core/common/check.h"
+#include "core/common/text_table.h"
 
 namespace dtlab::core {
 namespace {
@@ -360,6 +361,31 @@ nlohmann::json statisticsJson(const ComparisonStatistics& s) {
            "by repetition); holds: two-sided paired t-test on log ratios, p < 1 - level"},
           {"variants", variants},
           {"ratios", ratios}};
+}
+
+std::string formatStatisticsTable(const StatisticsTable& table, bool indentCaption) {
+  std::vector<std::vector<std::string>> cells = {table.header};
+  cells.insert(cells.end(), table.rows.begin(), table.rows.end());
+  return (indentCaption ? "  " : "") + table.caption + "\n" +
+         alignedLines(cells, table.textColumns);
+}
+
+std::string markdownStatisticsTable(const StatisticsTable& table) {
+  const auto line = [](const std::vector<std::string>& cells) {
+    std::string out = "|";
+    for (const std::string& cell : cells) {
+      out += ' ';
+      for (char ch : cell) out += ch == '|' ? std::string("\\|") : std::string(1, ch);
+      out += " |";
+    }
+    return out + "\n";
+  };
+  std::string out = line(table.header) + "|";
+  for (std::size_t i = 0; i < table.header.size(); ++i)
+    out += i < table.textColumns.size() && table.textColumns[i] ? "---|" : "---:|";
+  out += "\n";
+  for (const std::vector<std::string>& row : table.rows) out += line(row);
+  return out;
 }
 
 }  // namespace dtlab::core

@@ -3,7 +3,9 @@
 #include <cmath>
 #include <limits>
 
+#include "core/common/check.h"
 #include "core/common/log.h"
+#include "core/store/checkpoint_parts.h"
 #include "core/store/chunk_codec.h"
 #include "core/store/chunk_rows.h"
 #include "core/store/schema.h"
@@ -40,10 +42,6 @@ class PointAppender::Writer {
                      "INSERT INTO events(run_id, step, wall_ms, kind, detail) "
                      "VALUES (?, ?, ?, ?, ?)"),
         insertPsRecords_(*db_, "INSERT INTO ps_records(run_id, data) VALUES (?, ?)"),
-        putCheckpoint_(
-            *db_,
-            "INSERT OR REPLACE INTO checkpoints(run_id, step, wall_ms, created_ms, data) "
-            "VALUES (?, ?, ?, ?, ?)"),
         pruneCheckpoints_(*db_,
                           "DELETE FROM checkpoints WHERE run_id = ?1 AND step NOT IN (SELECT step "
                           "FROM checkpoints WHERE run_id = ?1 ORDER BY step DESC LIMIT ?2)"),
@@ -126,8 +124,7 @@ class PointAppender::Writer {
     }
     for (const CheckpointRecord& c : checkpoints) {
       requireRun(c.runId);
-      putCheckpoint_.bind(1, c.runId).bind(2, c.step).bind(3, c.wallMs).bind(4, epochMsNow());
-      putCheckpoint_.bindBlob(5, c.data).run();
+      writeCheckpointParts(*db_, c.runId, c.step, c.wallMs, epochMsNow(), *c.data);
       pruneCheckpoints_.bind(1, c.runId).bind(2, c.keep).run();
     }
     for (const PendingRecords& r : psRecords) {
@@ -227,7 +224,6 @@ class PointAppender::Writer {
   sqlite::Statement findSeries_;
   sqlite::Statement insertEvent_;
   sqlite::Statement insertPsRecords_;
-  sqlite::Statement putCheckpoint_;
   sqlite::Statement pruneCheckpoints_;
   sqlite::Statement upsertMetric_;
 
@@ -309,6 +305,7 @@ void PointAppender::appendPsRecords(int64_t runId, std::vector<unsigned char> ch
 }
 
 void PointAppender::appendCheckpoint(CheckpointRecord record) {
+  DTLAB_ENFORCE(record.data != nullptr, "a checkpoint record without bytes");
   std::lock_guard lock(mutex_);
   if (closed_) throw StoreError(path_ + ": append after the point appender was closed");
   if (!error_.empty()) return;

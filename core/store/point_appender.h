@@ -54,8 +54,9 @@ struct CheckpointRecord {
   int64_t runId = 0;
   int64_t step = 0;
   double wallMs = 0.0;
-  std::vector<unsigned char> data;  // encodeCheckpoint's bytes
-  int64_t keep = 2;                 // the newest this many of the run's stay
+  // encodeCheckpoint's bytes, shared with whoever else holds them (never null)
+  std::shared_ptr<const std::vector<unsigned char>> data;
+  int64_t keep = 2;  // the newest this many of the run's stay
 };
 
 // The write path for metric points and events: any number of producer threads append

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "core/common/config.h"
+#include "core/store/checkpoint_parts.h"
 #include "core/store/recorder.h"
 #include "core/store/schema.h"
 
@@ -621,7 +622,7 @@ void ProjectStore::addEvent(int64_t runId, const RunEvent& event) {
 std::vector<CheckpointInfo> ProjectStore::checkpoints(int64_t runId) {
   std::lock_guard lock(mutex_);
   sqlite::Statement s(*db_,
-                      "SELECT step, wall_ms, created_ms, length(data) FROM checkpoints "
+                      "SELECT step, wall_ms, created_ms, bytes FROM checkpoints "
                       "WHERE run_id = ? ORDER BY step");
   s.bind(1, runId);
   std::vector<CheckpointInfo> out;
@@ -643,15 +644,29 @@ std::vector<std::vector<unsigned char>> ProjectStore::psRecords(int64_t runId) {
 }
 
 std::vector<unsigned char> ProjectStore::checkpointData(int64_t runId, int64_t step) {
-  {
+  std::optional<std::vector<unsigned char>> data;
+  try {
     std::lock_guard lock(mutex_);
-    sqlite::Statement s(*db_, "SELECT data FROM checkpoints WHERE run_id = ? AND step = ?");
-    s.bind(1, runId).bind(2, step);
-    if (s.step()) {
-      const std::span<const unsigned char> blob = s.columnBlob(0);
-      return {blob.begin(), blob.end()};
+    data = readCheckpointParts(*db_, runId, step);
+  } catch (const CheckpointDamaged& damaged) {
+    // Offer the newest older one whose parts all verify.
+    std::vector<CheckpointInfo> kept = checkpoints(runId);
+    for (auto c = kept.rbegin(); c != kept.rend(); ++c) {
+      if (c->step >= step) continue;
+      try {
+        std::lock_guard lock(mutex_);
+        readCheckpointParts(*db_, runId, c->step);
+      } catch (const CheckpointDamaged&) {
+        continue;
+      }
+      throw CheckpointDamaged(std::string(damaged.what()) + "; the previous checkpoint, of step " +
+                                  std::to_string(c->step) + ", is whole",
+                              step, c->step);
     }
+    throw CheckpointDamaged(std::string(damaged.what()) + "; no earlier checkpoint is whole", step,
+                            std::nullopt);
   }
+  if (data) return std::move(*data);
   std::string steps;
   for (const CheckpointInfo& c : checkpoints(runId))
     steps += (steps.empty() ? "" : ", ") + std::to_string(c.step);
@@ -735,6 +750,25 @@ std::vector<SeriesPoint> ProjectStore::readSeries(int64_t seriesId, std::optiona
     sqlite3_exec(db_->handle(), "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
   }
+}
+
+std::string whyNoCheckpoint(ProjectStore& store, const RunRecord& run) {
+  const std::string which =
+      "run " + std::to_string(run.id) + " ('" + run.name + "') has no checkpoint: ";
+  const nlohmann::json training = run.spec.is_object()
+                                      ? run.spec.value("training", nlohmann::json::object())
+                                      : nlohmann::json{};
+  const bool asked = training.is_object() && (training.value("checkpoint_every", 0.0) > 0.0 ||
+                                              training.value("checkpoint_seconds", 0.0) > 0.0);
+  if (!asked) return which + "its spec keeps none (training.checkpoint_every, checkpoint_seconds)";
+  std::string notKept, keepsNone;
+  for (const RunEvent& e : store.events(run.id)) {
+    if (e.kind == kCheckpointNotKeptEvent) notKept = e.detail;
+    if (e.kind == kNoCheckpointsEvent) keepsNone = e.detail;
+  }
+  if (!keepsNone.empty()) return which + keepsNone;
+  if (!notKept.empty()) return which + "none was kept; the last that was not: " + notKept;
+  return which + "it stopped before its first checkpoint was stored";
 }
 
 }  // namespace dtlab::core

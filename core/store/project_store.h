@@ -232,4 +232,9 @@ class ProjectStore {
   std::unique_ptr<sqlite::Db> db_;
 };
 
+// Why `run` has no checkpoint to resume from, for its user: its spec keeps none, its strategy
+// keeps none, one was taken but not kept (the run's event says why: a node lost while sending
+// it, a part refused), or it stopped before the first. Read from the run's spec and events.
+std::string whyNoCheckpoint(ProjectStore& store, const RunRecord& run);
+
 }  // namespace dtlab::core

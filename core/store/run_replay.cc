@@ -14,7 +14,7 @@ StoredRunReplay loadStoredRunReplay(ProjectStore& store, int64_t runId) {
   r.named = "run " + std::to_string(runId) + " ('" + run.name + "')";
   if (run.spec.is_null()) throw Error(r.named + " has no stored spec");
   r.spec = parseExperimentSpec(run.spec);
-  r.variant = run.strategy == "single" ? 0 : variantOfRun(r.spec, run.name);
+  r.variant = run.strategy == kSingleProcessStrategy ? 0 : variantOfRun(r.spec, run.name);
   const StrategyDescriptor& strategy =
       strategyOf(r.spec.variants.at(static_cast<std::size_t>(r.variant)));
   r.strategy = strategy.name;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/common/config.h"
+#include "core/store/checkpoint_parts.h"
 #include "core/store/chunk_codec.h"
 #include "core/store/chunk_rows.h"
 #include "core/store/sqlite_db.h"
@@ -228,7 +229,41 @@ void addCalibrations(sqlite::Db& db) {
   )sql");
 }
 
-constexpr std::array<Migration, 7> kMigrations = {{
+// v7 -> v8: checkpoints in parts (core/store/checkpoint_parts.h): each row keeps a manifest
+// and its size, its bytes move to checkpoint_parts in checksummed parts, and the whole-blob
+// column goes (one value may not exceed 1 GB, and damage was found only as a whole).
+void splitCheckpoints(sqlite::Db& db) {
+  db.exec(R"sql(
+    ALTER TABLE checkpoints RENAME TO checkpoints_whole;
+    CREATE TABLE checkpoints (
+      run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+      step INTEGER NOT NULL,
+      wall_ms REAL NOT NULL,
+      created_ms INTEGER NOT NULL,
+      bytes INTEGER NOT NULL,
+      manifest TEXT NOT NULL,
+      PRIMARY KEY (run_id, step)) WITHOUT ROWID;
+    CREATE TABLE checkpoint_parts (
+      run_id INTEGER NOT NULL,
+      step INTEGER NOT NULL,
+      part INTEGER NOT NULL,
+      checksum INTEGER NOT NULL,
+      data BLOB NOT NULL,
+      PRIMARY KEY (run_id, step, part),
+      FOREIGN KEY (run_id, step) REFERENCES checkpoints(run_id, step) ON DELETE CASCADE);
+  )sql");
+  sqlite::Statement old(db,
+                        "SELECT run_id, step, wall_ms, created_ms, data FROM checkpoints_whole");
+  while (old.step()) {
+    const std::span<const unsigned char> data = old.columnBlob(4);
+    writeCheckpointParts(db, old.columnInt(0), old.columnInt(1), old.columnDouble(2),
+                         old.columnInt(3), data);
+  }
+  old.reset();
+  db.exec("DROP TABLE checkpoints_whole");
+}
+
+constexpr std::array<Migration, 8> kMigrations = {{
     {0, "create the project tables", &createV1},
     {1, "pack points into chunks; add run_metrics", &packPointsIntoChunks},
     {2, "add runs.recorder", &addRunRecorders},
@@ -236,6 +271,7 @@ constexpr std::array<Migration, 7> kMigrations = {{
     {4, "add executions", &addExecutions},
     {5, "add ps_records", &addPsRecords},
     {6, "add calibrations", &addCalibrations},
+    {7, "store checkpoints in checksummed parts", &splitCheckpoints},
 }};
 static_assert(kMigrations.size() == kSchemaVersion, "one migration step per version");
 
@@ -455,7 +491,11 @@ std::unique_ptr<sqlite::Db> openProjectDatabase(const std::string& path,
   if (!options.readOnly) {
     // Migrated before the switch to WAL: a migration that fails rolls back and leaves a
     // file that was not in WAL mode byte-for-byte as it was.
-    migrateToLatest(*db);
+    try {
+      migrateToLatest(*db);
+    } catch (const StoreError& e) {
+      throw StoreError(path + ": " + e.what(), e.sqliteCode());
+    }
     // WAL: readers never block the writer nor see "database is locked" from it, and a
     // killed writer loses at most its uncommitted transaction. synchronous=NORMAL keeps
     // every commit across a process crash; only a power loss can drop the last commits,
@@ -476,22 +516,25 @@ std::unique_ptr<sqlite::Db> openProjectDatabase(const std::string& path,
 }
 
 void migrateToLatest(sqlite::Db& db) {
-  for (;;) {
-    const int version = static_cast<int>(db.queryInt("PRAGMA user_version"));
-    if (version >= kSchemaVersion) return;
+  const int from = static_cast<int>(db.queryInt("PRAGMA user_version"));
+  if (from >= kSchemaVersion) return;
+  // Every step in one transaction: a step that fails leaves the file byte-for-byte as it was,
+  // never half-way up at a version between (which a later build would take for a finished one).
+  sqlite::Transaction transaction(db);
+  for (int version = from; version < kSchemaVersion; ++version) {
     const Migration& step = kMigrations[static_cast<std::size_t>(version)];
     try {
-      sqlite::Transaction transaction(db);
       step.apply(db);
-      db.exec(("PRAGMA user_version = " + std::to_string(version + 1)).c_str());
-      transaction.commit();
     } catch (const StoreError& e) {
-      throw StoreError(std::string("migration from schema version ") + std::to_string(version) +
-                           " (" + step.description + ") failed, the file stays at version " +
-                           std::to_string(version) + ": " + e.what(),
+      throw StoreError(std::string("upgrade from project schema version ") + std::to_string(from) +
+                           " failed at step " + std::to_string(version) + " -> " +
+                           std::to_string(version + 1) + " (" + step.description +
+                           "); the file is unchanged: " + e.what(),
                        e.sqliteCode());
     }
   }
+  db.exec(("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
+  transaction.commit();
 }
 
 }  // namespace dtlab::core

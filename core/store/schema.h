@@ -26,7 +26,10 @@ class Db;
 //      times), and each run's execution and repetition
 //   6  ps_records: a parameter-server run's record of pushes (core/train/push_record.h), for
 //      `dtlab-cli replay`
-inline constexpr int kSchemaVersion = 7;
+//   7  calibrations: the scale simulator's (core/sim/calibration.h)
+//   8  checkpoint_parts: checkpoints in checksummed parts under a manifest
+//      (core/store/checkpoint_parts.h), no longer one blob each
+inline constexpr int kSchemaVersion = 8;
 inline constexpr int32_t kProjectApplicationId = 0x44544C42;  // "DTLB"
 
 // One forward migration step: from version `from` to `from + 1`. Each step runs in its own

@@ -57,7 +57,12 @@ void StoreSink::onNode(const NodeMetrics& m) {
 }
 
 void StoreSink::onCheckpoint(const Checkpoint& c) {
-  appender_.appendCheckpoint({runId_, c.step, c.wallMs, encodeCheckpoint(c), keep_});
+  onEncodedCheckpoint(
+      {c.step, c.wallMs, std::make_shared<const std::vector<unsigned char>>(encodeCheckpoint(c))});
+}
+
+void StoreSink::onEncodedCheckpoint(const EncodedCheckpoint& c) {
+  appender_.appendCheckpoint({runId_, c.step, c.wallMs, c.bytes, keep_});
 }
 
 void StoreSink::onPush(const PushRecord& p) {

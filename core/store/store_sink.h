@@ -36,6 +36,7 @@ class StoreSink : public MetricSink {
   void onEvent(const RunEvent& e) override;
   // Encoded and handed to the appender, which keeps the newest checkpointsKept() of the run.
   void onCheckpoint(const Checkpoint& c) override;
+  void onEncodedCheckpoint(const EncodedCheckpoint& c) override;
   // The parameter server's record, in chunks of kPushesPerChunk pushes (a replica record
   // closes one; flushRecords() the last).
   static constexpr std::size_t kPushesPerChunk = 1024;
@@ -131,6 +132,9 @@ class FanOutSink : public MetricSink {
   }
   void onCheckpoint(const Checkpoint& c) override {
     for (MetricSink* s : sinks_) s->onCheckpoint(c);
+  }
+  void onEncodedCheckpoint(const EncodedCheckpoint& c) override {
+    for (MetricSink* s : sinks_) s->onEncodedCheckpoint(c);
   }
   void onPush(const PushRecord& p) override {
     for (MetricSink* s : sinks_) s->onPush(p);

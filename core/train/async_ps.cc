@@ -285,13 +285,23 @@ void AsyncPs::beforeEvaluate() {
   measureDivergence_ = false;
 }
 
-Checkpoint AsyncPs::checkpoint(int64_t /*step*/) const {
-  const WorkerJob& job = context_.job;
-  Checkpoint c = serverCheckpoint(ps_->snapshot(), ps_->layout(),
-                                  psUpdatesPlanned(context_.totalSteps, job.world));
+void AsyncPs::checkpoint(int64_t step, Checkpoint& c) const {
+  checkpointBeside(step, c, {}).fill(c);
+}
+
+CheckpointCopy AsyncPs::checkpointBeside(int64_t /*step*/, Checkpoint& c,
+                                         std::function<void()> /*copied*/) const {
+  // Every shard sets a copy of its blocks aside now, at the step boundary; the copies cross
+  // the network on the writer's thread while this worker's pushes go on changing the blocks.
+  ps_->stageSnapshot();
   c.strategy = strategyOf(variantOf(context_)).name;
   c.optimizer = worker_->optimizerName();
-  return c;
+  ParameterClient* ps = ps_;
+  const int64_t planned = psUpdatesPlanned(context_.totalSteps, context_.job.world);
+  return {[ps, planned](Checkpoint& out) {
+            serverCheckpoint(ps->fetchStagedSnapshot(), ps->layout(), planned, out);
+          },
+          /*readsLiveState=*/false};
 }
 
 int64_t AsyncPs::restore(const Checkpoint& c) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -49,7 +50,11 @@ class AsyncPs final : public Strategy {
   // The server's blocks and the workers' clocks (ps_checkpoint.h), taken by rank 0; restore
   // seeds this process's own server (a single-process run: the shards' daemons seed theirs
   // from the same checkpoint when they accept the job) and puts this worker at its clock.
-  Checkpoint checkpoint(int64_t step) const override;
+  void checkpoint(int64_t step, Checkpoint& out) const override;
+  // The shards' copies are set aside at once; the fetch that fills the arrays runs beside the
+  // next steps (`copied` is not needed: the copies do not change).
+  CheckpointCopy checkpointBeside(int64_t step, Checkpoint& out,
+                                  std::function<void()> copied) const override;
   int64_t restore(const Checkpoint& checkpoint) override;
   CompressionTotals compression() const override { return compressionTotals_; }
 

@@ -50,10 +50,37 @@ class CheckpointError : public Error {
 void checkCheckpointFits(const Checkpoint& checkpoint, std::string_view optimizer,
                          int64_t parameterCount);
 
-// The stored form: magic "DTLCKPT1", a JSON header (step, time, strategy, optimizer, sizes,
-// the strategy's state), the float arrays little-endian, and a 64-bit FNV-1a of everything
-// before it. Decoding checks all of it and throws CheckpointError saying what is wrong.
+// The stored form: magic "DTLCKPT2", a JSON header (step, time, strategy, optimizer, sizes,
+// the strategy's state), the float arrays little-endian, and core/common/checksum.h's
+// checksum64 of everything before it (format 1, "DTLCKPT1", closed with a byte-wise FNV-1a;
+// it is still read). Decoding checks all of it and throws CheckpointError saying what is wrong.
 std::vector<unsigned char> encodeCheckpoint(const Checkpoint& checkpoint);
 Checkpoint decodeCheckpoint(std::span<const unsigned char> bytes);
+
+// Where an encoded checkpoint keeps what, read from its header alone (no checksum pass): for
+// a project's manifest of it, and where decodeCheckpoint reads. Throws CheckpointError when
+// the header is damaged or its arrays do not fill the bytes.
+struct CheckpointTensor {
+  std::string name;     // "params", "optimizer_state.0", ...
+  uint64_t floats = 0;  // float32 values
+  uint64_t offset = 0;  // of its first byte in the encoded form
+};
+struct CheckpointLayout {
+  int64_t step = 0;
+  double wallMs = 0.0;
+  std::vector<int64_t> rankSteps;
+  std::string strategy;
+  std::string optimizer;
+  nlohmann::json strategyState;
+  std::vector<CheckpointTensor> tensors;
+
+  int64_t stepOf(std::size_t rank) const {  // as Checkpoint::stepOf
+    return rank < rankSteps.size() ? rankSteps[rank] : step;
+  }
+};
+CheckpointLayout describeCheckpoint(std::span<const unsigned char> bytes);
+// The same after the checksum pass, and nothing copied: what the coordinator checks of a
+// checkpoint a node sent before it stores the bytes as they came.
+CheckpointLayout verifyCheckpoint(std::span<const unsigned char> bytes);
 
 }  // namespace dtlab::core

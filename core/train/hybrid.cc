@@ -38,6 +38,7 @@ StrategyDescriptor hybridDescriptor() {
   d.traits.usesParameterServer = true;
   d.traits.keepsCheckpoints = true;
   d.traits.replaysFromRecord = true;  // its asynchronous phases, from the record's resets
+  d.traits.switchesPhases = true;
   const SettingSchema policy{
       .key = "policy",
       .type = SettingType::kChoice,
@@ -175,6 +176,7 @@ std::string Hybrid::setUp() {
   async_ = std::make_unique<AsyncPs>(context_, std::nullopt, options_.compression);
   const std::string syncDetail = sync_->setUp();
   const std::string asyncDetail = async_->setUp();
+  syncClocks_ = std::vector<int64_t>(static_cast<std::size_t>(context_.job.world), 0);
   std::string detail = "hybrid ";
   if (!options_.adaptive) {
     if (context_.totalSteps <= 0)
@@ -271,11 +273,28 @@ void Hybrid::switchToSync() {
   inAsync_ = false;
   policy_.reset();
   smoothedMs_.clear();
+  syncClocks_ = gatherClocks();
   const int64_t global = syncSteps_ + pushesSeen_ / context_.job.world;
   context_.event(global, kSwitchEvent,
                  "async -> sync at step " + std::to_string(global) + ": straggler ratio " +
                      fixed(board.endRatio, 2) + " below " + fixed(policy_.backBelow(), 2) +
                      " for " + std::to_string(policy_.window()) + " steps");
+}
+
+std::vector<int64_t> Hybrid::gatherClocks() const {
+  // Each rank's own clock in its slot, as two floats (exact up to 2^36 pushes), summed.
+  const std::size_t world = static_cast<std::size_t>(context_.job.world);
+  const std::size_t rank = static_cast<std::size_t>(context_.job.rank);
+  constexpr int64_t kLow = int64_t{1} << 18;
+  std::vector<float> parts(2 * world, 0.0f);
+  parts[2 * rank] = static_cast<float>(async_->clock() / kLow);
+  parts[2 * rank + 1] = static_cast<float>(async_->clock() % kLow);
+  if (context_.comm != nullptr && world > 1)
+    context_.comm->allReduceSum(parts.data(), static_cast<int64_t>(parts.size()));
+  std::vector<int64_t> clocks(world);
+  for (std::size_t w = 0; w < world; ++w)
+    clocks[w] = static_cast<int64_t>(parts[2 * w]) * kLow + static_cast<int64_t>(parts[2 * w + 1]);
+  return clocks;
 }
 
 Votes Hybrid::agree(const Votes& local) {
@@ -308,23 +327,57 @@ void Hybrid::finish() {
   if (async_) async_->finish();
 }
 
-Checkpoint Hybrid::checkpoint(int64_t step) const {
-  Checkpoint c = inAsync_ ? async_->checkpoint(step) : sync_->checkpoint(step);
-  // The workers' clocks: the server's snapshot has them; a synchronous phase asks the board.
-  std::vector<int64_t> clocks = inAsync_ ? c.strategyState.at("clocks").get<std::vector<int64_t>>()
-                                         : async_->client().snapshot().clocks;
+void Hybrid::checkpoint(int64_t step, Checkpoint& c) const {
+  if (inAsync_) {
+    async_->checkpoint(step, c);
+    const std::vector<int64_t> clocks = c.strategyState.at("clocks").get<std::vector<int64_t>>();
+    addHybridState(c, clocks, syncSteps_, phase_, /*asynchronous=*/true);
+  } else {
+    sync_->checkpoint(step, c);
+    addHybridState(c, clocksOfSyncPhase(), syncSteps_, phase_, /*asynchronous=*/false);
+  }
+}
+
+CheckpointCopy Hybrid::checkpointBeside(int64_t step, Checkpoint& c,
+                                        std::function<void()> copied) const {
+  // The hybrid's progress as of this step: the copy may run when the next phase has begun.
+  const int64_t syncSteps = syncSteps_;
+  const int64_t phase = phase_;
+  if (inAsync_) {
+    // The server's copies, fetched beside the next steps; the clocks come with them.
+    CheckpointCopy fetch = async_->checkpointBeside(step, c, std::move(copied));
+    fetch.fill = [fill = std::move(fetch.fill), syncSteps, phase](Checkpoint& out) {
+      fill(out);
+      const auto clocks = out.strategyState.at("clocks").get<std::vector<int64_t>>();
+      addHybridState(out, clocks, syncSteps, phase, /*asynchronous=*/true);
+    };
+    return fetch;
+  }
+  CheckpointCopy copy = sync_->checkpointBeside(step, c, std::move(copied));
+  if (copy.fill) addHybridState(c, clocksOfSyncPhase(), syncSteps, phase, /*asynchronous=*/false);
+  return copy;  // empty: the state is not in host memory, and checkpoint() copies it now
+}
+
+const std::vector<int64_t>& Hybrid::clocksOfSyncPhase() const {
+  // They stand where the last asynchronous phase left them; after a restore the server's
+  // snapshot has them.
+  if (!syncClocks_) syncClocks_ = async_->client().snapshot().clocks;
+  return *syncClocks_;
+}
+
+void Hybrid::addHybridState(Checkpoint& c, const std::vector<int64_t>& clocks, int64_t syncSteps,
+                            int64_t phase, bool asynchronous) {
   c.strategyState["clocks"] = clocks;
   c.strategyState["hybrid"] = {
-      {"sync_steps", syncSteps_}, {"phase", phase_}, {"asynchronous", inAsync_}};
+      {"sync_steps", syncSteps}, {"phase", phase}, {"asynchronous", asynchronous}};
   // Every rank took the synchronous steps and its own pushes.
   int64_t pushes = 0;
   c.rankSteps.clear();
   for (int64_t clock : clocks) {
-    c.rankSteps.push_back(syncSteps_ + clock);
+    c.rankSteps.push_back(syncSteps + clock);
     pushes += clock;
   }
-  c.step = syncSteps_ + pushes / static_cast<int64_t>(clocks.size());
-  return c;
+  c.step = syncSteps + pushes / static_cast<int64_t>(clocks.size());
 }
 
 int64_t Hybrid::restore(const Checkpoint& c) {
@@ -345,6 +398,7 @@ int64_t Hybrid::restore(const Checkpoint& c) {
   sync_->restore(synchronous);
   pushesSeen_ = async_->board().totalPushes;
   if (inAsync_) async_->setPhase(phase_);
+  syncClocks_.reset();  // asked of the server at the first checkpoint that needs them
   policy_.reset();
   smoothedMs_.clear();
   context_.event(syncSteps_ + pushes, kPhaseEvent,

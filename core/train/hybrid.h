@@ -1,6 +1,8 @@
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,7 +74,9 @@ class Hybrid final : public Strategy {
   // A checkpoint of the phase the run is in: the synchronous replica, or the server's blocks
   // (ps_checkpoint.h), with the workers' clocks and the hybrid's own progress; a restored run
   // goes on in that phase (the adaptive policy's measurements start afresh).
-  Checkpoint checkpoint(int64_t step) const override;
+  void checkpoint(int64_t step, Checkpoint& out) const override;
+  CheckpointCopy checkpointBeside(int64_t step, Checkpoint& out,
+                                  std::function<void()> copied) const override;
   int64_t restore(const Checkpoint& checkpoint) override;
   // Both phases' compressed exchanges added up.
   CompressionTotals compression() const override;
@@ -82,6 +86,13 @@ class Hybrid final : public Strategy {
   bool endRequested() const;
   void switchToAsync(const std::string& reason);
   void switchToSync();
+  // The workers' clocks, the hybrid's progress and the checkpoint's step, after the phase's own.
+  // The workers' clocks during a synchronous phase.
+  const std::vector<int64_t>& clocksOfSyncPhase() const;
+  static void addHybridState(Checkpoint& c, const std::vector<int64_t>& clocks, int64_t syncSteps,
+                             int64_t phase, bool asynchronous);
+  // Every rank's clock, gathered over the synchronous group (every rank calls it).
+  std::vector<int64_t> gatherClocks() const;
 
   StrategyContext& context_;
   HybridOptions options_;
@@ -95,6 +106,9 @@ class Hybrid final : public Strategy {
   bool inAsync_ = false;
   // adaptive, synchronous phase: each rank's smoothed compute time (NaN: none yet)
   std::vector<double> smoothedMs_;
+  // Synchronous phase: the workers' clocks, unchanged since the last asynchronous phase (unset
+  // after a restore: the server's snapshot has them).
+  mutable std::optional<std::vector<int64_t>> syncClocks_;
 };
 
 // hybrid's descriptor (strategy_registry.cc lists it).

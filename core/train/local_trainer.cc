@@ -96,7 +96,7 @@ RunSummary trainLocal(const ExperimentSpec& spec, const LocalTrainOptions& optio
 
   RunSummary summary;
   summary.name = spec.name;
-  summary.strategy = "single";
+  summary.strategy = kSingleProcessStrategy;
   summary.status = r.status;
   summary.stopReason = r.stopReason;
   summary.error = r.error;

@@ -92,6 +92,7 @@ void ParameterBlock::reset(const float* values, int64_t count, int64_t version, 
                 block_.size(), " parameters, got ", count);
   std::lock_guard<std::mutex> lock(mutex_);
   if (epoch <= epoch_) return;
+  copyFrozenLocked();  // a checkpoint's copy is of the block before this change
   params_.assign(values, values + count);
   initialized_ = true;
   version_ = version;
@@ -112,6 +113,7 @@ int64_t ParameterBlock::push(const float* gradient, int64_t count, int64_t based
   DTLAB_ENFORCE(count == block_.size(), "block [", block_.begin, ", ", block_.end, ") takes ",
                 block_.size(), " gradient values, got ", count);
   std::lock_guard<std::mutex> lock(mutex_);
+  copyFrozenLocked();  // a checkpoint's copy is of the block before this change
   if (!initialized_) throw Error("gradient pushed to a parameter block before its initial values");
   DTLAB_ENFORCE(basedOn >= 0 && basedOn <= version_, "a gradient of version ", basedOn,
                 " pushed to a block at version ", version_);
@@ -129,14 +131,44 @@ int64_t ParameterBlock::version() const {
 }
 
 ParameterBlock::Snapshot ParameterBlock::snapshot() const {
+  Snapshot s;
+  snapshotInto(s);
+  return s;
+}
+
+void ParameterBlock::snapshotInto(Snapshot& out) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  copyLocked(out);
+}
+
+void ParameterBlock::copyLocked(Snapshot& out) const {
+  if (!initialized_) throw Error("parameter block snapshot taken before its initial values");
+  out.params.assign(params_.begin(), params_.end());
+  const std::vector<std::span<const float>> state = optimizer_->state();
+  out.optimizerState.resize(state.size());
+  for (std::size_t i = 0; i < state.size(); ++i)
+    out.optimizerState[i].assign(state[i].begin(), state[i].end());
+  out.version = version_;
+}
+
+int64_t ParameterBlock::freezeInto(Snapshot& out) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!initialized_) throw Error("parameter block snapshot taken before its initial values");
-  Snapshot s;
-  s.params = params_;
-  for (std::span<const float> part : optimizer_->state())
-    s.optimizerState.emplace_back(part.begin(), part.end());
-  s.version = version_;
-  return s;
+  copyFrozenLocked();  // an earlier freeze's copy, never made
+  frozen_ = &out;
+  out.version = version_;
+  return version_;
+}
+
+void ParameterBlock::copyFrozen() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  copyFrozenLocked();
+}
+
+void ParameterBlock::copyFrozenLocked() {
+  if (frozen_ == nullptr) return;
+  copyLocked(*frozen_);
+  frozen_ = nullptr;
 }
 
 void ParameterBlock::restore(const Snapshot& snapshot) {
@@ -145,6 +177,7 @@ void ParameterBlock::restore(const Snapshot& snapshot) {
                 " parameters, the snapshot ", snapshot.params.size());
   DTLAB_ENFORCE(snapshot.version >= 0, "a snapshot of version ", snapshot.version);
   std::lock_guard<std::mutex> lock(mutex_);
+  copyFrozenLocked();  // a checkpoint's copy is of the block before this change
   std::vector<std::span<float>> state = optimizer_->mutableState();
   DTLAB_ENFORCE(state.size() == snapshot.optimizerState.size(), "the block's optimizer keeps ",
                 state.size(), " state buffers, the snapshot ", snapshot.optimizerState.size());
@@ -316,11 +349,75 @@ ParameterHost::ParameterHost(const ExperimentSpec& spec, const std::vector<PsBlo
                           : nullptr);
   if (!layout.empty() && (shard < 0 || layout.front().shard == shard))
     board_ = std::make_unique<WorkerBoard>(workers, watch);
+  for (const std::unique_ptr<ParameterBlock>& block : blocks_)
+    staged_.push_back(block ? std::make_unique<Staged>() : nullptr);
 }
 
 ParameterBlock* ParameterHost::block(int index) {
   if (index < 0 || index >= static_cast<int>(blocks_.size())) return nullptr;
   return blocks_[static_cast<std::size_t>(index)].get();
+}
+
+ParameterHost::~ParameterHost() {
+  {
+    std::lock_guard<std::mutex> lock(copierMutex_);
+    stopCopier_ = true;
+  }
+  copierWake_.notify_all();
+  if (copier_.joinable()) copier_.join();
+}
+
+int64_t ParameterHost::stageSnapshot(int index) {
+  ParameterBlock* served = block(index);
+  if (served == nullptr) throw Error("block " + std::to_string(index) + " is not served here");
+  Staged& staged = *staged_[static_cast<std::size_t>(index)];
+  int64_t version = 0;
+  {
+    std::lock_guard<std::mutex> lock(staged.mutex);
+    version = served->freezeInto(staged.copy);
+    staged.clocks.clear();
+    if (index == 0 && board_) staged.clocks = board_->clocks();
+    staged.present = true;
+  }
+  {
+    std::lock_guard<std::mutex> lock(copierMutex_);
+    toCopy_.push_back(index);
+    if (!copier_.joinable()) copier_ = std::thread([this] { copyLoop(); });
+  }
+  copierWake_.notify_all();
+  return version;
+}
+
+void ParameterHost::copyLoop() {
+  std::unique_lock<std::mutex> lock(copierMutex_);
+  for (;;) {
+    copierWake_.wait(lock, [&] { return stopCopier_ || !toCopy_.empty(); });
+    if (stopCopier_) return;
+    const int index = toCopy_.front();
+    toCopy_.pop_front();
+    lock.unlock();
+    try {
+      blocks_[static_cast<std::size_t>(index)]->copyFrozen();
+    } catch (const std::exception&) {
+      // Not initialised: impossible once frozen; a reader meets the same error itself.
+    }
+    lock.lock();
+  }
+}
+
+void ParameterHost::readStagedSnapshot(
+    int index,
+    const std::function<void(const ParameterBlock::Snapshot&, const std::vector<int64_t>&)>& read)
+    const {
+  const Staged* staged = index >= 0 && index < static_cast<int>(staged_.size())
+                             ? staged_[static_cast<std::size_t>(index)].get()
+                             : nullptr;
+  if (staged == nullptr) throw Error("block " + std::to_string(index) + " is not served here");
+  std::lock_guard<std::mutex> lock(staged->mutex);
+  if (!staged->present)
+    throw Error("no snapshot of block " + std::to_string(index) + " was staged");
+  blocks_[static_cast<std::size_t>(index)]->copyFrozen();  // if the copier has not yet
+  read(staged->copy, staged->clocks);
 }
 
 void ParameterHost::leave(int worker) {

@@ -1,12 +1,15 @@
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/optim/lr_schedule.h"
@@ -122,6 +125,16 @@ class ParameterBlock {
     int64_t version = 0;
   };
   Snapshot snapshot() const;
+  // The same into `out`, whose buffers are reused (no allocation once they are large enough).
+  void snapshotInto(Snapshot& out) const;
+  // The block as it is now, copied into `out` before anything changes it: by copyFrozen()
+  // (a host's copier thread, or a reader), or else by the next call that would change the
+  // block (push, reset, restore), whichever comes first. So a checkpoint's copy is taken at a
+  // step boundary in the time a lock takes, and made while the workers compute. `out` must
+  // stay valid until copyFrozen() has returned. Returns the version it holds. Throws
+  // dtlab::Error before init.
+  int64_t freezeInto(Snapshot& out);
+  void copyFrozen();
   // Puts a block (of the same spec and range) where `snapshot` was taken: the pushes that
   // follow apply exactly as they would have on the block it came from. Throws dtlab::Error
   // naming what does not fit.
@@ -136,6 +149,10 @@ class ParameterBlock {
   LrSchedule schedule_;
   int64_t version_ = 0;
   int64_t epoch_ = 0;
+  Snapshot* frozen_ = nullptr;  // where freezeInto's copy goes, until made
+
+  void copyLocked(Snapshot& out) const;
+  void copyFrozenLocked();
 };
 
 // What the board answers a worker: the votes every worker cast so far (sticky: a stop once
@@ -223,6 +240,9 @@ class ParameterHost {
   // Serves the blocks of `layout` whose shard is `shard` (all of them when shard < 0).
   ParameterHost(const ExperimentSpec& spec, const std::vector<PsBlock>& layout, int shard,
                 int workers, int64_t pushBatch, int64_t updatesPlanned, BoardWatch watch = {});
+  ~ParameterHost();
+  ParameterHost(const ParameterHost&) = delete;
+  ParameterHost& operator=(const ParameterHost&) = delete;
 
   // The block with this global index, or null when this host does not serve it.
   ParameterBlock* block(int index);
@@ -234,6 +254,18 @@ class ParameterHost {
   // Every worker has sent leave() to this host.
   void leave(int worker);
   bool everyoneLeft() const;
+  // A checkpoint's first half on this host (ParameterClient::stageSnapshot): freezes block
+  // `index` as it is now (ParameterBlock::freezeInto), with the board's clocks when this host
+  // keeps the board and `index` is 0, and has the host's copier thread make the copy while
+  // the workers compute; returns the copy's version. The copy's buffers are kept for the next
+  // one. Throws dtlab::Error when the block is not served here or not initialised.
+  int64_t stageSnapshot(int index);
+  // The second half: calls `read` with the copy of block `index` (made now if the copier has
+  // not reached it yet) and the clocks staged with it (empty for other blocks). Throws
+  // dtlab::Error when none is staged.
+  void readStagedSnapshot(int index,
+                          const std::function<void(const ParameterBlock::Snapshot&,
+                                                   const std::vector<int64_t>&)>& read) const;
 
  private:
   std::vector<std::unique_ptr<ParameterBlock>> blocks_;  // by global index; null: elsewhere
@@ -243,6 +275,21 @@ class ParameterHost {
   int64_t updatesPlanned_;
   mutable std::mutex mutex_;
   std::vector<bool> left_;
+  // Per block served here, the copy stageSnapshot() set aside (with the clocks, block 0).
+  struct Staged {
+    mutable std::mutex mutex;
+    bool present = false;
+    ParameterBlock::Snapshot copy;
+    std::vector<int64_t> clocks;
+  };
+  std::vector<std::unique_ptr<Staged>> staged_;  // by global index; null: elsewhere
+  // The copier: makes the frozen blocks' copies, in the order they were staged.
+  std::mutex copierMutex_;
+  std::condition_variable copierWake_;
+  std::deque<int> toCopy_;
+  bool stopCopier_ = false;
+  std::thread copier_;  // started with the first stage
+  void copyLoop();
 };
 
 // The whole server at one moment, for a checkpoint: every block's snapshot in layout order
@@ -288,8 +335,19 @@ class ParameterClient {
   virtual BoardState agree(const WorkerReport& report) = 0;
   // This worker will not push again: tells the board and every host.
   virtual void leave(int worker) = 0;
-  // Every block's snapshot and the board's clocks (a checkpoint, on rank 0).
-  virtual ServerSnapshot snapshot() = 0;
+  // Every block's snapshot and the board's clocks (a checkpoint, on rank 0), in two halves so
+  // that the copy over the network runs beside training. stageSnapshot(), on the caller's
+  // thread at a step boundary, has every host set a copy of its blocks (and the board's
+  // clocks) aside: the server as of that moment, while it waits. fetchStagedSnapshot() brings
+  // the copies over; unlike every other call it may run on another thread while the caller
+  // goes on with pulls and pushes. One staged snapshot at a time: the next stageSnapshot()
+  // comes after the fetch. snapshot() is the two in turn.
+  virtual void stageSnapshot() = 0;
+  virtual ServerSnapshot fetchStagedSnapshot() = 0;
+  ServerSnapshot snapshot() {
+    stageSnapshot();
+    return fetchStagedSnapshot();
+  }
   // Payload bytes moved so far (parameters and gradients).
   virtual int64_t bytesSent() const = 0;
   virtual int64_t bytesReceived() const = 0;
@@ -320,7 +378,8 @@ class LocalParameterClient final : public ParameterClient {
                    const WorkerReport& report) override;
   BoardState agree(const WorkerReport& report) override;
   void leave(int worker) override;
-  ServerSnapshot snapshot() override;
+  void stageSnapshot() override;
+  ServerSnapshot fetchStagedSnapshot() override;
   int64_t bytesSent() const override { return 0; }  // nothing crosses a link
   int64_t bytesReceived() const override { return 0; }
 

@@ -10,14 +10,20 @@ namespace dtlab::core {
 
 Checkpoint serverCheckpoint(const ServerSnapshot& snapshot, const std::vector<PsBlock>& layout,
                             int64_t updatesPlanned) {
+  Checkpoint c;
+  serverCheckpoint(snapshot, layout, updatesPlanned, c);
+  return c;
+}
+
+void serverCheckpoint(const ServerSnapshot& snapshot, const std::vector<PsBlock>& layout,
+                      int64_t updatesPlanned, Checkpoint& c) {
   DTLAB_ENFORCE(snapshot.blocks.size() == layout.size(), "a snapshot of ", snapshot.blocks.size(),
                 " blocks for a layout of ", layout.size());
   DTLAB_ENFORCE(!layout.empty() && !snapshot.clocks.empty(), "an empty server snapshot");
-  Checkpoint c;
-  const int64_t paramCount = layout.back().end;
-  c.params.resize(static_cast<std::size_t>(paramCount));
-  c.optimizerState.assign(snapshot.blocks.front().optimizerState.size(),
-                          std::vector<float>(static_cast<std::size_t>(paramCount)));
+  const auto paramCount = static_cast<std::size_t>(layout.back().end);
+  c.params.resize(paramCount);
+  c.optimizerState.resize(snapshot.blocks.front().optimizerState.size());
+  for (std::vector<float>& state : c.optimizerState) state.resize(paramCount);
   nlohmann::json blocks = nlohmann::json::array();
   for (std::size_t b = 0; b < layout.size(); ++b) {
     const PsBlock& block = layout[b];
@@ -42,7 +48,6 @@ Checkpoint serverCheckpoint(const ServerSnapshot& snapshot, const std::vector<Ps
   c.strategyState = {{"blocks", std::move(blocks)},
                      {"updates_planned", updatesPlanned},
                      {"clocks", snapshot.clocks}};
-  return c;
 }
 
 int64_t restoredVersion(const Checkpoint& c, int64_t begin, int64_t updatesPlanned) {
@@ -112,15 +117,19 @@ void ParameterHost::restore(const Checkpoint& c) {
   if (board_) board_->raiseClocks(clocks);
 }
 
-ServerSnapshot LocalParameterClient::snapshot() {
+void LocalParameterClient::stageSnapshot() {
+  for (int b = 0; b < static_cast<int>(layout_.size()); ++b) host_.stageSnapshot(b);
+}
+
+ServerSnapshot LocalParameterClient::fetchStagedSnapshot() {
   ServerSnapshot s;
-  for (std::size_t b = 0; b < layout_.size(); ++b) {
-    ParameterBlock* block = host_.block(static_cast<int>(b));
-    DTLAB_ENFORCE(block != nullptr, "block ", b, " is not served here");
-    s.blocks.push_back(block->snapshot());
-  }
-  DTLAB_ENFORCE(host_.board() != nullptr, "the board is not kept here");
-  s.clocks = host_.board()->clocks();
+  for (int b = 0; b < static_cast<int>(layout_.size()); ++b)
+    host_.readStagedSnapshot(
+        b, [&](const ParameterBlock::Snapshot& copy, const std::vector<int64_t>& clocks) {
+          s.blocks.push_back(copy);
+          if (b == 0) s.clocks = clocks;
+        });
+  DTLAB_ENFORCE(!s.clocks.empty(), "the board is not kept here");
   return s;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // Checkpoints of the parameter server (async_ps and ssp): the server's blocks are the run's
-// state, so a checkpoint is taken from them (rank 0 asks every shard for a snapshot of its
-// blocks, ParameterClient::snapshot) and a run continues from one by seeding the blocks of
+// state, so a checkpoint is taken from them (rank 0 has every shard set a copy of its blocks
+// aside at a step boundary, then fetches the copies beside the next steps:
+// ParameterClient::stageSnapshot) and a run continues from one by seeding the blocks of
 // whichever hosts serve it now (ParameterHost::restore, on each shard's daemon as it accepts
 // the job): a resume, or a restart on the surviving nodes after a shard's node was lost.
 #include <cstdint>
@@ -26,6 +27,10 @@ namespace dtlab::core {
 // blocks.)
 Checkpoint serverCheckpoint(const ServerSnapshot& snapshot, const std::vector<PsBlock>& layout,
                             int64_t updatesPlanned);
+// The same into `out` (its arrays' memory reused; step, rankSteps, params, optimizerState and
+// strategyState are set, the rest left as they are).
+void serverCheckpoint(const ServerSnapshot& snapshot, const std::vector<PsBlock>& layout,
+                      int64_t updatesPlanned, Checkpoint& out);
 
 // The version a block starting at `begin` continues from on a server planning
 // `updatesPlanned` steps: the version of the checkpoint's block holding `begin`, scaled to the

@@ -29,7 +29,8 @@ class StagedParameterClient final : public ParameterClient {
                    const WorkerReport& report) override;
   BoardState agree(const WorkerReport& report) override { return inner_.agree(report); }
   void leave(int worker) override { inner_.leave(worker); }
-  ServerSnapshot snapshot() override { return inner_.snapshot(); }
+  void stageSnapshot() override { inner_.stageSnapshot(); }
+  ServerSnapshot fetchStagedSnapshot() override { return inner_.fetchStagedSnapshot(); }
   int64_t bytesSent() const override { return inner_.bytesSent(); }
   int64_t bytesReceived() const override { return inner_.bytesReceived(); }
   void setEncodings(PsEncoding push, PsEncoding pull) override { inner_.setEncodings(push, pull); }

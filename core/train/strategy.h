@@ -130,6 +130,15 @@ struct StepReport {
   bool votesAgreed = false;  // the step's communication carried the votes: `agreed` is set
 };
 
+// What Strategy::checkpointBeside leaves to the checkpoint's writer thread.
+struct CheckpointCopy {
+  std::function<void(Checkpoint&)> fill;  // empty: nothing (checkpoint() is called instead)
+  // The fill reads the strategy's live state, so the step after the checkpoint does not end
+  // before it ran (a step that did not update waits for it at its end). False: it reads copies
+  // of its own (a parameter server's staged blocks) and may take as long as it needs.
+  bool readsLiveState = true;
+};
+
 // What the shared loop hands a strategy.
 struct StrategyContext {
   const WorkerJob& job;
@@ -202,9 +211,18 @@ class Strategy {
   // what continues every rank from there (a synchronous replica; a parameter server's blocks);
   // restore(), called on every rank right after setUp(), puts a fresh rank where the
   // checkpoint was (replica, optimizer, data position, the strategy's own state) and returns
-  // this rank's step there (its next is that + 1).
-  virtual Checkpoint checkpoint(int64_t step) const;
+  // this rank's step there (its next is that + 1). checkpoint() fills `out`, which holds an
+  // earlier checkpoint's buffers (or none): the arrays are copied into the memory they have,
+  // so a checkpoint of hundreds of MB costs one copy, not an allocation, page faults and a copy.
+  virtual void checkpoint(int64_t step, Checkpoint& out) const;
   virtual int64_t restore(const Checkpoint& checkpoint);
+  // The same with the arrays' copy left to the checkpoint's writer thread: fills `out` but its
+  // arrays and returns what fills them (CheckpointCopy), which runs beside the next steps. A
+  // copy that reads the live state (a replica in host memory) must end before that state
+  // changes: the strategy calls `copied` before its next update, which waits for it. Returns
+  // an empty fill where the strategy cannot (checkpoint() is then called instead).
+  virtual CheckpointCopy checkpointBeside(int64_t step, Checkpoint& out,
+                                          std::function<void()> copied) const;
 };
 
 // Runs one rank of the job's strategy variant to the end (stopping conditions as in

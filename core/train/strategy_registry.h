@@ -38,6 +38,10 @@ struct StrategyTraits {
   // hybrid's asynchronous phases. (A synchronous strategy's workers agree on every step, so
   // its runs repeat from the seed.)
   bool replaysFromRecord = false;
+  // Switches between synchronous and asynchronous training during a run (the hybrid): a run
+  // may end in either phase, and its record holds only the asynchronous ones, so the replicas
+  // replayed to the record's end are not the run's final parameters.
+  bool switchesPhases = false;
 };
 
 // Where a variant check stands in the spec, for its messages.

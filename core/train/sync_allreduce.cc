@@ -456,16 +456,34 @@ void SyncAllReduce::setCounts(std::vector<int64_t> counts) {
   worker_->setSlice(slice_);
 }
 
-Checkpoint SyncAllReduce::checkpoint(int64_t step) const {
-  Checkpoint c;
+void SyncAllReduce::checkpoint(int64_t step, Checkpoint& c) const {
+  checkpointHeader(step, c);
+  copyState(*worker_, c);
+}
+
+CheckpointCopy SyncAllReduce::checkpointBeside(int64_t step, Checkpoint& c,
+                                               std::function<void()> copied) const {
+  if (!worker_->stateInHostMemory()) return {};
+  checkpointHeader(step, c);
+  // The parameters and the optimizer's state change only in the update (the forward and
+  // backward passes read them, the gradients are buffers of their own).
+  worker_->holdNextUpdate(std::move(copied));
+  const Worker* worker = worker_.get();
+  return {[worker](Checkpoint& out) { copyState(*worker, out); }, /*readsLiveState=*/true};
+}
+
+void SyncAllReduce::checkpointHeader(int64_t step, Checkpoint& c) const {
   c.step = step;
+  c.rankSteps.clear();
   c.strategy =
       strategyOf(context_.job.spec.variants[static_cast<std::size_t>(context_.job.variant)]).name;
   c.optimizer = worker_->optimizerName();
-  c.params = worker_->model().paramsToHost();
-  c.optimizerState = worker_->optimizerState();
   c.strategyState = {{"shares", counts_}};
-  return c;
+}
+
+void SyncAllReduce::copyState(const Worker& worker, Checkpoint& c) {
+  worker.model().paramsToHost(c.params);
+  worker.optimizerState(c.optimizerState);
 }
 
 int64_t SyncAllReduce::restore(const Checkpoint& c) {

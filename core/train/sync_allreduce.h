@@ -58,11 +58,17 @@ class SyncAllReduce final : public Strategy {
   int64_t globalBatch() const override { return global_; }
   // Every rank holds the same replica: rank 0's state after a step, with the slices of the
   // batch (speed_proportional's shares), continues the run (the costs are measured anew).
-  Checkpoint checkpoint(int64_t step) const override;
+  void checkpoint(int64_t step, Checkpoint& out) const override;
+  CheckpointCopy checkpointBeside(int64_t step, Checkpoint& out,
+                                  std::function<void()> copied) const override;
   int64_t restore(const Checkpoint& checkpoint) override;
   CompressionTotals compression() const override;
 
  private:
+  // checkpoint()'s fields but the arrays, and the arrays.
+  void checkpointHeader(int64_t step, Checkpoint& out) const;
+  static void copyState(const Worker& worker, Checkpoint& out);
+
   StrategyContext& context_;
   SyncAllReduceOptions options_;
   int64_t global_;

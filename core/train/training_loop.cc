@@ -8,6 +8,7 @@
 #include "core/comm/elastic_group.h"
 #include "core/data/dataset.h"
 #include "core/train/checkpoint.h"
+#include "core/train/checkpoint_writer.h"
 #include "core/train/local_trainer.h"
 #include "core/train/strategy.h"
 #include "core/train/strategy_registry.h"
@@ -37,6 +38,8 @@ class TrainingLoop {
       elastic_ = std::make_unique<ElasticGroup>(*comm, job.rank, job.world, *recovery);
       comm_ = elastic_.get();
     }
+    if (job.rank == 0 && sink != nullptr && keepsCheckpoints())
+      writer_ = std::make_unique<CheckpointWriter>(*sink);
   }
 
   WorkerResult run();
@@ -82,6 +85,12 @@ class TrainingLoop {
   int64_t lastEvalProgress_ = 0;        // the global step of the last evaluation
   int64_t lastCheckpointProgress_ = 0;  // the global step of the last checkpoint
   Clock::time_point lastCheckpoint_ = Clock::now();
+  // Rank 0's checkpoints go to the sink on the writer's thread; the training thread's part
+  // (the snapshot, and any wait for the previous write) is reported with the next step.
+  std::unique_ptr<CheckpointWriter> writer_;
+  double stallMs_ = std::numeric_limits<double>::quiet_NaN();
+  double heldMs_ = 0.0;  // the step's wait for a copy beside it (Strategy::checkpointBeside)
+  bool awaitCopyAtStepEnd_ = false;  // the copy beside the next step reads the live state
 };
 
 int64_t TrainingLoop::resume(Strategy& strategy) {
@@ -99,7 +108,7 @@ int64_t TrainingLoop::resume(Strategy& strategy) {
 
 void TrainingLoop::maybeCheckpoint(const Strategy& strategy, int64_t step) {
   const TrainingConfig& t = spec_.training;
-  if (job_.rank != 0 || sink_ == nullptr || !keepsCheckpoints()) return;
+  if (!writer_) return;
   const Clock::time_point now = Clock::now();
   // The interval counts the run's steps, as evaluation does: on an asynchronous strategy rank 0's
   // own steps are a share of them, and fewer still while it evaluates for everyone.
@@ -109,9 +118,19 @@ void TrainingLoop::maybeCheckpoint(const Strategy& strategy, int64_t step) {
   const bool bySeconds =
       t.checkpointSeconds > 0.0 && msBetween(lastCheckpoint_, now) >= t.checkpointSeconds * 1000.0;
   if (!bySteps && !bySeconds) return;
-  Checkpoint c = strategy.checkpoint(step);
+  Checkpoint& c = writer_->take();
+  // The writer fills the arrays beside the next steps where the strategy can; where that reads
+  // the live state (a replica in host memory), the update that would change it waits for the
+  // copy, and that wait is part of the stall.
+  CheckpointWriter* writer = writer_.get();
+  double* stall = &heldMs_;
+  CheckpointCopy copy =
+      strategy.checkpointBeside(step, c, [writer, stall] { *stall += writer->awaitCopy(); });
+  if (!copy.fill) strategy.checkpoint(step, c);
+  awaitCopyAtStepEnd_ = copy.fill && copy.readsLiveState;
   c.wallMs = msBetween(start_, now);
-  sink_->onCheckpoint(c);
+  writer_->write(std::move(copy.fill));
+  stallMs_ = msBetween(now, Clock::now());
   lastCheckpoint_ = now;
   lastCheckpointProgress_ = progress;
 }
@@ -202,6 +221,8 @@ void TrainingLoop::recordStep(int64_t step, const StepReport& r, double stepMs, 
     m.bytesReceived += static_cast<double>(comm_->bytesReceived() - receivedBefore);
   }
   m.divergence = r.divergence;
+  m.checkpointStallMs = std::exchange(stallMs_, std::numeric_limits<double>::quiet_NaN());
+  if (writer_) m.checkpointWriteMs = writer_->takeWriteMs().value_or(m.checkpointWriteMs);
   result_.exchange.add(m);
   result_.computeMsTotal += m.computeMs;
   result_.stepMsTotal += m.stepMs;
@@ -242,6 +263,14 @@ WorkerResult TrainingLoop::run() {
                           },
                           sink_};
   std::unique_ptr<Strategy> strategy = makeStrategy(context);
+  // A copy beside a step reads the strategy's state: it ends before the strategy goes, however
+  // the run ends (a failed collective's exception included).
+  struct CopyEnds {
+    CheckpointWriter* writer;
+    ~CopyEnds() {
+      if (writer != nullptr) writer->awaitCopy();
+    }
+  } copyEnds{writer_.get()};
   const std::string setUp = strategy->setUp();
   start_ += std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(context.uncountedSeconds));
@@ -253,7 +282,7 @@ WorkerResult TrainingLoop::run() {
 
   if ((spec_.training.checkpointEvery > 0 || spec_.training.checkpointSeconds > 0.0) &&
       !keepsCheckpoints())
-    event(0, "note",
+    event(0, std::string(kNoCheckpointsEvent),
           "no checkpoints: " +
               strategyOf(spec_.variants[static_cast<std::size_t>(job_.variant)]).name +
               " keeps none (its workers hold replicas of their own)");
@@ -278,6 +307,12 @@ WorkerResult TrainingLoop::run() {
     const int64_t receivedBefore = comm_ != nullptr && job_.world > 1 ? comm_->bytesReceived() : 0;
     const Clock::time_point t0 = Clock::now();
     const StepReport r = strategy->step(step, local, agreed);
+    if (writer_ && !std::isnan(stallMs_)) {
+      // A copy of the live state beside the step is done by its end (a step that did not
+      // update waits here).
+      if (std::exchange(awaitCopyAtStepEnd_, false)) heldMs_ += writer_->awaitCopy();
+      stallMs_ += std::exchange(heldMs_, 0.0);
+    }
     const Clock::time_point t1 = Clock::now();
 
     recordStep(step, r, msBetween(t0, t1), msBetween(start_, t1), sentBefore, receivedBefore);
@@ -322,6 +357,7 @@ WorkerResult TrainingLoop::run() {
   // depends only on what every rank agreed on, so all ranks make the same collective call.)
   if (lastEvalStep_ != step && evaluate(*strategy, step) && stop != StopReason::kCancelled)
     stop = StopReason::kTargetAccuracy;
+  if (writer_) writer_->drain();  // the last checkpoint reaches the sink before the result
   strategy->finish();
   const CompressionTotals compressed = strategy->compression();
   result_.exchange.compressDenseBytes += compressed.denseBytes;
@@ -339,7 +375,11 @@ WorkerResult TrainingLoop::run() {
 
 }  // namespace
 
-Checkpoint Strategy::checkpoint(int64_t) const {
+CheckpointCopy Strategy::checkpointBeside(int64_t, Checkpoint&, std::function<void()>) const {
+  return {};
+}
+
+void Strategy::checkpoint(int64_t, Checkpoint&) const {
   throw Error("this strategy keeps no checkpoints");
 }
 

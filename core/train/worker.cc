@@ -280,15 +280,22 @@ void Worker::skipBatches(int64_t batches) {
 
 std::vector<std::vector<float>> Worker::optimizerState() const {
   std::vector<std::vector<float>> out;
-  for (std::span<const float> s : optimizer_->state()) {
-    std::vector<float> host(s.size());
+  optimizerState(out);
+  return out;
+}
+
+void Worker::optimizerState(std::vector<std::vector<float>>& into) const {
+  const std::vector<std::span<const float>> state = optimizer_->state();
+  into.resize(state.size());
+  for (std::size_t i = 0; i < state.size(); ++i) {
+    const std::span<const float> s = state[i];
+    std::vector<float>& host = into[i];
+    host.resize(s.size());
     if (backend_.hostMemory())
       std::copy(s.begin(), s.end(), host.begin());
     else
       backend_.download(host.data(), s.data(), static_cast<int64_t>(s.size()));
-    out.push_back(std::move(host));
   }
-  return out;
 }
 
 void Worker::restoreOptimizerState(const std::vector<std::vector<float>>& state) {
@@ -414,6 +421,7 @@ void Worker::applyUpdate(int64_t step) {
 }
 
 void Worker::applyUpdate(int64_t step, int64_t begin, int64_t end) {
+  if (holdUpdate_) std::exchange(holdUpdate_, nullptr)();
   backend_.optimizerUpdate(*optimizer_, model_.params(), model_.grads(), begin, end, step,
                            schedule_.at(step));
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <vector>
@@ -152,6 +153,12 @@ class Worker {
   // One optimizer step over the whole flat buffer with grads() as they are now.
   void applyUpdate(int64_t step);
   void applyUpdate(int64_t step, int64_t begin, int64_t end);
+  // The next applyUpdate first calls `wait` (once): a checkpoint is copying the parameters and
+  // the optimizer's state beside the step (Strategy::checkpointBeside).
+  void holdNextUpdate(std::function<void()> wait) { holdUpdate_ = std::move(wait); }
+  // Whether the parameters and the optimizer's state live in host memory (another thread may
+  // copy them while this one computes).
+  bool stateInHostMemory() const { return backend_.hostMemory(); }
 
   // Loss and accuracy of the current model on the whole set (made here if it is not yet).
   Evaluation evaluate(EvalSet& set);
@@ -162,6 +169,7 @@ class Worker {
   // state in Optimizer::state()'s order (its sizes must match).
   void skipBatches(int64_t batches);
   std::vector<std::vector<float>> optimizerState() const;
+  void optimizerState(std::vector<std::vector<float>>& into) const;  // into's memory reused
   void restoreOptimizerState(const std::vector<std::vector<float>>& state);
   const char* optimizerName() const { return optimizer_->name(); }
 
@@ -227,6 +235,7 @@ class Worker {
   bool holdsWholeShard_ = false;
   bool perBatch_ = false;  // after setSlice: rows generated batch by batch
   int64_t heldRows_ = 0;
+  std::function<void()> holdUpdate_;            // holdNextUpdate's
   std::unique_ptr<SampleSource> sampleSource_;  // null where the host generates
   // The held rows in backend memory (null on the CPU, and once perBatch_).
   float* residentX_ = nullptr;

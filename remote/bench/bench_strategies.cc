@@ -23,6 +23,7 @@
 #include "core/common/program_path.h"
 #include "core/spec/experiment_spec.h"
 #include "core/store/comparison.h"
+#include "core/store/comparison_output.h"
 #include "core/store/comparison_statistics.h"
 #include "core/store/project_store.h"
 #include "remote/bench/bench_common.h"

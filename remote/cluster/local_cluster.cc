@@ -116,10 +116,12 @@ LocalCluster::LocalCluster(std::string nodeBinary, const std::vector<LocalNodeOp
           // The launcher's own stderr is the user's terminal:
           // only problems, not every start and stop.
           "--log-level", "warn"};
-      if (!token.empty()) {
-        args.push_back("--token");
-        args.push_back(token);
-      }
+      // The token goes in the daemon's environment, which it reads and unsets: on the command
+      // line every account on the machine would see it in the process list.
+      std::vector<std::string> environment;
+      for (char** e = environ; *e != nullptr; ++e)
+        if (std::strncmp(*e, "DTLAB_TOKEN=", 12) != 0) environment.emplace_back(*e);
+      if (!token.empty()) environment.push_back("DTLAB_TOKEN=" + token);
       if (o.tls.enabled())
         args.insert(args.end(),
                     {"--tls-cert", o.tls.cert, "--tls-key", o.tls.key, "--tls-ca", o.tls.ca});
@@ -129,6 +131,9 @@ LocalCluster::LocalCluster(std::string nodeBinary, const std::vector<LocalNodeOp
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
+      std::vector<char*> envp;
+      for (std::string& e : environment) envp.push_back(e.data());
+      envp.push_back(nullptr);
       const std::string cannot = "cannot start " + args[0] + ": ";
       int pipeFds[2];
       if (::pipe2(pipeFds, O_CLOEXEC) != 0)
@@ -140,7 +145,7 @@ LocalCluster::LocalCluster(std::string nodeBinary, const std::vector<LocalNodeOp
         ::prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (::getppid() != parent) ::_exit(1);  // the parent died before prctl took effect
         ::dup2(pipeFds[1], STDOUT_FILENO);
-        ::execv(argv[0], argv.data());
+        ::execve(argv[0], argv.data(), envp.data());
         const char* why = ::strerrordesc_np(errno);  // a static string, unlike strerror's
         ssize_t ignored = ::write(STDOUT_FILENO, cannot.data(), cannot.size());
         ignored = ::write(STDOUT_FILENO, why, std::strlen(why));

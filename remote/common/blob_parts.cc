@@ -42,12 +42,12 @@ std::string BlobJoiner::add(uint64_t total, uint64_t offset, std::string_view da
     bytes_.clear();
     return why;
   }
-  bytes_.append(data);
+  bytes_.insert(bytes_.end(), data.begin(), data.end());
   return {};
 }
 
-std::string BlobJoiner::take() {
-  std::string out = std::move(bytes_);
+std::vector<unsigned char> BlobJoiner::take() {
+  std::vector<unsigned char> out = std::move(bytes_);
   bytes_.clear();
   joining_ = false;
   total_ = 0;

@@ -6,12 +6,19 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dtlab::remote {
 
 // A blob whose size grows with the model (an encoded checkpoint, a chunk of push records)
 // travels in parts, never as one message (remote/proto/dtlab.proto: BlobPart, CheckpointPart).
 // These two halves are the rule both ends follow: parts in order, offsets from 0, one total.
+
+// Checkpoints waiting to travel (on a node) or for the step points they follow (on the
+// coordinator) queue up to this many bytes, older ones dropped first; the newest always
+// stays. A fast run of a small model keeps every checkpoint it took; a model larger than this
+// keeps the newest, as the run's retention would.
+inline constexpr std::size_t kQueuedCheckpointBytes = std::size_t{64} << 20;
 
 // Calls `part(offset, bytes)` for consecutive pieces of `blob`, each at most `partBytes` long
 // (one empty piece for an empty blob).
@@ -30,7 +37,7 @@ class BlobJoiner {
   std::string add(uint64_t total, uint64_t offset, std::string_view data);
   bool whole() const { return joining_ && bytes_.size() == total_; }
   // Hands over the whole blob and starts afresh.
-  std::string take();
+  std::vector<unsigned char> take();
   // Bytes joined so far of the blob being joined.
   std::size_t joined() const { return bytes_.size(); }
 
@@ -38,7 +45,7 @@ class BlobJoiner {
   uint64_t maxBytes_;
   bool joining_ = false;
   uint64_t total_ = 0;
-  std::string bytes_;
+  std::vector<unsigned char> bytes_;
 };
 
 }  // namespace dtlab::remote

@@ -1,6 +1,13 @@
 #include "remote/common/protocol.h"
 
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <random>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "remote/common/tls.h"
 
@@ -60,6 +67,49 @@ const char* statusCodeName(grpc::StatusCode code) {
     default:
       return "UNKNOWN_STATUS_CODE";
   }
+}
+
+std::string randomId(std::string_view prefix) {
+  std::random_device random;
+  const uint64_t bits = (static_cast<uint64_t>(random()) << 32) ^ random();
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(bits));
+  return std::string(prefix) + text;
+}
+
+const std::string& ownerOfThisProcess() {
+  static const std::string owner = [] {
+    std::string user = "uid " + std::to_string(::geteuid());
+    if (const passwd* entry = ::getpwuid(::geteuid());
+        entry != nullptr && entry->pw_name != nullptr)
+      user = entry->pw_name;
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    return host[0] == '\0' ? user : user + "@" + host;
+  }();
+  return owner;
+}
+
+std::string runNameOf(const std::string& specJson, int variant) {
+  const nlohmann::json spec = nlohmann::json::parse(specJson, nullptr, /*allow_exceptions=*/false);
+  if (!spec.is_object()) return {};
+  std::string name = spec.value("name", std::string());
+  const nlohmann::json variants = spec.value("variants", nlohmann::json::array());
+  if (variants.is_array() && variant >= 0 && variant < static_cast<int>(variants.size()) &&
+      variants[static_cast<std::size_t>(variant)].is_object()) {
+    const nlohmann::json& v = variants[static_cast<std::size_t>(variant)];
+    const std::string label = v.value("name", v.value("strategy", std::string()));
+    if (!label.empty()) name += "/" + label;
+  }
+  return name;
+}
+
+std::string describeRun(const std::string& owner, const std::string& runName,
+                        const std::string& jobId) {
+  std::string what = runName.empty() ? std::string() : "run '" + runName + "'";
+  if (!jobId.empty()) what += what.empty() ? "job " + jobId : " (job " + jobId + ")";
+  if (what.empty()) what = "a run";
+  return owner.empty() ? what : owner + "'s " + what;
 }
 
 std::string describeStatus(const grpc::Status& status) {

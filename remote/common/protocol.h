@@ -17,8 +17,10 @@ namespace dtlab::remote {
 // Snapshot (checkpoints of its blocks) and shards seeded from a resume checkpoint; 8: StartJob
 // links_emulated (every rank then joins an exchange after each collective: an older node
 // would leave the group's collectives out of step); 9: checkpoints and records of pushes in
-// parts (JobUpdate.blobs, StageCheckpoint), never one message.
-inline constexpr uint32_t kProtocolVersion = 9;
+// parts (JobUpdate.blobs, StageCheckpoint), never one message; 10: the parameter server's
+// Snapshot in two halves (PsSnapshotRequest.mode: STAGE, then FETCH_STAGED); 11: gang
+// reservations (Reserve; a node refuses a job without one while others wait for it).
+inline constexpr uint32_t kProtocolVersion = 11;
 
 // The capability (NodeInfo.capabilities) of a node that applies StartJobRequest.emulation.
 inline constexpr std::string_view kJobEmulationCapability = "job_emulation";
@@ -60,6 +62,19 @@ grpc::Status checkFieldSize(std::string_view field, std::size_t size, std::size_
 const char* statusCodeName(grpc::StatusCode code);
 // "UNAVAILABLE: failed to connect to all addresses".
 std::string describeStatus(const grpc::Status& status);
+
+// A new job or reservation id: `prefix` and 64 random bits in hex ("r1f3a...").
+std::string randomId(std::string_view prefix = {});
+
+// "user@host" of this process: how nodes name the owner of its runs.
+const std::string& ownerOfThisProcess();
+// "experiment/variant" of a spec's variant, from the spec as a job carries it.
+std::string runNameOf(const std::string& specJson, int variant);
+
+// How nodes and coordinators name the work that holds a node: "alice@lab's run 'exp/sync'
+// (job J)", without what is not known (older peers send no owner or run); "job J" alone.
+std::string describeRun(const std::string& owner, const std::string& runName,
+                        const std::string& jobId = {});
 // The same for a call to the daemon at `address`; a connection that failed the way a TLS
 // mismatch fails gets a hint saying which (remote/common/tls.h).
 // `tls`: whether the call was made with TLS.

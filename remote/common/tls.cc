@@ -4,11 +4,7 @@
 #include <iterator>
 #include <mutex>
 
-#include <grpcpp/security/tls_certificate_provider.h>
-#include <grpcpp/security/tls_credentials_options.h>
-
 #include "core/common/check.h"
-#include "remote/common/tls_credentials.h"
 
 namespace dtlab::remote {
 namespace {
@@ -29,11 +25,6 @@ void checkPemFile(const std::string& path, const char* flag, const char* what) {
     throw Error(std::string(flag) + " " + path + ": not a PEM " + what);
 }
 
-std::shared_ptr<grpc::experimental::CertificateProviderInterface> watcher(const TlsFiles& files) {
-  return std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
-      files.key, files.cert, files.ca, static_cast<unsigned>(kTlsReloadInterval.count()));
-}
-
 bool contains(const std::string& text, const char* part) {
   return text.find(part) != std::string::npos;
 }
@@ -47,15 +38,6 @@ void checkTlsFiles(const TlsFiles& files) {
   checkPemFile(files.ca, "--tls-ca", "CERTIFICATE");
 }
 
-std::shared_ptr<grpc::ServerCredentials> serverCredentials(const TlsFiles& files) {
-  if (!files.enabled()) return grpc::InsecureServerCredentials();
-  grpc::experimental::TlsServerCredentialsOptions options(watcher(files));
-  options.watch_root_certs();
-  options.watch_identity_key_cert_pairs();
-  options.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-  return grpc::experimental::TlsServerCredentials(options);
-}
-
 void setClientTls(const TlsFiles& files) {
   const std::lock_guard lock(clientMutex);
   clientFiles = files;
@@ -64,16 +46,6 @@ void setClientTls(const TlsFiles& files) {
 TlsFiles clientTls() {
   const std::lock_guard lock(clientMutex);
   return clientFiles;
-}
-
-std::shared_ptr<grpc::ChannelCredentials> channelCredentials(const TlsFiles& files) {
-  if (!files.enabled()) return grpc::InsecureChannelCredentials();
-  grpc::experimental::TlsChannelCredentialsOptions options;
-  options.set_certificate_provider(watcher(files));
-  options.watch_root_certs();
-  options.watch_identity_key_cert_pairs();
-  options.set_verify_server_certs(true);
-  return grpc::experimental::TlsCredentials(options);
 }
 
 std::string tlsHint(const std::string& message, const std::string& address, bool tls) {

@@ -7,7 +7,6 @@
 #include <functional>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <thread>
 
 #include "core/common/check.h"
@@ -19,19 +18,12 @@
 #include "remote/coordinator/dispatch.h"
 #include "remote/coordinator/merge.h"
 #include "remote/coordinator/placement.h"
+#include "remote/coordinator/reservation.h"
 
 namespace dtlab::remote {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string newJobId() {
-  std::random_device random;
-  const uint64_t a = (static_cast<uint64_t>(random()) << 32) ^ random();
-  char text[17];
-  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(a));
-  return text;
-}
 
 }  // namespace
 
@@ -200,23 +192,48 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
   for (std::size_t i = 0; i < links.size(); ++i) labels.push_back(links.label(i));
   Placement placement = placeRun(spec, variant, impl.summaries, labels);
   const std::string specJson = core::toJson(spec).dump();
-  const Clock::time_point start = Clock::now();
   const std::string strategy = core::strategyOf(chosen).name;
   const core::NodeLossPolicy onNodeLoss = core::nodeLossPolicy(chosen);
 
+  // Nodes still busy with an earlier run's job of this coordinator are freed first (bounded,
+  // each wait a note), then the run reserves all of its nodes, waiting behind others' runs.
+  std::vector<std::string> notes;
+  impl.settle([&](std::string detail) { notes.push_back(std::move(detail)); });
+  std::vector<std::size_t> runNodes;
+  for (const RankSlot& r : placement.ranks)
+    if (std::find(runNodes.begin(), runNodes.end(), r.node) == runNodes.end())
+      runNodes.push_back(r.node);
+  GangReservation reservation(links, runNodes, runNameOf(specJson, variant));
+  const CoordinatorOptions& options = links.options();
+  const std::chrono::milliseconds waitLimit =
+      options.waitLimit ? *options.waitLimit
+      : spec.cluster.waitSeconds
+          ? std::chrono::milliseconds(*spec.cluster.waitSeconds * 1000)
+          : std::chrono::duration_cast<std::chrono::milliseconds>(kDefaultWait);
+  core::RunSummary summary;
+  summary.name = chosen.name.empty() ? strategy : chosen.name;
+  summary.strategy = strategy;
+  if (!reservation.acquire({waitLimit, cancel, options.onWaiting})) {
+    summary.status = core::RunStatus::kCancelled;
+    summary.stopReason = core::StopReason::kCancelled;
+    summary.events.push_back(
+        {0, 0.0, std::string(core::kReservationEvent), "cancelled while waiting for its nodes"});
+    return summary;
+  }
+  // The run's clock starts once it has its nodes: a wait in a queue is not training time.
+  const Clock::time_point start = Clock::now();
+
   // What a restart continues from: the newest checkpoint, at first the one resumed from.
-  std::string checkpoint(resume.begin(), resume.end());
+  std::shared_ptr<const std::vector<unsigned char>> checkpoint;  // null: none yet
   int64_t checkpointStep = 0;
   double clockBaseMs = 0.0;  // the run's clock when this coordinator started it
   if (!resume.empty()) {
-    const core::Checkpoint c = core::decodeCheckpoint(resume);
+    const core::CheckpointLayout c = core::verifyCheckpoint(resume);
+    checkpoint = std::make_shared<const std::vector<unsigned char>>(resume.begin(), resume.end());
     checkpointStep = c.step;
     clockBaseMs = c.wallMs;
   }
 
-  core::RunSummary summary;
-  summary.name = chosen.name.empty() ? strategy : chosen.name;
-  summary.strategy = strategy;
   std::mutex mutex;  // guards sink calls, summary.events and the per-node state below
   auto addEvent = [&](int64_t step, std::string kind, std::string detail) {
     core::RunEvent e{
@@ -250,8 +267,8 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
     addEvent(0, "contention", host);
   }
   std::optional<double> clockStartMs;  // a restart's: the run's time so far
-  // Nodes still busy with an earlier run's job are freed first (bounded, each wait an event).
-  impl.settle([&](std::string detail) { addEvent(0, "note", std::move(detail)); });
+  for (std::string& note : notes) addEvent(0, "note", std::move(note));
+  addEvent(0, std::string(core::kReservationEvent), reservation.account());
 
   std::vector<RankEnd> ends;
   WatchEnd watched;
@@ -259,12 +276,12 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
   for (;;) {
     // b. Start everywhere (or nowhere). A restart that cannot start ends the run as the lost
     // node left it, its events kept, saying why.
-    const std::string jobId = newJobId();
+    const std::string jobId = randomId();
     try {
-      links.startJobs(
-          placement, jobId, specJson, variant,
-          {reinterpret_cast<const unsigned char*>(checkpoint.data()), checkpoint.size()},
-          clockStartMs);
+      links.startJobs(placement, jobId, specJson, variant, reservation.id(),
+                      checkpoint != nullptr ? std::span<const unsigned char>(*checkpoint)
+                                            : std::span<const unsigned char>(),
+                      clockStartMs);
     } catch (const std::exception& e) {
       if (!restarting) throw;
       restartFailed = e.what();
@@ -275,7 +292,7 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
     watched =
         links.watchJobs(placement, jobId, cancel,
                         {sink, mutex, summary.events, addEvent, onNodeLoss, continueByOf(traits),
-                         traits.keepsCheckpoints, !checkpoint.empty(), recovered, firstStep},
+                         traits.keepsCheckpoints, checkpoint != nullptr, recovered, firstStep},
                         ends);
     // Ranks whose end was never reported may still run on their nodes: settled before the
     // next start (of a restart, or of the next run).
@@ -285,8 +302,8 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
           std::find(impl.unsettled.begin(), impl.unsettled.end(), job) == impl.unsettled.end())
         impl.unsettled.push_back(job);
     if (restarting && !watched.failing) firstStep(watched.lastStep);  // ended without a step
-    if (!watched.checkpoint.empty()) {
-      checkpoint = std::move(watched.checkpoint);
+    if (watched.checkpoint != nullptr) {
+      checkpoint = watched.checkpoint;
       checkpointStep = watched.checkpointStep;
     }
     const bool cancelled = cancel != nullptr && cancel->load();
@@ -312,8 +329,8 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
         watched.lostLastHeard, stepsLost,
         lost + " lost; restarted on " + std::to_string(placement.world()) +
             (placement.world() == 1 ? " rank (" : " ranks (") + nodes + ") from " +
-            (checkpoint.empty() ? std::string("the start (no checkpoint yet)")
-                                : "the checkpoint of step " + std::to_string(checkpointStep)) +
+            (checkpoint == nullptr ? std::string("the start (no checkpoint yet)")
+                                   : "the checkpoint of step " + std::to_string(checkpointStep)) +
             ", " + stepsText(stepsLost) + " lost"};
     clockStartMs =
         clockBaseMs + std::chrono::duration<double, std::milli>(Clock::now() - start).count();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <deque>
 #include <optional>
 #include <thread>
 
@@ -23,6 +24,14 @@ namespace dtlab::remote {
 
 namespace pb = dtlab::remote::proto;
 using Clock = std::chrono::steady_clock;
+
+static_assert(static_cast<int>(ReserveAction::kRelease) == pb::ReserveRequest::RELEASE &&
+              static_cast<int>(ReserveAction::kUncommit) == pb::ReserveRequest::UNCOMMIT &&
+              static_cast<int>(ReserveAction::kCommit) == pb::ReserveRequest::COMMIT);
+static_assert(static_cast<int>(ReserveAnswer::State::kReleased) == pb::ReserveResponse::RELEASED &&
+              static_cast<int>(ReserveAnswer::State::kCommitted) ==
+                  pb::ReserveResponse::COMMITTED &&
+              static_cast<int>(ReserveAnswer::State::kHeld) == pb::ReserveResponse::HELD);
 
 namespace {
 
@@ -60,6 +69,10 @@ NodeSummary getInfo(pb::NodeService::Stub& stub, const std::string& address,
   s.latencyMs = info.latency_ms();
   s.cores = info.cores();
   s.busy = info.busy();
+  s.jobOwner = info.job_owner();
+  s.jobRun = info.job_run();
+  for (const pb::QueuedRun& q : info.reservations())
+    s.reservations.push_back({q.owner(), q.run_name(), q.holds(), q.seconds()});
   s.workerThreads = info.worker_threads();
   s.cpuSlots = 0;
   for (const pb::DeviceInfo& d : info.devices()) {
@@ -153,6 +166,8 @@ pb::StartJobRequest NodeLinks::Impl::startRequest(const Placement& placement, st
   }
   request.set_links_emulated(linksEmulated);
   request.set_resume_staged(!resume.empty());
+  request.set_owner(ownerOfThisProcess());
+  request.set_run_name(runNameOf(specJson, variant));
   return request;
 }
 
@@ -277,9 +292,41 @@ NodeLinks::JobState NodeLinks::jobState(std::size_t node, const std::string& job
   return info.busy() && info.job_id() == jobId ? JobState::kRunning : JobState::kEnded;
 }
 
+ReserveAnswer NodeLinks::reserve(std::size_t node, const ReserveClaim& claim, ReserveAction action,
+                                 std::chrono::milliseconds deadline) const {
+  grpc::ClientContext context;
+  impl_->prepare(context, node, deadline);
+  pb::ReserveRequest request;
+  request.set_protocol_version(kProtocolVersion);
+  request.set_reservation_id(claim.id);
+  request.set_ticket(claim.ticket);
+  request.set_owner(claim.owner);
+  request.set_run_name(claim.run);
+  request.set_lease_ms(static_cast<uint32_t>(claim.lease.count()));
+  // The wire's enums in the same order as ours (checked below).
+  request.set_action(static_cast<pb::ReserveRequest::Action>(action));
+  pb::ReserveResponse response;
+  const grpc::Status status = impl_->nodes.at(node).stub->Reserve(&context, request, &response);
+  if (!status.ok())
+    throw Error("reserving " + label(node) + ": " +
+                describeStatus(status, address(node), impl_->options.tls.enabled()));
+  ReserveAnswer answer;
+  answer.state = static_cast<ReserveAnswer::State>(response.state());
+  answer.position = static_cast<int>(response.position());
+  answer.waiting = static_cast<int>(response.waiting());
+  answer.jobId = response.job_id();
+  answer.jobOwner = response.job_owner();
+  answer.jobRun = response.job_run();
+  answer.jobSeconds = response.job_seconds();
+  answer.holderOwner = response.holder_owner();
+  answer.holderRun = response.holder_run();
+  answer.holderCommitted = response.holder_committed();
+  return answer;
+}
+
 void NodeLinks::startJobs(const Placement& placement, const std::string& jobId,
                           const std::string& specJson, int variant,
-                          std::span<const unsigned char> resume,
+                          const std::string& reservationId, std::span<const unsigned char> resume,
                           std::optional<double> clockStartMs) const {
   const Impl& impl = *impl_;
   std::size_t started = 0;
@@ -300,6 +347,7 @@ void NodeLinks::startJobs(const Placement& placement, const std::string& jobId,
       pb::StartJobRequest request =
           impl.startRequest(placement, started, jobId, specJson, variant, resume);
       if (clockStartMs) request.set_clock_start_ms(*clockStartMs);
+      request.set_reservation_id(reservationId);
       pb::StartJobResponse response;
       const grpc::Status status = impl.nodes[node].stub->StartJob(&context, request, &response);
       if (!status.ok())
@@ -324,28 +372,49 @@ struct RankWatch {
   bool ended() const { return end.finished || broken || end.abandoned || end.dropped; }
 };
 
+// A checkpoint as a node sent it, its checksum checked and its header read; the bytes are
+// stored and staged for a restart as they came (never decoded here, never copied).
+struct CheckedCheckpoint {
+  core::CheckpointLayout layout;
+  std::shared_ptr<const std::vector<unsigned char>> bytes;
+};
+
 // Rank 0's newest checkpoint goes to the sink only once every rank's stream has delivered its
 // points up to that rank's step in the checkpoint (or ended): a stored checkpoint never runs
 // ahead of any rank's stored points, so a resume finds each series whole up to it. Under
-// WatchOutputs::mutex. The newest released one is kept (encoded) for a restart after a loss.
+// WatchOutputs::mutex. The newest released one is kept for a restart after a loss.
 struct CheckpointGate {
   explicit CheckpointGate(std::size_t world) : delivered(world, 0), ended(world, false) {}
   std::vector<int64_t> delivered;  // each rank's last step point handed to the sink
   std::vector<bool> ended;
-  std::optional<core::Checkpoint> pending;
-  std::string pendingBytes;
-  std::string released;  // the newest checkpoint released, encoded
+  // Oldest first, up to kQueuedCheckpointBytes (remote/common/blob_parts.h).
+  std::deque<CheckedCheckpoint> pending;
+  std::size_t pendingBytes = 0;
+  std::shared_ptr<const std::vector<unsigned char>> released;  // the newest released
   int64_t releasedStep = 0;
   bool sawStep = false;  // a step point has arrived
 
+  void add(CheckedCheckpoint checkpoint) {
+    pendingBytes += checkpoint.bytes->size();
+    pending.push_back(std::move(checkpoint));
+    while (pending.size() > 1 && pendingBytes > kQueuedCheckpointBytes) {
+      pendingBytes -= pending.front().bytes->size();
+      pending.pop_front();
+    }
+  }
+  // Hands the sink each pending checkpoint, in order, once every rank's points up to it have
+  // been handed over.
   void release(core::MetricSink* sink) {
-    if (!pending) return;
-    for (std::size_t r = 0; r < delivered.size(); ++r)
-      if (!ended[r] && delivered[r] < pending->stepOf(r)) return;
-    if (sink != nullptr) sink->onCheckpoint(*pending);
-    released = std::move(pendingBytes);
-    releasedStep = pending->step;
-    pending.reset();
+    while (!pending.empty()) {
+      const CheckedCheckpoint& c = pending.front();
+      for (std::size_t r = 0; r < delivered.size(); ++r)
+        if (!ended[r] && delivered[r] < c.layout.stepOf(r)) return;
+      if (sink != nullptr) sink->onEncodedCheckpoint({c.layout.step, c.layout.wallMs, c.bytes});
+      released = c.bytes;
+      releasedStep = c.layout.step;
+      pendingBytes -= c.bytes->size();
+      pending.pop_front();
+    }
   }
   int64_t lastStep() const { return *std::max_element(delivered.begin(), delivered.end()); }
 };
@@ -362,13 +431,12 @@ struct WatchState {
   uint32_t generation = 0;  // of the newest group the survivors were told to form
 };
 
-// What one update's blob parts completed: record chunks, the newest checkpoint, and notes
-// on parts that could not be kept.
+// What one update's blob parts completed: record chunks, the newest checkpoint, and events
+// for parts that could not be kept.
 struct JoinedBlobs {
-  std::vector<std::string> records;
-  std::optional<core::Checkpoint> checkpoint;
-  std::string checkpointBytes;
-  std::vector<std::string> notes;
+  std::vector<std::vector<unsigned char>> records;
+  std::vector<CheckedCheckpoint> checkpoints;
+  std::vector<core::RunEvent> notes;
 };
 
 // The blobs of one stream being joined from their parts.
@@ -384,22 +452,26 @@ struct StreamBlobs {
           !wrong.empty()) {
         // Not a reason to end the run: the training goes on without this checkpoint or record
         // chunk, and the run's events say so.
-        out.notes.push_back(std::string(isCheckpoint ? "a checkpoint" : "a record of pushes") +
-                            " from " + rank + " was not kept: " + wrong);
+        out.notes.push_back({0, 0.0,
+                             std::string(isCheckpoint ? core::kCheckpointNotKeptEvent : "note"),
+                             std::string(isCheckpoint ? "a checkpoint" : "a record of pushes") +
+                                 " from " + rank + " was not kept: " + wrong});
         continue;
       }
       if (!joiner.whole()) continue;
-      std::string bytes = joiner.take();
+      std::vector<unsigned char> bytes = joiner.take();
       if (!isCheckpoint) {
         out.records.push_back(std::move(bytes));
         continue;
       }
       try {
-        out.checkpoint = core::decodeCheckpoint(
-            {reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()});
-        out.checkpointBytes = std::move(bytes);
+        core::CheckpointLayout layout = core::verifyCheckpoint(bytes);
+        out.checkpoints.push_back(
+            {std::move(layout),
+             std::make_shared<const std::vector<unsigned char>>(std::move(bytes))});
       } catch (const core::CheckpointError& e) {
-        out.notes.push_back(std::string("a checkpoint was not kept: ") + e.what());
+        out.notes.push_back({0, 0.0, std::string(core::kCheckpointNotKeptEvent),
+                             std::string("a checkpoint was not kept: ") + e.what()});
       }
     }
     return out;
@@ -451,16 +523,12 @@ void readStream(pb::NodeService::Stub& stub, const std::string& jobId, int slot,
       if (out.sink != nullptr) out.sink->onEvent(event);
       if (event.kind != "finish") out.events.push_back(std::move(event));
     }
-    for (const std::string& note : joined.notes)
-      if (out.sink != nullptr) out.sink->onEvent({0, 0.0, "note", note});
+    for (const core::RunEvent& note : joined.notes)
+      if (out.sink != nullptr) out.sink->onEvent(note);
     // Stored as the node encoded them (a replay decodes and checks them).
-    for (const std::string& chunk : joined.records)
-      if (out.sink != nullptr)
-        out.sink->onPsRecords({reinterpret_cast<const unsigned char*>(chunk.data()), chunk.size()});
-    if (joined.checkpoint) {
-      gate.pending = std::move(joined.checkpoint);
-      gate.pendingBytes = std::move(joined.checkpointBytes);
-    }
+    for (const std::vector<unsigned char>& chunk : joined.records)
+      if (out.sink != nullptr) out.sink->onPsRecords(chunk);
+    for (CheckedCheckpoint& checkpoint : joined.checkpoints) gate.add(std::move(checkpoint));
     gate.release(out.sink);
     if (update.finished()) {
       w.end.finished = true;
@@ -475,6 +543,14 @@ void readStream(pb::NodeService::Stub& stub, const std::string& jobId, int slot,
   if (!w.end.finished) {
     w.broken = true;
     w.end.error = "its stream broke (" + describeStatus(status) + ")";
+    // A checkpoint cut off on its way is no checkpoint: the run keeps the one before.
+    if (const std::size_t joinedBytes = blobs.checkpointParts.joined();
+        joinedBytes > 0 && out.sink != nullptr)
+      out.sink->onEvent({gate.lastStep(), 0.0, std::string(core::kCheckpointNotKeptEvent),
+                         "a checkpoint from " + w.end.name +
+                             " was not kept: its stream broke after " +
+                             std::to_string(joinedBytes) + " bytes of it had arrived (" +
+                             describeStatus(status) + ")"});
   }
   changed.notify_all();
 }
@@ -635,7 +711,7 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
             // "continue" that cannot go on in place (a shard's blocks lost with its node, or
             // the hybrid's group in use) restarts from the newest checkpoint, if there is one.
             const bool continues = out.onNodeLoss == core::NodeLossPolicy::kContinue;
-            const bool hasCheckpoint = out.hadCheckpoint || !gate.released.empty();
+            const bool hasCheckpoint = out.hadCheckpoint || gate.released != nullptr;
             const bool shardLost = continues && placement.ranks[i].node < shards;
             const bool groupInUse = continues && !shardLost &&
                                     out.continueBy == ContinueBy::kLeavingShardsWhileAsync &&

@@ -16,7 +16,7 @@
 
 #include "core/metrics/metrics.h"
 #include "core/train/strategy_registry.h"
-#include "remote/coordinator/coordinator.h"
+#include "remote/coordinator/cluster_options.h"
 #include "remote/coordinator/merge.h"
 #include "remote/coordinator/placement.h"
 
@@ -60,6 +60,32 @@ struct WatchOutputs {
   std::function<void(int64_t step)> firstStep;
 };
 
+// A run's reservation of one node (proto ReserveRequest) and the node's answer, in core terms.
+struct ReserveClaim {
+  std::string id;
+  uint64_t ticket = 0;
+  std::string owner;
+  std::string run;
+  std::chrono::milliseconds lease{6000};
+};
+// Both enums in the order of the wire's (ReserveRequest.Action, ReserveResponse.State).
+enum class ReserveAction { kWait, kCommit, kUncommit, kRelease };
+struct ReserveAnswer {
+  enum class State { kWaiting, kHeld, kCommitted, kReleased };
+  State state = State::kWaiting;
+  int position = 0;  // while waiting: 1 + the reservations ahead
+  int waiting = 0;
+  // While waiting: the job running there (jobId set) and the reservation holding the node
+  // (holderRun or holderOwner set), either or both.
+  std::string jobId;
+  std::string jobOwner;
+  std::string jobRun;
+  double jobSeconds = 0.0;
+  std::string holderOwner;
+  std::string holderRun;
+  bool holderCommitted = false;
+};
+
 class NodeLinks {
  public:
   // One channel per address; node i is named "node<i>". `options` supplies the tokens,
@@ -85,8 +111,11 @@ class NodeLinks {
   // come) and the Error names the rank. `resume`: an encoded checkpoint every rank continues
   // from (empty: a fresh run); `clockStartMs`: the run's clock at the start (unset: the
   // checkpoint's time, or 0).
+  // `reservationId`: the run's reservation, committed on every node of the placement (empty:
+  // none, for nodes nobody else uses).
   void startJobs(const Placement& placement, const std::string& jobId, const std::string& specJson,
-                 int variant, std::span<const unsigned char> resume = {},
+                 int variant, const std::string& reservationId,
+                 std::span<const unsigned char> resume = {},
                  std::optional<double> clockStartMs = std::nullopt) const;
   // Reads every rank's stream until all have ended (or the wind-down after a failure, a lost
   // node or the user's `cancel` has passed); fills `ends` in rank order. A rank dropped under
@@ -97,6 +126,9 @@ class NodeLinks {
   // Asks node i to cancel the job (abort: without waiting for its collectives); errors are
   // ignored, as the node may be gone.
   void cancelJob(std::size_t node, const std::string& jobId, bool abort) const;
+  // Reserve on node i; throws Error naming the node when it does not answer or refuses.
+  ReserveAnswer reserve(std::size_t node, const ReserveClaim& claim, ReserveAction action,
+                        std::chrono::milliseconds deadline) const;
   // What node i says of job `jobId` now (GetInfo, a short deadline).
   enum class JobState { kEnded, kRunning, kSilent, kUnreachable };
   JobState jobState(std::size_t node, const std::string& jobId) const;

@@ -4,6 +4,7 @@
 // cancelled, the throughput, utilisation and exchange figures: decided here from the ranks'
 // ends alone, so each rule has a test of its own (tests/remote/test_merge.cc).
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,11 +34,11 @@ struct WatchEnd {
   std::chrono::milliseconds windDown{0};  // how long ranks were given to report their end
   // What a restart after a lost node needs (on_node_loss "restart"): the rank whose node was
   // lost, the highest step any rank reported, and the newest checkpoint handed to the sink
-  // (encoded; empty: none in this watch).
+  // (encoded; null: none in this watch).
   std::optional<std::size_t> lostRank;
   std::chrono::steady_clock::time_point lostLastHeard{};  // when the lost rank last reported
   int64_t lastStep = 0;
-  std::string checkpoint;
+  std::shared_ptr<const std::vector<unsigned char>> checkpoint;
   int64_t checkpointStep = 0;
   // On "continue": the loss could not be survived in place (a parameter-server shard's node,
   // or the hybrid's while its group was in use), and the run has a checkpoint to restart from.

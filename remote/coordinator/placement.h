@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/spec/experiment_spec.h"
-#include "remote/coordinator/coordinator.h"
+#include "remote/coordinator/cluster_options.h"
 
 namespace dtlab::remote {
 

@@ -72,8 +72,13 @@ void JobBuffer::onCheckpoint(const core::Checkpoint& checkpoint) {
   auto bytes =
       std::make_shared<const std::vector<unsigned char>>(core::encodeCheckpoint(checkpoint));
   std::lock_guard<std::mutex> lock(mutex_);
-  checkpoint_ = std::move(bytes);
-  ++checkpointSeq_;
+  queuedCheckpointBytes_ += bytes->size();
+  checkpoints_.push_back({++checkpointSeq_, std::move(bytes)});
+  // A watcher sending one of those dropped holds it (Cursor::sendingCheckpoint).
+  while (checkpoints_.size() > 1 && queuedCheckpointBytes_ > kQueuedCheckpointBytes) {
+    queuedCheckpointBytes_ -= checkpoints_.front().bytes->size();
+    checkpoints_.pop_front();
+  }
 }
 
 void JobBuffer::onPush(const core::PushRecord& push) {
@@ -171,8 +176,12 @@ bool JobBuffer::fill(Cursor& cursor, int maxPoints, std::size_t maxBlobBytes,
   };
   if (!cursor.sendingCheckpoint && cursor.checkpoints < checkpointSeq_ &&
       cursor.steps == steps_.end()) {
-    cursor.sendingCheckpoint = checkpoint_;
-    cursor.sendingCheckpointSeq = checkpointSeq_;
+    // The oldest still queued that this watcher has not had.
+    const auto next =
+        std::find_if(checkpoints_.begin(), checkpoints_.end(),
+                     [&](const QueuedCheckpoint& c) { return c.seq > cursor.checkpoints; });
+    cursor.sendingCheckpoint = next->bytes;
+    cursor.sendingCheckpointSeq = next->seq;
     cursor.checkpointOffset = 0;
   }
   if (cursor.sendingCheckpoint && blobBudget > 0) {

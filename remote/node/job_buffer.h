@@ -12,6 +12,7 @@
 #include "core/metrics/metrics.h"
 #include "core/train/push_record.h"
 #include "core/train/strategy.h"
+#include "remote/common/blob_parts.h"
 #include "remote/proto/dtlab.pb.h"
 
 namespace dtlab::remote {
@@ -49,7 +50,9 @@ class JobBuffer final : public core::MetricSink {
   void onEvent(const core::RunEvent& event) override;
   // A node sample; its step is set to the latest step seen when the sampler left it 0.
   void onNode(const core::NodeMetrics& sample) override;
-  // Keeps the newest (encoded) for the watchers, whatever its size: it travels in parts.
+  // Keeps it (encoded) for the watchers, whatever its size: it travels in parts. Older ones not
+  // yet sent stay queued up to kQueuedCheckpointBytes (remote/common/blob_parts.h), so a fast run
+  // of a small model sends every checkpoint it took, not only the one found on the next poll.
   void onCheckpoint(const core::Checkpoint& checkpoint) override;
   // Kept whole (a replay needs every push), in chunks of kPushesPerChunk, the last one closed
   // by the replica record or finish().
@@ -100,12 +103,17 @@ class JobBuffer final : public core::MetricSink {
   Retained<core::EvalMetrics> evals_;
   Retained<core::NodeMetrics> samples_;
   std::vector<core::RunEvent> events_;
-  void closeRecordChunk();                                        // under mutex_
-  std::optional<StepClock> lastStepClock_;                        // under mutex_
-  core::PsRecordEncoder openRecords_;                             // not yet a whole chunk
-  std::vector<std::string> recordChunks_;                         // encoded
-  std::shared_ptr<const std::vector<unsigned char>> checkpoint_;  // the newest, encoded
-  uint64_t checkpointSeq_ = 0;                                    // how many were taken
+  void closeRecordChunk();                  // under mutex_
+  std::optional<StepClock> lastStepClock_;  // under mutex_
+  core::PsRecordEncoder openRecords_;       // not yet a whole chunk
+  std::vector<std::string> recordChunks_;   // encoded
+  struct QueuedCheckpoint {
+    uint64_t seq = 0;                                         // 1 for the job's first checkpoint
+    std::shared_ptr<const std::vector<unsigned char>> bytes;  // encoded
+  };
+  std::deque<QueuedCheckpoint> checkpoints_;  // oldest first; the newest is always there
+  std::size_t queuedCheckpointBytes_ = 0;
+  uint64_t checkpointSeq_ = 0;  // how many were taken
   std::optional<core::WorkerResult> result_;
 };
 

@@ -11,7 +11,7 @@
 #include "core/comm/shm_allreduce.h"
 #include "core/common/log.h"
 #include "core/train/strategy_registry.h"
-#include "remote/node/job.h"
+#include "remote/node/job_settings.h"
 #include "remote/rendezvous_store.h"
 
 namespace dtlab::remote {

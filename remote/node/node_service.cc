@@ -29,6 +29,8 @@ constexpr uint64_t kMinHeartbeatMs = 10;
 constexpr uint64_t kMaxHeartbeatMs = 60000;
 constexpr uint64_t kMinConnectTimeoutMs = 100;
 constexpr uint64_t kMaxConnectTimeoutMs = 3600 * 1000;
+constexpr uint32_t kMinLeaseMs = 1000;
+constexpr uint32_t kMaxLeaseMs = 120 * 1000;
 
 grpc::ServerUnaryReactor* finishNow(grpc::CallbackServerContext* context,
                                     const grpc::Status& status) {
@@ -70,13 +72,14 @@ std::string cpuModel() {
 }
 
 // Job ids become rendezvous key prefixes and appear in logs: keep them printable.
-grpc::Status checkJobId(const std::string& id) {
-  if (id.empty()) return invalid("job_id: must not be empty");
-  if (grpc::Status s = checkFieldSize("job_id", id.size(), kMaxJobIdBytes); !s.ok()) return s;
+// Reservation ids follow the same rule.
+grpc::Status checkJobId(const std::string& id, const std::string& field = "job_id") {
+  if (id.empty()) return invalid(field + ": must not be empty");
+  if (grpc::Status s = checkFieldSize(field, id.size(), kMaxJobIdBytes); !s.ok()) return s;
   for (char c : id) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                     c == '-' || c == '_' || c == '.' || c == ':';
-    if (!ok) return invalid("job_id: only letters, digits and - _ . : are allowed");
+    if (!ok) return invalid(field + ": only letters, digits and - _ . : are allowed");
   }
   return grpc::Status::OK;
 }
@@ -177,6 +180,17 @@ void NodeService::fillInfo(proto::NodeInfo& info) {
   if (anyRunning()) {
     info.set_busy(true);
     info.set_job_id(jobId_);
+    info.set_job_owner(jobOwner_);
+    info.set_job_run(jobRun_);
+    info.set_job_seconds(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - jobStarted_).count());
+  }
+  for (const ReservationQueue::Entry& e : reservations_.entries(std::chrono::steady_clock::now())) {
+    proto::QueuedRun* run = info.add_reservations();
+    run->set_owner(e.claim.owner);
+    run->set_run_name(e.claim.run);
+    run->set_holds(e.holds);
+    run->set_seconds(e.seconds);
   }
 }
 
@@ -386,6 +400,34 @@ void NodeService::fillJobSettings(const proto::StartJobRequest& request, core::E
       connectMs != 0 ? std::chrono::milliseconds(connectMs) : options_.connectTimeout;
 }
 
+std::string NodeService::runningJobLocked() const {
+  const auto seconds = static_cast<long long>(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - jobStarted_).count());
+  return describeRun(jobOwner_, jobRun_, jobId_) + ", running for " + std::to_string(seconds) +
+         " s";
+}
+
+grpc::Status NodeService::checkReservationLocked(const proto::StartJobRequest& request) {
+  const auto now = std::chrono::steady_clock::now();
+  const std::string& id = request.reservation_id();
+  if (!id.empty()) {
+    if (reservations_.committed(id, now)) return grpc::Status::OK;
+    return {grpc::StatusCode::FAILED_PRECONDITION,
+            "node " + name_ + " is not reserved for this run (reservation " + id +
+                "): its lease ran out, or it was never committed"};
+  }
+  // Another rank of a job already admitted here.
+  if (jobId_ == request.job_id() && !jobs_.empty()) return grpc::Status::OK;
+  const std::vector<ReservationQueue::Entry> entries = reservations_.entries(now);
+  if (entries.empty()) return grpc::Status::OK;
+  const ReservationQueue::Entry& first = entries.front();
+  return {grpc::StatusCode::FAILED_PRECONDITION,
+          "node " + name_ + " is " + (first.holds ? "reserved for " : "awaited by ") +
+              describeRun(first.claim.owner, first.claim.run) +
+              (entries.size() > 1 ? " and " + std::to_string(entries.size() - 1) + " more" : "") +
+              ": a job needs a reservation there (StartJobRequest.reservation_id)"};
+}
+
 // Installs the job in its slot (a new job id first drops the last job's ranks, rendezvous
 // keys and shards); refuses while shutting down or busy with another job.
 grpc::Status NodeService::installJob(const proto::StartJobRequest& request, JobSettings settings,
@@ -399,7 +441,8 @@ grpc::Status NodeService::installJob(const proto::StartJobRequest& request, JobS
       return {grpc::StatusCode::UNAVAILABLE, "node " + name_ + " is shutting down"};
     if (jobId_ != request.job_id() && anyRunning())
       return {grpc::StatusCode::FAILED_PRECONDITION,
-              "node " + name_ + " is busy with job " + jobId_};
+              "node " + name_ + " is busy with " + runningJobLocked()};
+    if (grpc::Status s = checkReservationLocked(request); !s.ok()) return s;
     if (jobAt(request.job_id(), request.slot()))
       return {grpc::StatusCode::ALREADY_EXISTS, "job_id: job " + request.job_id() +
                                                     " already ran in slot " +
@@ -411,6 +454,9 @@ grpc::Status NodeService::installJob(const proto::StartJobRequest& request, JobS
       previous = std::move(jobs_);
       jobs_.clear();
       jobId_ = request.job_id();
+      jobOwner_ = request.owner();
+      jobRun_ = request.run_name();
+      jobStarted_ = std::chrono::steady_clock::now();
       staged_.keepOnly(request.job_id());
       rendezvous_.clearExceptPrefix(request.job_id() + "/");
       parameters_.clear();
@@ -571,6 +617,75 @@ grpc::ServerUnaryReactor* NodeService::Ping(grpc::CallbackServerContext* context
   if (status.ok()) status = checkProtocolVersion(request->protocol_version());
   if (status.ok()) response->set_unix_ms(unixMs());
   return finishNow(context, status);
+}
+
+grpc::ServerUnaryReactor* NodeService::Reserve(grpc::CallbackServerContext* context,
+                                               const proto::ReserveRequest* request,
+                                               proto::ReserveResponse* response) {
+  grpc::Status status = checkBearerToken(*context, options_.token);
+  if (status.ok()) status = checkProtocolVersion(request->protocol_version());
+  if (status.ok()) status = reserve(*request, *response);
+  return finishNow(context, status);
+}
+
+grpc::Status NodeService::reserve(const proto::ReserveRequest& request,
+                                  proto::ReserveResponse& response) {
+  if (grpc::Status s = checkJobId(request.reservation_id(), "reservation_id"); !s.ok()) return s;
+  for (const auto& [field, value] :
+       {std::pair<const char*, const std::string*>{"owner", &request.owner()},
+        {"run_name", &request.run_name()}})
+    if (grpc::Status s = checkFieldSize(field, value->size(), kMaxAddressBytes); !s.ok()) return s;
+  if (request.lease_ms() < kMinLeaseMs || request.lease_ms() > kMaxLeaseMs)
+    return invalid("lease_ms: must be in [" + std::to_string(kMinLeaseMs) + ", " +
+                   std::to_string(kMaxLeaseMs) + "], got " + std::to_string(request.lease_ms()));
+  const ReservationQueue::Claim claim{request.reservation_id(), request.ticket(), request.owner(),
+                                      request.run_name(),
+                                      std::chrono::milliseconds(request.lease_ms())};
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (shuttingDown_ && request.action() != proto::ReserveRequest::RELEASE)
+    return {grpc::StatusCode::UNAVAILABLE, "node " + name_ + " is shutting down"};
+  const bool busy = anyRunning();
+  ReservationQueue::Standing standing;
+  switch (request.action()) {
+    case proto::ReserveRequest::COMMIT:
+      standing = reservations_.commit(claim, busy, now);
+      break;
+    case proto::ReserveRequest::UNCOMMIT:
+      standing = reservations_.uncommit(claim, busy, now);
+      break;
+    case proto::ReserveRequest::RELEASE:
+      reservations_.release(claim.id, busy, now);
+      response.set_state(proto::ReserveResponse::RELEASED);
+      return grpc::Status::OK;
+    default:
+      standing = reservations_.wait(claim, busy, now);
+  }
+  switch (standing.state) {
+    case ReservationQueue::State::kCommitted:
+      response.set_state(proto::ReserveResponse::COMMITTED);
+      return grpc::Status::OK;
+    case ReservationQueue::State::kHeld:
+      response.set_state(proto::ReserveResponse::HELD);
+      return grpc::Status::OK;
+    default:
+      break;
+  }
+  response.set_state(proto::ReserveResponse::WAITING);
+  response.set_position(static_cast<uint32_t>(standing.position));
+  response.set_waiting(static_cast<uint32_t>(standing.waiting));
+  if (busy) {
+    response.set_job_id(jobId_);
+    response.set_job_owner(jobOwner_);
+    response.set_job_run(jobRun_);
+    response.set_job_seconds(std::chrono::duration<double>(now - jobStarted_).count());
+  }
+  if (standing.holder) {
+    response.set_holder_owner(standing.holder->owner);
+    response.set_holder_run(standing.holder->run);
+    response.set_holder_committed(standing.holderCommitted);
+  }
+  return grpc::Status::OK;
 }
 
 std::string NodeService::advertiseHost() const {

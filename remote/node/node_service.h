@@ -11,6 +11,7 @@
 #include "remote/node/node_options.h"
 #include "remote/node/parameter_service.h"
 #include "remote/node/rendezvous_table.h"
+#include "remote/node/reservation_queue.h"
 #include "remote/node/staged_checkpoints.h"
 #include "remote/node/watch_hub.h"
 #include "remote/proto/dtlab.grpc.pb.h"
@@ -51,6 +52,9 @@ namespace dtlab::remote {
 //             INVALID_ARGUMENT. An unknown or finished job is not an error (was_running =
 //             false).
 //   Ping      the node's wall clock in unix ms.
+//   Reserve   a run's place in the node's queue (see ReserveRequest): the reservation that
+//             holds the node committed may start jobs (StartJobRequest.reservation_id); a
+//             StartJob without one is refused while any reservation holds or waits.
 class NodeService final : public proto::NodeService::CallbackService {
  public:
   // listenHost: the host the node listens on (the default collective address).
@@ -77,6 +81,9 @@ class NodeService final : public proto::NodeService::CallbackService {
   grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* context,
                                  const proto::PingRequest* request,
                                  proto::PingResponse* response) override;
+  grpc::ServerUnaryReactor* Reserve(grpc::CallbackServerContext* context,
+                                    const proto::ReserveRequest* request,
+                                    proto::ReserveResponse* response) override;
 
   // Shutdown, step 1: refuse new jobs and cancel the running ones. Returns them (the ranks of
   // the current job on this node) so the caller can wait for them.
@@ -100,6 +107,9 @@ class NodeService final : public proto::NodeService::CallbackService {
                        JobSettings& settings) const;
   grpc::Status installJob(const proto::StartJobRequest& request, JobSettings settings,
                           std::shared_ptr<core::ParameterHost> shardHost);
+  grpc::Status reserve(const proto::ReserveRequest& request, proto::ReserveResponse& response);
+  // Whether `request` may start a job on this node as the reservations stand; under mutex_.
+  grpc::Status checkReservationLocked(const proto::StartJobRequest& request);
   void fillInfo(proto::NodeInfo& info);
   // Worker slots for a spec's device: one per GPU for "cuda", --devices cpu:N for "cpu".
   int slotsFor(const core::ExperimentSpec& spec) const;
@@ -125,7 +135,14 @@ class NodeService final : public proto::NodeService::CallbackService {
   // The current job's ranks on this node by slot (null where it has none), running or the last
   // one's (their results stay readable).
   std::string jobId_;
+  std::string jobOwner_;  // StartJobRequest.owner and run_name of jobId_
+  std::string jobRun_;
+  std::chrono::steady_clock::time_point jobStarted_;
+  // "alice@lab's run 'exp/sync' (job J), running for 12 s" (or less where the coordinator
+  // said less); under mutex_.
+  std::string runningJobLocked() const;
   std::vector<std::shared_ptr<Job>> jobs_;
+  ReservationQueue reservations_;
   bool shuttingDown_ = false;
 };
 

@@ -412,11 +412,28 @@ core::PullOutcome GrpcParameterClient::pull(float* params, std::vector<int64_t>&
   return outcome;
 }
 
-core::ServerSnapshot GrpcParameterClient::snapshot() {
+void GrpcParameterClient::stageSnapshot() {
   const std::size_t n = layout_.size();
   Calls<proto::PsSnapshotRequest, proto::PsSnapshotResponse> calls(n);
   const auto cancelling = cancelOnAbort(options_.abort, calls.contexts.data(), n);
   issueEachBlock(calls, options_, [&](std::size_t b, auto done) {
+    calls.requests[b].set_mode(proto::PsSnapshotRequest::STAGE);
+    shards_[static_cast<std::size_t>(layout_[b].shard)]->stub->async()->Snapshot(
+        &calls.contexts[b], &calls.requests[b], &calls.responses[b], std::move(done));
+  });
+  for (std::size_t b = 0; b < n; ++b)
+    if (!calls.statuses[b].ok())
+      fail(layout_[b].shard, "setting a snapshot aside on", calls.statuses[b]);
+}
+
+core::ServerSnapshot GrpcParameterClient::fetchStagedSnapshot() {
+  // Reads only what never changes after construction (layout, options, stubs), so it may run
+  // beside the worker's pulls and pushes.
+  const std::size_t n = layout_.size();
+  Calls<proto::PsSnapshotRequest, proto::PsSnapshotResponse> calls(n);
+  const auto cancelling = cancelOnAbort(options_.abort, calls.contexts.data(), n);
+  issueEachBlock(calls, options_, [&](std::size_t b, auto done) {
+    calls.requests[b].set_mode(proto::PsSnapshotRequest::FETCH_STAGED);
     shards_[static_cast<std::size_t>(layout_[b].shard)]->stub->async()->Snapshot(
         &calls.contexts[b], &calls.requests[b], &calls.responses[b], std::move(done));
   });
@@ -426,7 +443,7 @@ core::ServerSnapshot GrpcParameterClient::snapshot() {
   };
   auto floats = [&](const std::string& data, const core::PsBlock& block) {
     if (data.size() != bytes(block))
-      fail(block.shard, "taking a snapshot of",
+      fail(block.shard, "fetching a snapshot from",
            {grpc::StatusCode::DATA_LOSS, "a block of " + std::to_string(data.size()) + " bytes"});
     std::vector<float> v(static_cast<std::size_t>(block.size()));
     std::memcpy(v.data(), data.data(), data.size());
@@ -434,18 +451,20 @@ core::ServerSnapshot GrpcParameterClient::snapshot() {
   };
   for (std::size_t b = 0; b < n; ++b) {
     const core::PsBlock& block = layout_[b];
-    if (!calls.statuses[b].ok()) fail(block.shard, "taking a snapshot of", calls.statuses[b]);
-    const proto::PsSnapshotResponse& r = calls.responses[b];
+    if (!calls.statuses[b].ok()) fail(block.shard, "fetching a snapshot from", calls.statuses[b]);
+    proto::PsSnapshotResponse& r = calls.responses[b];
     core::ParameterBlock::Snapshot s;
     s.version = r.version();
     s.params = floats(r.values(), block);
+    r.clear_values();  // a block's copy at a time, not the whole server twice
     for (const std::string& part : r.optimizer_state())
       s.optimizerState.push_back(floats(part, block));
+    r.clear_optimizer_state();
     out.blocks.push_back(std::move(s));
   }
   out.clocks.assign(calls.responses[0].clocks().begin(), calls.responses[0].clocks().end());
   if (out.clocks.empty())
-    fail(0, "taking a snapshot of",
+    fail(0, "fetching a snapshot from",
          {grpc::StatusCode::DATA_LOSS, "block 0 came without the board's clocks"});
   return out;
 }

@@ -55,8 +55,10 @@ class GrpcParameterClient final : public core::ParameterClient {
                          const core::WorkerReport& report) override;
   core::BoardState agree(const core::WorkerReport& report) override;
   void leave(int worker) override;
-  // Every block's Snapshot, issued together like a pull (not counted as training traffic).
-  core::ServerSnapshot snapshot() override;
+  // Every block's Snapshot (STAGE, then FETCH_STAGED), issued together like a pull (not
+  // counted as training traffic).
+  void stageSnapshot() override;
+  core::ServerSnapshot fetchStagedSnapshot() override;
   int64_t bytesSent() const override { return bytesSent_.load(); }
   int64_t bytesReceived() const override { return bytesReceived_.load(); }
 

@@ -106,23 +106,6 @@ class ClockWaitReactor final : public grpc::ServerUnaryReactor {
 
 }  // namespace
 
-void ParameterTable::install(const std::string& jobId, std::shared_ptr<core::ParameterHost> host) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  hosts_.clear();
-  hosts_[jobId] = std::move(host);
-}
-
-std::shared_ptr<core::ParameterHost> ParameterTable::find(const std::string& jobId) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const auto it = hosts_.find(jobId);
-  return it == hosts_.end() ? nullptr : it->second;
-}
-
-void ParameterTable::clear() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  hosts_.clear();
-}
-
 void toProto(const core::BoardState& state, proto::PsBoard& out) {
   out.clear_votes();
   for (float v : state.votes.values) out.add_votes(v);
@@ -347,16 +330,21 @@ grpc::ServerUnaryReactor* ParameterService::Snapshot(grpc::CallbackServerContext
   if (status.ok()) status = blockOf(*host, request->block(), block);
   if (status.ok()) {
     try {
-      const core::ParameterBlock::Snapshot s = block->snapshot();
-      auto bytesOf = [](const std::vector<float>& v) {
-        return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
-      };
-      response->set_version(s.version);
-      response->set_values(bytesOf(s.params));
-      for (const std::vector<float>& part : s.optimizerState)
-        response->add_optimizer_state(bytesOf(part));
-      if (request->block() == 0 && host->board() != nullptr)
-        for (int64_t clock : host->board()->clocks()) response->add_clocks(clock);
+      if (request->mode() == proto::PsSnapshotRequest::STAGE) {
+        response->set_version(host->stageSnapshot(request->block()));
+      } else {
+        host->readStagedSnapshot(request->block(), [&](const core::ParameterBlock::Snapshot& s,
+                                                       const std::vector<int64_t>& clocks) {
+          auto bytesOf = [](const std::vector<float>& v) {
+            return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+          };
+          response->set_version(s.version);
+          response->set_values(bytesOf(s.params));
+          for (const std::vector<float>& part : s.optimizerState)
+            response->add_optimizer_state(bytesOf(part));
+          for (int64_t clock : clocks) response->add_clocks(clock);
+        });
+      }
     } catch (const std::exception& e) {
       status = asStatus(e);
     }

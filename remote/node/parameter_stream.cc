@@ -8,7 +8,7 @@
 
 #include "core/common/log.h"
 #include "remote/common/auth.h"
-#include "remote/node/parameter_service.h"
+#include "remote/node/parameter_table.h"
 
 namespace dtlab::remote {
 

@@ -98,10 +98,9 @@ class StageReactor final : public grpc::ServerReadReactor<proto::CheckpointPart>
               "checkpoint of job " + jobId_ + ": the parts ended at " +
                   std::to_string(joiner_.joined()) + " of " + std::to_string(part_.total_bytes()) +
                   " bytes"};
-    const std::string bytes = joiner_.take();
+    const std::vector<unsigned char> bytes = joiner_.take();
     try {
-      auto checkpoint = std::make_shared<const core::Checkpoint>(core::decodeCheckpoint(
-          {reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()}));
+      auto checkpoint = std::make_shared<const core::Checkpoint>(core::decodeCheckpoint(bytes));
       response_->set_step(checkpoint->step);
       logAt(LogLevel::kInfo, "job ", jobId_, ": checkpoint of step ", checkpoint->step, " staged (",
             bytes.size() >> 20, " MiB)");

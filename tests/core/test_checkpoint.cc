@@ -3,12 +3,14 @@
 // parameters as the run that never stopped.
 #include <QtTest/QtTest>
 
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include <QtCore/QTemporaryDir>
 
+#include "core/common/checksum.h"
 #include "core/store/project_store.h"
 #include "core/store/store_sink.h"
 #include "core/train/checkpoint.h"
@@ -38,6 +40,37 @@ Checkpoint sample() {
   return c;
 }
 
+// The form DTLab wrote before format 2, built here byte by byte as that version did: magic
+// "DTLCKPT1", the header's size and JSON, the arrays, and a byte-wise FNV-1a of all of it.
+std::vector<unsigned char> formatOne(const Checkpoint& c) {
+  nlohmann::json sizes = nlohmann::json::array();
+  for (const std::vector<float>& st : c.optimizerState) sizes.push_back(st.size());
+  nlohmann::json h = {{"format", 1},
+                      {"step", c.step},
+                      {"wall_ms", c.wallMs},
+                      {"strategy", c.strategy},
+                      {"optimizer", c.optimizer},
+                      {"params", c.params.size()},
+                      {"optimizer_state", sizes},
+                      {"strategy_state", c.strategyState}};
+  if (!c.rankSteps.empty()) h["rank_steps"] = c.rankSteps;
+  const std::string header = h.dump();
+  std::vector<unsigned char> out = {'D', 'T', 'L', 'C', 'K', 'P', 'T', '1'};
+  auto put = [&](const void* p, std::size_t n) {
+    out.insert(out.end(), static_cast<const unsigned char*>(p),
+               static_cast<const unsigned char*>(p) + n);
+  };
+  const uint64_t headerBytes = header.size();
+  put(&headerBytes, 8);
+  put(header.data(), header.size());
+  put(c.params.data(), c.params.size() * 4);
+  for (const std::vector<float>& st : c.optimizerState) put(st.data(), st.size() * 4);
+  uint64_t fnv = 0xCBF29CE484222325ull;
+  for (unsigned char b : out) fnv = (fnv ^ b) * 0x100000001B3ull;
+  put(&fnv, 8);
+  return out;
+}
+
 }  // namespace
 
 class TestCheckpoint : public QObject {
@@ -61,6 +94,77 @@ class TestCheckpoint : public QObject {
     QVERIFY_THROWS_EXCEPTION(CheckpointError,
                              decodeCheckpoint(std::vector<unsigned char>(40, 'x')));
     QVERIFY_THROWS_EXCEPTION(CheckpointError, decodeCheckpoint(std::vector<unsigned char>{}));
+  }
+
+  // No single changed bit, anywhere in a checkpoint, goes unnoticed; nor in the checksum's
+  // own input at every length up to a few words past its four lanes (its tail handling).
+  void everySingleBitFlipIsFound() {
+    const std::vector<unsigned char> bytes = encodeCheckpoint(sample());
+    for (std::size_t i = 0; i < bytes.size(); ++i)
+      for (int bit = 0; bit < 8; ++bit) {
+        std::vector<unsigned char> flipped = bytes;
+        flipped[i] ^= static_cast<unsigned char>(1u << bit);
+        QVERIFY_THROWS_EXCEPTION(CheckpointError, decodeCheckpoint(flipped));
+      }
+    for (std::size_t n = 0; n <= 80; ++n) {
+      std::vector<unsigned char> data(n);
+      for (std::size_t i = 0; i < n; ++i) data[i] = static_cast<unsigned char>(i * 37 + n);
+      const uint64_t whole = checksum64(data);
+      for (std::size_t i = 0; i < n; ++i)
+        for (int bit = 0; bit < 8; ++bit) {
+          data[i] ^= static_cast<unsigned char>(1u << bit);
+          QVERIFY2(checksum64(data) != whole,
+                   qPrintable(QString("length %1, byte %2, bit %3").arg(n).arg(i).arg(bit)));
+          data[i] ^= static_cast<unsigned char>(1u << bit);
+        }
+    }
+    // Length is part of the sum: a run of zeros and a longer one differ.
+    QVERIFY(checksum64(std::vector<unsigned char>(64)) !=
+            checksum64(std::vector<unsigned char>(72)));
+  }
+
+  // Checkpoints in projects from before format 2 still resume; damage to them is still found.
+  void formatOneStillReads() {
+    const Checkpoint c = sample();
+    std::vector<unsigned char> old = formatOne(c);
+    QVERIFY(decodeCheckpoint(old) == c);
+    QCOMPARE(describeCheckpoint(old).tensors.size(), std::size_t{3});
+    old[old.size() / 2] ^= 0x01;
+    QVERIFY_THROWS_EXCEPTION(CheckpointError, decodeCheckpoint(old));
+    // A format-1 header inside a format-2 magic is damage, not an old checkpoint.
+    std::vector<unsigned char> mixed = formatOne(c);
+    mixed[7] = '2';
+    QVERIFY_THROWS_EXCEPTION(CheckpointError, decodeCheckpoint(mixed));
+  }
+
+  // The header alone says where each array lies: what a project's manifest records.
+  void layoutNamesEveryArrayAndItsOffset() {
+    const Checkpoint c = sample();
+    const std::vector<unsigned char> bytes = encodeCheckpoint(c);
+    const CheckpointLayout layout = describeCheckpoint(bytes);
+    QCOMPARE(layout.step, c.step);
+    QCOMPARE(layout.rankSteps, c.rankSteps);
+    QCOMPARE(layout.strategy, c.strategy);
+    QCOMPARE(layout.optimizer, c.optimizer);
+    QCOMPARE(layout.tensors.size(), std::size_t{3});
+    const std::vector<std::vector<float>> arrays = {c.params, c.optimizerState[0],
+                                                    c.optimizerState[1]};
+    const char* names[] = {"params", "optimizer_state.0", "optimizer_state.1"};
+    for (std::size_t t = 0; t < arrays.size(); ++t) {
+      const CheckpointTensor& tensor = layout.tensors[t];
+      QCOMPARE(tensor.name, std::string(names[t]));
+      QCOMPARE(tensor.floats, arrays[t].size());
+      std::vector<float> at(arrays[t].size());
+      std::memcpy(at.data(), bytes.data() + tensor.offset, at.size() * sizeof(float));
+      QCOMPARE(at, arrays[t]);
+    }
+    // A header whose arrays do not fill the bytes is refused.
+    const std::vector<unsigned char> longer = [&] {
+      std::vector<unsigned char> b = bytes;
+      b.insert(b.end() - 8, 4, 0);
+      return b;
+    }();
+    QVERIFY_THROWS_EXCEPTION(CheckpointError, describeCheckpoint(longer));
   }
 
   void resumedSyncRunEndsWithTheSameParameters_data() {

@@ -29,6 +29,7 @@
 #include "core/common/check.h"
 #include "tests/core/gloo_options.h"
 #include "tests/core/rank_failures.h"
+#include "tests/support/wait.h"
 
 using namespace dtlab::core;
 using dtlab::core::test::Failures;
@@ -355,7 +356,8 @@ class TestComm : public QObject {
       GlooOptions peerOptions = optionsFor("abort", AllReduceAlgorithm::kOwn);
       GlooCommunicator comm(store, 1, 2, peerOptions);
       comm.barrier();
-      while (!peerMayLeave.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      // (Bounded: a test that failed before letting it go still ends.)
+      dtlab::test::waitUntil([&] { return peerMayLeave.load(); }, std::chrono::seconds(60));
       // The aborted rank closed its connections, so this rank's collectives fail. The first
       // all-reduce may still complete: with two ranks the aborted one exchanges whole buffers
       // in one hop, and the data it sent before the abort may already sit in our area. The

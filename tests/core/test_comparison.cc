@@ -13,6 +13,7 @@
 
 #include "core/common/check.h"
 #include "core/store/comparison.h"
+#include "core/store/comparison_output.h"
 #include "core/store/project_store.h"
 
 using namespace dtlab::core;

@@ -288,7 +288,9 @@ class TestElasticGroup : public QObject {
     QVERIFY(regroup != sink.events.end());
     QVERIFY2(regroup->detail.find("2 workers (ranks 0, 1)") != std::string::npos,
              regroup->detail.c_str());
-    QVERIFY(regroup->step >= 9 && regroup->step <= 12);
+    // Rank 2 is lost once it reported step 9; a survivor may still be finishing the average of
+    // step 8 then (rank 2 completed its part of the ring and went on), or reach that of step 12.
+    QVERIFY2(regroup->step >= 8 && regroup->step <= 12, regroup->detail.c_str());
     QVERIFY(!sink.evals.empty());
     QCOMPARE(sink.evals.back().step, int64_t{40});
     QVERIFY2(results[0].finalTestAccuracy && *results[0].finalTestAccuracy > 0.5,

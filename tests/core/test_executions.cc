@@ -15,6 +15,7 @@
 #include "core/spec/execution_plan.h"
 #include "core/spec/experiment_spec.h"
 #include "core/store/comparison.h"
+#include "core/store/comparison_output.h"
 #include "core/store/comparison_statistics.h"
 #include "core/store/project_store.h"
 #include "core/store/seed_table.h"

@@ -86,7 +86,8 @@ class RecordingClient final : public ParameterClient {
   }
   BoardState agree(const WorkerReport& report) override { return inner_.agree(report); }
   void leave(int worker) override { inner_.leave(worker); }
-  ServerSnapshot snapshot() override { return inner_.snapshot(); }
+  void stageSnapshot() override { inner_.stageSnapshot(); }
+  ServerSnapshot fetchStagedSnapshot() override { return inner_.fetchStagedSnapshot(); }
   int64_t bytesSent() const override { return 0; }
   int64_t bytesReceived() const override { return 0; }
 

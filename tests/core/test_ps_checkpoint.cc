@@ -288,6 +288,45 @@ class TestPsCheckpoint : public QObject {
       }
   }
 
+  void aStagedSnapshotIsTheServerAtTheMomentItWasStaged() {
+    // Set aside at a step boundary, fetched while pushes go on: the fetch brings the blocks
+    // and clocks as they were when staged, never a mix with the pushes that came after.
+    ExperimentSpec spec = psSpec("async_ps", 40);
+    auto host = makeParameterHost(spec, 0, 1, -1, 40);
+    const std::vector<PsBlock> layout = psLayoutFor(spec, 0, 1);
+    LocalParameterClient client(*host, layout, 0);
+    std::vector<float> values = ramp(layout.back().end, 0.01f);
+    client.init(values.data());
+    std::vector<int64_t> versions;
+    WorkerReport report;
+    auto pushOnce = [&] {
+      client.pull(values.data(), versions);
+      ++report.clock;
+      client.push(std::vector<float>(values.size(), 0.25f).data(), versions, report);
+    };
+    pushOnce();
+    QVERIFY_THROWS_EXCEPTION(dtlab::Error, client.fetchStagedSnapshot());  // nothing staged
+    client.stageSnapshot();
+    ServerSnapshot atStage;
+    for (int b = 0; b < static_cast<int>(layout.size()); ++b)
+      atStage.blocks.push_back(host->block(b)->snapshot());
+    atStage.clocks = host->board()->clocks();
+    const Checkpoint before = serverCheckpoint(atStage, layout, 40);
+    pushOnce();
+    pushOnce();
+    Checkpoint fetched;
+    fetched.params.assign(3, 9.0f);  // buffers of an earlier checkpoint, refilled
+    serverCheckpoint(client.fetchStagedSnapshot(), layout, 40, fetched);
+    QCOMPARE(fetched.rankSteps, (std::vector<int64_t>{1}));
+    QCOMPARE(fetched.strategyState, before.strategyState);
+    QVERIFY(fetched.params == before.params);
+    QVERIFY(fetched.optimizerState == before.optimizerState);
+    // The server itself moved on; a new snapshot sees it.
+    const Checkpoint now = serverCheckpoint(client.snapshot(), layout, 40);
+    QCOMPARE(now.rankSteps, (std::vector<int64_t>{3}));
+    QVERIFY(now.params != before.params);
+  }
+
   void checkpointsThatDoNotFitTheServerAreRefused() {
     ExperimentSpec spec = psSpec("async_ps", 40);
     auto host = makeParameterHost(spec, 0, 1, -1, 40);

@@ -20,6 +20,7 @@
 #include "core/comm/gloo_communicator.h"
 #include "core/comm/shm_allreduce.h"
 #include "tests/core/gloo_options.h"
+#include "tests/support/wait.h"
 
 using namespace dtlab::core;
 
@@ -222,7 +223,7 @@ class TestShmAllReduce : public QObject {
     std::thread peer([&] {
       GlooCommunicator comm(store, 1, 2, options);
       comm.barrier();
-      while (!peerMayCall.load()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      dtlab::test::waitUntil([&] { return peerMayCall.load(); }, std::chrono::seconds(60));
       std::vector<float> data(1000, 1.0f);
       try {
         comm.allReduceSum(data.data(), 1000);
@@ -232,10 +233,14 @@ class TestShmAllReduce : public QObject {
     });
     GlooCommunicator comm(store, 0, 2, aborting);
     comm.barrier();
+    // The abort comes once this thread is asleep in its collective (on the shared segment's
+    // futex), as /proc tells; a minute at most, then it comes anyway and the test says so.
+    const pid_t self = gettid();
+    bool asleep = false;
     std::thread aborter([&] {
-      while (comm.collectivesUnderWay() == 0)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // asleep on the futex by now
+      asleep = dtlab::test::waitUntil(
+          [&] { return comm.collectivesUnderWay() > 0 && dtlab::test::threadAsleep(self); },
+          std::chrono::seconds(60), std::chrono::milliseconds(1));
       signal.abort("node1 lost");
     });
     std::vector<float> data(1000, 1.0f);
@@ -252,6 +257,7 @@ class TestShmAllReduce : public QObject {
     aborter.join();
     peerMayCall.store(true);
     peer.join();
+    QVERIFY2(asleep, "the all-reduce never went to sleep waiting for its peer");
     QVERIFY2(failure == CommFailure::kAborted, message.c_str());
     QVERIFY2(message.find("all-reduce (shm) of 1000 floats on rank 0 of 2 aborted (node1 lost)") !=
                  std::string::npos,

@@ -62,6 +62,25 @@ class TestSpecCluster : public QObject {
             strategyOf(ps.variants[1]).traits.usesParameterServer);
   }
 
+  // How long a run waits for busy nodes: absent (the default, and not written), or 0 up to a
+  // week, read and written back as given.
+  void waitSecondsIsOptionalAndBounded() {
+    const ExperimentSpec unset = dtlab::core::parseExperimentSpec({{"cluster", json::object()}});
+    QVERIFY(!unset.cluster.waitSeconds);
+    QVERIFY(!dtlab::core::toJson(unset)["cluster"].contains("wait_seconds"));
+    for (int64_t seconds : {int64_t{0}, int64_t{90}, dtlab::core::kMaxWaitSeconds}) {
+      const ExperimentSpec spec =
+          dtlab::core::parseExperimentSpec({{"cluster", {{"wait_seconds", seconds}}}});
+      QCOMPARE(spec.cluster.waitSeconds, std::optional<int64_t>(seconds));
+      QCOMPARE(dtlab::core::toJson(spec)["cluster"]["wait_seconds"].get<int64_t>(), seconds);
+      QVERIFY(dtlab::core::parseExperimentSpec(dtlab::core::toJson(spec)) == spec);
+    }
+    for (const json& bad : {json(-1), json(dtlab::core::kMaxWaitSeconds + 1), json(1.5)}) {
+      const std::optional<SpecError> e = specErrorOf({{"wait_seconds", bad}});
+      QVERIFY2(e && e->path() == "cluster.wait_seconds", bad.dump().c_str());
+    }
+  }
+
   void remoteClusterListsItsDaemonsInRankOrder() {
     const ExperimentSpec spec = dtlab::core::parseExperimentSpec(
         {{"cluster",

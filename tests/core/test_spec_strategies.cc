@@ -1,5 +1,5 @@
-// The spec's strategy variants: every kind of DESIGN.md's strategy table, the fields each
-// reads, and the refusal of a field that the variant's strategy would ignore.
+// The spec's strategy variants: every registered strategy (core/train/strategy_registry.cc), the
+// fields each reads, and the refusal of a field that the variant's strategy would ignore.
 #include <QtTest/QtTest>
 
 #include <optional>

@@ -683,6 +683,30 @@ class TestStore : public QObject {
     QCOMPARE(ProjectStore::open(good)->runs().size(), std::size_t{1});
   }
 
+  void failedUpgradeLeavesTheFileAsItWas() {
+    // A version-1 project with a table of a later version's name in it: the upgrade's early
+    // steps succeed, the step that creates that table fails. The file must stay at version
+    // 1, byte for byte, not half-way up at a version between.
+    const std::string path = file("upgrade-fails.dtlab");
+    {
+      sqlite::Db db(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+      int count = 0;
+      migrationSteps(&count)[0].apply(db);
+      db.exec("INSERT INTO project_meta VALUES ('name', 'old')");
+      db.exec("CREATE TABLE calibrations (note TEXT)");
+      db.exec(("PRAGMA application_id = " + std::to_string(kProjectApplicationId)).c_str());
+      db.exec("PRAGMA user_version = 1");
+    }
+    const std::string before = readBytes(path);
+    const std::string message = errorOf([&] { ProjectStore::open(path); });
+    QVERIFY2(message.find("the file is unchanged") != std::string::npos, message.c_str());
+    QVERIFY2(message.find("add calibrations") != std::string::npos, message.c_str());
+    QVERIFY2(message.find(path) != std::string::npos, message.c_str());
+    QVERIFY2(readBytes(path) == before, "a failed upgrade changed the file");
+    sqlite::Db db(path, SQLITE_OPEN_READONLY);
+    QCOMPARE(db.queryInt("PRAGMA user_version"), int64_t{1});
+  }
+
   void readOnlyOpenReads() {
     const std::string path = file("readonly.dtlab");
     {

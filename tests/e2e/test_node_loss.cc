@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -37,8 +38,14 @@ constexpr const char* kSpeed = "0.05";
 constexpr const char* kSpeed = "0.01";
 #endif
 
+// A model over the limits of a single message (2.2 M parameters: 18 MB with momentum), run at
+// full speed (its compute alone makes a window to lose a node in).
+const std::vector<int> kLargeModel = {2048, 1024};
+constexpr const char* kLargeSpeed = "1";
+
 // A teacher-network task that the strategies reach 80% on in a few hundred steps.
-nlohmann::json specWith(int nodes, const nlohmann::json& variant) {
+nlohmann::json specWith(int nodes, const nlohmann::json& variant,
+                        const std::vector<int>& hidden = {128}) {
   return {{"name", "loss"},
           {"seed", 7},
           {"dataset",
@@ -47,7 +54,7 @@ nlohmann::json specWith(int nodes, const nlohmann::json& variant) {
             {"test_size", 1024},
             {"features", 32},
             {"classes", 4}}},
-          {"model", {{"hidden", {128}}}},
+          {"model", {{"hidden", hidden}}},
           {"optimizer", {{"lr", 0.002}}},
           {"training",
            {{"batch_size", 64},
@@ -69,7 +76,8 @@ struct Run {
   QString project;
   QString why;  // why the last wait failed
 
-  bool start(int nodes, const nlohmann::json& spec) {
+  // `speed`: the daemons' --speed (a large model is slow enough at full speed).
+  bool start(int nodes, const nlohmann::json& spec, const char* speed = kSpeed) {
     QStringList args{"run", dir.filePath("spec.json"), "--project", dir.filePath("p.dtlab")};
     project = dir.filePath("p.dtlab");
     QFile file(dir.filePath("spec.json"));
@@ -78,7 +86,7 @@ struct Run {
     file.close();
     for (int i = 0; i < nodes; ++i) {
       daemons.push_back(std::make_unique<test::NodeProcess>(
-          QStringList{"--listen", "127.0.0.1:0", "--speed", kSpeed}));
+          QStringList{"--listen", "127.0.0.1:0", "--speed", speed}));
       if (!daemons.back()->ready()) return false;
       args << "--node" << QString::fromStdString(daemons.back()->address());
     }
@@ -219,20 +227,29 @@ class TestNodeLoss : public QObject {
   // A lost shard's blocks come back from the newest checkpoint of the server: the run
   // restarts on the other nodes from it and reaches its target. Shard 0 (with the workers'
   // board and the evaluating rank) or another.
+  // The last row's server holds 18 MB (2.2 M parameters with their momentum): its snapshot,
+  // checkpoint and restore travel in parts, beyond what one message carries.
   void aLostShardIsRestoredFromTheServersCheckpoint_data() {
     QTest::addColumn<QString>("variant");
     QTest::addColumn<int>("victim");
+    QTest::addColumn<std::vector<int>>("hidden");
     QTest::newRow("async_ps, shard 1 of 2")
-        << R"({"strategy": "async_ps", "ps_shards": 2, "on_node_loss": "continue"})" << 1;
+        << R"({"strategy": "async_ps", "ps_shards": 2, "on_node_loss": "continue"})" << 1
+        << std::vector<int>{128};
     QTest::newRow("ssp, shard 0 of 1") << R"({"strategy": "ssp", "staleness": 2, "ps_shards": 1,
                                              "on_node_loss": "continue"})"
-                                       << 0;
+                                       << 0 << std::vector<int>{128};
+    QTest::newRow("async_ps, shard 1 of 2, 18 MB of state")
+        << R"({"strategy": "async_ps", "ps_shards": 2, "on_node_loss": "continue"})" << 1
+        << kLargeModel;
   }
   void aLostShardIsRestoredFromTheServersCheckpoint() {
     QFETCH(QString, variant);
     QFETCH(int, victim);
+    QFETCH(std::vector<int>, hidden);
     Run run;
-    QVERIFY(run.start(3, specWith(3, nlohmann::json::parse(variant.toStdString()))));
+    QVERIFY(run.start(3, specWith(3, nlohmann::json::parse(variant.toStdString()), hidden),
+                      hidden == kLargeModel ? kLargeSpeed : kSpeed));
     QVERIFY2(run.waitForCheckpoint(std::chrono::seconds(60)), qPrintable(run.why));
     run.kill(victim);
     QString err;
@@ -404,10 +421,17 @@ class TestNodeLoss : public QObject {
     }
   }
 
+  void aSynchronousGroupRestartsOnTheSurvivorsFromItsCheckpoint_data() {
+    QTest::addColumn<std::vector<int>>("hidden");
+    QTest::newRow("small") << std::vector<int>{128};
+    QTest::newRow("18 MB of state") << kLargeModel;
+  }
   void aSynchronousGroupRestartsOnTheSurvivorsFromItsCheckpoint() {
+    QFETCH(std::vector<int>, hidden);
     Run run;
-    QVERIFY(
-        run.start(3, specWith(3, {{"strategy", "sync_allreduce"}, {"on_node_loss", "restart"}})));
+    QVERIFY(run.start(
+        3, specWith(3, {{"strategy", "sync_allreduce"}, {"on_node_loss", "restart"}}, hidden),
+        hidden == kLargeModel ? kLargeSpeed : kSpeed));
     QVERIFY2(run.waitForCheckpoint(std::chrono::seconds(60)), qPrintable(run.why));
     run.kill(2);
     QString err;

@@ -46,6 +46,18 @@ QString startNode(QProcess& node, const QStringList& args, QString* error) {
   return {};
 }
 
+// Five steps of a small MLP: a run that only has to reach the daemon and finish.
+core::ExperimentSpec tinySpec() {
+  core::ExperimentSpec spec;
+  spec.dataset.trainSize = 512;
+  spec.dataset.testSize = 64;
+  spec.model.hidden = {8};
+  spec.training.batchSize = 32;
+  spec.training.epochs = 0;
+  spec.training.maxSteps = 5;
+  return spec;
+}
+
 }  // namespace
 
 class TestNodeService : public QObject {
@@ -115,14 +127,7 @@ class TestNodeService : public QObject {
     const QString address =
         startNode(node, {"--listen", "127.0.0.1:0", "--token-file", token}, &error);
     QVERIFY2(!address.isEmpty(), qPrintable(error));
-    core::ExperimentSpec spec;
-    spec.dataset.trainSize = 512;
-    spec.dataset.testSize = 64;
-    spec.model.hidden = {8};
-    spec.training.batchSize = 32;
-    spec.training.epochs = 0;
-    spec.training.maxSteps = 5;
-    const QString path = e2e::writeSpec(dir, spec);
+    const QString path = e2e::writeSpec(dir, tinySpec());
     const e2e::Outcome ran =
         e2e::cli({"run", path, "--quiet", "--node", address, "--token-file", token});
     QVERIFY2(ran.exitCode == 0, qPrintable(ran.err));
@@ -142,7 +147,42 @@ class TestNodeService : public QObject {
     QProcess node;
     QString error;
     QVERIFY(startNode(node, {"--token", "x", "--token-file", token}, &error).isEmpty());
-    QVERIFY2(error.contains("--token and --token-file"), qPrintable(error));
+    QVERIFY2(error.contains("--token, --token-file and DTLAB_TOKEN: give one"), qPrintable(error));
+  }
+
+  // DTLAB_TOKEN keeps the token out of the process list too: the daemon and the CLI read it
+  // (and drop it from their environment); given beside --token it is refused like a second one.
+  void theTokenMayComeFromTheEnvironment() {
+    QTemporaryDir dir;
+    qputenv("DTLAB_TOKEN", "from-env");
+    QProcess node;
+    QString error;
+    const QString address =
+        startNode(node, {"--listen", "127.0.0.1:0", "--log-level", "debug"}, &error);
+    QVERIFY2(!address.isEmpty(), qPrintable(error));
+    const QString path = e2e::writeSpec(dir, tinySpec());
+    const e2e::Outcome ran = e2e::cli({"run", path, "--quiet", "--node", address});
+    QVERIFY2(ran.exitCode == 0, qPrintable(ran.err));
+    qputenv("DTLAB_TOKEN", "wrong");
+    const e2e::Outcome refused = e2e::cli({"run", path, "--quiet", "--node", address});
+    QVERIFY(refused.exitCode != 0);
+    QVERIFY2(refused.err.contains("token"), qPrintable(refused.err));
+    const e2e::Outcome both =
+        e2e::cli({"run", path, "--quiet", "--node", address, "--token", "from-env"});
+    QCOMPARE(both.exitCode, 2);
+    QVERIFY2(both.err.contains("give one"), qPrintable(both.err));
+    qunsetenv("DTLAB_TOKEN");
+    // Nothing given at all: the daemon refuses the token-less run.
+    QVERIFY(e2e::cli({"run", path, "--quiet", "--node", address}).exitCode != 0);
+    node.terminate();
+    QVERIFY(node.waitForFinished(10000));
+    // No line the daemon logged at its most talkative, and nothing the CLI printed (refusals
+    // included), holds the token.
+    const QByteArray logs = node.readAllStandardError() + node.readAllStandardOutput();
+    QVERIFY(logs.contains("job"));  // it did log the jobs
+    for (const e2e::Outcome* o : {&ran, &refused, &both})
+      QVERIFY2(!o->out.contains("from-env") && !o->err.contains("from-env"), qPrintable(o->err));
+    QVERIFY2(!logs.contains("from-env"), logs.constData());
   }
 
   // The packaged unit, pointed at this build's daemon, passes systemd's own checks.

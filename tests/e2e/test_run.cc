@@ -11,6 +11,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,7 @@
 #include "remote/coordinator/coordinator.h"
 #include "tests/e2e/e2e_support.h"
 #include "tests/sanitizers/sanitizers.h"
+#include "tests/support/wait.h"
 
 using namespace dtlab;
 using Clock = std::chrono::steady_clock;
@@ -134,21 +136,25 @@ std::vector<pid_t> startEndlessCliRun(const QTemporaryDir& dir, QProcess& cli) {
 }
 
 // Runs an endless job on `cluster` and sends `sig` to node 1 after its fifth step. Returns
-// the run's summary and the seconds from the signal to the run's end.
-std::pair<core::RunSummary, double> runAndSignalNode1(remote::LocalCluster& cluster, int sig) {
+// the run's summary, the seconds from the signal to the run's end, and whether the fifth step
+// came (within a minute; the signal goes anyway).
+std::tuple<core::RunSummary, double, bool> runAndSignalNode1(remote::LocalCluster& cluster,
+                                                             int sig) {
   remote::Coordinator coordinator(cluster.addresses(), {});
   coordinator.connect();
   StepCounter counter;
   Clock::time_point signalledAt;
+  bool underWay = false;
   std::thread signaller([&] {
-    while (counter.steps.load() < 5) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    // Signalled anyway when no step comes, so that the run ends (and the caller's check fails).
+    underWay = test::waitUntil([&] { return counter.steps.load() >= 5; }, std::chrono::seconds(60));
     signalledAt = Clock::now();
     cluster.signal(1, sig);
   });
   core::RunSummary s = coordinator.run(smallSpec(1000000), 0, &counter);
   const Clock::time_point ended = Clock::now();
   signaller.join();
-  return {std::move(s), std::chrono::duration<double>(ended - signalledAt).count()};
+  return {std::move(s), std::chrono::duration<double>(ended - signalledAt).count(), underWay};
 }
 
 }  // namespace
@@ -279,7 +285,8 @@ class TestRun : public QObject {
     std::vector<remote::LocalNodeOptions> options = nodes(3);
     options[1].devices = devices.toStdString();
     remote::LocalCluster cluster(kNode, options);
-    const auto [s, detectS] = runAndSignalNode1(cluster, SIGKILL);
+    const auto [s, detectS, underWay] = runAndSignalNode1(cluster, SIGKILL);
+    QVERIFY2(underWay, "the run did not reach its fifth step");
     QCOMPARE(std::string(core::toString(s.status)), std::string("failed"));
     QVERIFY2(s.error.find("node1") != std::string::npos &&
                  s.error.find(cluster.address(1)) != std::string::npos,
@@ -297,11 +304,12 @@ class TestRun : public QObject {
   // within 10 s of the stop: the others abort their pending collectives at once.
   void stoppedNodeFailsTheRunAndFreesTheOthers() {
     remote::LocalCluster cluster(kNode, nodes(3));
-    const auto [s, failedAfterS] = runAndSignalNode1(cluster, SIGSTOP);
+    const auto [s, failedAfterS, underWay] = runAndSignalNode1(cluster, SIGSTOP);
     const Clock::time_point stoppedAt =
         Clock::now() -
         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(failedAfterS));
     cluster.signal(1, SIGCONT);
+    QVERIFY2(underWay, "the run did not reach its fifth step");
     QCOMPARE(std::string(core::toString(s.status)), std::string("failed"));
     QVERIFY2(s.error.find("node1") != std::string::npos &&
                  s.error.find(cluster.address(1)) != std::string::npos,
@@ -432,7 +440,8 @@ class TestRun : public QObject {
   void everyMetricOfTheTableReachesStoreShowAndCsv() {
     QTemporaryDir dir;
     core::ExperimentSpec spec = smallSpec(100000000);
-    spec.training.maxSeconds = 2.0;  // long enough for the nodes' 500 ms resource samples
+    spec.training.maxSeconds = 2.0;      // long enough for the nodes' 500 ms resource samples
+    spec.training.checkpointEvery = 50;  // for the checkpoints' own metrics
     const QString path = writeSpec(dir, spec);
     const QString project = dir.filePath("p.dtlab");
     QProcess cli;
@@ -456,7 +465,9 @@ class TestRun : public QObject {
       // The owners a series of this scope has: workers 0 and 1 (each on its own node),
       // nodes 0 and 1, or the run.
       std::vector<std::pair<int, int>> owners;  // (node, worker)
-      if (m.scope == core::MetricScope::kWorker) owners = {{0, 0}, {1, 1}};
+      if (m.scope == core::MetricScope::kWorker)
+        owners = core::checkpointOnly(m) ? std::vector<std::pair<int, int>>{{0, 0}}
+                                         : std::vector<std::pair<int, int>>{{0, 0}, {1, 1}};
       if (m.scope == core::MetricScope::kNode) owners = {{0, -1}, {1, -1}};
       if (m.scope == core::MetricScope::kRun) owners = {{-1, -1}};
       // Only asynchronous strategies measure divergence, only GPU workers the GPU's figures;

@@ -159,7 +159,9 @@ void writeRecordedProject(const fs::path& path) {
       checkpoint.params = {0.5f, -1.0f, 2.0f};
       checkpoint.optimizerState = {{0.1f, 0.2f, 0.3f}};
       checkpoint.strategyState = {{"shares", {2, 2}}};
-      appender.appendCheckpoint({run, 40, 400.0, encodeCheckpoint(checkpoint), 2});
+      appender.appendCheckpoint(
+          {run, 40, 400.0,
+           std::make_shared<const std::vector<unsigned char>>(encodeCheckpoint(checkpoint)), 2});
       appender.close();
     }
     RunSummary summary;

@@ -63,6 +63,7 @@ const std::vector<Method>& methods() {
       {"/dtlab.remote.proto.ParameterServer/OpenStream", &make<proto::PsStreamRequest>},
       // A client stream of one part (the generic unary call sends one message, then closes).
       {"/dtlab.remote.proto.NodeService/StageCheckpoint", &make<proto::CheckpointPart>},
+      {"/dtlab.remote.proto.NodeService/Reserve", &make<proto::ReserveRequest>},
   };
   return all;
 }
@@ -217,6 +218,16 @@ void writeSeeds(const std::filesystem::path& dir) {
   part.set_total_bytes(8);
   part.set_data("DTLCKPT1");
   seeds.push_back(seed(17, 1, part));
+  proto::ReserveRequest reserve;
+  reserve.set_protocol_version(version);
+  reserve.set_reservation_id("fuzz-seed");
+  reserve.set_ticket(1);
+  reserve.set_owner("fuzz@lab");
+  reserve.set_run_name("fuzz/sync");
+  reserve.set_lease_ms(2000);
+  seeds.push_back(seed(18, 1, reserve));
+  reserve.set_action(proto::ReserveRequest::COMMIT);
+  seeds.push_back(seed(18, 1, reserve));
   for (std::size_t i = 0; i < seeds.size(); ++i) {
     char name[32];
     std::snprintf(name, sizeof name, "seed-%02zu.bin", i);

@@ -14,6 +14,7 @@
 #include "remote/common/client.h"
 #include "remote/common/protocol.h"
 #include "remote/proto/dtlab.grpc.pb.h"
+#include "tests/support/wait.h"
 
 namespace dtlab::test::rpc {
 
@@ -61,14 +62,7 @@ inline grpc::Status startJob(proto::NodeService::Stub& stub, const proto::StartJ
   return stub.StartJob(&context, request, &response);
 }
 
-inline bool waitUntil(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
+using dtlab::test::waitUntil;
 
 inline proto::NodeInfo getInfo(proto::NodeService::Stub& stub, grpc::Status* status,
                                const std::string& token = {},

@@ -6,6 +6,9 @@
 
 #include <QtTest/QtTest>
 
+#include <fstream>
+#include <iterator>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -107,6 +110,14 @@ class TestDispatch : public QObject {
   // before the minute its connect timeout would let it wait.
   void aFailedStartAbortsTheRanksAlreadyStarted() {
     remote::LocalCluster cluster(kNodeBinary, {{}, {}}, "secret");
+    // The daemons got the token through their environment: the process list never shows it.
+    for (int i = 0; i < 2; ++i) {
+      std::ifstream cmdline("/proc/" + std::to_string(cluster.pid(i)) + "/cmdline");
+      const std::string args((std::istreambuf_iterator<char>(cmdline)),
+                             std::istreambuf_iterator<char>());
+      QVERIFY2(args.find("dtlab-node") != std::string::npos, args.c_str());
+      QVERIFY2(args.find("secret") == std::string::npos, args.c_str());
+    }
     remote::CoordinatorOptions options;
     options.token = "secret";
     options.connectTimeout = 60s;
@@ -116,7 +127,7 @@ class TestDispatch : public QObject {
     const remote::NodeLinks links(cluster.addresses(), options);
     const std::string spec = core::toJson(twoNodeSpec(1000000)).dump();
     try {
-      links.startJobs(placement, "job-rollback", spec, 0);
+      links.startJobs(placement, "job-rollback", spec, 0, "");
       QFAIL("the start on a node that refuses the token succeeded");
     } catch (const dtlab::Error& e) {
       QVERIFY2(std::string(e.what()).starts_with("starting the job on node1"), e.what());
@@ -125,13 +136,30 @@ class TestDispatch : public QObject {
              "node0 still runs the job that started before node1 refused");
   }
 
+  // A node running a job says whose and which (GetInfo), as the coordinator told it.
+  void aRunningJobNamesItsOwnerAndRun() {
+    remote::LocalCluster cluster(kNodeBinary, {{}, {}});
+    const remote::NodeLinks links(cluster.addresses(), {});
+    const core::ExperimentSpec spec = twoNodeSpec(1000000);
+    links.startJobs(placementOf(links, spec), "job-owned", core::toJson(spec).dump(), 0, "");
+    for (std::size_t node = 0; node < 2; ++node) {
+      const remote::NodeSummary info = links.info(node);
+      QVERIFY(info.busy);
+      QCOMPARE(info.jobRun, "dispatch/" + spec.variants[0].name);
+      QVERIFY2(!info.jobOwner.empty() && info.jobOwner.find(' ') == std::string::npos,
+               info.jobOwner.c_str());
+      links.cancelJob(node, "job-owned", /*abort=*/true);
+    }
+    QVERIFY(waitFor([&] { return !links.info(0).busy && !links.info(1).busy; }, 10s));
+  }
+
   // A short run: every rank reports its steps and ends completed; nothing is lost or sent.
   void theWatchFollowsEveryRankToItsEnd() {
     remote::LocalCluster cluster(kNodeBinary, {{}, {}});
     const remote::NodeLinks links(cluster.addresses(), {});
     const core::ExperimentSpec spec = twoNodeSpec(30);
     const remote::Placement placement = placementOf(links, spec);
-    links.startJobs(placement, "job-whole", core::toJson(spec).dump(), 0);
+    links.startJobs(placement, "job-whole", core::toJson(spec).dump(), 0, "");
     StepCounter sink;
     const Watched w = watch(links, placement, "job-whole", sink, nullptr, [] {});
     QVERIFY(!w.end.failing && !w.end.cancelSent && w.end.lostNode.empty());
@@ -158,7 +186,7 @@ class TestDispatch : public QObject {
     const remote::NodeLinks links(cluster.addresses(), options);
     const core::ExperimentSpec spec = twoNodeSpec(1000000);
     const remote::Placement placement = placementOf(links, spec);
-    links.startJobs(placement, "job-lost", core::toJson(spec).dump(), 0);
+    links.startJobs(placement, "job-lost", core::toJson(spec).dump(), 0, "");
     StepCounter sink;
     bool killed = false;
     const Watched w = watch(links, placement, "job-lost", sink, nullptr, [&] {
@@ -181,7 +209,7 @@ class TestDispatch : public QObject {
     const remote::NodeLinks links(cluster.addresses(), {});
     const core::ExperimentSpec spec = twoNodeSpec(1000000);
     const remote::Placement placement = placementOf(links, spec);
-    links.startJobs(placement, "job-cancel", core::toJson(spec).dump(), 0);
+    links.startJobs(placement, "job-cancel", core::toJson(spec).dump(), 0, "");
     StepCounter sink;
     std::atomic<bool> cancel{false};
     const Watched w = watch(links, placement, "job-cancel", sink, &cancel, [&] {

@@ -98,11 +98,97 @@ WatchOutcome watchToEnd(proto::NodeService::Stub& stub, const std::string& jobId
   return outcome;
 }
 
+proto::ReserveResponse reserve(proto::NodeService::Stub& stub, const std::string& id,
+                               uint64_t ticket, proto::ReserveRequest::Action action,
+                               grpc::Status* status, uint32_t leaseMs = 6000) {
+  grpc::ClientContext context;
+  prepare(context);
+  proto::ReserveRequest request;
+  request.set_protocol_version(dtlab::remote::kProtocolVersion);
+  request.set_reservation_id(id);
+  request.set_ticket(ticket);
+  request.set_owner(id + "@lab");
+  request.set_run_name("exp/" + id);
+  request.set_lease_ms(leaseMs);
+  request.set_action(action);
+  proto::ReserveResponse response;
+  *status = stub.Reserve(&context, request, &response);
+  return response;
+}
+
 }  // namespace
 
 class TestNode : public QObject {
   Q_OBJECT
  private Q_SLOTS:
+  // Who may start a job: the reservation that holds the node committed; a job without one
+  // only while nobody holds or waits. The others wait in ticket order and are told for what.
+  void reservationsDecideWhoStartsAJob() {
+    NodeProcess node({"--name", "shared"});
+    QVERIFY(node.ready());
+    auto stub = nodeStub(node.address());
+    grpc::Status status;
+    reserve(*stub, "r1", 5, proto::ReserveRequest::WAIT, &status, 10);
+    QCOMPARE(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    QVERIFY2(status.error_message().find("lease_ms: must be in [1000, 120000], got 10") == 0,
+             status.error_message().c_str());
+    reserve(*stub, "", 5, proto::ReserveRequest::WAIT, &status);
+    QCOMPARE(status.error_message(), std::string("reservation_id: must not be empty"));
+
+    QCOMPARE(reserve(*stub, "bob", 5, proto::ReserveRequest::WAIT, &status).state(),
+             proto::ReserveResponse::HELD);
+    proto::StartJobRequest mine = startRequest("bobs-job", tinySpec(20));
+    mine.set_reservation_id("bob");
+    const grpc::Status early = startJob(*stub, mine);
+    QCOMPARE(early.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    QVERIFY2(early.error_message().find("shared is not reserved for this run (reservation bob)") !=
+                 std::string::npos,
+             early.error_message().c_str());
+    const grpc::Status withoutOne = startJob(*stub, startRequest("tool-job", tinySpec(20)));
+    QCOMPARE(withoutOne.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    QVERIFY2(withoutOne.error_message().find("shared is reserved for bob@lab's run 'exp/bob'") !=
+                 std::string::npos,
+             withoutOne.error_message().c_str());
+
+    QCOMPARE(reserve(*stub, "bob", 5, proto::ReserveRequest::COMMIT, &status).state(),
+             proto::ReserveResponse::COMMITTED);
+    const proto::ReserveResponse waiting =
+        reserve(*stub, "carol", 9, proto::ReserveRequest::COMMIT, &status);
+    QVERIFY(status.ok());
+    QCOMPARE(waiting.state(), proto::ReserveResponse::WAITING);
+    QCOMPARE(waiting.position(), 1u);
+    QCOMPARE(waiting.waiting(), 1u);
+    QCOMPARE(waiting.holder_owner(), std::string("bob@lab"));
+    QCOMPARE(waiting.holder_run(), std::string("exp/bob"));
+    QVERIFY(waiting.holder_committed());
+    const proto::NodeInfo info = getInfo(*stub, &status);
+    QCOMPARE(info.reservations_size(), 2);
+    QCOMPARE(info.reservations(0).run_name(), std::string("exp/bob"));
+    QVERIFY(info.reservations(0).holds());
+    QCOMPARE(info.reservations(1).owner(), std::string("carol@lab"));
+    QVERIFY(!info.reservations(1).holds());
+
+    mine.set_owner("bob@lab");
+    QVERIFY(startJob(*stub, mine).ok());
+    const proto::ReserveResponse behindAJob =
+        reserve(*stub, "carol", 9, proto::ReserveRequest::WAIT, &status);
+    QCOMPARE(behindAJob.state(), proto::ReserveResponse::WAITING);
+    QCOMPARE(behindAJob.job_owner(), std::string("bob@lab"));
+    QCOMPARE(watchToEnd(*stub, "bobs-job").result.status(), std::string("completed"));
+    // The job ended, the run still holds the node (a restart would start its next job).
+    QCOMPARE(reserve(*stub, "carol", 9, proto::ReserveRequest::WAIT, &status).state(),
+             proto::ReserveResponse::WAITING);
+    QCOMPARE(reserve(*stub, "bob", 5, proto::ReserveRequest::RELEASE, &status).state(),
+             proto::ReserveResponse::RELEASED);
+    QCOMPARE(reserve(*stub, "carol", 9, proto::ReserveRequest::WAIT, &status).state(),
+             proto::ReserveResponse::HELD);
+    reserve(*stub, "carol", 9, proto::ReserveRequest::RELEASE, &status);
+    QVERIFY(status.ok());
+    // Nobody holds or waits: a job without a reservation starts as before.
+    QVERIFY(startJob(*stub, startRequest("tool-job", tinySpec(5))).ok());
+    QCOMPARE(watchToEnd(*stub, "tool-job").result.status(), std::string("completed"));
+  }
+
   void getInfoDescribesTheNode() {
     NodeProcess node({"--name", "alpha", "--devices", "cpu:2", "--speed", "2.5", "--bandwidth-mbps",
                       "100", "--latency-ms", "1.5", "--threads", "1"});
@@ -317,7 +403,10 @@ class TestNode : public QObject {
     NodeProcess node({"--name", "busy-node"});
     QVERIFY(node.ready());
     auto stub = nodeStub(node.address());
-    QVERIFY(startJob(*stub, startRequest("long-1", longSpec())).ok());
+    proto::StartJobRequest first = startRequest("long-1", longSpec());
+    first.set_owner("alice@lab");
+    first.set_run_name("modes/async_ps");
+    QVERIFY(startJob(*stub, first).ok());
     std::atomic<int64_t> steps{0};
     WatchOutcome outcome;
     std::thread watcher([&] { outcome = watchToEnd(*stub, "long-1", {}, 60s, &steps); });
@@ -339,8 +428,14 @@ class TestNode : public QObject {
     QVERIFY(running);
     QVERIFY(info.busy());
     QCOMPARE(info.job_id(), std::string("long-1"));
+    // Who runs what, and for how long: in GetInfo and in the refusal.
+    QCOMPARE(info.job_owner(), std::string("alice@lab"));
+    QCOMPARE(info.job_run(), std::string("modes/async_ps"));
+    QVERIFY(info.job_seconds() >= 0.0 && info.job_seconds() < 60.0);
     QCOMPARE(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-    QVERIFY2(refused.error_message().find("busy-node is busy with job long-1") != std::string::npos,
+    QVERIFY2(refused.error_message().find("busy-node is busy with alice@lab's run "
+                                          "'modes/async_ps' (job long-1), running for ") !=
+                 std::string::npos,
              refused.error_message().c_str());
     QVERIFY(cancelStatus.ok());
     QVERIFY(cancelled.was_running());

@@ -161,7 +161,7 @@ class TestNodeParts : public QObject {
     JobBuffer::Cursor cursor;
     dtlab::remote::BlobJoiner checkpoints, records;
     std::vector<dtlab::core::Checkpoint> joined;
-    std::vector<std::string> recordChunks;
+    std::vector<std::vector<unsigned char>> recordChunks;
     int updates = 0;
     bool finished = false;
     while (!finished) {
@@ -180,10 +180,9 @@ class TestNodeParts : public QObject {
             part.kind() == dtlab::remote::proto::BLOB_CHECKPOINT ? checkpoints : records;
         QCOMPARE(joiner.add(part.total_bytes(), part.offset(), part.data()), std::string());
         if (!joiner.whole()) continue;
-        const std::string blob = joiner.take();
+        const std::vector<unsigned char> blob = joiner.take();
         if (part.kind() == dtlab::remote::proto::BLOB_CHECKPOINT)
-          joined.push_back(dtlab::core::decodeCheckpoint(
-              {reinterpret_cast<const unsigned char*>(blob.data()), blob.size()}));
+          joined.push_back(dtlab::core::decodeCheckpoint(blob));
         else
           recordChunks.push_back(blob);
       }
@@ -202,12 +201,46 @@ class TestNodeParts : public QObject {
     // 300 pushes in chunks of 256: two chunks, the second closed by finish(), every push once.
     QCOMPARE(recordChunks.size(), std::size_t{2});
     int64_t pushes = 0;
-    for (const std::string& chunk : recordChunks)
-      pushes += static_cast<int64_t>(
-          dtlab::core::decodePsRecords(
-              {reinterpret_cast<const unsigned char*>(chunk.data()), chunk.size()})
-              .pushes.size());
+    for (const std::vector<unsigned char>& chunk : recordChunks)
+      pushes += static_cast<int64_t>(dtlab::core::decodePsRecords(chunk).pushes.size());
     QCOMPARE(pushes, int64_t{300});
+  }
+
+  // Checkpoints taken faster than a watcher polls all travel, in order, while the queue holds
+  // at most kQueuedCheckpointBytes; beyond that the oldest give way and the newest always goes.
+  void checkpointsTakenBetweenPollsAllTravel() {
+    auto sent = [](JobBuffer& buffer) {
+      JobBuffer::Cursor cursor;
+      dtlab::remote::BlobJoiner joiner;
+      std::vector<int64_t> steps;
+      for (int updates = 0; updates < 400; ++updates) {
+        dtlab::remote::proto::JobUpdate update;
+        if (!buffer.fill(cursor, 1000, 8 << 20, update)) break;
+        for (const auto& part : update.blobs()) {
+          if (!joiner.add(part.total_bytes(), part.offset(), part.data()).empty()) return steps;
+          if (!joiner.whole()) continue;
+          steps.push_back(dtlab::core::decodeCheckpoint(joiner.take()).step);
+        }
+      }
+      return steps;
+    };
+    auto taken = [](JobBuffer& buffer, int64_t step, std::size_t params) {
+      buffer.onStep({0, step, double(step)});
+      dtlab::core::Checkpoint c;
+      c.step = step;
+      c.strategy = "sync_allreduce";
+      c.optimizer = "sgd";
+      c.params.assign(params, float(step));
+      buffer.onCheckpoint(c);
+    };
+    JobBuffer small;
+    for (int64_t step = 1; step <= 6; ++step) taken(small, step, 1000);
+    QCOMPARE(sent(small), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+    // 24 MB each: the queue keeps the newest two (48 MB), the third would pass 64 MiB.
+    JobBuffer large;
+    for (int64_t step = 1; step <= 4; ++step) taken(large, step, 6'000'000);
+    QCOMPARE(sent(large), (std::vector<int64_t>{3, 4}));
+    QVERIFY(3 * 24'000'000 > dtlab::remote::kQueuedCheckpointBytes);
   }
 
   void joinerRefusesPartsOutOfOrder() {
@@ -224,7 +257,8 @@ class TestNodeParts : public QObject {
     QCOMPARE(joiner.add(6, 0, "abc"), std::string());
     QCOMPARE(joiner.add(6, 3, "def"), std::string());
     QVERIFY(joiner.whole());
-    QCOMPARE(joiner.take(), std::string("abcdef"));
+    const std::vector<unsigned char> joined = joiner.take();
+    QCOMPARE(std::string(joined.begin(), joined.end()), std::string("abcdef"));
     QCOMPARE(joiner.add(0, 0, ""), std::string());  // an empty blob is whole at once
     QVERIFY(joiner.whole());
     std::vector<std::pair<uint64_t, std::size_t>> parts;

@@ -58,6 +58,23 @@ core::Checkpoint twoWorkerCheckpoint(const core::ExperimentSpec& spec) {
   return c;
 }
 
+// Block `block`'s snapshot from the shard's daemon: set aside (STAGE), then fetched.
+grpc::Status takeSnapshot(proto::ParameterServer::Stub& ps, const std::string& job, int block,
+                          proto::PsSnapshotResponse& out) {
+  for (auto mode : {proto::PsSnapshotRequest::STAGE, proto::PsSnapshotRequest::FETCH_STAGED}) {
+    grpc::ClientContext context;
+    prepare(context);
+    proto::PsSnapshotRequest r;
+    r.set_protocol_version(dtlab::remote::kProtocolVersion);
+    r.set_job_id(job);
+    r.set_block(block);
+    r.set_mode(mode);
+    const grpc::Status status = ps.Snapshot(&context, r, &out);
+    if (!status.ok()) return status;
+  }
+  return grpc::Status::OK;
+}
+
 std::string encoded(const core::Checkpoint& c) {
   const std::vector<unsigned char> bytes = core::encodeCheckpoint(c);
   return {bytes.begin(), bytes.end()};
@@ -100,15 +117,28 @@ class TestNodeShardRestore : public QObject {
     // Rank 0 resumes at its clock 5 and waits for worker 1 (at 2): nothing moves the blocks.
     QVERIFY(startJob(*stub, request("restored", checkpoint)).ok());
     auto snapshot = [&](const std::string& job, int block, proto::PsSnapshotResponse& out) {
-      grpc::ClientContext context;
-      prepare(context);
-      proto::PsSnapshotRequest r;
-      r.set_protocol_version(dtlab::remote::kProtocolVersion);
-      r.set_job_id(job);
-      r.set_block(block);
-      return ps->Snapshot(&context, r, &out);
+      return takeSnapshot(*ps, job, block, out);
     };
     proto::PsSnapshotResponse taken;
+    {
+      // A fetch with nothing set aside is refused, naming the block.
+      proto::PsSnapshotRequest r;
+      r.set_protocol_version(dtlab::remote::kProtocolVersion);
+      r.set_job_id("restored");
+      r.set_mode(proto::PsSnapshotRequest::FETCH_STAGED);
+      grpc::Status status;
+      QVERIFY(waitUntil(
+          [&] {
+            grpc::ClientContext context;
+            prepare(context);
+            status = ps->Snapshot(&context, r, &taken);
+            return status.error_code() != grpc::StatusCode::NOT_FOUND;
+          },
+          10s));
+      QVERIFY2(
+          status.error_message().find("no snapshot of block 0 was staged") != std::string::npos,
+          status.error_message().c_str());
+    }
     QVERIFY(waitUntil([&] { return snapshot("restored", 0, taken).ok(); }, 10s));
     const std::vector<int64_t> clocks(taken.clocks().begin(), taken.clocks().end());
     QCOMPARE(clocks, (std::vector<int64_t>{5, 2}));
@@ -197,13 +227,7 @@ class TestNodeShardRestore : public QObject {
           // Every block of the shard as the checkpoint left it.
           values.clear();
           for (int block = 0;; ++block) {
-            grpc::ClientContext context;
-            prepare(context);
-            proto::PsSnapshotRequest r;
-            r.set_protocol_version(dtlab::remote::kProtocolVersion);
-            r.set_job_id("big");
-            r.set_block(block);
-            if (!ps->Snapshot(&context, r, &taken).ok()) return block > 0;
+            if (!takeSnapshot(*ps, "big", block, taken).ok()) return block > 0;
             const std::size_t at = values.size();
             values.resize(at + taken.values().size() / sizeof(float));
             std::memcpy(values.data() + at, taken.values().data(), taken.values().size());

@@ -78,6 +78,7 @@ class TestDashboard : public QObject {
     spec.training.maxSteps = 0;
     spec.training.maxSeconds = 2.5;  // long enough for a few node samples (every 500 ms)
     spec.training.evalInterval = 25;
+    spec.training.checkpointEvery = 40;  // so that the checkpoints' own metrics are recorded
     spec.cluster.localNodes = 2;
     ui_test::createProjectWithExperiment(path_, spec, 2);
 
@@ -231,9 +232,10 @@ class TestDashboard : public QObject {
     QCOMPARE(kinds.size(), core::kMetricTable.size() - 3);
     for (const core::MetricInfo& m : core::kMetricTable)
       if (core::gpuOnly(m)) QVERIFY(!kinds.count(static_cast<int>(&m - core::kMetricTable.data())));
-    // and the run's events: each node it ran on (as its daemon describes itself), then its start
-    // and its end
-    QVERIFY2(events.size() >= 3 && events.count("node") == events.size() - 2,
+    // and the run's events: each node it ran on (as its daemon describes itself), how it came to
+    // hold them, then its start and its end
+    QVERIFY2(events.size() >= 4 && events.count("node") == events.size() - 3 &&
+                 events.count("reservation") == 1,
              qPrintable(events.join(", ")));
     QCOMPARE(events.mid(events.size() - 2), (QStringList{"start", "finish"}));
 

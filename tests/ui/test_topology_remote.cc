@@ -4,12 +4,14 @@
 #include <QtTest/QtTest>
 
 #include <algorithm>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include <QtCore/QDateTime>
 #include <QtCore/QFile>
+#include <QtCore/QFileInfo>
 #include <QtCore/QProcess>
 #include <QtCore/QSettings>
 #include <QtCore/QStandardPaths>
@@ -26,10 +28,12 @@
 #include "ui/controller/experiment_controller.h"
 #include "ui/main_window.h"
 #include "ui/models/explorer_model.h"
+#include "ui/models/node_secrets.h"
 #include "ui/models/project_snapshot.h"
 #include "ui/models/topology_model.h"
 #include "ui/pages/topology_page.h"
 
+#include "tests/ui/keyring_session.h"
 #include "tests/ui/ui_support.h"
 
 using namespace dtlab;
@@ -123,6 +127,12 @@ class TestTopologyRemote : public QObject {
   Q_OBJECT
  private slots:
   void initTestCase() {
+    // Tokens typed into the editor go to a real keyring on a session bus of this test's own.
+    // The keyring's files go under a home of this test's own, which is the whole process's
+    // HOME: afterwards every file in it is searched for the token.
+    QVERIFY(keyringHome_.isValid());
+    qputenv("HOME", QFile::encodeName(keyringHome_.path()));
+    keyring_ = std::make_unique<ui_test::KeyringSession>(keyringHome_.path());
     QStandardPaths::setTestModeEnabled(true);
     // Tokens go to the user's settings: here a directory of this test's own.
     QVERIFY(settingsDir_.isValid());
@@ -336,20 +346,8 @@ class TestTopologyRemote : public QObject {
       auto store = core::ProjectStore::open(path.toStdString());
       store->putEntity(core::EntityKind::kExperiment, spec.name, core::toJson(spec));
     }
-    QTRY_COMPARE_WITH_TIMEOUT(window.explorerModel()->snapshot().experiments.size(), std::size_t{1},
-                              20000);
-    window.explorerView()->setCurrentIndex(window.explorerModel()->find(
-        "experiment", window.explorerModel()->snapshot().experiments.front().id));
-    QVERIFY2(window.runAction()->isEnabled(), qPrintable(window.runAction()->toolTip()));
-    QSignalSpy finished(window.controller(), &ui::ExperimentController::finished);
-    QSignalSpy runFinished(window.controller(), &ui::ExperimentController::runFinished);
-    QSignalSpy problems(window.controller(), &ui::ExperimentController::problem);
-    window.runAction()->trigger();
-    QVERIFY(finished.wait(120000));
-    QVERIFY2(problems.isEmpty(),
-             problems.isEmpty() ? "" : qPrintable(problems.first().first().toString()));
-    QCOMPARE(runFinished.size(), 1);
-    QCOMPARE(runFinished.first().at(1).value<core::RunStatus>(), core::RunStatus::kCompleted);
+    runTheExperiment(window);
+    if (QTest::currentTestFailed()) return;
 
     const ui::ProjectSnapshot snapshot = ui::readProjectSnapshot(path.toStdString());
     QCOMPARE(snapshot.runs.size(), std::size_t{1});
@@ -359,12 +357,36 @@ class TestTopologyRemote : public QObject {
     // 20 all-reduces behind 40 ms of emulated latency: the topology's, not the daemons' own.
     QVERIFY2(summary["wall_s"].get<double>() > 20 * 0.040, summary.dump().c_str());
 
-    // The token is in this user's settings, and nowhere in the project.
+    // The token is kept for this user, and nowhere in the project.
     QCOMPARE(ui::node_tokens::token(QString::fromStdString(cluster.address(0))), token);
     const QByteArray bytes = projectBytes(path);
     QVERIFY(bytes.size() > 0);
     QVERIFY(!bytes.contains(token.toUtf8()));
     QVERIFY(bytes.contains(QByteArray::fromStdString(cluster.address(0))));
+
+    // In the keyring: a restarted window (nothing cached) runs with the token it reads back,
+    // and no file under the keyring's home or the settings holds it in plain text.
+    if (!keyring_->error().isEmpty()) QSKIP(qPrintable("no keyring: " + keyring_->error()));
+    QCOMPARE(ui::NodeSecrets::instance().where(), ui::NodeSecrets::Where::kKeyring);
+    ui::NodeSecrets::instance().reset();
+    window.close();
+    ui::MainWindow restarted;
+    restarted.setQuietErrors(true);
+    restarted.show();
+    restarted.openProject(path);
+    QSignalSpy reloaded(&restarted, &ui::MainWindow::projectLoaded);
+    QVERIFY(reloaded.wait(20000));
+    runTheExperiment(restarted);
+    if (QTest::currentTestFailed()) return;
+    QCOMPARE(ui::readProjectSnapshot(path.toStdString()).runs.size(), std::size_t{2});
+    // The report of those runs (events, settings, the topology's nodes) is grepped with the rest.
+    QVERIFY(restarted.exportReport(dir.filePath("report.html")));
+    QVERIFY(QFileInfo(dir.filePath("report.html")).size() > 1000);
+    QSettings().sync();
+    for (const QString& where : {keyringHome_.path(), settingsDir_.path(), dir.path()}) {
+      const QStringList holding = ui_test::filesHolding(where, token.toUtf8());
+      QVERIFY2(holding.isEmpty(), qPrintable(holding.join(", ")));
+    }
   }
 
   // Daemons serving mutual TLS: "Test connection" without the TLS fields says the nodes take
@@ -427,10 +449,19 @@ class TestTopologyRemote : public QObject {
       auto store = core::ProjectStore::open(path.toStdString());
       store->putEntity(core::EntityKind::kExperiment, spec.name, core::toJson(spec));
     }
+    runTheExperiment(window);
+    if (QTest::currentTestFailed()) return;
+    QVERIFY(!projectBytes(path).contains("client.key"));
+  }
+
+ private:
+  // Runs the window's selected-first experiment from its Run action; it must complete.
+  static void runTheExperiment(ui::MainWindow& window) {
     QTRY_COMPARE_WITH_TIMEOUT(window.explorerModel()->snapshot().experiments.size(), std::size_t{1},
                               20000);
     window.explorerView()->setCurrentIndex(window.explorerModel()->find(
         "experiment", window.explorerModel()->snapshot().experiments.front().id));
+    QVERIFY2(window.runAction()->isEnabled(), qPrintable(window.runAction()->toolTip()));
     QSignalSpy finished(window.controller(), &ui::ExperimentController::finished);
     QSignalSpy runFinished(window.controller(), &ui::ExperimentController::runFinished);
     QSignalSpy problems(window.controller(), &ui::ExperimentController::problem);
@@ -440,10 +471,10 @@ class TestTopologyRemote : public QObject {
              problems.isEmpty() ? "" : qPrintable(problems.first().first().toString()));
     QCOMPARE(runFinished.size(), 1);
     QCOMPARE(runFinished.first().at(1).value<core::RunStatus>(), core::RunStatus::kCompleted);
-    QVERIFY(!projectBytes(path).contains("client.key"));
   }
 
- private:
+  QTemporaryDir keyringHome_;
+  std::unique_ptr<ui_test::KeyringSession> keyring_;
   QTemporaryDir settingsDir_;
 };
 

@@ -1,5 +1,6 @@
 #include "ui/controller/cluster_controller.h"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -7,6 +8,7 @@
 #include <optional>
 
 #include "core/spec/execution_plan.h"
+#include "core/store/checkpoint_parts.h"
 #include "core/store/project_store.h"
 #include "core/store/store_sink.h"
 #include "core/train/local_trainer.h"
@@ -102,6 +104,11 @@ NodeInfo nodeInfoOf(const remote::NodeSummary& n) {
   info.workerThreads = n.workerThreads;
   info.cores = n.cores;
   info.busy = n.busy;
+  info.jobOwner = n.jobOwner;
+  info.jobRun = n.jobRun;
+  info.waitingRuns = static_cast<int>(
+      std::count_if(n.reservations.begin(), n.reservations.end(),
+                    [](const remote::NodeSummary::QueuedRun& r) { return !r.holds; }));
   info.speed = n.speed;
   info.bandwidthMbps = n.bandwidthMbps;
   info.latencyMs = n.latencyMs;
@@ -165,6 +172,9 @@ void ClusterController::work(RunRequest request) {
         options.nodeTokens[request.nodes[i].toStdString()] = request.tokens[i].toStdString();
     options.tls = tlsFiles(request.tls);
     remote::checkTlsFiles(options.tls);
+    options.onWaiting = [this](const std::string& what) {
+      emit waiting(QString::fromStdString(what));
+    };
     if (nodes.empty() && spec.cluster.remote()) nodes = spec.cluster.addresses();
     // The spec's own daemons run with its emulation: the topology describes them completely.
     if (spec.cluster.remote() && nodes == spec.cluster.addresses())
@@ -188,12 +198,10 @@ void ClusterController::work(RunRequest request) {
     if (request.resumeRunId > 0) {
       const core::RunRecord run = store->requireRun(request.resumeRunId);
       const std::vector<core::CheckpointInfo> kept = store->checkpoints(run.id);
-      if (kept.empty())
-        throw Error("run " + std::to_string(run.id) + " ('" + run.name +
-                    "') has no checkpoint to resume from (its spec's training.checkpoint_every "
-                    "and checkpoint_seconds keep them)");
+      if (kept.empty()) throw Error(core::whyNoCheckpoint(*store, run));
       first = core::variantOfRun(spec, run.name);
-      resume = store->prepareResume(run.id, kept.back().step);
+      const int64_t step = request.resumeStep > 0 ? request.resumeStep : kept.back().step;
+      resume = store->prepareResume(run.id, step);  // refuses a damaged one (below)
     }
     // A resume goes on with its run alone; otherwise one execution: every variant, repeated.
     std::vector<core::PlannedRun> plan;
@@ -250,6 +258,12 @@ void ClusterController::work(RunRequest request) {
       if (summary.status == core::RunStatus::kFailed)
         emit problem(QString("%1 failed: %2").arg(variant, QString::fromStdString(summary.error)));
     }
+  } catch (const core::CheckpointDamaged& e) {
+    // The window offers the older checkpoint that verifies, where there is one.
+    if (e.previousWhole())
+      emit damagedCheckpoint(request.resumeRunId, *e.previousWhole(), QString::fromUtf8(e.what()));
+    else
+      emit problem(QString::fromUtf8(e.what()));
   } catch (const std::exception& e) {
     emit problem(QString::fromUtf8(e.what()));
   }

@@ -40,9 +40,10 @@ struct RunRequest {
   QStringList tokens;
   QString token;  // every node's token unless `tokens` says otherwise; local daemons get it
   TlsPaths tls;   // for the remote daemons; like tokens, kept in the user's settings
-  // Not 0: resume this run of the project (its variant only) from its newest checkpoint,
-  // recording into it, instead of running every variant afresh.
+  // Not 0: resume this run of the project (its variant only) from its newest checkpoint (or
+  // the one of resumeStep), recording into it, instead of running every variant afresh.
   qint64 resumeRunId = 0;
+  qint64 resumeStep = 0;
 };
 
 // What a node daemon says of itself (its GetInfo), as the GUI shows it.
@@ -54,6 +55,9 @@ struct NodeInfo {
   int workerThreads = 0;
   int cores = 0;
   bool busy = false;
+  std::string jobOwner;  // while busy, who runs what there (empty: an older node)
+  std::string jobRun;
+  int waitingRuns = 0;  // runs queued for it (other people's, while it is busy)
   // The daemon's own emulation flags (a job from a topology gets the topology's instead).
   double speed = 1.0;
   double bandwidthMbps = 0.0;
@@ -106,12 +110,20 @@ class ExperimentController : public QObject {
   // A variant's run exists in the project (its id), before its first step.
   void runStarted(qint64 runId, const QString& variant);
   void progress(const dtlab::ui::RunProgress& progress);
+  // The started run waits for its nodes, which other runs hold: what it waits for ("waiting
+  // for node0 (busy with bob@lab's run 'exp/sync', position 1 of 2)"), each time that changes,
+  // and "" once it has them. cancel() leaves the queue.
+  void waiting(const QString& what);
   // How the variant's run ended (kFailed: error set).
   void runFinished(qint64 runId, dtlab::core::RunStatus status, const QString& error);
   // The request ended (all variants, a cancel, or a failure before any run).
   void finished();
   // Something a user must be told: the cluster could not start, a node was lost, ...
   void problem(const QString& message);
+  // A resume refused because its checkpoint is damaged (`message` names the part), while an
+  // older checkpoint of the run, of `wholeStep`, verifies: the request may be made again
+  // with resumeStep = wholeStep.
+  void damagedCheckpoint(qint64 runId, qint64 wholeStep, const QString& message);
 };
 
 }  // namespace dtlab::ui

@@ -1,10 +1,12 @@
 #include "ui/models/topology_model.h"
 
-#include <QtCore/QSettings>
+#include <QtCore/QTimer>
 #include <QtGui/QBrush>
 #include <QtGui/QColor>
 
 #include <algorithm>
+
+#include "ui/models/node_secrets.h"
 
 namespace dtlab::ui {
 namespace {
@@ -87,59 +89,38 @@ nlohmann::json parseStragglerText(const QString& text) {
 
 }  // namespace
 
+void TopologyModel::loadToken(const QString& address) {
+  NodeSecrets& secrets = NodeSecrets::instance();
+  if (secrets.asking()) {  // from inside another keyring call's event loop: after it
+    QTimer::singleShot(20, this, [this, address] { loadToken(address); });
+    return;
+  }
+  secrets.token(address);
+  for (int row = 0; row < rowCount(); ++row)
+    if (nodes_[static_cast<std::size_t>(row)].address == address)
+      emit dataChanged(index(row, kTokenColumn), index(row, kTokenColumn));
+}
+
 namespace node_tokens {
 
-namespace {
-constexpr const char* kGroup = "node_tokens";
-}  // namespace
-
 QString token(const QString& address) {
-  if (address.isEmpty()) return {};
-  QSettings settings;
-  settings.beginGroup(kGroup);
-  return settings.value(address).toString();
+  return NodeSecrets::instance().token(address);
 }
 
 void setToken(const QString& address, const QString& token) {
-  if (address.isEmpty()) return;
-  QSettings settings;
-  settings.beginGroup(kGroup);
-  if (token.isEmpty()) {
-    settings.remove(address);
-  } else {
-    settings.setValue(address, token);
-  }
+  NodeSecrets::instance().setToken(address, token);
 }
 
 }  // namespace node_tokens
 
 namespace node_tls {
 
-namespace {
-constexpr const char* kGroup = "node_tls";
-}  // namespace
-
 TlsPaths paths(const QString& address) {
-  if (address.isEmpty()) return {};
-  QSettings settings;
-  settings.beginGroup(kGroup);
-  settings.beginGroup(address);
-  return {settings.value("cert").toString(), settings.value("key").toString(),
-          settings.value("ca").toString()};
+  return NodeSecrets::instance().tls(address);
 }
 
 void setPaths(const QString& address, const TlsPaths& paths) {
-  if (address.isEmpty()) return;
-  QSettings settings;
-  settings.beginGroup(kGroup);
-  if (paths.isEmpty()) {
-    settings.remove(address);
-    return;
-  }
-  settings.beginGroup(address);
-  settings.setValue("cert", paths.cert);
-  settings.setValue("key", paths.key);
-  settings.setValue("ca", paths.ca);
+  NodeSecrets::instance().setTls(address, paths);
 }
 
 }  // namespace node_tls
@@ -266,9 +247,9 @@ QVariant TopologyModel::headerData(int section, Qt::Orientation orientation, int
         "Random pauses, as probability:pause ms (e.g. 0.05:200: a 200 ms stall in 5% of "
         "the steps)");
   if (role == Qt::ToolTipRole && section == kTokenColumn)
-    return tr(
-        "A remote daemon's --token, kept in your settings on this computer (per address), "
-        "never in the project file");
+    return tr("A remote daemon's --token, %1 (per address), never in the project or the "
+              "settings file")
+        .arg(NodeSecrets::instance().whereText());
   if (role == Qt::ToolTipRole && section == kSpeedColumn)
     return tr("Emulated compute speed; remote daemons apply the topology's value per job");
   if (role != Qt::DisplayRole) return {};
@@ -326,9 +307,8 @@ QVariant TopologyModel::data(const QModelIndex& index, int role) const {
   }
   if (role == Qt::ToolTipRole) {
     if (column == kTokenColumn && n.remote)
-      return tr(
-          "Double-click to enter this daemon's token; it is kept in your settings on this "
-          "computer, not in the project");
+      return tr("Double-click to enter this daemon's token; it is %1, not in the project")
+          .arg(NodeSecrets::instance().whereText());
     if (column == kAddressColumn && n.remote) return tr("host:port of a running dtlab-node");
     if (column == kFoundColumn && !n.found.isEmpty()) return n.found;
     return {};
@@ -344,8 +324,15 @@ QVariant TopologyModel::data(const QModelIndex& index, int role) const {
     case kTokenColumn: {
       if (edit) return QString();  // never shown again, not even to its editor
       if (!n.remote) return tr("not needed");
-      return node_tokens::token(n.address).isEmpty() ? tr("none")
-                                                     : tr("\u2022\u2022\u2022\u2022 set");
+      // Never a keyring call while a view paints (it runs an event loop): asked from the
+      // event loop, the cell then shows the answer.
+      const std::optional<QString> token = NodeSecrets::instance().cachedToken(n.address);
+      if (!token) {
+        auto* self = const_cast<TopologyModel*>(this);  // data() is const; the signal is not
+        QTimer::singleShot(0, self, [self, address = n.address] { self->loadToken(address); });
+        return tr("...");
+      }
+      return token->isEmpty() ? tr("none") : tr("\u2022\u2022\u2022\u2022 set");
     }
     case kSpeedColumn:
       return n.speed;

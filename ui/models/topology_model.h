@@ -10,17 +10,17 @@
 
 namespace dtlab::ui {
 
-// The tokens of node daemons, kept per address in the user's settings (QSettings group
-// "node_tokens"), never in a spec or a project file: projects are shared with colleagues,
-// tokens are not.
+// The tokens of node daemons, kept per address where only this user can read them
+// (NodeSecrets, ui/models/node_secrets.h: the desktop's keyring), never in a spec, a project
+// or the settings file: projects are shared with colleagues, tokens are not.
 namespace node_tokens {
 QString token(const QString& address);
 // An empty token forgets the address's one.
 void setToken(const QString& address, const QString& token);
 }  // namespace node_tokens
 
-// The client certificate, key and CA for daemons that serve mutual TLS, kept per address in
-// the user's settings (QSettings group "node_tls") like tokens and never in a project. The
+// The client certificate, key and CA for daemons that serve mutual TLS, kept per address with
+// the tokens (NodeSecrets) and never in a project. The
 // topology page sets one set for all the remote nodes of a topology: a cluster has one CA.
 namespace node_tls {
 TlsPaths paths(const QString& address);
@@ -30,7 +30,7 @@ void setPaths(const QString& address, const TlsPaths& paths);
 
 // The nodes of a topology, one row each, editable in place. A row is a local node (a
 // dtlab-node the run starts on this machine) or a remote one (a running daemon at an
-// address, with a token kept in the user's settings); either way its emulated compute speed,
+// address, with a token kept in NodeSecrets); either way its emulated compute speed,
 // link bandwidth and latency (the spec's cluster.nodes), and what a connection test found.
 // The spec's parser judges the result: a table mixing local and remote rows, or a remote
 // row without a usable address, is reported there.
@@ -80,7 +80,7 @@ class TopologyModel final : public QAbstractTableModel {
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
-  // The token column stores the value in the user's settings, under the row's address; its
+  // The token column stores the value in NodeSecrets, under the row's address; its
   // EditRole reads as "" (a token is never shown again).
   bool setData(const QModelIndex& index, const QVariant& value, int role = Qt::EditRole) override;
   Qt::ItemFlags flags(const QModelIndex& index) const override;
@@ -88,6 +88,8 @@ class TopologyModel final : public QAbstractTableModel {
                       int role = Qt::DisplayRole) const override;
 
  private:
+  // Asks NodeSecrets for the address's token (outside any paint), then refreshes its cells.
+  void loadToken(const QString& address);
   std::vector<Node> nodes_;
   nlohmann::json rest_;  // fields of the cluster object this model does not edit
 };

@@ -6,6 +6,7 @@
 #include <QtWidgets/QVBoxLayout>
 
 #include "core/store/comparison.h"
+#include "core/store/comparison_output.h"
 #include "core/store/comparison_statistics.h"
 #include "core/store/project_store.h"
 #include "core/store/run_calibration.h"

@@ -451,16 +451,19 @@ void ExperimentPage::validate() {
   error_.clear();
   errorField_.clear();
   core::ExperimentSpec parsed;
+  QString where;  // the field path of a SpecError
   try {
     parsed = core::parseExperimentSpec(spec_);
+  } catch (const core::SpecError& e) {
+    error_ = QString::fromUtf8(e.what());
+    where = QString::fromStdString(e.path());
   } catch (const std::exception& e) {
     error_ = QString::fromUtf8(e.what());
   }
-  // The message starts with the field path; it goes next to the closest field the form has
-  // ("training.batch_size: ..." to the batch, "variants[1].name: ..." to the variants).
+  // A field's error goes next to the closest field the form has ("training.batch_size" to the
+  // batch, "variants[1].name" to the variants); any other under the form.
   for (auto& [path, widgets] : fields_) widgets.second->hide();
-  if (!error_.isEmpty()) {
-    const QString where = error_.section(':', 0, 0);
+  if (!where.isEmpty()) {
     QString best;
     for (const auto& [path, widgets] : fields_)
       if ((where == path || where.startsWith(path + ".") || where.startsWith(path + "[")) &&

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <QtCore/QFile>
+#include <QtCore/QTimer>
 #include <QtWidgets/QComboBox>
 #include <QtWidgets/QFileDialog>
 #include <QtWidgets/QFormLayout>
@@ -24,6 +25,7 @@
 #include "core/spec/hostfile.h"
 #include "ui/background.h"
 #include "ui/controller/experiment_controller.h"
+#include "ui/models/node_secrets.h"
 #include "ui/models/topology_model.h"
 
 namespace dtlab::ui {
@@ -61,7 +63,16 @@ QString describe(const NodeInfo& n, bool remoteRow) {
                      .arg(n.workerThreads)
                      .arg(n.cores);
   if (!remoteRow) text += QObject::tr("speed %1, ").arg(n.speed);
-  text += n.busy ? QObject::tr("busy") : QObject::tr("idle");
+  if (!n.busy)
+    text += QObject::tr("idle");
+  else if (n.jobRun.empty())
+    text += QObject::tr("busy");
+  else if (n.jobOwner.empty())
+    text += QObject::tr("busy with run '%1'").arg(QString::fromStdString(n.jobRun));
+  else
+    text += QObject::tr("busy with %1's run '%2'")
+                .arg(QString::fromStdString(n.jobOwner), QString::fromStdString(n.jobRun));
+  if (n.waitingRuns > 0) text += QObject::tr(", %n run(s) waiting", nullptr, n.waitingRuns);
   if (remoteRow && (n.speed != 1.0 || n.bandwidthMbps > 0.0 || n.latencyMs > 0.0))
     text += QObject::tr(" (its own flags: speed %1, %2 Mbit/s, %3 ms; this topology's apply)")
                 .arg(n.speed)
@@ -78,6 +89,7 @@ TopologyPage::TopologyPage(QWidget* parent)
       name_(new QLineEdit(this)),
       threads_(new QSpinBox(this)),
       device_(new QComboBox(this)),
+      wait_(new QSpinBox(this)),
       addCount_(new QSpinBox(this)),
       table_(new QTableView(this)),
       error_(new QLabel(this)),
@@ -102,6 +114,11 @@ TopologyPage::TopologyPage(QWidget* parent)
                        tr("Each node's worker trains on its GPU: local nodes get one GPU each, "
                           "remote daemons the one they were started with (--devices cuda:N)"),
                        Qt::ToolTipRole);
+  wait_->setObjectName("wait_seconds");
+  wait_->setRange(0, static_cast<int>(core::kMaxWaitSeconds));
+  wait_->setSuffix(tr(" s"));
+  wait_->setSpecialValueText(tr("do not wait"));
+  wait_->setValue(static_cast<int>(core::kDefaultWaitSeconds));
   addCount_->setRange(1, 64);
   addCount_->setValue(1);
   error_->setWordWrap(true);
@@ -123,6 +140,7 @@ TopologyPage::TopologyPage(QWidget* parent)
   form->addRow(tr("Name"), name_);
   form->addRow(tr("Workers train on"), device_);
   form->addRow(tr("CPU threads per local node"), threads_);
+  form->addRow(tr("Wait for busy nodes"), wait_);
   auto* add = new QPushButton(tr("Add local nodes"), this);
   auto* remove = new QPushButton(tr("Remove selected node"), this);
   auto* buttons = new QHBoxLayout();
@@ -136,8 +154,8 @@ TopologyPage::TopologyPage(QWidget* parent)
   buttons->addWidget(test_);
   buttons->addWidget(save_);
 
-  // TLS: one set for the topology's remote daemons (a cluster has one CA), kept in the
-  // user's settings under each of their addresses, like the tokens.
+  // TLS: one set for the topology's remote daemons (a cluster has one CA), kept with the
+  // tokens (NodeSecrets) under each of their addresses.
   auto* tlsForm = new QFormLayout(tlsBox_);
   const auto fileRow = [this, tlsForm](QLineEdit* edit, const QString& label,
                                        const QString& placeholder, const char* name) {
@@ -161,7 +179,7 @@ TopologyPage::TopologyPage(QWidget* parent)
   tlsBox_->setToolTip(
       tr("For daemons started with --tls-cert/--tls-key/--tls-ca: this computer's client "
          "certificate and key and the cluster's CA (dtlab-node gen-certs DIR --hosts ... makes "
-         "them). Kept in your settings, never in the project. Empty: plain text."));
+         "them). Kept with the nodes' tokens, never in the project. Empty: plain text."));
 
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(form);
@@ -184,7 +202,10 @@ TopologyPage::TopologyPage(QWidget* parent)
     validate();
   });
   connect(model_, &QAbstractItemModel::rowsRemoved, this, [this] { validate(); });
-  connect(model_, &QAbstractItemModel::dataChanged, this, [this] { validate(); });
+  connect(model_, &QAbstractItemModel::dataChanged, this, [this] {
+    validate();
+    tellWhereSecretsGo();  // after a token was set
+  });
   // Rows that move make a running test's answers land on the wrong rows: drop them.
   for (auto signal : {&QAbstractItemModel::rowsInserted, &QAbstractItemModel::rowsRemoved})
     connect(model_, signal, this, [this] {
@@ -192,6 +213,7 @@ TopologyPage::TopologyPage(QWidget* parent)
       testsPending_ = 0;
     });
   connect(threads_, &QSpinBox::valueChanged, this, [this] { validate(); });
+  connect(wait_, &QSpinBox::valueChanged, this, [this] { validate(); });
   connect(device_, &QComboBox::currentIndexChanged, this, [this] {
     if (!loading_) unknownDevice_.clear();
     validate();
@@ -231,6 +253,10 @@ void TopologyPage::edit(qint64 id, const QString& name, const nlohmann::json& cl
   name_->setText(name);
   model_->setCluster(cluster);
   threads_->setValue(cluster.is_object() ? cluster.value("threads_per_node", 1) : 1);
+  const nlohmann::json wait =
+      cluster.is_object() ? cluster.value("wait_seconds", nlohmann::json()) : nlohmann::json();
+  wait_->setValue(wait.is_number_integer() ? wait.get<int>()
+                                           : static_cast<int>(core::kDefaultWaitSeconds));
   const std::string device =
       cluster.is_object() && cluster.value("device", nlohmann::json("cpu")).is_string()
           ? cluster.value("device", std::string("cpu"))
@@ -273,6 +299,35 @@ void TopologyPage::storeTls() {
   const TlsPaths paths = tls();
   for (const TopologyModel::Node& node : model_->nodes())
     if (node.remote) node_tls::setPaths(node.address, paths);
+  tellWhereSecretsGo();
+}
+
+void TopologyPage::tellWhereSecretsGo() {
+  NodeSecrets& secrets = NodeSecrets::instance();
+  if (secrets.asking()) {  // inside a keyring call's event loop: once it is over
+    QTimer::singleShot(20, this, [this] { tellWhereSecretsGo(); });
+    return;
+  }
+  const QString notice = secrets.takeNotice();
+  if (notice.isEmpty()) return;
+  // Not modal to the application: the page stays usable, and scripted runs are not held up.
+  auto* box = new QMessageBox(QMessageBox::Information, tr("Node tokens"), notice,
+                              QMessageBox::NoButton, this);
+  box->setObjectName("secretsNotice");
+  box->setAttribute(Qt::WA_DeleteOnClose);
+  if (secrets.where() == NodeSecrets::Where::kSession) {
+    QPushButton* file =
+        box->addButton(tr("Keep them in a file only I can read"), QMessageBox::AcceptRole);
+    file->setObjectName("keepInFile");
+    box->addButton(tr("This session only"), QMessageBox::RejectRole);
+    connect(file, &QPushButton::clicked, this, [this] {
+      const QString error = NodeSecrets::instance().keepInFile();
+      if (!error.isEmpty()) QMessageBox::warning(this, tr("Node tokens"), error);
+    });
+  } else {
+    box->addButton(QMessageBox::Ok);
+  }
+  box->open();
 }
 
 QString TopologyPage::name() const {
@@ -282,6 +337,11 @@ QString TopologyPage::name() const {
 nlohmann::json TopologyPage::cluster() const {
   nlohmann::json c = model_->cluster();
   c["threads_per_node"] = threads_->value();
+  // The default is left out, so that a topology saved unchanged stays as it was written.
+  if (wait_->value() == static_cast<int>(core::kDefaultWaitSeconds))
+    c.erase("wait_seconds");
+  else
+    c["wait_seconds"] = wait_->value();
   c["device"] =
       unknownDevice_.empty() ? device_->currentData().toString().toStdString() : unknownDevice_;
   return c;
@@ -379,6 +439,13 @@ void TopologyPage::validate() {
   threads_->setToolTip(local ? tr("CPU threads of each local node's worker")
                              : tr("Remote daemons use their own --threads (Test connection "
                                   "shows it)"));
+  // Local daemons are started for each run and are never busy with someone else's.
+  wait_->setEnabled(!local);
+  wait_->setToolTip(
+      local ? tr("Local nodes are started for each run: nobody else's run can hold them")
+            : tr("Nodes shared with other people's runs: each run reserves all of its nodes at "
+                 "once and waits in their queues this long (Cancel leaves the queue); 0 fails a "
+                 "run at once, naming the node and whose run holds it"));
   if (!loading_ && editState_.update(content())) emit modifiedChanged(editState_.modified());
 }
 
@@ -396,6 +463,17 @@ void TopologyPage::testConnection() {
   testOk_ = true;
   test_->setEnabled(false);
 
+  // Every question counted and every remote row's token read before the first is asked: an
+  // event loop may run meanwhile (the keyring's, a cell's refresh) and deliver an answer,
+  // which must not find the count short.
+  std::vector<std::string> tokens;
+  bool anyLocal = false;
+  for (const TopologyModel::Node& node : model_->nodes()) {
+    tokens.push_back(node.remote ? node_tokens::token(node.address).toStdString() : "");
+    if (node.remote) ++testsPending_;
+    anyLocal = anyLocal || !node.remote;
+  }
+  if (anyLocal) ++testsPending_;
   // Remote rows: one GetInfo each, in parallel, so one unreachable node neither fails nor
   // delays the others' answers.
   std::vector<int> localRows;
@@ -407,9 +485,8 @@ void TopologyPage::testConnection() {
       continue;
     }
     model_->setFound(row, tr("asking..."));
-    ++testsPending_;
     const std::string address = node.address.toStdString();
-    const std::string token = node_tokens::token(node.address).toStdString();
+    const std::string token = tokens[static_cast<std::size_t>(row)];
     const TlsPaths tls = this->tls();
     const ExperimentController* controller = controller_;
     runInBackground<NodeInfo>(
@@ -424,7 +501,6 @@ void TopologyPage::testConnection() {
   if (localRows.empty()) return;
 
   // Local rows: the daemons a run would start, started for real and asked.
-  ++testsPending_;
   const ExperimentController* controller = controller_;
   runInBackground<std::vector<NodeInfo>>(
       this, [controller, spec] { return controller->queryLocalNodes(spec.cluster); },

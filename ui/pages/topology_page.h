@@ -22,7 +22,7 @@ class TopologyModel;
 
 // The topology editor: the cluster a run uses. Local nodes are dtlab-node daemons the run
 // starts on this machine (with CPU threads per node); remote nodes are running daemons at an
-// address, each with a token kept in the user's settings (never in the project). Every node
+// address, each with a token kept in the keyring (NodeSecrets; never in the project). Every node
 // has its emulated speed, bandwidth and latency (remote daemons apply them per job). Checked
 // by the spec's parser as you type; "Test connection" starts the local daemons for real and
 // asks each node, local or remote, what its GetInfo answers (a row that cannot be reached,
@@ -50,7 +50,7 @@ class TopologyPage final : public QWidget {
   // Adds a remote node for the daemon at `address` (empty: typed into the table later).
   void addRemoteNode(const QString& address = {});
   // Whether the form differs from what was loaded or last saved: the name, the nodes or the
-  // threads (a token is not part of the topology: it goes to the user's settings at once).
+  // threads (a token is not part of the topology: it goes to NodeSecrets at once).
   bool isModified() const { return editState_.modified(); }
   // The form as it is becomes the baseline (its changes were saved elsewhere, or the user
   // chose to drop them as the page is left).
@@ -88,6 +88,9 @@ class TopologyPage final : public QWidget {
   // Stores the TLS fields for every remote node's address (the user's settings); every
   // validate() outside edit() calls it, so the fields hold for rows added after them too.
   void storeTls();
+  // Once there is something to tell about where tokens are kept (no keyring: this session
+  // only, with the offer of an owner-only file; a refused file), says it in a dialog.
+  void tellWhereSecretsGo();
   void testConnection();
   void finishTest(int generation, bool ok);
 
@@ -97,6 +100,7 @@ class TopologyPage final : public QWidget {
   QLineEdit* name_;
   QSpinBox* threads_;
   QComboBox* device_;  // cluster.device: where the workers train
+  QSpinBox* wait_;     // cluster.wait_seconds: how long a run waits for busy nodes
   // A device in the loaded JSON that the combo does not offer: kept, so validation names it,
   // until the user picks one.
   std::string unknownDevice_;

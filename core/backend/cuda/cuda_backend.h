@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/backend/backend.h"
+#include "core/backend/cuda/cuda_check.h"
 #include "core/backend/cuda_plugin.h"
 #include "core/backend/device_monitor.h"
 
@@ -18,15 +19,6 @@
 // device too.
 
 namespace dtlab::core {
-
-// Every CUDA runtime and cuBLAS call goes through these: a failure throws Error naming the
-// call as written and the library's message.
-void checkCuda(int status, const char* call, const char* file, int line);
-void checkCublas(int status, const char* call, const char* file, int line);
-#define DTLAB_CUDA_CHECK(call) \
-  ::dtlab::core::checkCuda(static_cast<int>(call), #call, __FILE__, __LINE__)
-#define DTLAB_CUBLAS_CHECK(call) \
-  ::dtlab::core::checkCublas(static_cast<int>(call), #call, __FILE__, __LINE__)
 
 // The runtime's devices (CudaDevices, CudaDeviceProperties: cuda_plugin.h). cudaDeviceProperties
 // throws Error when there is no such device (naming the devices there are, or why there are none).
