@@ -22,6 +22,7 @@
 #include "core/common/config.h"
 #include "core/common/process_memory.h"
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "core/train/local_trainer.h"
 #include "remote/common/versions.h"
 

@@ -25,6 +25,7 @@
 #include "core/common/log.h"
 #include "core/common/process_memory.h"
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "remote/common/auth.h"
 #include "remote/common/certificates.h"
 #include "remote/common/tls.h"

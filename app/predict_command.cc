@@ -9,6 +9,7 @@
 
 #include "app/args.h"
 #include "app/project_command.h"
+#include "core/spec/spec_json.h"
 #include "core/store/comparison.h"
 #include "core/store/project_store.h"
 #include "core/store/run_calibration.h"

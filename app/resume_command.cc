@@ -9,6 +9,7 @@
 #include "app/progress.h"
 #include "app/project_command.h"
 #include "app/run_command.h"
+#include "core/spec/spec_json.h"
 #include "core/store/checkpoint_parts.h"
 #include "core/store/project_store.h"
 #include "core/train/checkpoint.h"

@@ -1,5 +1,6 @@
 // MainWindow's Run menu: which run actions apply to the selection, and starting a run or a
 // resume (ui/main_window.h). The rest of the window is in main_window.cc.
+#include "core/spec/spec_json.h"
 #include "ui/main_window.h"
 
 #include <QtGui/QAction>

@@ -1,6 +1,7 @@
 #pragma once
 // A process-wide list of descriptors looked up by name: what the strategy registry
-// (core/train/strategy_registry.cc) and the dataset kinds (core/data/dataset_kinds.cc) keep.
+// (core/train/strategy_registry.cc), the dataset kinds (core/data/dataset_kinds.cc) and the
+// model kinds (core/nn/model_kinds.cc) keep.
 // Entries are only ever added, and references to them stay valid for the life of the process.
 #include <deque>
 #include <functional>

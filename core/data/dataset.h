@@ -81,12 +81,6 @@ class Dataset {
   uint64_t seed_;
 };
 
-// Builds the dataset the config describes, by its kind's descriptor (dataset_kinds.h).
-// Throws dtlab::Error naming the field when the config cannot work (an unknown kind
-// included). Fields a kind does not use are ignored, including features and classes
-// where the kind fixes them.
-std::unique_ptr<Dataset> makeDataset(const DatasetConfig& config);
-
 const char* toString(Split split);
 
 }  // namespace dtlab::core

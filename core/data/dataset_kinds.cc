@@ -25,10 +25,8 @@ void checkComplete(const DatasetKindDescriptor& d) {
 Registry<DatasetKindDescriptor>& registry() {
   // Never destroyed: kinds may be looked up during exit. The built-in kinds, in the order the
   // spec and the GUI list them; the first is the default.
-  static auto* instance = new Registry<DatasetKindDescriptor>(
-      "dataset kind", checkComplete,
-      {datagen::gaussianBlobsKind(), datagen::twoSpiralsKind(), datagen::checkerboardKind(),
-       datagen::teacherKind(), datagen::linearRegressionKind(), datagen::shapesKind()});
+  static auto* instance =
+      new Registry<DatasetKindDescriptor>("dataset kind", checkComplete, builtinDatasetKinds());
   return *instance;
 }
 
@@ -76,16 +74,16 @@ bool DatasetConfig::operator==(const DatasetConfig& other) const {
   if (mine == nullptr || theirs == nullptr)  // unknown kinds: compared as written
     return kind == other.kind && parameters == other.parameters;
   if (mine != theirs) return false;
-  const SettingsView a = mine->view(*this);
-  const SettingsView b = mine->view(other);
-  for (const SettingSchema& s : mine->parameters) {
-    if (s.singlePrecision) {  // what the generator computes with
-      if (static_cast<float>(a.real(s.key)) != static_cast<float>(b.real(s.key))) return false;
-    } else if (a.value(s.key) != b.value(s.key)) {
-      return false;
-    }
-  }
-  return true;
+  return sameSettings(mine->parameters, parameters, other.parameters);
+}
+
+std::unique_ptr<Dataset> makeDataset(const DatasetConfig& config) {
+  using datagen::requireConfig;
+  requireConfig(config.trainSize >= 1, "trainSize", "needs at least 1 training sample (got ",
+                config.trainSize, ")");
+  requireConfig(config.testSize >= 0, "testSize", "must not be negative (got ", config.testSize,
+                ")");
+  return datasetKindOf(config).make(config);
 }
 
 DatasetConfig defaultDataset(std::string_view kind) {

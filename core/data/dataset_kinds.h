@@ -75,4 +75,14 @@ std::string datasetKindList(const std::function<bool(const DatasetKindDescriptor
 // at their defaults, sizes and seed at DatasetConfig's.
 DatasetConfig defaultDataset(std::string_view kind = {});
 
+// Builds the dataset the config describes, by its kind's descriptor.
+// Throws dtlab::Error naming the field when the config cannot work (an unknown kind
+// included). Fields a kind does not use are ignored, including features and classes
+// where the kind fixes them.
+std::unique_ptr<Dataset> makeDataset(const DatasetConfig& config);
+
+// The kinds this build comes with, first the default (core/data/builtin_kinds.cc, which
+// includes each kind's generator: the registry itself includes none, since they include it).
+std::vector<DatasetKindDescriptor> builtinDatasetKinds();
+
 }  // namespace dtlab::core

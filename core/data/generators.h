@@ -13,8 +13,9 @@
 #include "core/common/check.h"
 #include "core/common/random.h"
 #include "core/data/dataset.h"
-#include "core/data/dataset_kinds.h"
 #include "core/data/sample_program.h"
+#include "core/spec/experiment_spec.h"
+#include "core/spec/settings.h"
 
 namespace dtlab::core::datagen {
 
@@ -82,14 +83,5 @@ class ProgramDataset final : public Dataset {
   std::vector<int64_t> dims_;
   SampleProgram program_;
 };
-
-// The built-in kinds' descriptors, each defined beside its generator and listed in
-// dataset_kinds.cc.
-DatasetKindDescriptor gaussianBlobsKind();
-DatasetKindDescriptor twoSpiralsKind();
-DatasetKindDescriptor checkerboardKind();
-DatasetKindDescriptor teacherKind();
-DatasetKindDescriptor linearRegressionKind();
-DatasetKindDescriptor shapesKind();
 
 }  // namespace dtlab::core::datagen

@@ -1,6 +1,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/data/builtin_kinds.h"
 #include "core/data/generators.h"
 
 namespace dtlab::core::datagen {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/data/builtin_kinds.h"
 #include "core/data/generators.h"
 
 namespace dtlab::core::datagen {

@@ -6,6 +6,7 @@
 // intensities in [0.4, 1]. The noise is approximately Gaussian (see fastNormal) and
 // is not clipped, so pixel values spread a little outside [0, 1].
 
+#include "core/data/builtin_kinds.h"
 #include "core/data/generators.h"
 
 namespace dtlab::core::datagen {

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "core/data/builtin_kinds.h"
+#include "core/data/dataset_kinds.h"
 #include "core/data/generators.h"
 
 namespace dtlab::core::datagen {

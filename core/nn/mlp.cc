@@ -5,9 +5,12 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <string>
 
 #include "core/common/check.h"
 #include "core/common/random.h"
+#include "core/nn/model_kinds.h"
 
 namespace dtlab::core {
 namespace {
@@ -26,17 +29,16 @@ std::vector<LayerSpec> mlpLayers(const ModelConfig& model, int64_t outputs) {
 
 Mlp::Mlp(Backend& backend, int64_t inputs, const std::vector<LayerSpec>& layers,
          int64_t controlSlots)
-    : backend_(backend), inputs_(inputs), controlSlots_(controlSlots) {
-  DTLAB_ENFORCE(inputs > 0, "model input width must be positive, got ", inputs);
-  DTLAB_ENFORCE(controlSlots >= 0, "negative control block: ", controlSlots);
+    : Model(backend, inputs, controlSlots) {
   DTLAB_ENFORCE(!layers.empty(), "model needs at least one layer");
+  int64_t paramCount = 0;
   int64_t width = inputs;
   maxWidth_ = inputs;
   for (const LayerSpec& layer : layers) {
     if (layer.kind == LayerSpec::Kind::kDense) {
       DTLAB_ENFORCE(layer.units > 0, "dense layer width must be positive, got ", layer.units);
-      ParamRange range{paramCount_, paramCount_ + width * layer.units, width, layer.units};
-      paramCount_ = range.end();
+      ParamRange range{paramCount, paramCount + width * layer.units, width, layer.units};
+      paramCount = range.end();
       dense_.push_back(range);
       stages_.push_back({static_cast<int>(dense_.size()) - 1, std::nullopt, width, layer.units});
       width = layer.units;
@@ -47,7 +49,6 @@ Mlp::Mlp(Backend& backend, int64_t inputs, const std::vector<LayerSpec>& layers,
     }
     maxWidth_ = std::max(maxWidth_, width);
   }
-  outputs_ = width;
   // Every layer's gradients as one hand-off, last layer first; the first layer's weights
   // (computed last) in pieces of its rows, halving while a piece keeps at least kMinPieceRows
   // rows, and only for a matrix of at least kMinPiecedBytes, where the tail it saves outweighs
@@ -55,26 +56,31 @@ Mlp::Mlp(Backend& backend, int64_t inputs, const std::vector<LayerSpec>& layers,
   constexpr int64_t kMinPieceRows = 32;
   constexpr int64_t kMinPiecedBytes = int64_t{1} << 20;
   DTLAB_ENFORCE(!dense_.empty(), "model needs at least one dense layer");
+  std::vector<GradientRange> handOffs;
   for (auto it = dense_.rbegin(); it + 1 != dense_.rend(); ++it)
-    handOffs_.push_back({it->weight, it->end()});
+    handOffs.push_back({it->weight, it->end()});
   const ParamRange& first = dense_.front();
   int64_t from = 0;  // rows
   if (first.in * first.out * int64_t{sizeof(float)} >= kMinPiecedBytes)
     for (int piece = 0; piece < 3 && (first.in - from) / 2 >= kMinPieceRows; ++piece) {
       const int64_t to = from + (first.in - from) / 2;
-      handOffs_.push_back({first.weight + from * first.out, first.weight + to * first.out});
+      handOffs.push_back({first.weight + from * first.out, first.weight + to * first.out});
       from = to;
     }
-  handOffs_.push_back({first.weight + from * first.out, first.end()});  // the bias with the last
-  params_ = backend_.allocate(paramCount_);
-  grads_ = backend_.allocate(paramCount_ + controlSlots_);
+  handOffs.push_back({first.weight + from * first.out, first.end()});  // the bias with the last
+  std::vector<ParameterTensor> tensors;
+  for (std::size_t i = 0; i < dense_.size(); ++i) {
+    const ParamRange& r = dense_[i];
+    const std::string name = "dense" + std::to_string(i);
+    tensors.push_back({name + ".weight", r.weight, {r.in, r.out}});
+    tensors.push_back({name + ".bias", r.bias, {r.out}});
+  }
+  allocate(std::move(tensors), std::move(handOffs), width);
   zeroBias_ = backend_.allocate(maxWidth_);
 }
 
 Mlp::~Mlp() {
   releaseActivations();
-  backend_.release(params_);
-  backend_.release(grads_);
   backend_.release(zeroBias_);
 }
 
@@ -107,7 +113,7 @@ double Mlp::trainingFlops(int64_t rows) const {
 }
 
 void Mlp::initialize(InitScheme scheme, uint64_t seed) {
-  std::vector<float> host(static_cast<std::size_t>(paramCount_), 0.0f);
+  std::vector<float> host(static_cast<std::size_t>(parameterCount()), 0.0f);
   for (std::size_t i = 0; i < dense_.size(); ++i) {
     const ParamRange& r = dense_[i];
     Rng rng(deriveSeed(seed, kInitStream, i));
@@ -124,28 +130,6 @@ void Mlp::initialize(InitScheme scheme, uint64_t seed) {
   setParams(host);
 }
 
-void Mlp::setParams(const std::vector<float>& host) {
-  DTLAB_ENFORCE_EQ(static_cast<int64_t>(host.size()), paramCount_, "parameter count");
-  backend_.upload(params_, host.data(), paramCount_);
-}
-
-std::vector<float> Mlp::paramsToHost() const {
-  std::vector<float> host;
-  paramsToHost(host);
-  return host;
-}
-
-void Mlp::paramsToHost(std::vector<float>& into) const {
-  into.resize(static_cast<std::size_t>(paramCount_));
-  backend_.download(into.data(), params_, paramCount_);
-}
-
-std::vector<float> Mlp::gradsToHost() const {
-  std::vector<float> host(static_cast<std::size_t>(paramCount_));
-  backend_.download(host.data(), grads_, paramCount_);
-  return host;
-}
-
 void Mlp::reserve(int64_t rows) {
   if (rows <= capacityRows_) return;
   releaseActivations();
@@ -155,7 +139,7 @@ void Mlp::reserve(int64_t rows) {
   }
   gradA_ = backend_.allocate(rows * maxWidth_);
   gradB_ = backend_.allocate(rows * maxWidth_);
-  dOutput_ = backend_.allocate(rows * outputs_);
+  dOutput_ = backend_.allocate(rows * outputs());
   capacityRows_ = rows;
 }
 
@@ -166,9 +150,9 @@ const float* Mlp::forward(const float* x, int64_t rows) {
     if (s.dense >= 0) {
       const ParamRange& r = dense_[s.dense];
       float* z = s.z != nullptr ? s.z : s.a;
-      backend_.gemm(false, false, rows, s.out, s.in, 1.0f, input, s.in, params_ + r.weight, s.out,
+      backend_.gemm(false, false, rows, s.out, s.in, 1.0f, input, s.in, params() + r.weight, s.out,
                     0.0f, z, s.out);
-      backend_.biasActivation(z, params_ + r.bias, rows, s.out, s.act, s.a, s.z);
+      backend_.biasActivation(z, params() + r.bias, rows, s.out, s.act, s.a, s.z);
     } else {
       backend_.biasActivation(input, zeroBias_, rows, s.out, s.act, s.a, nullptr);
     }
@@ -187,22 +171,22 @@ void Mlp::backward(const float* x, float* dOutput, int64_t rows, GradientListene
     if (s.dense >= 0) {
       const ParamRange& r = dense_[s.dense];
       // dZ (in place over dA) and the bias gradient in one pass.
-      backend_.activationBackward(dA, s.z, s.a, rows, s.out, s.act, dA, grads_ + r.bias);
+      backend_.activationBackward(dA, s.z, s.a, rows, s.out, s.act, dA, grads() + r.bias);
       if (s.dense == 0) {  // the last weight gradient, in the pieces of its rows handOffs lists
-        for (auto h = handOffs_.begin() + static_cast<std::ptrdiff_t>(dense_.size() - 1);
-             h != handOffs_.end(); ++h) {
+        for (auto h = handOffs().begin() + static_cast<std::ptrdiff_t>(dense_.size() - 1);
+             h != handOffs().end(); ++h) {
           const int64_t from = (h->begin - r.weight) / s.out;
           const int64_t to = std::min(h->end - r.weight, s.in * s.out) / s.out;
           backend_.gemm(true, false, to - from, s.out, rows, 1.0f, input + from, s.in, dA, s.out,
-                        0.0f, grads_ + h->begin, s.out);
+                        0.0f, grads() + h->begin, s.out);
           if (listener != nullptr) listener->onGradientsReady(h->begin, h->end);
         }
         break;  // nothing upstream of the first dense layer has parameters
       }
       backend_.gemm(true, false, s.in, s.out, rows, 1.0f, input, s.in, dA, s.out, 0.0f,
-                    grads_ + r.weight, s.out);
+                    grads() + r.weight, s.out);
       if (listener != nullptr) listener->onGradientsReady(r.weight, r.end());
-      backend_.gemm(false, true, rows, s.in, s.out, 1.0f, dA, s.out, params_ + r.weight, s.out,
+      backend_.gemm(false, true, rows, s.in, s.out, 1.0f, dA, s.out, params() + r.weight, s.out,
                     0.0f, dInput, s.in);
     } else {
       if (i == 0) break;  // nothing upstream needs it
@@ -213,16 +197,44 @@ void Mlp::backward(const float* x, float* dOutput, int64_t rows, GradientListene
   }
 }
 
-std::string paramChecksum(const std::vector<float>& params) {
-  uint64_t h = 0xCBF29CE484222325ull;
-  const auto* bytes = reinterpret_cast<const unsigned char*>(params.data());
-  for (std::size_t i = 0; i < params.size() * sizeof(float); ++i) {
-    h ^= bytes[i];
-    h *= 0x100000001B3ull;
-  }
-  char text[17];
-  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(h));
-  return text;
+ModelKindDescriptor mlpKind() {
+  ModelKindDescriptor d;
+  d.name = "mlp";
+  d.summary =
+      "a multi-layer perceptron: dense layers of the hidden widths, each followed by "
+      "the activation, then a dense output layer";
+  const auto widths = [](const ModelConfig& config, int64_t inputs, int64_t outputs) {
+    std::vector<int64_t> all = {inputs};
+    all.insert(all.end(), config.hidden.begin(), config.hidden.end());
+    all.push_back(outputs);
+    return all;
+  };
+  d.parameterCount = [widths](const ModelConfig& config, int64_t inputs, int64_t outputs) {
+    const std::vector<int64_t> w = widths(config, inputs, outputs);
+    int64_t count = 0;
+    for (std::size_t i = 1; i < w.size(); ++i) count += (w[i - 1] + 1) * w[i];
+    return count;
+  };
+  d.forwardMacs = [widths](const ModelConfig& config, int64_t inputs, int64_t outputs) {
+    const std::vector<int64_t> w = widths(config, inputs, outputs);
+    int64_t macs = 0;
+    for (std::size_t i = 1; i < w.size(); ++i) macs += w[i - 1] * w[i];
+    return macs;
+  };
+  d.shape = [widths](const ModelConfig& config, int64_t inputs, int64_t outputs) {
+    std::string text = "MLP";
+    char separator = ' ';
+    for (int64_t width : widths(config, inputs, outputs)) {
+      (text += separator) += std::to_string(width);
+      separator = '-';
+    }
+    return text;
+  };
+  d.make = [](Backend& backend, const ModelConfig& config, int64_t inputs, int64_t outputs,
+              int64_t controlSlots) -> std::unique_ptr<Model> {
+    return std::make_unique<Mlp>(backend, inputs, mlpLayers(config, outputs), controlSlots);
+  };
+  return d;
 }
 
 }  // namespace dtlab::core

@@ -6,8 +6,6 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
 #include "core/common/check.h"
 #include "core/spec/settings.h"
 
@@ -66,14 +64,22 @@ enum class Activation { kReLU, kGELU, kTanh };
 enum class InitScheme { kHe, kXavier };
 enum class LossKind { kCrossEntropy, kMse };
 
-// An MLP: input width and output width come from the dataset.
+// The model: a registered kind (core/nn/model_kinds.h) with its own settings; its input width
+// and output width come from the dataset.
 struct ModelConfig {
+  std::string kind;  // a registered kind's name; empty: the first registered (mlp, the default)
+  // Widths and activation of the dense layers (an mlp is only these).
   std::vector<int64_t> hidden = {128, 128};
   Activation activation = Activation::kReLU;
   InitScheme init = InitScheme::kHe;
   LossKind loss = LossKind::kCrossEntropy;  // regression datasets need kMse
+  // The kind's own settings by key, as DatasetConfig::parameters.
+  SettingValues parameters{};
 
-  bool operator==(const ModelConfig&) const = default;
+  // The same model: the same kind (empty reads as the default), fields and each of the kind's
+  // settings (an absent one read as its default). Defined beside the registry
+  // (core/nn/model_kinds.cc).
+  bool operator==(const ModelConfig& other) const;
 };
 
 enum class OptimizerKind { kSgd, kAdam, kAdamW, kAdadelta };
@@ -275,16 +281,6 @@ inline constexpr int64_t kMaxWidth = 65536;
 
 // Largest dataset a spec may ask for (train + test features and labels, as float32).
 inline constexpr int64_t kMaxDatasetBytes = int64_t{4} << 30;
-
-// Parses and validates. Throws SpecError naming the field for an unknown field, a
-// wrong type, a value out of range, or a combination that cannot work.
-ExperimentSpec parseExperimentSpec(const nlohmann::json& json);
-ExperimentSpec parseExperimentSpecText(const std::string& text);  // also reports JSON syntax errors
-ExperimentSpec loadExperimentSpec(const std::string& path);       // names the file in errors
-// Complete JSON with every default filled in; parseExperimentSpec(toJson(s)) == s.
-nlohmann::json toJson(const ExperimentSpec& spec);
-// One cluster.nodes entry, as toJson(spec) writes it.
-nlohmann::json toJson(const NodeConfig& node);
 
 // Empty when `address` is a usable "host:port" of a node daemon (host: a name, an IPv4
 // address, or an IPv6 address in brackets; port 1..65535), else why not.

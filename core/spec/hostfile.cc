@@ -8,7 +8,7 @@
 
 #include "core/common/check.h"
 #include "core/common/text_lines.h"
-#include "core/spec/spec_names.h"
+#include "core/spec/number_format.h"
 #include "core/spec/spec_reader.h"
 
 namespace dtlab::core {

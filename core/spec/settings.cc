@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "core/common/check.h"
-#include "core/spec/spec_names.h"
+#include "core/spec/number_format.h"
 
 namespace dtlab::core {
 
@@ -114,6 +114,20 @@ std::string listText(const std::vector<std::string>& names) {
   for (std::size_t i = 0; i < names.size(); ++i)
     out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
   return out;
+}
+
+bool sameSettings(std::span<const SettingSchema> schema, const SettingValues& a,
+                  const SettingValues& b) {
+  const SettingsView va(schema, a);
+  const SettingsView vb(schema, b);
+  for (const SettingSchema& s : schema) {
+    if (s.singlePrecision) {  // what the owner computes with
+      if (static_cast<float>(va.real(s.key)) != static_cast<float>(vb.real(s.key))) return false;
+    } else if (va.value(s.key) != vb.value(s.key)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace dtlab::core

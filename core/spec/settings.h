@@ -109,4 +109,10 @@ std::string conditionText(const SettingCondition& condition);
 // Names as a sentence lists them: "a", "a and b", "a, b and c".
 std::string listText(const std::vector<std::string>& names);
 
+// Whether two owners' values are the same settings: every setting of the schema compared, an
+// absent one read as its default and a single-precision real as the float it is rounded to (so
+// values built in code equal those the parser completes from them).
+bool sameSettings(std::span<const SettingSchema> schema, const SettingValues& a,
+                  const SettingValues& b);
+
 }  // namespace dtlab::core

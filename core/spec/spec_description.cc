@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/data/dataset_kinds.h"
+#include "core/nn/model_kinds.h"
 #include "core/train/parameter_server.h"
 #include "core/train/strategy_registry.h"
 
@@ -80,9 +81,8 @@ std::string datasetText(const DatasetConfig& d) {
 }
 
 std::string modelText(const ExperimentSpec& spec) {
-  std::string shape = "MLP " + std::to_string(spec.dataset.features);
-  for (int64_t h : spec.model.hidden) (shape += '-') += std::to_string(h);
-  (shape += '-') += std::to_string(spec.dataset.classes);
+  const std::string shape =
+      modelKindOf(spec.model).shape(spec.model, spec.dataset.features, spec.dataset.classes);
   return shape + " (" + toString(spec.model.activation) + ", " + toString(spec.model.init) +
          " initialisation, " + toString(spec.model.loss) + " loss), " +
          count(modelParameterCount(spec)) + " parameters";

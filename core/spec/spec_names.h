@@ -1,10 +1,11 @@
 #pragma once
-// The spec's JSON names of its enums, shared by the parser (experiment_spec.cc) and the
-// writer (experiment_spec_write.cc); internal to core/spec.
+// The spec's JSON names of its enums, shared by the parser (spec_json.cc), the writer
+// (spec_json_write.cc) and toString (spec_names.cc); internal to core/spec.
 #include <string>
 #include <vector>
 
 #include "core/spec/experiment_spec.h"
+#include "core/spec/number_format.h"
 
 namespace dtlab::core::spec_detail {
 
@@ -49,9 +50,5 @@ std::vector<std::string> namesOf(const NamedValue<E> (&names)[N]) {
   for (const auto& named : names) out.emplace_back(named.name);
   return out;
 }
-
-// Numbers as messages and written specs show them: the shortest text that reads back the same.
-std::string formatNumber(double value);
-std::string formatFloat(float value);
 
 }  // namespace dtlab::core::spec_detail

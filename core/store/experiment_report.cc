@@ -10,6 +10,7 @@
 #include "core/common/config.h"
 #include "core/common/versions.h"
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "core/store/seed_table.h"
 
 namespace dtlab::core {

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "core/common/config.h"
+#include "core/spec/spec_json.h"
 #include "core/store/checkpoint_parts.h"
 #include "core/store/recorder.h"
 #include "core/store/schema.h"

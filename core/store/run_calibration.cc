@@ -10,6 +10,7 @@
 #include "core/common/check.h"
 #include "core/common/statistics.h"
 #include "core/metrics/metric_table.h"
+#include "core/spec/spec_json.h"
 #include "core/store/comparison.h"
 #include "core/store/project_store.h"
 #include "core/train/simulated_model.h"

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/common/check.h"
+#include "core/spec/spec_json.h"
 #include "core/store/project_store.h"
 #include "core/train/strategy_registry.h"
 

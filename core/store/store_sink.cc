@@ -1,6 +1,7 @@
 #include "core/store/store_sink.h"
 
 #include "core/common/log.h"
+#include "core/spec/spec_json.h"
 #include "core/train/checkpoint.h"
 
 #include <cmath>

@@ -5,7 +5,7 @@
 
 #include "core/common/log.h"
 #include "core/data/dataset.h"
-#include "core/nn/mlp.h"
+#include "core/nn/model.h"
 #include "core/train/compression_settings.h"
 #include "core/train/data_shards.h"
 #include "core/train/ps_checkpoint.h"
@@ -125,7 +125,7 @@ std::string AsyncPs::setUp() {
   emulation_ = std::make_unique<ComputeEmulation>(job.node, job.spec.seed, job.rank,
                                                   context_.backend.threads() == 1);
 
-  Mlp& model = worker_->model();
+  Model& model = worker_->model();
   ps_ = context_.ps;
   if (ps_ == nullptr) {
     if (job.world != 1)
@@ -174,7 +174,7 @@ std::string AsyncPs::setUp() {
 
 StepReport AsyncPs::step(int64_t step, const Votes& local, Votes& agreed) {
   Worker& worker = *worker_;
-  Mlp& model = worker.model();
+  Model& model = worker.model();
   StepReport r;
   const int64_t sent = ps_->bytesSent();
   const int64_t received = ps_->bytesReceived();

@@ -10,6 +10,7 @@
 #include "core/train/ps_encoding.h"
 #include "core/train/push_record.h"
 #include "core/train/strategy.h"
+#include "core/train/strategy_registry.h"
 #include "core/train/worker.h"
 
 namespace dtlab::core {

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "core/nn/mlp.h"
+#include "core/nn/model.h"
 
 namespace dtlab::core {
 
@@ -65,12 +65,10 @@ CompressionConfig compressionOf(const SettingsView& settings) {
   return c;
 }
 
-std::vector<CompressedTensor> modelShapes(const Mlp& model) {
+std::vector<CompressedTensor> modelShapes(const Model& model) {
   std::vector<CompressedTensor> shapes;
-  for (const ParamRange& layer : model.denseLayers()) {
-    shapes.push_back({{layer.weight, layer.weight + layer.in * layer.out}, layer.in, layer.out});
-    shapes.push_back({{layer.bias, layer.bias + layer.out}, 1, layer.out});
-  }
+  for (const ParameterTensor& t : model.tensors())
+    shapes.push_back({t.range(), t.rows(), t.columns()});
   return shapes;
 }
 

@@ -9,7 +9,7 @@
 
 namespace dtlab::core {
 
-class Mlp;
+class Model;
 
 // compression, topk_ratio, powersgd_rank and start_step, in that order. Without `collective`
 // (a parameter server's strategies): no powersgd, which factorises the sum over the workers
@@ -20,6 +20,6 @@ CompressionConfig compressionOf(const SettingsView& settings);
 
 // The model's parameter (and gradient) buffer as tensors: each dense layer's weight matrix
 // (in rows of out) and its bias, in buffer order.
-std::vector<CompressedTensor> modelShapes(const Mlp& model);
+std::vector<CompressedTensor> modelShapes(const Model& model);
 
 }  // namespace dtlab::core

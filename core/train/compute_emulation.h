@@ -5,7 +5,7 @@
 #include <functional>
 
 #include "core/common/punctual_sleep.h"
-#include "core/nn/mlp.h"
+#include "core/nn/model.h"
 #include "core/spec/experiment_spec.h"
 
 namespace dtlab::core {

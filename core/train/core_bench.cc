@@ -8,6 +8,7 @@
 #include "core/common/check.h"
 #include "core/common/statistics.h"
 #include "core/data/dataset.h"
+#include "core/data/dataset_kinds.h"
 #include "core/spec/experiment_spec.h"
 #include "core/train/worker.h"
 

@@ -87,7 +87,7 @@ std::string LocalSgd::setUp() {
                                std::move(data.samples), data.slice, context_.totalSteps, global_);
   emulation_ = std::make_unique<ComputeEmulation>(job.node, job.spec.seed, job.rank,
                                                   context_.backend.threads() == 1);
-  Mlp& model = worker_->model();
+  Model& model = worker_->model();
   const int64_t params = model.parameterCount();
   // Rank 0's initial weights everywhere: replicas start identical whatever their seeds. (Rank 0
   // lost before it finished: the first survivor's, each rank starting again from its own.)
@@ -121,7 +121,7 @@ std::string LocalSgd::setUp() {
 StepReport LocalSgd::step(int64_t step, const Votes& local, Votes& agreed) {
   step_ = step;
   Worker& worker = *worker_;
-  Mlp& model = worker.model();
+  Model& model = worker.model();
   if (holdsEvaluationAverage_) {
     // The last step averaged for an evaluation only: go on from this rank's own parameters.
     worker.backend().upload(model.params(), ownParams_.data(), model.parameterCount());
@@ -180,7 +180,7 @@ StepReport LocalSgd::step(int64_t step, const Votes& local, Votes& agreed) {
 }
 
 bool LocalSgd::average(int64_t step, const Votes& local, Votes& agreed, bool training) {
-  Mlp& model = worker_->model();
+  Model& model = worker_->model();
   const int64_t params = model.parameterCount();
   // FedAvg: this rank's parameters weighted by its share of the samples all ranks trained on
   // since the last average, so the all-reduced sum is the weighted mean. The weights ride

@@ -4,6 +4,8 @@
 
 #include "core/common/process_memory.h"
 #include "core/data/dataset.h"
+#include "core/data/dataset_kinds.h"
+#include "core/nn/model_kinds.h"
 #include "core/train/push_record.h"
 #include "core/train/strategy.h"
 
@@ -54,13 +56,8 @@ int autoThreads(const ExperimentSpec& spec, const Dataset& dataset) {
   // Below about 0.2 GFLOP a step, waking a second thread costs more than it saves, and
   // a spinning OpenMP pool slows to a crawl when another process holds the other core
   // (measured: 25x slower on the default spec beside a compiler).
-  int64_t macs = 0;
-  int64_t width = dataset.features();
-  for (int64_t h : spec.model.hidden) {
-    macs += width * h;
-    width = h;
-  }
-  macs += width * dataset.outputs();
+  const int64_t macs =
+      modelKindOf(spec.model).forwardMacs(spec.model, dataset.features(), dataset.outputs());
   const double stepFlops =
       6.0 * static_cast<double>(macs) * static_cast<double>(spec.training.batchSize);
   return stepFlops < 2e8 ? 1 : 0;

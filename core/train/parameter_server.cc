@@ -7,6 +7,8 @@
 
 #include "core/comm/abort_signal.h"
 #include "core/comm/communicator.h"
+#include "core/nn/model_kinds.h"
+#include "core/train/strategy_registry.h"
 
 namespace dtlab::core {
 
@@ -23,16 +25,6 @@ std::vector<PsBlock> psLayout(int64_t paramCount, int shards) {
           {s, begin + (end - begin) * p / pieces, begin + (end - begin) * (p + 1) / pieces});
   }
   return layout;
-}
-
-int64_t modelParameterCount(const ExperimentSpec& spec) {
-  int64_t count = 0;
-  int64_t inputs = spec.dataset.features;
-  for (int64_t width : spec.model.hidden) {
-    count += (inputs + 1) * width;
-    inputs = width;
-  }
-  return count + (inputs + 1) * spec.dataset.classes;
 }
 
 std::vector<PsBlock> psLayoutFor(const ExperimentSpec& spec, int variant, int world) {

@@ -17,13 +17,13 @@
 #include "core/spec/experiment_spec.h"
 #include "core/train/ps_encoding.h"
 #include "core/train/strategy.h"
-#include "core/train/strategy_registry.h"
 #include "core/train/switch_policy.h"
 
 namespace dtlab::core {
 
 class AbortSignal;
 struct Checkpoint;
+struct VariantCheckContext;  // core/train/strategy_registry.h
 
 // The parameter server of async_ps, ssp and the asynchronous phase of hybrid (DESIGN.md's
 // strategy table). The flat parameter buffer is split into `shards` contiguous ranges, one
@@ -57,9 +57,6 @@ class ParameterHost;
 std::unique_ptr<ParameterHost> makeParameterHost(const ExperimentSpec& spec, int variant, int world,
                                                  int shard, int64_t totalSteps);
 
-// The parameter count of the spec's model (every node computes the layout from the spec
-// alone; the worker checks it against the model it built).
-int64_t modelParameterCount(const ExperimentSpec& spec);
 // The layout of a run of the spec's variant on `world` workers.
 std::vector<PsBlock> psLayoutFor(const ExperimentSpec& spec, int variant, int world);
 // The variant's number of shards: ps_shards, or every node of the run.

@@ -8,7 +8,8 @@
 #include "core/backend/backend.h"
 #include "core/common/check.h"
 #include "core/data/dataset.h"
-#include "core/nn/mlp.h"
+#include "core/data/dataset_kinds.h"
+#include "core/nn/model.h"
 #include "core/train/async_ps.h"
 #include "core/train/compression_settings.h"
 #include "core/train/data_shards.h"
@@ -213,7 +214,7 @@ PsReplayResult replayParameterServer(const ExperimentSpec& spec, int variant, in
         bool ready = true;
         for (std::size_t b = 0; b < blocks && ready; ++b) ready = kept[b].count(p.basedOn[b]) != 0;
         if (!ready) break;
-        Mlp& model = w.worker->model();
+        Model& model = w.worker->model();
         const bool compressing = compressesPush(compression, p.clock);
         const PsEncoding pulledAs = compressing ? pullEncoding(compression) : PsEncoding::kFloat32;
         for (std::size_t b = 0; b < blocks; ++b) {

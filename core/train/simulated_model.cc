@@ -9,7 +9,7 @@
 #include "core/common/random.h"
 #include "core/common/statistics.h"
 #include "core/data/dataset_kinds.h"
-#include "core/nn/mlp.h"
+#include "core/nn/model_kinds.h"
 
 namespace dtlab::core {
 namespace {
@@ -39,10 +39,11 @@ sim::ModelShape simulatedModel(const ExperimentSpec& spec, int64_t bucketBytes,
                                const std::vector<double>& handOffShares) {
   if (bucketBytes <= 0) bucketBytes = GradientBucketsOptions{}.bucketBytes;
   CpuBackend backend(1);
-  const Mlp model(backend, spec.dataset.features, mlpLayers(spec.model, outputsOf(spec)));
-  const int64_t params = model.parameterCount();
-  const int64_t control = Mlp::kControlSlots;
-  const std::vector<GradientRange>& handOffs = model.handOffs();
+  const std::unique_ptr<Model> model =
+      makeModel(backend, spec.model, spec.dataset.features, outputsOf(spec));
+  const int64_t params = model->parameterCount();
+  const int64_t control = Model::kControlSlots;
+  const std::vector<GradientRange>& handOffs = model->handOffs();
   const bool measured = handOffShares.size() == handOffs.size();
 
   std::vector<GradientRange> blocks = {{params, params + control}};
@@ -72,7 +73,9 @@ sim::ModelShape simulatedModel(const ExperimentSpec& spec, int64_t bucketBytes,
 std::vector<double> measureHandOffShares(const ExperimentSpec& spec, int64_t rows) {
   DTLAB_ENFORCE(rows > 0, "a step needs samples");
   CpuBackend backend(1);
-  Mlp model(backend, spec.dataset.features, mlpLayers(spec.model, outputsOf(spec)));
+  const std::unique_ptr<Model> owned =
+      makeModel(backend, spec.model, spec.dataset.features, outputsOf(spec));
+  Model& model = *owned;
   model.initialize(InitScheme::kHe, spec.seed);
   model.reserve(rows);
   std::vector<float> host(static_cast<std::size_t>(rows * model.inputs()));

@@ -15,7 +15,7 @@
 namespace dtlab::core {
 
 // `bucketBytes` <= 0: the default of a group that measured nothing (GradientBucketsOptions).
-// `handOffShares`: per hand-off of the model (Mlp::handOffs order), the share of forward and
+// `handOffShares`: per hand-off of the model (Model::handOffs order), the share of forward and
 // backward done when it is handed over; empty: the parameter-share estimate.
 sim::ModelShape simulatedModel(const ExperimentSpec& spec, int64_t bucketBytes,
                                const std::vector<double>& handOffShares = {});

@@ -2,10 +2,7 @@
 
 #include "core/common/check.h"
 #include "core/common/registry.h"
-#include "core/train/async_ps.h"
-#include "core/train/hybrid.h"
-#include "core/train/local_sgd.h"
-#include "core/train/sync_allreduce.h"
+#include "core/train/strategy.h"
 
 namespace dtlab::core {
 namespace {
@@ -19,9 +16,7 @@ Registry<StrategyDescriptor>& registry() {
   // Never destroyed: strategies may be looked up during exit. The built-in strategies, in the
   // order the spec and the GUI list them; the first is the default.
   static auto* instance =
-      new Registry<StrategyDescriptor>("strategy", checkComplete,
-                                       {syncAllReduceDescriptor(), asyncPsDescriptor(),
-                                        sspDescriptor(), localSgdDescriptor(), hybridDescriptor()});
+      new Registry<StrategyDescriptor>("strategy", checkComplete, builtinStrategies());
   return *instance;
 }
 

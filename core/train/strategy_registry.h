@@ -118,4 +118,8 @@ std::unique_ptr<Strategy> makeStrategy(StrategyContext& context);
 // "async_ps, ssp and hybrid": the registered strategies for which `pick` holds.
 std::string strategyList(const std::function<bool(const StrategyDescriptor&)>& pick);
 
+// The strategies this build comes with, first the default (core/train/builtin_strategies.cc,
+// which includes each of them: the registry itself includes none, since they include it).
+std::vector<StrategyDescriptor> builtinStrategies();
+
 }  // namespace dtlab::core

@@ -167,7 +167,7 @@ std::string SyncAllReduce::setUp() {
                                      global_, controlSlots());
   control_.assign(static_cast<std::size_t>(controlSlots()), 0.0f);
   if (options_.speedProportional) window_ = std::make_unique<StepCostWindow>(job.world);
-  Mlp& model = worker_->model();
+  Model& model = worker_->model();
   const int64_t params = model.parameterCount();
   // Rank 0's initial weights everywhere: replicas start identical whatever their seeds.
   if (context_.comm != nullptr) context_.comm->broadcast(model.params(), params, 0);
@@ -257,7 +257,7 @@ int64_t SyncAllReduce::controlSlots() const {
 
 StepReport SyncAllReduce::step(int64_t step, const Votes& local, Votes& agreed) {
   Worker& worker = *worker_;
-  Mlp& model = worker.model();
+  Model& model = worker.model();
   const int64_t params = model.parameterCount();
   // Preparing the batch is the worker's own work (it scales with the slice): compute.
   const Clock::time_point t1 = Clock::now();

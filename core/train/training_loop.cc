@@ -7,6 +7,7 @@
 #include "core/comm/communicator.h"
 #include "core/comm/elastic_group.h"
 #include "core/data/dataset.h"
+#include "core/data/dataset_kinds.h"
 #include "core/train/checkpoint.h"
 #include "core/train/checkpoint_writer.h"
 #include "core/train/local_trainer.h"

@@ -10,6 +10,7 @@
 
 #include "core/common/check.h"
 #include "core/common/random.h"
+#include "core/nn/model_kinds.h"
 
 namespace dtlab::core {
 namespace {
@@ -47,7 +48,7 @@ Worker::Worker(const ExperimentSpec& spec, Backend& backend, const Dataset& data
     : spec_(spec),
       backend_(backend),
       task_(dataset.task()),
-      model_(backend, dataset.features(), mlpLayers(spec.model, dataset.outputs()), controlSlots),
+      model_(makeModel(backend, spec.model, dataset.features(), dataset.outputs(), controlSlots)),
       optimizer_(backend.makeOptimizer(spec.optimizer)),
       schedule_(spec.optimizer, scheduleBatch > 0 ? scheduleBatch : slice.global, totalSteps),
       dataset_(dataset),
@@ -71,8 +72,8 @@ Worker::Worker(const ExperimentSpec& spec, Backend& backend, const Dataset& data
   } else {
     samples_ = std::move(shard);
   }
-  model_.initialize(spec.model.init, deriveSeed(spec.seed, 0x1417));
-  optimizer_->init(model_.parameterCount());
+  model_->initialize(spec.model.init, deriveSeed(spec.seed, 0x1417));
+  optimizer_->init(model_->parameterCount());
   order_.resize(static_cast<std::size_t>(shardSize_));
   std::iota(order_.begin(), order_.end(), uint32_t{0});
   cursor_ = shardSize_;  // shuffle on the first batch
@@ -86,26 +87,26 @@ Worker::Worker(const ExperimentSpec& spec, Backend& backend, const Dataset& data
   if (!backend_.hostMemory()) {
     if (const datagen::SampleProgram* program = dataset.program())
       sampleSource_ = backend_.makeSampleSource(*program);
-    residentX_ = backend_.allocate(heldRows_ * model_.inputs());
+    residentX_ = backend_.allocate(heldRows_ * model_->inputs());
     residentY_ = backend_.allocate(heldRows_);
     batchRows_.resize(static_cast<std::size_t>(localBatch_));
   }
   if (sampleSource_ == nullptr) {
-    heldX_.resize(heldRows_, model_.inputs());
+    heldX_.resize(heldRows_, model_->inputs());
     heldY_.resize(heldRows_, 1);
   }
   if (holdsWholeShard_) {
     generateRows(
         heldRows_, [](int64_t r) { return r; }, residentX_, residentY_);
     if (backend_.hostMemory()) {
-      stageX_.resize(localBatch_, model_.inputs());
+      stageX_.resize(localBatch_, model_->inputs());
       stageY_.resize(localBatch_, 1);
     }
   }
   reserveBatch(localBatch_);
-  evalX_ = backend_.allocate(evalChunk_ * model_.inputs());
+  evalX_ = backend_.allocate(evalChunk_ * model_->inputs());
   evalY_ = backend_.allocate(evalChunk_);
-  model_.reserve(std::max(localBatch_, evalChunk_));
+  model_->reserve(std::max(localBatch_, evalChunk_));
 }
 
 Worker::~Worker() {
@@ -126,7 +127,7 @@ int64_t Worker::trainingDataBytes() const {
   int64_t floats = heldX_.size() + heldY_.size();
   // Batch by batch on the host: the batch trained on, and the one made meanwhile if any is.
   if (perBatch_ && backend_.hostMemory())
-    floats += (spareX_ != nullptr ? 2 : 1) * batchCapacity_ * (model_.inputs() + 1);
+    floats += (spareX_ != nullptr ? 2 : 1) * batchCapacity_ * (model_->inputs() + 1);
   return floats * static_cast<int64_t>(sizeof(float));
 }
 
@@ -156,7 +157,7 @@ void Worker::inChunks(int64_t rows, PositionOf positionOf, std::vector<int64_t>&
 
 template <typename PositionOf>
 void Worker::generateRows(int64_t rows, PositionOf positionOf, float* x, float* y) {
-  const int64_t features = model_.inputs();
+  const int64_t features = model_->inputs();
   inChunks(rows, positionOf, chunk_, [&](int64_t done, std::span<const int64_t> indices) {
     if (sampleSource_ != nullptr) {
       sampleSource_->generate(Split::kTrain, indices, x + done * features, y + done);
@@ -187,7 +188,7 @@ void Worker::setSlice(BatchSlice slice) {
     // batch from the start.
     releaseResidentRows();  // batches are generated one by one from here on
     if (sampleSource_ == nullptr) {
-      heldX_.resize(slice.global, model_.inputs());  // room for any slice
+      heldX_.resize(slice.global, model_->inputs());  // room for any slice
       heldY_.resize(slice.global, 1);
     }
     chunk_.resize(static_cast<std::size_t>(std::min(slice.global, kGenerateChunk)));
@@ -203,15 +204,15 @@ void Worker::reserveBatch(int64_t rows) {
     backend_.release(*buffer);
     *buffer = nullptr;
   }
-  batchX_ = backend_.allocate(rows * model_.inputs());
+  batchX_ = backend_.allocate(rows * model_->inputs());
   batchY_ = backend_.allocate(rows);
   batchCapacity_ = rows;
-  model_.reserve(rows);
+  model_->reserve(rows);
 }
 
 void Worker::generateHostBatch(int64_t cursor, const BatchSlice& slice, std::vector<int64_t>& chunk,
                                float* x, float* y) const {
-  const int64_t features = model_.inputs();
+  const int64_t features = model_->inputs();
   inChunks(
       slice.count,
       [&](int64_t r) { return order_[static_cast<std::size_t>(cursor + slice.begin + r)]; }, chunk,
@@ -226,7 +227,7 @@ void Worker::startPrefetch() {
       lastBatchSeconds_ < prefetchMinSeconds_)
     return;
   if (spareX_ == nullptr) {
-    spareX_ = backend_.allocate(batchCapacity_ * model_.inputs());
+    spareX_ = backend_.allocate(batchCapacity_ * model_->inputs());
     spareY_ = backend_.allocate(batchCapacity_);
     prefetchChunk_.resize(chunk_.size());
   }
@@ -320,7 +321,7 @@ void Worker::loadBatch() {
     cursor_ += slice_.global;
     return;
   }
-  const int64_t features = model_.inputs();
+  const int64_t features = model_->inputs();
   if (residentX_ != nullptr) {
     // The batch's rows among the held ones: through this epoch's order for the whole shard,
     // else the next localBatch rows of the epoch's.
@@ -370,27 +371,28 @@ void Worker::loadBatch() {
 LossResult Worker::loss(const float* output, const float* labels, int64_t rows, float gradScale,
                         float* dOutput) {
   if (spec_.model.loss == LossKind::kCrossEntropy)
-    return backend_.softmaxCrossEntropy(output, labels, rows, model_.outputs(), gradScale, dOutput);
+    return backend_.softmaxCrossEntropy(output, labels, rows, model_->outputs(), gradScale,
+                                        dOutput);
   // MSE's mean runs over rows and outputs (PyTorch's MSELoss), so is its gradient: 2/n.
-  return backend_.meanSquaredError(output, labels, rows, model_.outputs(),
-                                   2.0f * gradScale / static_cast<float>(model_.outputs()),
+  return backend_.meanSquaredError(output, labels, rows, model_->outputs(),
+                                   2.0f * gradScale / static_cast<float>(model_->outputs()),
                                    dOutput);
 }
 
 double Worker::computeGradients(float gradScale, GradientListener* listener) {
   if (localBatch_ == 0) {  // an empty slice: zero gradients, handed over as backward would
-    backend_.fill(model_.grads(), model_.parameterCount(), 0.0f);
+    backend_.fill(model_->grads(), model_->parameterCount(), 0.0f);
     if (listener != nullptr)
-      for (const GradientRange& r : model_.handOffs()) listener->onGradientsReady(r.begin, r.end);
+      for (const GradientRange& r : model_->handOffs()) listener->onGradientsReady(r.begin, r.end);
     return std::numeric_limits<double>::quiet_NaN();  // no loss measured
   }
-  const float* out = model_.forward(batchX_, localBatch_);
-  float* dOut = model_.outputGradBuffer();
+  const float* out = model_->forward(batchX_, localBatch_);
+  float* dOut = model_->outputGradBuffer();
   const LossResult result = loss(out, batchY_, localBatch_, gradScale, dOut);
-  model_.backward(batchX_, dOut, localBatch_, listener);
+  model_->backward(batchX_, dOut, localBatch_, listener);
   warm_ = true;
   double mean = result.lossSum / static_cast<double>(localBatch_);
-  if (spec_.model.loss == LossKind::kMse) mean /= static_cast<double>(model_.outputs());
+  if (spec_.model.loss == LossKind::kMse) mean /= static_cast<double>(model_->outputs());
   return mean;
 }
 
@@ -409,20 +411,20 @@ int64_t Worker::loadProbe(int64_t rows) {
 
 void Worker::computeProbe(int64_t rows, GradientListener* listener) {
   if (rows <= 0) return;
-  const float* out = model_.forward(batchX_, rows);
-  float* dOut = model_.outputGradBuffer();
+  const float* out = model_->forward(batchX_, rows);
+  float* dOut = model_->outputGradBuffer();
   loss(out, batchY_, rows, 1.0f / static_cast<float>(slice_.global), dOut);
-  model_.backward(batchX_, dOut, rows, listener);
+  model_->backward(batchX_, dOut, rows, listener);
   warm_ = true;
 }
 
 void Worker::applyUpdate(int64_t step) {
-  applyUpdate(step, 0, model_.parameterCount());
+  applyUpdate(step, 0, model_->parameterCount());
 }
 
 void Worker::applyUpdate(int64_t step, int64_t begin, int64_t end) {
   if (holdUpdate_) std::exchange(holdUpdate_, nullptr)();
-  backend_.optimizerUpdate(*optimizer_, model_.params(), model_.grads(), begin, end, step,
+  backend_.optimizerUpdate(*optimizer_, model_->params(), model_->grads(), begin, end, step,
                            schedule_.at(step));
 }
 
@@ -462,7 +464,7 @@ void EvalSet::prepare() {
 Evaluation Worker::evaluate(EvalSet& set) {
   set.prepare();
   const int64_t n = set.rows();
-  const int64_t features = model_.inputs();
+  const int64_t features = model_->inputs();
   double lossSum = 0.0;
   int64_t correct = 0;
   for (int64_t begin = 0; begin < n; begin += evalChunk_) {
@@ -476,14 +478,14 @@ Evaluation Worker::evaluate(EvalSet& set) {
       backend_.upload(evalX_, set.hostX().row(begin), rows * features);
       backend_.upload(evalY_, set.hostY().data() + begin, rows);
     }
-    const float* out = model_.forward(x, rows);
+    const float* out = model_->forward(x, rows);
     const LossResult r = loss(out, y, rows, 0.0f, nullptr);
     lossSum += r.lossSum;
     correct += r.correct;
   }
   Evaluation e;
   e.loss = lossSum / static_cast<double>(n);
-  if (spec_.model.loss == LossKind::kMse) e.loss /= static_cast<double>(model_.outputs());
+  if (spec_.model.loss == LossKind::kMse) e.loss /= static_cast<double>(model_->outputs());
   e.accuracy = task_ == TaskKind::kClassification
                    ? static_cast<double>(correct) / static_cast<double>(n)
                    : std::numeric_limits<double>::quiet_NaN();

@@ -8,7 +8,7 @@
 
 #include "core/backend/backend.h"
 #include "core/data/dataset.h"
-#include "core/nn/mlp.h"
+#include "core/nn/model.h"
 #include "core/optim/lr_schedule.h"
 #include "core/optim/optimizer.h"
 #include "core/spec/experiment_spec.h"
@@ -89,13 +89,14 @@ class Worker {
   // totalSteps feeds the learning-rate schedule (cosine); scheduleBatch the linear
   // scaling rule (0: slice.global; a replica that draws whole batches of its share from its
   // own shard passes the run's global batch, the batch its gradient becomes part of).
-  // `dataset` must outlive the worker. controlSlots: the model's control block (Mlp).
+  // `dataset` must outlive the worker. controlSlots: the model's control block (Model).
   Worker(const ExperimentSpec& spec, Backend& backend, const Dataset& dataset,
          std::vector<int64_t> samples, BatchSlice slice, int64_t totalSteps,
-         int64_t scheduleBatch = 0, int64_t controlSlots = Mlp::kControlSlots);
+         int64_t scheduleBatch = 0, int64_t controlSlots = Model::kControlSlots);
 
-  Mlp& model() { return model_; }
-  const Mlp& model() const { return model_; }
+  // The spec's model, built by its kind (core/nn/model_kinds.h).
+  Model& model() { return *model_; }
+  const Model& model() const { return *model_; }
   Backend& backend() { return backend_; }
   int64_t localBatch() const { return localBatch_; }
   int64_t shardSize() const { return shardSize_; }
@@ -185,7 +186,7 @@ class Worker {
   const ExperimentSpec& spec_;
   Backend& backend_;
   TaskKind task_;
-  Mlp model_;
+  std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> optimizer_;
   LrSchedule schedule_;
   // Sample index at a shard position.

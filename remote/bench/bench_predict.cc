@@ -13,6 +13,7 @@
 #include "core/common/program_path.h"
 #include "core/common/statistics.h"
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "core/store/project_store.h"
 #include "core/store/run_calibration.h"
 #include "core/train/scale_prediction.h"

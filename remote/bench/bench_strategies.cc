@@ -22,6 +22,7 @@
 
 #include "core/common/program_path.h"
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "core/store/comparison.h"
 #include "core/store/comparison_output.h"
 #include "core/store/comparison_statistics.h"

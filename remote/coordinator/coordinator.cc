@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/common/check.h"
+#include "core/spec/spec_json.h"
 #include "core/train/checkpoint.h"
 #include "core/train/parameter_server.h"
 #include "core/train/strategy.h"

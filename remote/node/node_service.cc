@@ -14,6 +14,7 @@
 #include "core/common/config.h"
 #include "core/common/log.h"
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "core/train/checkpoint.h"
 #include "core/train/local_trainer.h"
 #include "core/train/parameter_server.h"

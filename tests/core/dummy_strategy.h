@@ -15,7 +15,7 @@
 
 #include "core/backend/backend.h"
 #include "core/comm/communicator.h"
-#include "core/nn/mlp.h"
+#include "core/nn/model.h"
 #include "core/train/data_shards.h"
 #include "core/train/strategy.h"
 #include "core/train/strategy_registry.h"
@@ -45,7 +45,7 @@ class MixingStrategy final : public Strategy {
     worker_ =
         std::make_unique<Worker>(job.spec, context_.backend, context_.dataset,
                                  std::move(data.samples), data.slice, context_.totalSteps, global_);
-    Mlp& model = worker_->model();
+    Model& model = worker_->model();
     if (context_.comm != nullptr)
       context_.comm->broadcast(model.params(), model.parameterCount(), 0);
     return std::string("test_mixing: ") + (average_ ? "average" : "broadcast") + " every " +
@@ -76,7 +76,7 @@ class MixingStrategy final : public Strategy {
 
  private:
   void mix() {
-    Mlp& model = worker_->model();
+    Model& model = worker_->model();
     const int64_t count = model.parameterCount();
     if (!average_) {
       context_.comm->broadcast(model.params(), count, static_cast<int>(root_));

@@ -15,6 +15,7 @@
 #include "core/common/random.h"
 #include "core/sim/calibration.h"
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "core/store/point_appender.h"
 #include "core/store/project_store.h"
 #include "core/store/run_calibration.h"

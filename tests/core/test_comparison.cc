@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/check.h"
+#include "core/spec/spec_json.h"
 #include "core/store/comparison.h"
 #include "core/store/comparison_output.h"
 #include "core/store/project_store.h"

@@ -23,6 +23,7 @@
 #include "core/comm/half_float.h"
 #include "core/common/random.h"
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "core/train/ps_encoding.h"
 #include "core/train/strategy_registry.h"
 #include "tests/core/gloo_options.h"

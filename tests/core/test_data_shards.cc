@@ -17,6 +17,7 @@
 
 #include "core/comm/gloo_communicator.h"
 #include "core/data/dataset.h"
+#include "core/data/dataset_kinds.h"
 #include "core/data/partition.h"
 #include "core/train/data_shards.h"
 #include "core/train/parameter_server.h"

@@ -14,6 +14,7 @@
 #include "core/data/dataset.h"
 #include "core/data/dataset_kinds.h"
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "tests/core/dummy_dataset.h"
 #include "tests/core/rank_threads.h"
 

@@ -14,6 +14,7 @@
 #include "core/common/check.h"
 #include "core/spec/execution_plan.h"
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "core/store/comparison.h"
 #include "core/store/comparison_output.h"
 #include "core/store/comparison_statistics.h"

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/comm/gloo_communicator.h"
+#include "core/spec/spec_json.h"
 #include "core/train/parameter_server.h"
 #include "core/train/strategy.h"
 #include "core/train/switch_policy.h"

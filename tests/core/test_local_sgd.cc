@@ -21,6 +21,7 @@
 #include "core/backend/cpu_backend.h"
 #include "core/comm/gloo_communicator.h"
 #include "core/data/dataset.h"
+#include "core/data/dataset_kinds.h"
 #include "core/train/strategy.h"
 #include "core/train/worker.h"
 #include "tests/core/rank_threads.h"

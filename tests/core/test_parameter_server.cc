@@ -18,6 +18,8 @@
 
 #include "core/backend/cpu_backend.h"
 #include "core/data/dataset.h"
+#include "core/data/dataset_kinds.h"
+#include "core/spec/spec_json.h"
 #include "core/train/parameter_server.h"
 #include "core/train/strategy.h"
 #include "core/train/strategy_registry.h"

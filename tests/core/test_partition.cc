@@ -7,6 +7,7 @@
 
 #include "core/common/check.h"
 #include "core/data/dataset.h"
+#include "core/data/dataset_kinds.h"
 #include "core/data/partition.h"
 
 using dtlab::core::classCounts;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "core/train/ps_checkpoint.h"
 #include "tests/core/rank_threads.h"
 

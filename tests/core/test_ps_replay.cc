@@ -13,7 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/check.h"
-#include "core/nn/mlp.h"
+#include "core/nn/model.h"
+#include "core/spec/spec_json.h"
 #include "core/train/ps_replay.h"
 #include "core/train/push_record.h"
 #include "tests/core/rank_threads.h"

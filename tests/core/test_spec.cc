@@ -13,6 +13,7 @@
 
 #include "core/common/check.h"
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "tests/core/spec_samples.h"
 
 using dtlab::core::Activation;
@@ -510,7 +511,9 @@ class TestSpec : public QObject {
     // The fields of every dataset and the default kind's own parameters (separation, noise).
     QCOMPARE(document["dataset"].size(), 8u);
     QCOMPARE(document["dataset"]["separation"].dump(), std::string("4.0"));
-    QCOMPARE(document["model"].size(), 4u);
+    // The fields of every model and the default kind's own settings (an mlp has none).
+    QCOMPARE(document["model"].size(), 5u);
+    QCOMPARE(document["model"]["kind"], json("mlp"));
     QCOMPARE(document["optimizer"].size(), 11u);
     QCOMPARE(document["optimizer"]["schedule"].size(), 5u);
     QCOMPARE(document["training"].size(), 12u);

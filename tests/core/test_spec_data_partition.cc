@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 
 using dtlab::core::DataPartitionKind;
 using dtlab::core::ExperimentSpec;

@@ -7,6 +7,7 @@
 
 #include "core/spec/experiment_spec.h"
 #include "core/spec/spec_description.h"
+#include "core/spec/spec_json.h"
 
 using namespace dtlab::core;
 

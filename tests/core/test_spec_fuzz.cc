@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "tests/core/spec_samples.h"
 
 using dtlab::core::ExperimentSpec;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "core/train/strategy_registry.h"
 
 using dtlab::core::ExperimentSpec;

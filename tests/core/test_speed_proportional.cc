@@ -23,6 +23,8 @@
 #include "core/backend/cpu_backend.h"
 #include "core/comm/gloo_communicator.h"
 #include "core/data/dataset.h"
+#include "core/data/dataset_kinds.h"
+#include "core/spec/spec_json.h"
 #include "core/train/compute_emulation.h"
 #include "core/train/speed_shares.h"
 #include "core/train/strategy.h"

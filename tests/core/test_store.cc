@@ -12,6 +12,7 @@
 #include <random>
 #include <sstream>
 
+#include "core/spec/spec_json.h"
 #include "core/store/csv_export.h"
 #include "core/store/point_appender.h"
 #include "core/store/project_store.h"

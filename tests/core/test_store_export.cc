@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "core/store/project_store.h"
 #include "core/store/store_sink.h"
 #include "core/store/trace_export.h"

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "core/train/strategy_registry.h"
 #include "tests/core/dummy_strategy.h"
 #include "tests/core/rank_threads.h"

@@ -10,6 +10,7 @@
 #include "core/common/check.h"
 #include "core/sim/topology.h"
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "core/train/scale_prediction.h"
 
 using namespace dtlab::core;

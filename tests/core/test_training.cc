@@ -10,6 +10,7 @@
 
 #include "core/backend/cpu_backend.h"
 #include "core/data/dataset.h"
+#include "core/data/dataset_kinds.h"
 #include "core/train/local_trainer.h"
 #include "core/train/worker.h"
 

@@ -15,6 +15,7 @@
 #include "core/backend/cpu_backend.h"
 #include "core/common/random.h"
 #include "core/data/dataset.h"
+#include "core/data/dataset_kinds.h"
 #include "core/train/worker.h"
 #include "tests/core/not_host_memory.h"
 

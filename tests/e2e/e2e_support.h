@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "core/store/project_store.h"
 
 namespace dtlab::e2e {

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/spec/spec_json.h"
 #include "tests/e2e/e2e_support.h"
 
 using namespace dtlab;

@@ -15,6 +15,7 @@
 
 #include "core/backend/backend.h"
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "core/store/project_store.h"
 #include "remote/cluster/local_cluster.h"
 #include "tests/e2e/e2e_support.h"

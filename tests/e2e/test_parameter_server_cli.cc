@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/nn/model_kinds.h"
+#include "core/spec/spec_json.h"
 #include "core/train/parameter_server.h"
 #include "tests/e2e/e2e_support.h"
 

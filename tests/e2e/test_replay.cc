@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/spec/spec_json.h"
 #include "core/store/sqlite_db.h"
 #include "core/train/push_record.h"
 #include "tests/e2e/e2e_support.h"

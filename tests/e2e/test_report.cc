@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/config.h"
+#include "core/spec/spec_json.h"
 #include "tests/e2e/e2e_support.h"
 
 using namespace dtlab;

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/spec/spec_json.h"
 #include "core/store/project_store.h"
 #include "core/store/sqlite_db.h"
 #include "tests/core/rank_threads.h"

@@ -17,6 +17,7 @@
 
 #include "core/metrics/metric_table.h"
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "remote/cluster/local_cluster.h"
 #include "remote/coordinator/coordinator.h"
 #include "tests/e2e/e2e_support.h"

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "core/store/project_store.h"
 #include "remote/cluster/local_cluster.h"
 #include "remote/coordinator/coordinator.h"

@@ -16,6 +16,7 @@
 #include "core/backend/backend.h"
 #include "core/common/random.h"
 #include "core/data/dataset.h"
+#include "core/data/dataset_kinds.h"
 #include "core/train/worker.h"
 #include "tests/gpu/gpu_available.h"
 

@@ -2,6 +2,7 @@
 // against real dtlab-node daemons on loopback: a job starts on every rank's node or on none
 // (a failed start aborts the ranks already started), and the watch follows every rank to its
 // end, declares a killed node lost and aborts the others, and forwards a user's cancel.
+#include "core/spec/spec_json.h"
 #include "remote/coordinator/dispatch.h"  // before QtTest: proto accessors named slots()
 
 #include <QtTest/QtTest>

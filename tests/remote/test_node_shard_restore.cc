@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/spec/spec_json.h"
 #include "tests/remote/node_rpc.h"
 
 // After the protocol headers: Qt's `slots` macro would otherwise rename DeviceInfo::slots().

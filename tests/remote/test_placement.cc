@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "remote/coordinator/placement.h"
 
 using namespace dtlab;

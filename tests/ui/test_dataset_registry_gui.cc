@@ -15,6 +15,7 @@
 #include <cstdio>
 
 #include "core/data/dataset_kinds.h"
+#include "core/spec/spec_json.h"
 #include "remote/bench/bench_data.h"
 #include "tests/core/dummy_dataset.h"
 #include "ui/pages/dataset_page.h"

@@ -22,6 +22,7 @@
 #include <QtWidgets/QTableView>
 #include <QtWidgets/QTreeView>
 
+#include "core/spec/spec_json.h"
 #include "core/store/project_store.h"
 #include "core/store/store_sink.h"
 #include "core/train/local_trainer.h"

@@ -14,6 +14,7 @@
 #include <QtWidgets/QStatusBar>
 #include <QtWidgets/QTreeView>
 
+#include "core/spec/spec_json.h"
 #include "core/store/project_store.h"
 #include "ui/main_window.h"
 #include "ui/models/explorer_model.h"

@@ -10,6 +10,7 @@
 #include <chrono>
 
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "core/store/project_store.h"
 #include "remote/cluster/local_cluster.h"
 #include "tests/e2e/e2e_support.h"

@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "core/store/project_store.h"
 #include "core/train/strategy_registry.h"
 #include "ui/models/project_snapshot.h"

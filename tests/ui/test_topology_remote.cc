@@ -22,6 +22,7 @@
 #include <QtWidgets/QTreeView>
 
 #include "core/spec/hostfile.h"
+#include "core/spec/spec_json.h"
 #include "core/store/project_store.h"
 #include "remote/cluster/local_cluster.h"
 #include "ui/controller/cluster_controller.h"

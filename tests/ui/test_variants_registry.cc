@@ -7,6 +7,7 @@
 #include <QtTest/QAbstractItemModelTester>
 
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "tests/core/dummy_strategy.h"
 #include "ui/models/variants_model.h"
 #include "ui/pages/experiment_page.h"

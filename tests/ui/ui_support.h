@@ -6,6 +6,7 @@
 
 #include "core/spec/execution_plan.h"
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "core/store/project_store.h"
 #include "core/store/store_sink.h"
 #include "core/train/local_trainer.h"

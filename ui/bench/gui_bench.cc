@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/common/statistics.h"
+#include "core/spec/spec_json.h"
 #include "core/store/point_appender.h"
 #include "core/store/project_store.h"
 #include "ui/charts/comparison_chart.h"

@@ -5,6 +5,7 @@
 #include "core/data/dataset.h"
 #include "core/data/dataset_kinds.h"
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "core/tensor/tensor.h"
 
 namespace dtlab::ui {

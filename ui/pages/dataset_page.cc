@@ -21,6 +21,7 @@
 
 #include "core/data/dataset_kinds.h"
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "ui/background.h"
 #include "ui/charts/palette.h"
 

@@ -18,6 +18,7 @@
 #include <QtWidgets/QVBoxLayout>
 
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "core/train/local_trainer.h"
 #include "core/train/strategy_registry.h"
 #include "ui/models/variants_model.h"

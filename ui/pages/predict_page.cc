@@ -21,6 +21,7 @@
 #include <map>
 #include <set>
 
+#include "core/spec/spec_json.h"
 #include "core/store/comparison.h"
 #include "core/store/project_store.h"
 #include "core/store/run_calibration.h"

@@ -29,7 +29,7 @@
 #include <fstream>
 
 #include "core/metrics/metric_table.h"
-#include "core/nn/mlp.h"
+#include "core/nn/model.h"
 #include "core/store/project_store.h"
 #include "core/store/run_replay.h"
 #include "core/train/strategy_registry.h"

@@ -23,6 +23,7 @@
 
 #include "core/spec/experiment_spec.h"
 #include "core/spec/hostfile.h"
+#include "core/spec/spec_json.h"
 #include "ui/background.h"
 #include "ui/controller/experiment_controller.h"
 #include "ui/models/node_secrets.h"

@@ -1,12 +1,13 @@
-// Writing specs: toJson and the enums' names (the parser is experiment_spec.cc).
-#include <charconv>
+// Writing specs: toJson (the parser is spec_json.cc).
+#include "core/spec/spec_json.h"
+
 #include <cmath>
 
 #include <nlohmann/json.hpp>
 
+#include "core/nn/model_kinds.h"
 #include "core/spec/data_partition_checks.h"
 #include "core/spec/dataset_section.h"
-#include "core/spec/experiment_spec.h"
 #include "core/spec/setting_json.h"
 #include "core/spec/spec_names.h"
 #include "core/spec/variants.h"
@@ -16,28 +17,22 @@ namespace dtlab::core {
 using namespace spec_detail;
 using nlohmann::json;
 
-const char* toString(Activation activation) {
-  return nameOf(kActivationNames, activation);
-}
-const char* toString(InitScheme init) {
-  return nameOf(kInitNames, init);
-}
-const char* toString(LossKind loss) {
-  return nameOf(kLossNames, loss);
-}
-const char* toString(OptimizerKind kind) {
-  return nameOf(kOptimizerNames, kind);
-}
-const char* toString(ScheduleKind kind) {
-  return nameOf(kScheduleNames, kind);
-}
-const char* toString(DataPartitionKind kind) {
-  return nameOf(kDataPartitionNames, kind);
+namespace {
+
+json modelJson(const ModelConfig& m) {
+  const ModelKindDescriptor& kind = modelKindOf(m);
+  json out = {{"kind", kind.name},
+              {"hidden", m.hidden},
+              {"activation", toString(m.activation)},
+              {"init", toString(m.init)},
+              {"loss", toString(m.loss)}};
+  const SettingsView view = kind.view(m);
+  for (const SettingSchema& s : kind.parameters)
+    if (view.applies(s.key)) out[s.key] = settingJson(s, view.value(s.key));
+  return out;
 }
 
-const char* toString(Precision precision) {
-  return nameOf(kPrecisionNames, precision);
-}
+}  // namespace
 
 json toJson(const NodeConfig& n) {
   json node = json::object();
@@ -76,11 +71,7 @@ json toJson(const ExperimentSpec& spec) {
       {"seed", spec.seed},
       {"repeats", spec.repeats},
       {"dataset", datasetJson(spec.dataset)},
-      {"model",
-       {{"hidden", m.hidden},
-        {"activation", toString(m.activation)},
-        {"init", toString(m.init)},
-        {"loss", toString(m.loss)}}},
+      {"model", modelJson(m)},
       {"optimizer",
        {{"kind", toString(o.kind)},
         {"lr", floatJson(o.lr)},
