@@ -16,11 +16,14 @@
 #include <gloo/transport/tcp/device.h>
 #include <gloo/types.h>
 
+#include <signal.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <csignal>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -144,9 +147,28 @@ void GlooCommunicator::Impl::runShared(float* data, int64_t count) {
   bytesReceived.fetch_add(2 * (size - 1) * bytes / size, std::memory_order_relaxed);
 }
 
+namespace {
+
+// Gloo's TCP pairs write with writev, which raises SIGPIPE on a connection the peer closed (an
+// aborted or lost rank): the default action would end the whole process where the write should
+// fail as a CommError. So a process that forms a group ignores SIGPIPE, unless it chose a
+// handler of its own (dtlab-node ignores it at start for the same reason).
+void ignoreSigpipeUnlessHandled() {
+  static const bool done = [] {
+    struct sigaction current {};
+    if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL)
+      std::signal(SIGPIPE, SIG_IGN);
+    return true;
+  }();
+  static_cast<void>(done);
+}
+
+}  // namespace
+
 GlooCommunicator::GlooCommunicator(gloo::rendezvous::Store& store, int rank, int size,
                                    const GlooOptions& options)
     : impl_(std::make_unique<Impl>()) {
+  ignoreSigpipeUnlessHandled();
   DTLAB_ENFORCE(size >= 1, "group size must be positive: ", size);
   DTLAB_ENFORCE(rank >= 0 && rank < size, "rank ", rank, " outside a group of ", size);
   DTLAB_ENFORCE(options.connectTimeout.count() > 0 && options.opTimeout.count() > 0,
