@@ -55,8 +55,8 @@ struct AllReduceTuning {
 
 // The tuning a text holding describe()'s line states: each measured size with its winner as
 // its one candidate, at its time per call (empty when the text holds no such line, or a line
-// from before the times were written). Lets a calibration fit an all-reduce's latency and
-// bandwidth from the sizes its group measured (core/store/run_calibration.cc).
+// from before the times were written). Runs say it in their start event's facts; this reads it
+// from the sentences of runs recorded before events had facts (core/store/legacy_events.h).
 AllReduceTuning readTimedCalls(std::string_view text);
 
 // The measured sizes for messages up to `maxBytes`: 64 KiB, 256 KiB, 1 MiB, ... up to the last

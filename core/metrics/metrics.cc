@@ -23,7 +23,7 @@ constexpr std::array<std::pair<RunStatus, const char*>, 5> kStatusNames = {{
     {RunStatus::kFailed, "failed"},
     {RunStatus::kInterrupted, "interrupted"},
 }};
-constexpr std::array<std::pair<StopReason, const char*>, 8> kStopReasonNames = {{
+constexpr std::array<std::pair<StopReason, const char*>, 9> kStopReasonNames = {{
     {StopReason::kNone, ""},
     {StopReason::kTargetAccuracy, "target_accuracy"},
     {StopReason::kEpochs, "epochs"},
@@ -32,6 +32,7 @@ constexpr std::array<std::pair<StopReason, const char*>, 8> kStopReasonNames = {
     {StopReason::kCancelled, "cancelled"},
     {StopReason::kError, "error"},
     {StopReason::kDiverged, "diverged"},
+    {StopReason::kNodeLost, "node_lost"},
 }};
 
 template <typename Enum, std::size_t N>
@@ -78,10 +79,12 @@ StopReason readStopReason(std::string_view text) {
 }
 
 nlohmann::json toJson(const RunEvent& event) {
-  return {{"step", event.step},
-          {"wall_ms", event.wallMs},
-          {"kind", event.kind},
-          {"detail", event.detail}};
+  nlohmann::json out = {{"step", event.step},
+                        {"wall_ms", event.wallMs},
+                        {"kind", event.kind},
+                        {"detail", event.detail}};
+  if (!event.data.empty()) out["data"] = nlohmann::json::parse(event.data, nullptr, false);
+  return out;
 }
 
 void ExchangeTotals::add(const StepMetrics& step) {

@@ -20,12 +20,14 @@ struct ReplicaRecord;  // core/train/push_record.h
 struct ResetRecord;    // core/train/push_record.h
 
 // Event kinds: start, node, contention, rebalance, strategy_switch, node_lost, recovery,
-// resume, cancel, finish, note, and the two below.
+// resume, cancel, finish, note, and those below. `detail` is the sentence people read; what
+// code needs of an event it reads from `data` (core/metrics/event_facts.h), never the sentence.
 struct RunEvent {
   int64_t step = 0;
   double wallMs = 0.0;
   std::string kind;
   std::string detail;
+  std::string data{};  // the event's facts as a JSON object ("" when it has none)
 };
 
 // A machine the run used, as its daemon described itself (host, DTLab version, CPU, devices):
@@ -61,6 +63,7 @@ enum class StopReason {
   kCancelled,
   kError,
   kDiverged,  // a rank's loss was not finite (the run failed)
+  kNodeLost,  // a node was lost and the run's policy could not go on without it (the run failed)
   kUnknown
 };
 const char* toString(RunStatus status);  // kUnknown: "unknown"

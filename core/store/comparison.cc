@@ -239,9 +239,6 @@ ComparisonRow comparisonRow(const nlohmann::json& s, std::optional<double> targe
   row.status = readRunStatus(jsonString(s, "status"));
   row.stopReason = readStopReason(jsonString(s, "stop_reason"));
   row.error = jsonString(s, "error");
-  // Summaries written before divergence had a stop reason of its own said so in the error.
-  if (row.stopReason == StopReason::kError && row.error.find("diverged") != std::string::npos)
-    row.stopReason = StopReason::kDiverged;
   row.meanStaleness = jsonNumber(s, "mean_staleness");
   row.maxStaleness = jsonNumber(s, "max_staleness");
   row.meanDivergence = jsonNumber(s, "mean_divergence");

@@ -9,6 +9,7 @@
 
 #include "core/common/config.h"
 #include "core/common/versions.h"
+#include "core/metrics/event_facts.h"
 #include "core/spec/experiment_spec.h"
 #include "core/spec/spec_json.h"
 #include "core/store/seed_table.h"
@@ -108,10 +109,9 @@ ExperimentReport experimentReport(ProjectStore& store, const std::optional<std::
     for (const SeriesInfo& s : store.series(run->id)) recorded.insert(s.key);
     std::set<std::string> kindsHere;
     for (const RunEvent& e : store.events(run->id)) {
-      if (e.kind == kNodeEvent) {
-        const std::size_t colon = e.detail.find(": ");
-        const std::string name = e.detail.substr(0, std::min(colon, e.detail.find(" (")));
-        const std::string what = colon == std::string::npos ? e.detail : e.detail.substr(colon + 2);
+      if (const std::optional<NodeFacts> node = nodeFactsOf(e)) {
+        const std::string name = "node" + std::to_string(node->node);
+        const std::string what = node->description();
         auto it = std::find_if(nodes.begin(), nodes.end(),
                                [&](const auto& n) { return n.first == what; });
         if (it == nodes.end()) it = nodes.insert(it, {what, {}});

@@ -39,8 +39,8 @@ class PointAppender::Writer {
                     "SELECT id FROM series WHERE run_id = ? AND key = ? AND node = ? AND "
                     "worker = ?"),
         insertEvent_(*db_,
-                     "INSERT INTO events(run_id, step, wall_ms, kind, detail) "
-                     "VALUES (?, ?, ?, ?, ?)"),
+                     "INSERT INTO events(run_id, step, wall_ms, kind, detail, data) "
+                     "VALUES (?, ?, ?, ?, ?, ?)"),
         insertPsRecords_(*db_, "INSERT INTO ps_records(run_id, data) VALUES (?, ?)"),
         pruneCheckpoints_(*db_,
                           "DELETE FROM checkpoints WHERE run_id = ?1 AND step NOT IN (SELECT step "
@@ -120,7 +120,7 @@ class PointAppender::Writer {
     for (const PendingEvent& e : events) {
       requireRun(e.runId);
       insertEvent_.bind(1, e.runId).bind(2, e.event.step).bind(3, e.event.wallMs);
-      insertEvent_.bind(4, e.event.kind).bind(5, e.event.detail).run();
+      insertEvent_.bind(4, e.event.kind).bind(5, e.event.detail).bind(6, e.event.data).run();
     }
     for (const CheckpointRecord& c : checkpoints) {
       requireRun(c.runId);

@@ -607,10 +607,10 @@ std::vector<RunMetric> ProjectStore::runMetrics(int64_t runId) {
 void ProjectStore::addEvent(int64_t runId, const RunEvent& event) {
   std::lock_guard lock(mutex_);
   sqlite::Statement s(*db_,
-                      "INSERT INTO events(run_id, step, wall_ms, kind, detail) "
-                      "VALUES (?, ?, ?, ?, ?)");
+                      "INSERT INTO events(run_id, step, wall_ms, kind, detail, data) "
+                      "VALUES (?, ?, ?, ?, ?, ?)");
   s.bind(1, runId).bind(2, event.step).bind(3, event.wallMs).bind(4, event.kind);
-  s.bind(5, event.detail);
+  s.bind(5, event.detail).bind(6, event.data);
   try {
     s.run();
   } catch (const StoreError& e) {
@@ -679,12 +679,13 @@ std::vector<unsigned char> ProjectStore::checkpointData(int64_t runId, int64_t s
 std::vector<RunEvent> ProjectStore::events(int64_t runId) {
   std::lock_guard lock(mutex_);
   sqlite::Statement s(*db_,
-                      "SELECT step, wall_ms, kind, detail FROM events WHERE run_id = ? "
+                      "SELECT step, wall_ms, kind, detail, data FROM events WHERE run_id = ? "
                       "ORDER BY id");
   s.bind(1, runId);
   std::vector<RunEvent> out;
   while (s.step())
-    out.push_back({s.columnInt(0), s.columnDouble(1), s.columnText(2), s.columnText(3)});
+    out.push_back(
+        {s.columnInt(0), s.columnDouble(1), s.columnText(2), s.columnText(3), s.columnText(4)});
   return out;
 }
 

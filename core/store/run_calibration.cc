@@ -9,6 +9,7 @@
 
 #include "core/common/check.h"
 #include "core/common/statistics.h"
+#include "core/metrics/event_facts.h"
 #include "core/metrics/metric_table.h"
 #include "core/spec/spec_json.h"
 #include "core/store/comparison.h"
@@ -47,7 +48,7 @@ struct LoadedRun {
   int64_t steps = 0;  // global steps it made
   bool contended = false;
   double meanStaleness = 0.0;
-  std::string startDetail;
+  CollectiveFacts collective;        // what its first "start" event says its group measured
   std::map<int, std::string> hosts;  // node -> the host its daemon named
   std::map<std::string, int> cores;  // host -> its cores
   // key -> worker -> points past the warm-up (firstMeasuredStep)
@@ -58,28 +59,6 @@ struct LoadedRun {
 
 std::string named(const RunRecord& r) {
   return "run " + std::to_string(r.id) + " ('" + r.name + "')";
-}
-
-// "node0 (127.0.0.1:4000): host vm, DTLab 0.1.0, AMD EPYC, 2 cores, ..." -> {0, "vm"}, and
-// the host's cores.
-void readNodeEvent(const std::string& detail, std::map<int, std::string>& hosts,
-                   std::map<std::string, int>& cores) {
-  if (detail.rfind("node", 0) != 0) return;
-  std::size_t digits = 4;
-  while (digits < detail.size() && std::isdigit(static_cast<unsigned char>(detail[digits])))
-    ++digits;
-  if (digits == 4) return;
-  const std::size_t named = detail.find("): host ");
-  if (named == std::string::npos) return;
-  const std::size_t from = named + 8;
-  const std::size_t to = detail.find(',', from);
-  const std::string host = detail.substr(from, to - from);
-  hosts[std::stoi(detail.substr(4, digits - 4))] = host;
-  const std::size_t coresAt = detail.find(" cores");
-  if (coresAt == std::string::npos) return;
-  std::size_t begin = coresAt;
-  while (begin > 0 && std::isdigit(static_cast<unsigned char>(detail[begin - 1]))) --begin;
-  if (begin < coresAt) cores[host] = std::stoi(detail.substr(begin, coresAt - begin));
 }
 
 // Reads run `id`; nullopt (with `why`) when it cannot serve.
@@ -111,9 +90,16 @@ std::optional<LoadedRun> loadRun(ProjectStore& store, int64_t id, std::string* w
   r.contended = summary->value("contended", false);
   if (summary->contains("mean_staleness") && summary->at("mean_staleness").is_number())
     r.meanStaleness = summary->at("mean_staleness").get<double>();
+  bool started = false;
   for (const RunEvent& e : store.events(id)) {
-    if (e.kind == "node") readNodeEvent(e.detail, r.hosts, r.cores);
-    if (e.kind == "start" && r.startDetail.empty()) r.startDetail = e.detail;
+    if (const std::optional<NodeFacts> node = nodeFactsOf(e)) {
+      r.hosts[node->node] = node->host;
+      if (node->cores > 0) r.cores[node->host] = static_cast<int>(node->cores);
+    }
+    if (e.kind == kStartEvent && !started) {
+      started = true;
+      r.collective = collectiveFactsOf(e).value_or(CollectiveFacts{});
+    }
   }
   static const std::set<std::string> kKeys = {
       metric::kComputeMs, metric::kCommMs, metric::kStepMs,       metric::kBatchShare,
@@ -360,7 +346,7 @@ sim::Calibration calibrateRuns(ProjectStore& store, std::vector<int64_t> runIds,
     // Transfers, where the strategy's follow a modelled pattern.
     const StrategyDescriptor& strategy = strategyOf(variant);
     if (!strategy.transferPattern || run.nodes < 2) continue;
-    const sim::TransferPattern pattern = strategy.transferPattern(variant, run.startDetail);
+    const sim::TransferPattern pattern = strategy.transferPattern(variant, run.collective);
     const auto commIt = run.series.find(metric::kCommMs);
     const auto sentIt = run.series.find(metric::kBytesSent);
     if (commIt == run.series.end() || sentIt == run.series.end()) continue;

@@ -12,10 +12,13 @@
 #include <mutex>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/common/config.h"
 #include "core/store/checkpoint_parts.h"
 #include "core/store/chunk_codec.h"
 #include "core/store/chunk_rows.h"
+#include "core/store/legacy_events.h"
 #include "core/store/sqlite_db.h"
 
 namespace dtlab::core {
@@ -263,7 +266,50 @@ void splitCheckpoints(sqlite::Db& db) {
   db.exec("DROP TABLE checkpoints_whole");
 }
 
-constexpr std::array<Migration, 8> kMigrations = {{
+// v8 -> v9: events carry their facts (core/metrics/event_facts.h) beside their sentence; the
+// events recorded before get them from their sentences (core/store/legacy_events.h), and failed
+// runs whose error said a node was lost or the loss diverged get those stop reasons, so that
+// nothing after this step reads a sentence.
+void addEventFacts(sqlite::Db& db) {
+  db.exec("ALTER TABLE events ADD COLUMN data TEXT NOT NULL DEFAULT ''");
+  sqlite::Statement events(db,
+                           "SELECT id, kind, detail FROM events WHERE kind IN "
+                           "('node', 'strategy_switch', 'hybrid_phase', 'start')");
+  sqlite::Statement update(db, "UPDATE events SET data = ? WHERE id = ?");
+  while (events.step()) {
+    const std::string kind = events.columnText(1);
+    const std::string detail = events.columnText(2);
+    std::string data;
+    if (kind == kNodeEvent) {
+      if (const auto f = legacyNodeFacts(detail)) data = eventData(*f);
+    } else if (kind == kStartEvent) {
+      if (const auto f = legacyCollectiveFacts(detail)) data = eventData(*f);
+    } else if (const auto f = legacyPhaseFacts(kind, detail)) {
+      data = eventData(*f);
+    }
+    if (!data.empty()) update.bind(1, data).bind(2, events.columnInt(0)).run();
+  }
+  events.reset();
+  sqlite::Statement summaries(db, "SELECT run_id, summary FROM run_summaries");
+  sqlite::Statement rewrite(db, "UPDATE run_summaries SET summary = ? WHERE run_id = ?");
+  while (summaries.step()) {
+    nlohmann::json s = nlohmann::json::parse(summaries.columnText(1), nullptr, false);
+    if (!s.is_object() || s.value("status", "") != "failed" ||
+        s.value("stop_reason", "") != "error")
+      continue;
+    const std::string error = s.value("error", "");
+    if (error.find("diverged") != std::string::npos)
+      s["stop_reason"] = "diverged";
+    else if (error.find(" lost") != std::string::npos)
+      s["stop_reason"] = "node_lost";
+    else
+      continue;
+    rewrite.bind(1, s.dump()).bind(2, summaries.columnInt(0)).run();
+  }
+  summaries.reset();
+}
+
+constexpr std::array<Migration, 9> kMigrations = {{
     {0, "create the project tables", &createV1},
     {1, "pack points into chunks; add run_metrics", &packPointsIntoChunks},
     {2, "add runs.recorder", &addRunRecorders},
@@ -272,6 +318,7 @@ constexpr std::array<Migration, 8> kMigrations = {{
     {5, "add ps_records", &addPsRecords},
     {6, "add calibrations", &addCalibrations},
     {7, "store checkpoints in checksummed parts", &splitCheckpoints},
+    {8, "give events their facts", &addEventFacts},
 }};
 static_assert(kMigrations.size() == kSchemaVersion, "one migration step per version");
 

@@ -29,7 +29,9 @@ class Db;
 //   7  calibrations: the scale simulator's (core/sim/calibration.h)
 //   8  checkpoint_parts: checkpoints in checksummed parts under a manifest
 //      (core/store/checkpoint_parts.h), no longer one blob each
-inline constexpr int kSchemaVersion = 8;
+//   9  events.data: each event's facts (core/metrics/event_facts.h), given to the events
+//      recorded before from their sentences; stop reasons node_lost and diverged
+inline constexpr int kSchemaVersion = 9;
 inline constexpr int32_t kProjectApplicationId = 0x44544C42;  // "DTLB"
 
 // One forward migration step: from version `from` to `from + 1`. Each step runs in its own

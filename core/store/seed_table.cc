@@ -137,7 +137,7 @@ const SeedRow kRows[] = {
            recoveryS += r->recoveryS.value_or(0.0);
            stepsLost += r->stepsLost.value_or(0);
          }
-         if (r->status == RunStatus::kFailed && r->error.find("lost") != std::string::npos)
+         if (r->status == RunStatus::kFailed && r->stopReason == StopReason::kNodeLost)
            ++failedOnLoss;
        }
        if (recovered == 0 && failedOnLoss == 0)

@@ -52,7 +52,7 @@ StrategyDescriptor parameterServerDescriptor(std::string name, std::string summa
     return sim::simulateParameterServer(cluster, model, options, server);
   };
   // Every step pulls and pushes the whole model (compressed pushes move other bytes).
-  d.transferPattern = [](const VariantConfig& v, std::string_view) {
+  d.transferPattern = [](const VariantConfig& v, const CollectiveFacts&) {
     const SettingsView settings = strategyOf(v).view(v);
     sim::TransferPattern p;
     if (!compressionOf(settings).enabled()) p.path = sim::TransferPath::kParameterServer;

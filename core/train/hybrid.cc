@@ -8,6 +8,7 @@
 #include "core/comm/communicator.h"
 #include "core/common/log.h"
 #include "core/common/statistics.h"
+#include "core/metrics/event_facts.h"
 #include "core/train/checkpoint.h"
 #include "core/train/compression_settings.h"
 #include "core/train/parameter_server.h"
@@ -259,7 +260,8 @@ void Hybrid::switchToAsync(const std::string& reason) {
   if (context_.sink != nullptr && context_.job.rank == 0)
     context_.sink->onReset(
         ResetRecord{version, phase_ + 1, sync_->replica().model().paramsToHost()});
-  context_.event(global, kSwitchEvent, std::string(kSwitchToAsync) + " " + reason);
+  context_.event(global, std::string(kSwitchEvent), "sync -> async " + reason,
+                 eventData(PhaseFacts{.asynchronous = true}));
 }
 
 void Hybrid::switchToSync() {
@@ -275,10 +277,11 @@ void Hybrid::switchToSync() {
   smoothedMs_.clear();
   syncClocks_ = gatherClocks();
   const int64_t global = syncSteps_ + pushesSeen_ / context_.job.world;
-  context_.event(global, kSwitchEvent,
+  context_.event(global, std::string(kSwitchEvent),
                  "async -> sync at step " + std::to_string(global) + ": straggler ratio " +
                      fixed(board.endRatio, 2) + " below " + fixed(policy_.backBelow(), 2) +
-                     " for " + std::to_string(policy_.window()) + " steps");
+                     " for " + std::to_string(policy_.window()) + " steps",
+                 eventData(PhaseFacts{.asynchronous = false}));
 }
 
 std::vector<int64_t> Hybrid::gatherClocks() const {
@@ -401,10 +404,11 @@ int64_t Hybrid::restore(const Checkpoint& c) {
   syncClocks_.reset();  // asked of the server at the first checkpoint that needs them
   policy_.reset();
   smoothedMs_.clear();
-  context_.event(syncSteps_ + pushes, kPhaseEvent,
-                 inAsync_ ? std::string(kResumedAsync) + " (phase " + std::to_string(phase_) +
-                                ", resumed from the checkpoint)"
-                          : std::string("synchronous (resumed from the checkpoint)"));
+  context_.event(
+      syncSteps_ + pushes, std::string(kPhaseEvent),
+      inAsync_ ? "asynchronous (phase " + std::to_string(phase_) + ", resumed from the checkpoint)"
+               : std::string("synchronous (resumed from the checkpoint)"),
+      eventData(PhaseFacts{.asynchronous = inAsync_}));
   return syncSteps_ + pushes;
 }
 

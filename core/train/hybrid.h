@@ -13,15 +13,6 @@
 
 namespace dtlab::core {
 
-// The run event of every switch, and how its detail begins when the run goes asynchronous
-// (the coordinator follows the phase: a lost worker is left behind only while asynchronous).
-inline constexpr const char* kSwitchEvent = "strategy_switch";
-inline constexpr const char* kSwitchToAsync = "sync -> async";
-// The event of a run resumed from a checkpoint (a resume, or a restart after a lost node):
-// the phase it goes on in, its detail beginning kResumedAsync when asynchronous.
-inline constexpr const char* kPhaseEvent = "hybrid_phase";
-inline constexpr const char* kResumedAsync = "asynchronous";
-
 // hybrid (DESIGN.md's strategy table): synchronous all-reduce and the asynchronous parameter
 // server in one run, switching between them.
 //   sync_then_async: synchronous until switch_at of the run's steps, then asynchronous for the
@@ -62,6 +53,7 @@ class Hybrid final : public Strategy {
   ~Hybrid() override;
 
   std::string setUp() override;
+  std::string startFacts() const override { return sync_->startFacts(); }
   StepReport step(int64_t step, const Votes& local, Votes& agreed) override;
   Votes agree(const Votes& local) override;
   Worker& replica() override;

@@ -242,7 +242,8 @@ bool LocalSgd::collective(int64_t step, const std::function<void(Communicator&)>
                    "the group went on with " + std::to_string(group->members().size()) +
                        " workers (ranks " + ranks + ") at step " + std::to_string(step) +
                        (ran ? "" : ", this rank's pending average skipped") +
-                       "; the lost workers' local steps since the last average are lost");
+                       "; the lost workers' local steps since the last average are lost",
+                   "");
   }
   return ran;
 }

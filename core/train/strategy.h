@@ -153,8 +153,9 @@ struct StrategyContext {
   Backend& backend;
   int64_t totalSteps;  // for the learning-rate schedule; 0: unbounded
   // Records an event (the leading rank's are the run's: rank 0, or the first of the group
-  // re-formed after a loss; the loop keeps the others out).
-  std::function<void(int64_t step, std::string kind, std::string detail)> event;
+  // re-formed after a loss; the loop keeps the others out): its sentence, and its facts as
+  // RunEvent::data holds them ("" when it has none; core/metrics/event_facts.h).
+  std::function<void(int64_t step, std::string kind, std::string detail, std::string data)> event;
   // The run's sink, for records beyond steps and events (a parameter server's pushes); null:
   // none.
   MetricSink* sink = nullptr;
@@ -175,6 +176,8 @@ class Strategy {
   // Builds this rank's replica and whatever must happen before the first step (replicas
   // made identical, buckets, servers). Returns the detail of the "start" event.
   virtual std::string setUp() = 0;
+  // After setUp: the facts of the "start" event (RunEvent::data; "" when it has none).
+  virtual std::string startFacts() const { return {}; }
   // One training step. The strategy sums `local` over the ranks if its communication this
   // step allows (setting report.votesAgreed and `agreed`); otherwise the loop does not act
   // on votes this step.

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/metrics/event_facts.h"
 #include "core/sim/calibration.h"
 #include "core/sim/step_models.h"
 #include "core/spec/experiment_spec.h"
@@ -78,9 +79,9 @@ struct StrategyDescriptor {
       simulate;
   // What its runs' per-step transfers measure for the simulator's calibration, and how a
   // variant's synchronous steps cut their gradients: from the variant, and from what a run's
-  // "start" event says it measured (`startDetail`; empty for a run yet to be). Optional:
+  // "start" event's facts say it measured (`measured`; empty for a run yet to be). Optional:
   // nothing (TransferPath::kNone).
-  std::function<sim::TransferPattern(const VariantConfig&, std::string_view startDetail)>
+  std::function<sim::TransferPattern(const VariantConfig&, const CollectiveFacts& measured)>
       transferPattern;
 
   SettingsView view(const VariantConfig& variant) const { return {settings, variant.settings}; }

@@ -32,13 +32,8 @@ constexpr const char* kSpeedProportional = "speed_proportional";
 // GradientBucketsOptions.
 constexpr int64_t kDefaultBucketBytes = GradientBucketsOptions{}.bucketBytes;
 
-// How the "start" event names the bucket size, and its reading back (0: not there).
+// How the "start" event's sentence names the bucket size.
 constexpr std::string_view kBucketsPhrase = "gradient buckets of ";
-int64_t measuredBucketBytes(std::string_view startDetail) {
-  const std::size_t at = startDetail.find(kBucketsPhrase);
-  if (at == std::string_view::npos) return 0;
-  return parseByteSizeText(startDetail.substr(at + kBucketsPhrase.size())).value_or(0);
-}
 
 }  // namespace
 
@@ -110,13 +105,16 @@ StrategyDescriptor syncAllReduceDescriptor() {
     return sim::simulateSyncAllReduce(cluster, model, options, shares);
   };
   // Every step all-reduces its buckets (compressed buckets move other bytes in other steps).
-  d.transferPattern = [](const VariantConfig& v, std::string_view startDetail) {
+  d.transferPattern = [](const VariantConfig& v, const CollectiveFacts& measured) {
     const SyncAllReduceOptions o = SyncAllReduceOptions::of(v);
     sim::TransferPattern p;
     if (!o.compression.enabled()) p.path = sim::TransferPath::kCollective;
-    p.bucketBytes = o.bucketKb > 0 ? o.bucketKb * 1024 : measuredBucketBytes(startDetail);
-    if (const AllReduceTuning timed = readTimedCalls(startDetail);
-        !timed.empty() && p.bucketBytes > 0) {
+    p.bucketBytes = o.bucketKb > 0 ? o.bucketKb * 1024 : measured.bucketBytes;
+    // The calls of the algorithm the buckets used, as the tuning picks it for their size.
+    AllReduceTuning timed;
+    for (const CollectiveFacts::Call& c : measured.calls)
+      timed.sizes.push_back({c.bytes, {{c.algorithm, c.ms / 1e3}}, 0});
+    if (!timed.empty() && p.bucketBytes > 0) {
       const std::string buckets = timed.algorithmFor(p.bucketBytes);
       for (const AllReduceTuning::SizeClass& s : timed.sizes)
         if (s.best().algorithm == buckets) p.calls.push_back({s.bytes, s.best().seconds * 1e3});
@@ -129,6 +127,10 @@ StrategyDescriptor syncAllReduceDescriptor() {
         SyncAllReduceOptions::of(c.job.spec.variants.at(static_cast<std::size_t>(c.job.variant))));
   };
   return d;
+}
+
+std::string SyncAllReduce::startFacts() const {
+  return collective_ ? eventData(*collective_) : std::string();
 }
 
 CompressionTotals SyncAllReduce::compression() const {
@@ -202,6 +204,9 @@ std::string SyncAllReduce::setUp() {
       communication += " (the smallest size at " +
                        std::to_string(std::lround(AllReduceTuning::kBucketBandwidthShare * 100)) +
                        "% of the best bandwidth)";
+    collective_ = CollectiveFacts{bucketBytes, {}};
+    for (const AllReduceTuning::SizeClass& size : tuning.sizes)
+      collective_->calls.push_back({size.bytes, size.best().algorithm, size.best().seconds * 1e3});
     std::vector<GradientRange> blocks = {{params, params + controlSlots()}};
     blocks.insert(blocks.end(), model.handOffs().begin(), model.handOffs().end());
     GradientBucketsOptions options;
@@ -407,7 +412,7 @@ void SyncAllReduce::rebalance(int64_t step) {
               msText(leave.stepMs + unseen) + " a step (" + gain +
               "): leaving it out of the cluster pays";
   }
-  context_.event(step, "rebalance", detail);
+  context_.event(step, "rebalance", detail, "");
   advisedLeaveOut_ = leave.rank;
   if (move) setCounts(proposal.counts);
 }

@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 
+#include "core/metrics/event_facts.h"
 #include "core/train/compute_emulation.h"
 #include "core/train/speed_shares.h"
 #include "core/train/strategy.h"
@@ -51,6 +52,8 @@ class SyncAllReduce final : public Strategy {
   ~SyncAllReduce() override;
 
   std::string setUp() override;
+  // The bucket size and the all-reduce calls the group timed (CollectiveFacts).
+  std::string startFacts() const override;
   StepReport step(int64_t step, const Votes& local, Votes& agreed) override;
   Votes agree(const Votes& local) override;
   Worker& replica() override { return *worker_; }
@@ -76,6 +79,7 @@ class SyncAllReduce final : public Strategy {
   std::unique_ptr<Worker> worker_;
   std::unique_ptr<CompressedReducer> reducer_;  // compressed buckets; null: float32
   std::unique_ptr<GradientBuckets> buckets_;
+  std::optional<CollectiveFacts> collective_;  // set up with a group
   std::unique_ptr<ComputeEmulation> emulation_;
   // speed_proportional: every rank's slice size (the same on all ranks), the costs measured
   // since the last rebalance and the rank last advised to leave (-1: none).

@@ -8,6 +8,7 @@
 #include "core/comm/elastic_group.h"
 #include "core/data/dataset.h"
 #include "core/data/dataset_kinds.h"
+#include "core/metrics/event_facts.h"
 #include "core/train/checkpoint.h"
 #include "core/train/checkpoint_writer.h"
 #include "core/train/local_trainer.h"
@@ -46,9 +47,10 @@ class TrainingLoop {
   WorkerResult run();
 
  private:
-  void event(int64_t step, std::string kind, std::string detail) {
+  void event(int64_t step, std::string kind, std::string detail, std::string data = {}) {
     if (sink_ != nullptr && (elastic_ ? elastic_->leads() : job_.rank == 0))
-      sink_->onEvent({step, msBetween(start_, Clock::now()), std::move(kind), std::move(detail)});
+      sink_->onEvent({step, msBetween(start_, Clock::now()), std::move(kind), std::move(detail),
+                      std::move(data)});
   }
   // Evaluates (on the ranks the strategy names) and agrees on the verdict; throws RunFailure
   // when any rank's evaluation failed or loss diverged. Returns whether the target was reached.
@@ -252,17 +254,18 @@ WorkerResult TrainingLoop::run() {
   const int64_t global = spec_.training.batchSize;
   const int64_t stepsPerEpoch = dataset_->size(Split::kTrain) / global;
   const int64_t totalSteps = plannedSteps(spec_, stepsPerEpoch);
-  StrategyContext context{job_,
-                          job_.world > 1 ? comm_ : nullptr,
-                          elastic_.get(),
-                          ps_,
-                          *dataset_,
-                          *backend_,
-                          totalSteps,
-                          [this](int64_t step, std::string kind, std::string detail) {
-                            event(step, std::move(kind), std::move(detail));
-                          },
-                          sink_};
+  StrategyContext context{
+      job_,
+      job_.world > 1 ? comm_ : nullptr,
+      elastic_.get(),
+      ps_,
+      *dataset_,
+      *backend_,
+      totalSteps,
+      [this](int64_t step, std::string kind, std::string detail, std::string data) {
+        event(step, std::move(kind), std::move(detail), std::move(data));
+      },
+      sink_};
   std::unique_ptr<Strategy> strategy = makeStrategy(context);
   // A copy beside a step reads the strategy's state: it ends before the strategy goes, however
   // the run ends (a failed collective's exception included).
@@ -275,11 +278,12 @@ WorkerResult TrainingLoop::run() {
   const std::string setUp = strategy->setUp();
   start_ += std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(context.uncountedSeconds));
-  event(0, "start",
+  event(0, std::string(kStartEvent),
         "rank " + std::to_string(job_.rank) + "/" + std::to_string(job_.world) + " on " +
             backend_->name() + " (" + std::to_string(backend_->threads()) +
             (backend_->threads() == 1 ? " thread), " : " threads), ") + setUp + ", " +
-            std::to_string(strategy->replica().model().parameterCount()) + " parameters");
+            std::to_string(strategy->replica().model().parameterCount()) + " parameters",
+        strategy->startFacts());
 
   if ((spec_.training.checkpointEvery > 0 || spec_.training.checkpointSeconds > 0.0) &&
       !keepsCheckpoints())

@@ -19,8 +19,9 @@ namespace dtlab::remote {
 // would leave the group's collectives out of step); 9: checkpoints and records of pushes in
 // parts (JobUpdate.blobs, StageCheckpoint), never one message; 10: the parameter server's
 // Snapshot in two halves (PsSnapshotRequest.mode: STAGE, then FETCH_STAGED); 11: gang
-// reservations (Reserve; a node refuses a job without one while others wait for it).
-inline constexpr uint32_t kProtocolVersion = 11;
+// reservations (Reserve; a node refuses a job without one while others wait for it); 12: an
+// event's facts (Event.data), which the coordinator follows a hybrid's phase by.
+inline constexpr uint32_t kProtocolVersion = 12;
 
 // The capability (NodeInfo.capabilities) of a node that applies StartJobRequest.emulation.
 inline constexpr std::string_view kJobEmulationCapability = "job_emulation";

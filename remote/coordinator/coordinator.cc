@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/common/check.h"
+#include "core/metrics/event_facts.h"
 #include "core/spec/spec_json.h"
 #include "core/train/checkpoint.h"
 #include "core/train/parameter_server.h"
@@ -142,14 +143,13 @@ std::vector<NodeSummary> Coordinator::connect() {
 
 namespace {
 
-// "node0 (127.0.0.1:7070): host lab1, DTLab 0.1.0, AMD EPYC 9R14, 2 cores, 1 worker threads;
-// cuda:0 (NVIDIA H200, ...)": the node event's detail.
-std::string nodeDescription(const std::string& label, const NodeSummary& node) {
-  std::string out = label + ": host " + node.hostname + ", DTLab " + node.programVersion;
-  if (!node.machine.empty()) out += ", " + node.machine;
+// The node event's facts: "node0 (127.0.0.1:7070): host lab1, DTLab 0.1.0, AMD EPYC 9R14,
+// 2 cores, 1 worker threads; cuda:0 (NVIDIA H200, ...)" as its sentence.
+core::NodeFacts nodeFacts(int index, const std::string& label, const NodeSummary& node) {
+  core::NodeFacts f{index, label, node.hostname, node.programVersion, node.machine, node.cores, {}};
   for (const std::string& device : node.devices)
-    if (device.rfind("cpu", 0) != 0) out += "; " + device;
-  return out;
+    if (device.rfind("cpu", 0) != 0) f.devices.push_back(device);
+  return f;
 }
 
 // A restart after a lost node (on_node_loss "restart"), reported as a "recovery" event once
@@ -236,10 +236,10 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
   }
 
   std::mutex mutex;  // guards sink calls, summary.events and the per-node state below
-  auto addEvent = [&](int64_t step, std::string kind, std::string detail) {
+  auto addEvent = [&](int64_t step, std::string kind, std::string detail, std::string data = {}) {
     core::RunEvent e{
         step, clockBaseMs + std::chrono::duration<double, std::milli>(Clock::now() - start).count(),
-        std::move(kind), std::move(detail)};
+        std::move(kind), std::move(detail), std::move(data)};
     if (sink != nullptr) sink->onEvent(e);
     summary.events.push_back(std::move(e));
   };
@@ -260,8 +260,10 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
   };
   // Where it ran: each node of the run as it described itself, so that a report of the run
   // says which machines and versions measured it.
-  for (std::size_t i = 0; i < placement.nodeCount && i < impl.summaries.size(); ++i)
-    addEvent(0, std::string(core::kNodeEvent), nodeDescription(labels[i], impl.summaries[i]));
+  for (std::size_t i = 0; i < placement.nodeCount && i < impl.summaries.size(); ++i) {
+    const core::NodeFacts facts = nodeFacts(static_cast<int>(i), labels[i], impl.summaries[i]);
+    addEvent(0, std::string(core::kNodeEvent), facts.sentence(), core::eventData(facts));
+  }
   // Workers that share a host's cores: the run says so, its timings measure that too.
   for (const std::string& host : placement.contention) {
     summary.contended = true;
@@ -341,7 +343,7 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
   mergeRankEnds(ends, watched, summary);
   if (!restartFailed.empty()) {
     summary.status = core::RunStatus::kFailed;
-    summary.stopReason = core::StopReason::kError;
+    summary.stopReason = core::StopReason::kNodeLost;
     summary.error = watched.lostNode + "; restarting on the other nodes failed: " + restartFailed;
   }
   if (const core::SettingValue* partition = chosen.settings.find("partition"))
@@ -350,7 +352,7 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
                                      [](const core::RunEvent& e) { return e.kind == "rebalance"; });
   summary.switches =
       std::count_if(summary.events.begin(), summary.events.end(),
-                    [](const core::RunEvent& e) { return e.kind == "strategy_switch"; });
+                    [](const core::RunEvent& e) { return e.kind == core::kSwitchEvent; });
   summary.wallS = std::chrono::duration<double>(Clock::now() - start).count();
   addEvent(summary.steps, "finish",
            std::string(core::toString(summary.status)) + " (" + core::toString(summary.stopReason) +

@@ -10,8 +10,8 @@
 
 #include "core/comm/elastic_group.h"
 #include "core/common/check.h"
+#include "core/metrics/event_facts.h"
 #include "core/train/checkpoint.h"
-#include "core/train/hybrid.h"
 #include "remote/common/auth.h"
 #include "remote/common/blob_parts.h"
 #include "remote/common/client.h"
@@ -506,11 +506,9 @@ void readStream(pb::NodeService::Stub& stub, const std::string& jobId, int slot,
       for (const auto& n : update.node_samples()) out.sink->onNode(toCore(n, static_cast<int>(i)));
     }
     for (const auto& e : update.events()) {
-      core::RunEvent event{e.step(), e.wall_ms(), e.kind(), e.detail()};
-      if (event.kind == core::kSwitchEvent)
-        state.asynchronous = event.detail.starts_with(core::kSwitchToAsync);
-      if (event.kind == core::kPhaseEvent)
-        state.asynchronous = event.detail.starts_with(core::kResumedAsync);
+      core::RunEvent event{e.step(), e.wall_ms(), e.kind(), e.detail(), e.data()};
+      if (const std::optional<core::PhaseFacts> phase = core::phaseFactsOf(event))
+        state.asynchronous = phase->asynchronous;
       if (event.kind == core::kRegroupEvent && state.regroupSince && out.recovered) {
         // The coordinator's "recovery" says it, with the lost node and the time it took.
         out.recovered(event.step,

@@ -81,7 +81,7 @@ void mergeOutcome(const std::vector<RankEnd>& ranks, const WatchEnd& watch,
   if (!watch.lostNode.empty()) {
     summary.status = core::RunStatus::kFailed;
     summary.error = watch.lostNode;
-    failedBecause = core::StopReason::kError;
+    failedBecause = core::StopReason::kNodeLost;
   }
   // A cancelled run whose stragglers were left behind is still a cancelled run.
   if (watch.cancelSent && !watch.failing && summary.status == core::RunStatus::kFailed &&

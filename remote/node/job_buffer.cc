@@ -15,6 +15,7 @@ void toProto(const core::RunEvent& e, proto::Event& out) {
   out.set_wall_ms(e.wallMs);
   out.set_kind(e.kind);
   out.set_detail(e.detail);
+  out.set_data(e.data);
 }
 
 }  // namespace

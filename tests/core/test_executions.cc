@@ -346,6 +346,18 @@ class TestExecutions : public QObject {
     QCOMPARE(cell("divergence", 1), std::string("not measured"));
     QCOMPARE(cell("node loss", 0), std::string("not measured"));
     QCOMPARE(cell("node loss", 1), std::string("survived 1 (2.50 s, 4 steps lost)"));
+    // A run that failed because a node was lost counts by its stop reason; an error whose words
+    // mention a loss does not.
+    c.rows[8].error = "rank 1: lost its way";
+    QCOMPARE(seedTable(c, comparisonStatistics(c)).rows.size(), t.rows.size());
+    const auto nodeLoss = [&](const Comparison& with) {
+      for (const auto& row : seedTable(with, comparisonStatistics(with)).rows)
+        if (row[1] == "node loss") return row[3];
+      return std::string();
+    };
+    QCOMPARE(nodeLoss(c), std::string("survived 1 (2.50 s, 4 steps lost)"));
+    c.rows[8].stopReason = StopReason::kNodeLost;
+    QCOMPARE(nodeLoss(c), std::string("survived 1 (2.50 s, 4 steps lost); 1 run failed"));
     QCOMPARE(cell("replayable", 0), std::string("from its seed"));
     QCOMPARE(cell("replayable", 1), std::string("from its record: dtlab-cli replay"));
 

@@ -361,7 +361,7 @@ class TestParameterServer : public QObject {
       auto train = [&](Backend& backend) {
         StrategyContext context{
             job,      nullptr, nullptr, nullptr,
-            *dataset, backend, 12,      [](int64_t, std::string, std::string) {}};
+            *dataset, backend, 12,      [](int64_t, std::string, std::string, std::string) {}};
         std::unique_ptr<Strategy> s = makeStrategy(context);
         s->setUp();
         for (int64_t step = 1; step <= 12; ++step) {

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/metrics/event_facts.h"
 #include "core/spec/experiment_spec.h"
 #include "core/spec/spec_json.h"
 #include "core/train/ps_checkpoint.h"
@@ -265,7 +266,7 @@ class TestPsCheckpoint : public QObject {
       QCOMPARE(resumed.paramChecksum, whole.paramChecksum);
       const RunEvent* phase = findEvent(resumedKeeper.events, "hybrid_phase");
       QVERIFY(phase != nullptr);
-      QCOMPARE(phase->detail.starts_with("asynchronous"),
+      QCOMPARE(phaseFactsOf(*phase)->asynchronous,
                taken.strategyState["hybrid"]["asynchronous"].get<bool>());
     }
 

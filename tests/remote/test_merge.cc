@@ -112,8 +112,9 @@ class TestMerge : public QObject {
     QCOMPARE(s.error, std::string("node2 its stream broke (UNAVAILABLE: socket closed)"));
   }
 
-  // A lost node is the run's error whatever the ranks said; a cancel with stragglers left
-  // behind is still a cancel; a rank that never reported is named with the wind-down.
+  // A lost node is the run's error and stop reason whatever the ranks said; a cancel with
+  // stragglers left behind is still a cancel; a rank that never reported is named with the
+  // wind-down.
   void lostNodesCancelsAndStragglers() {
     RankEnd left;
     left.name = "node1";
@@ -135,7 +136,7 @@ class TestMerge : public QObject {
     watch.failing = true;
     s = merged({failed("node0", "peer", "x", "diverged"), left}, watch);
     QCOMPARE(s.status, core::RunStatus::kFailed);
-    QCOMPARE(s.stopReason, core::StopReason::kError);
+    QCOMPARE(s.stopReason, core::StopReason::kNodeLost);  // its own reason, not the words
     QCOMPARE(s.error, watch.lostNode);
   }
 

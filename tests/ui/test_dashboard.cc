@@ -14,6 +14,7 @@
 #include <QtWidgets/QComboBox>
 #include <QtWidgets/QPlainTextEdit>
 
+#include "core/metrics/event_facts.h"
 #include "core/metrics/metric_table.h"
 #include "core/store/project_store.h"
 #include "ui/charts/run_dashboard.h"
@@ -108,7 +109,8 @@ class TestDashboard : public QObject {
       auto store = core::ProjectStore::open(path_);
       store->addEvent(runId_, {20, 300.0, "rebalance", "shares 0.5 0.5 -> 0.6 0.4"});
       store->addEvent(runId_, {40, 600.0, "node_lost", "node 1 missed its heartbeat"});
-      store->addEvent(runId_, {50, 750.0, "strategy_switch", "sync -> async at step 50"});
+      store->addEvent(runId_, {50, 750.0, "strategy_switch", "sync -> async at step 50",
+                               core::eventData(core::PhaseFacts{.asynchronous = true})});
     }
     detail_ = ui::readRunDetail(path_, runId_);
   }
@@ -513,9 +515,12 @@ class TestDashboard : public QObject {
     QCOMPARE(pens.size(), std::size_t{3});
     QVERIFY(pens["rebalance"].style() != pens["strategy_switch"].style());
     QVERIFY(pens["rebalance"].color() != pens["strategy_switch"].color());
-    QCOMPARE(Dash::eventLabel({0, 0.0, "strategy_switch", "switched to sync: ratio 1.1"}),
+    // The label comes from the event's facts, whatever its sentence says.
+    QCOMPARE(Dash::eventLabel({0, 0.0, "strategy_switch", "switched to async: ratio 1.1",
+                               core::eventData(core::PhaseFacts{.asynchronous = false})}),
              QString("\u2192 sync"));
-    QCOMPARE(Dash::eventLabel({0, 0.0, "strategy_switch", ""}), QString("switch"));
+    QCOMPARE(Dash::eventLabel({0, 0.0, "strategy_switch", "sync -> async"}), QString("switch"));
+    QCOMPARE(Dash::eventLabel({0, 0.0, "strategy_switch", "", "[1]"}), QString("switch"));
     // At the event's step, and at its time when the axis counts seconds.
     const auto markerKeys = [&](Dash::Chart c) {
       QList<double> keys;

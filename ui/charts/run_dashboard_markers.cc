@@ -5,8 +5,7 @@
 #include <map>
 #include <string>
 
-#include <QtCore/QRegularExpression>
-
+#include "core/metrics/event_facts.h"
 #include "ui/charts/run_dashboard.h"
 
 namespace dtlab::ui {
@@ -27,11 +26,16 @@ QPen eventPen(const std::string& kind) {
 }  // namespace
 
 QString RunDashboard::eventLabel(const core::RunEvent& event) {
-  if (event.kind != "strategy_switch") return QString::fromStdString(event.kind);
-  // "sync -> async at step 150", "switched to sync: ...": the mode after the arrow or "to".
-  static const QRegularExpression to(QStringLiteral("(?:->|\u2192|\\bto)\\s*(async|sync)\\b"));
-  const QRegularExpressionMatch match = to.match(QString::fromStdString(event.detail));
-  return match.hasMatch() ? QStringLiteral("\u2192 ") + match.captured(1) : tr("switch");
+  if (event.kind != core::kSwitchEvent) return QString::fromStdString(event.kind);
+  // The mode the run switched to, from the event's facts.
+  std::optional<core::PhaseFacts> phase;
+  try {
+    phase = core::phaseFactsOf(event);
+  } catch (const std::exception&) {  // facts that are not the codec's: the label says less
+  }
+  if (!phase) return tr("switch");
+  return QStringLiteral("\u2192 ") +
+         (phase->asynchronous ? QStringLiteral("async") : QStringLiteral("sync"));
 }
 
 void RunDashboard::drawMarkers() {

@@ -1,0 +1,100 @@
+#include "core/metrics/event_facts.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/common/check.h"
+
+namespace dtlab::core {
+namespace {
+
+using nlohmann::json;
+
+// The event's data as an object, or null when it has none; `kind` names it in errors.
+json dataOf(const RunEvent& event) {
+  if (event.data.empty()) return nullptr;
+  json data = json::parse(event.data, nullptr, /*allow_exceptions=*/false);
+  if (!data.is_object())
+    throw Error("the facts of a \"" + event.kind + "\" event at step " +
+                std::to_string(event.step) + " are not a JSON object");
+  return data;
+}
+
+template <typename T>
+T field(const json& data, const char* key, const RunEvent& event) {
+  const auto it = data.find(key);
+  try {
+    if (it != data.end()) return it->get<T>();
+  } catch (const json::exception&) {
+  }
+  throw Error("the facts of a \"" + event.kind + "\" event at step " + std::to_string(event.step) +
+              " have no valid \"" + key + "\"");
+}
+
+}  // namespace
+
+std::string NodeFacts::description() const {
+  std::string out = "host " + host + ", DTLab " + version;
+  if (!machine.empty()) out += ", " + machine;
+  for (const std::string& device : devices) out += "; " + device;
+  return out;
+}
+
+std::string eventData(const NodeFacts& f) {
+  return json{{"node", f.node},       {"label", f.label},     {"host", f.host},
+              {"version", f.version}, {"machine", f.machine}, {"cores", f.cores},
+              {"devices", f.devices}}
+      .dump();
+}
+
+std::string eventData(const PhaseFacts& f) {
+  return json{{"asynchronous", f.asynchronous}}.dump();
+}
+
+std::string eventData(const CollectiveFacts& f) {
+  json calls = json::array();
+  for (const CollectiveFacts::Call& c : f.calls)
+    calls.push_back({{"bytes", c.bytes}, {"algorithm", c.algorithm}, {"ms", c.ms}});
+  return json{{"bucket_bytes", f.bucketBytes}, {"calls", calls}}.dump();
+}
+
+std::optional<NodeFacts> nodeFactsOf(const RunEvent& event) {
+  if (event.kind != kNodeEvent) return std::nullopt;
+  const json data = dataOf(event);
+  if (data.is_null()) return std::nullopt;
+  NodeFacts f;
+  f.node = field<int>(data, "node", event);
+  f.label = field<std::string>(data, "label", event);
+  f.host = field<std::string>(data, "host", event);
+  f.version = field<std::string>(data, "version", event);
+  f.machine = field<std::string>(data, "machine", event);
+  f.cores = field<int64_t>(data, "cores", event);
+  f.devices = field<std::vector<std::string>>(data, "devices", event);
+  return f;
+}
+
+std::optional<PhaseFacts> phaseFactsOf(const RunEvent& event) {
+  if (event.kind != kSwitchEvent && event.kind != kPhaseEvent) return std::nullopt;
+  const json data = dataOf(event);
+  if (data.is_null()) return std::nullopt;
+  return PhaseFacts{field<bool>(data, "asynchronous", event)};
+}
+
+std::optional<CollectiveFacts> collectiveFactsOf(const RunEvent& event) {
+  if (event.kind != kStartEvent) return std::nullopt;
+  const json data = dataOf(event);
+  if (data.is_null() || !data.contains("bucket_bytes")) return std::nullopt;
+  CollectiveFacts f;
+  f.bucketBytes = field<int64_t>(data, "bucket_bytes", event);
+  const json calls = field<json>(data, "calls", event);
+  if (!calls.is_array())
+    throw Error("the facts of a \"start\" event at step " + std::to_string(event.step) +
+                " have no valid \"calls\"");
+  for (const json& c : calls) {
+    if (!c.is_object()) throw Error("a call in the facts of a \"start\" event is not an object");
+    f.calls.push_back(
+        {c.value("bytes", int64_t{0}), c.value("algorithm", std::string()), c.value("ms", 0.0)});
+  }
+  return f;
+}
+
+}  // namespace dtlab::core
