@@ -24,6 +24,7 @@
 #include "core/spec/spec_json.h"
 #include "ui/background.h"
 #include "ui/charts/palette.h"
+#include "ui/pages/setting_rows.h"
 
 namespace dtlab::ui {
 namespace {
@@ -43,23 +44,6 @@ int intOf(const nlohmann::json& c, const char* key, int fallback) {
 int clampedInt(double v) {
   return static_cast<int>(std::clamp(v, double{std::numeric_limits<int>::min()},
                                      double{std::numeric_limits<int>::max()}));
-}
-
-// The editor of one parameter: a spin box for integers and reals, a list for choices.
-QWidget* makeEditor(QWidget* parent, const core::SettingSchema& s) {
-  switch (s.type) {
-    case core::SettingType::kInteger:
-      return spin(parent, clampedInt(s.min), clampedInt(s.max), 0);
-    case core::SettingType::kReal: {
-      auto* box = new QDoubleSpinBox(parent);
-      box->setDecimals(3);
-      box->setSingleStep(0.1);
-      return box;
-    }
-    case core::SettingType::kChoice:
-      return new QComboBox(parent);
-  }
-  return nullptr;
 }
 
 }  // namespace
@@ -130,18 +114,10 @@ QWidget* DatasetPage::buildFields() {
   form_->addRow(tr("Features"), features_);
   // One row per parameter key (and type) any kind declares; showKind() shows those of the
   // chosen kind with its label, range and help.
-  for (const core::DatasetKindDescriptor* kind : core::datasetKinds()) {
-    for (const core::SettingSchema& s : kind->parameters) {
-      const bool known = std::any_of(parameters_.begin(), parameters_.end(), [&](const auto& f) {
-        return f.key == s.key && f.type == s.type;
-      });
-      if (known) continue;
-      ParameterField field{s.key, s.type, makeEditor(this, s)};
-      field.editor->setObjectName(QString::fromStdString(s.key));
-      form_->addRow(QString::fromStdString(s.label), field.editor);
-      parameters_.push_back(field);
-    }
-  }
+  std::vector<SettingRows::Schema> kinds;
+  for (const core::DatasetKindDescriptor* kind : core::datasetKinds())
+    kinds.push_back(kind->parameters);
+  parameters_ = new SettingRows(this, form_, kinds, [this] { changed(); });
   form_->addRow(tr("Seed"), seed_);
   auto* fields = new QGroupBox(tr("Dataset"), this);
   fields->setLayout(form_);
@@ -188,14 +164,6 @@ void DatasetPage::connectFields() {
   for (QSpinBox* box : {trainSize_, testSize_, classes_, features_, seed_, workers_})
     connect(box, &QSpinBox::valueChanged, this, [this] { changed(); });
   connect(alpha_, &QDoubleSpinBox::valueChanged, this, [this] { changed(); });
-  for (const ParameterField& field : parameters_) {
-    if (auto* box = qobject_cast<QSpinBox*>(field.editor))
-      connect(box, &QSpinBox::valueChanged, this, [this] { changed(); });
-    else if (auto* real = qobject_cast<QDoubleSpinBox*>(field.editor))
-      connect(real, &QDoubleSpinBox::valueChanged, this, [this] { changed(); });
-    else if (auto* list = qobject_cast<QComboBox*>(field.editor))
-      connect(list, &QComboBox::currentIndexChanged, this, [this] { changed(); });
-  }
   connect(kind_, &QComboBox::currentIndexChanged, this, [this] {
     // A new kind starts from its own defaults (two spirals: 2 arms and 2 features).
     showKind(/*resetValues=*/!loading_);
@@ -215,11 +183,6 @@ const core::DatasetKindDescriptor& DatasetPage::kind() const {
   return kind != nullptr ? *kind : *core::findDatasetKind({});
 }
 
-const core::SettingSchema* DatasetPage::schemaOf(const ParameterField& field) const {
-  const core::SettingSchema* s = core::findSetting(kind().parameters, field.key);
-  return s != nullptr && s->type == field.type ? s : nullptr;
-}
-
 void DatasetPage::showKind(bool resetValues) {
   const core::DatasetKindDescriptor& k = kind();
   const QSignalBlocker blockClasses(classes_);
@@ -233,41 +196,7 @@ void DatasetPage::showKind(bool resetValues) {
           ? tr("Fixed at %1 for %2").arg(k.classes.minimum).arg(QString::fromStdString(k.name))
           : tr("%1 to %2").arg(k.classes.minimum).arg(k.classes.maximum));
   features_->setEnabled(!k.features.fixed);
-  for (const ParameterField& field : parameters_) {
-    const core::SettingSchema* s = schemaOf(field);
-    form_->setRowVisible(field.editor, s != nullptr);
-    if (s == nullptr) continue;
-    const QSignalBlocker block(field.editor);
-    if (auto* label = qobject_cast<QLabel*>(form_->labelForField(field.editor)))
-      label->setText(QString::fromStdString(s->label));
-    field.editor->setToolTip(QString::fromStdString(s->help + " (" + s->rangeText() + ")"));
-    if (auto* real = qobject_cast<QDoubleSpinBox*>(field.editor))
-      real->setRange(s->min, std::isinf(s->max) ? 1e9 : s->max);
-    if (auto* list = qobject_cast<QComboBox*>(field.editor)) {
-      list->clear();
-      for (const std::string& choice : s->choices) list->addItem(QString::fromStdString(choice));
-    }
-    if (resetValues) setEditorValue(field.editor, s->defaultValue);
-  }
-}
-
-void DatasetPage::setEditorValue(QWidget* editor, const core::SettingValue& value) {
-  if (auto* box = qobject_cast<QSpinBox*>(editor)) {
-    if (const auto* i = std::get_if<int64_t>(&value)) box->setValue(clampedInt(double(*i)));
-  } else if (auto* real = qobject_cast<QDoubleSpinBox*>(editor)) {
-    if (const auto* d = std::get_if<double>(&value)) real->setValue(*d);
-  } else if (auto* list = qobject_cast<QComboBox*>(editor)) {
-    if (const auto* text = std::get_if<std::string>(&value))
-      list->setCurrentText(QString::fromStdString(*text));
-  }
-}
-
-nlohmann::json DatasetPage::editorValue(const QWidget* editor) {
-  if (const auto* box = qobject_cast<const QSpinBox*>(editor)) return box->value();
-  if (const auto* real = qobject_cast<const QDoubleSpinBox*>(editor)) return real->value();
-  if (const auto* list = qobject_cast<const QComboBox*>(editor))
-    return list->currentText().toStdString();
-  return nullptr;
+  parameters_->show(k.parameters, resetValues);
 }
 
 void DatasetPage::edit(qint64 id, const QString& name, const nlohmann::json& c) {
@@ -289,13 +218,7 @@ void DatasetPage::edit(qint64 id, const QString& name, const nlohmann::json& c) 
   classes_->setValue(intOf(c, "classes", classes_->value()));
   features_->setValue(intOf(c, "features", features_->value()));
   seed_->setValue(intOf(c, "seed", 1));
-  for (const ParameterField& field : parameters_) {
-    if (schemaOf(field) == nullptr || !c.is_object() || !c.contains(field.key)) continue;
-    const nlohmann::json& v = c[field.key];
-    if (v.is_number_integer()) setEditorValue(field.editor, v.get<int64_t>());
-    if (v.is_number()) setEditorValue(field.editor, v.get<double>());
-    if (v.is_string()) setEditorValue(field.editor, v.get<std::string>());
-  }
+  parameters_->load(c, kind().parameters);
   loading_ = false;
   changed();
 }
@@ -313,27 +236,8 @@ nlohmann::json DatasetPage::config() const {
   // Fields a kind fixes are left out, so the parser does not refuse them.
   if (!k.features.fixed) c["features"] = features_->value();
   if (!k.classes.fixed()) c["classes"] = classes_->value();
-  const core::SettingValues values = parameterValues();
-  const core::SettingsView view(k.parameters, values);
-  for (const ParameterField& field : parameters_)
-    if (schemaOf(field) != nullptr && view.applies(field.key))
-      c[field.key] = editorValue(field.editor);
+  parameters_->write(c, k.parameters);
   return c;
-}
-
-core::SettingValues DatasetPage::parameterValues() const {
-  core::SettingValues values;
-  for (const ParameterField& field : parameters_) {
-    if (schemaOf(field) == nullptr) continue;
-    const nlohmann::json v = editorValue(field.editor);
-    if (v.is_number_integer())
-      values.set(field.key, v.get<int64_t>());
-    else if (v.is_number())
-      values.set(field.key, v.get<double>());
-    else if (v.is_string())
-      values.set(field.key, v.get<std::string>());
-  }
-  return values;
 }
 
 QString DatasetPage::error() const {
@@ -344,10 +248,7 @@ void DatasetPage::changed() {
   if (loading_) return;
   alpha_->setEnabled(partition_->currentText() == "dirichlet");
   // A parameter that applies only while another holds some value shows only then.
-  const core::SettingValues values = parameterValues();
-  const core::SettingsView view(kind().parameters, values);
-  for (const ParameterField& field : parameters_)
-    form_->setRowVisible(field.editor, schemaOf(field) != nullptr && view.applies(field.key));
+  parameters_->updateVisibility(kind().parameters);
   // Checked here, at once, so that Save (and the window's unsaved-changes question) never
   // offers a form the parser refuses; the preview follows when it is computed.
   QString problem;

@@ -25,6 +25,8 @@ struct DatasetKindDescriptor;
 
 namespace dtlab::ui {
 
+class SettingRows;
+
 // The dataset editor: the fields of a synthetic dataset (the kinds and their parameters as the
 // registry describes them, core/data/dataset_kinds.h), checked as you type by the spec's
 // own parser (its message shown next to the form), and a live preview computed by the real
@@ -61,13 +63,6 @@ class DatasetPage final : public QWidget {
   void modifiedChanged(bool modified);
 
  private:
-  // The editor of a parameter key (and type) that some kind declares.
-  struct ParameterField {
-    std::string key;
-    core::SettingType type;
-    QWidget* editor;
-  };
-
   QWidget* buildFields();
   QWidget* buildShardForm();
   QLayout* buildPreview();
@@ -76,11 +71,6 @@ class DatasetPage final : public QWidget {
   // its defaults).
   const core::DatasetKindDescriptor& kind() const;
   void showKind(bool resetValues);
-  // The chosen kind's schema of the field's parameter, or null when the kind has none.
-  const core::SettingSchema* schemaOf(const ParameterField& field) const;
-  core::SettingValues parameterValues() const;  // the chosen kind's, as the editors hold them
-  static void setEditorValue(QWidget* editor, const core::SettingValue& value);
-  static nlohmann::json editorValue(const QWidget* editor);
   void changed();
   void computePreview();
   void showPreview(const DatasetPreview& preview);
@@ -109,7 +99,7 @@ class DatasetPage final : public QWidget {
   QCustomPlot* histogram_;
   QTimer* debounce_;
   QFormLayout* form_ = nullptr;
-  std::vector<ParameterField> parameters_;
+  SettingRows* parameters_ = nullptr;  // the kinds' parameters
   DatasetPreview preview_;
   EditState editState_;
   QString content() const;  // what EditState compares

@@ -17,11 +17,13 @@
 #include <QtWidgets/QTableView>
 #include <QtWidgets/QVBoxLayout>
 
+#include "core/nn/model_kinds.h"
 #include "core/spec/experiment_spec.h"
 #include "core/spec/spec_json.h"
 #include "core/train/local_trainer.h"
 #include "core/train/strategy_registry.h"
 #include "ui/models/variants_model.h"
+#include "ui/pages/setting_rows.h"
 
 namespace dtlab::ui {
 namespace {
@@ -94,6 +96,7 @@ ExperimentPage::ExperimentPage(QWidget* parent)
       repeats_(spin(this, 1, static_cast<int>(core::kMaxRepeats))),
       dataset_(new QComboBox(this)),
       topology_(new QComboBox(this)),
+      modelKind_(new QComboBox(this)),
       hidden_(new QLineEdit(this)),
       activation_(new QComboBox(this)),
       optimizer_(new QComboBox(this)),
@@ -122,6 +125,11 @@ ExperimentPage::ExperimentPage(QWidget* parent)
 // The choices of the combo boxes with their tooltips, the fields' hints and the variants
 // table's columns.
 void ExperimentPage::setUpFields() {
+  for (const core::ModelKindDescriptor* kind : core::modelKinds()) {
+    modelKind_->addItem(QString::fromStdString(kind->name));
+    modelKind_->setItemData(modelKind_->count() - 1, QString::fromStdString(kind->summary),
+                            Qt::ToolTipRole);
+  }
   activation_->addItems({"relu", "gelu", "tanh"});
   optimizer_->addItems({"sgd", "adam", "adamw", "adadelta"});
   // Where each worker draws its batches from: the whole set, a random shard of its own, or a
@@ -211,8 +219,25 @@ ExperimentPage::VariantButtons ExperimentPage::buildLayout() {
   addRow(what, tr("Dataset"), "dataset", dataset_);
   addRow(what, tr("Cluster (topology)"), "cluster", topology_);
   auto* model = new QFormLayout();
-  addRow(model, tr("Hidden layers"), "model.hidden", hidden_);
+  // The kind and its dense layers on one line (the form stays as tall as it was).
+  auto* shape = new QWidget(this);
+  auto* shapeLayout = new QHBoxLayout(shape);
+  shapeLayout->setContentsMargins(0, 0, 0, 0);
+  shapeLayout->addWidget(modelKind_);
+  shapeLayout->addWidget(new QLabel(tr("hidden layers"), this));
+  shapeLayout->addWidget(hidden_, 1);
+  addRow(model, tr("Model"), "model.kind", shape);
+  shape->setObjectName("model.shape");
+  modelKind_->setObjectName("model.kind");
+  hidden_->setObjectName("model.hidden");
+  fields_["model.kind"].first = modelKind_;
+  fields_["model.hidden"] = {hidden_, fields_["model.kind"].second};
   addRow(model, tr("Activation"), "model.activation", activation_);
+  // A row per setting any model kind declares, shown for the chosen kind.
+  std::vector<SettingRows::Schema> modelKinds;
+  for (const core::ModelKindDescriptor* kind : core::modelKinds())
+    modelKinds.push_back(kind->parameters);
+  modelSettings_ = new SettingRows(this, model, modelKinds, [this] { formChanged(); });
   addRow(model, tr("Optimizer"), "optimizer.kind", optimizer_);
   addRow(model, tr("Learning rate"), "optimizer.lr", lr_);
   addRow(model, tr("Momentum (sgd)"), "optimizer.momentum", momentum_);
@@ -286,6 +311,11 @@ void ExperimentPage::connectSignals(const VariantButtons& buttons) {
     connect(b, &QDoubleSpinBox::valueChanged, this, [this] { formChanged(); });
   for (QComboBox* b : {dataset_, topology_, activation_, optimizer_, dataPartition_, precision_})
     connect(b, &QComboBox::currentIndexChanged, this, [this] { formChanged(); });
+  connect(modelKind_, &QComboBox::currentIndexChanged, this, [this] {
+    // Another kind starts from its own settings' defaults.
+    if (!loading_) modelSettings_->show(modelSchema(), /*resetValues=*/true);
+    formChanged();
+  });
   for (QLineEdit* e : {name_, hidden_})
     connect(e, &QLineEdit::textChanged, this, [this] { formChanged(); });
   connect(variants_, &QAbstractItemModel::dataChanged, this, [this] { formChanged(); });
@@ -348,6 +378,16 @@ void ExperimentPage::edit(qint64 id, const nlohmann::json& spec,
                          ? static_cast<int>(std::clamp<int64_t>(spec_["repeats"].get<int64_t>(), 1,
                                                                 core::kMaxRepeats))
                          : 1);
+  const nlohmann::json modelKind = get(spec_, "model", "kind");
+  const QString kindName = modelKind.is_string()
+                               ? QString::fromStdString(modelKind.get<std::string>())
+                               : modelKind_->itemText(0);
+  // A kind this build does not have (a plug-in's) stays as it is, so that the parser says so
+  // rather than the model silently becoming another kind.
+  if (modelKind_->findText(kindName) < 0) modelKind_->addItem(kindName);
+  modelKind_->setCurrentText(kindName);
+  modelSettings_->show(modelSchema(), /*resetValues=*/true);
+  if (spec_.contains("model")) modelSettings_->load(spec_["model"], modelSchema());
   const nlohmann::json hidden = get(spec_, "model", "hidden");
   QStringList widths;
   for (const auto& w : hidden.is_array() ? hidden : nlohmann::json::array({128, 128}))
@@ -393,6 +433,13 @@ void ExperimentPage::edit(qint64 id, const nlohmann::json& spec,
   formChanged();
 }
 
+std::span<const core::SettingSchema> ExperimentPage::modelSchema() const {
+  const core::ModelKindDescriptor* kind =
+      core::findModelKind(modelKind_->currentText().toStdString());
+  return kind != nullptr ? std::span<const core::SettingSchema>(kind->parameters)
+                         : std::span<const core::SettingSchema>();
+}
+
 void ExperimentPage::setRunBlocked(const QString& why) {
   if (why == runBlocked_) return;
   runBlocked_ = why;
@@ -415,6 +462,12 @@ void ExperimentPage::formChanged() {
     // Not a number: passed on as text, so the spec's parser names the field.
     widths.push_back(ok ? nlohmann::json(w) : nlohmann::json(part.trimmed().toStdString()));
   }
+  put(spec_, "model", "kind", modelKind_->currentText().toStdString());
+  // Only the chosen kind's settings: the parser refuses another kind's.
+  for (const core::ModelKindDescriptor* kind : core::modelKinds())
+    for (const core::SettingSchema& s : kind->parameters) spec_["model"].erase(s.key);
+  modelSettings_->write(spec_["model"], modelSchema());
+  modelSettings_->updateVisibility(modelSchema());
   put(spec_, "model", "hidden", widths);
   put(spec_, "model", "activation", activation_->currentText().toStdString());
   put(spec_, "optimizer", "kind", optimizer_->currentText().toStdString());

@@ -3,11 +3,13 @@
 #include <QtWidgets/QWidget>
 
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/spec/settings.h"
 #include "core/store/project_store.h"
 #include "ui/pages/edit_state.h"
 
@@ -22,6 +24,7 @@ class QTableView;
 
 namespace dtlab::ui {
 
+class SettingRows;
 class VariantsModel;
 
 // The experiment editor: dataset and cluster (taken from the project's datasets and
@@ -74,6 +77,8 @@ class ExperimentPage final : public QWidget {
   void addRow(QFormLayout* form, const QString& label, const QString& path, QWidget* widget);
   void formChanged();
   void validate();
+  // The chosen model kind's settings (none for a kind this build does not have).
+  std::span<const core::SettingSchema> modelSchema() const;
 
   qint64 id_ = -1;
   bool loading_ = false;
@@ -89,8 +94,10 @@ class ExperimentPage final : public QWidget {
   QSpinBox* repeats_;  // "repeats": how many times one execution runs every variant
   QComboBox* dataset_;
   QComboBox* topology_;
+  QComboBox* modelKind_;  // a registered model kind; its own settings in modelSettings_
   QLineEdit* hidden_;
   QComboBox* activation_;
+  SettingRows* modelSettings_ = nullptr;
   QComboBox* optimizer_;
   QDoubleSpinBox* lr_;
   QDoubleSpinBox* momentum_;

@@ -1,0 +1,78 @@
+// The experiment page's model is the model kinds' descriptors: a kind registered by this test
+// binary alone (tests/core/dummy_model.h) is offered beside mlp, its setting gets a row with
+// the descriptor's label, range and help, and the specs the page writes for it are the parser's,
+// with no change to the GUI. Offscreen.
+#include <QtTest/QtTest>
+
+#include <QtWidgets/QComboBox>
+#include <QtWidgets/QDoubleSpinBox>
+#include <QtWidgets/QLineEdit>
+
+#include "core/nn/model_kinds.h"
+#include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
+#include "tests/core/dummy_model.h"
+#include "ui/pages/experiment_page.h"
+
+using namespace dtlab;
+
+class TestModelKindsGui : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() { core::test::registerDummyModelKind(); }
+
+  void aRegisteredModelKindIsEditedLikeTheBuiltIn() {
+    ui::ExperimentPage page;
+    page.edit(-1, {{"name", "linear"}, {"cluster", {{"local_nodes", 2}}}}, {}, {});
+    QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
+    auto* kind = qobject_cast<QComboBox*>(page.field("model.kind"));
+    auto* gain = page.findChild<QDoubleSpinBox*>("init_gain");
+    auto* hidden = qobject_cast<QLineEdit*>(page.field("model.hidden"));
+    QVERIFY(kind != nullptr && gain != nullptr && hidden != nullptr);
+    // The default kind first; the test's own after it, with its summary as the tooltip.
+    QCOMPARE(kind->itemText(0), QString("mlp"));
+    QCOMPARE(kind->currentText(), QString("mlp"));
+    const int linear = kind->findText(core::test::kDummyModel);
+    QVERIFY(linear > 0);
+    QCOMPARE(kind->itemData(linear, Qt::ToolTipRole).toString(),
+             QString("softmax regression (a test's own kind)"));
+    QCOMPARE(page.spec()["model"]["kind"], nlohmann::json("mlp"));
+    QVERIFY(!page.spec()["model"].contains("init_gain"));
+    QVERIFY(gain->isHidden());
+
+    // Chosen: its row shows with the descriptor's words and default; the spec the page writes
+    // is one the parser accepts once the form suits the kind (no hidden layers).
+    kind->setCurrentIndex(linear);
+    QVERIFY(!gain->isHidden());
+    QCOMPARE(gain->value(), 1.0);
+    QVERIFY2(gain->toolTip().contains("multiplies the initial weights"),
+             qPrintable(gain->toolTip()));
+    QVERIFY2(page.error().contains("no hidden layers"), qPrintable(page.error()));
+    hidden->setText("");
+    gain->setValue(0.5);
+    QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
+    const core::ExperimentSpec parsed = core::parseExperimentSpec(page.spec());
+    QCOMPARE(parsed.model.kind, std::string(core::test::kDummyModel));
+    QCOMPARE(core::findModelKind(core::test::kDummyModel)->view(parsed.model).real("init_gain"),
+             0.5);
+
+    // Back to mlp: the other kind's setting leaves the spec (the parser would refuse it).
+    kind->setCurrentIndex(0);
+    QVERIFY(gain->isHidden());
+    QVERIFY(!page.spec()["model"].contains("init_gain"));
+    QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
+
+    // A stored spec of the kind opens with its values.
+    page.edit(-1,
+              {{"name", "stored"},
+               {"model", {{"kind", core::test::kDummyModel}, {"hidden", nlohmann::json::array()},
+                          {"init_gain", 2.0}}}},
+              {}, {});
+    QCOMPARE(kind->currentText(), QString(core::test::kDummyModel));
+    QCOMPARE(gain->value(), 2.0);
+    QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
+  }
+};
+
+QTEST_MAIN(TestModelKindsGui)
+#include "test_model_kinds_gui.moc"
