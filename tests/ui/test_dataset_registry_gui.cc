@@ -69,9 +69,17 @@ class TestDatasetRegistryGui : public QObject {
     const core::ExperimentSpec spec = core::parseExperimentSpec({{"dataset", config}});
     QCOMPARE(spec.dataset.kind, std::string(core::test::kDummyKind));
 
-    // The kind's own check speaks in the form.
-    page.findChild<QDoubleSpinBox*>("jitter")->setValue(0.9);
+    // The kind's own check speaks in the form, and the field it names is marked, by the
+    // error's path: the editor of the kind's parameter, then none once the form is valid.
+    auto* jitter = page.findChild<QDoubleSpinBox*>("jitter");
+    jitter->setValue(0.9);
     QVERIFY2(page.error().contains("dataset.jitter"), qPrintable(page.error()));
+    QCOMPARE(page.errorField(), QString("dataset.jitter"));
+    QVERIFY(jitter->styleSheet().contains("border"));
+    jitter->setValue(0.05);
+    QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
+    QVERIFY(page.errorField().isEmpty());
+    QVERIFY(jitter->styleSheet().isEmpty());
 
     // Another kind: its own rows and defaults.
     kind->setCurrentText("two_spirals");

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string_view>
 
 #include <QtCore/QTimer>
 #include <QtGui/QPainter>
@@ -252,14 +253,32 @@ void DatasetPage::changed() {
   // Checked here, at once, so that Save (and the window's unsaved-changes question) never
   // offers a form the parser refuses; the preview follows when it is computed.
   QString problem;
+  std::string path;
   try {
     core::parseExperimentSpec({{"dataset", config()}});
+  } catch (const core::SpecError& e) {
+    problem = QString::fromUtf8(e.what());
+    path = e.path();
   } catch (const std::exception& e) {
     problem = QString::fromUtf8(e.what());
   }
+  markField(path);
   showError(problem);
   if (editState_.update(content())) emit modifiedChanged(editState_.modified());
   debounce_->start();
+}
+
+void DatasetPage::markField(const std::string& path) {
+  constexpr std::string_view kSection = "dataset.";
+  QWidget* editor = nullptr;
+  if (path.starts_with(kSection))
+    editor = findChild<QWidget*>(QString::fromStdString(path.substr(kSection.size())));
+  if (editor != nullptr && !editor->isVisibleTo(this)) editor = nullptr;
+  errorField_ = editor != nullptr ? QString::fromStdString(path) : QString();
+  if (marked_ == editor) return;
+  if (marked_ != nullptr) marked_->setStyleSheet({});
+  marked_ = editor;
+  if (marked_ != nullptr) marked_->setStyleSheet("border: 1px solid #b02020;");
 }
 
 void DatasetPage::showError(QString problem) {

@@ -46,6 +46,9 @@ class DatasetPage final : public QWidget {
   // The last preview drawn (tests) and the error shown ("" when valid).
   const DatasetPreview& preview() const { return preview_; }
   QString error() const;
+  // The field the error names ("dataset.train_size"; "" for none, or one the form does not
+  // show): its editor is marked, by the SpecError's path rather than its message.
+  QString errorField() const { return errorField_; }
   // Whether the form differs from what was loaded or last saved.
   bool isModified() const { return editState_.modified(); }
   // The form as it is becomes the baseline (its changes were saved elsewhere, or the user
@@ -76,8 +79,12 @@ class DatasetPage final : public QWidget {
   void showPreview(const DatasetPreview& preview);
   // The form's problem ("" when none) beside it, and Save enabled or saying why not.
   void showError(QString problem);
+  // Marks the editor of the spec field at `path` (and unmarks the one marked before).
+  void markField(const std::string& path);
 
   qint64 id_ = -1;
+  QString errorField_;
+  QWidget* marked_ = nullptr;  // the editor markField() marked
   bool loading_ = false;
   quint64 request_ = 0;
   QLineEdit* name_;
