@@ -7,12 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include "app/args.h"
-#include "core/store/comparison.h"
-#include "core/store/comparison_output.h"
-#include "core/store/comparison_statistics.h"
+#include "core/analysis/comparison.h"
+#include "core/analysis/comparison_output.h"
+#include "core/analysis/comparison_statistics.h"
+#include "core/analysis/run_calibration.h"
+#include "core/analysis/seed_table.h"
 #include "core/store/project_store.h"
-#include "core/store/run_calibration.h"
-#include "core/store/seed_table.h"
 
 namespace dtlab::app {
 
@@ -22,7 +22,7 @@ std::string comparisonFormat(const std::string& format) {
   return format;
 }
 
-// The yardstick of the comparison's runs (core/store/run_calibration.h); none without a
+// The yardstick of the comparison's runs (core/analysis/run_calibration.h); none without a
 // calibration of the experiment. A damaged calibration: `why` says so.
 struct YardstickOutcome {
   std::optional<core::ComparisonYardstick> yardstick;

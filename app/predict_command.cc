@@ -9,10 +9,10 @@
 
 #include "app/args.h"
 #include "app/project_command.h"
+#include "core/analysis/comparison.h"
+#include "core/analysis/run_calibration.h"
 #include "core/spec/spec_json.h"
-#include "core/store/comparison.h"
 #include "core/store/project_store.h"
-#include "core/store/run_calibration.h"
 #include "core/train/scale_prediction.h"
 
 namespace dtlab::app {

@@ -6,7 +6,7 @@
 namespace dtlab::app {
 
 // `dtlab-cli calibrate P.dtlab [RUN...]`: fits the scale simulator's calibration
-// (core/store/run_calibration.h) from the project's runs and stores it in the project.
+// (core/analysis/run_calibration.h) from the project's runs and stores it in the project.
 int calibrateCommand(const std::vector<std::string>& argv);
 // `dtlab-cli predict P.dtlab [EXPERIMENT] --nodes ...`: every variant of the experiment at
 // each node count, from the project's newest calibration (core/train/scale_prediction.h),

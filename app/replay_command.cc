@@ -10,10 +10,10 @@
 
 #include "app/args.h"
 #include "app/project_command.h"
+#include "core/analysis/run_replay.h"
 #include "core/common/check.h"
 #include "core/nn/model.h"
 #include "core/store/project_store.h"
-#include "core/store/run_replay.h"
 #include "core/train/ps_replay.h"
 #include "core/train/push_record.h"
 #include "core/train/strategy_registry.h"

@@ -9,7 +9,7 @@
 #include <QtWidgets/QApplication>
 
 #include "app/args.h"
-#include "core/store/experiment_report.h"
+#include "core/analysis/experiment_report.h"
 #include "core/store/project_store.h"
 #include "ui/report/report_export.h"
 

@@ -7,7 +7,7 @@
 #include <QtWidgets/QStackedWidget>
 #include <QtWidgets/QStatusBar>
 
-#include "core/store/experiment_report.h"
+#include "core/analysis/experiment_report.h"
 #include "core/store/project_store.h"
 #include "ui/main_window.h"
 #include "ui/models/explorer_model.h"

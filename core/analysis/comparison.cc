@@ -1,4 +1,4 @@
-#include "core/store/comparison.h"
+#include "core/analysis/comparison.h"
 
 #include <algorithm>
 #include <charconv>

@@ -124,7 +124,7 @@ struct Comparison {
 };
 
 // Whether the comparison holds more than one run of a variant (the table then shows medians
-// with intervals, core/store/comparison_statistics.h).
+// with intervals, core/analysis/comparison_statistics.h).
 bool hasRepetitions(const Comparison& comparison);
 
 // The rows of `experiment`'s runs, in the order of the experiment's variants (variants its

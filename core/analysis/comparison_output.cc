@@ -1,9 +1,9 @@
-#include "core/store/comparison_output.h"
+#include "core/analysis/comparison_output.h"
 
 #include <algorithm>
 
-#include "core/store/comparison_statistics.h"
-#include "core/store/seed_table.h"
+#include "core/analysis/comparison_statistics.h"
+#include "core/analysis/seed_table.h"
 
 namespace dtlab::core {
 

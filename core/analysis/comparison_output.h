@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/store/comparison.h"
+#include "core/analysis/comparison.h"
 
 namespace dtlab::core {
 
@@ -15,7 +15,7 @@ namespace dtlab::core {
 std::string comparisonTable(const Comparison& comparison);
 // comparisonTable's form for repetitions (whatever the comparison holds).
 std::string repeatedComparisonTable(const Comparison& comparison);
-// The heading and the measured seed table (core/store/seed_table.h) of the comparison.
+// The heading and the measured seed table (core/analysis/seed_table.h) of the comparison.
 std::string seedTableText(const Comparison& comparison);
 // comparisonRowsJson, with repetitions also "statistics" (statisticsJson).
 nlohmann::json comparisonJson(const Comparison& comparison);

@@ -1,4 +1,4 @@
-#include "core/store/comparison_statistics.h"
+#include "core/analysis/comparison_statistics.h"
 
 #include <algorithm>
 #include <cmath>

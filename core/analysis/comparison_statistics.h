@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/analysis/comparison.h"
 #include "core/common/statistics.h"
-#include "core/store/comparison.h"
 
 namespace dtlab::core {
 

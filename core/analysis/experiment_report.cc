@@ -1,4 +1,4 @@
-#include "core/store/experiment_report.h"
+#include "core/analysis/experiment_report.h"
 
 #include <algorithm>
 #include <ctime>
@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "core/analysis/seed_table.h"
 #include "core/common/config.h"
 #include "core/common/versions.h"
 #include "core/metrics/event_facts.h"
 #include "core/spec/experiment_spec.h"
 #include "core/spec/spec_json.h"
-#include "core/store/seed_table.h"
 
 namespace dtlab::core {
 namespace {

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "core/analysis/comparison.h"
+#include "core/analysis/comparison_statistics.h"
 #include "core/metrics/metrics.h"
 #include "core/spec/spec_description.h"
-#include "core/store/comparison.h"
-#include "core/store/comparison_statistics.h"
 #include "core/store/project_store.h"
 
 namespace dtlab::core {

@@ -1,4 +1,4 @@
-#include "core/store/run_calibration.h"
+#include "core/analysis/run_calibration.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,12 +7,12 @@
 #include <map>
 #include <set>
 
+#include "core/analysis/comparison.h"
 #include "core/common/check.h"
 #include "core/common/statistics.h"
 #include "core/metrics/event_facts.h"
 #include "core/metrics/metric_table.h"
 #include "core/spec/spec_json.h"
-#include "core/store/comparison.h"
 #include "core/store/project_store.h"
 #include "core/train/simulated_model.h"
 #include "core/train/strategy_registry.h"

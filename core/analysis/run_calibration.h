@@ -17,9 +17,9 @@
 #include <utility>
 #include <vector>
 
+#include "core/analysis/comparison.h"
+#include "core/analysis/comparison_statistics.h"
 #include "core/sim/calibration.h"
-#include "core/store/comparison.h"
-#include "core/store/comparison_statistics.h"
 #include "core/train/scale_prediction.h"
 
 namespace dtlab::core {

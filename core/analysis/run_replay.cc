@@ -1,4 +1,4 @@
-#include "core/store/run_replay.h"
+#include "core/analysis/run_replay.h"
 
 #include <algorithm>
 

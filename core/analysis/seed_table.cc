@@ -1,4 +1,4 @@
-#include "core/store/seed_table.h"
+#include "core/analysis/seed_table.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/store/comparison_statistics.h"
+#include "core/analysis/comparison_statistics.h"
 
 namespace dtlab::core {
 

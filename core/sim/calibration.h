@@ -1,6 +1,6 @@
 #pragma once
 // What the scale simulator knows of a real cluster (issue 24): fitted from a project's measured
-// runs (`dtlab-cli calibrate`, core/store/run_calibration.h) and stored in the project, so that
+// runs (`dtlab-cli calibrate`, core/analysis/run_calibration.h) and stored in the project, so that
 // `dtlab-cli predict` models nodes and links as they were measured rather than as assumed.
 //   compute   per node, a step of s samples at full speed takes fixed + s * perSample
 //             (milliseconds; a run's emulated speed is divided out), with the measured

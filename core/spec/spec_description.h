@@ -7,7 +7,7 @@
 
 namespace dtlab::core {
 
-// An experiment spec in words, for the experiment report (core/store/experiment_report.h) and
+// An experiment spec in words, for the experiment report (core/analysis/experiment_report.h) and
 // anyone who shows a spec to a reader rather than to a parser: one fact per aspect, in the
 // order a reader needs them (dataset, model, training, cluster, then a fact per variant).
 // Settings and dataset parameters are read through their descriptors' schemas, so a new

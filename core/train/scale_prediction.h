@@ -26,7 +26,7 @@
 namespace dtlab::core {
 
 // What a measured run of a variant showed, to set beside predictions and to anchor the
-// convergence model (core/store/run_calibration.h reads them from a project).
+// convergence model (core/analysis/run_calibration.h reads them from a project).
 struct MeasuredPoint {
   int64_t runId = 0;
   std::string variant;

@@ -10,12 +10,12 @@
 #include <memory>
 #include <set>
 
+#include "core/analysis/run_calibration.h"
 #include "core/common/program_path.h"
 #include "core/common/statistics.h"
 #include "core/spec/experiment_spec.h"
 #include "core/spec/spec_json.h"
 #include "core/store/project_store.h"
-#include "core/store/run_calibration.h"
 #include "core/train/scale_prediction.h"
 #include "remote/bench/bench_common.h"
 #include "remote/bench/netns_hosts.h"

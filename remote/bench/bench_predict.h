@@ -2,7 +2,7 @@
 // `dtlab-cli bench predict`: the scale simulator's cross-validation (issue 24). Every example
 // spec of resources/specs/predict is run as a user runs it (`dtlab-cli run`, local daemons on
 // loopback), each variant on 1, 2, 3 and 4 of its cluster's nodes; the simulator is calibrated
-// on the 1- and 2-node runs only (core/store/run_calibration.h) and predicts the time per step
+// on the 1- and 2-node runs only (core/analysis/run_calibration.h) and predicts the time per step
 // of the 3- and 4-node runs (core/train/scale_prediction.h), which are then set beside it.
 // With --netns, each spec again across network-namespace hosts (its nodes' emulated links as
 // given), calibrated and predicted the same way.

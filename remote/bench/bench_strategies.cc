@@ -20,12 +20,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/analysis/comparison.h"
+#include "core/analysis/comparison_output.h"
+#include "core/analysis/comparison_statistics.h"
 #include "core/common/program_path.h"
 #include "core/spec/experiment_spec.h"
 #include "core/spec/spec_json.h"
-#include "core/store/comparison.h"
-#include "core/store/comparison_output.h"
-#include "core/store/comparison_statistics.h"
 #include "core/store/project_store.h"
 #include "remote/bench/bench_common.h"
 

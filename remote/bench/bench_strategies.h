@@ -14,7 +14,7 @@ namespace dtlab::bench {
 // `dtlab-cli bench strategies`: every example comparison of resources/specs run as a user runs
 // it, `<self> run SPEC --repeats R --quiet --project P` in a child process (so the running
 // binary must be dtlab-cli): one execution of R repetitions each. Then per comparison the
-// statistics `dtlab-cli compare` shows of that execution (core/store/comparison_statistics.h),
+// statistics `dtlab-cli compare` shows of that execution (core/analysis/comparison_statistics.h),
 // and the claims, each a median over the repetitions with its bootstrap interval: a ratio
 // claim is the ratio of the two variants' medians, paired by repetition, with the paired test.
 struct StrategiesBenchOptions {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/analysis/run_calibration.h"
 #include "core/comm/allreduce_tuning.h"
 #include "core/comm/gradient_buckets.h"
 #include "core/common/check.h"
@@ -18,7 +19,6 @@
 #include "core/spec/spec_json.h"
 #include "core/store/point_appender.h"
 #include "core/store/project_store.h"
-#include "core/store/run_calibration.h"
 #include "core/train/scale_prediction.h"
 #include "core/train/simulated_model.h"
 #include "core/train/strategy_registry.h"

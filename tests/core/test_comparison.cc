@@ -1,4 +1,4 @@
-// The comparison of an experiment's variants (core/store/comparison.h): rows from summaries
+// The comparison of an experiment's variants (core/analysis/comparison.h): rows from summaries
 // written now and by older versions (missing figures stay missing, never 0), why a variant
 // stopped, the latest run per variant in the spec's order, choosing the experiment in a real
 // project file, and the three formats.
@@ -11,10 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/analysis/comparison.h"
+#include "core/analysis/comparison_output.h"
 #include "core/common/check.h"
 #include "core/spec/spec_json.h"
-#include "core/store/comparison.h"
-#include "core/store/comparison_output.h"
 #include "core/store/project_store.h"
 
 using namespace dtlab::core;

@@ -1,4 +1,4 @@
-// Executions and repeats (core/spec/execution_plan.h, core/store/comparison_statistics.h): the
+// Executions and repeats (core/spec/execution_plan.h, core/analysis/comparison_statistics.h): the
 // plan of one execution and its paired seeds, the spec's "repeats", executions in a real
 // project file, the comparison of an execution (its runs, the latest execution by default, a
 // chosen one), and the statistics over repetitions against figures worked out by hand.
@@ -11,15 +11,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/analysis/comparison.h"
+#include "core/analysis/comparison_output.h"
+#include "core/analysis/comparison_statistics.h"
+#include "core/analysis/seed_table.h"
 #include "core/common/check.h"
 #include "core/spec/execution_plan.h"
 #include "core/spec/experiment_spec.h"
 #include "core/spec/spec_json.h"
-#include "core/store/comparison.h"
-#include "core/store/comparison_output.h"
-#include "core/store/comparison_statistics.h"
 #include "core/store/project_store.h"
-#include "core/store/seed_table.h"
 #include "core/store/store_sink.h"
 
 using namespace dtlab::core;

@@ -16,8 +16,8 @@
 #include <optional>
 #include <string>
 
+#include "core/analysis/comparison.h"
 #include "core/metrics/event_facts.h"
-#include "core/store/comparison.h"
 #include "core/store/project_store.h"
 #include "core/store/sqlite_db.h"
 #include "tests/e2e/e2e_support.h"

@@ -15,8 +15,8 @@
 #include <sstream>
 #include <string>
 
+#include "core/analysis/comparison.h"
 #include "core/metrics/metrics.h"
-#include "core/store/comparison.h"
 #include "core/store/csv_export.h"
 #include "core/store/point_appender.h"
 #include "core/store/project_store.h"

@@ -13,7 +13,7 @@
 #include <QtWidgets/QTabWidget>
 #include <QtWidgets/QTreeView>
 
-#include "core/store/comparison_statistics.h"
+#include "core/analysis/comparison_statistics.h"
 #include "tests/ui/ui_support.h"
 #include "ui/charts/comparison_chart.h"
 #include "ui/charts/comparison_panel.h"

@@ -1,6 +1,6 @@
 // The GUI of every registered strategy (core/train/strategy_registry.cc): the variants editor sets
 // every strategy's fields (and only its own, which the spec's parser insists on), and the compare
-// page shows the figures of `dtlab-cli compare` (core/store/comparison) for each run. Offscreen.
+// page shows the figures of `dtlab-cli compare` (core/analysis/comparison) for each run. Offscreen.
 #include <QtTest/QtTest>
 
 #include <QtCore/QTemporaryDir>

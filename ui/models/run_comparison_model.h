@@ -7,7 +7,7 @@
 #include <set>
 #include <vector>
 
-#include "core/store/comparison.h"
+#include "core/analysis/comparison.h"
 #include "ui/models/project_snapshot.h"
 
 namespace dtlab::ui {

@@ -2,7 +2,7 @@
 
 #include <QtCore/QAbstractTableModel>
 
-#include "core/store/comparison_statistics.h"
+#include "core/analysis/comparison_statistics.h"
 
 namespace dtlab::ui {
 

@@ -5,12 +5,12 @@
 #include <QtWidgets/QTableView>
 #include <QtWidgets/QVBoxLayout>
 
-#include "core/store/comparison.h"
-#include "core/store/comparison_output.h"
-#include "core/store/comparison_statistics.h"
+#include "core/analysis/comparison.h"
+#include "core/analysis/comparison_output.h"
+#include "core/analysis/comparison_statistics.h"
+#include "core/analysis/run_calibration.h"
+#include "core/analysis/seed_table.h"
 #include "core/store/project_store.h"
-#include "core/store/run_calibration.h"
-#include "core/store/seed_table.h"
 #include "ui/background.h"
 #include "ui/models/statistics_table_model.h"
 
@@ -22,7 +22,7 @@ struct Tables {
   core::StatisticsTable variants;
   core::StatisticsTable ratios;
   core::StatisticsTable seed;
-  // The simulator beside each run (core/store/run_calibration.h), when the experiment has a
+  // The simulator beside each run (core/analysis/run_calibration.h), when the experiment has a
   // calibration; else what to do about it.
   core::StatisticsTable yardstick;
   std::string yardstickNote;

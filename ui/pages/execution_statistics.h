@@ -14,8 +14,8 @@ class StatisticsTableModel;
 
 // What an execution's repetitions say, on the compare page: a heading (the experiment, its
 // variants and repetitions), the variants' medians with intervals, and the ratios against the
-// first variant, each table under its caption (core/store/comparison_statistics.h, the tables
-// `dtlab-cli compare` prints); and the measured seed table (core/store/seed_table.h), in a
+// first variant, each table under its caption (core/analysis/comparison_statistics.h, the tables
+// `dtlab-cli compare` prints); and the measured seed table (core/analysis/seed_table.h), in a
 // view of its own that the page shows on a tab of its own. Read off the GUI thread.
 class ExecutionStatistics final : public QWidget {
   Q_OBJECT

@@ -21,10 +21,10 @@
 #include <map>
 #include <set>
 
+#include "core/analysis/comparison.h"
+#include "core/analysis/run_calibration.h"
 #include "core/spec/spec_json.h"
-#include "core/store/comparison.h"
 #include "core/store/project_store.h"
-#include "core/store/run_calibration.h"
 #include "ui/background.h"
 #include "ui/charts/palette.h"
 

@@ -28,10 +28,10 @@
 #include <chrono>
 #include <fstream>
 
+#include "core/analysis/run_replay.h"
 #include "core/metrics/metric_table.h"
 #include "core/nn/model.h"
 #include "core/store/project_store.h"
-#include "core/store/run_replay.h"
 #include "core/train/strategy_registry.h"
 #include "ui/background.h"
 #include "ui/models/run_metrics_model.h"

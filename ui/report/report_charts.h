@@ -6,7 +6,7 @@
 
 #include <qcustomplot.h>
 
-#include "core/store/experiment_report.h"
+#include "core/analysis/experiment_report.h"
 
 namespace dtlab::ui {
 

@@ -5,11 +5,11 @@
 #include <QtCore/QSize>
 #include <QtCore/QString>
 
-#include "core/store/experiment_report.h"
+#include "core/analysis/experiment_report.h"
 
 namespace dtlab::ui {
 
-// The experiment report as one self-contained file (core/store/experiment_report.h says what
+// The experiment report as one self-contained file (core/analysis/experiment_report.h says what
 // it holds): HTML that opens in a browser without a network (styles inline, charts inline
 // SVG), or PDF (A4 landscape, text and vector charts). `dtlab-cli report` and the workbench's
 // File > Export Report both call exportReport.
@@ -19,7 +19,7 @@ std::optional<ReportFormat> reportFormatOf(const QString& path);
 inline constexpr const char* kReportExtensions = ".html or .pdf";
 
 struct ReportOptions {
-  QSize chartSize{960, 420};     // each chart's layout size in the HTML (pixels at 96 DPI)
+  QSize chartSize{960, 420};      // each chart's layout size in the HTML (pixels at 96 DPI)
   QSize pdfChartSize{1000, 300};  // in the PDF: two to an A4 landscape page
 };
 
