@@ -15,6 +15,7 @@
 #include "core/train/checkpoint.h"
 #include "core/train/local_trainer.h"
 #include "core/train/strategy_registry.h"
+#include "remote/coordinator/execution_runner.h"
 
 namespace dtlab::app {
 
@@ -27,19 +28,12 @@ int resumeCommand(const std::vector<std::string>& argv) {
   const std::string& path = args.positionals()[0];
   const int64_t runId = parseRunId(args.positionals()[1]);
   auto store = core::ProjectStore::open(path);
-  const core::RunRecord run = store->requireRun(runId);
-  if (run.status == core::RunStatus::kCompleted)
-    throw Error("run " + std::to_string(runId) + " ('" + run.name +
-                "') completed: nothing to resume");
-  if (run.spec.is_null()) throw Error("run " + std::to_string(runId) + " has no stored spec");
-  const core::ExperimentSpec spec = core::parseExperimentSpec(run.spec);
-  const std::vector<core::CheckpointInfo> kept = store->checkpoints(runId);
-  if (kept.empty()) throw Error(core::whyNoCheckpoint(*store, run));
-  const int64_t step =
-      args.has("--step") ? args.integer("--step", 0, 0, INT64_MAX) : kept.back().step;
-  const bool single =
-      run.strategy == core::kSingleProcessStrategy;  // a `train` run, in this process
-  const int variant = single ? 0 : core::variantOfRun(spec, run.name);
+  const remote::ResumePoint point = remote::resumePoint(
+      *store, runId, args.has("--step") ? args.integer("--step", 0, 0, INT64_MAX) : 0);
+  const core::RunRecord& run = point.run;
+  const core::ExperimentSpec& spec = point.spec;
+  const int64_t step = point.step;
+  const bool single = point.singleProcess;  // a `train` run, in this process
 
   // Everything that may refuse (flags, nodes) before the project changes.
   std::unique_ptr<RunPlace> place;
@@ -64,23 +58,38 @@ int resumeCommand(const std::vector<std::string>& argv) {
   ProgressPrinter progress(run.name, core::plannedSteps(spec, stepsPerEpoch), args.has("--quiet"));
   TrainRecording recording(std::move(store), runId, spec, &progress, stopOnRecordingFailure);
   core::RunSummary summary;
-  try {
-    if (single) {
+  if (single) {
+    try {
       core::LocalTrainOptions options;
       options.threads = static_cast<int>(args.integer("--threads", 0, 0, 256));
       options.device = args.value("--device", spec.cluster.device == "cuda" ? "cuda:0" : "cpu");
       options.resumeFrom =
           std::make_shared<const core::Checkpoint>(core::decodeCheckpoint(checkpoint));
       summary = core::trainLocal(spec, options, recording.sink(), &interruptedFlag());
-    } else {
-      summary = coordinator->run(spec, variant, recording.sink(), &interruptedFlag(), checkpoint);
+    } catch (const std::exception& e) {
+      summary.name = run.name;
+      summary.strategy = run.strategy;
+      summary.status = core::RunStatus::kFailed;
+      summary.stopReason = core::StopReason::kError;
+      summary.error = e.what();
     }
-  } catch (const std::exception& e) {
-    summary.name = run.name;
-    summary.strategy = run.strategy;
-    summary.status = core::RunStatus::kFailed;
-    summary.stopReason = core::StopReason::kError;
-    summary.error = e.what();
+  } else {
+    // The run's own record goes on: the recording above is its sink.
+    struct Observer final : remote::ExecutionObserver {
+      core::MetricSink* sink;
+      core::RunSummary* out;
+      core::MetricSink* runStarting(const core::PlannedRun&, const std::string&) override {
+        return sink;
+      }
+      void runFinished(const core::PlannedRun&, const std::string&,
+                       const core::RunSummary& s) override {
+        *out = s;
+      }
+    } observer;
+    observer.sink = recording.sink();
+    observer.out = &summary;
+    remote::runExecution(*coordinator, remote::planResume(point), observer, &interruptedFlag(),
+                         checkpoint);
   }
   const bool recorded = recording.finish(summary);
   std::cout << nlohmann::json{{"runs", nlohmann::json::array({core::toJson(summary)})}}.dump()

@@ -28,6 +28,7 @@
 #include "remote/cluster/local_cluster.h"
 #include "remote/common/tls.h"
 #include "remote/coordinator/coordinator.h"
+#include "remote/coordinator/execution_runner.h"
 #include "remote/coordinator/placement.h"
 
 namespace dtlab::app {
@@ -180,63 +181,72 @@ int runCommand(const std::vector<std::string>& argv) {
 
   // --project records the execution: the spec as its experiment, each planned run as a run of
   // it with its series, events and summary as they happen.
-  std::optional<int64_t> executionId;
+  const std::string project = args.value("--project", "");
+  std::unique_ptr<core::ProjectStore> store;
   if (args.has("--project")) {
     bool created = false;
-    const std::string path = args.value("--project", "");
-    auto store = core::ProjectStore::openOrCreate(path, &created);
-    if (created) std::fprintf(stderr, "created project %s\n", path.c_str());
-    executionId = core::beginExecution(*store, spec);
+    store = core::ProjectStore::openOrCreate(project, &created);
+    if (created) std::fprintf(stderr, "created project %s\n", project.c_str());
   }
+  const remote::ExecutionPlan plan = remote::planExecution(store.get(), spec);
+  store.reset();  // each run's recording opens the project itself
 
-  nlohmann::json runs = nlohmann::json::array();
-  // The variants side by side, as `dtlab-cli compare` shows them, for stderr at the end.
-  core::Comparison comparison;
-  comparison.experiment = spec.name;
-  comparison.project = args.value("--project", "");
-  comparison.executionId = executionId;
-  comparison.repeats = spec.repeats;
-  const std::optional<double> target = core::specTargetAccuracy(core::toJson(spec));
-  bool failed = false;
-  const int64_t stepsPerEpoch = spec.dataset.trainSize / spec.training.batchSize;
-  for (const core::PlannedRun& planned : core::executionPlan(spec)) {
-    if (interrupted.load()) break;
-    const core::VariantConfig& variant = spec.variants[static_cast<std::size_t>(planned.variant)];
-    std::string label = variant.name;
-    if (spec.repeats > 1)
-      label +=
-          " (" + std::to_string(planned.repetition + 1) + "/" + std::to_string(spec.repeats) + ")";
-    ProgressPrinter progress(label, core::plannedSteps(spec, stepsPerEpoch), args.has("--quiet"));
+  // Each run's progress on stderr and, with --project, its recording; at the end the variants
+  // side by side, as `dtlab-cli compare` shows them.
+  struct Observer final : remote::ExecutionObserver {
+    const Args& args;
+    const remote::ExecutionPlan& plan;
+    const std::string& project;
+    int64_t stepsPerEpoch;
+    std::optional<double> target;
+    nlohmann::json runs = nlohmann::json::array();
+    core::Comparison comparison;
+    bool failed = false;
+    std::unique_ptr<ProgressPrinter> progress;
     std::unique_ptr<TrainRecording> recording;
-    if (executionId) {
+
+    Observer(const Args& a, const remote::ExecutionPlan& p, const std::string& path,
+             const core::ExperimentSpec& spec)
+        : args(a),
+          plan(p),
+          project(path),
+          stepsPerEpoch(spec.dataset.trainSize / spec.training.batchSize),
+          target(core::specTargetAccuracy(core::toJson(spec))) {
+      comparison.experiment = spec.name;
+      comparison.project = path;
+      comparison.executionId = plan.executionId;
+      comparison.repeats = spec.repeats;
+    }
+    core::MetricSink* runStarting(const core::PlannedRun& run, const std::string& label) override {
+      progress = std::make_unique<ProgressPrinter>(
+          label, core::plannedSteps(run.spec, stepsPerEpoch), args.has("--quiet"));
+      if (!plan.executionId) return progress.get();
+      const core::VariantConfig& variant = run.spec.variants[static_cast<std::size_t>(run.variant)];
       recording = std::make_unique<TrainRecording>(
-          args.value("--project", ""), planned.spec, &progress, core::strategyOf(variant).name,
-          planned.name, stopOnRecordingFailure,
-          core::ExecutionSlot{*executionId, planned.repetition});
+          project, run.spec, progress.get(), core::strategyOf(variant).name, run.name,
+          stopOnRecordingFailure, core::ExecutionSlot{*plan.executionId, run.repetition});
+      return recording->sink();
     }
-    core::RunSummary summary;
-    try {
-      summary = coordinator.run(planned.spec, planned.variant,
-                                recording ? recording->sink() : &progress, &interrupted);
-    } catch (const std::exception& e) {
-      // A variant that could not start fails alone: the summaries of the others are kept.
-      summary.name = variant.name;
-      summary.strategy = core::strategyOf(variant).name;
-      summary.status = core::RunStatus::kFailed;
-      summary.stopReason = core::StopReason::kError;
-      summary.error = e.what();
+    void runFinished(const core::PlannedRun& run, const std::string& label,
+                     const core::RunSummary& summary) override {
+      if (recording && !recording->finish(summary)) failed = true;
+      runs.push_back(core::toJson(summary));
+      if (run.spec.repeats > 1) runs.back()["repetition"] = run.repetition;
+      comparison.rows.push_back(core::comparisonRow(runs.back(), target));
+      comparison.rows.back().repetition = run.repetition;
+      if (recording) comparison.rows.back().runId = recording->runId();
+      if (summary.status == core::RunStatus::kFailed) {
+        failed = true;
+        std::cerr << "dtlab-cli run: " << label << " failed: " << summary.error << "\n";
+      }
+      recording.reset();  // as each run's printer and recording end with it
+      progress.reset();
     }
-    if (recording && !recording->finish(summary)) failed = true;
-    runs.push_back(core::toJson(summary));
-    if (spec.repeats > 1) runs.back()["repetition"] = planned.repetition;
-    comparison.rows.push_back(core::comparisonRow(runs.back(), target));
-    comparison.rows.back().repetition = planned.repetition;
-    if (recording) comparison.rows.back().runId = recording->runId();
-    if (summary.status == core::RunStatus::kFailed) {
-      failed = true;
-      std::cerr << "dtlab-cli run: " << label << " failed: " << summary.error << "\n";
-    }
-  }
+  } observer(args, plan, project, spec);
+  remote::runExecution(coordinator, plan, observer, &interrupted);
+  const nlohmann::json& runs = observer.runs;
+  const core::Comparison& comparison = observer.comparison;
+  const bool failed = observer.failed;
   std::cout << nlohmann::json{{"runs", runs}}.dump() << std::endl;
   std::cerr << core::comparisonTable(comparison) << std::flush;
   if (recordingFailed()) return 1;

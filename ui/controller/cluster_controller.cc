@@ -17,6 +17,7 @@
 #include "remote/common/tls.h"
 #include "remote/common/versions.h"
 #include "remote/coordinator/coordinator.h"
+#include "remote/coordinator/execution_runner.h"
 
 namespace dtlab::ui {
 namespace {
@@ -191,73 +192,73 @@ void ClusterController::work(RunRequest request) {
 
     auto store = core::ProjectStore::open(request.projectPath.toStdString());
     const int64_t stepsPerEpoch = spec.dataset.trainSize / spec.training.batchSize;
-    const int variants = static_cast<int>(spec.variants.size());
-    // A resume: that run's variant alone, from its newest checkpoint, into the same run.
+    // A resume: that run's variant alone, from its checkpoint (the newest, or resumeStep's),
+    // into the same run; otherwise one execution: every variant, repeated.
     std::vector<unsigned char> resume;
-    int first = 0;
+    remote::ExecutionPlan plan;
     if (request.resumeRunId > 0) {
-      const core::RunRecord run = store->requireRun(request.resumeRunId);
-      const std::vector<core::CheckpointInfo> kept = store->checkpoints(run.id);
-      if (kept.empty()) throw Error(core::whyNoCheckpoint(*store, run));
-      first = core::variantOfRun(spec, run.name);
-      const int64_t step = request.resumeStep > 0 ? request.resumeStep : kept.back().step;
-      resume = store->prepareResume(run.id, step);  // refuses a damaged one (below)
-    }
-    // A resume goes on with its run alone; otherwise one execution: every variant, repeated.
-    std::vector<core::PlannedRun> plan;
-    std::optional<int64_t> executionId;
-    if (request.resumeRunId > 0) {
-      const core::RunRecord run = store->requireRun(request.resumeRunId);
-      core::PlannedRun resumed;
-      resumed.variant = first;
-      resumed.repetition = static_cast<int>(run.repetition);
-      resumed.spec = spec;
-      resumed.name = run.name;
-      plan.push_back(std::move(resumed));
+      const remote::ResumePoint point =
+          remote::resumePoint(*store, request.resumeRunId, request.resumeStep);
+      resume = store->prepareResume(point.run.id, point.step);  // refuses a damaged one (below)
+      plan = remote::planResume(point);
     } else {
-      plan = core::executionPlan(spec);
-      executionId = core::beginExecution(*store, spec);
-      emit executionStarted(*executionId);
+      plan = remote::planExecution(store.get(), spec);
+      emit executionStarted(*plan.executionId);
     }
-    const int planned = static_cast<int>(plan.size());
-    for (int i = 0; i < planned && !cancel_.load(); ++i) {
-      const core::PlannedRun& run = plan[static_cast<std::size_t>(i)];
-      const int v = run.variant;
-      const core::VariantConfig& variantConfig = spec.variants[static_cast<std::size_t>(v)];
-      QString variant = QString::fromStdString(variantConfig.name);
-      if (spec.repeats > 1)
-        variant += QString(" (%1/%2)").arg(run.repetition + 1).arg(spec.repeats);
-      std::unique_ptr<core::RunRecording> recordingOwner =
-          request.resumeRunId > 0
-              ? std::make_unique<core::RunRecording>(*store, request.resumeRunId,
-                                                     spec.training.checkpointsKept)
-              : std::make_unique<core::RunRecording>(
-                    *store, run.spec, core::strategyOf(variantConfig).name, run.name,
-                    core::ExecutionSlot{*executionId, run.repetition});
-      core::RunRecording& recording = *recordingOwner;
-      const qint64 runId = recording.runId();
-      emit runStarted(runId, variant);
-      RunProgress base;
-      base.variant = variant;
-      base.variantIndex = request.resumeRunId > 0 ? v : i;
-      base.variantCount = request.resumeRunId > 0 ? variants : planned;
-      base.plannedSteps = core::plannedSteps(spec, stepsPerEpoch);
-      ProgressSink progress(this, &feed_, runId, base);
-      core::FanOutSink sink({&recording.sink(), &progress});
-      core::RunSummary summary;
-      try {
-        summary = coordinator.run(run.spec, v, &sink, &cancel_, resume);
-      } catch (const std::exception& e) {
-        summary.name = run.name;
-        summary.status = core::RunStatus::kFailed;
-        summary.stopReason = core::StopReason::kError;
-        summary.error = e.what();
+
+    // Each run recorded into the project, its progress fed to the window.
+    struct Observer final : remote::ExecutionObserver {
+      ClusterController& owner;
+      core::ProjectStore& store;
+      const remote::ExecutionPlan& plan;
+      const RunRequest& request;
+      int64_t stepsPerEpoch;
+      int index = 0;
+      std::unique_ptr<core::RunRecording> recording;
+      std::unique_ptr<ProgressSink> progress;
+      std::unique_ptr<core::FanOutSink> sink;
+
+      Observer(ClusterController& o, core::ProjectStore& s, const remote::ExecutionPlan& p,
+               const RunRequest& r, int64_t steps)
+          : owner(o), store(s), plan(p), request(r), stepsPerEpoch(steps) {}
+      core::MetricSink* runStarting(const core::PlannedRun& run,
+                                    const std::string& label) override {
+        const core::VariantConfig& variant =
+            run.spec.variants[static_cast<std::size_t>(run.variant)];
+        recording = plan.resume ? std::make_unique<core::RunRecording>(
+                                      store, request.resumeRunId, run.spec.training.checkpointsKept)
+                                : std::make_unique<core::RunRecording>(
+                                      store, run.spec, core::strategyOf(variant).name, run.name,
+                                      core::ExecutionSlot{*plan.executionId, run.repetition});
+        const qint64 runId = recording->runId();
+        emit owner.runStarted(runId, QString::fromStdString(label));
+        RunProgress base;
+        base.variant = QString::fromStdString(label);
+        base.variantIndex = plan.resume ? run.variant : index;
+        base.variantCount = plan.resume ? static_cast<int>(run.spec.variants.size())
+                                        : static_cast<int>(plan.runs.size());
+        base.plannedSteps = core::plannedSteps(run.spec, stepsPerEpoch);
+        progress = std::make_unique<ProgressSink>(&owner, &owner.feed_, runId, base);
+        sink = std::make_unique<core::FanOutSink>(
+            std::vector<core::MetricSink*>{&recording->sink(), progress.get()});
+        return sink.get();
       }
-      recording.finish(summary);
-      emit runFinished(runId, summary.status, QString::fromStdString(summary.error));
-      if (summary.status == core::RunStatus::kFailed)
-        emit problem(QString("%1 failed: %2").arg(variant, QString::fromStdString(summary.error)));
-    }
+      void runFinished(const core::PlannedRun&, const std::string& label,
+                       const core::RunSummary& summary) override {
+        recording->finish(summary);
+        emit owner.runFinished(recording->runId(), summary.status,
+                               QString::fromStdString(summary.error));
+        if (summary.status == core::RunStatus::kFailed)
+          emit owner.problem(
+              QString("%1 failed: %2")
+                  .arg(QString::fromStdString(label), QString::fromStdString(summary.error)));
+        sink.reset();
+        progress.reset();
+        recording.reset();
+        ++index;
+      }
+    } observer(*this, *store, plan, request, stepsPerEpoch);
+    remote::runExecution(coordinator, plan, observer, &cancel_, resume);
   } catch (const core::CheckpointDamaged& e) {
     // The window offers the older checkpoint that verifies, where there is one.
     if (e.previousWhole())
