@@ -9,6 +9,12 @@ namespace {
 
 using nlohmann::json;
 
+// As RunEvent::data holds it; text that is not UTF-8 (a host name, say) is replaced, not
+// refused: the facts of a run must not fail it.
+std::string dumped(const json& facts) {
+  return facts.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 // The event's data as an object, or null when it has none; `kind` names it in errors.
 json dataOf(const RunEvent& event) {
   if (event.data.empty()) return nullptr;
@@ -40,21 +46,24 @@ std::string NodeFacts::description() const {
 }
 
 std::string eventData(const NodeFacts& f) {
-  return json{{"node", f.node},       {"label", f.label},     {"host", f.host},
-              {"version", f.version}, {"machine", f.machine}, {"cores", f.cores},
-              {"devices", f.devices}}
-      .dump();
+  return dumped(json{{"node", f.node},
+                     {"label", f.label},
+                     {"host", f.host},
+                     {"version", f.version},
+                     {"machine", f.machine},
+                     {"cores", f.cores},
+                     {"devices", f.devices}});
 }
 
 std::string eventData(const PhaseFacts& f) {
-  return json{{"asynchronous", f.asynchronous}}.dump();
+  return dumped({{"asynchronous", f.asynchronous}});
 }
 
 std::string eventData(const CollectiveFacts& f) {
   json calls = json::array();
   for (const CollectiveFacts::Call& c : f.calls)
     calls.push_back({{"bytes", c.bytes}, {"algorithm", c.algorithm}, {"ms", c.ms}});
-  return json{{"bucket_bytes", f.bucketBytes}, {"calls", calls}}.dump();
+  return dumped({{"bucket_bytes", f.bucketBytes}, {"calls", calls}});
 }
 
 std::optional<NodeFacts> nodeFactsOf(const RunEvent& event) {
@@ -91,8 +100,11 @@ std::optional<CollectiveFacts> collectiveFactsOf(const RunEvent& event) {
                 " have no valid \"calls\"");
   for (const json& c : calls) {
     if (!c.is_object()) throw Error("a call in the facts of a \"start\" event is not an object");
-    f.calls.push_back(
-        {c.value("bytes", int64_t{0}), c.value("algorithm", std::string()), c.value("ms", 0.0)});
+    CollectiveFacts::Call call;
+    call.bytes = field<int64_t>(c, "bytes", event);
+    call.algorithm = field<std::string>(c, "algorithm", event);
+    call.ms = field<double>(c, "ms", event);
+    f.calls.push_back(std::move(call));
   }
   return f;
 }

@@ -294,10 +294,13 @@ void addEventFacts(sqlite::Db& db) {
   sqlite::Statement rewrite(db, "UPDATE run_summaries SET summary = ? WHERE run_id = ?");
   while (summaries.step()) {
     nlohmann::json s = nlohmann::json::parse(summaries.columnText(1), nullptr, false);
-    if (!s.is_object() || s.value("status", "") != "failed" ||
-        s.value("stop_reason", "") != "error")
-      continue;
-    const std::string error = s.value("error", "");
+    // A summary that is not what a run stores (damaged, or edited) is left as it is.
+    const auto text = [&s](const char* key) {
+      const auto it = s.find(key);
+      return it != s.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    if (!s.is_object() || text("status") != "failed" || text("stop_reason") != "error") continue;
+    const std::string error = text("error");
     if (error.find("diverged") != std::string::npos)
       s["stop_reason"] = "diverged";
     else if (error.find(" lost") != std::string::npos)

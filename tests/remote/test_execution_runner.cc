@@ -74,7 +74,8 @@ class TestExecutionRunner : public QObject {
     done.finish(completed);
     QCOMPARE(refusal(*store, done.runId()), "run " + std::to_string(done.runId()) +
                                                 " ('runner/sync') completed: nothing to resume");
-    const int64_t noSpec = store->beginRun({std::nullopt, "bare", "sync_allreduce", 1, nullptr});
+    const int64_t noSpec =
+        store->beginRun({std::nullopt, "bare", "sync_allreduce", 1, nullptr, std::nullopt, 0});
     QVERIFY2(refusal(*store, noSpec).ends_with("has no stored spec"),
              refusal(*store, noSpec).c_str());
     core::RunRecording stopped(*store, plan.runs[1].spec, "async_ps", plan.runs[1].name,
