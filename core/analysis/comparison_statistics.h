@@ -13,7 +13,7 @@
 
 namespace dtlab::core {
 
-// Statistics over the repetitions of an execution (DESIGN.md, "Executions and repeats"): per
+// Statistics over the repetitions of an execution (every variant run `repeats` times): per
 // variant, the median of each measured figure with a percentile-bootstrap interval over its
 // repetitions; per pair of variants, the ratio of their medians with a paired-bootstrap
 // interval (the variants of one repetition share its seed, so they are resampled together)

@@ -108,8 +108,8 @@ class Backend {
                                int64_t begin, int64_t end, int64_t step, float lr) = 0;
 };
 
-// Backends in order of preference, each with its own availability test (STYLE.md:
-// Horovod's OperationManager). The CPU backend is always last and always enabled.
+// Backends in order of preference, each with its own availability test (as Horovod's
+// OperationManager keeps its operations). The CPU backend is always last and always enabled.
 struct BackendInfo {
   std::string name;      // "cpu", "cuda"
   bool enabled = false;  // compiled in and a device present

@@ -31,7 +31,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/comm/gloo_communicator_impl.h"
+#include "core/comm/gloo_group_state.h"
 #include "core/comm/gloo_mesh.h"
 #include "core/comm/shm_allreduce.h"
 #include "core/common/check.h"
@@ -40,16 +40,6 @@ namespace dtlab::core {
 
 namespace {
 
-constexpr std::array<std::pair<AllReduceAlgorithm, std::string_view>, 7> kAlgorithmNames = {{
-    {AllReduceAlgorithm::kAuto, "auto"},
-    {AllReduceAlgorithm::kOwn, "own"},
-    {AllReduceAlgorithm::kRing, "ring"},
-    {AllReduceAlgorithm::kRingChunked, "ring_chunked"},
-    {AllReduceAlgorithm::kHalvingDoubling, "halving_doubling"},
-    {AllReduceAlgorithm::kGlooAllreduce, "gloo_allreduce"},
-    {AllReduceAlgorithm::kSharedMemory, "shm"},
-}};
-
 // Longest the destructor waits for the peers to reach theirs (see ~GlooCommunicator).
 constexpr std::chrono::milliseconds kShutdownTimeout{10000};
 
@@ -57,24 +47,7 @@ constexpr size_t kMaxClassicInstances = 16;  // per (count, algorithm); see runC
 
 }  // namespace
 
-std::string_view allReduceAlgorithmName(AllReduceAlgorithm algorithm) {
-  for (const auto& [value, name] : kAlgorithmNames) {
-    if (value == algorithm) return name;
-  }
-  return "unknown";
-}
-
-AllReduceAlgorithm parseAllReduceAlgorithm(std::string_view name) {
-  std::string valid;
-  for (const auto& [value, known] : kAlgorithmNames) {
-    if (known == name) return value;
-    valid += valid.empty() ? "" : ", ";
-    valid += known;
-  }
-  throw Error(detail::concat("unknown all-reduce algorithm '", name, "' (valid: ", valid, ")"));
-}
-
-void GlooCommunicator::Impl::runClassic(AllReduceAlgorithm algorithm, float* data, int64_t count) {
+void GlooGroupState::runClassic(AllReduceAlgorithm algorithm, float* data, int64_t count) {
   DTLAB_ENFORCE(count <= INT_MAX / static_cast<int64_t>(sizeof(float)),
                 "Gloo's classic algorithms address at most 2 GiB: ", count, " floats");
   ClassicInstance* entry = nullptr;
@@ -124,7 +97,7 @@ void GlooCommunicator::Impl::runClassic(AllReduceAlgorithm algorithm, float* dat
   bytesReceived.fetch_add(2 * (size - 1) * bytes / size, std::memory_order_relaxed);
 }
 
-void GlooCommunicator::Impl::runGlooAllreduce(float* data, int64_t count) {
+void GlooGroupState::runGlooAllreduce(float* data, int64_t count) {
   gloo::AllreduceOptions opts(context);
   opts.setOutput(data, static_cast<size_t>(count));
   opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
@@ -137,7 +110,7 @@ void GlooCommunicator::Impl::runGlooAllreduce(float* data, int64_t count) {
   bytesReceived.fetch_add(2 * (size - 1) * bytes / size, std::memory_order_relaxed);
 }
 
-void GlooCommunicator::Impl::runShared(float* data, int64_t count) {
+void GlooGroupState::runShared(float* data, int64_t count) {
   DTLAB_ENFORCE(shm != nullptr, "no shared memory for this group (", shmWhyNot, ")");
   shm->allReduceSum(data, count);
   // No byte leaves the host; counted as what a ring would exchange with the peers, so that a
@@ -167,13 +140,13 @@ void ignoreSigpipeUnlessHandled() {
 
 GlooCommunicator::GlooCommunicator(gloo::rendezvous::Store& store, int rank, int size,
                                    const GlooOptions& options)
-    : impl_(std::make_unique<Impl>()) {
+    : impl_(std::make_unique<GlooGroupState>()) {
   ignoreSigpipeUnlessHandled();
   DTLAB_ENFORCE(size >= 1, "group size must be positive: ", size);
   DTLAB_ENFORCE(rank >= 0 && rank < size, "rank ", rank, " outside a group of ", size);
   DTLAB_ENFORCE(options.connectTimeout.count() > 0 && options.opTimeout.count() > 0,
                 "timeouts must be positive");
-  Impl& impl = *impl_;
+  GlooGroupState& impl = *impl_;
   impl.rank = rank;
   impl.size = size;
   impl.options = options;
@@ -223,7 +196,7 @@ GlooCommunicator::GlooCommunicator(gloo::rendezvous::Store& store, int rank, int
 }
 
 GlooCommunicator::~GlooCommunicator() {
-  Impl& impl = *impl_;
+  GlooGroupState& impl = *impl_;
   if (impl.size == 1 || impl.context == nullptr || !impl.brokenBy.empty() || impl.mesh.aborted())
     return;
   // A peer may still be collecting the last collective's data from us, and Gloo fails even
@@ -285,7 +258,7 @@ void GlooCommunicator::allReduceSum(float* data, int64_t count) {
 void GlooCommunicator::allReduceSum16(uint16_t* data, int64_t count, HalfFormat format) {
   DTLAB_ENFORCE(count >= 0, "negative element count: ", count);
   DTLAB_ENFORCE(count == 0 || data != nullptr, "null buffer for ", count, " halves");
-  Impl& impl = *impl_;
+  GlooGroupState& impl = *impl_;
   if (impl.size == 1 || count == 0) return;
   using Reduce = void (*)(void*, const void*, const void*, size_t);
   const Reduce reduce =
@@ -318,7 +291,7 @@ void GlooCommunicator::allReduceSum16(uint16_t* data, int64_t count, HalfFormat 
 }
 
 void GlooCommunicator::allReduceWith(AllReduceAlgorithm algorithm, float* data, int64_t count) {
-  Impl& impl = *impl_;
+  GlooGroupState& impl = *impl_;
   impl.guarded(
       [&] {
         return detail::concat("all-reduce (", allReduceAlgorithmName(algorithm), ") of ", count,
@@ -362,7 +335,7 @@ const std::string& GlooCommunicator::sharedMemoryWhyNot() const {
 }
 
 AllReduceTuning GlooCommunicator::tuneAllReduce(float* scratch, int64_t count) {
-  Impl& impl = *impl_;
+  GlooGroupState& impl = *impl_;
   if (impl.size == 1 || impl.options.allReduceAlgorithm != AllReduceAlgorithm::kAuto) return {};
   const std::vector<AllReduceAlgorithm> candidates = tunedCandidates();
   AllReduceProbe probe;
@@ -399,7 +372,7 @@ void GlooCommunicator::broadcast(float* data, int64_t count, int root) {
   DTLAB_ENFORCE(root >= 0 && root < impl_->size, "broadcast root ", root, " outside a group of ",
                 impl_->size);
   DTLAB_ENFORCE(count == 0 || data != nullptr, "null buffer for ", count, " floats");
-  Impl& impl = *impl_;
+  GlooGroupState& impl = *impl_;
   if (impl.size == 1 || count == 0) return;
   impl.guarded([&] { return detail::concat("broadcast of ", count, " floats from rank ", root); },
                [&] {
@@ -434,7 +407,7 @@ void GlooCommunicator::allGather(const float* in, int64_t count, float* out) {
   DTLAB_ENFORCE(count >= 0, "negative element count: ", count);
   DTLAB_ENFORCE(count == 0 || (in != nullptr && out != nullptr), "null buffer for ", count,
                 " floats");
-  Impl& impl = *impl_;
+  GlooGroupState& impl = *impl_;
   const int64_t total = count * impl.size;
   DTLAB_ENFORCE(count == 0 || in + count <= out || out + total <= in,
                 "all-gather input and output overlap");
@@ -458,7 +431,7 @@ void GlooCommunicator::allGather(const float* in, int64_t count, float* out) {
 }
 
 void GlooCommunicator::barrier() {
-  Impl& impl = *impl_;
+  GlooGroupState& impl = *impl_;
   if (impl.size == 1) return;
   impl.guarded([] { return std::string("barrier"); },
                [&] {

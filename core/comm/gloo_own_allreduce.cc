@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/comm/gloo_communicator_impl.h"
+#include "core/comm/gloo_group_state.h"
 #include "core/comm/gloo_mesh.h"
 #include "core/comm/rank_order_sum.h"
 
@@ -52,7 +52,7 @@ constexpr size_t kMaxSendBufferSets = 64;
 // price is that a receive area must never be overwritten before it has been read: the
 // protocol is arranged so that causality guarantees it without extra messages (the reasons
 // are given where the buffers are used).
-void GlooCommunicator::Impl::setUpOwn() {
+void GlooGroupState::setUpOwn() {
   const auto n = static_cast<size_t>(size);
   warmUpSocketBuffers(context, options.opTimeout);
   reduceScatterRecv.resize(n);
@@ -75,7 +75,7 @@ void GlooCommunicator::Impl::setUpOwn() {
   }
 }
 
-void GlooCommunicator::Impl::growReduceScatterScratch(int64_t regionFloats) {
+void GlooGroupState::growReduceScatterScratch(int64_t regionFloats) {
   for (auto& buffer : reduceScatterRecv) buffer.reset();
   reduceScatterRegionFloats = regionFloats;
   reduceScatterScratch.assign(static_cast<size_t>(size - 1) * static_cast<size_t>(regionFloats),
@@ -94,8 +94,7 @@ void GlooCommunicator::Impl::growReduceScatterScratch(int64_t regionFloats) {
   gloo::barrier(opts);
 }
 
-GlooCommunicator::Impl::SendBuffers& GlooCommunicator::Impl::sendBuffersFor(float* data,
-                                                                            size_t bytes) {
+GlooGroupState::SendBuffers& GlooGroupState::sendBuffersFor(float* data, size_t bytes) {
   for (auto& cached : sendCache) {
     if (cached.data == data && cached.bytes == bytes) return cached;
   }
@@ -133,7 +132,7 @@ GlooCommunicator::Impl::SendBuffers& GlooCommunicator::Impl::sendBuffersFor(floa
 // alternates with the call parity: a peer can be at most one exchange ahead of us (its next
 // one needs our next data, which we send only after we finished reading this one), so it
 // only ever writes the area we are not reading.
-void GlooCommunicator::Impl::runExchange(float* data, int64_t count) {
+void GlooGroupState::runExchange(float* data, int64_t count) {
   const size_t bytes = static_cast<size_t>(count) * sizeof(float);
   const int parity = static_cast<int>(exchangeCalls++ & 1);
   auto& send = sendBuffersFor(data, bytes).exchange[parity];
@@ -172,7 +171,7 @@ void GlooCommunicator::Impl::runExchange(float* data, int64_t count) {
 //   arrives for it between calls: a call returns only once all its all-gather data is in,
 //   and a peer's data for the next call needs our reduce-scatter data for it, which we send
 //   after pointing the registration at that call's buffer.
-void GlooCommunicator::Impl::runOwn(float* data, int64_t count) {
+void GlooGroupState::runOwn(float* data, int64_t count) {
   const int n = size;
   const size_t bytes = static_cast<size_t>(count) * sizeof(float);
   if (static_cast<int64_t>(bytes) * (n - 1) <= exchangeMaxBytes(n)) {

@@ -97,12 +97,6 @@ void Mlp::releaseActivations() {
   capacityRows_ = 0;
 }
 
-int64_t Mlp::forwardFlopsPerSample() const {
-  int64_t macs = 0;
-  for (const ParamRange& r : dense_) macs += r.in * r.out;
-  return macs;
-}
-
 double Mlp::trainingFlops(int64_t rows) const {
   double flops = 0.0;
   for (std::size_t i = 0; i < dense_.size(); ++i) {

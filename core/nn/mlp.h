@@ -55,7 +55,6 @@ class Mlp final : public Model {
   ~Mlp() override;
 
   const std::vector<ParamRange>& denseLayers() const { return dense_; }
-  int64_t forwardFlopsPerSample() const override;
   // Forward, backward (no input gradient for the first layer).
   double trainingFlops(int64_t rows) const override;
 

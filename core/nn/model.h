@@ -57,8 +57,6 @@ class Model {
   // The ranges of the gradient buffer backward hands to its listener, in the order it hands
   // them over; they tile the parameters.
   const std::vector<GradientRange>& handOffs() const { return handOffs_; }
-  // Multiply-adds of one forward pass per sample (backward costs about twice that).
-  virtual int64_t forwardFlopsPerSample() const = 0;
   // Flops of one training step on `rows` samples: forward and backward, no optimizer.
   virtual double trainingFlops(int64_t rows) const = 0;
 

@@ -41,7 +41,7 @@ struct SeriesBucket {
 
 struct SeriesData {
   // True when `points` is a min/max reduction and not every stored point: a chart should
-  // say so (STYLE.md: "Tell the user when a chart is downsampled").
+  // say so: a chart tells its user when it shows fewer points than were stored.
   bool downsampled = false;
   int64_t pointsInRange = 0;  // stored points with x in [from, to]
   double from = 0.0;          // the x range actually covered

@@ -15,7 +15,7 @@
 
 namespace dtlab::core {
 
-// async_ps and ssp (DESIGN.md's strategy table): every worker loops pull -> compute -> push
+// async_ps and ssp: every worker loops pull -> compute -> push
 // against the parameter server on its own clock, on its own contiguous part of the training
 // set, with a local batch of its equal share of the global batch. The server applies the
 // run's optimizer to each gradient as it arrives; staleness is how many updates other

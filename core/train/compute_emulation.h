@@ -10,8 +10,8 @@
 
 namespace dtlab::core {
 
-// A node's emulated heterogeneity applied to one worker's compute (DESIGN.md: "compute is
-// stretched to 1/speed of its real time"), shared by every strategy:
+// A node's emulated heterogeneity applied to one worker's compute (its compute stretched to
+// 1/speed of its real time), shared by every strategy:
 //   - speed (and a speed_schedule): each layer's gradients are handed on no sooner than the
 //     step's work so far would take at the node's speed (work / speed after the step began),
 //     so a slow node's gradients really arrive late. When the backend computes on the calling

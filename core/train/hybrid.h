@@ -13,8 +13,8 @@
 
 namespace dtlab::core {
 
-// hybrid (DESIGN.md's strategy table): synchronous all-reduce and the asynchronous parameter
-// server in one run, switching between them.
+// hybrid: synchronous all-reduce and the asynchronous parameter server in one run, switching
+// between them.
 //   sync_then_async: synchronous until switch_at of the run's steps, then asynchronous for the
 //     rest (Sync-Switch style: synchronous training early, when gradients are large and
 //     staleness hurts most, asynchronous later for throughput).

@@ -25,12 +25,11 @@ class AbortSignal;
 struct Checkpoint;
 struct VariantCheckContext;  // core/train/strategy_registry.h
 
-// The parameter server of async_ps, ssp and the asynchronous phase of hybrid (DESIGN.md's
-// strategy table). The flat parameter buffer is split into `shards` contiguous ranges, one
-// per shard node (the first ps_shards nodes of the run), and each range into blocks small
-// enough for one message. A block is the unit the server applies updates to: it has its own
-// version (pushes applied), its own optimizer state, its own lock, so pushes and pulls of
-// different blocks (and shards) proceed side by side.
+// The parameter server of async_ps, ssp and the asynchronous phase of hybrid. The flat parameter
+// buffer is split into `shards` contiguous ranges, one per shard node (the first ps_shards nodes of
+// the run), and each range into blocks small enough for one message. A block is the unit the server
+// applies updates to: it has its own version (pushes applied), its own optimizer state, its own
+// lock, so pushes and pulls of different blocks (and shards) proceed side by side.
 //
 // This header is the server's logic and the interface a worker talks to; remote/ serves the
 // blocks of a node over gRPC (ParameterServer service) and implements the client over it.

@@ -168,8 +168,8 @@ struct StrategyContext {
 
 // What a training strategy supplies; the loop in runWorker does everything they share: the
 // step loop, the stop votes (cancel, time, divergence, evaluator failure, target), evaluation,
-// metric emission and the final checksum (DESIGN.md, "Strategy skeleton"). A new strategy is
-// one subclass and its descriptor in the registry (core/train/README.md).
+// metric emission and the final checksum. A new strategy is one subclass and its descriptor in
+// the registry (core/train/README.md).
 class Strategy {
  public:
   virtual ~Strategy() = default;

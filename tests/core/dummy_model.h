@@ -36,7 +36,6 @@ class LinearModel final : public Model {
   }
   ~LinearModel() override { releaseActivations(); }
 
-  int64_t forwardFlopsPerSample() const override { return inputs() * outputs(); }
   double trainingFlops(int64_t rows) const override {
     return 4.0 * static_cast<double>(rows * inputs() * outputs());
   }

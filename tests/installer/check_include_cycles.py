@@ -1,9 +1,8 @@
 #!/usr/bin/env python3
 """Fails on an include cycle between the modules of core, remote, ui and app.
 
-A module is a header and its source files (x.h with x.cc, x.cu), and a private header named
-x_impl.h belongs to module x. Module a depends on module b when a file of a includes a header
-of b ("core/..." includes, resolved from the repository root). A cycle is a set of modules that
+A module is a header and its source files (x.h with x.cc, x.cu). Module a depends on module b
+when a file of a includes a header of b ("core/..." includes, resolved from the repository root). A cycle is a set of modules that
 depend on each other (a strongly connected component of more than one).
 
 Cycles that are known and still to be broken are listed in the baseline file, one per line (the
@@ -23,8 +22,7 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
 def module_of(path):
-    stem = os.path.splitext(path)[0]
-    return stem[: -len("_impl")] if stem.endswith("_impl") else stem
+    return os.path.splitext(path)[0]
 
 
 def include_graph(root):

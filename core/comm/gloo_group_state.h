@@ -17,8 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "core/comm/gloo_communicator.h"
+#include "core/comm/abort_signal.h"
+#include "core/comm/allreduce_tuning.h"
+#include "core/comm/communicator.h"
 #include "core/comm/gloo_mesh.h"
+#include "core/comm/gloo_options.h"
 #include "core/comm/shm_allreduce.h"
 #include "core/common/check.h"
 
@@ -36,7 +39,7 @@ class MeshContext final : public gloo::Context {
   }
 };
 
-struct GlooCommunicator::Impl {
+struct GlooGroupState {
   int rank = 0;
   int size = 1;
   GlooOptions options;
@@ -107,7 +110,7 @@ struct GlooCommunicator::Impl {
   std::unique_ptr<SharedMemoryAllReduce> shm;
   std::atomic<SharedMemoryAllReduce*> shmForAbort{nullptr};
   std::string shmWhyNot = "not set up";
-  // Last, so it goes first: no abort handler may run on a half-destroyed Impl.
+  // Last, so it goes first: no abort handler may run on a half-destroyed state.
   AbortSignal::Registration registration;
 
   // Scratch regions are laid out by peer, skipping our own rank.
@@ -134,7 +137,7 @@ struct GlooCommunicator::Impl {
 };
 
 template <typename Describe, typename Body>
-void GlooCommunicator::Impl::guarded(const Describe& describe, const Body& body) {
+void GlooGroupState::guarded(const Describe& describe, const Body& body) {
   if (mesh.aborted()) {
     throw CommError(CommFailure::kAborted,
                     detail::concat(describe(), " on rank ", rank, " refused: aborted (",
