@@ -12,7 +12,7 @@ using detail::concat;
 
 std::string nodeAddressProblem(std::string_view address) {
   constexpr size_t kMaxAddressBytes = 255;
-  const std::string quoted = "'" + std::string(address.substr(0, 64)) + "'";
+  const std::string quoted = concat('\'', address.substr(0, 64), '\'');
   const char* expected = " (expected HOST:PORT, e.g. node1:7070 or [fe80::1]:7070)";
   if (address.empty()) return std::string("must be HOST:PORT of a running dtlab-node, got \"\"");
   if (address.size() > kMaxAddressBytes)
