@@ -12,6 +12,7 @@
 #include "core/common/statistics.h"
 #include "core/metrics/event_facts.h"
 #include "core/metrics/metric_table.h"
+#include "core/nn/model_kinds.h"
 #include "core/spec/spec_json.h"
 #include "core/store/project_store.h"
 #include "core/train/simulated_model.h"
@@ -289,7 +290,7 @@ sim::Calibration calibrateRuns(ProjectStore& store, std::vector<int64_t> runIds,
   };
   for (const LoadedRun& run : runs) {
     const LoadedRun& first = runs.front();
-    const bool sameModel = run.spec.model == first.spec.model &&
+    const bool sameModel = canonicalModel(run.spec.model) == canonicalModel(first.spec.model) &&
                            run.spec.dataset.features == first.spec.dataset.features &&
                            run.spec.dataset.classes == first.spec.dataset.classes;
     if (!sameModel || links(run.spec) != links(first.spec))

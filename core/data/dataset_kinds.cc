@@ -65,16 +65,8 @@ std::string datasetKindList(const std::function<bool(const DatasetKindDescriptor
   return listText(names);
 }
 
-bool DatasetConfig::operator==(const DatasetConfig& other) const {
-  if (trainSize != other.trainSize || testSize != other.testSize || classes != other.classes ||
-      features != other.features || seed != other.seed)
-    return false;
-  const DatasetKindDescriptor* mine = findDatasetKind(kind);
-  const DatasetKindDescriptor* theirs = findDatasetKind(other.kind);
-  if (mine == nullptr || theirs == nullptr)  // unknown kinds: compared as written
-    return kind == other.kind && parameters == other.parameters;
-  if (mine != theirs) return false;
-  return sameSettings(mine->parameters, parameters, other.parameters);
+DatasetConfig canonicalDataset(const DatasetConfig& config) {
+  return canonicalKindConfig(config, findDatasetKind(config.kind));
 }
 
 std::unique_ptr<Dataset> makeDataset(const DatasetConfig& config) {

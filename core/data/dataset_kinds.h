@@ -74,6 +74,10 @@ std::string datasetKindList(const std::function<bool(const DatasetKindDescriptor
 // A dataset of `kind` (empty: the default) with that kind's classes, features and parameters
 // at their defaults, sizes and seed at DatasetConfig's.
 DatasetConfig defaultDataset(std::string_view kind = {});
+// The config as its kind reads it (core/spec/settings.h's canonicalSettings), the kind named;
+// an unknown kind's config as it is. Two configs are the same dataset when their canonical
+// forms are equal.
+DatasetConfig canonicalDataset(const DatasetConfig& config);
 
 // Builds the dataset the config describes, by its kind's descriptor.
 // Throws dtlab::Error naming the field when the config cannot work (an unknown kind

@@ -1,5 +1,8 @@
 #include "core/metrics/event_facts.h"
 
+#include <cstddef>
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "core/common/check.h"
@@ -106,6 +109,98 @@ std::optional<CollectiveFacts> collectiveFactsOf(const RunEvent& event) {
     call.ms = field<double>(c, "ms", event);
     f.calls.push_back(std::move(call));
   }
+  return f;
+}
+
+namespace {
+
+constexpr std::pair<NodeLossFacts::Cause, std::string_view> kCauses[] = {
+    {NodeLossFacts::Cause::kNoHeartbeat, "no_heartbeat"},
+    {NodeLossFacts::Cause::kStreamBroke, "stream_broke"},
+};
+constexpr std::pair<NodeLossFacts::Outcome, std::string_view> kOutcomes[] = {
+    {NodeLossFacts::Outcome::kOthersGoOn, "others_go_on"},
+    {NodeLossFacts::Outcome::kRestartsFromCheckpoint, "restarts_from_checkpoint"},
+    {NodeLossFacts::Outcome::kGroupRestarts, "group_restarts"},
+    {NodeLossFacts::Outcome::kRunFails, "run_fails"},
+    {NodeLossFacts::Outcome::kRunHadEnded, "run_had_ended"},
+};
+
+template <typename Enum, std::size_t N>
+std::string_view nameOf(const std::pair<Enum, std::string_view> (&names)[N], Enum value) {
+  for (const auto& [v, name] : names)
+    if (v == value) return name;
+  return names[0].second;
+}
+
+template <typename Enum, std::size_t N>
+Enum valueOf(const std::pair<Enum, std::string_view> (&names)[N], const json& data, const char* key,
+             const RunEvent& event) {
+  const std::string text = field<std::string>(data, key, event);
+  for (const auto& [v, name] : names)
+    if (name == text) return v;
+  throw Error("the facts of a \"" + event.kind + "\" event at step " + std::to_string(event.step) +
+              " have an unknown \"" + key + "\": \"" + text + "\"");
+}
+
+}  // namespace
+
+std::string_view toString(NodeLossFacts::Cause cause) {
+  return nameOf(kCauses, cause);
+}
+std::string_view toString(NodeLossFacts::Outcome outcome) {
+  return nameOf(kOutcomes, outcome);
+}
+
+std::string eventData(const RebalanceFacts& f) {
+  return dumped({{"before", f.before},
+                 {"after", f.after},
+                 {"samples_per_second", f.samplesPerSecond},
+                 {"measured_step_ms", f.measuredStepMs},
+                 {"expected_step_ms", f.expectedStepMs},
+                 {"leave_out", f.leaveOut}});
+}
+
+std::string eventData(const NodeLossFacts& f) {
+  return dumped({{"rank", f.rank},
+                 {"node", f.node},
+                 {"cause", toString(f.cause)},
+                 {"error", f.error},
+                 {"silent_ms", f.silentMs},
+                 {"shard", f.shard},
+                 {"outcome", toString(f.outcome)}});
+}
+
+std::optional<RebalanceFacts> rebalanceFactsOf(const RunEvent& event) {
+  if (event.kind != kRebalanceEvent) return std::nullopt;
+  const json data = dataOf(event);
+  if (data.is_null()) return std::nullopt;
+  RebalanceFacts f;
+  f.before = field<std::vector<int64_t>>(data, "before", event);
+  f.after = field<std::vector<int64_t>>(data, "after", event);
+  f.samplesPerSecond = field<std::vector<double>>(data, "samples_per_second", event);
+  f.measuredStepMs = field<double>(data, "measured_step_ms", event);
+  f.expectedStepMs = field<double>(data, "expected_step_ms", event);
+  f.leaveOut = field<int>(data, "leave_out", event);
+  if (f.after.size() != f.before.size())
+    throw Error("the facts of a \"rebalance\" event at step " + std::to_string(event.step) +
+                " give " + std::to_string(f.before.size()) + " shares before and " +
+                std::to_string(f.after.size()) + " after");
+  return f;
+}
+
+std::optional<NodeLossFacts> nodeLossFactsOf(const RunEvent& event) {
+  if (event.kind != kNodeLostEvent) return std::nullopt;
+  const json data = dataOf(event);
+  if (data.is_null()) return std::nullopt;
+  NodeLossFacts f;
+  f.rank = field<int>(data, "rank", event);
+  f.node = field<std::string>(data, "node", event);
+  f.cause = valueOf(kCauses, data, "cause", event);
+  f.error = field<std::string>(data, "error", event);
+  f.silentMs = field<int64_t>(data, "silent_ms", event);
+  f.shard = field<int>(data, "shard", event);
+  f.outcome = valueOf(kOutcomes, data, "outcome", event);
   return f;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/metrics/metrics.h"
@@ -51,21 +52,63 @@ struct CollectiveFacts {
   bool operator==(const CollectiveFacts&) const = default;
 };
 
+// A "rebalance" event of the speed-proportional split: each rank's samples of the batch before
+// and after (the same when the shares were kept), the speeds and step time behind the choice,
+// and a rank the cluster would be faster without.
+struct RebalanceFacts {
+  std::vector<int64_t> before;           // samples per rank
+  std::vector<int64_t> after;            // samples per rank from this step on
+  std::vector<double> samplesPerSecond;  // each rank's measured speed
+  double measuredStepMs = 0.0;           // the step time measured with `before`
+  double expectedStepMs = 0.0;           // the model's step time with `after`
+  int leaveOut = -1;                     // a rank worth leaving out; -1: none
+  bool moved() const { return before != after; }
+  bool operator==(const RebalanceFacts&) const = default;
+};
+
+// A "node_lost" event: which rank's node was lost, why, and what the run does about it.
+struct NodeLossFacts {
+  enum class Cause { kNoHeartbeat, kStreamBroke };
+  enum class Outcome {
+    kOthersGoOn,              // on_node_loss continue: the other workers train on
+    kRestartsFromCheckpoint,  // the run restarts on the other nodes from its newest checkpoint
+    kGroupRestarts,           // on_node_loss restart: the group re-forms on the other nodes
+    kRunFails,                // the run cannot go on
+    kRunHadEnded,             // lost as the run ended: its outcome stands
+  };
+  int rank = -1;
+  std::string node;  // the rank's name: "rank 2 on node2 (127.0.0.1:7002)"
+  Cause cause = Cause::kNoHeartbeat;
+  std::string error;     // the broken stream's error (kStreamBroke)
+  int64_t silentMs = 0;  // how long no heartbeat came (kNoHeartbeat)
+  int shard = -1;        // the parameter-server shard its node served; -1: none
+  Outcome outcome = Outcome::kRunFails;
+  bool operator==(const NodeLossFacts&) const = default;
+};
+std::string_view toString(NodeLossFacts::Cause cause);
+std::string_view toString(NodeLossFacts::Outcome outcome);
+
 // Each as the JSON object text RunEvent::data holds.
 std::string eventData(const NodeFacts& facts);
 std::string eventData(const PhaseFacts& facts);
 std::string eventData(const CollectiveFacts& facts);
+std::string eventData(const RebalanceFacts& facts);
+std::string eventData(const NodeLossFacts& facts);
 
 // The facts of an event of the matching kind ("node"; "strategy_switch" or "hybrid_phase";
-// "start"), or nullopt for another kind or an event without them. Throws dtlab::Error naming
-// the field for data that is not such an object.
+// "start"; "rebalance"; "node_lost"), or nullopt for another kind or an event without them. Throws
+// dtlab::Error naming the field for data that is not such an object.
 std::optional<NodeFacts> nodeFactsOf(const RunEvent& event);
 std::optional<PhaseFacts> phaseFactsOf(const RunEvent& event);
 std::optional<CollectiveFacts> collectiveFactsOf(const RunEvent& event);
+std::optional<RebalanceFacts> rebalanceFactsOf(const RunEvent& event);
+std::optional<NodeLossFacts> nodeLossFactsOf(const RunEvent& event);
 
 // The kinds whose events carry those facts.
 inline constexpr std::string_view kStartEvent = "start";
 inline constexpr std::string_view kSwitchEvent = "strategy_switch";
 inline constexpr std::string_view kPhaseEvent = "hybrid_phase";
+inline constexpr std::string_view kRebalanceEvent = "rebalance";
+inline constexpr std::string_view kNodeLostEvent = "node_lost";
 
 }  // namespace dtlab::core

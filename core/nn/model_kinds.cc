@@ -60,16 +60,8 @@ int64_t modelParameterCount(const ExperimentSpec& spec) {
       .parameterCount(spec.model, spec.dataset.features, spec.dataset.classes);
 }
 
-bool ModelConfig::operator==(const ModelConfig& other) const {
-  if (hidden != other.hidden || activation != other.activation || init != other.init ||
-      loss != other.loss)
-    return false;
-  const ModelKindDescriptor* mine = findModelKind(kind);
-  const ModelKindDescriptor* theirs = findModelKind(other.kind);
-  if (mine == nullptr || theirs == nullptr)  // unknown kinds: compared as written
-    return kind == other.kind && parameters == other.parameters;
-  if (mine != theirs) return false;
-  return sameSettings(mine->parameters, parameters, other.parameters);
+ModelConfig canonicalModel(const ModelConfig& config) {
+  return canonicalKindConfig(config, findModelKind(config.kind));
 }
 
 }  // namespace dtlab::core

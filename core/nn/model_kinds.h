@@ -54,6 +54,8 @@ const ModelKindDescriptor& modelKindOf(const ModelConfig& config);
 // descriptor is incomplete. Register before any spec that names it is parsed.
 void registerModelKind(ModelKindDescriptor descriptor);
 std::vector<std::string> modelKindNames();
+// The config as its kind reads it, as canonicalDataset (core/data/dataset_kinds.h).
+ModelConfig canonicalModel(const ModelConfig& config);
 
 // The model `config` describes for samples of `inputs` features and `outputs` classes, built
 // on `backend` by its kind, its weights not yet initialised.

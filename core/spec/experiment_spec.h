@@ -53,11 +53,10 @@ struct DatasetConfig {
   // Bytes the train + test features take when materialised; checked against a cap.
   int64_t bytes() const { return (trainSize + testSize) * (features + 1) * 4; }
 
-  // The same dataset: the same kind (empty reads as the default), sizes and seed, and the
-  // same value of each of the kind's parameters, an absent one read as its default and a
-  // single-precision one as the float it is rounded to (so a config built in code equals the
-  // one the parser completes from it). Defined beside the registry (core/data/dataset_kinds.cc).
-  bool operator==(const DatasetConfig& other) const;
+  // Equal as written: a config built in code that leaves a parameter at its default is not
+  // equal to the one the parser completes from it; canonicalDataset (core/data/dataset_kinds.h)
+  // makes them compare as the kind reads them.
+  bool operator==(const DatasetConfig&) const = default;
 };
 
 enum class Activation { kReLU, kGELU, kTanh };
@@ -76,10 +75,9 @@ struct ModelConfig {
   // The kind's own settings by key, as DatasetConfig::parameters.
   SettingValues parameters{};
 
-  // The same model: the same kind (empty reads as the default), fields and each of the kind's
-  // settings (an absent one read as its default). Defined beside the registry
-  // (core/nn/model_kinds.cc).
-  bool operator==(const ModelConfig& other) const;
+  // Equal as written, as DatasetConfig; canonicalModel (core/nn/model_kinds.h) compares as the
+  // kind reads it.
+  bool operator==(const ModelConfig&) const = default;
 };
 
 enum class OptimizerKind { kSgd, kAdam, kAdamW, kAdadelta };
@@ -242,9 +240,16 @@ struct VariantConfig {
   bool operator==(const VariantConfig&) const = default;
 };
 
-// One variant of the default strategy (the registry's first) with its default settings: what a
-// spec without "variants" runs.
-std::vector<VariantConfig> defaultVariants();
+// The default strategy: the strategy registry's first entry, which the registry checks
+// (core/train/strategy_registry.h), named here so that a spec's types need no registry.
+inline constexpr std::string_view kDefaultStrategy = "sync_allreduce";
+
+// What a spec without "variants" runs: one variant of the default strategy, its settings left
+// to their defaults (the parser writes them out; canonicalVariant completes one built in code).
+inline std::vector<VariantConfig> defaultVariants() {
+  return {VariantConfig{.name = std::string(kDefaultStrategy),
+                        .strategy = std::string(kDefaultStrategy)}};
+}
 
 struct ExperimentSpec;
 // The variant a run of `spec` ran, from the run's name: `dtlab-cli run` and the GUI name a
@@ -266,6 +271,7 @@ struct ExperimentSpec {
   ClusterConfig cluster;
   std::vector<VariantConfig> variants = defaultVariants();
 
+  // Equal as written; sameExperiment (core/spec/spec_json.h) compares specs as DTLab reads them.
   bool operator==(const ExperimentSpec&) const = default;
 };
 

@@ -116,18 +116,18 @@ std::string listText(const std::vector<std::string>& names) {
   return out;
 }
 
-bool sameSettings(std::span<const SettingSchema> schema, const SettingValues& a,
-                  const SettingValues& b) {
-  const SettingsView va(schema, a);
-  const SettingsView vb(schema, b);
+SettingValues canonicalSettings(std::span<const SettingSchema> schema,
+                                const SettingValues& values) {
+  const SettingsView view(schema, values);
+  SettingValues out;
   for (const SettingSchema& s : schema) {
-    if (s.singlePrecision) {  // what the owner computes with
-      if (static_cast<float>(va.real(s.key)) != static_cast<float>(vb.real(s.key))) return false;
-    } else if (va.value(s.key) != vb.value(s.key)) {
-      return false;
-    }
+    if (!view.applies(s.key)) continue;
+    if (s.singlePrecision)
+      out.set(s.key, static_cast<double>(static_cast<float>(view.real(s.key))));
+    else
+      out.set(s.key, view.value(s.key));
   }
-  return true;
+  return out;
 }
 
 }  // namespace dtlab::core

@@ -109,10 +109,22 @@ std::string conditionText(const SettingCondition& condition);
 // Names as a sentence lists them: "a", "a and b", "a, b and c".
 std::string listText(const std::vector<std::string>& names);
 
-// Whether two owners' values are the same settings: every setting of the schema compared, an
-// absent one read as its default and a single-precision real as the float it is rounded to (so
-// values built in code equal those the parser completes from them).
-bool sameSettings(std::span<const SettingSchema> schema, const SettingValues& a,
-                  const SettingValues& b);
+// The values as their owner computes with them, so that two owners' values compare equal
+// exactly when they are the same settings: every setting of the schema that applies, with its
+// default where absent and a single-precision real as the float it is rounded to; keys the
+// schema does not declare, and settings whose condition does not hold, dropped.
+SettingValues canonicalSettings(std::span<const SettingSchema> schema, const SettingValues& values);
+
+// A config of a registered kind (a dataset's, a model's: `kind` and `parameters`) as the kind
+// reads it: the kind named and the parameters canonical; as written when `kind` is null (not
+// registered in this build).
+template <typename Config, typename Kind>
+Config canonicalKindConfig(const Config& config, const Kind* kind) {
+  if (kind == nullptr) return config;
+  Config out = config;
+  out.kind = kind->name;
+  out.parameters = canonicalSettings(kind->parameters, config.parameters);
+  return out;
+}
 
 }  // namespace dtlab::core

@@ -25,6 +25,7 @@
 #include "core/spec/spec_names.h"
 #include "core/spec/spec_reader.h"
 #include "core/spec/variants.h"
+#include "core/train/strategy_registry.h"
 
 namespace dtlab::core {
 
@@ -493,6 +494,18 @@ ExperimentSpec loadExperimentSpec(const std::string& path) {
   } catch (const SpecError& e) {
     throw e.withContext(path);
   }
+}
+
+ExperimentSpec canonicalSpec(const ExperimentSpec& spec) {
+  ExperimentSpec out = spec;
+  out.dataset = canonicalDataset(spec.dataset);
+  out.model = canonicalModel(spec.model);
+  for (VariantConfig& v : out.variants) v = canonicalVariant(v);
+  return out;
+}
+
+bool sameExperiment(const ExperimentSpec& a, const ExperimentSpec& b) {
+  return canonicalSpec(a) == canonicalSpec(b);
 }
 
 }  // namespace dtlab::core

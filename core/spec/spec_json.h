@@ -15,9 +15,16 @@ namespace dtlab::core {
 ExperimentSpec parseExperimentSpec(const nlohmann::json& json);
 ExperimentSpec parseExperimentSpecText(const std::string& text);  // also reports JSON syntax errors
 ExperimentSpec loadExperimentSpec(const std::string& path);       // names the file in errors
-// Complete JSON with every default filled in; parseExperimentSpec(toJson(s)) == s.
+// Complete JSON with every default filled in; sameExperiment(parseExperimentSpec(toJson(s)), s).
 nlohmann::json toJson(const ExperimentSpec& spec);
 // One cluster.nodes entry, as toJson(spec) writes it.
 nlohmann::json toJson(const NodeConfig& node);
+
+// The spec as DTLab reads it: the dataset, model and every variant in their canonical forms
+// (core/data/dataset_kinds.h, core/nn/model_kinds.h, core/train/strategy_registry.h), so that a
+// spec built in code and the one the parser completes from it compare equal.
+ExperimentSpec canonicalSpec(const ExperimentSpec& spec);
+// Whether two specs run the same experiment: their canonical forms are equal.
+bool sameExperiment(const ExperimentSpec& a, const ExperimentSpec& b);
 
 }  // namespace dtlab::core

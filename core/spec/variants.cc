@@ -124,7 +124,7 @@ VariantConfig parseVariant(ObjectReader& r, const ExperimentSpec& spec,
 
 std::vector<VariantConfig> parseVariants(const json* list, const std::string& path,
                                          const ExperimentSpec& spec) {
-  if (list == nullptr) return defaultVariants();
+  if (list == nullptr) return {defaultVariant()};
   if (!list->is_array() || list->empty())
     throw SpecError(path, "must be a non-empty list of strategy variants, got " + describe(*list));
   if (list->size() > kMaxVariants)
@@ -165,10 +165,6 @@ json variantsJson(const std::vector<VariantConfig>& variants) {
 }  // namespace dtlab::core::spec_detail
 
 namespace dtlab::core {
-
-std::vector<VariantConfig> defaultVariants() {
-  return {defaultVariant()};
-}
 
 int variantOfRun(const ExperimentSpec& spec, const std::string& runName) {
   if (spec.variants.size() == 1) return 0;

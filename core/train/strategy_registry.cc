@@ -15,8 +15,13 @@ void checkComplete(const StrategyDescriptor& d) {
 Registry<StrategyDescriptor>& registry() {
   // Never destroyed: strategies may be looked up during exit. The built-in strategies, in the
   // order the spec and the GUI list them; the first is the default.
-  static auto* instance =
-      new Registry<StrategyDescriptor>("strategy", checkComplete, builtinStrategies());
+  static auto* instance = [] {
+    std::vector<StrategyDescriptor> builtIns = builtinStrategies();
+    // A spec's default variant names the default strategy without asking the registry.
+    DTLAB_ENFORCE(!builtIns.empty() && builtIns.front().name == kDefaultStrategy,
+                  "the first built-in strategy is ", kDefaultStrategy);
+    return new Registry<StrategyDescriptor>("strategy", checkComplete, std::move(builtIns));
+  }();
   return *instance;
 }
 
@@ -93,6 +98,16 @@ VariantConfig defaultVariant(std::string_view strategy) {
   for (const SettingSchema& s : d->settings)
     if (d->view(v).applies(s.key)) v.settings.set(s.key, s.defaultValue);
   return v;
+}
+
+VariantConfig canonicalVariant(const VariantConfig& variant) {
+  const StrategyDescriptor* strategy = findStrategy(variant.strategy);
+  if (strategy == nullptr) return variant;  // an unknown strategy: compared as written
+  VariantConfig out = variant;
+  out.strategy = strategy->name;
+  if (out.name.empty()) out.name = strategy->name;
+  out.settings = canonicalSettings(strategy->settings, variant.settings);
+  return out;
 }
 
 std::unique_ptr<Strategy> makeStrategy(StrategyContext& context) {

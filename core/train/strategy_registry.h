@@ -114,6 +114,9 @@ void registerStrategy(StrategyDescriptor descriptor);
 std::vector<std::string> strategyNames();
 // A variant of `strategy` (empty: the default) named after it, every setting at its default.
 VariantConfig defaultVariant(std::string_view strategy = {});
+// The variant as its strategy reads it (core/spec/settings.h's canonicalSettings), its name and
+// strategy spelled out; an unknown strategy's variant as it is.
+VariantConfig canonicalVariant(const VariantConfig& variant);
 // Builds the variant's strategy for one rank; throws Error when it is not registered.
 std::unique_ptr<Strategy> makeStrategy(StrategyContext& context);
 // "async_ps, ssp and hybrid": the registered strategies for which `pick` holds.

@@ -13,6 +13,7 @@
 #include "core/comm/gradient_buckets.h"
 #include "core/common/random.h"
 #include "core/data/dataset.h"
+#include "core/metrics/event_facts.h"
 #include "core/train/checkpoint.h"
 #include "core/train/compression_settings.h"
 #include "core/train/data_shards.h"
@@ -412,7 +413,13 @@ void SyncAllReduce::rebalance(int64_t step) {
               msText(leave.stepMs + unseen) + " a step (" + gain +
               "): leaving it out of the cluster pays";
   }
-  context_.event(step, "rebalance", detail, "");
+  RebalanceFacts facts{.before = counts_,
+                       .after = move ? proposal.counts : counts_,
+                       .samplesPerSecond = speeds,
+                       .measuredStepMs = measured,
+                       .expectedStepMs = move ? proposal.stepMs + unseen : measured,
+                       .leaveOut = leave.rank};
+  context_.event(step, std::string(kRebalanceEvent), detail, eventData(facts));
   advisedLeaveOut_ = leave.rank;
   if (move) setCounts(proposal.counts);
 }

@@ -74,6 +74,8 @@ struct NodeSummary {
   std::vector<std::string> capabilities;
   // "cpu (1 slot)", "cuda:0 (NVIDIA H200, 139.8 GiB, compute capability 9.0)"
   std::vector<std::string> devices;
+  // Those of its devices that are not its CPU (by the daemon's kind), as `devices` says them.
+  std::vector<std::string> accelerators;
   // The machine as the daemon describes its CPU ("AMD EPYC 9R14, 2 cores, 1 worker threads").
   std::string machine;
   int cpuSlots = 1;  // CPU workers it runs at once (--devices cpu:N)

@@ -146,10 +146,8 @@ namespace {
 // The node event's facts: "node0 (127.0.0.1:7070): host lab1, DTLab 0.1.0, AMD EPYC 9R14,
 // 2 cores, 1 worker threads; cuda:0 (NVIDIA H200, ...)" as its sentence.
 core::NodeFacts nodeFacts(int index, const std::string& label, const NodeSummary& node) {
-  core::NodeFacts f{index, label, node.hostname, node.programVersion, node.machine, node.cores, {}};
-  for (const std::string& device : node.devices)
-    if (device.rfind("cpu", 0) != 0) f.devices.push_back(device);
-  return f;
+  return {index,        label,      node.hostname,    node.programVersion,
+          node.machine, node.cores, node.accelerators};
 }
 
 // A restart after a lost node (on_node_loss "restart"), reported as a "recovery" event once
@@ -346,8 +344,11 @@ core::RunSummary Coordinator::run(const core::ExperimentSpec& spec, int variant,
     summary.stopReason = core::StopReason::kNodeLost;
     summary.error = watched.lostNode + "; restarting on the other nodes failed: " + restartFailed;
   }
-  if (const core::SettingValue* partition = chosen.settings.find("partition"))
-    summary.partition = core::settingText(*partition);
+  // The split of the batch, for a strategy that has the setting (a variant built in code may
+  // leave it at its default).
+  if (const core::SettingsView view = core::strategyOf(chosen).view(chosen);
+      view.declares("partition") && view.applies("partition"))
+    summary.partition = core::settingText(view.value("partition"));
   summary.rebalances = std::count_if(summary.events.begin(), summary.events.end(),
                                      [](const core::RunEvent& e) { return e.kind == "rebalance"; });
   summary.switches =

@@ -79,6 +79,7 @@ NodeSummary getInfo(pb::NodeService::Stub& stub, const std::string& address,
     s.devices.push_back(d.kind() == "cuda" ? d.name() + " (" + d.detail() + ")"
                                            : d.name() + " (" + std::to_string(d.slots()) +
                                                  (d.slots() == 1 ? " slot)" : " slots)"));
+    if (d.kind() != "cpu") s.accelerators.push_back(s.devices.back());
     if (d.kind() == "cuda") ++s.gpus;
     if (d.kind() == "cpu") {
       s.cpuSlots += std::max(1, d.slots());
@@ -601,7 +602,7 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
         return true;
     return false;
   };
-  auto drop = [&](std::size_t i, const std::string& lost) {
+  auto drop = [&](std::size_t i, const std::string& lost, core::NodeLossFacts facts) {
     // Every rank of the node goes with it (its daemon is one process).
     std::vector<std::size_t> gone;
     for (std::size_t j = 0; j < world; ++j)
@@ -619,10 +620,12 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
     for (std::size_t j = 0; j < world; ++j)
       if (!watches[j].end.dropped) members.push_back(static_cast<int>(j));
     const auto others = members.size();
-    out.addEvent(step, "node_lost",
+    facts.outcome = core::NodeLossFacts::Outcome::kOthersGoOn;
+    out.addEvent(step, std::string(core::kNodeLostEvent),
                  lost + "; the other " + std::to_string(others) +
                      (others == 1 ? " worker goes on" : " workers go on") +
-                     " (on_node_loss: continue)");
+                     " (on_node_loss: continue)",
+                 core::eventData(facts));
     sendCancel(i, true);  // a stopped node that wakes up must not push again
     if (out.continueBy == ContinueBy::kRegroup) {
       const uint32_t generation = ++state.generation;
@@ -697,8 +700,17 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
                            (w.broken ? w.end.error
                                      : "no heartbeat for " +
                                            std::to_string(options.lostAfter.count()) + " ms");
+          core::NodeLossFacts facts{
+              .rank = static_cast<int>(i),
+              .node = placement.rankNames[i],
+              .cause = w.broken ? core::NodeLossFacts::Cause::kStreamBroke
+                                : core::NodeLossFacts::Cause::kNoHeartbeat,
+              .error = w.broken ? w.end.error : std::string(),
+              .silentMs = w.broken ? 0 : static_cast<int64_t>(options.lostAfter.count()),
+              .shard = placement.ranks[i].node < shards ? static_cast<int>(placement.ranks[i].node)
+                                                        : -1};
           if (!failed && canDrop(i)) {
-            drop(i, lost);
+            drop(i, lost, std::move(facts));
             continue;
           }
           failing = true;
@@ -732,13 +744,17 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
                   "(on_node_loss: continue)";
             else if (shardLost)
               lostNode += ", so the run cannot continue";
-            out.addEvent(gate.lastStep(), "node_lost",
-                         out.onNodeLoss == core::NodeLossPolicy::kRestart &&
-                                 placement.ranks.front().node != placement.ranks.back().node
-                             ? lostNode +
-                                   "; the group restarts on the other nodes (on_node_loss: "
-                                   "restart)"
-                             : lostNode);
+            const bool groupRestarts = out.onNodeLoss == core::NodeLossPolicy::kRestart &&
+                                       placement.ranks.front().node != placement.ranks.back().node;
+            facts.outcome = restartable     ? core::NodeLossFacts::Outcome::kRestartsFromCheckpoint
+                            : groupRestarts ? core::NodeLossFacts::Outcome::kGroupRestarts
+                                            : core::NodeLossFacts::Outcome::kRunFails;
+            out.addEvent(gate.lastStep(), std::string(core::kNodeLostEvent),
+                         groupRestarts ? lostNode +
+                                             "; the group restarts on the other nodes "
+                                             "(on_node_loss: restart)"
+                                       : lostNode,
+                         core::eventData(facts));
             if (!w.broken) w.context->TryCancel();
           }
           // Every rank, the lost one too: a node whose stream broke may be alive and still
@@ -773,10 +789,20 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
       }
       for (std::size_t i : lostAsTheRunEnded(sofar, nodeOf)) {
         watches[i].end.dropped = true;
-        out.addEvent(gate.lastStep(), "node_lost",
+        const core::NodeLossFacts facts{
+            .rank = static_cast<int>(i),
+            .node = placement.rankNames[i],
+            .cause = core::NodeLossFacts::Cause::kStreamBroke,
+            .error = watches[i].end.error,
+            .shard = placement.ranks[i].node < placement.psAddresses.size()
+                         ? static_cast<int>(placement.ranks[i].node)
+                         : -1,
+            .outcome = core::NodeLossFacts::Outcome::kRunHadEnded};
+        out.addEvent(gate.lastStep(), std::string(core::kNodeLostEvent),
                      placement.rankNames[i] + " lost as the run ended: " + watches[i].end.error +
                          "; every rank on the other nodes had completed, so the run's outcome "
-                         "stands without this rank's own figures");
+                         "stands without this rank's own figures",
+                     core::eventData(facts));
       }
     }
   }

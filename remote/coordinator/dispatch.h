@@ -36,7 +36,8 @@ struct WatchOutputs {
   core::MetricSink* sink = nullptr;
   std::mutex& mutex;
   std::vector<core::RunEvent>& events;
-  std::function<void(int64_t step, std::string kind, std::string detail)> addEvent;
+  std::function<void(int64_t step, std::string kind, std::string detail, std::string data)>
+      addEvent;
   // On "continue", a rank whose node is lost is dropped (RankEnd::dropped) and the others go
   // on, unless its node serves a parameter-server shard (whose blocks have no copy elsewhere)
   // or the strategy's group is in use: the run ends (WatchEnd::restartable: to restart);

@@ -37,6 +37,22 @@ class TestEventFacts : public QObject {
     }
     const CollectiveFacts collective{262144, {{65536, "shm", 0.0441}, {262144, "gloo", 0.146}}};
     QCOMPARE(collectiveFactsOf({0, 0.0, "start", "", eventData(collective)}), collective);
+    const RebalanceFacts moved{{96, 32}, {80, 48}, {18335.0, 4592.5}, 41.5, 33.25, -1};
+    QCOMPARE(rebalanceFactsOf({40, 0.0, "rebalance", "", eventData(moved)}), moved);
+    QVERIFY(moved.moved());
+    const RebalanceFacts kept{{64, 64}, {64, 64}, {900.0, 300.0}, 50.0, 50.0, 1};
+    QCOMPARE(rebalanceFactsOf({40, 0.0, "rebalance", "", eventData(kept)}), kept);
+    QVERIFY(!kept.moved());
+    for (const auto cause :
+         {NodeLossFacts::Cause::kNoHeartbeat, NodeLossFacts::Cause::kStreamBroke})
+      for (const auto outcome :
+           {NodeLossFacts::Outcome::kOthersGoOn, NodeLossFacts::Outcome::kRestartsFromCheckpoint,
+            NodeLossFacts::Outcome::kGroupRestarts, NodeLossFacts::Outcome::kRunFails,
+            NodeLossFacts::Outcome::kRunHadEnded}) {
+        const NodeLossFacts lost{
+            2, "rank 2 on node2 (127.0.0.1:7002)", cause, "Socket closed", 1500, 1, outcome};
+        QCOMPARE(nodeLossFactsOf({30, 0.0, "node_lost", "", eventData(lost)}), lost);
+      }
   }
 
   void otherKindsAndEventsWithoutFactsHaveNone() {
@@ -58,6 +74,14 @@ class TestEventFacts : public QObject {
         {{0, 0.0, "node", "", "{\"node\": 0}"}, "\"label\""},
         {{0, 0.0, "start", "", "{\"bucket_bytes\": 4, \"calls\": 3}"}, "\"calls\""},
         {{0, 0.0, "start", "", "not json"}, "not a JSON object"},
+        {{9, 0.0, "rebalance", "",
+          R"({"before": [1, 2], "after": [3], "samples_per_second": [], "measured_step_ms": 1,
+              "expected_step_ms": 1, "leave_out": -1})"},
+         "2 shares before and 1 after"},
+        {{9, 0.0, "node_lost", "",
+          R"({"rank": 1, "node": "n", "cause": "fire", "error": "", "silent_ms": 0,
+              "shard": -1, "outcome": "run_fails"})"},
+         "unknown \"cause\": \"fire\""},
     };
     for (const auto& c : cases) {
       QString message;
@@ -65,6 +89,8 @@ class TestEventFacts : public QObject {
         static_cast<void>(nodeFactsOf(c.event));
         static_cast<void>(phaseFactsOf(c.event));
         static_cast<void>(collectiveFactsOf(c.event));
+        static_cast<void>(rebalanceFactsOf(c.event));
+        static_cast<void>(nodeLossFactsOf(c.event));
       } catch (const dtlab::Error& e) {
         message = e.what();
       }

@@ -112,7 +112,8 @@ class TestExecutions : public QObject {
     // One repetition runs the spec as written.
     const std::vector<PlannedRun> once = executionPlan(twoVariants(1));
     QCOMPARE(once.size(), std::size_t{2});
-    QVERIFY(once[0].spec == twoVariants(1) && once[1].spec == twoVariants(1));
+    QVERIFY(sameExperiment(once[0].spec, twoVariants(1)) &&
+            sameExperiment(once[1].spec, twoVariants(1)));
   }
 
   void specRepeatsAreReadCheckedAndWritten() {
@@ -120,7 +121,7 @@ class TestExecutions : public QObject {
     const ExperimentSpec five = twoVariants(5);
     QCOMPARE(five.repeats, int64_t{5});
     QCOMPARE(toJson(five)["repeats"].get<int64_t>(), int64_t{5});
-    QVERIFY(parseExperimentSpec(toJson(five)) == five);
+    QVERIFY(sameExperiment(parseExperimentSpec(toJson(five)), five));
     for (const char* bad : {"0", "1001", "2.5", "\"3\""}) {
       try {
         parseExperimentSpecText(std::string(R"({"repeats": )") + bad + "}");

@@ -24,6 +24,7 @@
 #include "core/comm/gloo_communicator.h"
 #include "core/data/dataset.h"
 #include "core/data/dataset_kinds.h"
+#include "core/metrics/event_facts.h"
 #include "core/spec/spec_json.h"
 #include "core/train/compute_emulation.h"
 #include "core/train/speed_shares.h"
@@ -479,6 +480,17 @@ class TestSpeedProportional : public QObject {
         QVERIFY2(e->detail.find(" samples/s, fixed ") != std::string::npos &&
                      e->detail.find(" expected") != std::string::npos,
                  e->detail.c_str());
+        // Its facts: each rank's samples before and after (of the whole batch), the speeds
+        // measured (the fast rank at four times the slow one's, within what a busy machine
+        // leaves of it).
+        const std::optional<RebalanceFacts> facts = rebalanceFactsOf(*e);
+        QVERIFY(facts.has_value());
+        QCOMPARE(facts->before.size(), std::size_t{2});
+        QCOMPARE(facts->before[0] + facts->before[1], int64_t{1024});
+        QCOMPARE(facts->after[0] + facts->after[1], int64_t{1024});
+        QCOMPARE(facts->samplesPerSecond.size(), std::size_t{2});
+        QVERIFY2(facts->samplesPerSecond[0] > 1.5 * facts->samplesPerSecond[1], e->data.c_str());
+        QVERIFY(facts->measuredStepMs > 0.0);
       }
       // A step's tail arrives with the next step (none for the last) and is the part of the
       // worker's wait after the last backward ended: never more than its wait (to 0.01 ms: the

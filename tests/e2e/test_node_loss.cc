@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/metrics/event_facts.h"
 #include "core/store/project_store.h"
 #include "tests/e2e/e2e_support.h"
 #include "tests/remote/node_process.h"
@@ -186,6 +187,15 @@ std::string eventDetail(const nlohmann::json& run, const std::string& kind) {
   return {};
 }
 
+// The facts of the run's first "node_lost" event, read as the codec reads a stored one.
+std::optional<dtlab::core::NodeLossFacts> lossFacts(const nlohmann::json& run) {
+  for (const nlohmann::json& e : run["events"])
+    if (e["kind"] == "node_lost" && e.contains("data"))
+      return dtlab::core::nodeLossFactsOf(
+          {e["step"].get<int64_t>(), 0.0, "node_lost", "", e["data"].dump()});
+  return std::nullopt;
+}
+
 }  // namespace
 
 class TestNodeLoss : public QObject {
@@ -216,6 +226,12 @@ class TestNodeLoss : public QObject {
              lost.c_str());
     QVERIFY2(eventDetail(summary, "recovery").find("rank 3") != std::string::npos,
              eventDetail(summary, "recovery").c_str());
+    const auto facts = lossFacts(summary);  // the same, as facts
+    QVERIFY(facts.has_value());
+    QCOMPARE(facts->rank, 3);
+    QVERIFY2(facts->node.find(run.daemons[3]->address()) != std::string::npos, facts->node.c_str());
+    QCOMPARE(facts->shard, -1);
+    QVERIFY(facts->outcome == dtlab::core::NodeLossFacts::Outcome::kOthersGoOn);
     // The project says the same, and the comparison shows the recovery.
     const e2e::Outcome compare = e2e::cli({"compare", run.project, "--format", "json"});
     QCOMPARE(compare.exitCode, 0);
@@ -260,6 +276,10 @@ class TestNodeLoss : public QObject {
     QVERIFY2(lost.find("it served parameter-server shard " + std::to_string(victim) +
                        ": the run restarts on the other nodes") != std::string::npos,
              lost.c_str());
+    const auto facts = lossFacts(summary);
+    QVERIFY(facts.has_value());
+    QCOMPARE(facts->shard, victim);
+    QVERIFY(facts->outcome == dtlab::core::NodeLossFacts::Outcome::kRestartsFromCheckpoint);
     const std::string recovery = eventDetail(summary, "recovery");
     QVERIFY2(recovery.find(run.daemons[static_cast<std::size_t>(victim)]->address() +
                            ") (parameter-server shard " + std::to_string(victim) +

@@ -19,6 +19,7 @@
 #include "remote/cluster/local_cluster.h"
 #include "remote/coordinator/coordinator.h"
 #include "tests/e2e/e2e_support.h"
+#include "tests/support/wait.h"
 
 using namespace dtlab;
 using namespace std::chrono_literals;
@@ -49,10 +50,7 @@ bool nodeBusy(const std::string& address) {
 std::optional<std::chrono::milliseconds> timeUntil(const std::function<bool()>& done,
                                                    std::chrono::milliseconds limit) {
   const auto start = Clock::now();
-  while (!done()) {
-    if (Clock::now() - start > limit) return std::nullopt;
-    std::this_thread::sleep_for(100ms);
-  }
+  if (!test::waitUntil(done, limit, 100ms)) return std::nullopt;
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
 }
 

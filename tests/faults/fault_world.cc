@@ -7,6 +7,7 @@
 #include "core/store/project_store.h"
 #include "core/store/sqlite_db.h"
 #include "remote/coordinator/coordinator.h"
+#include "tests/support/wait.h"
 
 namespace dtlab::faults {
 
@@ -193,12 +194,7 @@ std::optional<double> waitIdle(const std::string& address, std::chrono::millisec
 }
 
 bool waitUntil(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return done();
+  return test::waitUntil(done, timeout, std::chrono::milliseconds(20));
 }
 
 }  // namespace dtlab::faults

@@ -25,6 +25,7 @@
 #include "core/spec/experiment_spec.h"
 #include "remote/cluster/local_cluster.h"
 #include "remote/coordinator/placement.h"
+#include "tests/support/wait.h"
 
 using namespace dtlab;
 using namespace std::chrono_literals;
@@ -81,24 +82,16 @@ Watched watch(const remote::NodeLinks& links, const remote::Placement& placement
   Watched w;
   std::mutex mutex;
   std::thread side(during);
-  w.end = links.watchJobs(
-      placement, jobId, cancel,
-      {&sink, mutex, w.events,
-       [&](int64_t, std::string kind, std::string) { w.added.push_back(std::move(kind)); },
-       core::NodeLossPolicy::kFail, remote::ContinueBy::kLeavingShards, false, false, nullptr,
-       nullptr},
-      w.ranks);
+  w.end = links.watchJobs(placement, jobId, cancel,
+                          {&sink, mutex, w.events,
+                           [&](int64_t, std::string kind, std::string, std::string) {
+                             w.added.push_back(std::move(kind));
+                           },
+                           core::NodeLossPolicy::kFail, remote::ContinueBy::kLeavingShards, false,
+                           false, nullptr, nullptr},
+                          w.ranks);
   side.join();
   return w;
-}
-
-bool waitFor(const std::function<bool()>& done, std::chrono::milliseconds limit) {
-  const auto deadline = Clock::now() + limit;
-  while (!done()) {
-    if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
 }
 
 }  // namespace
@@ -133,7 +126,7 @@ class TestDispatch : public QObject {
     } catch (const dtlab::Error& e) {
       QVERIFY2(std::string(e.what()).starts_with("starting the job on node1"), e.what());
     }
-    QVERIFY2(waitFor([&] { return !links.info(0).busy; }, 10s),
+    QVERIFY2(dtlab::test::waitUntil([&] { return !links.info(0).busy; }, 10s),
              "node0 still runs the job that started before node1 refused");
   }
 
@@ -151,7 +144,8 @@ class TestDispatch : public QObject {
                info.jobOwner.c_str());
       links.cancelJob(node, "job-owned", /*abort=*/true);
     }
-    QVERIFY(waitFor([&] { return !links.info(0).busy && !links.info(1).busy; }, 10s));
+    QVERIFY(
+        dtlab::test::waitUntil([&] { return !links.info(0).busy && !links.info(1).busy; }, 10s));
   }
 
   // A short run: every rank reports its steps and ends completed; nothing is lost or sent.
@@ -191,7 +185,7 @@ class TestDispatch : public QObject {
     StepCounter sink;
     bool killed = false;
     const Watched w = watch(links, placement, "job-lost", sink, nullptr, [&] {
-      killed = waitFor([&] { return sink.steps[0] > 5 && sink.steps[1] > 5; }, 60s);
+      killed = dtlab::test::waitUntil([&] { return sink.steps[0] > 5 && sink.steps[1] > 5; }, 60s);
       cluster.signal(1, SIGKILL);
     });
     QVERIFY2(killed, "the ranks never reported steps");
@@ -214,7 +208,7 @@ class TestDispatch : public QObject {
     StepCounter sink;
     std::atomic<bool> cancel{false};
     const Watched w = watch(links, placement, "job-cancel", sink, &cancel, [&] {
-      waitFor([&] { return sink.steps[0] > 5 && sink.steps[1] > 5; }, 60s);
+      dtlab::test::waitUntil([&] { return sink.steps[0] > 5 && sink.steps[1] > 5; }, 60s);
       cancel = true;
     });
     QVERIFY(w.end.cancelSent && !w.end.failing);
