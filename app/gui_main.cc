@@ -16,6 +16,7 @@
 
 #include "app/gui_bench.h"
 #include "core/common/config.h"
+#include "core/store/project_store.h"
 #include "ui/charts/chart_export.h"
 #include "ui/charts/comparison_chart.h"
 #include "ui/main_window.h"
@@ -158,10 +159,12 @@ int exportChartAndExit(const QString& project, ChartChoice choice, QSize size, i
                        const QString& out) {
   dtlab::ui::ComparisonData data;
   try {
-    const dtlab::ui::ProjectSnapshot snapshot =
-        dtlab::ui::readProjectSnapshot(project.toStdString());
+    // An export from the command line, which exits when done, reads the project directly (the
+    // window reads it through ui/models/project_access.h).
+    const auto store = dtlab::core::ProjectStore::open(project.toStdString(), /*readOnly=*/true);
+    const dtlab::ui::ProjectSnapshot snapshot = dtlab::ui::readProjectSnapshot(*store);
     if (const auto error = resolveRuns(snapshot, project, choice)) return fail(*error);
-    data = dtlab::ui::readComparison(project.toStdString(), choice.request);
+    data = dtlab::ui::readComparison(*store, choice.request);
   } catch (const std::exception& e) {
     return fail(QString("could not read %1: %2").arg(project, QString::fromUtf8(e.what())));
   }

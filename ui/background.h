@@ -4,9 +4,11 @@
 #include <QtCore/QFutureWatcher>
 #include <QtCore/QObject>
 #include <QtCore/QString>
+#include <QtCore/QThreadPool>
 
 #include <exception>
 #include <optional>
+#include <utility>
 
 namespace dtlab::ui {
 
@@ -46,10 +48,11 @@ class BackgroundError {
   QString message_;
 };
 
-// Runs `work` on Qt's thread pool and hands its result (or what it threw) to `done` on the GUI
-// thread, unless `owner` is gone by then. The GUI thread never waits.
+// Runs `work` on `pool` and hands its result (or what it threw) to `done` on the GUI thread,
+// unless `owner` is gone by then. The GUI thread never waits. (A project's reads and writes go
+// through ui/models/project_access.h, on the project's own threads.)
 template <typename T, typename Work, typename Done>
-void runInBackground(QObject* owner, Work work, Done done) {
+void runInBackground(QThreadPool* pool, QObject* owner, Work work, Done done) {
   struct Outcome {
     std::optional<T> value;
     BackgroundError error;
@@ -60,13 +63,19 @@ void runInBackground(QObject* owner, Work work, Done done) {
     watcher->deleteLater();
     done(outcome.value, outcome.error);
   });
-  watcher->setFuture(QtConcurrent::run([work]() -> Outcome {
+  watcher->setFuture(QtConcurrent::run(pool, [work]() -> Outcome {
     try {
       return {work(), {}};
     } catch (...) {
       return {std::nullopt, BackgroundError(std::current_exception())};
     }
   }));
+}
+
+// The same on Qt's global thread pool.
+template <typename T, typename Work, typename Done>
+void runInBackground(QObject* owner, Work work, Done done) {
+  runInBackground<T>(QThreadPool::globalInstance(), owner, std::move(work), std::move(done));
 }
 
 }  // namespace dtlab::ui

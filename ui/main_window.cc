@@ -34,6 +34,7 @@
 #include "ui/background.h"
 #include "ui/controller/cluster_controller.h"
 #include "ui/models/explorer_model.h"
+#include "ui/models/project_access.h"
 #include "ui/pages/compare_page.h"
 #include "ui/pages/dataset_page.h"
 #include "ui/pages/experiment_page.h"
@@ -352,8 +353,8 @@ void MainWindow::reload() {
   const QFileInfo file(path_), wal(path_ + "-wal");
   seenModified_ = std::max(file.lastModified(), wal.exists() ? wal.lastModified() : QDateTime());
   seenWalSize_ = wal.exists() ? wal.size() : -1;
-  runInBackground<ProjectSnapshot>(
-      this, [path] { return readProjectSnapshot(path); },
+  readProject<ProjectSnapshot>(
+      this, path, [](core::ProjectStore& store) { return readProjectSnapshot(store); },
       [this, generation](const std::optional<ProjectSnapshot>& snapshot, const QString& error) {
         if (generation != generation_) return;  // another project was opened meanwhile
         if (!snapshot) {
@@ -636,8 +637,8 @@ void MainWindow::loadRun(qint64 runId) {
   const quint64 request = ++runRequest_;
   const std::string path = path_.toStdString();
   shownRun_ = runId;
-  runInBackground<RunDetail>(
-      this, [path, runId] { return readRunDetail(path, runId); },
+  readProject<RunDetail>(
+      this, path, [runId](core::ProjectStore& store) { return readRunDetail(store, runId); },
       [this, request, runId](const std::optional<RunDetail>& detail, const QString& error) {
         if (request != runRequest_) return;  // another run was chosen meanwhile
         if (!detail) {

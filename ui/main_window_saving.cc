@@ -13,6 +13,7 @@
 #include "ui/background.h"
 #include "ui/controller/experiment_controller.h"
 #include "ui/models/explorer_model.h"
+#include "ui/models/project_access.h"
 #include "ui/pages/dataset_page.h"
 #include "ui/pages/experiment_page.h"
 #include "ui/pages/topology_page.h"
@@ -27,12 +28,11 @@ core::EntityKind entityKindOf(const QString& kind) {
 }
 
 // Creates (id < 0) or updates an entity; returns its id.
-qint64 storeEntity(const std::string& path, core::EntityKind kind, qint64 id,
+qint64 storeEntity(core::ProjectStore& store, core::EntityKind kind, qint64 id,
                    const std::string& name, const std::string& json) {
-  auto store = core::ProjectStore::open(path);
   const nlohmann::json config = nlohmann::json::parse(json);
-  if (id < 0) return static_cast<qint64>(store->createEntity(kind, name, config));
-  store->updateEntity(kind, id, name, config);
+  if (id < 0) return static_cast<qint64>(store.createEntity(kind, name, config));
+  store.updateEntity(kind, id, name, config);
   return id;
 }
 
@@ -44,8 +44,11 @@ void MainWindow::saveEntity(const QString& kind, qint64 id, const QString& name,
   const std::string entityName = name.toStdString();
   const std::string json = configJson.toStdString();
   const core::EntityKind entityKind = entityKindOf(kind);
-  runInBackground<qint64>(
-      this, [=] { return storeEntity(path, entityKind, id, entityName, json); },
+  writeProject<qint64>(
+      this, path,
+      [=](core::ProjectStore& store) {
+        return storeEntity(store, entityKind, id, entityName, json);
+      },
       [this, kind, name, configJson, reshow](const std::optional<qint64>& saved,
                                              const QString& error) {
         if (!saved) {
@@ -138,8 +141,10 @@ bool MainWindow::maySwitchAway(bool saveNow) {
   }
   // The window is closing: there is no later moment to report a failure, so write now (a row).
   try {
-    storeEntity(path_.toStdString(), entityKindOf(e.kind), e.id, e.name.toStdString(),
-                e.json.toStdString());
+    writeProjectNow<qint64>(path_.toStdString(), [&](core::ProjectStore& store) {
+      return storeEntity(store, entityKindOf(e.kind), e.id, e.name.toStdString(),
+                         e.json.toStdString());
+    });
   } catch (const std::exception& error) {
     fail(tr("Cannot save %1 %2: %3").arg(e.kind, e.name, QString::fromUtf8(error.what())));
     return false;
@@ -186,10 +191,10 @@ void MainWindow::saveProjectAs(const QString& path, bool replace) {
   const QString selectedKind = pendingKind_;
   const qint64 selectedId = pendingId_;
   statusBar()->showMessage(tr("Saving a copy as %1...").arg(target));
-  runInBackground<bool>(
-      this,
-      [from, to, replace] {
-        core::ProjectStore::open(from, /*readOnly=*/true)->saveCopyAs(to, replace);
+  readProject<bool>(
+      this, from,
+      [to, replace](core::ProjectStore& store) {
+        store.saveCopyAs(to, replace);
         return true;
       },
       [this, target, pending, selectedKind, selectedId](const std::optional<bool>& done,

@@ -205,7 +205,7 @@ class TestCompare : public QObject {
     ui::RunComparisonModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
     QSignalSpy chosen(&model, &ui::RunComparisonModel::chosenChanged);
-    model.setSnapshot(ui::readProjectSnapshot(path));
+    model.setSnapshot(ui_test::snapshotAt(path));
     QCOMPARE(model.rowCount(), 3);
     QCOMPARE(model.columnCount(), int(ui::RunComparisonModel::kColumnCount));
     using M = ui::RunComparisonModel;
@@ -241,7 +241,7 @@ class TestCompare : public QObject {
       auto store = core::ProjectStore::open(path);
       recordRun(*store, smallSpec("fourth", 5));
     }
-    model.setSnapshot(ui::readProjectSnapshot(path));
+    model.setSnapshot(ui_test::snapshotAt(path));
     QCOMPARE(model.rowCount(), 4);
     QCOMPARE(model.chosen(), (std::vector<int64_t>{1, 3}));
 
@@ -274,7 +274,7 @@ class TestCompare : public QObject {
     QTemporaryDir dir;
     const std::string path = makeProject(dir);
     ui::ComparisonChart chart;
-    chart.setData(ui::readComparison(path, request("loss", {1, 2, 3})));
+    chart.setData(ui_test::comparisonAt(path, request("loss", {1, 2, 3})));
     QCOMPARE(chart.graphCount(), 3);
     QCOMPARE(chart.curves().size(), std::size_t{3});
     QCOMPARE(chart.curves()[0].graph->data()->size(), 30);
@@ -307,11 +307,12 @@ class TestCompare : public QObject {
 
     // Units: ms on the axis; bytes drawn as MiB; wall time in seconds.
     chart.setSmoothing(0.0);
-    chart.setData(ui::readComparison(path, request("step_ms", {1, 3}, ui::ChartX::kWallSeconds)));
+    chart.setData(
+        ui_test::comparisonAt(path, request("step_ms", {1, 3}, ui::ChartX::kWallSeconds)));
     QCOMPARE(chart.yAxis->label(), QString("step_ms (ms)\nmean over workers at each step"));
     QCOMPARE(chart.xAxis->label(), QString("wall time (s)"));
     QCOMPARE(chart.curves()[1].graph->pen().color(), QColor(0, 158, 115));  // run 3's still
-    const auto snapshot = ui::readProjectSnapshot(path);
+    const auto snapshot = ui_test::snapshotAt(path);
     const double wallS = snapshot.summaries[0]["wall_s"].get<double>();
     const auto& x = chart.curves()[0].x;
     QVERIFY(std::is_sorted(x.begin(), x.end()));
@@ -319,18 +320,18 @@ class TestCompare : public QObject {
              qPrintable(QString("%1 vs %2").arg(x.back()).arg(wallS)));
 
     // A run-scope metric is the run's own series: one point per evaluation.
-    chart.setData(ui::readComparison(path, request("test_accuracy", {1, 2})));
+    chart.setData(ui_test::comparisonAt(path, request("test_accuracy", {1, 2})));
     QCOMPARE(chart.yAxis->label(), QString("test_accuracy"));
     QCOMPARE(chart.curves()[0].graph->data()->size(), 3);  // steps 10, 20, 30
     QCOMPARE(chart.curves()[1].graph->data()->size(), 2);
 
     // A metric a run did not record says so.
-    chart.setData(ui::readComparison(path, request("gpu_util", {1})));
+    chart.setData(ui_test::comparisonAt(path, request("gpu_util", {1})));
     QVERIFY2(chart.note().contains("No gpu_util points in #1"), qPrintable(chart.note()));
     QVERIFY(chart.curves()[0].label.contains("no points"));
 
-    QVERIFY_THROWS_EXCEPTION(dtlab::Error, ui::readComparison(path, request("lossy", {1})));
-    QVERIFY_THROWS_EXCEPTION(core::StoreError, ui::readComparison(path, request("loss", {9})));
+    QVERIFY_THROWS_EXCEPTION(dtlab::Error, ui_test::comparisonAt(path, request("lossy", {1})));
+    QVERIFY_THROWS_EXCEPTION(core::StoreError, ui_test::comparisonAt(path, request("loss", {9})));
   }
 
   // The mean over workers is the mean of the points each step, checked against the stored
@@ -343,7 +344,7 @@ class TestCompare : public QObject {
     const auto w1 = store->readSeries(*store->findSeries(3, 1, 1, "loss"));
     QCOMPARE(w0.size(), std::size_t{25});
     QCOMPARE(w1.size(), std::size_t{25});
-    const ui::ComparisonData mean = ui::readComparison(path, request("loss", {3}));
+    const ui::ComparisonData mean = ui_test::comparisonAt(path, request("loss", {3}));
     const ui::ComparisonSeries& s = mean.series[0];
     QCOMPARE(s.members, 2);
     QCOMPARE(s.values.size(), std::size_t{25});
@@ -356,20 +357,20 @@ class TestCompare : public QObject {
     QVERIFY(differ);
     ui::ComparisonRequest first = request("loss", {3});
     first.reduction = ui::MemberReduction::kFirst;
-    const ui::ComparisonSeries f = ui::readComparison(path, first).series[0];
+    const ui::ComparisonSeries f = ui_test::comparisonAt(path, first).series[0];
     QCOMPARE(f.members, 1);
     for (std::size_t i = 0; i < 25; ++i) QCOMPARE(f.values[i], w0[i].value);
 
     // Closed form, with a step worker 1 never reported (it counts only worker 0's point), and
     // in wall time the step's point sits at the later of the two workers' times.
     const int64_t run = recordArithmeticRun(path, 40, 7);
-    const ui::ComparisonSeries a = ui::readComparison(path, request("loss", {run})).series[0];
+    const ui::ComparisonSeries a = ui_test::comparisonAt(path, request("loss", {run})).series[0];
     QCOMPARE(a.values.size(), std::size_t{40});
     for (int64_t step = 1; step <= 40; ++step)
       QCOMPARE(a.values[static_cast<std::size_t>(step - 1)],
                step == 7 ? 7.0 : 2.0 * static_cast<double>(step));
     const ui::ComparisonSeries aw =
-        ui::readComparison(path, request("loss", {run}, ui::ChartX::kWallSeconds)).series[0];
+        ui_test::comparisonAt(path, request("loss", {run}, ui::ChartX::kWallSeconds)).series[0];
     QCOMPARE(aw.x[0], 0.015);
     QCOMPARE(aw.x[6], 0.070);  // step 7: worker 0 alone, at 70 ms
 
@@ -377,7 +378,7 @@ class TestCompare : public QObject {
     // from the first step's mean to the last's.
     ui::ComparisonRequest few = request("loss", {run});
     few.buckets = 5;
-    const ui::ComparisonSeries d = ui::readComparison(path, few).series[0];
+    const ui::ComparisonSeries d = ui_test::comparisonAt(path, few).series[0];
     QVERIFY(d.downsampled);
     QVERIFY(d.values.size() <= 10 && d.values.size() >= 5);
     QCOMPARE(d.values.front(), 2.0);
@@ -391,12 +392,12 @@ class TestCompare : public QObject {
     ui::ComparisonRequest r = request("loss", {1, 2});
     r.buckets = 5;  // 30 and 20 points are more than 2 x 5: the store reduces both
     ui::ComparisonChart chart;
-    chart.setData(ui::readComparison(path, r));
+    chart.setData(ui_test::comparisonAt(path, r));
     QVERIFY(chart.data().series[0].downsampled);
     QVERIFY(chart.curves()[0].graph->data()->size() <= 10);
     QVERIFY2(chart.note().contains("Downsampled by the store: #1, #2"), qPrintable(chart.note()));
     r.buckets = 1000;
-    chart.setData(ui::readComparison(path, r));
+    chart.setData(ui_test::comparisonAt(path, r));
     QVERIFY(chart.note().isEmpty());
   }
 
@@ -410,7 +411,7 @@ class TestCompare : public QObject {
       auto store = core::ProjectStore::open(path);
       recordRun(*store, smallSpec("fourth", 5));
     }
-    chart.setData(ui::readComparison(path, request("loss", {1, 2, 3, 4})));
+    chart.setData(ui_test::comparisonAt(path, request("loss", {1, 2, 3, 4})));
     for (const int width : {300, 900, 1200, 2400}) {
       chart.fitLegend(width);
       ui::exportChart(chart, dir.filePath(QString("w%1.svg").arg(width)), {QSize(width, 500), 96});

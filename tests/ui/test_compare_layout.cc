@@ -90,7 +90,7 @@ std::unique_ptr<ui::ComparePage> openPage(const std::string& path) {
   page->show();
   QSignalSpy restored(page.get(), &ui::ComparePage::layoutRestored);
   QSignalSpy shown(page.get(), &ui::ComparePage::chartShown);
-  page->setSnapshot(ui::readProjectSnapshot(path));
+  page->setSnapshot(ui_test::snapshotAt(path));
   if (!restored.wait(20000)) return nullptr;
   if (shown.isEmpty() && !shown.wait(20000)) return nullptr;
   return page;
@@ -325,7 +325,7 @@ class TestCompareLayout : public QObject {
     QSignalSpy restored(&page, &ui::ComparePage::layoutRestored);
     QSignalSpy written(&page, &ui::ComparePage::layoutSaved);
     QSignalSpy shown(&page, &ui::ComparePage::chartShown);
-    page.setSnapshot(ui::readProjectSnapshot(path));
+    page.setSnapshot(ui_test::snapshotAt(path));
     page.setChosenRuns({1, 3});
     page.setMetric("loss");  // the default: changes nothing, the saved metric stays
     page.setXAxis(ui::ChartX::kWallSeconds);
@@ -353,7 +353,7 @@ class TestCompareLayout : public QObject {
     r.metric = "loss";
     r.runIds = {1, 2};
     ui::ComparisonChart chart;
-    chart.setData(ui::readComparison(path, r));
+    chart.setData(ui_test::comparisonAt(path, r));
     chart.resize(800, 500);
     chart.show();
     QVERIFY(QTest::qWaitForWindowExposed(&chart));
@@ -414,7 +414,7 @@ class TestCompareLayout : public QObject {
     auto fresh = std::make_unique<ui::ComparePage>();
     QSignalSpy freshNotice(fresh.get(), &ui::ComparePage::notice);
     QSignalSpy restored(fresh.get(), &ui::ComparePage::layoutRestored);
-    fresh->setSnapshot(ui::readProjectSnapshot(path));
+    fresh->setSnapshot(ui_test::snapshotAt(path));
     QVERIFY(restored.wait(20000));
     QCOMPARE(fresh->chartCount(), 1);
     QCOMPARE(fresh->request().metric, std::string("test_accuracy"));
@@ -446,7 +446,7 @@ class TestCompareLayout : public QObject {
     QAbstractItemModelTester t1(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
     QAbstractItemModelTester t2(&sorted, QAbstractItemModelTester::FailureReportingMode::QtTest);
     // Summaries written before the staleness and communication figures existed lack them.
-    ui::ProjectSnapshot older = ui::readProjectSnapshot(path);
+    ui::ProjectSnapshot older = ui_test::snapshotAt(path);
     for (nlohmann::json& summary : older.summaries)
       for (const char* key : {"mean_staleness", "max_staleness", "bytes_per_sample"})
         if (summary.is_object()) summary.erase(key);

@@ -112,7 +112,7 @@ class TestDashboard : public QObject {
       store->addEvent(runId_, {50, 750.0, "strategy_switch", "sync -> async at step 50",
                                core::eventData(core::PhaseFacts{.asynchronous = true})});
     }
-    detail_ = ui::readRunDetail(path_, runId_);
+    detail_ = ui_test::runDetailAt(path_, runId_);
   }
 
   // Every chart draws a series per worker (or node) of the recorded run, from the store.
@@ -208,7 +208,7 @@ class TestDashboard : public QObject {
       auto store = core::ProjectStore::create(single);
       ui_test::recordRun(*store, ui_test::smallSpec("single", 20));
     }
-    page->showRun(ui::readRunDetail(single, 1));
+    page->showRun(ui_test::runDetailAt(single, 1));
     page->chooseMetric("mem_bytes");
     QCOMPARE(d.graphs(Dash::kChosenChart).size(), 0);
     QCOMPARE(d.note(Dash::kChosenChart), QString("mem_bytes: not recorded in this run"));
@@ -594,7 +594,7 @@ class TestDashboard : public QObject {
     QVERIFY2(values.contains("samples_per_s, worker 0: ") && !values.contains("worker 1"),
              qPrintable(values));
     // Hidden stays hidden when the run is re-read (a run recorded by another process).
-    page->showRun(ui::readRunDetail(path_, runId_));
+    page->showRun(ui_test::runDetailAt(path_, runId_));
     for (QCPGraph* g : d.graphs(Dash::kThroughputChart))
       QCOMPARE(g->visible(), g->property("fullName").toString() != "samples_per_s, worker 1");
     // The step-time legend hides a component for every worker.

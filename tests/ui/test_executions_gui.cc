@@ -62,7 +62,7 @@ class TestExecutionsGui : public QObject {
   void explorerListsExecutionsUnderTheirExperiment() {
     ui::ExplorerModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
-    model.setSnapshot(ui::readProjectSnapshot(path_));
+    model.setSnapshot(ui_test::snapshotAt(path_));
     const QModelIndex experiments =
         model.index(static_cast<int>(ui::ExplorerModel::Group::kExperiments), 0);
     QCOMPARE(model.rowCount(experiments), 1);
@@ -87,7 +87,7 @@ class TestExecutionsGui : public QObject {
     page.resize(1400, 1000);
     QSignalSpy shown(&page, &ui::ComparePage::chartShown);
     QSignalSpy statistics(page.statistics(), &ui::ExecutionStatistics::shown);
-    page.setSnapshot(ui::readProjectSnapshot(path_));
+    page.setSnapshot(ui_test::snapshotAt(path_));
     QVERIFY(shown.wait(20000));
     QCOMPARE(page.execution(), std::optional<int64_t>(latest_));
     QCOMPARE(page.runsModel()->chosen().size(), std::size_t{6});
@@ -149,7 +149,7 @@ class TestExecutionsGui : public QObject {
     ui::ComparePage page;
     QSignalSpy restored(&page, &ui::ComparePage::layoutRestored);
     QSignalSpy statistics(page.statistics(), &ui::ExecutionStatistics::shown);
-    page.setSnapshot(ui::readProjectSnapshot(path_));
+    page.setSnapshot(ui_test::snapshotAt(path_));
     // The layout the test before left in the project (runs checked by hand), then the latest
     // execution again.
     QVERIFY(restored.wait(20000));
@@ -159,7 +159,7 @@ class TestExecutionsGui : public QObject {
     QVERIFY(statistics.wait(20000));
     QCOMPARE(page.statistics()->variants()->index(0, 3).data().toString(), QString("3/3"));
     statistics.clear();
-    page.setSnapshot(ui::readProjectSnapshot(path_));  // nothing changed: no read begun
+    page.setSnapshot(ui_test::snapshotAt(path_));  // nothing changed: no read begun
     QVERIFY(page.statistics()->upToDate());
     {
       auto store = core::ProjectStore::open(path_);
@@ -171,7 +171,7 @@ class TestExecutionsGui : public QObject {
       summary.name = "first";
       recording.finish(summary);
     }
-    page.setSnapshot(ui::readProjectSnapshot(path_));
+    page.setSnapshot(ui_test::snapshotAt(path_));
     QVERIFY(statistics.wait(20000));
     QCOMPARE(page.statistics()->variants()->index(0, 3).data().toString(), QString("4/4"));
     QCOMPARE(page.runsModel()->chosen().size(), std::size_t{7});

@@ -103,7 +103,7 @@ class TestGui : public QObject {
     const std::string path = makeProject(dir);
     ui::ExplorerModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
-    model.setSnapshot(ui::readProjectSnapshot(path));
+    model.setSnapshot(ui_test::snapshotAt(path));
     QCOMPARE(model.rowCount(), ui::ExplorerModel::kGroupCount);
     const QModelIndex runs = model.index(static_cast<int>(ui::ExplorerModel::Group::kRuns), 0);
     QCOMPARE(runs.data().toString(), QString("Runs (2)"));
@@ -122,7 +122,7 @@ class TestGui : public QObject {
     QCOMPARE(model.find("run", 2).data().toString(), QString("#2 second"));
     QVERIFY(!model.find("run", 99).isValid());
     // A new snapshot (a run appeared) resets the model cleanly.
-    ui::ProjectSnapshot fewer = ui::readProjectSnapshot(path);
+    ui::ProjectSnapshot fewer = ui_test::snapshotAt(path);
     fewer.runs.pop_back();
     fewer.summaries.pop_back();
     model.setSnapshot(fewer);
@@ -134,7 +134,7 @@ class TestGui : public QObject {
     const std::string path = makeProject(dir);
     ui::RunMetricsModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
-    const ui::RunDetail detail = ui::readRunDetail(path, 1);
+    const ui::RunDetail detail = ui_test::runDetailAt(path, 1);
     model.setMetrics(detail.metrics);
     QVERIFY(model.rowCount() >= 9);  // the worker metrics and the run's test metrics
     bool sawStepMs = false;

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/store/project_store.h"
+#include "tests/ui/ui_support.h"
 #include "ui/models/project_snapshot.h"
 #include "ui/pages/run_page.h"
 
@@ -105,7 +106,7 @@ class TestReplayGui : public QObject {
     ui::RunPage page;
     page.resize(1400, 900);
     page.show();
-    page.showRun(ui::readRunDetail(project_.toStdString(), asyncRun_));
+    page.showRun(ui_test::runDetailAt(project_.toStdString(), asyncRun_));
     ui::RunDashboard* chart = page.chart();
     chart->replot();
     const QPoint at = middleOf(chart, ui::RunDashboard::kLossChart);
@@ -184,7 +185,7 @@ class TestReplayGui : public QObject {
     ui::RunPage page;
     page.resize(1400, 900);
     page.show();
-    page.showRun(ui::readRunDetail(project_.toStdString(), syncRun_));
+    page.showRun(ui_test::runDetailAt(project_.toStdString(), syncRun_));
     page.chart()->replot();
     QMenu* menu = page.chart()->contextMenuAt(middleOf(page.chart(), ui::RunDashboard::kLossChart));
     QAction* replay = actionStarting(menu, "Replay to here");

@@ -171,7 +171,7 @@ class TestRunPageLive : public QObject {
   void liveTableEqualsTheStoredOne() {
     const auto [path, runId] = newRun();
     const std::vector<ui::LivePoint> points = runPoints(runId);
-    auto page = shownPage(ui::readRunDetail(path, runId));
+    auto page = shownPage(ui_test::runDetailAt(path, runId));
     Model& live = *page->metricsModel();
     QCOMPARE(live.rowCount(), 0);
     QAbstractItemModelTester tester(&live, QAbstractItemModelTester::FailureReportingMode::QtTest);
@@ -207,7 +207,7 @@ class TestRunPageLive : public QObject {
              QString("0.16"));
 
     store(path, runId, points);
-    auto reread = shownPage(ui::readRunDetail(path, runId));
+    auto reread = shownPage(ui_test::runDetailAt(path, runId));
     QCOMPARE(cells(live), cells(*reread->metricsModel()));
   }
 
@@ -221,14 +221,14 @@ class TestRunPageLive : public QObject {
     std::size_t half = points.size() / 2;
     while (points[half].step == points[half - 1].step) ++half;
     store(path, runId, std::span(points).first(half));
-    auto page = shownPage(ui::readRunDetail(path, runId));
+    auto page = shownPage(ui_test::runDetailAt(path, runId));
     QVERIFY(rowNamed(*page->metricsModel(), "loss") >= 0);
     QCOMPARE(valueAt(*page->metricsModel(), "test_accuracy", Model::kPointsColumn), 2.0);
     QSignalSpy resets(page->metricsModel(), &QAbstractItemModel::modelReset);
     feed(*page, points);  // from the first point on
     QCOMPARE(resets.size(), 0);
     store(path, runId, std::span(points).subspan(half));
-    auto reread = shownPage(ui::readRunDetail(path, runId));
+    auto reread = shownPage(ui_test::runDetailAt(path, runId));
     QCOMPARE(valueAt(*page->metricsModel(), "loss", Model::kPointsColumn), 2.0 * kSteps);
     QCOMPARE(cells(*page->metricsModel()), cells(*reread->metricsModel()));
   }

@@ -16,6 +16,7 @@
 #include "core/spec/spec_json.h"
 #include "core/store/project_store.h"
 #include "core/train/strategy_registry.h"
+#include "tests/ui/ui_support.h"
 #include "ui/models/project_snapshot.h"
 #include "ui/models/run_comparison_model.h"
 #include "ui/models/variants_model.h"
@@ -295,7 +296,7 @@ class TestStrategiesGui : public QObject {
     }
     M model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
-    const ui::ProjectSnapshot snapshot = ui::readProjectSnapshot(path);
+    const ui::ProjectSnapshot snapshot = ui_test::snapshotAt(path);
     model.setSnapshot(snapshot);
     QCOMPARE(model.rowCount(), 3);
     // What `dtlab-cli compare` shows for these summaries, by hand: the summaries' figures,

@@ -350,7 +350,7 @@ class TestTopologyRemote : public QObject {
     runTheExperiment(window);
     if (QTest::currentTestFailed()) return;
 
-    const ui::ProjectSnapshot snapshot = ui::readProjectSnapshot(path.toStdString());
+    const ui::ProjectSnapshot snapshot = ui_test::snapshotAt(path.toStdString());
     QCOMPARE(snapshot.runs.size(), std::size_t{1});
     QCOMPARE(snapshot.runs.front().status, core::RunStatus::kCompleted);
     const nlohmann::json& summary = snapshot.summaries.front();
@@ -379,7 +379,7 @@ class TestTopologyRemote : public QObject {
     QVERIFY(reloaded.wait(20000));
     runTheExperiment(restarted);
     if (QTest::currentTestFailed()) return;
-    QCOMPARE(ui::readProjectSnapshot(path.toStdString()).runs.size(), std::size_t{2});
+    QCOMPARE(ui_test::snapshotAt(path.toStdString()).runs.size(), std::size_t{2});
     // The report of those runs (events, settings, the topology's nodes) is grepped with the rest.
     QVERIFY(restarted.exportReport(dir.filePath("report.html")));
     QVERIFY(QFileInfo(dir.filePath("report.html")).size() > 1000);

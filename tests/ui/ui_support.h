@@ -10,8 +10,23 @@
 #include "core/store/project_store.h"
 #include "core/store/store_sink.h"
 #include "core/train/local_trainer.h"
+#include "ui/charts/comparison_data.h"
+#include "ui/models/project_snapshot.h"
 
 namespace dtlab::ui_test {
+
+// What the window reads of a project, read here on the test's thread (the window reads it
+// through ui/models/project_access.h on the project's threads).
+inline ui::ProjectSnapshot snapshotAt(const std::string& path) {
+  return ui::readProjectSnapshot(*core::ProjectStore::open(path, /*readOnly=*/true));
+}
+inline ui::RunDetail runDetailAt(const std::string& path, int64_t runId, int64_t maxPoints = 2000) {
+  return ui::readRunDetail(*core::ProjectStore::open(path, /*readOnly=*/true), runId, maxPoints);
+}
+inline ui::ComparisonData comparisonAt(const std::string& path,
+                                       const ui::ComparisonRequest& request) {
+  return ui::readComparison(*core::ProjectStore::open(path, /*readOnly=*/true), request);
+}
 
 // A spec that trains in milliseconds: blobs of 2048 samples, 8 features, 3 classes.
 inline core::ExperimentSpec smallSpec(const std::string& name, int64_t steps) {

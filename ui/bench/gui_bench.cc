@@ -109,7 +109,7 @@ ComparisonData readLossComparison(const std::string& path, const std::vector<int
   request.runIds = runIds;
   QElapsedTimer readTimer;
   readTimer.start();
-  ComparisonData data = readComparison(path, request);
+  ComparisonData data = readComparison(*core::ProjectStore::open(path, /*readOnly=*/true), request);
   ms = static_cast<double>(readTimer.nsecsElapsed()) / 1e6;
   return data;
 }

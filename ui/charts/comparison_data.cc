@@ -228,23 +228,22 @@ const core::MetricInfo& requireMetric(std::string_view name) {
   return *info;
 }
 
-ComparisonData readComparison(const std::string& path, const ComparisonRequest& request) {
+ComparisonData readComparison(core::ProjectStore& store, const ComparisonRequest& request) {
   const core::MetricInfo& metric = requireMetric(request.metric);
-  auto store = core::ProjectStore::open(path, /*readOnly=*/true);
   ComparisonData data;
   data.request = request;
   for (const int64_t runId : request.runIds) {
-    const core::RunRecord run = store->requireRun(runId);
+    const core::RunRecord run = store.requireRun(runId);
     ComparisonSeries s;
     s.runId = runId;
     s.runName = run.name;
     s.strategy = run.strategy;
     s.status = run.status;
     const std::vector<core::SeriesInfo> members =
-        membersOf(store->series(runId), metric, request.reduction);
+        membersOf(store.series(runId), metric, request.reduction);
     s.members = static_cast<int>(members.size());
     if (!members.empty())
-      readCurve(*store, members, request, metric.scope == core::MetricScope::kNode, s);
+      readCurve(store, members, request, metric.scope == core::MetricScope::kNode, s);
     data.series.push_back(std::move(s));
   }
   return data;

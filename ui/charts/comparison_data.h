@@ -10,6 +10,7 @@
 
 #include "core/metrics/metric_table.h"
 #include "core/metrics/metrics.h"
+#include "core/store/project_store.h"
 
 namespace dtlab::ui {
 
@@ -74,7 +75,7 @@ std::string metricNames();
 // downsampled any member, the members are read over one range in the same buckets and
 // each bucket's minimum and maximum are averaged over the members instead. Throws
 // core::StoreError (unreadable file, unknown run) or dtlab::Error (unknown metric).
-ComparisonData readComparison(const std::string& path, const ComparisonRequest& request);
+ComparisonData readComparison(core::ProjectStore& store, const ComparisonRequest& request);
 
 }  // namespace dtlab::ui
 

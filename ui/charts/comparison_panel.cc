@@ -14,6 +14,7 @@
 
 #include "ui/background.h"
 #include "ui/charts/comparison_chart.h"
+#include "ui/models/project_access.h"
 
 namespace dtlab::ui {
 namespace {
@@ -259,8 +260,8 @@ void ComparisonPanel::read() {
     return;
   }
   reading_ = true;
-  runInBackground<ComparisonData>(
-      this, [path = path_, what] { return readComparison(path, what); },
+  readProject<ComparisonData>(
+      this, path_, [what](core::ProjectStore& store) { return readComparison(store, what); },
       [this, request](const std::optional<ComparisonData>& data, const QString& error) {
         if (request != request_) return;  // the choice changed meanwhile
         reading_ = false;

@@ -5,37 +5,35 @@
 
 namespace dtlab::ui {
 
-ProjectSnapshot readProjectSnapshot(const std::string& path) {
-  auto store = core::ProjectStore::open(path, /*readOnly=*/true);
+ProjectSnapshot readProjectSnapshot(core::ProjectStore& store) {
   ProjectSnapshot s;
-  s.path = path;
-  const auto meta = store->metadata();
+  s.path = store.path();
+  const auto meta = store.metadata();
   if (auto it = meta.find("name"); it != meta.end()) s.name = it->second;
-  s.datasets = store->entities(core::EntityKind::kDataset);
-  s.topologies = store->entities(core::EntityKind::kTopology);
-  s.experiments = store->entities(core::EntityKind::kExperiment);
-  s.executions = store->executions();
-  s.runs = store->runs();
+  s.datasets = store.entities(core::EntityKind::kDataset);
+  s.topologies = store.entities(core::EntityKind::kTopology);
+  s.experiments = store.entities(core::EntityKind::kExperiment);
+  s.executions = store.executions();
+  s.runs = store.runs();
   for (const core::RunRecord& r : s.runs) {
-    const std::optional<nlohmann::json> summary = store->runSummary(r.id);
+    const std::optional<nlohmann::json> summary = store.runSummary(r.id);
     s.summaries.push_back(summary ? *summary : nlohmann::json(nullptr));
   }
   return s;
 }
 
-RunDetail readRunDetail(const std::string& path, int64_t runId, int64_t maxPoints) {
-  auto store = core::ProjectStore::open(path, /*readOnly=*/true);
+RunDetail readRunDetail(core::ProjectStore& store, int64_t runId, int64_t maxPoints) {
   RunDetail d;
-  d.path = path;
-  d.run = store->requireRun(runId);
-  if (const auto summary = store->runSummary(runId)) d.summary = *summary;
-  d.metrics = store->runMetrics(runId);
-  d.events = store->events(runId);
-  for (const core::SeriesInfo& s : store->series(runId)) {
+  d.path = store.path();
+  d.run = store.requireRun(runId);
+  if (const auto summary = store.runSummary(runId)) d.summary = *summary;
+  d.metrics = store.runMetrics(runId);
+  d.events = store.events(runId);
+  for (const core::SeriesInfo& s : store.series(runId)) {
     core::SeriesQuery query;
     query.seriesId = s.id;
     query.buckets = static_cast<int>(std::max<int64_t>(1, maxPoints / 2));
-    const core::SeriesData data = store->querySeries(query);
+    const core::SeriesData data = store.querySeries(query);
     RunDetail::Curve curve;
     curve.key = s.key;
     curve.worker = s.worker;

@@ -25,9 +25,9 @@ struct ProjectSnapshot {
   std::vector<nlohmann::json> summaries;
 };
 
-// Reads the snapshot through its own connection, read-only. Throws core::StoreError (a
-// missing, damaged or newer file) with a message naming the file.
-ProjectSnapshot readProjectSnapshot(const std::string& path);
+// Reads the snapshot from `store` (a page asks through readProject, ui/models/project_access.h,
+// which opens it on the project's threads). Throws core::StoreError naming the file.
+ProjectSnapshot readProjectSnapshot(core::ProjectStore& store);
 
 // One run's detail for its page: metric aggregates, every series of the run (every metric of
 // the metric table, of every worker, node and the run itself; at most `maxPoints` points each,
@@ -49,7 +49,7 @@ struct RunDetail {
   std::vector<Curve> curves;  // in the store's order: by key, node, worker
   std::vector<core::RunEvent> events;
 };
-RunDetail readRunDetail(const std::string& path, int64_t runId, int64_t maxPoints = 2000);
+RunDetail readRunDetail(core::ProjectStore& store, int64_t runId, int64_t maxPoints = 2000);
 
 }  // namespace dtlab::ui
 

@@ -31,6 +31,7 @@
 #include "ui/charts/comparison_chart.h"
 #include "ui/charts/comparison_panel.h"
 #include "ui/charts/palette.h"
+#include "ui/models/project_access.h"
 #include "ui/models/run_comparison_model.h"
 #include "ui/pages/execution_statistics.h"
 
@@ -265,14 +266,8 @@ ComparePage::~ComparePage() {
   if (!saveTimer_->isActive() || path_.empty()) return;
   const std::string text = compareLayoutToJson(compareLayout());
   if (text == saved_) return;
-  QFuture<void> write = QtConcurrent::run([path = path_, text] {
-    try {
-      core::ProjectStore::open(path)->setMetadata(kCompareLayoutKey, text);
-    } catch (const std::exception&) {
-      // The page is gone: there is no one left to tell.
-    }
-  });
-  Q_UNUSED(write);
+  writeProjectDetached(
+      path_, [text](core::ProjectStore& store) { store.setMetadata(kCompareLayoutKey, text); });
 }
 
 // ----- charts
@@ -435,11 +430,10 @@ void ComparePage::readLayout() {
   }
   layoutPending_ = true;
   using Stored = std::optional<std::string>;
-  runInBackground<Stored>(
-      this,
-      [path = path_]() -> Stored {
-        const std::map<std::string, std::string> metadata =
-            core::ProjectStore::open(path, /*readOnly=*/true)->metadata();
+  readProject<Stored>(
+      this, path_,
+      [](core::ProjectStore& store) -> Stored {
+        const std::map<std::string, std::string> metadata = store.metadata();
         const auto it = metadata.find(kCompareLayoutKey);
         return it == metadata.end() ? Stored() : Stored(it->second);
       },
@@ -560,10 +554,10 @@ void ComparePage::saveLayout() {
   if (text == saved_) return;
   saved_ = text;
   ++writesUnderWay_;
-  runInBackground<bool>(
-      this,
-      [path = path_, text] {
-        core::ProjectStore::open(path)->setMetadata(kCompareLayoutKey, text);
+  writeProject<bool>(
+      this, path_,
+      [text](core::ProjectStore& store) {
+        store.setMetadata(kCompareLayoutKey, text);
         return true;
       },
       [this](const std::optional<bool>& written, const QString& error) {

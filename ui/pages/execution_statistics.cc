@@ -12,6 +12,7 @@
 #include "core/analysis/seed_table.h"
 #include "core/store/project_store.h"
 #include "ui/background.h"
+#include "ui/models/project_access.h"
 #include "ui/models/statistics_table_model.h"
 
 namespace dtlab::ui {
@@ -104,10 +105,10 @@ void ExecutionStatistics::clear(const QString& why) {
 void ExecutionStatistics::setExecution(const std::string& path, int64_t executionId) {
   const quint64 id = ++read_;
   ++pending_;
-  runInBackground<Tables>(
-      this,
-      [path, executionId] {
-        auto store = core::ProjectStore::open(path, /*readOnly=*/true);
+  readProject<Tables>(
+      this, path,
+      [executionId](core::ProjectStore& opened) {
+        core::ProjectStore* store = &opened;
         const core::Comparison c = core::compareExperiment(*store, std::nullopt, executionId);
         const core::ComparisonStatistics stats = core::comparisonStatistics(c);
         const std::string table = core::comparisonTable(c);

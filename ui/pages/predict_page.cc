@@ -27,6 +27,7 @@
 #include "core/store/project_store.h"
 #include "ui/background.h"
 #include "ui/charts/palette.h"
+#include "ui/models/project_access.h"
 
 namespace dtlab::ui {
 
@@ -283,54 +284,57 @@ void PredictPage::start(bool calibrateFirst) {
   const bool throughputOnly = throughputOnly_->isChecked();
   const int nodesPerHost = nodesPerHost_->value();
   const std::optional<core::sim::Topology> topology = topology_;
-  runInBackground<Outcome>(
-      this,
-      [path, name, nodes, throughputOnly, nodesPerHost, topology, calibrateFirst] {
-        auto store = core::ProjectStore::open(path, /*readOnly=*/!calibrateFirst);
-        const core::Entity entity = core::experimentNamedOrLatest(
-            *store, name.empty() ? std::nullopt : std::optional(name));
-        const core::ExperimentSpec spec = core::parseExperimentSpecText(entity.config.dump());
-        if (calibrateFirst)
-          store->saveCalibration(core::calibrateRuns(*store, {}, spec.name).toJson());
-        Outcome o;
-        o.experiment = spec.name;
-        o.measured = core::measuredPoints(*store, spec.name);
-        const auto found = core::calibrationOf(*store, spec.name);
-        if (!found) {
-          o.missing =
-              "No calibration of this experiment yet. <b>Calibrate from Runs</b> fits one from "
-              "its completed runs (runs of 1 and 2 nodes of each strategy, at more than one "
-              "batch size, let it tell the model's terms apart).";
-          return o;
-        }
-        o.calibrationId = found->first;
-        o.calibration = found->second;
-        core::PredictOptions options;
-        options.nodes = nodes;
-        options.throughputOnly = throughputOnly;
-        options.nodesPerHost = nodesPerHost;
-        options.topology = topology;
-        if (topology) o.topology = topology->describe();
-        for (const core::MeasuredPoint& m : o.measured)
-          if (std::find(options.nodes.begin(), options.nodes.end(), m.nodes) == options.nodes.end())
-            options.nodes.push_back(m.nodes);
-        std::sort(options.nodes.begin(), options.nodes.end());
-        o.predictions = core::predictScale(spec, o.calibration, options, o.measured);
-        o.hosts = core::hostAssumption(spec, o.calibration, options);
-        return o;
-      },
-      [this](const std::optional<Outcome>& outcome, const QString& error) {
-        busy_ = false;
-        predictButton_->setEnabled(true);
-        calibrateButton_->setEnabled(true);
-        if (!outcome) {
-          title_->setText(tr("<b>No prediction</b>: %1").arg(error.toHtmlEscaped()));
-          emit failed(error);
-          return;
-        }
-        take(*outcome);
-        emit shown();
-      });
+  // Calibrating writes the calibration into the project; predicting only reads it.
+  const auto work = [name, nodes, throughputOnly, nodesPerHost, topology,
+                     calibrateFirst](core::ProjectStore& opened) -> Outcome {
+    core::ProjectStore* store = &opened;
+    const core::Entity entity =
+        core::experimentNamedOrLatest(*store, name.empty() ? std::nullopt : std::optional(name));
+    const core::ExperimentSpec spec = core::parseExperimentSpecText(entity.config.dump());
+    if (calibrateFirst) store->saveCalibration(core::calibrateRuns(*store, {}, spec.name).toJson());
+    Outcome o;
+    o.experiment = spec.name;
+    o.measured = core::measuredPoints(*store, spec.name);
+    const auto found = core::calibrationOf(*store, spec.name);
+    if (!found) {
+      o.missing =
+          "No calibration of this experiment yet. <b>Calibrate from Runs</b> fits one from "
+          "its completed runs (runs of 1 and 2 nodes of each strategy, at more than one "
+          "batch size, let it tell the model's terms apart).";
+      return o;
+    }
+    o.calibrationId = found->first;
+    o.calibration = found->second;
+    core::PredictOptions options;
+    options.nodes = nodes;
+    options.throughputOnly = throughputOnly;
+    options.nodesPerHost = nodesPerHost;
+    options.topology = topology;
+    if (topology) o.topology = topology->describe();
+    for (const core::MeasuredPoint& m : o.measured)
+      if (std::find(options.nodes.begin(), options.nodes.end(), m.nodes) == options.nodes.end())
+        options.nodes.push_back(m.nodes);
+    std::sort(options.nodes.begin(), options.nodes.end());
+    o.predictions = core::predictScale(spec, o.calibration, options, o.measured);
+    o.hosts = core::hostAssumption(spec, o.calibration, options);
+    return o;
+  };
+  const auto done = [this](const std::optional<Outcome>& outcome, const QString& error) {
+    busy_ = false;
+    predictButton_->setEnabled(true);
+    calibrateButton_->setEnabled(true);
+    if (!outcome) {
+      title_->setText(tr("<b>No prediction</b>: %1").arg(error.toHtmlEscaped()));
+      emit failed(error);
+      return;
+    }
+    take(*outcome);
+    emit shown();
+  };
+  if (calibrateFirst)
+    writeProject<Outcome>(this, path, work, done);
+  else
+    readProject<Outcome>(this, path, work, done);
 }
 
 void PredictPage::take(const Outcome& o) {

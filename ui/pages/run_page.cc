@@ -34,6 +34,7 @@
 #include "core/store/project_store.h"
 #include "core/train/strategy_registry.h"
 #include "ui/background.h"
+#include "ui/models/project_access.h"
 #include "ui/models/run_metrics_model.h"
 
 namespace dtlab::ui {
@@ -380,11 +381,10 @@ void RunPage::replayTo(qint64 step) {
   const QString title = tr("Replay of run #%1 to step %2").arg(run).arg(step);
   replayWeights_.clear();
   showReplay(title, tr("Replaying run #%1 to step %2 from its record...").arg(run).arg(step));
-  runInBackground<ReplayOutcome>(
-      this,
-      [path, run, step] {
-        auto store = core::ProjectStore::open(path, /*readOnly=*/true);
-        const core::StoredRunReplay stored = core::loadStoredRunReplay(*store, run);
+  readProject<ReplayOutcome>(
+      this, path,
+      [run, step](core::ProjectStore& store) {
+        const core::StoredRunReplay stored = core::loadStoredRunReplay(store, run);
         const auto start = std::chrono::steady_clock::now();
         ReplayOutcome o{stored.named, stored.world, core::replayStoredRun(stored, step), 0.0};
         o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

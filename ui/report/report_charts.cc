@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/store/project_store.h"
 #include "ui/charts/comparison_chart.h"
 #include "ui/charts/comparison_data.h"
 #include "ui/charts/palette.h"
@@ -22,7 +23,10 @@ std::unique_ptr<QCustomPlot> curveChart(const core::ExperimentReport& report,
   auto plot = std::make_unique<ComparisonChart>();
   plot->resize(size);
   plot->fitToSize(size);
-  plot->setData(readComparison(report.project, request));
+  // The report is rendered where it is asked for (dtlab-cli report, or the window's export,
+  // which waits for it), so it reads the curves itself.
+  plot->setData(
+      readComparison(*core::ProjectStore::open(report.project, /*readOnly=*/true), request));
   return plot;
 }
 
