@@ -15,6 +15,7 @@
 #include "core/train/checkpoint.h"
 #include "core/train/parameter_server.h"
 #include "core/train/strategy.h"
+#include "tests/support/specs.h"
 
 namespace dtlab::core::test {
 
@@ -30,27 +31,6 @@ struct RankThreads {
   std::shared_ptr<const Checkpoint> resumeFrom;  // every rank continues from it
 };
 
-// The small problem the strategy tests train: Gaussian blobs (4096 training samples, 16
-// features, 4 classes), a 32-32 MLP, SGD with momentum, a global batch of 64, `steps` steps.
-inline ExperimentSpec smallBlobsSpec(int64_t steps, int64_t evalInterval) {
-  ExperimentSpec spec;
-  spec.seed = 11;
-  spec.dataset.kind = "gaussian_blobs";
-  spec.dataset.trainSize = 4096;
-  spec.dataset.testSize = 512;
-  spec.dataset.features = 16;
-  spec.dataset.classes = 4;
-  spec.dataset.seed = 11;
-  spec.model.hidden = {32, 32};
-  spec.optimizer.kind = OptimizerKind::kSgd;
-  spec.optimizer.lr = 0.05f;
-  spec.optimizer.momentum = 0.9f;
-  spec.training.batchSize = 64;
-  spec.training.epochs = 0;
-  spec.training.maxSteps = steps;
-  spec.training.evalInterval = evalInterval;
-  return spec;
-}
 
 // Keeps the checkpoints rank 0 hands over, and the events.
 class Keeper final : public MetricSink {

@@ -30,11 +30,8 @@ namespace {
 
 ExperimentSpec blobsSpec(const std::string& strategy, DataPartitionKind partition,
                          double alpha = 0.5) {
-  ExperimentSpec spec = test::smallBlobsSpec(40, 20);
+  ExperimentSpec spec = test::withVariant(test::smallBlobsSpec(40, 20), {{"strategy", strategy}});
   spec.training.dataPartition = {partition, alpha};
-  VariantConfig v;
-  v.strategy = strategy;
-  spec.variants = {v};
   return spec;
 }
 

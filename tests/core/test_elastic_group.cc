@@ -108,13 +108,9 @@ class LosingSink final : public MetricSink {
 
 // local_sgd with on_node_loss "continue".
 ExperimentSpec localSgdContinuing(int64_t steps, int64_t period) {
-  ExperimentSpec spec = test::smallBlobsSpec(steps, 10);
-  VariantConfig v;
-  v.strategy = "local_sgd";
-  v.settings.set("period", period);
-  v.settings.set("on_node_loss", std::string("continue"));
-  spec.variants = {v};
-  return spec;
+  return test::withVariant(
+      test::smallBlobsSpec(steps, 10),
+      {{"strategy", "local_sgd"}, {"period", period}, {"on_node_loss", "continue"}}, 3);
 }
 
 // Three ranks of `spec` as threads over real Gloo, each with its own recovery; rank `lost`'s

@@ -31,12 +31,9 @@ using namespace dtlab::core;
 namespace {
 
 ExperimentSpec smallSpec(const std::string& strategy, int64_t period = 8) {
-  ExperimentSpec spec = test::smallBlobsSpec(12, 6);
-  VariantConfig v;
-  v.strategy = strategy;
-  if (strategy == "local_sgd") v.settings.set("period", period);
-  spec.variants = {v};
-  return spec;
+  nlohmann::json variant = {{"strategy", strategy}};
+  if (strategy == "local_sgd") variant["period"] = period;
+  return test::withVariant(test::smallBlobsSpec(12, 6), variant);
 }
 
 // Every rank's step metrics, evaluations and events, from all ranks' threads.

@@ -25,6 +25,7 @@
 #include "core/train/strategy_registry.h"
 #include "core/train/worker.h"
 #include "tests/core/not_host_memory.h"
+#include "tests/support/specs.h"
 
 using namespace dtlab::core;
 
@@ -47,7 +48,7 @@ ExperimentSpec blobsSpec(const char* strategy, int64_t steps) {
   spec.training.epochs = 0;
   spec.training.maxSteps = steps;
   spec.training.evalInterval = 10;
-  spec.variants = {parseExperimentSpec({{"variants", {{{"strategy", strategy}}}}}).variants[0]};
+  spec.variants = {test::variant({{"strategy", strategy}})};
   return spec;
 }
 

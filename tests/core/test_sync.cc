@@ -77,11 +77,9 @@ class TestSync : public QObject {
   // won at which size and the bucket size that follows (or that bucket_kb gave).
   void startEventReportsTheMeasuredAllReduce() {
     for (const int64_t bucketKb : {int64_t{0}, int64_t{64}}) {
-      ExperimentSpec spec = smallSpec();
-      VariantConfig v;
-      v.strategy = "sync_allreduce";
-      if (bucketKb > 0) v.settings.set("bucket_kb", bucketKb);
-      spec.variants = {v};
+      nlohmann::json variant = {{"strategy", "sync_allreduce"}};
+      if (bucketKb > 0) variant["bucket_kb"] = bucketKb;
+      const ExperimentSpec spec = test::withVariant(smallSpec(), variant);
       test::Keeper keeper;
       test::RankThreads how;
       how.nodes.resize(2);
@@ -116,10 +114,7 @@ class TestSync : public QObject {
       RunEvent start;
       std::chrono::steady_clock::time_point at;
     };
-    ExperimentSpec spec = smallSpec();
-    VariantConfig v;
-    v.strategy = "sync_allreduce";
-    spec.variants = {v};
+    const ExperimentSpec spec = test::withVariant(smallSpec(), {{"strategy", "sync_allreduce"}});
     StartClock clock;
     test::RankThreads how;
     how.nodes.resize(2);
