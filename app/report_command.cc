@@ -31,7 +31,9 @@ int reportCommand(const std::vector<std::string>& argv) {
     execution = args.integer("--execution", 0, 1, std::numeric_limits<int64_t>::max());
 
   auto store = core::ProjectStore::open(args.positionals()[0], /*readOnly=*/true);
-  const core::ExperimentReport report = core::experimentReport(*store, experiment, execution);
+  const ui::ReportContent content =
+      ui::readReportContent(*store, core::experimentReport(*store, experiment, execution));
+  const core::ExperimentReport& report = content.report;
   // The charts are widgets drawn offscreen: no display needed, none used.
   if (std::getenv("QT_QPA_PLATFORM") == nullptr) setenv("QT_QPA_PLATFORM", "offscreen", 1);
   // Qt's notes about this process's environment (no XDG_RUNTIME_DIR for a root shell) are not
@@ -44,7 +46,7 @@ int reportCommand(const std::vector<std::string>& argv) {
   char name[] = "dtlab-cli";
   char* qtArgv[] = {name, nullptr};
   QApplication app(qtArgc, qtArgv);
-  ui::exportReport(report, QString::fromStdString(out));
+  ui::exportReport(content, QString::fromStdString(out));
   std::cerr << "wrote " << out << ": experiment " << report.experiment;
   if (report.executionId) std::cerr << ", execution " << *report.executionId;
   std::cerr << " (" << report.runCount << " runs, " << report.charts.size() << " charts)\n";

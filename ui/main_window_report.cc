@@ -11,6 +11,7 @@
 #include "core/store/project_store.h"
 #include "ui/main_window.h"
 #include "ui/models/explorer_model.h"
+#include "ui/models/project_access.h"
 #include "ui/pages/compare_page.h"
 #include "ui/report/report_export.h"
 
@@ -39,14 +40,18 @@ bool MainWindow::exportReport(const QString& path) {
   QString error;
   try {
     if (path_.isEmpty()) throw Error("no project is open");
-    const auto [experiment, execution] = reportTarget();
-    auto store = core::ProjectStore::open(path_.toStdString(), /*readOnly=*/true);
-    const core::ExperimentReport report = core::experimentReport(*store, experiment, execution);
+    const std::pair<std::optional<std::string>, std::optional<int64_t>> target = reportTarget();
     QApplication::setOverrideCursor(Qt::WaitCursor);
     struct Restore {
       ~Restore() { QApplication::restoreOverrideCursor(); }
     } restore;
-    ui::exportReport(report, path);
+    const ReportContent content =
+        readProjectNow<ReportContent>(path_.toStdString(), [target](core::ProjectStore& store) {
+          return readReportContent(store,
+                                   core::experimentReport(store, target.first, target.second));
+        });
+    const core::ExperimentReport& report = content.report;
+    ui::exportReport(content, path);
     QString what = QString::fromStdString(report.experiment);
     if (report.executionId) what += tr(", execution %1").arg(*report.executionId);
     statusBar()->showMessage(tr("Report of %1 written to %2").arg(what, path));

@@ -62,21 +62,36 @@ void writeProject(QObject* owner, std::string path, Work work, Done done) {
       std::move(done));
 }
 
-// A write the GUI thread waits for, after every write asked for before it: for a window that is
-// closing, which has no later moment to say that it failed. Throws what `work` threw.
+namespace detail {
+// Runs `work` on `pool` with the project open and waits for it; throws what it threw.
 template <typename T, typename Work>
-T writeProjectNow(std::string path, Work work) {
+T onProjectNow(QThreadPool* pool, const std::string& path, bool readOnly, Work& work) {
   std::optional<T> value;
   std::exception_ptr thrown;
-  QtConcurrent::run(ProjectAccess::instance().writer(), [&] {
+  QtConcurrent::run(pool, [&] {
     try {
-      value = work(*core::ProjectStore::open(path));
+      value = work(*core::ProjectStore::open(path, readOnly));
     } catch (...) {
       thrown = std::current_exception();
     }
   }).waitForFinished();
   if (thrown) std::rethrow_exception(thrown);
   return std::move(*value);
+}
+}  // namespace detail
+
+// A write the GUI thread waits for, after every write asked for before it: for a window that is
+// closing, which has no later moment to say that it failed. Throws what `work` threw.
+template <typename T, typename Work>
+T writeProjectNow(const std::string& path, Work work) {
+  return detail::onProjectNow<T>(ProjectAccess::instance().writer(), path, false, work);
+}
+
+// A read the GUI thread waits for, under a busy cursor: an action whose result is a file written
+// at once (File > Export Report). Throws what `work` threw.
+template <typename T, typename Work>
+T readProjectNow(const std::string& path, Work work) {
+  return detail::onProjectNow<T>(ProjectAccess::instance().readers(), path, true, work);
 }
 
 // A write nobody waits for (a page going away keeps its last change); an error is dropped.

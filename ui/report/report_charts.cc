@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/store/project_store.h"
 #include "ui/charts/comparison_chart.h"
 #include "ui/charts/comparison_data.h"
 #include "ui/charts/palette.h"
@@ -11,8 +10,9 @@
 namespace dtlab::ui {
 namespace {
 
-std::unique_ptr<QCustomPlot> curveChart(const core::ExperimentReport& report,
-                                        const core::ReportChart& chart, QSize size) {
+// The series a curve chart draws: its metric over the execution's runs, grouped by variant.
+ComparisonRequest curveRequest(const core::ExperimentReport& report,
+                               const core::ReportChart& chart) {
   ComparisonRequest request;
   request.metric = chart.metric;
   request.x = chart.wallClock ? ChartX::kWallSeconds : ChartX::kStep;
@@ -20,13 +20,14 @@ std::unique_ptr<QCustomPlot> curveChart(const core::ExperimentReport& report,
     request.groups.push_back({g.variant, g.runIds});
     request.runIds.insert(request.runIds.end(), g.runIds.begin(), g.runIds.end());
   }
+  return request;
+}
+
+std::unique_ptr<QCustomPlot> curveChart(const ComparisonData& data, QSize size) {
   auto plot = std::make_unique<ComparisonChart>();
   plot->resize(size);
   plot->fitToSize(size);
-  // The report is rendered where it is asked for (dtlab-cli report, or the window's export,
-  // which waits for it), so it reads the curves itself.
-  plot->setData(
-      readComparison(*core::ProjectStore::open(report.project, /*readOnly=*/true), request));
+  plot->setData(data);
   return plot;
 }
 
@@ -88,10 +89,21 @@ std::unique_ptr<QCustomPlot> barChart(const core::ExperimentReport& report,
 
 }  // namespace
 
-std::unique_ptr<QCustomPlot> reportChart(const core::ExperimentReport& report,
-                                         const core::ReportChart& chart, QSize size) {
-  return chart.kind == core::ReportChart::Kind::kCurve ? curveChart(report, chart, size)
-                                                       : barChart(report, chart, size);
+ReportContent readReportContent(core::ProjectStore& store, core::ExperimentReport report) {
+  ReportContent content;
+  for (const core::ReportChart& chart : report.charts)
+    content.curves.push_back(chart.kind == core::ReportChart::Kind::kCurve
+                                 ? std::optional(readComparison(store, curveRequest(report, chart)))
+                                 : std::nullopt);
+  content.report = std::move(report);
+  return content;
+}
+
+std::unique_ptr<QCustomPlot> reportChart(const ReportContent& content, std::size_t chart,
+                                         QSize size) {
+  const std::optional<ComparisonData>& curves = content.curves.at(chart);
+  return curves ? curveChart(*curves, size)
+                : barChart(content.report, content.report.charts.at(chart), size);
 }
 
 }  // namespace dtlab::ui

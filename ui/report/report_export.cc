@@ -188,9 +188,9 @@ QByteArray chartSvg(QCustomPlot& plot, QSize size, const QString& title) {
   return tag.toUtf8() + svg.mid(tagEnd);
 }
 
-QString figureHtml(const core::ExperimentReport& r, const core::ReportChart& chart, QSize size) {
-  const std::unique_ptr<QCustomPlot> plot = reportChart(r, chart, size);
-  const QString title = QString::fromStdString(chart.title);
+QString figureHtml(const ReportContent& content, std::size_t chart, QSize size) {
+  const std::unique_ptr<QCustomPlot> plot = reportChart(content, chart, size);
+  const QString title = QString::fromStdString(content.report.charts.at(chart).title);
   return "<figure>\n" + QString::fromUtf8(chartSvg(*plot, size, title)) + "\n<figcaption>" +
          title.toHtmlEscaped() + "</figcaption>\n</figure>\n";
 }
@@ -226,8 +226,8 @@ class ChartObject final : public QObject, public QTextObjectInterface {
   }
 };
 
-void writePdf(const core::ExperimentReport& r, const QString& body, const QString& path,
-              QSize size) {
+void writePdf(const ReportContent& content, const QString& body, const QString& path, QSize size) {
+  const core::ExperimentReport& r = content.report;
   QSaveFile file(path);
   if (!file.open(QIODevice::WriteOnly))
     fail(QString("cannot write %1: %2").arg(path, file.errorString()));
@@ -251,7 +251,7 @@ void writePdf(const core::ExperimentReport& r, const QString& body, const QStrin
     const qsizetype marker = body.indexOf(kChartMarker, from);
     cursor.insertHtml(body.mid(from, marker < 0 ? -1 : marker - from));
     if (marker < 0) break;
-    const std::unique_ptr<QCustomPlot> plot = reportChart(r, r.charts.at(i), size);
+    const std::unique_ptr<QCustomPlot> plot = reportChart(content, i, size);
     QPicture picture;
     if (!drawVectors(*plot, picture, size))
       fail("cannot draw the chart " + QString::fromStdString(r.charts[i].title));
@@ -300,27 +300,27 @@ std::optional<ReportFormat> reportFormatOf(const QString& path) {
   return std::nullopt;
 }
 
-QString reportHtml(const core::ExperimentReport& r, const ReportOptions& options) {
+QString reportHtml(const ReportContent& content, const ReportOptions& options) {
+  const core::ExperimentReport& r = content.report;
   QString body = bodyHtml(r);
   for (std::size_t i = 0; i < r.charts.size(); ++i)
     body.replace(QString(kChartMarker) + QString::number(i) + "-->",
-                 figureHtml(r, r.charts[i], options.chartSize));
+                 figureHtml(content, i, options.chartSize));
   return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>DTLab "
          "report: " +
          text(r.experiment) + "</title>\n<style>" + kCss + kBrowserCss +
          "</style>\n</head>\n<body>\n" + body + "</body>\n</html>\n";
 }
 
-void exportReport(const core::ExperimentReport& r, const QString& path,
-                  const ReportOptions& options) {
+void exportReport(const ReportContent& content, const QString& path, const ReportOptions& options) {
   const std::optional<ReportFormat> format = reportFormatOf(path);
   if (!format)
     fail(QString("%1: unknown file type '.%2' (a report is written as %3)")
              .arg(path, QFileInfo(path).suffix(), kReportExtensions));
   if (*format == ReportFormat::kHtml)
-    writeTextFile(path, reportHtml(r, options));
+    writeTextFile(path, reportHtml(content, options));
   else
-    writePdf(r, bodyHtml(r), path, options.pdfChartSize);
+    writePdf(content, bodyHtml(content.report), path, options.pdfChartSize);
 }
 
 }  // namespace dtlab::ui

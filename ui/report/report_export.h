@@ -6,6 +6,7 @@
 #include <QtCore/QString>
 
 #include "core/analysis/experiment_report.h"
+#include "ui/report/report_charts.h"
 
 namespace dtlab::ui {
 
@@ -23,14 +24,14 @@ struct ReportOptions {
   QSize pdfChartSize{1000, 300};  // in the PDF: two to an A4 landscape page
 };
 
-// Writes the report to `path` (replaced only once all of it is written). Throws ExportError
+// Writes the report (read with its charts' series: readReportContent, report_charts.h) to
+// `path` (replaced only once all of it is written); reads no project. Throws ExportError
 // (ui/charts/chart_export.h) naming the file for an unknown extension or a file that cannot
-// be written; core::StoreError when the project cannot be read for the charts. Needs a
-// QApplication (the charts are QCustomPlot widgets, never shown).
-void exportReport(const core::ExperimentReport& report, const QString& path,
+// be written. Needs a QApplication (the charts are QCustomPlot widgets, never shown).
+void exportReport(const ReportContent& content, const QString& path,
                   const ReportOptions& options = {});
 
 // The report's HTML, as exportReport writes it.
-QString reportHtml(const core::ExperimentReport& report, const ReportOptions& options = {});
+QString reportHtml(const ReportContent& content, const ReportOptions& options = {});
 
 }  // namespace dtlab::ui
