@@ -15,6 +15,7 @@
 #include "app/predict_command.h"
 #include "app/progress.h"
 #include "app/project_command.h"
+#include "app/reference_docs.h"
 #include "app/replay_command.h"
 #include "app/report_command.h"
 #include "app/resume_command.h"
@@ -141,6 +142,10 @@ constexpr const char* kUsageAfterBench = R"(  project new P.dtlab [--name NAME]
       machines and versions it ran on. HTML: opens in a browser without a network
       (charts as inline SVG); PDF: A4 landscape, vector charts. Of the latest
       execution of EXPERIMENT (default: the project's most recent), or execution N.
+  docs --out DIR | --check DIR
+      The reference pages (docs/reference: strategies, dataset kinds, model kinds,
+      metrics, this usage) as this build's registries describe them: --out writes them,
+      --check fails naming each page that is not what this build makes.
   version
   help [COMMAND], COMMAND --help
       This text, or the part of it about one command.
@@ -239,6 +244,7 @@ int main(int argc, char** argv) {
     if (command == "export-trace") return dtlab::app::exportTraceCommand(args);
     if (command == "compare") return dtlab::app::compareCommand(args);
     if (command == "report") return dtlab::app::reportCommand(args);
+    if (command == "docs") return dtlab::app::docsCommand(args, fullUsage());
     if (command == "version" || command == "--version") {
       std::cout << "dtlab-cli " << DTLAB_VERSION << "\n";
       for (const std::string& library : dtlab::remote::libraryVersions())

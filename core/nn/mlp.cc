@@ -195,7 +195,7 @@ ModelKindDescriptor mlpKind() {
   ModelKindDescriptor d;
   d.name = "mlp";
   d.summary =
-      "a multi-layer perceptron: dense layers of the hidden widths, each followed by "
+      "A multi-layer perceptron: dense layers of the hidden widths, each followed by "
       "the activation, then a dense output layer";
   const auto widths = [](const ModelConfig& config, int64_t inputs, int64_t outputs) {
     std::vector<int64_t> all = {inputs};

@@ -1,0 +1,243 @@
+#include "app/reference_docs.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <set>
+#include <sstream>
+
+#include "app/args.h"
+#include "core/common/check.h"
+#include "core/data/dataset_kinds.h"
+#include "core/metrics/metric_table.h"
+#include "core/nn/model_kinds.h"
+#include "core/spec/settings.h"
+#include "core/train/strategy_registry.h"
+
+namespace dtlab::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kRefresh = "dtlab-cli docs --out docs/reference";
+
+std::string generatedNote() {
+  return std::string("Made by `") + kRefresh +
+         "` from this build's registries and usage text; change those in the code, not this "
+         "page.\n\n";
+}
+
+// A table cell: one line, pipes escaped.
+std::string cell(std::string text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\n') {
+      out += ' ';
+    } else if (c == '|') {
+      out += "\\|";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string typeText(const core::SettingSchema& s) {
+  switch (s.type) {
+    case core::SettingType::kInteger:
+      return "integer";
+    case core::SettingType::kReal:
+      return s.singlePrecision ? "real (32-bit)" : "real";
+    case core::SettingType::kChoice:
+      return "choice";
+  }
+  return "";
+}
+
+std::string defaultText(const core::SettingSchema& s) {
+  if (!s.zeroMeans.empty() && s.defaultValue == core::SettingValue(int64_t{0}))
+    return s.zeroMeans + " (0)";
+  return detail::concat('`', core::settingText(s.defaultValue), '`');
+}
+
+std::string allowedText(const core::SettingSchema& s) {
+  if (s.type != core::SettingType::kChoice) return s.rangeText();
+  std::string out;
+  for (const std::string& c : s.choices) out += (out.empty() ? "`" : ", `") + c + "`";
+  return out;
+}
+
+// The settings of one owner as a table; "" when it has none.
+std::string settingsTable(const std::vector<core::SettingSchema>& settings) {
+  if (settings.empty()) return "No settings of its own.\n";
+  std::string out =
+      "| key | type | default | allowed | applies when | what it does |\n"
+      "|---|---|---|---|---|---|\n";
+  for (const core::SettingSchema& s : settings)
+    out += "| `" + s.key + "` | " + typeText(s) + " | " + cell(defaultText(s)) + " | " +
+           cell(allowedText(s)) + " | " + (s.when ? cell(core::conditionText(*s.when)) : "") +
+           " | " + cell(s.help) + " |\n";
+  return out;
+}
+
+std::string yesNo(bool value) {
+  return value ? "yes" : "no";
+}
+
+std::string strategiesPage() {
+  std::string out = "# Strategies\n\n" + generatedNote() +
+                    "A variant of a spec names one of these in `\"strategy\"` (the first is the "
+                    "default) and gives any of its settings beside it:\n\n"
+                    "```json\n{\"variants\": [{\"name\": \"ps\", \"strategy\": \"async_ps\", "
+                    "\"ps_shards\": 2}]}\n```\n";
+  for (const core::StrategyDescriptor* d : core::strategies()) {
+    const core::StrategyTraits& t = d->traits;
+    out += "\n## " + d->name + "\n\n" + d->summary + "\n\n";
+    out += "Parameter server: " + yesNo(t.usesParameterServer) +
+           "; collective group: " + yesNo(t.needsCollectiveGroup) +
+           "; checkpoints: " + yesNo(t.keepsCheckpoints) +
+           "; replays from its record: " + yesNo(t.replaysFromRecord) +
+           "; switches phases: " + yesNo(t.switchesPhases) + ".\n\n";
+    out += settingsTable(d->settings);
+  }
+  return out;
+}
+
+std::string classesText(const core::ClassRule& r) {
+  if (r.fixed()) return std::to_string(r.minimum) + " (fixed)";
+  return std::to_string(r.minimum) + ".." + std::to_string(r.maximum) + ", default " +
+         std::to_string(r.defaultValue);
+}
+
+std::string datasetKindsPage() {
+  std::string out = "# Dataset kinds\n\n" + generatedNote() +
+                    "A spec's `\"dataset\"` names one of these in `\"kind\"` (the first is the "
+                    "default) with its sizes, `\"classes\"`, `\"features\"` and the kind's own "
+                    "parameters:\n\n"
+                    "```json\n{\"dataset\": {\"kind\": \"two_spirals\", \"train_size\": 20000, "
+                    "\"noise\": 0.1}}\n```\n";
+  for (const core::DatasetKindDescriptor* d : core::datasetKinds()) {
+    out += "\n## " + d->name + "\n\n" + d->summary + "\n\n";
+    out += std::string("Task: ") +
+           (d->task == core::TaskKind::kClassification ? "classification" : "regression") +
+           "; classes: " + classesText(d->classes) + "; features: " +
+           (d->features.fixed ? std::to_string(d->features.defaultValue) + " (fixed)"
+                              : "any, default " + std::to_string(d->features.defaultValue)) +
+           ".\n\n";
+    out += settingsTable(d->parameters);
+  }
+  return out;
+}
+
+std::string modelKindsPage() {
+  std::string out = "# Model kinds\n\n" + generatedNote() +
+                    "A spec's `\"model\"` names one of these in `\"kind\"` (the first is the "
+                    "default); its input width is the dataset's features and its output width "
+                    "the dataset's classes. Every kind reads `\"hidden\"`, `\"activation\"` "
+                    "(relu, gelu, tanh), `\"init\"` (he, xavier) and `\"loss\"` "
+                    "(cross_entropy, mse) as it needs them, and its own settings:\n";
+  for (const core::ModelKindDescriptor* d : core::modelKinds()) {
+    out += "\n## " + d->name + "\n\n" + d->summary + "\n\n";
+    out += settingsTable(d->parameters);
+  }
+  return out;
+}
+
+std::string metricsPage() {
+  std::string out = "# Metrics\n\n" + generatedNote() +
+                    "The series a run records, by the name the store, the wire, CSV exports, "
+                    "charts and `dtlab --chart` use. A worker's series has a point per step, a "
+                    "node's per sampling interval, the run's per evaluation.\n\n"
+                    "| name | unit | per | what it is |\n|---|---|---|---|\n";
+  for (const core::MetricInfo& m : core::kMetricTable) {
+    const char* scope = m.scope == core::MetricScope::kWorker ? "worker"
+                        : m.scope == core::MetricScope::kNode ? "node"
+                                                              : "run";
+    out += "| `" + std::string(m.name) + "` | " + cell(std::string(m.unit)) + " | " + scope +
+           " | " + cell(std::string(m.description)) + " |\n";
+  }
+  return out;
+}
+
+std::string cliPage(const std::string& usage) {
+  return "# dtlab-cli\n\n" + generatedNote() +
+         "Every command and its flags, as `dtlab-cli --help` prints them (`dtlab-cli help "
+         "COMMAND` prints one):\n\n```text\n" +
+         usage + (usage.empty() || usage.back() == '\n' ? "" : "\n") + "```\n";
+}
+
+std::string indexPage(const std::map<std::string, std::string>& pages) {
+  std::string out = "# Reference\n\n" + generatedNote();
+  for (const auto& [file, text] : pages) {
+    const std::string title = text.substr(2, text.find('\n') - 2);
+    out += "- [" + title + "](" + file + ")\n";
+  }
+  return out;
+}
+
+std::string readFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+std::map<std::string, std::string> referencePages(const std::string& cliUsage) {
+  std::map<std::string, std::string> pages = {
+      {"strategies.md", strategiesPage()},  {"dataset-kinds.md", datasetKindsPage()},
+      {"model-kinds.md", modelKindsPage()}, {"metrics.md", metricsPage()},
+      {"dtlab-cli.md", cliPage(cliUsage)},
+  };
+  pages["README.md"] = indexPage(pages);
+  return pages;
+}
+
+int docsCommand(const std::vector<std::string>& argv, const std::string& cliUsage) {
+  const Args args(argv, {"--out", "--check"}, {});
+  if (!args.positionals().empty() || args.has("--out") == args.has("--check"))
+    throw UsageError("expected --out DIR (write the reference pages) or --check DIR (compare)");
+  const std::map<std::string, std::string> pages = referencePages(cliUsage);
+  const fs::path dir = args.has("--out") ? args.value("--out", "") : args.value("--check", "");
+  std::set<std::string> present;
+  if (fs::is_directory(dir))
+    for (const fs::directory_entry& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".md") present.insert(e.path().filename().string());
+
+  if (args.has("--out")) {
+    fs::create_directories(dir);
+    for (const auto& [file, text] : pages) {
+      std::ofstream out(dir / file, std::ios::binary | std::ios::trunc);
+      out << text;
+      if (!out) throw Error("cannot write " + (dir / file).string());
+    }
+    for (const std::string& file : present)
+      if (!pages.count(file)) fs::remove(dir / file);
+    std::cerr << "wrote " << pages.size() << " reference pages to " << dir.string() << "\n";
+    return 0;
+  }
+  int stale = 0;
+  for (const auto& [file, text] : pages) {
+    if (!present.count(file)) {
+      std::cerr << (dir / file).string() << ": missing\n";
+      ++stale;
+    } else if (readFile(dir / file) != text) {
+      std::cerr << (dir / file).string() << ": stale (not what this build makes)\n";
+      ++stale;
+    }
+  }
+  for (const std::string& file : present)
+    if (!pages.count(file)) {
+      std::cerr << (dir / file).string() << ": left over (this build makes no such page)\n";
+      ++stale;
+    }
+  if (stale > 0) {
+    std::cerr << stale << " reference page(s) differ from this build's; refresh them with `"
+              << kRefresh << "` from the repository's root\n";
+    return 1;
+  }
+  std::cerr << pages.size() << " reference pages in " << dir.string() << " are this build's\n";
+  return 0;
+}
+
+}  // namespace dtlab::app
