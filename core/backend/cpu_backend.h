@@ -29,12 +29,12 @@ namespace dtlab::core {
 // Small products have paths of their own (core/backend/small_gemm.h): C at most 8 columns
 // wide (an output layer) in narrowGemm, a small A * B^T as A * B after B is transposed in
 // register tiles. Elementwise kernels below kParallelThreshold elements never enter an
-// OpenMP region. README.md ("Kernels") has the measurements.
+// OpenMP region. docs/benchmarks.md ("CPU kernels") has the measurements.
 //
 // Why oneDNN: measured here on the training step's shapes (256x1024x1024 NN, TN, NT)
 // it ran at about 190-210 GFLOP/s on two threads against OpenBLAS's 150 and BLIS's
 // 85-180, and within 10% of OpenBLAS on the 64x64x64 shapes of small models. See
-// README.md ("Kernels") for the table.
+// docs/benchmarks.md ("CPU kernels") for the table.
 class CpuBackend final : public Backend {
  public:
   // threads <= 0: every core the process may use.
