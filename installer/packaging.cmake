@@ -41,6 +41,11 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/resources/bench/
         DESTINATION ${CMAKE_INSTALL_DATADIR}/dtlab/bench COMPONENT cli
         FILES_MATCHING PATTERN "*.py")
 
+# The documentation (docs/: the user guide, deployment, concepts and the generated reference,
+# with its pictures; README.md is its index), in /usr/share/doc/dtlab.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/dtlab
+        COMPONENT gui)
+
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_VENDOR "DTLab")
 set(CPACK_PACKAGE_CONTACT "DTLab developers <dtlab@localhost>")

@@ -78,6 +78,18 @@ in_root appstreamcli validate --no-net /usr/share/metainfo/org.dtlab.DTLab.metai
 in_root systemd-analyze verify /usr/lib/systemd/system/dtlab-node.service \
   >>"$log_file" 2>&1 || fail "systemd-analyze verify"
 in_root sh -c 'dtlab-node --version | head -1; dtlab-cli --version | head -1' >>"$log_file" 2>&1
+# The documentation: every page of docs/ with its pictures, and every relative link in it
+# leading to a file that was installed.
+for page in README.md user-guide.md distributed-runs.md reference/strategies.md images/compare.png; do
+  [ -s "$target/usr/share/doc/dtlab/$page" ] || fail "/usr/share/doc/dtlab/$page is not installed"
+done
+for page in "$target"/usr/share/doc/dtlab/*.md "$target"/usr/share/doc/dtlab/reference/*.md; do
+  dir=$(dirname "$page")
+  for link in $(grep -o '](\([^)#: ]*\)[)#]' "$page" | sed 's/^](//; s/.$//'); do
+    case "$link" in ../*) continue ;; esac  # into the source tree: not part of the packages
+    [ -e "$dir/$link" ] || fail "${page#$target}: link to $link leads nowhere once installed"
+  done
+done
 
 say "3. dtlab-cli runs an installed example from / (two local dtlab-node daemons)"
 in_root sh -c 'cd / && rm -f /root/example.dtlab && dtlab-cli run \
