@@ -33,6 +33,7 @@
 #include "core/train/strategy_registry.h"
 #include "ui/background.h"
 #include "ui/controller/cluster_controller.h"
+#include "ui/help/user_guide.h"
 #include "ui/models/explorer_model.h"
 #include "ui/models/project_access.h"
 #include "ui/pages/compare_page.h"
@@ -308,7 +309,17 @@ void MainWindow::buildMenus() {
          "simulated from its calibrated runs"));
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
+  QAction* guide = help->addAction(tr("&User Guide"), this, [this] { showUserGuide(); });
+  guide->setShortcut(QKeySequence::HelpContents);
   help->addAction(tr("&About DTLab"), this, [this] { showAbout(); });
+}
+
+UserGuide* MainWindow::showUserGuide(const QString& page) {
+  if (userGuide_ == nullptr) userGuide_ = new UserGuide(this);
+  userGuide_->showPage(page);
+  userGuide_->show();
+  userGuide_->raise();
+  return userGuide_;
 }
 
 void MainWindow::showAbout() {

@@ -28,6 +28,7 @@ class TopologyPage;
 class ExperimentController;
 class ExplorerModel;
 class RunPage;
+class UserGuide;
 struct RunProgress;
 
 // The workbench window: the project explorer beside the page of what is selected. Project
@@ -96,6 +97,8 @@ class MainWindow final : public QMainWindow {
   bool exportReport(const QString& path);
   // What exportReport reports: an experiment's name and an execution, either may be absent.
   std::pair<std::optional<std::string>, std::optional<int64_t>> reportTarget() const;
+  // Help > User Guide (F1): the documentation's page `page` in its window (one per main window).
+  UserGuide* showUserGuide(const QString& page = QStringLiteral("README.md"));
 
  signals:
   void projectLoaded(const QString& path);
@@ -195,6 +198,7 @@ class MainWindow final : public QMainWindow {
   bool asking_ = false;     // the unsaved-changes question is open (reloads go on meanwhile)
   QAction* saveAsAction_ = nullptr;
   QAction* exportReportAction_ = nullptr;
+  UserGuide* userGuide_ = nullptr;
 };
 
 }  // namespace dtlab::ui
