@@ -32,10 +32,11 @@ install(FILES ${PROJECT_SOURCE_DIR}/installer/systemd/node.conf
         DESTINATION /etc/dtlab COMPONENT node)
 
 # The example specs, for `dtlab-cli run /usr/share/dtlab/examples/...` from any directory (and
-# `bench strategies`), and the reference scripts of `dtlab-cli bench ... --reference torch`
-# (remote/bench/reference_process.h: resourcesDir).
+# `bench strategies`) and the workbench's start page: in dtlab-node, which both dtlab-cli and
+# dtlab depend on. The reference scripts of `dtlab-cli bench ... --reference torch`
+# (remote/bench/reference_process.h: resourcesDir) are the command line's.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/resources/specs/
-        DESTINATION ${CMAKE_INSTALL_DATADIR}/dtlab/examples COMPONENT cli
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/dtlab/examples COMPONENT node
         FILES_MATCHING PATTERN "*.json")
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/resources/bench/
         DESTINATION ${CMAKE_INSTALL_DATADIR}/dtlab/bench COMPONENT cli
@@ -81,7 +82,7 @@ set(CPACK_DEBIAN_NODE_PACKAGE_CONTROL_EXTRA
 
 set(CPACK_DEBIAN_CLI_PACKAGE_NAME dtlab-cli)
 set(CPACK_COMPONENT_CLI_DESCRIPTION
-    "DTLab command line\n Runs, compares, resumes and benchmarks DTLab experiments on local or remote\n dtlab-node clusters; example specs in /usr/share/dtlab/examples.")
+    "DTLab command line\n Runs, compares, resumes and benchmarks DTLab experiments on local or remote\n dtlab-node clusters (example specs, from dtlab-node, in /usr/share/dtlab/examples).")
 set(CPACK_DEBIAN_CLI_PACKAGE_DEPENDS "dtlab-node (= ${PROJECT_VERSION})")
 
 # The CUDA plugin (core/backend/cuda_plugin.h) where the programs look for it, /usr/lib/dtlab

@@ -6,6 +6,7 @@
 #include <map>
 
 #include <QtConcurrent/QtConcurrentRun>
+#include <QtCore/QDir>
 #include <QtCore/QFileInfo>
 #include <QtCore/QFutureWatcher>
 #include <QtCore/QScopedValueRollback>
@@ -30,6 +31,7 @@
 #include "core/common/config.h"
 #include "core/data/dataset_kinds.h"
 #include "core/spec/experiment_spec.h"
+#include "core/spec/spec_json.h"
 #include "core/train/strategy_registry.h"
 #include "ui/background.h"
 #include "ui/controller/cluster_controller.h"
@@ -41,6 +43,7 @@
 #include "ui/pages/experiment_page.h"
 #include "ui/pages/predict_page.h"
 #include "ui/pages/run_page.h"
+#include "ui/pages/start_page.h"
 #include "ui/pages/topology_page.h"
 
 namespace dtlab::ui {
@@ -97,6 +100,15 @@ MainWindow::MainWindow(QWidget* parent)
          "(<b>File &rarr; New</b>, Ctrl+N).</p><p>Runs recorded with <tt>dtlab-cli run SPEC.json "
          "--project P.dtlab</tt> appear here while they happen.</p>"));
   pages_->addWidget(welcome_);
+  startPage_ = new StartPage(this);
+  pages_->addWidget(startPage_);
+  pages_->setCurrentWidget(startPage_);  // until a project is open
+  connect(startPage_, &StartPage::exampleChosen, this, [this](const QString& spec) {
+    if (maySwitchAway()) openExample(spec);
+  });
+  connect(startPage_, &StartPage::recentChosen, this, [this](const QString& path) {
+    if (maySwitchAway()) openProject(path);
+  });
   pages_->addWidget(experimentPage_);
   connect(experimentPage_, &ExperimentPage::saveRequested, this,
           [this](qint64 id, const QString& name, const QString& json) {
@@ -246,6 +258,8 @@ void MainWindow::buildMenus() {
     if (!path.isEmpty()) openProject(path);
   });
   open->setShortcut(QKeySequence::Open);
+  connect(startPage_, &StartPage::newRequested, newAction, &QAction::trigger);
+  connect(startPage_, &StartPage::openRequested, open, &QAction::trigger);
   recentMenu_ = file->addMenu(tr("Open &Recent"));
   QAction* save = file->addAction(tr("&Save"), this, [this] { saveCurrent(); });
   save->setShortcut(QKeySequence::Save);
@@ -341,6 +355,36 @@ bool MainWindow::newProject(const QString& path) {
   }
   openProject(path);
   return true;
+}
+
+void MainWindow::openExample(const QString& specPath) {
+  // The example's own project in the user's documents: made from the spec the first time,
+  // opened as it is after that (it is the user's now); the example itself is only read.
+  const QString dir = exampleProjectsDir();
+  const QString path = QDir(dir).filePath(QFileInfo(specPath).completeBaseName() + ".dtlab");
+  if (QFileInfo::exists(path)) {
+    openProject(path);
+    statusBar()->showMessage(tr("Opened your copy of the example, %1").arg(path), 8000);
+    return;
+  }
+  statusBar()->showMessage(tr("Making %1 from the example %2...").arg(path, specPath));
+  runInBackground<qint64>(
+      ProjectAccess::instance().writer(), this,
+      [specPath, dir, path]() -> qint64 {
+        const core::ExperimentSpec spec = core::loadExperimentSpec(specPath.toStdString());
+        if (!QDir().mkpath(dir)) throw Error("cannot make the folder " + dir.toStdString());
+        auto store = core::ProjectStore::create(path.toStdString(), spec.name);
+        return store->putEntity(core::EntityKind::kExperiment, spec.name, core::toJson(spec));
+      },
+      [this, path, specPath](const std::optional<qint64>& experiment, const QString& error) {
+        if (!experiment) {
+          fail(tr("Cannot open the example %1: %2").arg(specPath, error));
+          return;
+        }
+        openProject(path);
+        pendingKind_ = "experiment";  // shown once the project is read
+        pendingId_ = *experiment;
+      });
 }
 
 void MainWindow::openProject(const QString& path) {
@@ -585,7 +629,7 @@ void MainWindow::showSelection() {
   }
   updateRunActions();
   if (!index.isValid() || kind == "group") {
-    pages_->setCurrentWidget(welcome_);
+    pages_->setCurrentWidget(path_.isEmpty() ? static_cast<QWidget*>(startPage_) : welcome_);
     shownRun_ = -1;
     pendingKind_.clear();  // nothing to re-select after a reload
     pendingId_ = -1;

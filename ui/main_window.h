@@ -28,6 +28,7 @@ class TopologyPage;
 class ExperimentController;
 class ExplorerModel;
 class RunPage;
+class StartPage;
 class UserGuide;
 struct RunProgress;
 
@@ -43,6 +44,11 @@ class MainWindow final : public QMainWindow {
 
   // Opens (reads in the background) and emits projectLoaded, or loadFailed with the reason.
   void openProject(const QString& path);
+  // Opens the example spec `specPath` as a project of its own in the user's documents
+  // (exampleProjectsDir(), made the first time, with the spec as its experiment, which is
+  // then selected), or the copy made before.
+  void openExample(const QString& specPath);
+  StartPage* startPage() const { return startPage_; }
   // Creates a new, empty project file and opens it; false (with a message) if it cannot.
   bool newProject(const QString& path);
   // Writes a copy of the open project to `path` (replacing a file there only when `replace`)
@@ -199,6 +205,7 @@ class MainWindow final : public QMainWindow {
   QAction* saveAsAction_ = nullptr;
   QAction* exportReportAction_ = nullptr;
   UserGuide* userGuide_ = nullptr;
+  StartPage* startPage_ = nullptr;
 };
 
 }  // namespace dtlab::ui

@@ -1,0 +1,40 @@
+#pragma once
+// What the window shows while no project is open: the example experiments to start from
+// (each opened as a project of its own in the user's documents, the example itself never
+// written), the projects opened recently, and New / Open.
+#include <QtCore/QString>
+#include <QtCore/QStringList>
+#include <QtWidgets/QWidget>
+
+class QListWidget;
+
+namespace dtlab::ui {
+
+// Where the example specs are: $DTLAB_RESOURCES/specs, else the installed ones beside the
+// program (<prefix>/share/dtlab/examples), else the source tree's resources/specs; empty when
+// none of them holds any.
+QString examplesDir();
+// The folder an example's project is made in: the user's documents, DTLab/.
+QString exampleProjectsDir();
+
+class StartPage final : public QWidget {
+  Q_OBJECT
+ public:
+  explicit StartPage(QWidget* parent = nullptr);
+  // Reads the examples and the recent projects again.
+  void refresh();
+  QListWidget* examples() const { return examples_; }
+  QListWidget* recent() const { return recent_; }
+
+ signals:
+  void exampleChosen(const QString& specPath);
+  void recentChosen(const QString& projectPath);
+  void newRequested();
+  void openRequested();
+
+ private:
+  QListWidget* examples_ = nullptr;
+  QListWidget* recent_ = nullptr;
+};
+
+}  // namespace dtlab::ui
