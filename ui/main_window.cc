@@ -3,7 +3,9 @@
 #include <qcustomplot.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
+#include <utility>
 
 #include <QtConcurrent/QtConcurrentRun>
 #include <QtCore/QDir>
@@ -106,6 +108,10 @@ MainWindow::MainWindow(QWidget* parent)
   connect(startPage_, &StartPage::exampleChosen, this, [this](const QString& spec) {
     if (maySwitchAway()) openExample(spec);
   });
+  connect(startPage_, &StartPage::tourChosen, this,
+          [this](const QString& spec, const QString& title) {
+            if (maySwitchAway()) startTour(spec, title);
+          });
   connect(startPage_, &StartPage::recentChosen, this, [this](const QString& path) {
     if (maySwitchAway()) openProject(path);
   });
@@ -222,6 +228,19 @@ void MainWindow::connectController() {
   connect(controller_, &ExperimentController::finished, this, [this] {
     runProgress_->hide();
     updateRunActions();
+    if (tourRunning_) {  // the tour lands on the comparison of what it ran
+      tourRunning_ = false;
+      const QString tour = std::exchange(tour_, QString());
+      // The runs are in the project once it is read again.
+      auto* once = new QObject(this);
+      connect(this, &MainWindow::projectRead, once, [this, once, tour] {
+        once->deleteLater();
+        showCompare();
+        statusBar()->showMessage(tr("Tour \"%1\": the comparison of the runs it made").arg(tour),
+                                 15000);
+      });
+      reload();
+    }
     if (!offeredResume_) return;
     const OfferedResume offer = *std::exchange(offeredResume_, std::nullopt);
     statusBar()->showMessage(offer.message);
@@ -387,6 +406,35 @@ void MainWindow::openExample(const QString& specPath) {
       });
 }
 
+void MainWindow::startTour(const QString& specPath, const QString& title) {
+  tour_ = title;
+  tourRunning_ = false;
+  openExample(specPath);
+  // Once the example's experiment is on its page (the project read, the entry selected), run it.
+  auto* started = new QTimer(this);
+  started->setInterval(100);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  connect(started, &QTimer::timeout, this, [this, started, deadline] {
+    if (tour_.isEmpty()) {
+      started->deleteLater();
+      return;
+    }
+    const bool ready = !path_.isEmpty() && pages_->currentWidget() == experimentPage_ &&
+                       experimentPage_->error().isEmpty();
+    if (!ready && std::chrono::steady_clock::now() < deadline) return;
+    started->deleteLater();
+    if (!ready) {
+      fail(tr("The tour \"%1\" could not open its example").arg(tour_));
+      tour_.clear();
+      return;
+    }
+    statusBar()->showMessage(tr("Tour \"%1\": running the example on local nodes...").arg(tour_));
+    tourRunning_ = runSpec(QString::fromStdString(experimentPage_->spec().dump()));
+    if (!tourRunning_) tour_.clear();
+  });
+  started->start();
+}
+
 void MainWindow::openProject(const QString& path) {
   path_ = QFileInfo(path).absoluteFilePath();
   shownRun_ = -1;
@@ -460,6 +508,7 @@ void MainWindow::applySnapshot(const ProjectSnapshot& snapshot) {
       loadRun(shownRun_);
   }
   if (pages_->currentWidget() == comparePage_) comparePage_->setSnapshot(snapshot);
+  emit projectRead(path_);
 }
 
 void MainWindow::showCompare() {

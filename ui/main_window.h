@@ -48,6 +48,9 @@ class MainWindow final : public QMainWindow {
   // (exampleProjectsDir(), made the first time, with the spec as its experiment, which is
   // then selected), or the copy made before.
   void openExample(const QString& specPath);
+  // A guided tour: opens the example, runs its experiment on local nodes and, when the run
+  // ends, shows its comparison (the status bar says how far it has come).
+  void startTour(const QString& specPath, const QString& title);
   StartPage* startPage() const { return startPage_; }
   // Creates a new, empty project file and opens it; false (with a message) if it cannot.
   bool newProject(const QString& path);
@@ -108,6 +111,8 @@ class MainWindow final : public QMainWindow {
 
  signals:
   void projectLoaded(const QString& path);
+  // Each time the project has been read and shown (the first time, projectLoaded as well).
+  void projectRead(const QString& path);
   void loadFailed(const QString& message);
   void runShown(qint64 runId);
   // A resume was refused for a damaged checkpoint while the one of `step` verifies; outside
@@ -206,6 +211,8 @@ class MainWindow final : public QMainWindow {
   QAction* exportReportAction_ = nullptr;
   UserGuide* userGuide_ = nullptr;
   StartPage* startPage_ = nullptr;
+  QString tour_;              // the tour under way ("" when none)
+  bool tourRunning_ = false;  // its run was started
 };
 
 }  // namespace dtlab::ui

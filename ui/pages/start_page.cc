@@ -39,6 +39,23 @@ QString examplesDir() {
   return {};
 }
 
+std::vector<Tour> tours() {
+  const std::vector<Tour> all = {
+      {QObject::tr("Compare sync and async under a straggler"), "modes_straggler.json",
+       QObject::tr("Six training modes on four nodes, one of which pauses at random: how far "
+                   "each gets in the same time, how stale its updates are, and what that does "
+                   "to accuracy.")},
+      {QObject::tr("Does the heterogeneity scheduler pay on my cluster?"), "hetero_2node.json",
+       QObject::tr("Two nodes of different speeds: the equal split of each batch against the "
+                   "split by measured speed, and a one-node baseline, on this machine.")},
+  };
+  std::vector<Tour> out;
+  const QString dir = examplesDir();
+  for (const Tour& t : all)
+    if (!dir.isEmpty() && QFileInfo(QDir(dir).filePath(t.example)).isFile()) out.push_back(t);
+  return out;
+}
+
 QString exampleProjectsDir() {
   return QDir(QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation))
       .filePath("DTLab");
@@ -56,6 +73,9 @@ StartPage::StartPage(QWidget* parent) : QWidget(parent) {
   examples_->setObjectName("examples");
   examples_->setWordWrap(true);
   examples_->setAlternatingRowColors(true);
+  tours_ = new QListWidget(this);
+  tours_->setObjectName("tours");
+  tours_->setMaximumHeight(80);
   recent_ = new QListWidget(this);
   recent_->setObjectName("recentProjects");
   auto* newButton = new QPushButton(tr("New Project..."), this);
@@ -67,6 +87,9 @@ StartPage::StartPage(QWidget* parent) : QWidget(parent) {
 
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(title);
+  layout->addWidget(new QLabel(
+      tr("<b>Guided tours</b>: an example opened, run on local nodes and compared"), this));
+  layout->addWidget(tours_);
   layout->addWidget(new QLabel(tr("<b>Examples</b> (double-click to open)"), this));
   layout->addWidget(examples_, 3);
   layout->addWidget(new QLabel(tr("<b>Recent projects</b>"), this));
@@ -75,6 +98,9 @@ StartPage::StartPage(QWidget* parent) : QWidget(parent) {
 
   connect(examples_, &QListWidget::itemActivated, this,
           [this](QListWidgetItem* item) { emit exampleChosen(item->data(kPathRole).toString()); });
+  connect(tours_, &QListWidget::itemActivated, this, [this](QListWidgetItem* item) {
+    emit tourChosen(item->data(kPathRole).toString(), item->text());
+  });
   connect(recent_, &QListWidget::itemActivated, this,
           [this](QListWidgetItem* item) { emit recentChosen(item->data(kPathRole).toString()); });
   connect(newButton, &QPushButton::clicked, this, &StartPage::newRequested);
@@ -112,6 +138,12 @@ void StartPage::refresh() {
     new QListWidgetItem(tr("No examples found (looked in $DTLAB_RESOURCES/specs, the installed "
                            "share/dtlab/examples and the source tree's resources/specs)."),
                         examples_);
+  tours_->clear();
+  for (const Tour& t : tours()) {
+    auto* item = new QListWidgetItem(t.title, tours_);
+    item->setData(kPathRole, QDir(dir).filePath(t.example));
+    item->setToolTip(t.shows);
+  }
   recent_->clear();
   for (const QString& path : QSettings().value("recentProjects").toStringList()) {
     if (!QFileInfo::exists(path)) continue;

@@ -6,6 +6,8 @@
 #include <QtCore/QStringList>
 #include <QtWidgets/QWidget>
 
+#include <vector>
+
 class QListWidget;
 
 namespace dtlab::ui {
@@ -17,6 +19,15 @@ QString examplesDir();
 // The folder an example's project is made in: the user's documents, DTLab/.
 QString exampleProjectsDir();
 
+// A guided tour: an example that answers one question, run and then compared.
+struct Tour {
+  QString title;    // the question
+  QString example;  // the example spec's file name in examplesDir()
+  QString shows;    // what the comparison will show, for its tooltip
+};
+// The tours whose example is there to run.
+std::vector<Tour> tours();
+
 class StartPage final : public QWidget {
   Q_OBJECT
  public:
@@ -25,9 +36,12 @@ class StartPage final : public QWidget {
   void refresh();
   QListWidget* examples() const { return examples_; }
   QListWidget* recent() const { return recent_; }
+  QListWidget* tourList() const { return tours_; }
 
  signals:
   void exampleChosen(const QString& specPath);
+  // A tour: open its example, run it, land on its comparison.
+  void tourChosen(const QString& specPath, const QString& title);
   void recentChosen(const QString& projectPath);
   void newRequested();
   void openRequested();
@@ -35,6 +49,7 @@ class StartPage final : public QWidget {
  private:
   QListWidget* examples_ = nullptr;
   QListWidget* recent_ = nullptr;
+  QListWidget* tours_ = nullptr;
 };
 
 }  // namespace dtlab::ui
