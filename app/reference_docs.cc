@@ -81,6 +81,11 @@ std::string settingsTable(const std::vector<core::SettingSchema>& settings) {
   return out;
 }
 
+// A registry entry's heading and its one-line summary.
+std::string entryHeading(const std::string& name, const std::string& summary) {
+  return "\n## " + name + "\n\n" + summary + "\n\n";
+}
+
 std::string yesNo(bool value) {
   return value ? "yes" : "no";
 }
@@ -93,7 +98,7 @@ std::string strategiesPage() {
                     "\"ps_shards\": 2}]}\n```\n";
   for (const core::StrategyDescriptor* d : core::strategies()) {
     const core::StrategyTraits& t = d->traits;
-    out += "\n## " + d->name + "\n\n" + d->summary + "\n\n";
+    out += entryHeading(d->name, d->summary);
     out += "Parameter server: " + yesNo(t.usesParameterServer) +
            "; collective group: " + yesNo(t.needsCollectiveGroup) +
            "; checkpoints: " + yesNo(t.keepsCheckpoints) +
@@ -118,7 +123,7 @@ std::string datasetKindsPage() {
                     "```json\n{\"dataset\": {\"kind\": \"two_spirals\", \"train_size\": 20000, "
                     "\"noise\": 0.1}}\n```\n";
   for (const core::DatasetKindDescriptor* d : core::datasetKinds()) {
-    out += "\n## " + d->name + "\n\n" + d->summary + "\n\n";
+    out += entryHeading(d->name, d->summary);
     out += std::string("Task: ") +
            (d->task == core::TaskKind::kClassification ? "classification" : "regression") +
            "; classes: " + classesText(d->classes) + "; features: " +
@@ -138,7 +143,7 @@ std::string modelKindsPage() {
                     "(relu, gelu, tanh), `\"init\"` (he, xavier) and `\"loss\"` "
                     "(cross_entropy, mse) as it needs them, and its own settings:\n";
   for (const core::ModelKindDescriptor* d : core::modelKinds()) {
-    out += "\n## " + d->name + "\n\n" + d->summary + "\n\n";
+    out += entryHeading(d->name, d->summary);
     out += settingsTable(d->parameters);
   }
   return out;
