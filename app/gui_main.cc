@@ -2,12 +2,14 @@
 // a PNG and exits (--screenshot, for README pictures and tests), or writes a comparison chart
 // without a window and exits (--chart ... --export).
 #include <QtCore/QCommandLineParser>
+#include <QtCore/QDir>
 #include <QtCore/QEventLoop>
 #include <QtCore/QFileInfo>
 #include <QtCore/QTimer>
 #include <QtWidgets/QApplication>
 #include <QtWidgets/QStatusBar>
 #include <QtWidgets/QTabWidget>
+#include <QtWidgets/QTextBrowser>
 
 #include <algorithm>
 #include <cstdio>
@@ -19,6 +21,7 @@
 #include "core/store/project_store.h"
 #include "ui/charts/chart_export.h"
 #include "ui/charts/comparison_chart.h"
+#include "ui/help/user_guide.h"
 #include "ui/main_window.h"
 #include "ui/models/explorer_model.h"
 #include "ui/models/node_secrets.h"
@@ -26,6 +29,7 @@
 #include "ui/pages/dataset_page.h"
 #include "ui/pages/execution_statistics.h"
 #include "ui/pages/predict_page.h"
+#include "ui/pages/start_page.h"
 
 namespace {
 
@@ -219,7 +223,8 @@ int main(int argc, char** argv) {
   const QCommandLineOption page(
       "page",
       "the page to show: explorer, dashboard (a run's; 'run' says the same), dataset, topology, "
-      "experiment, compare or predict (the most recent experiment at scale, or --experiment's)",
+      "experiment, compare, predict (the most recent experiment at scale, or --experiment's) or "
+      "guide (Help > User Guide; with --screenshot, its window)",
       "page", "explorer");
   const QCommandLineOption run("run", "the run to show (its number; default: the latest)", "RUN");
   const QCommandLineOption screenshot("screenshot", "render the page to a PNG and exit", "out.png");
@@ -249,15 +254,20 @@ int main(int argc, char** argv) {
                                "seed, the measured seed table of the execution compared, or "
                                "yardstick, the scale simulator beside each run)",
                                "runs|statistics|seed|yardstick");
+  const QCommandLineOption example(
+      "example",
+      "open the example NAME (NAME.json of the examples) as the start page does: as a project of "
+      "its own in the user's documents, its experiment selected",
+      "NAME");
   parser.addOptions({page, run, screenshot, size, chart, runs, x, smooth, workers, dpi, exportTo,
-                     tab, experimentName});
+                     tab, experimentName, example});
   parser.process(app);
 
   const QStringList positional = parser.positionalArguments();
   if (positional.size() > 1) return fail("expected at most one project file");
   const QString pageName = parser.value(page);
-  const QStringList pages = {"explorer", "dashboard",  "run",     "dataset",
-                             "topology", "experiment", "compare", "predict"};
+  const QStringList pages = {"explorer",   "dashboard", "run",     "dataset", "topology",
+                             "experiment", "compare",   "predict", "guide"};
   if (!pages.contains(pageName))
     return fail(
         QString("--page: '%1' is not available (pages: %2)").arg(pageName, pages.join(", ")));
@@ -328,6 +338,33 @@ int main(int argc, char** argv) {
     return fail("--experiment goes with --page predict");
   const bool waitForProject =
       capture || pageName == "compare" || pageName == "predict" || dashboard || runId > 0;
+  if (parser.isSet(example)) {
+    if (!positional.isEmpty()) return fail("--example opens a project of its own: give no file");
+    const QString spec = QDir(dtlab::ui::examplesDir()).filePath(parser.value(example) + ".json");
+    if (dtlab::ui::examplesDir().isEmpty() || !QFileInfo(spec).isFile())
+      return fail(QString("--example: no example '%1' (in %2)")
+                      .arg(parser.value(example), dtlab::ui::examplesDir()));
+    window.openExample(spec);
+    if (!waitFor(&window, &dtlab::ui::MainWindow::projectLoaded, 30000))
+      return fail(QString("could not open the example %1: %2")
+                      .arg(spec, window.statusBar()->currentMessage()));
+    QApplication::processEvents();
+  }
+  if (pageName == "guide") {
+    dtlab::ui::UserGuide* guide = window.showUserGuide();
+    if (guide->browser()->toPlainText().startsWith("No documentation here"))
+      return fail(
+          "Help > User Guide found no documentation (looked in $DTLAB_DOCS, "
+          "share/doc/dtlab beside the program and the source tree's docs/)");
+    if (capture) {
+      QApplication::processEvents();
+      const QString out = parser.value(screenshot);
+      if (!guide->grab().save(out, "PNG")) return fail(QString("cannot write %1").arg(out));
+      std::printf("dtlab: wrote %s (%s)\n", qPrintable(out),
+                  qPrintable(dtlab::ui::documentationDir()));
+      return 0;
+    }
+  }
   if (!positional.isEmpty()) {
     window.openProject(positional.first());
     if (waitForProject && !waitFor(&window, &dtlab::ui::MainWindow::projectLoaded, 30000) &&

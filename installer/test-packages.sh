@@ -7,7 +7,8 @@
 #      desktop-file-validate, appstreamcli and systemd-analyze,
 #   3. runs an example spec from / with dtlab-cli (a local cluster of two dtlab-node daemons),
 #   4. starts the workbench from its desktop entry's Exec line on that project, under Xvfb,
-#      and has it render the project to a PNG,
+#      and has it render the project to a PNG; opens an installed example as the start page
+#      does (a project in /root/Documents/DTLab) and Help > User Guide on /usr/share/doc/dtlab,
 #   5. without CUDA: the programs load no CUDA library and say why cuda:0 is not available,
 #      without the dtlab-cuda package and with it (where the build made one: its CUDA libraries
 #      are in NVIDIA's repository, so it goes in with dpkg --force-depends, and is purged),
@@ -107,6 +108,20 @@ in_root xvfb-run -a sh -c "$command_line --screenshot /root/example.png" >>"$log
 [ -s "$target/root/example.png" ] || fail "the workbench wrote no picture of the project"
 cp "$target/root/example.png" "$packages/test-packages-workbench.png"
 say "   $command_line: a picture of the project in $packages/test-packages-workbench.png"
+
+say "4b. the start page's example and Help > User Guide, from the installed packages"
+rm -rf "$target/root/Documents/DTLab"
+in_root xvfb-run -a sh -c "dtlab --example modes_straggler --screenshot /root/example-start.png" \
+  >>"$log_file" 2>&1 || fail "dtlab --example modes_straggler (the start page's example)"
+[ -s "$target/root/Documents/DTLab/modes_straggler.dtlab" ] \
+  || fail "the example did not become /root/Documents/DTLab/modes_straggler.dtlab"
+in_root xvfb-run -a sh -c "dtlab --page guide --screenshot /root/guide.png" \
+  >"$target/tmp/guide.out" 2>>"$log_file" || fail "Help > User Guide (see $log_file)"
+grep -q "(/usr/share/doc/dtlab)" "$target/tmp/guide.out" \
+  || fail "Help > User Guide did not read /usr/share/doc/dtlab: $(cat "$target/tmp/guide.out")"
+cp "$target/root/example-start.png" "$packages/test-packages-example.png"
+cp "$target/root/guide.png" "$packages/test-packages-guide.png"
+say "   an example opened as /root/Documents/DTLab/modes_straggler.dtlab; the guide from /usr/share/doc/dtlab"
 
 say "5. without CUDA: no CUDA library loaded, and cuda:0 refused with the reason"
 # What `dtlab-node --devices cuda:0` says (it must refuse, exit 2) must contain $1.
