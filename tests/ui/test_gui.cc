@@ -780,7 +780,7 @@ class TestGui : public QObject {
     QCOMPARE(bad.exitCode(), 2);
     QVERIFY(bad.readAllStandardError().contains(
         "--page: 'charts' is not available (pages: explorer, dashboard, run, dataset, topology, "
-        "experiment, compare, predict)"));
+        "experiment, compare, predict, guide)"));
 
     // A dashboard of a project without runs says so.
     const std::string empty = dir.filePath("empty.dtlab").toStdString();

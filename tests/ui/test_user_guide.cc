@@ -29,6 +29,11 @@ class TestUserGuide : public QObject {
     QVERIFY(guide.browser()->isBackwardAvailable());
     guide.browser()->backward();
     QVERIFY(guide.browser()->toPlainText().startsWith("DTLab documentation"));
+    // A click on a link between pages follows it in the window.
+    emit guide.browser()->anchorClicked(QUrl("project-files.md"));
+    QVERIFY2(guide.browser()->toPlainText().startsWith("Project files"),
+             qPrintable(guide.browser()->toPlainText().left(200)));
+    guide.browser()->backward();
     // The guide's pictures come from the documentation's images/.
     guide.browser()->setSource(QUrl("user-guide.md"));
     const QVariant picture =

@@ -38,8 +38,7 @@ UserGuide::UserGuide(QWidget* parent) : QDialog(parent) {
   setWindowTitle(tr("DTLab User Guide"));
   resize(1000, 760);
   browser_ = new QTextBrowser(this);
-  browser_->setOpenLinks(true);
-  browser_->setOpenExternalLinks(false);
+  browser_->setOpenLinks(false);  // anchorClicked decides where a link goes
   auto* home = new QToolButton(this);
   home->setText(tr("Contents"));
   back_ = new QToolButton(this);
@@ -62,16 +61,15 @@ UserGuide::UserGuide(QWidget* parent) : QDialog(parent) {
   connect(browser_, &QTextBrowser::sourceChanged, this, [this] { fitPictures(); });
   connect(browser_, &QTextBrowser::backwardAvailable, back_, &QToolButton::setEnabled);
   connect(browser_, &QTextBrowser::forwardAvailable, forward_, &QToolButton::setEnabled);
-  // A link out of the documentation (a web page, a file of the source tree) goes to the
-  // desktop; one between its pages stays here.
-  connect(browser_, &QTextBrowser::anchorClicked, this, [this](const QUrl& url) {
+  // A link between the documentation's pages is followed here; one out of it (a web page, a
+  // file of the source tree) goes to the desktop.
+  connect(browser_, &QTextBrowser::anchorClicked, this, [this](const QUrl& link) {
+    const QUrl url = browser_->source().resolved(link);
     const QString dir = documentationDir();
-    const bool inside = url.isRelative() || (url.isLocalFile() && !dir.isEmpty() &&
-                                             url.toLocalFile().startsWith(dir + "/"));
-    if (!inside) {
+    if (url.isLocalFile() && !dir.isEmpty() && url.toLocalFile().startsWith(dir + "/"))
+      browser_->setSource(url);
+    else
       QDesktopServices::openUrl(url);
-      browser_->setSource(browser_->source());  // stay on the page
-    }
   });
 }
 

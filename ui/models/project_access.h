@@ -4,7 +4,8 @@
 // project's threads, and gets the result on the GUI thread, or the error whole
 // (BackgroundError: a StoreError keeps its code). Reads run side by side, each on a read-only
 // connection of its own; writes run one at a time, in the order they were asked for, so a later
-// layout never lands before an earlier one. The GUI thread never opens the file or waits on it.
+// layout never lands before an earlier one. The GUI thread never opens the file, and waits on it
+// only where an action must have its result at once (writeProjectNow, readProjectNow).
 #include <QtCore/QObject>
 #include <QtCore/QThreadPool>
 
@@ -25,8 +26,6 @@ class ProjectAccess {
   static ProjectAccess& instance();
   QThreadPool* readers() { return &readers_; }
   QThreadPool* writer() { return &writer_; }
-  // Waits until every write asked for so far has ended (a window closing).
-  void waitForWrites() { writer_.waitForDone(); }
 
  private:
   ProjectAccess();
@@ -35,9 +34,8 @@ class ProjectAccess {
 };
 
 // Runs `work(core::ProjectStore&)` on the project at `path`, opened read-only (SQLite refuses
-// its writes), and hands
-// its T, or what it threw, to `done(const std::optional<T>&, const BackgroundError&)` on the
-// GUI thread, unless `owner` is gone by then.
+// its writes), and hands its T, or what it threw, to `done(const std::optional<T>&, const
+// BackgroundError&)` on the GUI thread, unless `owner` is gone by then.
 template <typename T, typename Work, typename Done>
 void readProject(QObject* owner, std::string path, Work work, Done done) {
   runInBackground<T>(
