@@ -3,12 +3,10 @@
 #include <qcustomplot.h>
 
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <utility>
 
 #include <QtConcurrent/QtConcurrentRun>
-#include <QtCore/QDir>
 #include <QtCore/QFileInfo>
 #include <QtCore/QFutureWatcher>
 #include <QtCore/QScopedValueRollback>
@@ -33,7 +31,6 @@
 #include "core/common/config.h"
 #include "core/data/dataset_kinds.h"
 #include "core/spec/experiment_spec.h"
-#include "core/spec/spec_json.h"
 #include "core/train/strategy_registry.h"
 #include "ui/background.h"
 #include "ui/controller/cluster_controller.h"
@@ -228,19 +225,7 @@ void MainWindow::connectController() {
   connect(controller_, &ExperimentController::finished, this, [this] {
     runProgress_->hide();
     updateRunActions();
-    if (tourRunning_) {  // the tour lands on the comparison of what it ran
-      tourRunning_ = false;
-      const QString tour = std::exchange(tour_, QString());
-      // The runs are in the project once it is read again.
-      auto* once = new QObject(this);
-      connect(this, &MainWindow::projectRead, once, [this, once, tour] {
-        once->deleteLater();
-        showCompare();
-        statusBar()->showMessage(tr("Tour \"%1\": the comparison of the runs it made").arg(tour),
-                                 15000);
-      });
-      reload();
-    }
+    if (tourRunning_) landTour();
     if (!offeredResume_) return;
     const OfferedResume offer = *std::exchange(offeredResume_, std::nullopt);
     statusBar()->showMessage(offer.message);
@@ -374,65 +359,6 @@ bool MainWindow::newProject(const QString& path) {
   }
   openProject(path);
   return true;
-}
-
-void MainWindow::openExample(const QString& specPath) {
-  // The example's own project in the user's documents: made from the spec the first time,
-  // opened as it is after that (it is the user's now); the example itself is only read.
-  const QString dir = exampleProjectsDir();
-  const QString path = QDir(dir).filePath(QFileInfo(specPath).completeBaseName() + ".dtlab");
-  if (QFileInfo::exists(path)) {
-    openProject(path);
-    statusBar()->showMessage(tr("Opened your copy of the example, %1").arg(path), 8000);
-    return;
-  }
-  statusBar()->showMessage(tr("Making %1 from the example %2...").arg(path, specPath));
-  runInBackground<qint64>(
-      ProjectAccess::instance().writer(), this,
-      [specPath, dir, path]() -> qint64 {
-        const core::ExperimentSpec spec = core::loadExperimentSpec(specPath.toStdString());
-        if (!QDir().mkpath(dir)) throw Error("cannot make the folder " + dir.toStdString());
-        auto store = core::ProjectStore::create(path.toStdString(), spec.name);
-        return store->putEntity(core::EntityKind::kExperiment, spec.name, core::toJson(spec));
-      },
-      [this, path, specPath](const std::optional<qint64>& experiment, const QString& error) {
-        if (!experiment) {
-          fail(tr("Cannot open the example %1: %2").arg(specPath, error));
-          return;
-        }
-        openProject(path);
-        pendingKind_ = "experiment";  // shown once the project is read
-        pendingId_ = *experiment;
-      });
-}
-
-void MainWindow::startTour(const QString& specPath, const QString& title) {
-  tour_ = title;
-  tourRunning_ = false;
-  openExample(specPath);
-  // Once the example's experiment is on its page (the project read, the entry selected), run it.
-  auto* started = new QTimer(this);
-  started->setInterval(100);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  connect(started, &QTimer::timeout, this, [this, started, deadline] {
-    if (tour_.isEmpty()) {
-      started->deleteLater();
-      return;
-    }
-    const bool ready = !path_.isEmpty() && pages_->currentWidget() == experimentPage_ &&
-                       experimentPage_->error().isEmpty();
-    if (!ready && std::chrono::steady_clock::now() < deadline) return;
-    started->deleteLater();
-    if (!ready) {
-      fail(tr("The tour \"%1\" could not open its example").arg(tour_));
-      tour_.clear();
-      return;
-    }
-    statusBar()->showMessage(tr("Tour \"%1\": running the example on local nodes...").arg(tour_));
-    tourRunning_ = runSpec(QString::fromStdString(experimentPage_->spec().dump()));
-    if (!tourRunning_) tour_.clear();
-  });
-  started->start();
 }
 
 void MainWindow::openProject(const QString& path) {

@@ -141,6 +141,8 @@ class MainWindow final : public QMainWindow {
   // resumeRunId: not 0 to resume that run (RunRequest::resumeRunId, resumeStep) with the spec
   // it ran.
   bool runSpec(const QString& specJson, qint64 resumeRunId = 0, qint64 resumeStep = 0);
+  // The run a guided tour started has ended: its comparison, once the project is read again.
+  void landTour();
   // The run selected in the explorer when it can be resumed (failed, cancelled or
   // interrupted), else null.
   const core::RunRecord* resumableRun() const;

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/common/check.h"
+#include "core/common/enum_names.h"
 
 namespace dtlab::core {
 namespace {
@@ -21,20 +22,13 @@ constexpr std::array<std::pair<AllReduceAlgorithm, std::string_view>, 7> kAlgori
 }  // namespace
 
 std::string_view allReduceAlgorithmName(AllReduceAlgorithm algorithm) {
-  for (const auto& [value, name] : kAlgorithmNames) {
-    if (value == algorithm) return name;
-  }
-  return "unknown";
+  return enumName(kAlgorithmNames, algorithm, std::string_view("unknown"));
 }
 
 AllReduceAlgorithm parseAllReduceAlgorithm(std::string_view name) {
-  std::string valid;
-  for (const auto& [value, known] : kAlgorithmNames) {
-    if (known == name) return value;
-    valid += valid.empty() ? "" : ", ";
-    valid += known;
-  }
-  throw Error(detail::concat("unknown all-reduce algorithm '", name, "' (valid: ", valid, ")"));
+  if (const auto algorithm = enumValue(kAlgorithmNames, name)) return *algorithm;
+  throw Error(detail::concat("unknown all-reduce algorithm '", name,
+                             "' (valid: ", enumNameList(kAlgorithmNames), ")"));
 }
 
 }  // namespace dtlab::core

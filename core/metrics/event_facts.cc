@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/check.h"
+#include "core/common/enum_names.h"
 
 namespace dtlab::core {
 namespace {
@@ -127,18 +128,10 @@ constexpr std::pair<NodeLossFacts::Outcome, std::string_view> kOutcomes[] = {
 };
 
 template <typename Enum, std::size_t N>
-std::string_view nameOf(const std::pair<Enum, std::string_view> (&names)[N], Enum value) {
-  for (const auto& [v, name] : names)
-    if (v == value) return name;
-  return names[0].second;
-}
-
-template <typename Enum, std::size_t N>
 Enum valueOf(const std::pair<Enum, std::string_view> (&names)[N], const json& data, const char* key,
              const RunEvent& event) {
   const std::string text = field<std::string>(data, key, event);
-  for (const auto& [v, name] : names)
-    if (name == text) return v;
+  if (const auto value = enumValue(names, text)) return *value;
   throw Error("the facts of a \"" + event.kind + "\" event at step " + std::to_string(event.step) +
               " have an unknown \"" + key + "\": \"" + text + "\"");
 }
@@ -146,10 +139,10 @@ Enum valueOf(const std::pair<Enum, std::string_view> (&names)[N], const json& da
 }  // namespace
 
 std::string_view toString(NodeLossFacts::Cause cause) {
-  return nameOf(kCauses, cause);
+  return enumName(kCauses, cause, kCauses[0].second);
 }
 std::string_view toString(NodeLossFacts::Outcome outcome) {
-  return nameOf(kOutcomes, outcome);
+  return enumName(kOutcomes, outcome, kOutcomes[0].second);
 }
 
 std::string eventData(const RebalanceFacts& f) {

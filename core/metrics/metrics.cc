@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/common/check.h"
+#include "core/common/enum_names.h"
 
 #include <nlohmann/json.hpp>
 
@@ -35,47 +36,29 @@ constexpr std::array<std::pair<StopReason, const char*>, 9> kStopReasonNames = {
     {StopReason::kNodeLost, "node_lost"},
 }};
 
-template <typename Enum, std::size_t N>
-const char* nameOf(const std::array<std::pair<Enum, const char*>, N>& names, Enum value) {
-  for (const auto& [v, name] : names)
-    if (v == value) return name;
-  return "unknown";
-}
-
-template <typename Enum, std::size_t N>
-Enum parseName(const std::array<std::pair<Enum, const char*>, N>& names, std::string_view text,
-               const char* what) {
-  std::string valid;
-  for (const auto& [v, name] : names) {
-    if (text == name) return v;
-    valid += valid.empty() ? "" : ", ";
-    valid += name;
-  }
-  throw Error(detail::concat("unknown ", what, " '", text, "' (valid: ", valid, ")"));
-}
 }  // namespace
 
 const char* toString(RunStatus status) {
-  return nameOf(kStatusNames, status);
+  return enumName(kStatusNames, status, "unknown");
 }
 const char* toString(StopReason reason) {
-  return nameOf(kStopReasonNames, reason);
+  return enumName(kStopReasonNames, reason, "unknown");
 }
 RunStatus parseRunStatus(std::string_view text) {
-  return parseName(kStatusNames, text, "run status");
+  if (const auto status = enumValue(kStatusNames, text)) return *status;
+  throw Error(
+      detail::concat("unknown run status '", text, "' (valid: ", enumNameList(kStatusNames), ")"));
 }
 StopReason parseStopReason(std::string_view text) {
-  return parseName(kStopReasonNames, text, "stop reason");
+  if (const auto reason = enumValue(kStopReasonNames, text)) return *reason;
+  throw Error(detail::concat("unknown stop reason '", text,
+                             "' (valid: ", enumNameList(kStopReasonNames), ")"));
 }
 RunStatus readRunStatus(std::string_view text) {
-  for (const auto& [v, name] : kStatusNames)
-    if (text == name) return v;
-  return RunStatus::kUnknown;
+  return enumValue(kStatusNames, text).value_or(RunStatus::kUnknown);
 }
 StopReason readStopReason(std::string_view text) {
-  for (const auto& [v, name] : kStopReasonNames)
-    if (text == name) return v;
-  return StopReason::kUnknown;
+  return enumValue(kStopReasonNames, text).value_or(StopReason::kUnknown);
 }
 
 nlohmann::json toJson(const RunEvent& event) {

@@ -18,6 +18,7 @@
 #include "remote/common/metric_wire.h"
 #include "remote/common/protocol.h"
 #include "remote/common/tls_credentials.h"
+#include "remote/coordinator/node_summary.h"
 #include "remote/proto/dtlab.grpc.pb.h"
 
 namespace dtlab::remote {
@@ -58,36 +59,7 @@ NodeSummary getInfo(pb::NodeService::Stub& stub, const std::string& address,
   if (info.protocol_version() != kProtocolVersion)
     throw Error("node " + address + " speaks protocol " + std::to_string(info.protocol_version()) +
                 ", this coordinator " + std::to_string(kProtocolVersion) + ": update one of them");
-  NodeSummary s;
-  s.advertiseHost = info.advertise_host();
-  s.capabilities.assign(info.capabilities().begin(), info.capabilities().end());
-  s.address = address;
-  s.programVersion = info.program_version();
-  s.hostname = info.hostname();
-  s.speed = info.speed();
-  s.bandwidthMbps = info.bandwidth_mbps();
-  s.latencyMs = info.latency_ms();
-  s.cores = info.cores();
-  s.busy = info.busy();
-  s.jobOwner = info.job_owner();
-  s.jobRun = info.job_run();
-  for (const pb::QueuedRun& q : info.reservations())
-    s.reservations.push_back({q.owner(), q.run_name(), q.holds(), q.seconds()});
-  s.workerThreads = info.worker_threads();
-  s.cpuSlots = 0;
-  for (const pb::DeviceInfo& d : info.devices()) {
-    s.devices.push_back(d.kind() == "cuda" ? d.name() + " (" + d.detail() + ")"
-                                           : d.name() + " (" + std::to_string(d.slots()) +
-                                                 (d.slots() == 1 ? " slot)" : " slots)"));
-    if (d.kind() != "cpu") s.accelerators.push_back(s.devices.back());
-    if (d.kind() == "cuda") ++s.gpus;
-    if (d.kind() == "cpu") {
-      s.cpuSlots += std::max(1, d.slots());
-      s.machine = d.detail();
-    }
-  }
-  s.cpuSlots = std::max(1, s.cpuSlots);
-  return s;
+  return nodeSummaryOf(info, address);
 }
 
 }  // namespace
@@ -602,6 +574,18 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
         return true;
     return false;
   };
+  // The facts of rank i's lost node: its stream broke (with its error), else it went silent.
+  auto lossFacts = [&](std::size_t i, bool broke) {
+    const std::size_t node = placement.ranks[i].node;
+    return core::NodeLossFacts{
+        .rank = static_cast<int>(i),
+        .node = placement.rankNames[i],
+        .cause = broke ? core::NodeLossFacts::Cause::kStreamBroke
+                       : core::NodeLossFacts::Cause::kNoHeartbeat,
+        .error = broke ? watches[i].end.error : std::string(),
+        .silentMs = broke ? 0 : static_cast<int64_t>(options.lostAfter.count()),
+        .shard = node < shards ? static_cast<int>(node) : -1};
+  };
   auto drop = [&](std::size_t i, const std::string& lost, core::NodeLossFacts facts) {
     // Every rank of the node goes with it (its daemon is one process).
     std::vector<std::size_t> gone;
@@ -700,15 +684,7 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
                            (w.broken ? w.end.error
                                      : "no heartbeat for " +
                                            std::to_string(options.lostAfter.count()) + " ms");
-          core::NodeLossFacts facts{
-              .rank = static_cast<int>(i),
-              .node = placement.rankNames[i],
-              .cause = w.broken ? core::NodeLossFacts::Cause::kStreamBroke
-                                : core::NodeLossFacts::Cause::kNoHeartbeat,
-              .error = w.broken ? w.end.error : std::string(),
-              .silentMs = w.broken ? 0 : static_cast<int64_t>(options.lostAfter.count()),
-              .shard = placement.ranks[i].node < shards ? static_cast<int>(placement.ranks[i].node)
-                                                        : -1};
+          core::NodeLossFacts facts = lossFacts(i, w.broken);
           if (!failed && canDrop(i)) {
             drop(i, lost, std::move(facts));
             continue;
@@ -789,15 +765,8 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
       }
       for (std::size_t i : lostAsTheRunEnded(sofar, nodeOf)) {
         watches[i].end.dropped = true;
-        const core::NodeLossFacts facts{
-            .rank = static_cast<int>(i),
-            .node = placement.rankNames[i],
-            .cause = core::NodeLossFacts::Cause::kStreamBroke,
-            .error = watches[i].end.error,
-            .shard = placement.ranks[i].node < placement.psAddresses.size()
-                         ? static_cast<int>(placement.ranks[i].node)
-                         : -1,
-            .outcome = core::NodeLossFacts::Outcome::kRunHadEnded};
+        core::NodeLossFacts facts = lossFacts(i, /*broke=*/true);
+        facts.outcome = core::NodeLossFacts::Outcome::kRunHadEnded;
         out.addEvent(gate.lastStep(), std::string(core::kNodeLostEvent),
                      placement.rankNames[i] + " lost as the run ended: " + watches[i].end.error +
                          "; every rank on the other nodes had completed, so the run's outcome "
