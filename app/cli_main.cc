@@ -101,13 +101,17 @@ commands:
 )";
 
 constexpr const char* kUsageAfterBench = R"(  project new P.dtlab [--name NAME]
+  project add P.dtlab SPEC.json [--name NAME]
   project list P.dtlab [--json]
   project show P.dtlab [RUN] [--json]
   project export-csv P.dtlab [RUN [--key K ...]] [-o FILE]
   project delete-run P.dtlab RUN [--force]
-      Create a project file; list its runs; show the project or one run (metrics,
-      series, events, summary); export runs (no RUN) or a run's points as CSV;
-      delete a run with its data (--force: one still marked running).
+      Create a project file; add a spec's dataset, cluster (as a topology) and
+      experiment for the window's editors, without running it (named NAME, else the
+      spec's name; entries of that name are replaced; the project is created when
+      missing); list its runs; show the project or one run (metrics, series, events,
+      summary); export runs (no RUN) or a run's points as CSV; delete a run with its
+      data (--force: one still marked running).
   export-trace P.dtlab RUN [-o trace.json] [--from-step A] [--to-step B]
       The run's per-worker compute / communication / wait spans as Chrome
       trace-event JSON, for https://ui.perfetto.dev or chrome://tracing.
@@ -148,7 +152,12 @@ constexpr const char* kUsageAfterBench = R"(  project new P.dtlab [--name NAME]
       --check fails naming each page that is not what this build makes.
   version
   help [COMMAND], COMMAND --help
-      This text, or the part of it about one command.
+      This text, or the part of it about one command. --dry-run COMMAND ... (or
+      COMMAND ... --dry-run): parse the command's arguments as the command itself does,
+      then stop: exit 0 saying they parse, or 2 with the usage error the command would
+      give (an unknown flag, a missing value, a malformed integer). Nothing is read,
+      written, started or connected: SPEC.json, P.dtlab and RUN are not looked at, and
+      value ranges and flags that exclude each other are left to the command itself.
 )";
 
 std::string fullUsage() {
@@ -208,11 +217,28 @@ int train(const std::vector<std::string>& argv) {
   return recorded ? 0 : 1;
 }
 
+// `bench WHAT` and `project WHAT` name their action in what a dry run says.
+std::string commandName(const std::string& command, const std::vector<std::string>& args) {
+  if ((command == "bench" || command == "project") && !args.empty() && args[0][0] != '-')
+    return command + " " + args[0];
+  return command;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   dtlab::core::keepLargeAllocationsInTheHeap();
   std::vector<std::string> args(argv + 1, argv + argc);
+  // --dry-run before the command or as the last argument: every Args stops the command once
+  // its arguments parse (app/args.h).
+  if (!args.empty() && args.front() == "--dry-run") {
+    dtlab::app::setDryRun(true);
+    args.erase(args.begin());
+  }
+  if (!args.empty() && args.back() == "--dry-run") {
+    dtlab::app::setDryRun(true);
+    args.pop_back();
+  }
   if (args.empty() || (args.size() == 1 && args[0] == "help") || args[0] == "--help" ||
       args[0] == "-h") {
     std::fputs(fullUsage().c_str(), args.empty() ? stderr : stdout);
@@ -246,12 +272,17 @@ int main(int argc, char** argv) {
     if (command == "report") return dtlab::app::reportCommand(args);
     if (command == "docs") return dtlab::app::docsCommand(args, fullUsage());
     if (command == "version" || command == "--version") {
+      if (dtlab::app::dryRun()) throw dtlab::app::DryRunDone{};
       std::cout << "dtlab-cli " << DTLAB_VERSION << "\n";
       for (const std::string& library : dtlab::remote::libraryVersions())
         std::cout << "  " << library << "\n";
       return 0;
     }
     throw UsageError("unknown command '" + command + "'");
+  } catch (const dtlab::app::DryRunDone&) {
+    std::cout << "dtlab-cli " << commandName(command, args)
+              << ": arguments parse (dry run; nothing done)\n";
+    return 0;
   } catch (const UsageError& e) {
     std::cerr << "dtlab-cli " << command << ": " << e.what() << "\n"
               << "run 'dtlab-cli help' for usage\n";

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -16,6 +17,7 @@
 
 #include "app/args.h"
 #include "core/metrics/metric_table.h"
+#include "core/spec/spec_json.h"
 #include "core/store/csv_export.h"
 #include "core/store/project_store.h"
 #include "core/store/store_sink.h"
@@ -171,6 +173,26 @@ int projectNew(const std::vector<std::string>& argv) {
   const std::string& path = args.positionals()[0];
   ProjectStore::create(path, args.value("--name", ""));
   std::fprintf(stderr, "created project %s\n", path.c_str());
+  return 0;
+}
+
+// The spec's dataset, cluster and experiment as entities the window's editors open (each named
+// --name, else the spec's name; one of that name already there is replaced). Nothing runs.
+int projectAdd(const std::vector<std::string>& argv) {
+  const Args args(argv, {"--name"}, {});
+  if (args.positionals().size() != 2) throw UsageError("add: expected P.dtlab SPEC.json");
+  const core::ExperimentSpec spec = core::loadExperimentSpec(args.positionals()[1]);
+  const nlohmann::json json = core::toJson(spec);
+  const std::string name = args.value("--name", spec.name);
+  if (name.empty()) throw UsageError("--name: empty");
+  const std::string& path = args.positionals()[0];
+  auto store = std::filesystem::exists(path) ? ProjectStore::open(path)
+                                             : ProjectStore::create(path, spec.name);
+  store->putEntity(core::EntityKind::kDataset, name, json.at("dataset"));
+  store->putEntity(core::EntityKind::kTopology, name, json.at("cluster"));
+  store->putEntity(core::EntityKind::kExperiment, name, json);
+  std::fprintf(stderr, "added dataset, topology and experiment '%s' to %s\n", name.c_str(),
+               path.c_str());
   return 0;
 }
 
@@ -368,17 +390,18 @@ int projectDeleteRun(const std::vector<std::string>& argv) {
 }  // namespace
 
 int projectCommand(const std::vector<std::string>& rawArgv) {
-  if (rawArgv.empty()) throw UsageError("expected new, list, show, export-csv or delete-run");
+  if (rawArgv.empty()) throw UsageError("expected new, add, list, show, export-csv or delete-run");
   const std::vector<std::string> argv = normalizeShortFlags(rawArgv);
   const std::string& what = argv[0];
   const std::vector<std::string> rest(argv.begin() + 1, argv.end());
   if (what == "new") return projectNew(rest);
+  if (what == "add") return projectAdd(rest);
   if (what == "list") return projectList(rest);
   if (what == "show") return projectShow(rest);
   if (what == "export-csv") return projectExportCsv(rest);
   if (what == "delete-run") return projectDeleteRun(rest);
   throw UsageError("unknown subcommand '" + what +
-                   "' (expected new, list, show, export-csv or delete-run)");
+                   "' (expected new, add, list, show, export-csv or delete-run)");
 }
 
 int exportTraceCommand(const std::vector<std::string>& rawArgv) {

@@ -20,10 +20,10 @@
 namespace dtlab::app {
 
 int resumeCommand(const std::vector<std::string>& argv) {
-  catchInterrupts();
   std::set<std::string> flags = clusterFlags();
   flags.insert({"--step", "--threads", "--device"});
-  const Args args(argv, flags, clusterSwitches());
+  const Args args(argv, flags, clusterSwitches());  // first: a dry run stops here
+  catchInterrupts();
   if (args.positionals().size() != 2) throw UsageError("resume: expected P.dtlab and a RUN id");
   const std::string& path = args.positionals()[0];
   const int64_t runId = parseRunId(args.positionals()[1]);

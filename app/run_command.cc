@@ -165,13 +165,13 @@ void checkHostfileSlots(const RunPlace& place, const std::vector<remote::NodeSum
 }
 
 int runCommand(const std::vector<std::string>& argv) {
-  // Before anything that may take time (starting daemons, connecting), so that a signal
-  // always cancels rather than kills half way.
-  catchInterrupts();
   std::set<std::string> flags = clusterFlags();
   flags.insert("--project");
   flags.insert("--repeats");
-  const Args args(argv, flags, clusterSwitches());
+  const Args args(argv, flags, clusterSwitches());  // first: a dry run stops here
+  // Before anything that may take time (starting daemons, connecting), so that a signal
+  // always cancels rather than kills half way.
+  catchInterrupts();
   if (args.positionals().size() != 1) throw UsageError("run: expected one SPEC.json");
   core::ExperimentSpec spec = core::loadExperimentSpec(args.positionals()[0]);
   if (args.has("--repeats")) spec.repeats = args.integer("--repeats", 1, 1, core::kMaxRepeats);

@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <memory>
@@ -75,6 +76,48 @@ class TestCli : public QObject {
     const Outcome unknown = cli({"frobnicate", "--help"});
     QCOMPARE(unknown.exitCode, 2);
     QVERIFY(unknown.err.contains("unknown command 'frobnicate'"));
+  }
+
+  // --dry-run (first or last) parses a command's arguments with the command's own flags and
+  // stops: nothing is created, the spec is not looked at. What the command would refuse (an
+  // unknown flag, a benchmark's misspelt flag, a missing value, a malformed integer) it
+  // refuses with the command's own message, exit 2.
+  void dryRunParsesAndDoesNothing() {
+    QTemporaryDir dir;
+    const QString project = dir.filePath("p.dtlab");
+    const QString spec = dir.filePath("missing.json");
+    for (const QStringList& args : {QStringList{"--dry-run", "run", spec, "--local-nodes", "2",
+                                                "--project", project, "--repeats", "3", "--wait=5"},
+                                    QStringList{"run", spec, "--project", project, "--dry-run"}}) {
+      const Outcome o = cli(args);
+      QVERIFY2(o.exitCode == 0, qPrintable(args.join(' ') + ": " + o.err));
+      QCOMPARE(o.out, QString("dtlab-cli run: arguments parse (dry run; nothing done)\n"));
+      QVERIFY2(!QFileInfo::exists(project), qPrintable(args.join(' ')));
+    }
+    const Outcome bench = cli({"--dry-run", "bench", "allreduce", "--bytes", "64K,1M"});
+    QVERIFY2(bench.exitCode == 0, qPrintable(bench.err));
+    QVERIFY2(bench.out.contains("bench allreduce: arguments parse"), qPrintable(bench.out));
+    const std::pair<QStringList, QString> refused[] = {
+        {{"--dry-run", "run", spec, "--project", project, "--no-such-flag"},
+         "dtlab-cli run: unknown option --no-such-flag"},
+        {{"--dry-run", "bench", "allreduce", "--local-nodes", "2", "--byts", "64K"},
+         "dtlab-cli bench: unknown option --byts"},
+        {{"run", spec, "--project", "--dry-run"}, "dtlab-cli run: --project: missing value"},
+        {{"run", spec, "--repeats", "3x", "--dry-run"},
+         "dtlab-cli run: --repeats: expected an integer, got '3x'"},
+        {{"--dry-run", "bench", "allreduce", "--bytes", "64K,1X"},
+         "dtlab-cli bench: --bytes: expected an integer (optionally with K, M or G), got '1X'"}};
+    for (const auto& [args, message] : refused) {
+      const Outcome o = cli(args);
+      QVERIFY2(o.exitCode == 2, qPrintable(args.join(' ') + ": " + o.out + o.err));
+      QVERIFY2(o.err.startsWith(message + "\n"), qPrintable(args.join(' ') + ": " + o.err));
+      QVERIFY(o.out.isEmpty());
+      QVERIFY2(!QFileInfo::exists(project), qPrintable(args.join(' ')));
+    }
+    // The same words as the command itself.
+    const Outcome real = cli({"bench", "allreduce", "--bytes", "64K,1X"});
+    QCOMPARE(real.exitCode, 2);
+    QCOMPARE(cli({"--dry-run", "bench", "allreduce", "--bytes", "64K,1X"}).err, real.err);
   }
 
   // `bench data` times every kind (or those --kind names) on the host and says what is wrong
@@ -183,6 +226,49 @@ class TestCli : public QObject {
     QCOMPARE(o.exitCode, 0);
     for (const char* library : {"dtlab-cli ", "SQLite 3.", "oneDNN ", "Gloo ", "gRPC 1."})
       QVERIFY2(o.out.contains(library), qPrintable(o.out));
+  }
+
+  // `project add`: the spec's dataset, cluster and experiment become entities the window's
+  // editors open, nothing runs; a second add of the same name replaces them; --name names them;
+  // a broken spec is refused naming what is wrong, and the project keeps what it had.
+  void projectAddPutsTheSpecsEntitiesWithoutRunning() {
+    QTemporaryDir dir;
+    core::ExperimentSpec spec = smallSpec();
+    spec.name = "lab";
+    spec.cluster.localNodes = 3;
+    const QString specPath = writeSpec(dir, spec);
+    const QString project = dir.filePath("p.dtlab");
+    for (int i = 0; i < 2; ++i) {
+      const Outcome o = cli({"project", "add", project, specPath});
+      QVERIFY2(o.exitCode == 0, qPrintable(o.err));
+    }
+    QCOMPARE(cli({"project", "add", project, specPath, "--name", "copy"}).exitCode, 0);
+    QFile broken(dir.filePath("broken.json"));
+    QVERIFY(broken.open(QIODevice::WriteOnly));
+    broken.write(R"({"name": "x", "training": {"batch_size": 0}})");
+    broken.close();
+    const Outcome refused = cli({"project", "add", project, broken.fileName()});
+    QCOMPARE(refused.exitCode, 1);
+    QVERIFY2(refused.err.contains("training.batch_size"), qPrintable(refused.err));
+
+    auto store = core::ProjectStore::open(project.toStdString(), true);
+    QCOMPARE(store->runs().size(), std::size_t{0});
+    for (const core::EntityKind kind :
+         {core::EntityKind::kDataset, core::EntityKind::kTopology, core::EntityKind::kExperiment}) {
+      std::vector<std::string> names;
+      for (const core::Entity& e : store->entities(kind)) names.push_back(e.name);
+      std::sort(names.begin(), names.end());
+      QCOMPARE(names, (std::vector<std::string>{"copy", "lab"}));
+    }
+    const auto topology = store->entityByName(core::EntityKind::kTopology, "lab");
+    QVERIFY(topology);
+    QCOMPARE(topology->config.at("local_nodes").get<int>(), 3);
+    const auto dataset = store->entityByName(core::EntityKind::kDataset, "lab");
+    QVERIFY(dataset);
+    QCOMPARE(dataset->config.at("train_size").get<int>(), 2048);
+    const auto experiment = store->entityByName(core::EntityKind::kExperiment, "lab");
+    QVERIFY(experiment);
+    QVERIFY(core::sameExperiment(core::parseExperimentSpec(experiment->config), spec));
   }
 
   // With --project, the experiment is stored once, as the spec with all its variants, and each
