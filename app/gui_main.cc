@@ -29,6 +29,7 @@
 #include "ui/pages/dataset_page.h"
 #include "ui/pages/execution_statistics.h"
 #include "ui/pages/predict_page.h"
+#include "ui/pages/run_page.h"
 #include "ui/pages/start_page.h"
 
 namespace {
@@ -259,8 +260,13 @@ int main(int argc, char** argv) {
       "open the example NAME (NAME.json of the examples) as the start page does: as a project of "
       "its own in the user's documents, its experiment selected",
       "NAME");
+  const QCommandLineOption replay(
+      "replay",
+      "a run's page: replay the run from its record to global step STEP, as the charts' \"Replay "
+      "to here\" does (async_ps, ssp, hybrid); with --screenshot, the replay's window",
+      "STEP");
   parser.addOptions({page, run, screenshot, size, chart, runs, x, smooth, workers, dpi, exportTo,
-                     tab, experimentName, example});
+                     tab, experimentName, example, replay});
   parser.process(app);
 
   const QStringList positional = parser.positionalArguments();
@@ -288,6 +294,12 @@ int main(int argc, char** argv) {
   if (pageName == "compare" && runId > 0)
     return fail("--run shows one run's page; --page compare takes --runs R1,R2,...");
   if (runId > 0 && positional.isEmpty()) return fail("--run needs a project file");
+  bool replayOk = true;
+  const qint64 replayStep = parser.isSet(replay) ? parser.value(replay).toLongLong(&replayOk) : -1;
+  if (!replayOk || (parser.isSet(replay) && replayStep < 0))
+    return fail(
+        QString("--replay: expected a step (0 or more), got '%1'").arg(parser.value(replay)));
+  if (parser.isSet(replay) && !dashboard) return fail("--replay goes with --page run");
 
   const bool exporting = parser.isSet(exportTo);
   const bool comparing = exporting || pageName == "compare";
@@ -383,6 +395,29 @@ int main(int argc, char** argv) {
     window.selectRun(runId);
     if (capture && !waitFor(&window, &dtlab::ui::MainWindow::runShown, 30000))
       return fail(window.statusBar()->currentMessage());
+  }
+  if (replayStep >= 0) {
+    dtlab::ui::RunPage* runPage = window.runPage();
+    // The window says "Replaying..." first, then the replay's report (or why it failed).
+    QEventLoop loop;
+    QObject::connect(runPage, &dtlab::ui::RunPage::replayShown, &loop, [&loop](const QString& t) {
+      if (!t.startsWith("Replaying")) loop.quit();
+    });
+    QTimer::singleShot(60000, &loop, &QEventLoop::quit);
+    runPage->replayTo(replayStep);
+    loop.exec();
+    if (runPage->replayText().startsWith("Replaying"))
+      return fail("the replay did not finish in 60 s");
+    if (runPage->replayText().startsWith(QString("The replay to step")))
+      return fail(runPage->replayText());
+    if (capture) {
+      QApplication::processEvents();
+      const QString out = parser.value(screenshot);
+      if (!runPage->replayDialog()->grab().save(out, "PNG"))
+        return fail(QString("cannot write %1").arg(out));
+      std::printf("dtlab: wrote %s\n", qPrintable(out));
+      return 0;
+    }
   }
   if (pageName == "dataset") {
     // The project's first dataset, or a new one in the editor.

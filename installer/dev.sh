@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# DTLab developer entry point: deps | build | test | run | bench.
+# DTLab developer entry point: deps | build | test | run | bench | docs.
 #   installer/dev.sh test   installs what is missing, builds, runs every test
 #                           (--sanitize address,undefined | thread: in a sanitizer build)
 #   installer/dev.sh run    installs what is missing, builds, runs the main job
@@ -7,6 +7,7 @@
 #                           builds, then hits real runs with N seeded faults (default 40;
 #                           tests/faults): killed, stopped and cut-off nodes, coordinators, a full
 #                           disk, a read-only project (root for the cut, the disk and the project)
+#   installer/dev.sh docs   builds, then remakes docs/reference and the pictures in docs/images
 #   installer/dev.sh package
 #                           builds a release tree for x86-64-v3 (build-package/, or
 #                           $DTLAB_PACKAGE_BUILD_DIR: CI points it at the tested tree) and writes the
@@ -231,6 +232,14 @@ case "$cmd" in
     log "no display: to open the workbench on this project, run: $build_dir/app/dtlab $example"
     log "(or without a display: xvfb-run $build_dir/app/dtlab $example --screenshot out.png)"
     ;;
+  docs)
+    # The generated reference (docs/reference) and the pictures (docs/images), remade from
+    # this build: installer/docs_pictures.sh records the projects it photographs.
+    deps
+    build
+    "$build_dir/app/dtlab-cli" docs --out "$root/docs/reference"
+    "$root/installer/docs_pictures.sh" --build "$build_dir"
+    ;;
   faults)
     deps
     build
@@ -271,7 +280,7 @@ case "$cmd" in
     "$build_dir/app/dtlab-cli" bench "${@:-core}"
     ;;
   *)
-    echo "usage: installer/dev.sh deps [--bench] | build | test [--sanitize address,undefined|thread] [--fast] [ctest args] | run | bench [what] | faults [--seed S] [--count N] [--only KIND] [--policy P] | fuzz [SECONDS] [TARGET...] | package" >&2
+    echo "usage: installer/dev.sh deps [--bench] | build | test [--sanitize address,undefined|thread] [--fast] [ctest args] | run | bench [what] | docs | faults [--seed S] [--count N] [--only KIND] [--policy P] | fuzz [SECONDS] [TARGET...] | package" >&2
     [ "$cmd" = "help" ] && exit 0
     exit 2
     ;;
