@@ -6,6 +6,7 @@
 #include <QtCore/QDir>
 #include <QtCore/QFileInfo>
 #include <QtCore/QUrl>
+#include <QtGui/QAbstractTextDocumentLayout>
 #include <QtGui/QDesktopServices>
 #include <QtGui/QImageReader>
 #include <QtGui/QTextBlock>
@@ -13,7 +14,9 @@
 #include <QtGui/QTextDocument>
 #include <QtGui/QTextFragment>
 #include <QtGui/QTextImageFormat>
+#include <QtGui/QTextTable>
 #include <QtWidgets/QHBoxLayout>
+#include <QtWidgets/QScrollBar>
 #include <QtWidgets/QTextBrowser>
 #include <QtWidgets/QToolButton>
 #include <QtWidgets/QVBoxLayout>
@@ -32,6 +35,17 @@ QString documentationDir() {
   for (const QString& dir : candidates)
     if (QFileInfo(QDir(dir).filePath("README.md")).isFile()) return QDir(dir).canonicalPath();
   return {};
+}
+
+QString headingAnchor(const QString& heading) {
+  QString out;
+  for (const QChar c : heading.trimmed().toLower()) {
+    if (c.isLetterOrNumber() || c == '-' || c == '_')
+      out += c;
+    else if (c == ' ')
+      out += '-';
+  }
+  return out;
 }
 
 UserGuide::UserGuide(QWidget* parent) : QDialog(parent) {
@@ -58,7 +72,8 @@ UserGuide::UserGuide(QWidget* parent) : QDialog(parent) {
   connect(back_, &QToolButton::clicked, browser_, &QTextBrowser::backward);
   connect(forward_, &QToolButton::clicked, browser_, &QTextBrowser::forward);
   connect(home, &QToolButton::clicked, this, [this] { showPage(QStringLiteral("README.md")); });
-  connect(browser_, &QTextBrowser::sourceChanged, this, [this] { fitPictures(); });
+  connect(browser_, &QTextBrowser::sourceChanged, this,
+          [this](const QUrl& page) { pageShown(page); });
   connect(browser_, &QTextBrowser::backwardAvailable, back_, &QToolButton::setEnabled);
   connect(browser_, &QTextBrowser::forwardAvailable, forward_, &QToolButton::setEnabled);
   // A link between the documentation's pages is followed here; one out of it (a web page, a
@@ -74,6 +89,20 @@ UserGuide::UserGuide(QWidget* parent) : QDialog(parent) {
 }
 
 bool UserGuide::showPage(const QString& page) {
+  return load(page, {});
+}
+
+bool UserGuide::showEntry(const QString& target) {
+  const QString anchor = target.section('#', 1);
+  if (!load(target.section('#', 0, 0), anchor)) return false;
+  if (anchor.isEmpty()) return true;
+  for (QTextBlock block = browser_->document()->begin(); block.isValid(); block = block.next())
+    for (auto it = block.begin(); !it.atEnd(); ++it)
+      if (it.fragment().charFormat().anchorNames().contains(anchor)) return true;
+  return false;
+}
+
+bool UserGuide::load(const QString& page, const QString& anchor) {
   const QString dir = documentationDir();
   const QString path = dir.isEmpty() ? QString() : QDir(dir).filePath(page);
   if (path.isEmpty() || !QFileInfo(path).isFile()) {
@@ -85,20 +114,68 @@ bool UserGuide::showPage(const QString& page) {
     return false;
   }
   browser_->setSearchPaths({dir});
-  browser_->setSource(QUrl::fromLocalFile(path), QTextDocument::MarkdownResource);
+  QUrl url = QUrl::fromLocalFile(path);
+  if (!anchor.isEmpty()) url.setFragment(anchor);
+  browser_->setSource(url, QTextDocument::MarkdownResource);
   return true;
+}
+
+void UserGuide::pageShown(const QUrl& page) {
+  fitPictures(page);  // source() still says the page before while the signal is delivered
+  nameHeadings();
+  // QTextBrowser looked for the anchor before the headings had their names.
+  if (const QString anchor = page.fragment(); !anchor.isEmpty()) browser_->scrollToAnchor(anchor);
+}
+
+void UserGuide::nameHeadings() {
+  QTextDocument* doc = browser_->document();
+  for (QTextBlock block = doc->begin(); block.isValid(); block = block.next()) {
+    if (block.text().isEmpty() || QTextCursor(block).currentTable() != nullptr) continue;
+    QString heading;
+    if (block.blockFormat().headingLevel() > 0) {
+      heading = block.text();
+    } else {  // a paragraph's bold opening
+      for (auto it = block.begin(); !it.atEnd(); ++it) {
+        if (it.fragment().charFormat().fontWeight() < QFont::Bold) break;
+        heading += it.fragment().text();
+      }
+    }
+    if (heading.isEmpty()) continue;
+    QTextCharFormat name;
+    name.setAnchor(true);
+    name.setAnchorNames({headingAnchor(heading)});
+    QTextCursor cursor(doc);
+    cursor.setPosition(block.position());
+    cursor.setPosition(block.position() + static_cast<int>(heading.size()),
+                       QTextCursor::KeepAnchor);
+    cursor.mergeCharFormat(name);
+  }
+}
+
+QString UserGuide::headingInView() const {
+  const int top = browser_->verticalScrollBar()->value();
+  const int bottom = top + browser_->viewport()->height();
+  QAbstractTextDocumentLayout* layout = browser_->document()->documentLayout();
+  for (QTextBlock block = browser_->document()->begin(); block.isValid(); block = block.next()) {
+    const QStringList names =
+        block.begin().atEnd() ? QStringList() : block.begin().fragment().charFormat().anchorNames();
+    if (names.isEmpty()) continue;
+    const qreal y = layout->blockBoundingRect(block).top();
+    if (y >= top - 1 && y < bottom) return names.front();
+  }
+  return {};
 }
 
 void UserGuide::resizeEvent(QResizeEvent* event) {
   QDialog::resizeEvent(event);
-  fitPictures();
+  fitPictures(browser_->source());
 }
 
-void UserGuide::fitPictures() {
+void UserGuide::fitPictures(const QUrl& page) {
   QTextDocument* doc = browser_->document();
   const qreal room = browser_->viewport()->width() - 2 * doc->documentMargin() - 4;
   if (room <= 0) return;
-  const QDir base = QFileInfo(browser_->source().toLocalFile()).dir();
+  const QDir base = QFileInfo(page.toLocalFile()).dir();
   for (QTextBlock block = doc->begin(); block.isValid(); block = block.next()) {
     for (auto it = block.begin(); !it.atEnd(); ++it) {
       const QTextFragment fragment = it.fragment();

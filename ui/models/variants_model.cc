@@ -5,6 +5,7 @@
 
 #include "core/spec/experiment_spec.h"
 #include "core/train/strategy_registry.h"
+#include "ui/help/context_help.h"
 
 namespace dtlab::ui {
 namespace {
@@ -201,6 +202,37 @@ QString VariantsModel::inapplicableTip(int row, int column) const {
   return tr("Only %1 reads %2").arg(QString::fromStdString(readers), QString::fromStdString(key));
 }
 
+// A cell's tooltip: the row's strategy's summary, or its own declaration of the setting (the
+// help of a key that several strategies declare may differ between them: on_node_loss).
+QString VariantsModel::tipOf(int row, int column) const {
+  const Column& c = columns_[static_cast<std::size_t>(column)];
+  const core::StrategyDescriptor* strategy = core::findStrategy(strategyOf(row));
+  if (column == kStrategyColumn && strategy != nullptr)
+    return QString::fromStdString(strategy->summary);
+  const core::SettingSchema* own = strategy != nullptr && column >= kFirstSettingColumn
+                                       ? core::findSetting(strategy->settings, c.key)
+                                       : nullptr;
+  if (own == nullptr) return c.tip;
+  return QString::fromStdString(own->help + " (" + own->rangeText() + ")");
+}
+
+// Where a cell is documented: a setting and the strategy at the row's strategy's entry (a
+// setting it does not read: that of the first strategy that does), a variant's nodes beside
+// the heterogeneous clusters they serve, its name on the strategies' page.
+QString VariantsModel::referenceOf(int row, int column) const {
+  if (column == kNameColumn) return kStrategiesPage;
+  if (column == kNodesColumn) return guideEntry("distributed-runs.md", "Heterogeneous nodes");
+  const core::StrategyDescriptor* strategy = core::findStrategy(strategyOf(row));
+  if (column == kStrategyColumn)
+    return strategy != nullptr ? strategyEntry(strategy->name) : kStrategiesPage;
+  const std::string& key = columns_[static_cast<std::size_t>(column)].key;
+  if (strategy != nullptr && core::findSetting(strategy->settings, key) != nullptr)
+    return strategyEntry(strategy->name);
+  for (const core::StrategyDescriptor* d : core::strategies())
+    if (core::findSetting(d->settings, key) != nullptr) return strategyEntry(d->name);
+  return kStrategiesPage;
+}
+
 Qt::ItemFlags VariantsModel::flags(const QModelIndex& index) const {
   if (!index.isValid()) return Qt::NoItemFlags;
   if (!applies(index.row(), index.column())) return Qt::ItemIsSelectable | Qt::ItemNeverHasChildren;
@@ -230,8 +262,11 @@ QVariant VariantsModel::data(const QModelIndex& index, int role) const {
       return choices;
     }
     case Qt::ToolTipRole:
-      if (applicable) return columns_[static_cast<std::size_t>(column)].tip;
+      if (applicable)
+        return withReferenceLine(tipOf(index.row(), column), referenceOf(index.row(), column));
       return inapplicableTip(index.row(), column);
+    case kReferenceEntryRole:
+      return referenceOf(index.row(), column);
     case Qt::BackgroundRole:
       // A field this strategy does not have: a grey cell, so the row reads as the strategy's
       // own settings.

@@ -16,6 +16,10 @@ namespace dtlab::ui {
 // order, with the descriptor's label, help, choices and default. The spec's parser judges the
 // values; the model only keeps them, as the JSON the spec holds.
 //
+// A cell's tooltip is its row's strategy's own words (its summary, its declaration of the
+// setting) with the line naming that strategy's entry in the reference, which F1 on the cell
+// opens (kReferenceEntryRole, ui/help/context_help.h).
+//
 // The parser refuses a setting that the variant's strategy would ignore, so a cell that does
 // not apply to its row (staleness of an async_ps variant, or a setting whose condition on
 // another setting does not hold) is grey, empty and not editable, and a change of a choice
@@ -66,6 +70,10 @@ class VariantsModel final : public QAbstractTableModel {
   std::string strategyOf(int row) const;
   QVariant defaultOf(int row, int column) const;
   QString inapplicableTip(int row, int column) const;
+  QString tipOf(int row, int column) const;
+  // The documentation's entry of a cell (ui/help/context_help.h), under kReferenceEntryRole;
+  // an applicable cell's tooltip ends with it.
+  QString referenceOf(int row, int column) const;
   nlohmann::json& rowAt(int row) { return rows_[static_cast<std::size_t>(row)]; }
   const nlohmann::json& rowAt(int row) const { return rows_[static_cast<std::size_t>(row)]; }
   // Removes the fields that no longer apply to the row's strategy, partition and policy.

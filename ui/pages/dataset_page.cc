@@ -25,6 +25,7 @@
 #include "core/spec/spec_json.h"
 #include "ui/background.h"
 #include "ui/charts/palette.h"
+#include "ui/help/context_help.h"
 #include "ui/pages/setting_rows.h"
 
 namespace dtlab::ui {
@@ -84,6 +85,32 @@ DatasetPage::DatasetPage(QWidget* parent)
   partition_->addItem("dirichlet");
   alpha_->setRange(0.01, 100.0);
   alpha_->setValue(0.5);
+  // Each field's tooltip ends with where the documentation explains it, which F1 on it opens;
+  // the kind's own (kind, classes, features, its parameters) follow the kind (showKind).
+  setReferenceTip(name_, tr("The dataset's name in the project"), "user-guide.md");
+  setReferenceTip(trainSize_,
+                  tr("Samples generated for training (a global batch may not exceed them)"),
+                  kDatasetKindsPage);
+  setReferenceTip(testSize_,
+                  tr("Samples generated for testing: a run's test loss and accuracy are "
+                     "measured on them"),
+                  kDatasetKindsPage);
+  setReferenceTip(seed_, tr("The generator's seed: the same seed makes the same samples"),
+                  kDatasetKindsPage);
+  const QString shards = guideEntry("distributed-runs.md", "Non-IID data");
+  setReferenceTip(workers_,
+                  tr("Workers whose shards the preview shows (the preview's only: a run has a "
+                     "worker per node of its cluster)"),
+                  shards);
+  setReferenceTip(partition_,
+                  tr("How the preview divides the training set among the workers: random "
+                     "shards (iid), or shards whose classes follow Dirichlet(alpha) proportions "
+                     "(an experiment's training.data_partition)"),
+                  shards);
+  setReferenceTip(alpha_,
+                  tr("Dirichlet concentration: smaller is more skewed (0.1: a few classes a "
+                     "worker)"),
+                  shards);
   for (QLabel* note : {summary_, shardNote_}) {
     note->setWordWrap(true);
     note->setStyleSheet("color: #666;");
@@ -191,13 +218,23 @@ void DatasetPage::showKind(bool resetValues) {
   summary_->setText(QString::fromStdString(k.summary));
   if (resetValues || k.classes.fixed()) classes_->setValue(clampedInt(k.classes.defaultValue));
   if (resetValues || k.features.fixed) features_->setValue(clampedInt(k.features.defaultValue));
+  const QString entry = datasetKindEntry(k.name);
+  const QString kindName = QString::fromStdString(k.name);
+  setReferenceTip(kind_, QString::fromStdString(k.summary), entry);
   classes_->setEnabled(!k.classes.fixed());
-  classes_->setToolTip(
-      k.classes.fixed()
-          ? tr("Fixed at %1 for %2").arg(k.classes.minimum).arg(QString::fromStdString(k.name))
-          : tr("%1 to %2").arg(k.classes.minimum).arg(k.classes.maximum));
+  setReferenceTip(classes_,
+                  k.classes.fixed() ? tr("Fixed at %1 for %2").arg(k.classes.minimum).arg(kindName)
+                                    : tr("%1 to %2").arg(k.classes.minimum).arg(k.classes.maximum),
+                  entry);
   features_->setEnabled(!k.features.fixed);
-  parameters_->show(k.parameters, resetValues);
+  setReferenceTip(features_,
+                  k.features.fixed
+                      ? tr("Fixed at %1 for %2").arg(k.features.defaultValue).arg(kindName)
+                      : tr("Features of each sample: any number, %1 by default for %2")
+                            .arg(k.features.defaultValue)
+                            .arg(kindName),
+                  entry);
+  parameters_->show(k.parameters, resetValues, entry);
 }
 
 void DatasetPage::edit(qint64 id, const QString& name, const nlohmann::json& c) {

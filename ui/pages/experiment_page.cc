@@ -22,6 +22,7 @@
 #include "core/spec/spec_json.h"
 #include "core/train/local_trainer.h"
 #include "core/train/strategy_registry.h"
+#include "ui/help/context_help.h"
 #include "ui/models/variants_model.h"
 #include "ui/pages/setting_rows.h"
 
@@ -120,6 +121,7 @@ ExperimentPage::ExperimentPage(QWidget* parent)
       run_(new QPushButton(tr("Run"), this)) {
   setUpFields();
   connectSignals(buildLayout());
+  showModelKind(/*resetValues=*/true);
 }
 
 // The choices of the combo boxes with their tooltips, the fields' hints and the variants
@@ -160,26 +162,14 @@ void ExperimentPage::setUpFields() {
                           tr("Matrix products with BF16 inputs, FP32 accumulation, FP32 master "
                              "weights; needs a topology on GPUs"),
                           Qt::ToolTipRole);
-  alpha_->setToolTip(
-      tr("Dirichlet concentration: smaller is more skewed (0.1: a few classes a "
-         "worker)"));
   repeats_->setSuffix(tr(" times"));
-  repeats_->setToolTip(
-      tr("Run every variant this many times, each repetition on its own seed (initial "
-         "weights, data order, stragglers) shared by its variants; the comparison then shows "
-         "medians with 95% intervals"));
   hidden_->setPlaceholderText(tr("widths of the hidden layers, e.g. 128, 128"));
   target_->setSpecialValueText(tr("none"));
   maxSteps_->setSpecialValueText(tr("no limit"));
   epochs_->setSpecialValueText(tr("no limit"));
   maxSeconds_->setSpecialValueText(tr("no limit"));
   checkpointEvery_->setSpecialValueText(tr("none"));
-  checkpointEvery_->setToolTip(
-      tr("Keep a checkpoint of the run in the project every this many steps (%1): for Run > "
-         "Resume Run, for a variant that restarts on a lost node, and to restore a lost "
-         "parameter-server shard")
-          .arg(QString::fromStdString(core::strategyList(
-              [](const core::StrategyDescriptor& d) { return d.traits.keepsCheckpoints; }))));
+  setUpHelp();
   generalError_->setWordWrap(true);
   generalError_->setStyleSheet("color: #b02020;");
   summary_->setWordWrap(true);
@@ -197,6 +187,90 @@ void ExperimentPage::setUpFields() {
       VariantsModel::kNameColumn,
       variantsView_->fontMetrics().horizontalAdvance(QString(18, QLatin1Char('n'))) + 16);
   variantsView_->setMinimumHeight(120);
+}
+
+// Each field's tooltip, ending with where the documentation explains it, which F1 on it opens:
+// the model kind's entry for the model (showModelKind), the row's strategy's for a variant's
+// cell (VariantsModel), the guide's pages for the fields the spec's parser reads by hand.
+void ExperimentPage::setUpHelp() {
+  const QString guide = "user-guide.md";
+  const QString repetitions = guideEntry(guide, "Repetitions");
+  const QString shards = guideEntry("distributed-runs.md", "Non-IID data");
+  setReferenceTip(name_, tr("The experiment's name in the project"), guide);
+  setReferenceTip(seed_,
+                  tr("The seed of the initial weights, the data order and emulated stragglers "
+                     "(and of the dataset, unless it has its own)"),
+                  repetitions);
+  setReferenceTip(repeats_,
+                  tr("Run every variant this many times, each repetition on its own seed (initial "
+                     "weights, data order, stragglers) shared by its variants; the comparison "
+                     "then shows medians with 95% intervals"),
+                  repetitions);
+  setReferenceTip(dataset_,
+                  tr("The data to train on: one of the project's datasets, or the one stored in "
+                     "the experiment"),
+                  kDatasetKindsPage);
+  setReferenceTip(topology_,
+                  tr("The nodes to run on: one of the project's topologies, or the cluster "
+                     "stored in the experiment"),
+                  "distributed-runs.md");
+  setReferenceTip(hidden_,
+                  tr("Widths of the hidden layers, comma-separated (128, 128); empty: a linear "
+                     "model"),
+                  kModelKindsPage);
+  setReferenceTip(activation_, tr("The activation after each hidden layer"), kModelKindsPage);
+  setReferenceTip(optimizer_, tr("How the weights are updated: SGD, Adam, AdamW or Adadelta"),
+                  guide);
+  setReferenceTip(lr_, tr("The learning rate (> 0)"), guide);
+  setReferenceTip(momentum_, tr("SGD's momentum, in [0, 1); the other optimizers have none"),
+                  guide);
+  setReferenceTip(precision_,
+                  tr("The arithmetic of the matrix products: fp32, or on GPUs tf32 or bf16 (each "
+                     "choice's tooltip says what it does)"),
+                  "gpu.md");
+  setReferenceTip(batch_,
+                  tr("The global batch: the samples of one step over all workers (at most the "
+                     "dataset's training samples)"),
+                  guide);
+  setReferenceTip(epochs_,
+                  tr("Passes over the training set; no limit: 0 (epochs, steps or seconds must "
+                     "limit the run)"),
+                  guide);
+  setReferenceTip(maxSteps_, tr("Global steps at most; no limit: 0"), guide);
+  setReferenceTip(maxSeconds_, tr("Seconds of training at most; no limit: 0"), guide);
+  setReferenceTip(target_,
+                  tr("Stop when the test accuracy reaches this; none: train to the limits"), guide);
+  setReferenceTip(evalInterval_, tr("Steps between evaluations of test loss and accuracy"), guide);
+  setReferenceTip(
+      checkpointEvery_,
+      tr("Keep a checkpoint of the run in the project every this many steps (%1): for Run > "
+         "Resume Run, for a variant that restarts on a lost node, and to restore a lost "
+         "parameter-server shard")
+          .arg(QString::fromStdString(core::strategyList(
+              [](const core::StrategyDescriptor& d) { return d.traits.keepsCheckpoints; }))),
+      guideEntry("distributed-runs.md", "Checkpoints and resume"));
+  setReferenceTip(dataPartition_,
+                  tr("Where each worker draws its batches from (each choice's tooltip says)"),
+                  shards);
+  setReferenceTip(alpha_,
+                  tr("Dirichlet concentration: smaller is more skewed (0.1: a few classes a "
+                     "worker)"),
+                  shards);
+  // A cell names its row's strategy's entry (VariantsModel's kReferenceEntryRole).
+  setReferenceEntry(variantsView_, kStrategiesPage);
+}
+
+// The chosen model kind's summary and settings rows (with resetValues, at their defaults),
+// their tooltips and F1 at the kind's entry.
+void ExperimentPage::showModelKind(bool resetValues) {
+  const core::ModelKindDescriptor* kind =
+      core::findModelKind(modelKind_->currentText().toStdString());
+  const QString entry = kind != nullptr ? modelKindEntry(kind->name) : kModelKindsPage;
+  setReferenceTip(modelKind_,
+                  kind != nullptr ? QString::fromStdString(kind->summary)
+                                  : tr("A model kind this build does not have"),
+                  entry);
+  modelSettings_->show(modelSchema(), resetValues, entry);
 }
 
 // The form's groups (experiment, model and optimizer, limits), the variants table with its
@@ -313,7 +387,7 @@ void ExperimentPage::connectSignals(const VariantButtons& buttons) {
     connect(b, &QComboBox::currentIndexChanged, this, [this] { formChanged(); });
   connect(modelKind_, &QComboBox::currentIndexChanged, this, [this] {
     // Another kind starts from its own settings' defaults.
-    if (!loading_) modelSettings_->show(modelSchema(), /*resetValues=*/true);
+    if (!loading_) showModelKind(/*resetValues=*/true);
     formChanged();
   });
   for (QLineEdit* e : {name_, hidden_})
@@ -386,7 +460,7 @@ void ExperimentPage::edit(qint64 id, const nlohmann::json& spec,
   // rather than the model silently becoming another kind.
   if (modelKind_->findText(kindName) < 0) modelKind_->addItem(kindName);
   modelKind_->setCurrentText(kindName);
-  modelSettings_->show(modelSchema(), /*resetValues=*/true);
+  showModelKind(/*resetValues=*/true);
   if (spec_.contains("model")) modelSettings_->load(spec_["model"], modelSchema());
   const nlohmann::json hidden = get(spec_, "model", "hidden");
   QStringList widths;

@@ -72,11 +72,13 @@ class ExperimentPage final : public QWidget {
     QPushButton* remove = nullptr;
   };
   void setUpFields();
+  void setUpHelp();
   VariantButtons buildLayout();
   void connectSignals(const VariantButtons& buttons);
   void addRow(QFormLayout* form, const QString& label, const QString& path, QWidget* widget);
   void formChanged();
   void validate();
+  void showModelKind(bool resetValues);
   // The chosen model kind's settings (none for a kind this build does not have).
   std::span<const core::SettingSchema> modelSchema() const;
 

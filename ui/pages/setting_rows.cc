@@ -10,6 +10,8 @@
 #include <QtWidgets/QLabel>
 #include <QtWidgets/QSpinBox>
 
+#include "ui/help/context_help.h"
+
 namespace dtlab::ui {
 namespace {
 
@@ -72,7 +74,7 @@ const core::SettingSchema* SettingRows::schemaOf(const Field& field, Schema kind
   return s != nullptr && s->type == field.type ? s : nullptr;
 }
 
-void SettingRows::show(Schema kind, bool resetValues) {
+void SettingRows::show(Schema kind, bool resetValues, const QString& reference) {
   for (const Field& field : fields_) {
     const core::SettingSchema* s = schemaOf(field, kind);
     form_->setRowVisible(field.editor, s != nullptr);
@@ -80,7 +82,8 @@ void SettingRows::show(Schema kind, bool resetValues) {
     const QSignalBlocker block(field.editor);
     if (auto* label = qobject_cast<QLabel*>(form_->labelForField(field.editor)))
       label->setText(QString::fromStdString(s->label));
-    field.editor->setToolTip(QString::fromStdString(s->help + " (" + s->rangeText() + ")"));
+    setReferenceTip(field.editor, QString::fromStdString(s->help + " (" + s->rangeText() + ")"),
+                    reference);
     if (auto* real = qobject_cast<QDoubleSpinBox*>(field.editor))
       real->setRange(s->min, std::isinf(s->max) ? 1e9 : s->max);
     if (auto* list = qobject_cast<QComboBox*>(field.editor)) {
@@ -95,8 +98,7 @@ void SettingRows::updateVisibility(Schema kind) {
   const core::SettingValues current = values(kind);
   const core::SettingsView view(kind, current);
   for (const Field& field : fields_)
-    form_->setRowVisible(field.editor,
-                         schemaOf(field, kind) != nullptr && view.applies(field.key));
+    form_->setRowVisible(field.editor, schemaOf(field, kind) != nullptr && view.applies(field.key));
 }
 
 void SettingRows::setEditorValue(QWidget* editor, const core::SettingValue& value) {

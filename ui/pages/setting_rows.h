@@ -5,6 +5,7 @@
 // help. The dataset page and the experiment page's model both edit their kinds with it, so a
 // kind added to a registry gets its rows with no change to either page.
 #include <QtCore/QObject>
+#include <QtCore/QString>
 
 #include <functional>
 #include <span>
@@ -28,8 +29,10 @@ class SettingRows final : public QObject {
   SettingRows(QWidget* parent, QFormLayout* form, const std::vector<Schema>& kinds,
               std::function<void()> changed);
 
-  // The rows of `kind` with its labels, ranges and help (and, with resetValues, its defaults).
-  void show(Schema kind, bool resetValues);
+  // The rows of `kind` with its labels, ranges and help (and, with resetValues, its defaults);
+  // `reference`: the kind's entry in the documentation (ui/help/context_help.h), which each
+  // row's tooltip names and F1 on it opens.
+  void show(Schema kind, bool resetValues, const QString& reference = {});
   // Rows whose setting applies only while another holds some value: shown only then.
   void updateVisibility(Schema kind);
   // The values the editors of `kind` hold.

@@ -26,6 +26,7 @@
 #include "core/spec/spec_json.h"
 #include "ui/background.h"
 #include "ui/controller/experiment_controller.h"
+#include "ui/help/context_help.h"
 #include "ui/models/node_secrets.h"
 #include "ui/models/topology_model.h"
 
@@ -177,6 +178,25 @@ TopologyPage::TopologyPage(QWidget* parent)
   fileRow(tlsCert_, tr("Client certificate"), tr("e.g. certs/client.pem"), "tls_cert");
   fileRow(tlsKey_, tr("Client key"), tr("e.g. certs/client.key"), "tls_key");
   fileRow(tlsCa_, tr("Cluster CA"), tr("e.g. certs/ca.pem"), "tls_ca");
+  // Each field's tooltip ends with where the documentation explains it, which F1 on it opens
+  // (threads and wait: validate(), as their tooltips change with the nodes).
+  const QString guide = "user-guide.md";
+  const QString remote = "distributed-runs.md";
+  setReferenceTip(name_, tr("The topology's name in the project"), guide);
+  setReferenceTip(device_,
+                  tr("Where the workers train: the nodes' CPUs, or a GPU each (each choice's "
+                     "tooltip says)"),
+                  "gpu.md");
+  setReferenceTip(addCount_, tr("How many nodes Add local nodes adds"), guide);
+  setReferenceTip(
+      tlsCert_, tr("This computer's client certificate (PEM), signed by the cluster's CA"), remote);
+  setReferenceTip(tlsKey_, tr("The client certificate's private key (PEM)"), remote);
+  setReferenceTip(tlsCa_,
+                  tr("The CA that signed the daemons' certificates (dtlab-node gen-certs makes "
+                     "it)"),
+                  remote);
+  // The nodes' cells have the model's tooltips; F1 on one opens the guide's topology editor.
+  setReferenceEntry(table_, guide);
   tlsBox_->setToolTip(
       tr("For daemons started with --tls-cert/--tls-key/--tls-ca: this computer's client "
          "certificate and key and the cluster's CA (dtlab-node gen-certs DIR --hosts ... makes "
@@ -437,16 +457,19 @@ void TopologyPage::validate() {
   // Remote daemons run with their own --threads.
   const bool local = !model_->hasRemoteNodes();
   threads_->setEnabled(local);
-  threads_->setToolTip(local ? tr("CPU threads of each local node's worker")
-                             : tr("Remote daemons use their own --threads (Test connection "
-                                  "shows it)"));
+  setReferenceTip(threads_,
+                  local ? tr("CPU threads of each local node's worker")
+                        : tr("Remote daemons use their own --threads (Test connection shows it)"),
+                  "user-guide.md");
   // Local daemons are started for each run and are never busy with someone else's.
   wait_->setEnabled(!local);
-  wait_->setToolTip(
+  setReferenceTip(
+      wait_,
       local ? tr("Local nodes are started for each run: nobody else's run can hold them")
             : tr("Nodes shared with other people's runs: each run reserves all of its nodes at "
                  "once and waits in their queues this long (Cancel leaves the queue); 0 fails a "
-                 "run at once, naming the node and whose run holds it"));
+                 "run at once, naming the node and whose run holds it"),
+      guideEntry("distributed-runs.md", "Nodes shared by several people"));
   if (!loading_ && editState_.update(content())) emit modifiedChanged(editState_.modified());
 }
 
