@@ -43,9 +43,10 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/resources/bench/
         FILES_MATCHING PATTERN "*.py")
 
 # The documentation (docs/: the user guide, deployment, concepts and the generated reference,
-# with its pictures; README.md is its index), in /usr/share/doc/dtlab.
+# with its pictures; README.md is its index), in /usr/share/doc/dtlab. Not docs/pictures: the
+# specs the docs build records its pictures from.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/dtlab
-        COMPONENT gui)
+        COMPONENT gui PATTERN "pictures" EXCLUDE)
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_VENDOR "DTLab")

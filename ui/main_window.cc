@@ -134,6 +134,14 @@ MainWindow::MainWindow(QWidget* parent)
   pages_->addWidget(comparePage_);
   pages_->addWidget(predictPage_);
   connect(predictPage_, &PredictPage::failed, this, [this](const QString& m) { fail(m); });
+  // Another page shown: a run's page still being read must not take the window back when its
+  // read ends (a tour landing on the comparison while the run it followed is read, a click on
+  // Compare meanwhile); selecting the run again reads it anew.
+  connect(pages_, &QStackedWidget::currentChanged, this, [this] {
+    if (pages_->currentWidget() == runPage_) return;
+    ++runRequest_;
+    shownRun_ = -1;
+  });
   connect(datasetPage_, &DatasetPage::modifiedChanged, this, [this] { updateModifiedMark(); });
   connect(topologyPage_, &TopologyPage::modifiedChanged, this, [this] { updateModifiedMark(); });
   connect(experimentPage_, &ExperimentPage::modifiedChanged, this,
@@ -450,7 +458,7 @@ void MainWindow::showCompare() {
   updateRunActions();
 }
 
-void MainWindow::showPredict(const std::string& experiment) {
+void MainWindow::showPredict(const std::string& experiment, bool calibrate) {
   if (path_.isEmpty() || !maySwitchAway()) return;
   // The experiment of what is selected: itself, or that of a run or an execution.
   const QModelIndex index = tree_->currentIndex();
@@ -470,7 +478,7 @@ void MainWindow::showPredict(const std::string& experiment) {
   pendingKind_.clear();
   pendingId_ = -1;
   pages_->setCurrentWidget(predictPage_);
-  predictPage_->showExperiment(path_.toStdString(), name);
+  predictPage_->showExperiment(path_.toStdString(), name, calibrate);
   updateRunActions();
 }
 

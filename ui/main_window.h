@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "ui/models/project_snapshot.h"
 
@@ -96,7 +97,8 @@ class MainWindow final : public QMainWindow {
   ComparePage* comparePage() const { return comparePage_; }
   // Shows the Predict page (View > Predict at Scale) for experiment `experiment`, else the
   // experiment selected (or that of the run or execution selected), else the most recent.
-  void showPredict(const std::string& experiment = {});
+  // calibrate: fit a new calibration from the experiment's runs first.
+  void showPredict(const std::string& experiment = {}, bool calibrate = false);
   PredictPage* predictPage() const { return predictPage_; }
   QWidget* currentPage() const;
   // File > Export Report: the report (ui/report/report_export.h) of the execution in view: the
@@ -213,8 +215,10 @@ class MainWindow final : public QMainWindow {
   QAction* exportReportAction_ = nullptr;
   UserGuide* userGuide_ = nullptr;
   StartPage* startPage_ = nullptr;
-  QString tour_;              // the tour under way ("" when none)
-  bool tourRunning_ = false;  // its run was started
+  QString tour_;                    // the tour under way ("" when none)
+  bool tourRunning_ = false;        // its run was started
+  std::vector<int> tourPredictAt_;  // Tour::predictAt of the tour under way
+  std::string tourExperiment_;      // the experiment it runs
 };
 
 }  // namespace dtlab::ui

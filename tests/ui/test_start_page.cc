@@ -5,14 +5,18 @@
 // HOME and the settings in a temporary folder. Offscreen.
 #include <QtTest/QtTest>
 
+#include <algorithm>
+
 #include <QtCore/QCryptographicHash>
 #include <QtCore/QTemporaryDir>
 #include <QtWidgets/QListWidget>
+#include <QtWidgets/QStatusBar>
 
 #include "ui/main_window.h"
 #include "ui/models/explorer_model.h"
 #include "ui/pages/compare_page.h"
 #include "ui/pages/experiment_page.h"
+#include "ui/pages/predict_page.h"
 #include "ui/pages/start_page.h"
 
 using namespace dtlab;
@@ -29,6 +33,44 @@ int rowOf(QListWidget* list, const QString& prefix) {
   for (int i = 0; i < list->count(); ++i)
     if (list->item(i)->text().startsWith(prefix)) return i;
   return -1;
+}
+
+// Examples of their own for a tour: `json` as $DTLAB_RESOURCES/specs/`file` (a small stand-in
+// under the tour's file name, so that the tour runs in seconds), and a HOME whose documents
+// hold no copy yet. Both are put back when it goes.
+class TourSetting {
+ public:
+  TourSetting(const QString& file, const QByteArray& json, const QString& home) : home_(home) {
+    QDir(resources_.path()).mkpath("specs");
+    QFile spec(QDir(resources_.path()).filePath("specs/" + file));
+    written_ = spec.open(QIODevice::WriteOnly) && spec.write(json) == json.size();
+    qputenv("DTLAB_RESOURCES", resources_.path().toUtf8());
+    qputenv("HOME", documents_.path().toUtf8());
+  }
+  ~TourSetting() {
+    qunsetenv("DTLAB_RESOURCES");
+    qputenv("HOME", home_.toUtf8());
+  }
+  bool written() const { return written_; }
+  QString home() const { return documents_.path(); }
+
+ private:
+  QTemporaryDir resources_;
+  QTemporaryDir documents_;
+  QString home_;
+  bool written_ = false;
+};
+
+// What a tour's window shows, for a failure's message.
+QString stateOf(ui::MainWindow& window) {
+  QString runs;
+  for (const core::RunRecord& r : window.explorerModel()->snapshot().runs)
+    runs += QString(" #%1 %2").arg(r.id).arg(core::toString(r.status));
+  return QString("page %1, status '%2', predict page: '%3', runs:%4")
+      .arg(window.currentPage() != nullptr ? window.currentPage()->metaObject()->className()
+                                           : "none",
+           window.statusBar()->currentMessage(),
+           QString::fromStdString(window.predictPage()->missing()), runs);
 }
 
 }  // namespace
@@ -94,22 +136,16 @@ class TestStartPage : public QObject {
   // example here is a small stand-in under the tour's file name ($DTLAB_RESOURCES/specs), so
   // that the tour runs in seconds.
   void aTourRunsItsExampleAndShowsTheComparison() {
-    QTemporaryDir resources;
-    QVERIFY(QDir(resources.path()).mkpath("specs"));
-    QFile spec(QDir(resources.path()).filePath("specs/modes_straggler.json"));
-    QVERIFY(spec.open(QIODevice::WriteOnly));
-    spec.write(R"({"name": "tour_modes", "seed": 3,
+    const TourSetting tour("modes_straggler.json", R"({"name": "tour_modes", "seed": 3,
       "dataset": {"kind": "gaussian_blobs", "train_size": 2048, "test_size": 256,
                   "features": 8, "classes": 3},
       "model": {"hidden": [16]},
       "training": {"batch_size": 32, "epochs": 0, "max_steps": 30, "eval_interval": 10},
       "cluster": {"local_nodes": 2},
       "variants": [{"name": "sync", "strategy": "sync_allreduce"},
-                   {"name": "async", "strategy": "async_ps"}]})");
-    spec.close();
-    qputenv("DTLAB_RESOURCES", resources.path().toUtf8());
-    QTemporaryDir home;  // documents of their own: the earlier case made the real example's copy
-    qputenv("HOME", home.path().toUtf8());
+                   {"name": "async", "strategy": "async_ps"}]})",
+                           home_.path());
+    QVERIFY(tour.written());
     ui::MainWindow window;
     window.setQuietErrors(true);
     window.resize(1280, 800);
@@ -118,17 +154,62 @@ class TestStartPage : public QObject {
     QCOMPARE(list->count(), 1);  // hetero_2node.json is not in this folder: its tour is not offered
     QCOMPARE(list->item(0)->text(), QString("Compare sync and async under a straggler"));
     emit list->itemActivated(list->item(0));
-    QTRY_VERIFY_WITH_TIMEOUT(window.currentPage() == static_cast<QWidget*>(window.comparePage()),
-                             120000);
-    qunsetenv("DTLAB_RESOURCES");
+    QTRY_VERIFY2_WITH_TIMEOUT(window.currentPage() == static_cast<QWidget*>(window.comparePage()),
+                              qPrintable(stateOf(window)), 60000);
     const ui::ProjectSnapshot& s = window.explorerModel()->snapshot();
     QCOMPARE(s.runs.size(), std::size_t{2});
     for (const core::RunRecord& r : s.runs) QCOMPARE(r.status, core::RunStatus::kCompleted);
     QCOMPARE(window.comparePage()->execution(), std::optional<int64_t>(s.executions.back().id));
     QVERIFY(
-        QFileInfo(QDir(home.path()).filePath("Documents/DTLab/modes_straggler.dtlab")).isFile());
-    qputenv("HOME", home_.path().toUtf8());
+        QFileInfo(QDir(tour.home()).filePath("Documents/DTLab/modes_straggler.dtlab")).isFile());
     if (const QByteArray shot = qgetenv("DTLAB_TOUR_SCREENSHOT"); !shot.isEmpty())
+      window.grab().save(QString::fromUtf8(shot));
+  }
+
+  // "What if I had 64 nodes?": the tour runs its example's 1- and 2-node variants, calibrates
+  // the simulator from those runs and lands on the Predict page at 2 to 64 nodes. A small
+  // stand-in under the tour's file name, as above.
+  void theScaleTourLandsOnAPredictionUpToSixtyFourNodes() {
+    const TourSetting tour("scale_out.json", R"({"name": "tour_scale", "seed": 3,
+      "dataset": {"kind": "gaussian_blobs", "train_size": 4096, "test_size": 256,
+                  "features": 8, "classes": 3},
+      "model": {"hidden": [32]},
+      "training": {"batch_size": 128, "epochs": 0, "max_steps": 40, "eval_interval": 1000},
+      "cluster": {"local_nodes": 2, "nodes": [{"bandwidth_mbps": 1000}]},
+      "variants": [{"name": "one_node", "strategy": "sync_allreduce", "nodes": 1},
+                   {"name": "sync", "strategy": "sync_allreduce"},
+                   {"name": "ps", "strategy": "async_ps"}]})",
+                           home_.path());
+    QVERIFY(tour.written());
+    ui::MainWindow window;
+    window.setQuietErrors(true);
+    window.resize(1400, 860);
+    window.show();
+    QListWidget* list = window.startPage()->tourList();
+    const int row = rowOf(list, "What if I had 64 nodes?");
+    QVERIFY(row >= 0);
+    QVERIFY(list->item(row)->toolTip().contains("calibrated"));
+    emit list->itemActivated(list->item(row));
+    ui::PredictPage* predict = window.predictPage();
+    QTRY_VERIFY2_WITH_TIMEOUT(
+        window.currentPage() == static_cast<QWidget*>(predict) && !predict->predictions().empty(),
+        qPrintable(stateOf(window)), 60000);
+    QCOMPARE(predict->experiment(), std::string("tour_scale"));
+    QVERIFY2(predict->missing().empty(), predict->missing().c_str());
+    const ui::ProjectSnapshot& s = window.explorerModel()->snapshot();
+    QCOMPARE(s.runs.size(), std::size_t{3});
+    // Each strategy predicted at the tour's node counts, from a calibration of the runs it made.
+    QCOMPARE(predict->predictions().size(), std::size_t{2});  // one_node folds into sync
+    for (const core::VariantPrediction& v : predict->predictions()) {
+      std::vector<int> nodes;
+      for (const core::ScalePoint& p : v.points) nodes.push_back(p.nodes);
+      for (int n : {2, 4, 8, 16, 32, 64})  // and the measured runs' own counts beside them
+        QVERIFY2(std::find(nodes.begin(), nodes.end(), n) != nodes.end(),
+                 (v.variant + ": no prediction at " + std::to_string(n) + " nodes").c_str());
+      QCOMPARE(nodes.back(), 64);
+    }
+    QVERIFY(window.statusBar()->currentMessage().contains("calibrated from the runs it made"));
+    if (const QByteArray shot = qgetenv("DTLAB_SCALE_TOUR_SCREENSHOT"); !shot.isEmpty())
       window.grab().save(QString::fromUtf8(shot));
   }
 };

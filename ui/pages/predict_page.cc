@@ -208,10 +208,11 @@ PredictPage::PredictPage(QWidget* parent)
   connect(figure_, &QComboBox::currentIndexChanged, this, [this] { draw(); });
 }
 
-void PredictPage::showExperiment(const std::string& path, const std::string& experiment) {
+void PredictPage::showExperiment(const std::string& path, const std::string& experiment,
+                                 bool calibrateFirst) {
   path_ = path;
   experiment_ = experiment;
-  start(false);
+  start(calibrateFirst);
 }
 
 void PredictPage::calibrate() {

@@ -40,7 +40,9 @@ class PredictPage final : public QWidget {
 
   // Predicts experiment `experiment` (empty: the project's most recent) of the project at
   // `path`; emits shown() when it is on the page, failed() when it cannot be read.
-  void showExperiment(const std::string& path, const std::string& experiment = {});
+  // calibrateFirst: fit a new calibration from the experiment's runs first (as calibrate()).
+  void showExperiment(const std::string& path, const std::string& experiment = {},
+                      bool calibrateFirst = false);
   // Fits a calibration from the experiment's runs, stores it in the project, then predicts.
   void calibrate();
   void setNodes(const std::vector<int>& nodes);

@@ -48,6 +48,12 @@ std::vector<Tour> tours() {
       {QObject::tr("Does the heterogeneity scheduler pay on my cluster?"), "hetero_2node.json",
        QObject::tr("Two nodes of different speeds: the equal split of each batch against the "
                    "split by measured speed, and a one-node baseline, on this machine.")},
+      {QObject::tr("What if I had 64 nodes?"),
+       "scale_out.json",
+       QObject::tr("Runs on one node and on two (a few seconds each), the simulator calibrated "
+                   "from them, and each strategy predicted from 2 to 64 nodes: where the "
+                   "all-reduce stops paying, and how stale the parameter server gets."),
+       {2, 4, 8, 16, 32, 64}},
   };
   std::vector<Tour> out;
   const QString dir = examplesDir();

@@ -24,6 +24,9 @@ struct Tour {
   QString title;    // the question
   QString example;  // the example spec's file name in examplesDir()
   QString shows;    // what the comparison will show, for its tooltip
+  // Empty: the tour lands on the comparison of its runs. Else on the Predict page at these node
+  // counts, calibrated from its runs (a 1-node and a 2-node run of each strategy's kind).
+  std::vector<int> predictAt{};
 };
 // The tours whose example is there to run.
 std::vector<Tour> tours();
