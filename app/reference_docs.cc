@@ -1,5 +1,7 @@
 #include "app/reference_docs.h"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -13,6 +15,7 @@
 #include "core/metrics/metric_table.h"
 #include "core/nn/model_kinds.h"
 #include "core/spec/settings.h"
+#include "core/spec/spec_fields.h"
 #include "core/train/strategy_registry.h"
 
 namespace dtlab::app {
@@ -172,6 +175,146 @@ std::string cliPage(const std::string& usage) {
          usage + (usage.empty() || usage.back() == '\n' ? "" : "\n") + "```\n";
 }
 
+// The names a choice of the spec may take: its own, or those of the registry it names.
+std::vector<std::string> choicesOf(const core::SpecField& f) {
+  switch (f.registry) {
+    case core::SpecRegistry::kNone:
+      return f.choices;
+    case core::SpecRegistry::kDatasetKinds:
+      return core::datasetKindNames();
+    case core::SpecRegistry::kModelKinds:
+      return core::modelKindNames();
+    case core::SpecRegistry::kStrategies:
+      return core::strategyNames();
+  }
+  return {};
+}
+
+// A heading's anchor as GitHub makes it: lower case, spaces to hyphens, other punctuation gone.
+std::string anchorOf(const std::string& heading) {
+  std::string out;
+  for (char c : heading) {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (c == ' ')
+      out += '-';
+  }
+  return out;
+}
+
+std::string specTypeText(const core::SpecField& f) {
+  std::string out;
+  switch (f.type) {
+    case core::SpecFieldType::kInteger:
+      out = "integer";
+      break;
+    case core::SpecFieldType::kReal:
+      out = f.singlePrecision ? "real (32-bit)" : "real";
+      break;
+    case core::SpecFieldType::kBoolean:
+      out = "boolean";
+      break;
+    case core::SpecFieldType::kString:
+      out = "string";
+      break;
+    case core::SpecFieldType::kChoice:
+      out = "choice";
+      break;
+    case core::SpecFieldType::kObject:
+      out = "object";
+      break;
+    case core::SpecFieldType::kList:
+      out = f.section.empty() ? "list of integers" : "list of objects";
+      break;
+  }
+  return f.nullable ? out + " or null" : out;
+}
+
+std::string sectionLink(const std::string& path) {
+  const core::SpecSection& s = core::specSection(path);
+  return detail::concat("[", s.title, "](#", anchorOf(s.title), ")");
+}
+
+std::string specDefaultText(const core::SpecField& f) {
+  switch (f.defaultForm) {
+    case core::SpecDefault::kValue:
+      if (f.defaultText.empty()) return detail::concat('`', f.defaultJson, '`');
+      if (f.defaultJson == "null") return detail::concat("`null` (", f.defaultText, ")");
+      return detail::concat('`', f.defaultJson, "`; ", f.defaultText);
+    case core::SpecDefault::kFields:
+      return detail::concat("its fields' defaults: ", sectionLink(f.section));
+    case core::SpecDefault::kOmitted:
+    case core::SpecDefault::kDerived:
+      return f.defaultText;
+    case core::SpecDefault::kFirstRegistered: {
+      const std::vector<std::string> names = choicesOf(f);
+      return names.empty() ? std::string("the first registered")
+                           : detail::concat("`\"", names.front(), "\"`");
+    }
+    case core::SpecDefault::kRequired:
+      return "required";
+  }
+  return "";
+}
+
+std::string specAllowedText(const core::SpecField& f) {
+  std::vector<std::string> parts;
+  if (f.size) {
+    const std::string what = f.type == core::SpecFieldType::kString ? " bytes"
+                             : f.section.empty()                    ? " elements"
+                                                                    : " objects";
+    parts.push_back(f.size->min == 0 ? detail::concat("at most ", f.size->max, what)
+                                     : detail::concat(f.size->text(), what));
+  }
+  if (f.integer)
+    parts.push_back(f.type == core::SpecFieldType::kList
+                        ? detail::concat("each ", f.integer->text())
+                        : f.integer->text());
+  if (f.real) parts.push_back(f.real->text());
+  if (f.type == core::SpecFieldType::kChoice) {
+    std::string names;
+    for (const std::string& c : choicesOf(f))
+      names += detail::concat(names.empty() ? "`" : ", `", c, "`");
+    parts.push_back(names);
+  }
+  if (f.type == core::SpecFieldType::kObject ||
+      (f.type == core::SpecFieldType::kList && !f.section.empty()))
+    parts.push_back(detail::concat("fields: ", sectionLink(f.section)));
+  if (!f.allowed.empty()) parts.push_back(f.allowed);
+  std::string out;
+  for (const std::string& part : parts) out += detail::concat(out.empty() ? "" : "; ", part);
+  return out;
+}
+
+std::string specPage() {
+  std::string out = detail::concat(
+      "# Experiment spec\n\nMade by `", kRefresh,
+      "` from this build's spec schema (`core/spec/spec_fields.cc`) and registries; change "
+      "those in the code, not this page.\n\n"
+      "An experiment spec is a JSON object that `dtlab-cli train spec.json` and the GUI read "
+      "(`core/spec/spec_json.h`). Its examples and the longer explanations (data partitions, "
+      "clusters, what each strategy does when a node is lost) are in "
+      "[Experiment specs](../specs.md).\n\n"
+      "## How the parser reads a spec\n\n");
+  for (const std::string& rule : core::specParserRules()) out += detail::concat("- ", rule, "\n");
+  for (const core::SpecSection& s : core::specSections()) {
+    const auto depth = std::count(s.path.begin(), s.path.end(), '.');
+    out += detail::concat(
+        "\n", std::string(static_cast<size_t>(2 + depth), '#'), " ", s.title, "\n\n", s.summary,
+        "\n\n| field | type | default | allowed | used by |\n|---|---|---|---|---|\n");
+    const bool hasKind = std::any_of(s.fields.begin(), s.fields.end(),
+                                     [](const core::SpecField& f) { return f.key == "kind"; });
+    for (const core::SpecField& f : s.fields) {
+      const std::string usedBy = !f.usedBy.empty()            ? f.usedBy
+                                 : hasKind && f.key != "kind" ? "all"
+                                                              : "";
+      out += detail::concat("| `", f.key, "` | ", specTypeText(f), " | ", cell(specDefaultText(f)),
+                            " | ", cell(specAllowedText(f)), " | ", cell(usedBy), " |\n");
+    }
+  }
+  return out;
+}
+
 std::string indexPage(const std::map<std::string, std::string>& pages) {
   std::string out = "# Reference\n\n" + generatedNote();
   for (const auto& [file, text] : pages) {
@@ -192,7 +335,7 @@ std::map<std::string, std::string> referencePages(const std::string& cliUsage) {
   std::map<std::string, std::string> pages = {
       {"strategies.md", strategiesPage()},  {"dataset-kinds.md", datasetKindsPage()},
       {"model-kinds.md", modelKindsPage()}, {"metrics.md", metricsPage()},
-      {"dtlab-cli.md", cliPage(cliUsage)},
+      {"dtlab-cli.md", cliPage(cliUsage)},  {"spec.md", specPage()},
   };
   pages["README.md"] = indexPage(pages);
   return pages;

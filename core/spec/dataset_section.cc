@@ -2,18 +2,16 @@
 
 #include <algorithm>
 #include <iomanip>
-#include <limits>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/data/dataset_kinds.h"
+#include "core/spec/section_fields.h"
 #include "core/spec/setting_json.h"
 
 namespace dtlab::core::spec_detail {
 namespace {
-
-constexpr int64_t kMaxSize = std::numeric_limits<int64_t>::max();
 
 // Fields of every dataset, whatever its kind.
 constexpr std::string_view kCommonFields[] = {"kind",    "train_size", "test_size",
@@ -27,7 +25,7 @@ bool isCommon(std::string_view key) {
 void readClasses(ObjectReader& r, const DatasetKindDescriptor& kind, DatasetConfig& d) {
   const ClassRule& rule = kind.classes;
   d.classes = rule.defaultValue;
-  auto v = r.integer("classes", 1, kMaxWidth);
+  auto v = SectionFields(r, "dataset").integer("classes");
   if (!v) return;
   if (rule.fixed() && *v != rule.minimum)
     throw SpecError(r.pathOf("classes"), concat("is fixed at ", rule.minimum, " for ", kind.name,
@@ -41,7 +39,7 @@ void readClasses(ObjectReader& r, const DatasetKindDescriptor& kind, DatasetConf
 void readFeatures(ObjectReader& r, const DatasetKindDescriptor& kind, DatasetConfig& d) {
   const FeatureRule& rule = kind.features;
   d.features = rule.defaultValue;
-  auto v = r.integer("features", 1, kMaxWidth);
+  auto v = SectionFields(r, "dataset").integer("features");
   if (!v) return;
   if (rule.fixed && *v != rule.defaultValue)
     throw SpecError(r.pathOf("features"), concat("is fixed at ", rule.defaultValue, " for ",
@@ -110,8 +108,9 @@ DatasetConfig parseDataset(ObjectReader& r, std::span<const std::string_view> fi
   if (const json* name = r.find("kind"))
     kind = findDatasetKind(toChoiceName(*name, r.pathOf("kind"), datasetKindNames()));
   d.kind = kind->name;
-  if (auto v = r.integer("train_size", 1, kMaxSize)) d.trainSize = *v;
-  if (auto v = r.integer("test_size", 1, kMaxSize)) d.testSize = *v;
+  SectionFields f(r, "dataset");
+  if (auto v = f.integer("train_size")) d.trainSize = *v;
+  if (auto v = f.integer("test_size")) d.testSize = *v;
   readClasses(r, *kind, d);
   readFeatures(r, *kind, d);
   d.seed = specSeed;

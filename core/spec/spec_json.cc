@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
-#include <limits>
 #include <set>
 #include <span>
 #include <sstream>
@@ -21,6 +20,7 @@
 #include "core/nn/model_kinds.h"
 #include "core/spec/data_partition_checks.h"
 #include "core/spec/dataset_section.h"
+#include "core/spec/section_fields.h"
 #include "core/spec/setting_json.h"
 #include "core/spec/spec_names.h"
 #include "core/spec/spec_reader.h"
@@ -36,15 +36,12 @@ using nlohmann::json;
 using namespace spec_detail;
 
 // ---------------------------------------------------------------------------------------------
-// Limits that are not in the header because only the parser needs them.
+// Limits that are not in the header because only the parser needs them; the fields' bounds are
+// the schema's (core/spec/spec_fields.h, read through SectionFields).
 
-constexpr int64_t kMaxHiddenLayers = 16;
-constexpr int64_t kMaxThreads = 256;
-constexpr size_t kMaxNameBytes = 256;
 // Weights of the trained model: 1 GiB of float32, so weights plus optimizer state stay within a
 // node's memory.
 constexpr double kMaxModelParameters = double{1 << 28};
-constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 
 // The fields each JSON object accepts, in the order toJson() writes them. To add a field, list
 // it here and read it in the matching parse function; ObjectReader enforces that the two agree.
@@ -109,16 +106,19 @@ ModelConfig parseModel(ObjectReader& r, std::span<const std::string_view> fields
     kind = findModelKind(toChoiceName(*name, r.pathOf("kind"), modelKindNames()));
   m.kind = kind->name;
   if (const json* hidden = r.find("hidden")) {
+    const SectionFields f(r, "model");
     const std::string path = r.pathOf("hidden");
     if (!hidden->is_array())
       throw SpecError(
           path, "must be an array of hidden layer widths (may be empty), got " + describe(*hidden));
-    if (static_cast<int64_t>(hidden->size()) > kMaxHiddenLayers)
-      throw SpecError(
-          path, concat("must have at most ", kMaxHiddenLayers, " layers, got ", hidden->size()));
+    const IntegerBounds layers = f.size("hidden");
+    const IntegerBounds width = f.integerBounds("hidden");
+    if (static_cast<int64_t>(hidden->size()) > layers.max)
+      throw SpecError(path,
+                      concat("must have at most ", layers.max, " layers, got ", hidden->size()));
     m.hidden.clear();
     for (size_t i = 0; i < hidden->size(); ++i)
-      m.hidden.push_back(toInteger((*hidden)[i], concat(path, "[", i, "]"), 1, kMaxWidth));
+      m.hidden.push_back(toInteger((*hidden)[i], concat(path, "[", i, "]"), width.min, width.max));
   }
   readModelParameters(r, fields, *kind, m);
   {
@@ -148,10 +148,11 @@ ScheduleConfig parseSchedule(ObjectReader& r, float lr) {
   const ScheduleConfig defaults;
   if (auto v = r.choice("kind", kScheduleNames)) s.kind = *v;
   const char* kindName = toString(s.kind);
-  if (auto v = r.integer("warmup_steps", 0, kMaxInt)) s.warmupSteps = *v;
-  if (auto v = r.integer("step_size", 1, kMaxInt)) s.stepSize = *v;
-  if (auto v = r.real32("gamma", kFraction)) s.gamma = *v;
-  if (auto v = r.real32("min_lr", kNonNegative)) s.minLr = *v;
+  SectionFields f(r, "optimizer.schedule");
+  if (auto v = f.integer("warmup_steps")) s.warmupSteps = *v;
+  if (auto v = f.integer("step_size")) s.stepSize = *v;
+  if (auto v = f.real32("gamma")) s.gamma = *v;
+  if (auto v = f.real32("min_lr")) s.minLr = *v;
   const bool step = s.kind == ScheduleKind::kStep;
   const bool cosine = s.kind == ScheduleKind::kCosine;
   // Cosine reads step_size as its length when the run has no step or epoch limit to span.
@@ -179,16 +180,16 @@ OptimizerConfig parseOptimizer(ObjectReader& r) {
     o.lr = 1.0f;
     o.eps = 1e-6f;
   }
-  if (auto v = r.real32("lr", kPositive)) o.lr = *v;
-  if (auto v = r.real32("momentum", kDecayRate)) o.momentum = *v;
+  SectionFields f(r, "optimizer");
+  if (auto v = f.real32("lr")) o.lr = *v;
+  if (auto v = f.real32("momentum")) o.momentum = *v;
   if (auto v = r.boolean("nesterov")) o.nesterov = *v;
-  if (auto v = r.real32("weight_decay", kNonNegative)) o.weightDecay = *v;
-  if (auto v = r.real32("beta1", kDecayRate)) o.beta1 = *v;
-  if (auto v = r.real32("beta2", kDecayRate)) o.beta2 = *v;
-  if (auto v = r.real32("eps", kPositive)) o.eps = *v;
-  if (auto v = r.real32("rho", kDecayRate)) o.rho = *v;
-  if (r.isSet("scale_lr_base_batch"))
-    o.scaleLrBaseBatch = r.integer("scale_lr_base_batch", 1, kMaxInt);
+  if (auto v = f.real32("weight_decay")) o.weightDecay = *v;
+  if (auto v = f.real32("beta1")) o.beta1 = *v;
+  if (auto v = f.real32("beta2")) o.beta2 = *v;
+  if (auto v = f.real32("eps")) o.eps = *v;
+  if (auto v = f.real32("rho")) o.rho = *v;
+  if (r.isSet("scale_lr_base_batch")) o.scaleLrBaseBatch = f.integer("scale_lr_base_batch");
 
   rejectIfChanged(r, "momentum", o.momentum, defaults.momentum, sgd, "sgd", kindName);
   rejectIfChanged(r, "nesterov", o.nesterov, defaults.nesterov, sgd, "sgd", kindName);
@@ -207,22 +208,24 @@ OptimizerConfig parseOptimizer(ObjectReader& r) {
 
 TrainingConfig parseTraining(ObjectReader& r, const DatasetConfig& data) {
   TrainingConfig t;
-  if (auto v = r.integer("batch_size", 1, kMaxInt)) t.batchSize = *v;
-  if (auto v = r.integer("epochs", 0, kMaxInt)) t.epochs = *v;
-  if (auto v = r.integer("max_steps", 0, kMaxInt)) t.maxSteps = *v;
-  if (auto v = r.real("max_seconds", kNonNegative)) t.maxSeconds = *v;
-  if (r.isSet("target_accuracy")) t.targetAccuracy = r.real("target_accuracy", kFraction);
-  if (auto v = r.integer("eval_interval", 1, kMaxInt)) t.evalInterval = *v;
-  if (auto v = r.integer("threads", 0, kMaxThreads)) t.threads = static_cast<int>(*v);
+  SectionFields f(r, "training");
+  if (auto v = f.integer("batch_size")) t.batchSize = *v;
+  if (auto v = f.integer("epochs")) t.epochs = *v;
+  if (auto v = f.integer("max_steps")) t.maxSteps = *v;
+  if (auto v = f.real("max_seconds")) t.maxSeconds = *v;
+  if (r.isSet("target_accuracy")) t.targetAccuracy = f.real("target_accuracy");
+  if (auto v = f.integer("eval_interval")) t.evalInterval = *v;
+  if (auto v = f.integer("threads")) t.threads = static_cast<int>(*v);
   if (auto v = r.choice("precision", kPrecisionNames)) t.precision = *v;
-  if (auto v = r.integer("checkpoint_every", 0, kMaxInt)) t.checkpointEvery = *v;
-  if (auto v = r.real("checkpoint_seconds", kNonNegative)) t.checkpointSeconds = *v;
-  if (auto v = r.integer("checkpoints_kept", 1, 100)) t.checkpointsKept = *v;
+  if (auto v = f.integer("checkpoint_every")) t.checkpointEvery = *v;
+  if (auto v = f.real("checkpoint_seconds")) t.checkpointSeconds = *v;
+  if (auto v = f.integer("checkpoints_kept")) t.checkpointsKept = *v;
   ObjectReader partition = r.child("data_partition", kDataPartitionFields);
+  SectionFields p(partition, "training.data_partition");
   if (auto v = partition.choice("kind", kDataPartitionNames)) t.dataPartition.kind = *v;
   if (partition.has("alpha") && t.dataPartition.kind != DataPartitionKind::kDirichlet)
     throw SpecError(partition.pathOf("alpha"), "applies only to \"kind\": \"dirichlet\"");
-  if (auto v = partition.real("alpha", kPositive)) t.dataPartition.alpha = *v;
+  if (auto v = p.real("alpha")) t.dataPartition.alpha = *v;
   partition.finish();
   checkDataPartition(t.dataPartition, data, partition.path());
   if (t.batchSize > data.trainSize)
@@ -236,51 +239,54 @@ TrainingConfig parseTraining(ObjectReader& r, const DatasetConfig& data) {
   return t;
 }
 
-constexpr int64_t kMaxNodes = kMaxClusterNodes;
-
 ClusterConfig parseCluster(ObjectReader& r) {
   ClusterConfig c;
-  const std::optional<int64_t> localNodes = r.integer("local_nodes", 1, kMaxNodes);
+  SectionFields f(r, "cluster");
+  const std::optional<int64_t> localNodes = f.integer("local_nodes");
   if (localNodes) c.localNodes = *localNodes;
-  if (auto v = r.integer("threads_per_node", 1, kMaxThreads))
-    c.threadsPerNode = static_cast<int>(*v);
+  if (auto v = f.integer("threads_per_node")) c.threadsPerNode = static_cast<int>(*v);
   if (auto v = r.text("device")) {
-    if (*v != "cpu" && *v != "cuda")
+    const std::vector<std::string>& devices = f.field("device").choices;
+    if (std::find(devices.begin(), devices.end(), *v) == devices.end())
       throw SpecError(r.pathOf("device"),
                       "must be \"cpu\" or \"cuda\" (the node daemons choose the GPU: dtlab-node "
                       "--devices cuda:N), got " +
                           r.describeField("device"));
     c.device = *v;
   }
-  if (auto v = r.integer("wait_seconds", 0, kMaxWaitSeconds)) c.waitSeconds = *v;
+  if (auto v = f.integer("wait_seconds")) c.waitSeconds = *v;
   if (const json* nodes = r.find("nodes")) {
     const std::string path = r.pathOf("nodes");
     if (!nodes->is_array())
       throw SpecError(path, "must be a list of node objects, got " + describe(*nodes));
-    if (nodes->size() > static_cast<size_t>(kMaxNodes))
-      throw SpecError(path, concat("at most ", kMaxNodes, " nodes, got ", nodes->size()));
+    const int64_t maxNodes = f.size("nodes").max;
+    if (nodes->size() > static_cast<size_t>(maxNodes))
+      throw SpecError(path, concat("at most ", maxNodes, " nodes, got ", nodes->size()));
     for (size_t i = 0; i < nodes->size(); ++i) {
       ObjectReader n((*nodes)[i], concat(path, "[", i, "]"), kNodeFields);
+      SectionFields nf(n, "cluster.nodes[i]");
       NodeConfig node;
       if (auto v = n.text("address")) {
         const std::string problem = nodeAddressProblem(*v);
         if (!problem.empty()) throw SpecError(n.pathOf("address"), problem);
         node.address = *v;
       }
-      if (auto v = n.real("speed", kNodeSpeed)) node.speed = *v;
-      if (auto v = n.real("bandwidth_mbps", kNonNegative)) node.bandwidthMbps = *v;
-      if (auto v = n.real("latency_ms", kNodeLatencyMs)) node.latencyMs = *v;
+      if (auto v = nf.real("speed")) node.speed = *v;
+      if (auto v = nf.real("bandwidth_mbps")) node.bandwidthMbps = *v;
+      if (auto v = nf.real("latency_ms")) node.latencyMs = *v;
       if (const json* schedule = n.find("speed_schedule")) {
         const std::string at = n.pathOf("speed_schedule");
         if (!schedule->is_array())
           throw SpecError(
               at, "must be a list of {\"at_step\": N, \"speed\": F}, got " + describe(*schedule));
-        if (schedule->size() > 4096)
-          throw SpecError(at, concat("at most 4096 changes, got ", schedule->size()));
+        const int64_t maxChanges = nf.size("speed_schedule").max;
+        if (schedule->size() > static_cast<size_t>(maxChanges))
+          throw SpecError(at, concat("at most ", maxChanges, " changes, got ", schedule->size()));
         for (size_t k = 0; k < schedule->size(); ++k) {
           ObjectReader change((*schedule)[k], concat(at, "[", k, "]"), kSpeedChangeFields);
-          const auto step = change.integer("at_step", 1, int64_t{1} << 40);
-          const auto speed = change.real("speed", kNodeSpeed);
+          SectionFields cf(change, "cluster.nodes[i].speed_schedule[k]");
+          const auto step = cf.integer("at_step");
+          const auto speed = cf.real("speed");
           change.finish();
           if (!step)
             throw SpecError(change.pathOf("at_step"), "missing: the step the speed applies from");
@@ -294,10 +300,9 @@ ClusterConfig parseCluster(ObjectReader& r) {
       }
       if (n.find("straggler") != nullptr) {
         ObjectReader straggler = n.child("straggler", kStragglerFields);
-        if (auto v = straggler.real("probability", Interval{0.0, 1.0, true, true}))
-          node.straggler.probability = *v;
-        if (auto v = straggler.real("pause_ms", Interval{0.0, 600000.0, true, true}))
-          node.straggler.pauseMs = *v;
+        SectionFields sf(straggler, "cluster.nodes[i].straggler");
+        if (auto v = sf.real("probability")) node.straggler.probability = *v;
+        if (auto v = sf.real("pause_ms")) node.straggler.pauseMs = *v;
         straggler.finish();
       }
       n.finish();
@@ -415,11 +420,14 @@ ExperimentSpec parseExperimentSpec(const json& document) {
   try {
     ExperimentSpec spec;
     ObjectReader r(document, "", kSpecFields);
+    SectionFields f(r, "");
     if (auto v = r.text("name")) {
-      if (v->empty() || v->size() > kMaxNameBytes)
+      const IntegerBounds bytes = f.size("name");
+      if (static_cast<int64_t>(v->size()) < bytes.min ||
+          static_cast<int64_t>(v->size()) > bytes.max)
         throw SpecError(r.pathOf("name"),
-                        concat("must be a non-empty string of at most ", kMaxNameBytes,
-                               " bytes, got ", r.describeField("name")));
+                        concat("must be a non-empty string of at most ", bytes.max, " bytes, got ",
+                               r.describeField("name")));
       // Text input is checked by the JSON parser; a document built in code is not, and an
       // invalid name would only fail later, when the spec is written out.
       try {
@@ -430,7 +438,7 @@ ExperimentSpec parseExperimentSpec(const json& document) {
       spec.name = *v;
     }
     if (auto v = r.unsignedInteger("seed")) spec.seed = *v;
-    if (auto v = r.integer("repeats", 1, kMaxRepeats)) spec.repeats = *v;
+    if (auto v = f.integer("repeats")) spec.repeats = *v;
     const std::vector<std::string_view> datasetKeys = datasetFields();
     ObjectReader dataset = r.child("dataset", datasetKeys);
     spec.dataset = parseDataset(dataset, datasetKeys, spec.seed);

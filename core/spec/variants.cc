@@ -4,16 +4,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/spec/section_fields.h"
 #include "core/spec/setting_json.h"
 #include "core/spec/spec_reader.h"
 #include "core/train/strategy_registry.h"
 
 namespace dtlab::core::spec_detail {
 namespace {
-
-constexpr std::size_t kMaxVariants = 64;
-constexpr std::size_t kMaxNameBytes = 256;
-constexpr int64_t kMaxNodes = kMaxClusterNodes;
 
 // Fields of every variant, whatever its strategy.
 constexpr std::string_view kCommonFields[] = {"name", "strategy", "nodes"};
@@ -84,7 +81,8 @@ VariantConfig parseVariant(ObjectReader& r, const ExperimentSpec& spec,
   }
   v.strategy = strategy->name;
   const int64_t clusterNodes = spec.cluster.localNodes;
-  if (auto n = r.integer("nodes", 1, kMaxNodes)) {
+  SectionFields f(r, "variants[i]");
+  if (auto n = f.integer("nodes")) {
     if (*n > clusterNodes)
       throw SpecError(r.pathOf("nodes"),
                       concat("at most the cluster's ", clusterNodes, " nodes, got ", *n));
@@ -107,9 +105,11 @@ VariantConfig parseVariant(ObjectReader& r, const ExperimentSpec& spec,
 
   v.name = strategy->name;
   if (auto name = r.text("name")) {
-    if (name->empty() || name->size() > kMaxNameBytes)
+    const IntegerBounds bytes = f.size("name");
+    if (static_cast<int64_t>(name->size()) < bytes.min ||
+        static_cast<int64_t>(name->size()) > bytes.max)
       throw SpecError(r.pathOf("name"),
-                      concat("must be a non-empty string of at most ", kMaxNameBytes, " bytes"));
+                      concat("must be a non-empty string of at most ", bytes.max, " bytes"));
     v.name = *name;
   }
   if (strategy->check) {
@@ -127,8 +127,9 @@ std::vector<VariantConfig> parseVariants(const json* list, const std::string& pa
   if (list == nullptr) return {defaultVariant()};
   if (!list->is_array() || list->empty())
     throw SpecError(path, "must be a non-empty list of strategy variants, got " + describe(*list));
-  if (list->size() > kMaxVariants)
-    throw SpecError(path, concat("at most ", kMaxVariants, " variants, got ", list->size()));
+  const int64_t maxVariants = specSection("").field("variants").size->max;
+  if (list->size() > static_cast<std::size_t>(maxVariants))
+    throw SpecError(path, concat("at most ", maxVariants, " variants, got ", list->size()));
   const std::vector<const StrategyDescriptor*> all = strategies();
   const std::vector<std::string_view> fields = variantFields(all);
   std::vector<VariantConfig> variants;

@@ -50,6 +50,8 @@ QString modelKindEntry(const std::string& kind);
 inline const char* const kStrategiesPage = "reference/strategies.md";
 inline const char* const kDatasetKindsPage = "reference/dataset-kinds.md";
 inline const char* const kModelKindsPage = "reference/model-kinds.md";
+// The spec's fixed sections (core/spec/spec_fields.h): a heading per section ("training").
+inline const char* const kSpecPage = "reference/spec.md";
 
 // Shows the guide of `from`'s window at `target`: the one its Help > User Guide shows (that
 // action makes it when there is none yet), else one of the window's own. What F1 does.

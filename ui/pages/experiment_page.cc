@@ -193,10 +193,13 @@ void ExperimentPage::setUpFields() {
 // the model kind's entry for the model (showModelKind), the row's strategy's for a variant's
 // cell (VariantsModel), the guide's pages for the fields the spec's parser reads by hand.
 void ExperimentPage::setUpHelp() {
-  const QString guide = "user-guide.md";
-  const QString repetitions = guideEntry(guide, "Repetitions");
+  const QString repetitions = guideEntry("user-guide.md", "Repetitions");
   const QString shards = guideEntry("distributed-runs.md", "Non-IID data");
-  setReferenceTip(name_, tr("The experiment's name in the project"), guide);
+  const QString optimizer = guideEntry(kSpecPage, "optimizer");
+  const QString training = guideEntry(kSpecPage, "training");
+  const QString model = guideEntry(kSpecPage, "model");
+  setReferenceTip(name_, tr("The experiment's name in the project"),
+                  guideEntry(kSpecPage, "Top level"));
   setReferenceTip(seed_,
                   tr("The seed of the initial weights, the data order and emulated stragglers "
                      "(and of the dataset, unless it has its own)"),
@@ -217,13 +220,13 @@ void ExperimentPage::setUpHelp() {
   setReferenceTip(hidden_,
                   tr("Widths of the hidden layers, comma-separated (128, 128); empty: a linear "
                      "model"),
-                  kModelKindsPage);
-  setReferenceTip(activation_, tr("The activation after each hidden layer"), kModelKindsPage);
+                  model);
+  setReferenceTip(activation_, tr("The activation after each hidden layer"), model);
   setReferenceTip(optimizer_, tr("How the weights are updated: SGD, Adam, AdamW or Adadelta"),
-                  guide);
-  setReferenceTip(lr_, tr("The learning rate (> 0)"), guide);
+                  optimizer);
+  setReferenceTip(lr_, tr("The learning rate (> 0)"), optimizer);
   setReferenceTip(momentum_, tr("SGD's momentum, in [0, 1); the other optimizers have none"),
-                  guide);
+                  optimizer);
   setReferenceTip(precision_,
                   tr("The arithmetic of the matrix products: fp32, or on GPUs tf32 or bf16 (each "
                      "choice's tooltip says what it does)"),
@@ -231,16 +234,17 @@ void ExperimentPage::setUpHelp() {
   setReferenceTip(batch_,
                   tr("The global batch: the samples of one step over all workers (at most the "
                      "dataset's training samples)"),
-                  guide);
+                  training);
   setReferenceTip(epochs_,
                   tr("Passes over the training set; no limit: 0 (epochs, steps or seconds must "
                      "limit the run)"),
-                  guide);
-  setReferenceTip(maxSteps_, tr("Global steps at most; no limit: 0"), guide);
-  setReferenceTip(maxSeconds_, tr("Seconds of training at most; no limit: 0"), guide);
-  setReferenceTip(target_,
-                  tr("Stop when the test accuracy reaches this; none: train to the limits"), guide);
-  setReferenceTip(evalInterval_, tr("Steps between evaluations of test loss and accuracy"), guide);
+                  training);
+  setReferenceTip(maxSteps_, tr("Global steps at most; no limit: 0"), training);
+  setReferenceTip(maxSeconds_, tr("Seconds of training at most; no limit: 0"), training);
+  setReferenceTip(
+      target_, tr("Stop when the test accuracy reaches this; none: train to the limits"), training);
+  setReferenceTip(evalInterval_, tr("Steps between evaluations of test loss and accuracy"),
+                  training);
   setReferenceTip(
       checkpointEvery_,
       tr("Keep a checkpoint of the run in the project every this many steps (%1): for Run > "

@@ -460,7 +460,7 @@ void TopologyPage::validate() {
   setReferenceTip(threads_,
                   local ? tr("CPU threads of each local node's worker")
                         : tr("Remote daemons use their own --threads (Test connection shows it)"),
-                  "user-guide.md");
+                  guideEntry(kSpecPage, "cluster"));
   // Local daemons are started for each run and are never busy with someone else's.
   wait_->setEnabled(!local);
   setReferenceTip(
