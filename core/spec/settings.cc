@@ -12,8 +12,13 @@ namespace dtlab::core {
 std::string SettingSchema::rangeText() const {
   using spec_detail::formatNumber;
   switch (type) {
-    case SettingType::kInteger:
-      return formatNumber(min) + ".." + formatNumber(max);
+    case SettingType::kInteger: {  // in full: 0..1000000, not 0..1e+06
+      // Doubles hold every integer up to 2^53 exactly; a bound beyond that means "no limit".
+      constexpr double kExact = 9007199254740992.0;
+      const std::string low = std::to_string(static_cast<int64_t>(std::max(min, -kExact)));
+      if (max >= kExact) return std::string(">= ").append(low);
+      return low + ".." + std::to_string(static_cast<int64_t>(max));
+    }
     case SettingType::kReal:
       if (std::isinf(max)) return (minOpen ? "> " : ">= ") + formatNumber(min);
       return std::string("in ") + (minOpen ? "(" : "[") + formatNumber(min) + ", " +

@@ -309,6 +309,8 @@ class TestContextHelp : public QObject {
     topology.edit(-1, "remote", {{"nodes", {{{"address", "127.0.0.1:1"}}}}});
     collect(&topology, "topology(remote)");
 
+    // A node's cells name the spec's node fields.
+    QVERIFY(targets_.count(ui::guideEntry(ui::kSpecPage, "cluster.nodes[i]")));
     // Every strategy's entry is named by some cell.
     for (const std::string& name : core::strategyNames())
       QVERIFY2(targets_.count(ui::strategyEntry(name)), name.c_str());

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "ui/help/context_help.h"
 #include "ui/models/node_secrets.h"
 
 namespace dtlab::ui {
@@ -240,6 +241,8 @@ QVariant TopologyModel::headerData(int section, Qt::Orientation orientation, int
   }
   if (role == Qt::ToolTipRole && section == kBandwidthColumn)
     return tr("Emulated link bandwidth; 0 = unlimited");
+  if (role == Qt::ToolTipRole && section == kLatencyColumn)
+    return tr("Emulated link latency, per message step; 0 = none");
   if (role == Qt::ToolTipRole && section == kScheduleColumn)
     return tr("The node's speed from a step on, as step:speed, ... (e.g. 100:0.3, 300:1)");
   if (role == Qt::ToolTipRole && section == kStragglerColumn)
@@ -305,13 +308,25 @@ QVariant TopologyModel::data(const QModelIndex& index, int role) const {
       return QBrush(QColor(0xb0, 0x20, 0x20));
     return {};
   }
-  if (role == Qt::ToolTipRole) {
+  if (role == Qt::ToolTipRole || role == kReferenceEntryRole) {
+    // The spec's node fields, the guide's daemons and their tokens, the guide's test.
+    const QString reference = column == kTokenColumn   ? QString("distributed-runs.md")
+                              : column == kFoundColumn ? QString("user-guide.md")
+                                                       : guideEntry(kSpecPage, "cluster.nodes[i]");
+    if (role == kReferenceEntryRole) return reference;
+    QString tip;
     if (column == kTokenColumn && n.remote)
-      return tr("Double-click to enter this daemon's token; it is %1, not in the project")
-          .arg(NodeSecrets::instance().whereText());
-    if (column == kAddressColumn && n.remote) return tr("host:port of a running dtlab-node");
-    if (column == kFoundColumn && !n.found.isEmpty()) return n.found;
-    return {};
+      tip = tr("Double-click to enter this daemon's token; it is %1, not in the project")
+                .arg(NodeSecrets::instance().whereText());
+    else if (column == kAddressColumn && n.remote)
+      tip = tr("host:port of a running dtlab-node");
+    else if (column == kFoundColumn && !n.found.isEmpty())
+      return n.found;  // what the test found, alone
+    else if (column == kSpeedColumn || column == kBandwidthColumn || column == kLatencyColumn ||
+             column == kScheduleColumn || column == kStragglerColumn)
+      tip = headerData(column, Qt::Horizontal, Qt::ToolTipRole).toString();
+    if (tip.isEmpty()) return {};
+    return withReferenceLine(tip, reference);
   }
   if (role != Qt::DisplayRole && role != Qt::EditRole) return {};
   const bool edit = role == Qt::EditRole;
