@@ -12,6 +12,8 @@
 #include <QtWidgets/QListWidget>
 #include <QtWidgets/QStatusBar>
 
+#include "ui/charts/comparison_chart.h"
+#include "ui/charts/comparison_panel.h"
 #include "ui/main_window.h"
 #include "ui/models/explorer_model.h"
 #include "ui/pages/compare_page.h"
@@ -160,6 +162,11 @@ class TestStartPage : public QObject {
     QCOMPARE(s.runs.size(), std::size_t{2});
     for (const core::RunRecord& r : s.runs) QCOMPARE(r.status, core::RunStatus::kCompleted);
     QCOMPARE(window.comparePage()->execution(), std::optional<int64_t>(s.executions.back().id));
+    // And the comparison is drawn: a curve per variant on the current chart.
+    QTRY_VERIFY2_WITH_TIMEOUT(
+        window.comparePage()->panel(window.comparePage()->currentChart())->chart()->graphCount() >=
+            2,
+        qPrintable(stateOf(window)), 30000);
     QVERIFY(
         QFileInfo(QDir(tour.home()).filePath("Documents/DTLab/modes_straggler.dtlab")).isFile());
     if (const QByteArray shot = qgetenv("DTLAB_TOUR_SCREENSHOT"); !shot.isEmpty())
