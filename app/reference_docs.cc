@@ -10,12 +10,14 @@
 #include <sstream>
 
 #include "app/args.h"
+#include "core/comm/gradient_compression.h"
 #include "core/common/check.h"
 #include "core/data/dataset_kinds.h"
 #include "core/metrics/metric_table.h"
 #include "core/nn/model_kinds.h"
 #include "core/spec/settings.h"
 #include "core/spec/spec_fields.h"
+#include "core/train/compression_settings.h"
 #include "core/train/strategy_registry.h"
 
 namespace dtlab::app {
@@ -108,6 +110,38 @@ std::string strategiesPage() {
            "; replays from its record: " + yesNo(t.replaysFromRecord) +
            "; switches phases: " + yesNo(t.switchesPhases) + ".\n\n";
     out += settingsTable(d->settings);
+  }
+  return out;
+}
+
+// The compression kinds: what each sends, which strategies take it, and its settings (the
+// strategies' tables have them too, each under its strategy).
+std::string compressionPage() {
+  std::string out =
+      "# Gradient compression\n\n" + generatedNote() +
+      "A variant's `\"compression\"` names how the gradients (or weights) its collectives or "
+      "its parameter server move travel, with the kind's settings beside it:\n\n"
+      "```json\n{\"variants\": [{\"name\": \"topk\", \"strategy\": \"sync_allreduce\", "
+      "\"compression\": \"topk\", \"topk_ratio\": 0.01}]}\n```\n\n"
+      "Every rank ends with the same values; values riding with the gradients that the ranks "
+      "must agree on exactly (stop votes, step times) are never compressed.\n";
+  const std::vector<core::SettingSchema> settings = core::compressionSettings(true);
+  for (const core::CompressionKind kind : core::compressionKinds()) {
+    const std::string name = core::toString(kind);
+    std::string takers;
+    for (const core::StrategyDescriptor* d : core::strategies())
+      if (const core::SettingSchema* s = core::findSetting(d->settings, "compression"))
+        if (std::find(s->choices.begin(), s->choices.end(), name) != s->choices.end())
+          takers += (takers.empty() ? "`" : ", `") + d->name + "`";
+    out += entryHeading(name, core::summaryOf(kind));
+    out += "Taken by: " + (takers.empty() ? std::string("no strategy of this build") : takers) +
+           ".\n\n";
+    std::vector<core::SettingSchema> own;
+    for (const core::SettingSchema& s : settings)
+      if (s.when &&
+          std::find(s.when->values.begin(), s.when->values.end(), name) != s.when->values.end())
+        own.push_back(s);
+    if (kind != core::CompressionKind::kNone) out += settingsTable(own);
   }
   return out;
 }
@@ -333,9 +367,13 @@ std::string readFile(const fs::path& path) {
 
 std::map<std::string, std::string> referencePages(const std::string& cliUsage) {
   std::map<std::string, std::string> pages = {
-      {"strategies.md", strategiesPage()},  {"dataset-kinds.md", datasetKindsPage()},
-      {"model-kinds.md", modelKindsPage()}, {"metrics.md", metricsPage()},
-      {"dtlab-cli.md", cliPage(cliUsage)},  {"spec.md", specPage()},
+      {"strategies.md", strategiesPage()},
+      {"compression.md", compressionPage()},
+      {"dataset-kinds.md", datasetKindsPage()},
+      {"model-kinds.md", modelKindsPage()},
+      {"metrics.md", metricsPage()},
+      {"dtlab-cli.md", cliPage(cliUsage)},
+      {"spec.md", specPage()},
   };
   pages["README.md"] = indexPage(pages);
   return pages;

@@ -76,6 +76,42 @@ void selectTopK(const float* values, int64_t n, int64_t k, std::vector<float>& s
   DTLAB_ENFORCE_EQ(static_cast<int64_t>(chosen.size()), k, "top-k selection");
 }
 
+std::vector<CompressionKind> compressionKinds() {
+  return {CompressionKind::kNone, CompressionKind::kFp16, CompressionKind::kBf16,
+          CompressionKind::kTopK, CompressionKind::kPowerSgd};
+}
+
+const char* summaryOf(CompressionKind kind) {
+  switch (kind) {
+    case CompressionKind::kNone:
+      return "The values as float32: nothing is lost, nothing is saved.";
+    case CompressionKind::kFp16:
+      return "The values as IEEE half floats: half the bytes (a collective sums them by a ring "
+             "of 16-bit values; a parameter server's pushes and pulls carry them so). fp16's "
+             "range is small (65504 at most, 6e-5 the smallest normal), so a collective's ranks "
+             "agree on the largest magnitude first and scale by the power of two that puts the "
+             "sum just inside it: nothing overflows and small gradients keep their digits.";
+    case CompressionKind::kBf16:
+      return "The values as bfloat16 (float32's range, 8 bits of mantissa): half the bytes, no "
+             "scaling needed, fewer digits kept than fp16.";
+    case CompressionKind::kTopK:
+      return "Each rank sends the `topk_ratio` share of its values largest in magnitude, with "
+             "the error it kept from earlier steps added (error feedback), as (index, value) "
+             "pairs every rank gathers and adds up in rank order (Stich et al. 2018, "
+             "\"Sparsified SGD with memory\"). The gather grows with the group: n ranks receive "
+             "n-1 ranks' pairs. To a parameter server, pushes go as their largest values and "
+             "pulls as float32 (a sparse pull would need the server to keep every worker's "
+             "replica).";
+    case CompressionKind::kPowerSgd:
+      return "Each matrix as a rank-`powersgd_rank` product P Q^T from one power iteration on "
+             "the sum over ranks, warm-started from the last step's Q, with error feedback "
+             "(Vogels et al. 2019, as PyTorch DDP's PowerSGD hook): two all-reduces of r(rows + "
+             "cols) floats per matrix instead of rows x cols. Vectors and matrices too small to "
+             "gain go as float32. Collectives only: a parameter server has no sum to factor.";
+  }
+  return "";
+}
+
 const char* toString(CompressionKind kind) {
   switch (kind) {
     case CompressionKind::kNone:

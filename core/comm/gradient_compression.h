@@ -44,6 +44,10 @@ struct CompressionConfig {
 };
 
 const char* toString(CompressionKind kind);
+// Every kind, in the order the setting lists them ("none" first).
+std::vector<CompressionKind> compressionKinds();
+// What a kind sends instead of float32 values, in a few sentences (the generated reference).
+const char* summaryOf(CompressionKind kind);
 // "topk 1% with error feedback, from step 11": what a run's start event says.
 std::string describe(const CompressionConfig& config);
 

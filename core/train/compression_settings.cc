@@ -8,8 +8,7 @@ namespace dtlab::core {
 
 std::vector<SettingSchema> compressionSettings(bool collective) {
   std::vector<std::string> kinds;
-  for (CompressionKind k : {CompressionKind::kNone, CompressionKind::kFp16, CompressionKind::kBf16,
-                            CompressionKind::kTopK, CompressionKind::kPowerSgd})
+  for (CompressionKind k : compressionKinds())
     if (collective || k != CompressionKind::kPowerSgd) kinds.emplace_back(toString(k));
   std::vector<std::string> compressed(kinds.begin() + 1, kinds.end());
   const SettingSchema kind{
@@ -53,8 +52,7 @@ std::vector<SettingSchema> compressionSettings(bool collective) {
 CompressionConfig compressionOf(const SettingsView& settings) {
   CompressionConfig c;
   const std::string& kind = settings.choice("compression");
-  for (CompressionKind k : {CompressionKind::kFp16, CompressionKind::kBf16, CompressionKind::kTopK,
-                            CompressionKind::kPowerSgd})
+  for (CompressionKind k : compressionKinds())
     if (kind == toString(k)) c.kind = k;
   const auto applies = [&](std::string_view key) {
     return settings.declares(key) && settings.applies(key);
