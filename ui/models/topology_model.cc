@@ -310,7 +310,8 @@ QVariant TopologyModel::data(const QModelIndex& index, int role) const {
   }
   if (role == Qt::ToolTipRole || role == kReferenceEntryRole) {
     // The spec's node fields, the guide's daemons and their tokens, the guide's test.
-    const QString reference = column == kTokenColumn   ? QString("distributed-runs.md")
+    const QString reference = column == kTokenColumn
+                                  ? guideEntry("distributed-runs.md", "Mutual TLS and tokens")
                               : column == kFoundColumn ? QString("user-guide.md")
                                                        : guideEntry(kSpecPage, "cluster.nodes[i]");
     if (role == kReferenceEntryRole) return reference;

@@ -181,7 +181,7 @@ TopologyPage::TopologyPage(QWidget* parent)
   // Each field's tooltip ends with where the documentation explains it, which F1 on it opens
   // (threads and wait: validate(), as their tooltips change with the nodes).
   const QString guide = "user-guide.md";
-  const QString remote = "distributed-runs.md";
+  const QString remote = guideEntry("distributed-runs.md", "Mutual TLS and tokens");
   setReferenceTip(name_, tr("The topology's name in the project"), guide);
   setReferenceTip(device_,
                   tr("Where the workers train: the nodes' CPUs, or a GPU each (each choice's "
