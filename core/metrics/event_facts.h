@@ -38,7 +38,8 @@ struct PhaseFacts {
 };
 
 // A "start" event of a strategy that all-reduces gradients in buckets: the bucket size and
-// each message size its group timed, with the winning algorithm's time per call.
+// each message size its group timed, with every algorithm's time per call there (the fastest
+// is the one the group uses at that size; events of earlier versions state the winner only).
 struct CollectiveFacts {
   struct Call {
     int64_t bytes = 0;
@@ -47,7 +48,7 @@ struct CollectiveFacts {
     bool operator==(const Call&) const = default;
   };
   int64_t bucketBytes = 0;  // 0: none stated
-  std::vector<Call> calls;  // ascending bytes; empty: nothing timed
+  std::vector<Call> calls;  // ascending bytes, a size's algorithms together; empty: none timed
   bool empty() const { return bucketBytes == 0 && calls.empty(); }
   bool operator==(const CollectiveFacts&) const = default;
 };

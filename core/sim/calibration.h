@@ -41,10 +41,10 @@ struct CallTiming {
 struct TransferPattern {
   TransferPath path = TransferPath::kNone;
   int64_t bucketBytes = 0;  // kCollective: the variant's own bucket size; 0: as measured
-  // kCollective: the sizes the run's group timed before its first step, those whose winner is
-  // the algorithm of its buckets' size (another algorithm's latency is not the buckets'; empty:
-  // none). Calls of several sizes tell an all-reduce's latency from its bandwidth where the
-  // steps (one bucket size, one node count) cannot.
+  // kCollective: the sizes the run's group timed before its first step, each with the time of
+  // the algorithm its buckets use (the fastest at their size; another algorithm's latency is
+  // not the buckets'; empty: none). Calls of several sizes tell an all-reduce's latency from
+  // its bandwidth where the steps (one bucket size, one node count) cannot.
   std::vector<CallTiming> calls;
   // Every step first asks the server whether the slowest worker is within the bound (ssp): a
   // round trip its runs' wait_ms holds even when nobody is late.

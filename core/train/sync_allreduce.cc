@@ -111,14 +111,24 @@ StrategyDescriptor syncAllReduceDescriptor() {
     sim::TransferPattern p;
     if (!o.compression.enabled()) p.path = sim::TransferPath::kCollective;
     p.bucketBytes = o.bucketKb > 0 ? o.bucketKb * 1024 : measured.bucketBytes;
-    // The calls of the algorithm the buckets used, as the tuning picks it for their size.
+    // The calls of the algorithm the buckets used (the fastest at their size), at every size
+    // the group timed it: a link's latency is told from its bandwidth by calls of several sizes
+    // of one algorithm, even where another won at some size. (Facts written before every
+    // candidate was stated hold only each size's winner.)
     AllReduceTuning timed;
-    for (const CollectiveFacts::Call& c : measured.calls)
-      timed.sizes.push_back({c.bytes, {{c.algorithm, c.ms / 1e3}}, 0});
+    for (const CollectiveFacts::Call& c : measured.calls) {
+      if (timed.sizes.empty() || timed.sizes.back().bytes != c.bytes)
+        timed.sizes.push_back({c.bytes, {}, 0});
+      AllReduceTuning::SizeClass& size = timed.sizes.back();
+      size.candidates.push_back({c.algorithm, c.ms / 1e3});
+      if (c.ms / 1e3 < size.best().seconds)
+        size.chosen = static_cast<int>(size.candidates.size()) - 1;
+    }
     if (!timed.empty() && p.bucketBytes > 0) {
       const std::string buckets = timed.algorithmFor(p.bucketBytes);
       for (const AllReduceTuning::SizeClass& s : timed.sizes)
-        if (s.best().algorithm == buckets) p.calls.push_back({s.bytes, s.best().seconds * 1e3});
+        for (const AllReduceTuning::Candidate& c : s.candidates)
+          if (c.algorithm == buckets) p.calls.push_back({s.bytes, c.seconds * 1e3});
     }
     return p;
   };
@@ -207,7 +217,8 @@ std::string SyncAllReduce::setUp() {
                        "% of the best bandwidth)";
     collective_ = CollectiveFacts{bucketBytes, {}};
     for (const AllReduceTuning::SizeClass& size : tuning.sizes)
-      collective_->calls.push_back({size.bytes, size.best().algorithm, size.best().seconds * 1e3});
+      for (const AllReduceTuning::Candidate& c : size.candidates)
+        collective_->calls.push_back({size.bytes, c.algorithm, c.seconds * 1e3});
     std::vector<GradientRange> blocks = {{params, params + controlSlots()}};
     blocks.insert(blocks.end(), model.handOffs().begin(), model.handOffs().end());
     GradientBucketsOptions options;

@@ -9,6 +9,8 @@
 #include "core/common/check.h"
 #include "core/metrics/event_facts.h"
 #include "core/store/legacy_events.h"
+#include "core/train/strategy_registry.h"
+#include "tests/support/specs.h"
 
 using namespace dtlab;
 using namespace dtlab::core;
@@ -53,6 +55,33 @@ class TestEventFacts : public QObject {
             2, "rank 2 on node2 (127.0.0.1:7002)", cause, "Socket closed", 1500, 1, outcome};
         QCOMPARE(nodeLossFactsOf({30, 0.0, "node_lost", "", eventData(lost)}), lost);
       }
+  }
+
+  // sync_allreduce's pattern for the calibration: the calls of its buckets' algorithm (the
+  // fastest at the bucket size) at every size the group timed it, though another algorithm won
+  // at some size; from a winner-only event (earlier versions) just the sizes it won.
+  void theBucketsAlgorithmIsTimedAtEverySize() {
+    const StrategyDescriptor* sync = findStrategy("sync_allreduce");
+    QVERIFY(sync != nullptr && sync->transferPattern);
+    const VariantConfig v = test::variant({{"strategy", "sync_allreduce"}});
+    constexpr int64_t kK = 1024;
+    const CollectiveFacts every{256 * kK,
+                                {{64 * kK, "shm", 0.50},
+                                 {64 * kK, "gloo_allreduce", 0.40},
+                                 {256 * kK, "shm", 1.00},
+                                 {256 * kK, "gloo_allreduce", 1.20}}};
+    const sim::TransferPattern p = sync->transferPattern(v, every);
+    QCOMPARE(p.bucketBytes, 256 * kK);
+    QCOMPARE(p.calls.size(), std::size_t{2});
+    QCOMPARE(p.calls[0].bytes, 64 * kK);
+    QCOMPARE(p.calls[0].ms, 0.50);  // shm's, not gloo's faster call
+    QCOMPARE(p.calls[1].bytes, 256 * kK);
+    QCOMPARE(p.calls[1].ms, 1.00);
+    const CollectiveFacts winners{256 * kK,
+                                  {{64 * kK, "gloo_allreduce", 0.40}, {256 * kK, "shm", 1.00}}};
+    const sim::TransferPattern q = sync->transferPattern(v, winners);
+    QCOMPARE(q.calls.size(), std::size_t{1});
+    QCOMPARE(q.calls[0].bytes, 256 * kK);
   }
 
   void otherKindsAndEventsWithoutFactsHaveNone() {
