@@ -13,13 +13,10 @@
 namespace dtlab::core::spec_detail {
 namespace {
 
-// Fields of every dataset, whatever its kind.
-constexpr std::string_view kCommonFields[] = {"kind",    "train_size", "test_size",
-                                              "classes", "features",   "seed"};
-
+// Fields of every dataset, whatever its kind: the schema's (core/spec/spec_fields.h).
 bool isCommon(std::string_view key) {
-  return std::find(std::begin(kCommonFields), std::end(kCommonFields), key) !=
-         std::end(kCommonFields);
+  const std::span<const std::string_view> common = specSectionKeys("dataset");
+  return std::find(common.begin(), common.end(), key) != common.end();
 }
 
 void readClasses(ObjectReader& r, const DatasetKindDescriptor& kind, DatasetConfig& d) {
@@ -94,7 +91,8 @@ void checkBytes(ObjectReader& r, const DatasetConfig& d) {
 }  // namespace
 
 std::vector<std::string_view> datasetFields() {
-  std::vector<std::string_view> fields(std::begin(kCommonFields), std::end(kCommonFields));
+  const std::span<const std::string_view> common = specSectionKeys("dataset");
+  std::vector<std::string_view> fields(common.begin(), common.end());
   for (const DatasetKindDescriptor* d : datasetKinds())
     for (const SettingSchema& s : d->parameters)
       if (std::find(fields.begin(), fields.end(), s.key) == fields.end()) fields.push_back(s.key);

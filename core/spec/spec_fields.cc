@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -665,6 +666,19 @@ const SpecSection& specSection(std::string_view path) {
                                [&](const SpecSection& s) { return s.path == path; });
   DTLAB_ENFORCE(it != sections.end(), "the spec schema has no section '", path, "'");
   return *it;
+}
+
+std::span<const std::string_view> specSectionKeys(std::string_view path) {
+  // Views of the keys of specSections(), which is built once and never changes.
+  static const std::map<std::string, std::vector<std::string_view>, std::less<>> keys = [] {
+    std::map<std::string, std::vector<std::string_view>, std::less<>> out;
+    for (const SpecSection& s : specSections())
+      for (const SpecField& f : s.fields) out[s.path].push_back(f.key);
+    return out;
+  }();
+  const auto it = keys.find(path);
+  DTLAB_ENFORCE(it != keys.end(), "the spec schema has no section '", path, "'");
+  return it->second;
 }
 
 std::vector<std::string> specParserRules() {

@@ -2,14 +2,15 @@
 // The schema of the experiment spec's fixed sections: the top level, the fields every dataset,
 // model and variant has, the optimizer and its schedule, training and its data partition, the
 // cluster and its nodes. Per field its key, type, default, bounds and what it is for. The
-// parser (spec_json.cc) takes its bounds from here, `dtlab-cli docs` makes
-// docs/reference/spec.md from it, and tests/core/test_spec_fields.cc proves that it says what
-// the parser does (the fields each section accepts, the defaults it fills in, the bounds it
-// checks). The settings of the registered kinds and strategies are their descriptors' own
-// (core/spec/settings.h); a section here only names the registry whose settings sit beside its
-// fields.
+// parser (spec_json.cc) takes each object's keys and their bounds from here (and fails on a key
+// listed here that it never reads), `dtlab-cli docs` makes docs/reference/spec.md from it, and
+// tests/core/test_spec_fields.cc proves that it says what the parser does (the fields each
+// section accepts, the defaults it fills in, the bounds it checks). The settings of the registered
+// kinds and strategies are their descriptors' own (core/spec/settings.h); a section here only names
+// the registry whose settings sit beside its fields.
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -94,6 +95,9 @@ struct SpecSection {
 const std::vector<SpecSection>& specSections();
 // The section at `path`; EnforceError when there is none.
 const SpecSection& specSection(std::string_view path);
+// Its fields' keys, in its order: the keys the parser accepts in that object (a kind's or a
+// strategy's own settings aside). Valid for the life of the process.
+std::span<const std::string_view> specSectionKeys(std::string_view path);
 // How the parser reads any spec, one rule (markdown) per item.
 std::vector<std::string> specParserRules();
 

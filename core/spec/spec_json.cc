@@ -43,34 +43,15 @@ using namespace spec_detail;
 // node's memory.
 constexpr double kMaxModelParameters = double{1 << 28};
 
-// The fields each JSON object accepts, in the order toJson() writes them. To add a field, list
-// it here and read it in the matching parse function; ObjectReader enforces that the two agree.
-constexpr std::string_view kSpecFields[] = {"name",      "seed",     "repeats", "dataset", "model",
-                                            "optimizer", "training", "cluster", "variants"};
-constexpr std::string_view kClusterFields[] = {"local_nodes", "nodes", "threads_per_node", "device",
-                                               "wait_seconds"};
-constexpr std::string_view kNodeFields[] = {"address",    "speed",          "bandwidth_mbps",
-                                            "latency_ms", "speed_schedule", "straggler"};
-constexpr std::string_view kSpeedChangeFields[] = {"at_step", "speed"};
-constexpr std::string_view kStragglerFields[] = {"probability", "pause_ms"};
-// Fields of every model, whatever its kind; a kind's own settings follow (modelFields()).
-constexpr std::string_view kModelFields[] = {"kind", "hidden", "activation", "init", "loss"};
-constexpr std::string_view kOptimizerFields[] = {
-    "kind",  "lr",  "momentum", "nesterov", "weight_decay",       "beta1",
-    "beta2", "eps", "rho",      "schedule", "scale_lr_base_batch"};
-constexpr std::string_view kScheduleFields[] = {"kind", "warmup_steps", "step_size", "gamma",
-                                                "min_lr"};
-constexpr std::string_view kTrainingFields[] = {
-    "batch_size",         "epochs",          "max_steps", "max_seconds",    "target_accuracy",
-    "eval_interval",      "threads",         "precision", "data_partition", "checkpoint_every",
-    "checkpoint_seconds", "checkpoints_kept"};
-constexpr std::string_view kDataPartitionFields[] = {"kind", "alpha"};
+// The fields each JSON object accepts are its section's in the schema (core/spec/spec_fields.h),
+// in the order toJson() writes them; ObjectReader enforces that the parse functions read them.
 
 // ---------------------------------------------------------------------------------------------
 // Sections.
 
 std::vector<std::string_view> modelFields() {
-  std::vector<std::string_view> fields(std::begin(kModelFields), std::end(kModelFields));
+  const std::span<const std::string_view> common = specSectionKeys("model");
+  std::vector<std::string_view> fields(common.begin(), common.end());
   for (const ModelKindDescriptor* k : modelKinds())
     for (const SettingSchema& s : k->parameters)
       if (std::find(fields.begin(), fields.end(), s.key) == fields.end()) fields.push_back(s.key);
@@ -80,9 +61,9 @@ std::vector<std::string_view> modelFields() {
 // The kind's own settings; one only other kinds declare is refused, as it would be ignored.
 void readModelParameters(ObjectReader& r, std::span<const std::string_view> fields,
                          const ModelKindDescriptor& kind, ModelConfig& m) {
+  const std::span<const std::string_view> common = specSectionKeys("model");
   for (std::string_view key : fields) {
-    if (std::find(std::begin(kModelFields), std::end(kModelFields), key) != std::end(kModelFields))
-      continue;
+    if (std::find(common.begin(), common.end(), key) != common.end()) continue;
     const json* value = r.find(key);
     if (value == nullptr) continue;
     const SettingSchema* own = findSetting(kind.parameters, key);
@@ -200,7 +181,7 @@ OptimizerConfig parseOptimizer(ObjectReader& r) {
   if (sgd && o.nesterov && o.momentum == 0.0f)
     throw SpecError(r.pathOf("nesterov"), "needs momentum > 0, and optimizer.momentum is 0");
 
-  ObjectReader schedule = r.child("schedule", kScheduleFields);
+  ObjectReader schedule = r.child("schedule", specSectionKeys("optimizer.schedule"));
   o.schedule = parseSchedule(schedule, o.lr);
   r.finish();
   return o;
@@ -220,7 +201,7 @@ TrainingConfig parseTraining(ObjectReader& r, const DatasetConfig& data) {
   if (auto v = f.integer("checkpoint_every")) t.checkpointEvery = *v;
   if (auto v = f.real("checkpoint_seconds")) t.checkpointSeconds = *v;
   if (auto v = f.integer("checkpoints_kept")) t.checkpointsKept = *v;
-  ObjectReader partition = r.child("data_partition", kDataPartitionFields);
+  ObjectReader partition = r.child("data_partition", specSectionKeys("training.data_partition"));
   SectionFields p(partition, "training.data_partition");
   if (auto v = partition.choice("kind", kDataPartitionNames)) t.dataPartition.kind = *v;
   if (partition.has("alpha") && t.dataPartition.kind != DataPartitionKind::kDirichlet)
@@ -263,7 +244,7 @@ ClusterConfig parseCluster(ObjectReader& r) {
     if (nodes->size() > static_cast<size_t>(maxNodes))
       throw SpecError(path, concat("at most ", maxNodes, " nodes, got ", nodes->size()));
     for (size_t i = 0; i < nodes->size(); ++i) {
-      ObjectReader n((*nodes)[i], concat(path, "[", i, "]"), kNodeFields);
+      ObjectReader n((*nodes)[i], concat(path, "[", i, "]"), specSectionKeys("cluster.nodes[i]"));
       SectionFields nf(n, "cluster.nodes[i]");
       NodeConfig node;
       if (auto v = n.text("address")) {
@@ -283,7 +264,8 @@ ClusterConfig parseCluster(ObjectReader& r) {
         if (schedule->size() > static_cast<size_t>(maxChanges))
           throw SpecError(at, concat("at most ", maxChanges, " changes, got ", schedule->size()));
         for (size_t k = 0; k < schedule->size(); ++k) {
-          ObjectReader change((*schedule)[k], concat(at, "[", k, "]"), kSpeedChangeFields);
+          ObjectReader change((*schedule)[k], concat(at, "[", k, "]"),
+                              specSectionKeys("cluster.nodes[i].speed_schedule[k]"));
           SectionFields cf(change, "cluster.nodes[i].speed_schedule[k]");
           const auto step = cf.integer("at_step");
           const auto speed = cf.real("speed");
@@ -299,7 +281,8 @@ ClusterConfig parseCluster(ObjectReader& r) {
         }
       }
       if (n.find("straggler") != nullptr) {
-        ObjectReader straggler = n.child("straggler", kStragglerFields);
+        ObjectReader straggler =
+            n.child("straggler", specSectionKeys("cluster.nodes[i].straggler"));
         SectionFields sf(straggler, "cluster.nodes[i].straggler");
         if (auto v = sf.real("probability")) node.straggler.probability = *v;
         if (auto v = sf.real("pause_ms")) node.straggler.pauseMs = *v;
@@ -419,7 +402,7 @@ std::string withoutExceptionId(const char* what) {
 ExperimentSpec parseExperimentSpec(const json& document) {
   try {
     ExperimentSpec spec;
-    ObjectReader r(document, "", kSpecFields);
+    ObjectReader r(document, "", specSectionKeys(""));
     SectionFields f(r, "");
     if (auto v = r.text("name")) {
       const IntegerBounds bytes = f.size("name");
@@ -445,11 +428,11 @@ ExperimentSpec parseExperimentSpec(const json& document) {
     const std::vector<std::string_view> modelKeys = modelFields();
     ObjectReader model = r.child("model", modelKeys);
     spec.model = parseModel(model, modelKeys, spec.dataset);
-    ObjectReader optimizer = r.child("optimizer", kOptimizerFields);
+    ObjectReader optimizer = r.child("optimizer", specSectionKeys("optimizer"));
     spec.optimizer = parseOptimizer(optimizer);
-    ObjectReader training = r.child("training", kTrainingFields);
+    ObjectReader training = r.child("training", specSectionKeys("training"));
     spec.training = parseTraining(training, spec.dataset);
-    ObjectReader cluster = r.child("cluster", kClusterFields);
+    ObjectReader cluster = r.child("cluster", specSectionKeys("cluster"));
     spec.cluster = parseCluster(cluster);
     if (spec.training.precision != Precision::kFp32 && spec.cluster.device != "cuda")
       throw SpecError(training.pathOf("precision"),

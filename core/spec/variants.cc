@@ -12,8 +12,10 @@
 namespace dtlab::core::spec_detail {
 namespace {
 
-// Fields of every variant, whatever its strategy.
-constexpr std::string_view kCommonFields[] = {"name", "strategy", "nodes"};
+// Fields of every variant, whatever its strategy: the schema's (core/spec/spec_fields.h).
+std::span<const std::string_view> commonFields() {
+  return specSectionKeys("variants[i]");
+}
 
 // Settings that writers before 2026-12 put on every variant, whatever its strategy: a variant
 // whose strategy does not take one still reads it (checked as its owners check it) and drops
@@ -28,7 +30,7 @@ constexpr LegacySetting kLegacySettings[] = {{"partition", "equal"}, {"bucket_kb
 // Every key a variant object may hold: the common fields, then each registered strategy's
 // settings (the first declaration of a shared key), then legacy keys nobody declares now.
 std::vector<std::string_view> variantFields(const std::vector<const StrategyDescriptor*>& all) {
-  std::vector<std::string_view> fields(std::begin(kCommonFields), std::end(kCommonFields));
+  std::vector<std::string_view> fields(commonFields().begin(), commonFields().end());
   auto add = [&](std::string_view key) {
     if (std::find(fields.begin(), fields.end(), key) == fields.end()) fields.push_back(key);
   };
@@ -91,8 +93,7 @@ VariantConfig parseVariant(ObjectReader& r, const ExperimentSpec& spec,
 
   // The strategy's own settings as given; any other setting is refused by name.
   for (std::string_view key : fields) {
-    if (std::find(std::begin(kCommonFields), std::end(kCommonFields), key) !=
-        std::end(kCommonFields))
+    if (std::find(commonFields().begin(), commonFields().end(), key) != commonFields().end())
       continue;
     const json* value = r.find(key);
     if (value == nullptr) continue;

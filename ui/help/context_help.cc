@@ -51,32 +51,44 @@ void installF1Handling() {
   QCoreApplication::instance()->installEventFilter(filter);
 }
 
-// A page's title and the heading of `anchor` on it, as its Markdown has them ("" when the
-// page or the heading is not there). A paragraph's bold opening counts as a heading.
-std::pair<QString, QString> namesOf(const QString& page, const QString& anchor) {
+// A page's title and its headings by anchor, as its Markdown has them (empty when the page is
+// not there). A paragraph's bold opening counts as a heading. Each page is read once.
+struct PageNames {
+  QString title;
+  QHash<QString, QString> headings;  // anchor -> the heading's text
+};
+
+const PageNames& namesOf(const QString& page) {
+  static QHash<QString, PageNames> pages;
   const QString dir = documentationDir();
+  const QString key = dir + '\n' + page;
+  if (const auto it = pages.constFind(key); it != pages.constEnd()) return *it;
+  PageNames names;
   QFile file(dir.isEmpty() ? QString() : QDir(dir).filePath(page));
-  if (!file.open(QIODevice::ReadOnly | QIODevice::Text)) return {};
-  static const QRegularExpression kHeading(R"(^(#{1,6})\s+(.+?)\s*#*\s*$)");
-  static const QRegularExpression kRunIn(R"(^\*\*(.+?)\*\*)");
-  QString title, heading;
-  bool fenced = false;
-  for (const QString& line : QString::fromUtf8(file.readAll()).split('\n')) {
-    if (line.startsWith("```")) fenced = !fenced;
-    if (fenced) continue;
-    QRegularExpressionMatch m = kHeading.match(line);
-    QString text;
-    if (m.hasMatch()) {
-      text = m.captured(2);
-      if (title.isEmpty() && m.captured(1).size() == 1) title = text;
-    } else if ((m = kRunIn.match(line)).hasMatch()) {
-      text = m.captured(1);
+  if (file.open(QIODevice::ReadOnly | QIODevice::Text)) {
+    static const QRegularExpression kHeading(R"(^(#{1,6})\s+(.+?)\s*#*\s*$)");
+    static const QRegularExpression kRunIn(R"(^\*\*(.+?)\*\*)");
+    bool fenced = false;
+    for (const QString& line : QString::fromUtf8(file.readAll()).split('\n')) {
+      if (line.startsWith("```")) fenced = !fenced;
+      if (fenced) continue;
+      QRegularExpressionMatch m = kHeading.match(line);
+      QString text;
+      if (m.hasMatch()) {
+        text = m.captured(2);
+        if (names.title.isEmpty() && m.captured(1).size() == 1) names.title = text;
+      } else if ((m = kRunIn.match(line)).hasMatch()) {
+        text = m.captured(1);
+      }
+      text.remove('`');
+      if (text.isEmpty()) continue;
+      const QString anchor = headingAnchor(text);
+      if (!names.headings.contains(anchor))  // the first heading of an anchor is the one shown
+        names.headings.insert(anchor,
+                              text.endsWith('.') || text.endsWith(':') ? text.chopped(1) : text);
     }
-    text.remove('`');
-    if (!anchor.isEmpty() && heading.isEmpty() && !text.isEmpty() && headingAnchor(text) == anchor)
-      heading = text.endsWith('.') || text.endsWith(':') ? text.chopped(1) : text;
   }
-  return {title, heading};
+  return *pages.insert(key, names);
 }
 
 }  // namespace
@@ -108,21 +120,15 @@ void setReferenceTip(QWidget* widget, const QString& tip, const QString& target)
 }
 
 QString referenceLine(const QString& target) {
-  // Read once per documentation and target: tooltips ask on every hover.
-  static QHash<QString, QString> cache;
-  const QString key = documentationDir() + '\n' + target;
-  if (const auto it = cache.constFind(key); it != cache.constEnd()) return *it;
   const QString page = target.section('#', 0, 0);
   const QString anchor = target.section('#', 1);
-  auto [title, heading] = namesOf(page, anchor);
-  if (title.isEmpty()) title = QFileInfo(page).completeBaseName();
-  if (heading.isEmpty()) heading = anchor;
+  const PageNames& names = namesOf(page);
+  const QString title = names.title.isEmpty() ? QFileInfo(page).completeBaseName() : names.title;
+  const QString heading = anchor.isEmpty() ? QString() : names.headings.value(anchor, anchor);
   const QString where = heading.isEmpty() ? title : title + QString::fromUtf8(" \u203a ") + heading;
-  const QString line = (page.startsWith("reference/") ? tr("F1: the reference entry (%1)")
-                                                      : tr("F1: the User Guide (%1)"))
-                           .arg(where);
-  cache.insert(key, line);
-  return line;
+  return (page.startsWith("reference/") ? tr("F1: the reference entry (%1)")
+                                        : tr("F1: the User Guide (%1)"))
+      .arg(where);
 }
 
 QString withReferenceLine(const QString& tip, const QString& target) {
