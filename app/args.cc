@@ -23,8 +23,10 @@ const std::map<std::string, IntegerSyntax>& integerFlags() {
   using enum IntegerSyntax;
   static const std::map<std::string, IntegerSyntax> flags = {
       {"--batch", kOne},
+      {"--blocks", kOne},
       {"--buckets", kOne},
       {"--bytes", kListWithSuffixes},
+      {"--channels", kOne},
       {"--classes", kOne},
       {"--connect-timeout", kOne},
       {"--every", kOne},

@@ -34,10 +34,14 @@ namespace {
 
 constexpr const char* kBenchUsage =
     R"(  bench core [--device cpu|cuda:N] [--precision fp32|tf32|bf16] [--threads N] [--batch B]
-             [--in D] [--hidden H] [--layers L] [--classes C] [--reps R] [--steps S]
+             [--in D] [--hidden H] [--layers L] [--classes C]
+             [--model mlp|cnn] [--channels K] [--blocks N] [--reps R] [--steps S]
              [--reference torch|none] [--json]
       Samples/s of full single-process training steps (forward, backward, SGD
-      momentum), median of R repetitions of S steps (0: about 0.3 s), wall clock,
+      momentum) of an MLP D-HxL-C or, with --model cnn, of the cnn kind on shapes'
+      1x28x28 images (N blocks of a 3x3 convolution, ReLU and 2x2 max pooling, K
+      channels in the first, default 16 and 2; then L dense layers of H; --in and
+      --classes are the images'), median of R repetitions of S steps (0: about 0.3 s), wall clock,
       and the step's share of the sgemm rate (256x1024x1024, oneDNN) timed in turn
       with the repetitions. Without --threads, every thread count from 1 to the cores. --reference torch
       (the default when PyTorch is installed) runs the same steps in PyTorch on
@@ -107,7 +111,7 @@ constexpr const char* kBenchUsage =
       average. --quick: fewer repetitions, sizes and rank counts (a few minutes).
   bench strategies [--specs DIR] [--only NAME,...] [--reps R] [--project P.dtlab] [--json]
       The example comparisons of resources/specs (hetero_2node, hetero_3node, hetero_4node,
-      drift, modes_straggler, noniid, compression), each one execution of R repetitions (default 3), as
+      drift, modes_straggler, noniid, compression, image_classification), each one execution of R repetitions (default 3), as
       `dtlab-cli run SPEC --repeats R --quiet --project P` runs it; then each execution's
       statistics (medians with 95% intervals) and the claims (time to target
       speed_proportional vs equal and vs one node, its samples/s vs equal on three nodes,
@@ -133,7 +137,7 @@ constexpr const char* kStrategiesUsage =
     R"(usage: dtlab-cli bench strategies [--specs DIR] [--only NAME,...]
                                   [--reps R] [--project P.dtlab] [--json]
   Runs the example comparisons (hetero_2node, hetero_3node, hetero_4node, drift,
-  modes_straggler, noniid, compression) from DIR (default: the source tree's resources/specs) with `dtlab-cli run SPEC
+  modes_straggler, noniid, compression, image_classification) from DIR (default: the source tree's resources/specs) with `dtlab-cli run SPEC
   --repeats R --quiet --project P` one after another (R default 3), then prints per
   comparison the statistics of its execution (markdown: medians with 95% bootstrap
   intervals over the repetitions, as `dtlab-cli compare` shows them) and the claims: a
@@ -198,13 +202,32 @@ int benchTrain(const std::vector<std::string>& argv) {
 }
 
 int benchCore(const std::vector<std::string>& argv) {
-  const Args args(
-      argv, withShape({"--device", "--precision", "--threads", "--reps", "--steps", "--reference"}),
-      {"--json"});
+  const Args args(argv,
+                  withShape({"--device", "--precision", "--threads", "--reps", "--steps",
+                             "--reference", "--model", "--channels", "--blocks"}),
+                  {"--json"});
   noPositionals(args);
   bench::CoreBenchOptions options;
   core::CoreBenchConfig& config = options.config;
   readShape(args, config);
+  config.model = args.value("--model", "mlp");
+  if (config.model == "cnn") {
+    if (args.has("--in") || args.has("--classes"))
+      throw UsageError(
+          "--in and --classes: the cnn's inputs and classes are shapes' (1x28x28, 10)");
+    config.inputs = 28 * 28;
+    config.classes = 10;
+    config.channels = args.integer("--channels", 16, 1, 1024);
+    config.blocks = args.integer("--blocks", 2, 1, 4);
+    if (!args.has("--hidden")) config.hidden = 128;
+    if (!args.has("--layers")) config.layers = 1;
+    if (args.value("--device", "cpu") != "cpu")
+      throw UsageError("--model cnn: the CUDA backend has no convolutions yet; it runs on the CPU");
+  } else if (config.model != "mlp") {
+    throw UsageError("--model: expected mlp or cnn, got '" + config.model + "'");
+  } else if (args.has("--channels") || args.has("--blocks")) {
+    throw UsageError("--channels and --blocks apply to --model cnn");
+  }
   config.repetitions = static_cast<int>(args.integer("--reps", 7, 1, 1000));
   options.fixedSteps = args.integer("--steps", 0, 0, 1000000);
   config.device = args.value("--device", "cpu");

@@ -152,6 +152,19 @@ std::string classesText(const core::ClassRule& r) {
          std::to_string(r.defaultValue);
 }
 
+// ", as 1 x 28 x 28 images" for a kind that lays its samples out; nothing for vectors.
+std::string layoutText(const core::DatasetKindDescriptor& d) {
+  const core::SampleShape samples = core::sampleShapeOf(core::defaultDataset(d.name));
+  if (samples.dims.size() < 2) return {};
+  std::string text = ", as ";
+  for (std::size_t i = 0; i < samples.dims.size(); ++i) {
+    if (i > 0) text += " x ";
+    text += std::to_string(samples.dims[i]);
+  }
+  text += samples.image() ? " images (channels x height x width)" : " arrays";
+  return text;
+}
+
 std::string datasetKindsPage() {
   std::string out = "# Dataset kinds\n\n" + generatedNote() +
                     "A spec's `\"dataset\"` names one of these in `\"kind\"` (the first is the "
@@ -166,7 +179,7 @@ std::string datasetKindsPage() {
            "; classes: " + classesText(d->classes) + "; features: " +
            (d->features.fixed ? std::to_string(d->features.defaultValue) + " (fixed)"
                               : "any, default " + std::to_string(d->features.defaultValue)) +
-           ".\n\n";
+           layoutText(*d) + ".\n\n";
     out += settingsTable(d->parameters);
   }
   return out;
@@ -175,8 +188,10 @@ std::string datasetKindsPage() {
 std::string modelKindsPage() {
   std::string out = "# Model kinds\n\n" + generatedNote() +
                     "A spec's `\"model\"` names one of these in `\"kind\"` (the first is the "
-                    "default); its input width is the dataset's features and its output width "
-                    "the dataset's classes. Every kind reads `\"hidden\"`, `\"activation\"` "
+                    "default); its input is a dataset's sample (a vector of its features, or "
+                    "an image for kinds that lay their samples out as channels x height x "
+                    "width, as shapes does) and its output width the dataset's classes. Every "
+                    "kind reads `\"hidden\"`, `\"activation\"` "
                     "(relu, gelu, tanh), `\"init\"` (he, xavier) and `\"loss\"` "
                     "(cross_entropy, mse) as it needs them, and its own settings:\n";
   for (const core::ModelKindDescriptor* d : core::modelKinds()) {

@@ -30,6 +30,43 @@ struct LossResult {
   int64_t correct = 0;   // classification: rows whose argmax equals the label
 };
 
+// A 2-D convolution of a batch of images: activations NCHW (batch, channels, height, width)
+// and weights OIHW (out channels, in channels, kernel rows, kernel columns), row-major, a
+// square kernel with the same stride and zero padding along both axes.
+struct Conv2dShape {
+  int64_t batch = 0;
+  int64_t inChannels = 0;
+  int64_t height = 0;
+  int64_t width = 0;
+  int64_t outChannels = 0;
+  int64_t kernel = 3;
+  int64_t stride = 1;
+  int64_t padding = 1;
+  int64_t outHeight() const { return (height + 2 * padding - kernel) / stride + 1; }
+  int64_t outWidth() const { return (width + 2 * padding - kernel) / stride + 1; }
+  int64_t weightCount() const { return outChannels * inChannels * kernel * kernel; }
+  // Multiply-adds per image of the forward pass.
+  int64_t macsPerImage() const { return outHeight() * outWidth() * weightCount(); }
+  auto operator<=>(const Conv2dShape&) const = default;
+};
+
+enum class PoolKind { kMax, kAverage };
+
+// 2-D pooling of NCHW activations with a square window, per channel. Windows over the zero
+// padding average only the pixels inside the image.
+struct Pool2dShape {
+  PoolKind kind = PoolKind::kMax;
+  int64_t batch = 0;
+  int64_t channels = 0;
+  int64_t height = 0;
+  int64_t width = 0;
+  int64_t kernel = 2;
+  int64_t stride = 2;
+  int64_t padding = 0;
+  int64_t outHeight() const { return (height + 2 * padding - kernel) / stride + 1; }
+  int64_t outWidth() const { return (width + 2 * padding - kernel) / stride + 1; }
+};
+
 // The kernels a training step needs, on memory the backend owns.
 //
 // The model, the training loop, the strategies and the collectives only ever call
@@ -101,12 +138,36 @@ class Backend {
   virtual LossResult meanSquaredError(const float* pred, const float* target, int64_t rows,
                                       int64_t outputs, float gradScale, float* dPred) = 0;
 
+  // Layers beyond dense ones. A backend without them keeps these defaults, which throw Error
+  // naming the backend and the layer, and says so here, so that a model that needs them is
+  // refused where it is built rather than at its first step.
+  virtual bool hasImageLayers() const { return false; }  // conv2d* and pool2d*
+  //
+  // y = conv(x, w) + bias (bias per out channel; none when null).
+  virtual void conv2dForward(const Conv2dShape& shape, const float* x, const float* w,
+                             const float* bias, float* y);
+  // dx = the input gradient given dy (overwritten, not accumulated).
+  virtual void conv2dBackwardData(const Conv2dShape& shape, const float* dy, const float* w,
+                                  float* dx);
+  // dw and, when not null, dBias (per out channel) given x and dy; overwritten.
+  virtual void conv2dBackwardWeights(const Conv2dShape& shape, const float* x, const float* dy,
+                                     float* dw, float* dBias);
+  virtual void pool2dForward(const Pool2dShape& shape, const float* x, float* y);
+  // dx given dy; x and y are the forward's input and output (a maximum's gradient goes to the
+  // first pixel of its window that equals it). dx is overwritten.
+  virtual void pool2dBackward(const Pool2dShape& shape, const float* x, const float* y,
+                              const float* dy, float* dx);
+
   // The backend's optimizer kernels for this configuration.
   virtual std::unique_ptr<Optimizer> makeOptimizer(const OptimizerConfig& config) = 0;
   // Applies optimizer to params[begin, end), splitting the range across the backend's threads.
   virtual void optimizerUpdate(Optimizer& optimizer, float* params, const float* grads,
                                int64_t begin, int64_t end, int64_t step, float lr) = 0;
 };
+
+// Throws the Error a backend without conv2d* and pool2d* gives, naming `layer` ("2-D
+// convolution"), unless the backend has them.
+void requireImageLayers(const Backend& backend, const std::string& layer);
 
 // Backends in order of preference, each with its own availability test (as Horovod's
 // OperationManager keeps its operations). The CPU backend is always last and always enabled.

@@ -1,6 +1,8 @@
 #include "core/backend/cpu_backend.h"
 
+#include "core/backend/cpu_layers.h"
 #include "core/backend/cpu_math.h"
+#include "core/backend/cpu_parallel.h"
 #include "core/backend/small_gemm.h"
 
 #include <omp.h>
@@ -21,10 +23,6 @@
 namespace dtlab::core {
 namespace {
 
-// Below this many elements a kernel runs on the calling thread: waking the pool
-// costs more than the loop (small models are overhead-bound, see bench core).
-constexpr int64_t kParallelThreshold = 1 << 15;
-
 inline float reluGrad(float out) {
   return out > 0.0f ? 1.0f : 0.0f;
 }
@@ -39,25 +37,6 @@ inline float gelu(float x) {
 inline float geluGrad(float x) {
   return 0.5f * (1.0f + fastmath::erf(x * kInvSqrt2)) +
          x * kInvSqrt2Pi * fastmath::exp(-0.5f * x * x);
-}
-
-// Runs body(begin, end) over [0, count): in static blocks on `threads` threads, or on the
-// calling thread when work (elements touched) is below kParallelThreshold. Small work never
-// enters an OpenMP region: even one with an `if` clause that keeps it on one thread costs
-// libgomp a team and, with a pool from an earlier region about, futex calls (measured here:
-// about a third of a 30 us step of a 2-64x2-2 model went to them).
-template <typename Body>
-void forRange(int64_t count, int64_t work, int threads, Body&& body) {
-  if (threads <= 1 || work < kParallelThreshold) {
-    body(int64_t{0}, count);
-    return;
-  }
-#pragma omp parallel num_threads(threads)
-  {
-    const int64_t parts = omp_get_num_threads();
-    const int64_t t = omp_get_thread_num();
-    body(count * t / parts, count * (t + 1) / parts);
-  }
 }
 
 template <typename Act>
@@ -139,7 +118,8 @@ struct CpuBackend::MatmulCache {
 
 CpuBackend::CpuBackend(int threads)
     : threads_(threads > 0 ? threads : availableCores()),
-      matmuls_(std::make_unique<MatmulCache>()) {
+      matmuls_(std::make_unique<MatmulCache>()),
+      convolutions_(std::make_unique<DnnlConvolutions>()) {
   // oneDNN sizes its parallel regions from the OpenMP default.
   omp_set_num_threads(threads_);
 }
@@ -173,6 +153,30 @@ bool CpuBackend::matmulTransposedB(int64_t m, int64_t n, int64_t k, const float*
   } catch (const dnnl::error&) {
     return false;  // no primitive for this shape here: dnnl_sgemm takes it
   }
+}
+
+void CpuBackend::conv2dForward(const Conv2dShape& shape, const float* x, const float* w,
+                               const float* bias, float* y) {
+  convolutions_->forward(shape, x, w, bias, y);
+}
+
+void CpuBackend::conv2dBackwardData(const Conv2dShape& shape, const float* dy, const float* w,
+                                    float* dx) {
+  convolutions_->backwardData(shape, dy, w, dx);
+}
+
+void CpuBackend::conv2dBackwardWeights(const Conv2dShape& shape, const float* x, const float* dy,
+                                       float* dw, float* dBias) {
+  convolutions_->backwardWeights(shape, x, dy, dw, dBias);
+}
+
+void CpuBackend::pool2dForward(const Pool2dShape& shape, const float* x, float* y) {
+  poolForwardCpu(shape, x, y, threads_);
+}
+
+void CpuBackend::pool2dBackward(const Pool2dShape& shape, const float* x, const float* y,
+                                const float* dy, float* dx) {
+  poolBackwardCpu(shape, x, y, dy, dx, threads_);
 }
 
 float* CpuBackend::allocate(int64_t count) {

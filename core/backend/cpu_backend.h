@@ -9,6 +9,8 @@
 
 namespace dtlab::core {
 
+class DnnlConvolutions;
+
 // Host kernels: GEMM from oneDNN (dnnl_sgemm), everything else fused loops of our
 // own, threaded with OpenMP so the GEMM library and our loops share one pool of
 // threads instead of oversubscribing the cores.
@@ -25,6 +27,8 @@ namespace dtlab::core {
 // 256x1024x1024 ran at 408 GFLOP/s split against 321, NT 256x1024x1024 at 373-382 against
 // 260-270, NT 256x256x1024 at 322 against 203, TN 1024x1024x256 at 415 against 394. The
 // matmul primitive above serves one thread.
+//
+// Convolutions are oneDNN's primitives and pooling loops of our own (core/backend/cpu_layers.h).
 //
 // Small products have paths of their own (core/backend/small_gemm.h): C at most 8 columns
 // wide (an output layer) in narrowGemm, a small A * B^T as A * B after B is transposed in
@@ -62,6 +66,16 @@ class CpuBackend final : public Backend {
                                  int64_t classes, float gradScale, float* dLogits) override;
   LossResult meanSquaredError(const float* pred, const float* target, int64_t rows, int64_t outputs,
                               float gradScale, float* dPred) override;
+  bool hasImageLayers() const override { return true; }
+  void conv2dForward(const Conv2dShape& shape, const float* x, const float* w, const float* bias,
+                     float* y) override;
+  void conv2dBackwardData(const Conv2dShape& shape, const float* dy, const float* w,
+                          float* dx) override;
+  void conv2dBackwardWeights(const Conv2dShape& shape, const float* x, const float* dy, float* dw,
+                             float* dBias) override;
+  void pool2dForward(const Pool2dShape& shape, const float* x, float* y) override;
+  void pool2dBackward(const Pool2dShape& shape, const float* x, const float* y, const float* dy,
+                      float* dx) override;
   std::unique_ptr<Optimizer> makeOptimizer(const OptimizerConfig& config) override;
   void optimizerUpdate(Optimizer& optimizer, float* params, const float* grads, int64_t begin,
                        int64_t end, int64_t step, float lr) override;
@@ -76,6 +90,7 @@ class CpuBackend final : public Backend {
 
   int threads_;
   std::unique_ptr<MatmulCache> matmuls_;
+  std::unique_ptr<DnnlConvolutions> convolutions_;
 
  public:
   ~CpuBackend() override;

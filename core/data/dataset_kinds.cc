@@ -16,9 +16,8 @@ void checkComplete(const DatasetKindDescriptor& d) {
     throw Error("dataset kind '" + d.name + "' is a regression with more than one output");
   if (d.features.defaultValue < 1)
     throw Error("dataset kind '" + d.name + "' has no features by default");
-  if (d.preview == DatasetPreviewKind::kImages &&
-      d.imageSide * d.imageSide != d.features.defaultValue)
-    throw Error("dataset kind '" + d.name + "' previews images that are not its features");
+  if (d.preview == DatasetPreviewKind::kImages && !d.layout)
+    throw Error("dataset kind '" + d.name + "' previews images but gives no layout");
   checkSchema(d.parameters, "dataset kind '" + d.name + "'");
 }
 
@@ -76,6 +75,27 @@ std::unique_ptr<Dataset> makeDataset(const DatasetConfig& config) {
   requireConfig(config.testSize >= 0, "testSize", "must not be negative (got ", config.testSize,
                 ")");
   return datasetKindOf(config).make(config);
+}
+
+SampleShape flatSamples(int64_t features, int64_t outputs) {
+  return {features, {features}, outputs};
+}
+
+SampleShape sampleShapeOf(const DatasetConfig& config) {
+  const DatasetKindDescriptor& kind = datasetKindOf(config);
+  const int64_t features = kind.features.fixed ? kind.features.defaultValue : config.features;
+  const int64_t outputs = kind.task == TaskKind::kRegression ? 1
+                          : kind.classes.fixed()             ? kind.classes.defaultValue
+                                                             : config.classes;
+  SampleShape shape = flatSamples(features, outputs);
+  if (kind.layout) {
+    shape.dims = kind.layout(config);
+    int64_t product = 1;
+    for (int64_t d : shape.dims) product *= d;
+    DTLAB_ENFORCE(!shape.dims.empty() && product == features, "dataset kind '", kind.name,
+                  "' lays out ", product, " floats of its ", features, " features");
+  }
+  return shape;
 }
 
 DatasetConfig defaultDataset(std::string_view kind) {

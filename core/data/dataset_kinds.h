@@ -20,7 +20,7 @@ namespace dtlab::core {
 // What the GUI's dataset page draws of a kind's samples.
 enum class DatasetPreviewKind {
   kScatter,  // the first two features (the data itself for 2-D kinds), coloured by class
-  kImages,   // also a row of samples as square grayscale images (features = side * side)
+  kImages,   // also a row of samples as grayscale images (the layout's {1, height, width})
 };
 
 // How many classes (outputs) a kind has. minimum == maximum: fixed by the kind, and a spec may
@@ -48,7 +48,10 @@ struct DatasetKindDescriptor {
   // declare ("noise") means what each kind's help says.
   std::vector<SettingSchema> parameters;
   DatasetPreviewKind preview = DatasetPreviewKind::kScatter;
-  int64_t imageSide = 0;  // kImages: the images' side in pixels
+  // How a sample's features are laid out, outermost first ({channels, height, width} for
+  // images; their product is the features), which models that see structure (a convolution)
+  // read. Optional: a flat vector of the features.
+  std::function<std::vector<int64_t>(const DatasetConfig&)> layout;
   // Checks the schema cannot express (a limit on a product of fields); throws SpecError under
   // `path` ("dataset"). Optional.
   std::function<void(const DatasetConfig&, const std::string& path)> check;
@@ -78,6 +81,22 @@ DatasetConfig defaultDataset(std::string_view kind = {});
 // an unknown kind's config as it is. Two configs are the same dataset when their canonical
 // forms are equal.
 DatasetConfig canonicalDataset(const DatasetConfig& config);
+
+// What a model is given of a dataset's samples (core/nn's model kinds are described in its
+// terms): the floats of a sample, how they are laid out, and how many outputs the model
+// computes for it.
+struct SampleShape {
+  int64_t features = 0;
+  std::vector<int64_t> dims;  // outermost first; their product is `features`
+  int64_t outputs = 0;        // classes, or 1 for regression
+  // {channels, height, width}: an image.
+  bool image() const { return dims.size() == 3; }
+};
+// Samples of `features` floats as a flat vector, for `outputs` outputs.
+SampleShape flatSamples(int64_t features, int64_t outputs);
+// The samples of the dataset `config` describes, by its kind's rules (a kind's fixed features
+// and classes, one output for a regression, its layout).
+SampleShape sampleShapeOf(const DatasetConfig& config);
 
 // Builds the dataset the config describes, by its kind's descriptor.
 // Throws dtlab::Error naming the field when the config cannot work (an unknown kind

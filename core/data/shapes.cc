@@ -39,7 +39,9 @@ DatasetKindDescriptor shapesKind() {
   d.features = {.defaultValue = detail::kPixels, .fixed = true};
   d.parameters = {noiseParameter("Pixel noise, per unit of 0.1 (pixel intensities are in [0, 1])")};
   d.preview = DatasetPreviewKind::kImages;
-  d.imageSide = detail::kSide;
+  d.layout = [](const DatasetConfig&) {
+    return std::vector<int64_t>{1, detail::kSide, detail::kSide};
+  };
   d.make = makeShapes;
   return d;
 }

@@ -197,36 +197,46 @@ ModelKindDescriptor mlpKind() {
   d.summary =
       "A multi-layer perceptron: dense layers of the hidden widths, each followed by "
       "the activation, then a dense output layer";
-  const auto widths = [](const ModelConfig& config, int64_t inputs, int64_t outputs) {
-    std::vector<int64_t> all = {inputs};
+  const auto widths = [](const ModelConfig& config, const SampleShape& samples) {
+    std::vector<int64_t> all = {samples.features};
     all.insert(all.end(), config.hidden.begin(), config.hidden.end());
-    all.push_back(outputs);
+    all.push_back(samples.outputs);
     return all;
   };
-  d.parameterCount = [widths](const ModelConfig& config, int64_t inputs, int64_t outputs) {
-    const std::vector<int64_t> w = widths(config, inputs, outputs);
+  d.parameterCount = [widths](const ModelConfig& config, const SampleShape& samples) {
+    const std::vector<int64_t> w = widths(config, samples);
     int64_t count = 0;
     for (std::size_t i = 1; i < w.size(); ++i) count += (w[i - 1] + 1) * w[i];
     return count;
   };
-  d.forwardMacs = [widths](const ModelConfig& config, int64_t inputs, int64_t outputs) {
-    const std::vector<int64_t> w = widths(config, inputs, outputs);
+  d.forwardMacs = [widths](const ModelConfig& config, const SampleShape& samples) {
+    const std::vector<int64_t> w = widths(config, samples);
     int64_t macs = 0;
     for (std::size_t i = 1; i < w.size(); ++i) macs += w[i - 1] * w[i];
     return macs;
   };
-  d.shape = [widths](const ModelConfig& config, int64_t inputs, int64_t outputs) {
+  d.activationFloats = [widths](const ModelConfig& config, const SampleShape& samples) {
+    // Each layer's output (a hidden one's after the activation, in place), and the
+    // pre-activations GELU keeps.
+    const std::vector<int64_t> w = widths(config, samples);
+    int64_t floats = 0;
+    for (std::size_t i = 1; i < w.size(); ++i)
+      floats += w[i] * (config.activation == Activation::kGELU && i + 1 < w.size() ? 2 : 1);
+    return floats;
+  };
+  d.shape = [widths](const ModelConfig& config, const SampleShape& samples) {
     std::string text = "MLP";
     char separator = ' ';
-    for (int64_t width : widths(config, inputs, outputs)) {
+    for (int64_t width : widths(config, samples)) {
       (text += separator) += std::to_string(width);
       separator = '-';
     }
     return text;
   };
-  d.make = [](Backend& backend, const ModelConfig& config, int64_t inputs, int64_t outputs,
+  d.make = [](Backend& backend, const ModelConfig& config, const SampleShape& samples,
               int64_t controlSlots) -> std::unique_ptr<Model> {
-    return std::make_unique<Mlp>(backend, inputs, mlpLayers(config, outputs), controlSlots);
+    return std::make_unique<Mlp>(backend, samples.features, mlpLayers(config, samples.outputs),
+                                 controlSlots);
   };
   return d;
 }

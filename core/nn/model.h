@@ -15,15 +15,16 @@
 namespace dtlab::core {
 
 // One parameter tensor of a model: its name, where it sits in the flat parameter (and
-// gradient) buffer, and its shape, row-major. Compression treats a tensor as a matrix of its
-// last dimension's columns (a vector: one row).
+// gradient) buffer, and its shape, row-major. Compression treats a tensor as a matrix with a
+// row per entry of its first dimension (a convolution's out x in x k x k kernels: a row per
+// output channel, as PowerSGD reshapes them); a vector is one row.
 struct ParameterTensor {
   std::string name;            // "dense0.weight"
   int64_t offset = 0;          // first float in the buffer
   std::vector<int64_t> shape;  // at least one dimension, each positive
   int64_t size() const;
-  int64_t columns() const { return shape.back(); }
-  int64_t rows() const { return size() / columns(); }
+  int64_t rows() const { return shape.size() > 1 ? shape.front() : 1; }
+  int64_t columns() const { return size() / rows(); }
   GradientRange range() const { return {offset, offset + size()}; }
 };
 

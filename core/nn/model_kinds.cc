@@ -1,6 +1,9 @@
 #include "core/nn/model_kinds.h"
 
+#include <algorithm>
+
 #include "core/common/registry.h"
+#include "core/optim/optimizer.h"
 
 namespace dtlab::core {
 namespace {
@@ -50,14 +53,34 @@ std::vector<std::string> modelKindNames() {
   return names;
 }
 
-std::unique_ptr<Model> makeModel(Backend& backend, const ModelConfig& config, int64_t inputs,
-                                 int64_t outputs, int64_t controlSlots) {
-  return modelKindOf(config).make(backend, config, inputs, outputs, controlSlots);
+std::unique_ptr<Model> makeModel(Backend& backend, const ModelConfig& config,
+                                 const SampleShape& samples, int64_t controlSlots) {
+  std::unique_ptr<Model> model = modelKindOf(config).make(backend, config, samples, controlSlots);
+  DTLAB_ENFORCE(model->inputs() == samples.features && model->outputs() == samples.outputs,
+                "model kind '", config.kind, "' built a model for ", model->inputs(), " -> ",
+                model->outputs(), " from samples of ", samples.features, " -> ", samples.outputs);
+  return model;
 }
 
 int64_t modelParameterCount(const ExperimentSpec& spec) {
-  return modelKindOf(spec.model)
-      .parameterCount(spec.model, spec.dataset.features, spec.dataset.classes);
+  return modelKindOf(spec.model).parameterCount(spec.model, sampleShapeOf(spec.dataset));
+}
+
+ReplicaFootprint replicaFootprint(const ExperimentSpec& spec) {
+  const ModelKindDescriptor& kind = modelKindOf(spec.model);
+  const SampleShape samples = sampleShapeOf(spec.dataset);
+  ReplicaFootprint f;
+  f.parameters = kind.parameterCount(spec.model, samples);
+  f.forwardMacsPerSample = kind.forwardMacs(spec.model, samples);
+  if (kind.activationFloats)
+    f.activationFloatsPerSample = kind.activationFloats(spec.model, samples);
+  // The optimizer's own count of its state vectors.
+  const std::unique_ptr<Optimizer> optimizer = makeOptimizer(spec.optimizer);
+  optimizer->init(1);
+  f.optimizerVectors = static_cast<int64_t>(optimizer->state().size());
+  const int64_t nodes = std::max<int64_t>(1, spec.cluster.localNodes);
+  f.localBatch = (spec.training.batchSize + nodes - 1) / nodes;
+  return f;
 }
 
 ModelConfig canonicalModel(const ModelConfig& config) {

@@ -7,11 +7,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/backend/backend.h"
+#include "core/data/dataset_kinds.h"
 #include "core/nn/model.h"
 #include "core/spec/experiment_spec.h"
 #include "core/spec/settings.h"
@@ -23,21 +25,25 @@ struct ModelKindDescriptor {
   std::string summary;  // one line: what the model is (GUI tooltips, docs)
   // The kind's own settings, in the order specs and forms show them (ModelConfig::parameters).
   std::vector<SettingSchema> parameters;
-  // Parameters of the model `config` describes for samples of `inputs` features and `outputs`
-  // classes, without building it (the parameter server's layout, the spec's size limit).
-  std::function<int64_t(const ModelConfig& config, int64_t inputs, int64_t outputs)> parameterCount;
+  // Parameters of the model `config` describes for `samples` (core/data/dataset_kinds.h: their
+  // features, layout and outputs), without building it (the parameter server's layout, the
+  // spec's size limit).
+  std::function<int64_t(const ModelConfig& config, const SampleShape& samples)> parameterCount;
   // Multiply-adds of one forward pass per sample, likewise (how many threads a step is worth).
-  std::function<int64_t(const ModelConfig& config, int64_t inputs, int64_t outputs)> forwardMacs;
+  std::function<int64_t(const ModelConfig& config, const SampleShape& samples)> forwardMacs;
+  // Floats a replica keeps per sample from forward for backward (every layer's output, the
+  // pre-activations GELU needs): the memory a batch takes. Optional: unknown.
+  std::function<int64_t(const ModelConfig& config, const SampleShape& samples)> activationFloats;
   // The shape in a few words: "MLP 32-128-128-10".
-  std::function<std::string(const ModelConfig& config, int64_t inputs, int64_t outputs)> shape;
-  // Checks the schema cannot express, for a dataset of `inputs` features and `outputs`
-  // classes; throws SpecError under `path` ("model"). Optional.
-  std::function<void(const ModelConfig& config, int64_t inputs, int64_t outputs,
+  std::function<std::string(const ModelConfig& config, const SampleShape& samples)> shape;
+  // Checks the schema cannot express, for such samples (a convolution needs images); throws
+  // SpecError under `path` ("model"). Optional.
+  std::function<void(const ModelConfig& config, const SampleShape& samples,
                      const std::string& path)>
       check;
   // Builds the model on `backend`, its weights not yet initialised.
-  std::function<std::unique_ptr<Model>(Backend& backend, const ModelConfig& config, int64_t inputs,
-                                       int64_t outputs, int64_t controlSlots)>
+  std::function<std::unique_ptr<Model>(Backend& backend, const ModelConfig& config,
+                                       const SampleShape& samples, int64_t controlSlots)>
       make;
 
   SettingsView view(const ModelConfig& config) const { return {parameters, config.parameters}; }
@@ -57,14 +63,30 @@ std::vector<std::string> modelKindNames();
 // The config as its kind reads it, as canonicalDataset (core/data/dataset_kinds.h).
 ModelConfig canonicalModel(const ModelConfig& config);
 
-// The model `config` describes for samples of `inputs` features and `outputs` classes, built
-// on `backend` by its kind, its weights not yet initialised.
-std::unique_ptr<Model> makeModel(Backend& backend, const ModelConfig& config, int64_t inputs,
-                                 int64_t outputs, int64_t controlSlots = Model::kControlSlots);
+// The model `config` describes for `samples`, built on `backend` by its kind, its weights not
+// yet initialised.
+std::unique_ptr<Model> makeModel(Backend& backend, const ModelConfig& config,
+                                 const SampleShape& samples,
+                                 int64_t controlSlots = Model::kControlSlots);
 // The parameter count of the spec's model, its outputs the dataset's classes (every node
 // computes the parameter server's layout from the spec alone; the worker checks it against the
 // model it built).
 int64_t modelParameterCount(const ExperimentSpec& spec);
+
+// What one replica of the spec's model holds and costs, known before anything runs (the
+// experiment page shows it as the user edits).
+struct ReplicaFootprint {
+  int64_t parameters = 0;
+  int64_t forwardMacsPerSample = 0;
+  int64_t optimizerVectors = 0;  // floats of optimizer state per parameter (momentum: 1)
+  std::optional<int64_t> activationFloatsPerSample;  // unknown for a kind that does not say
+  int64_t localBatch = 0;  // the largest share of the global batch a node takes (equal split)
+  // Parameters, gradients and optimizer state.
+  int64_t stateBytes() const { return 4 * parameters * (2 + optimizerVectors); }
+  // What forward keeps for backward at the local batch; 0 when unknown.
+  int64_t activationBytes() const { return 4 * activationFloatsPerSample.value_or(0) * localBatch; }
+};
+ReplicaFootprint replicaFootprint(const ExperimentSpec& spec);
 
 // The kinds this build comes with, first the default (core/nn/builtin_models.cc, which includes
 // each kind: the registry itself includes none, since they include it).

@@ -82,7 +82,7 @@ std::string datasetText(const DatasetConfig& d) {
 
 std::string modelText(const ExperimentSpec& spec) {
   const std::string shape =
-      modelKindOf(spec.model).shape(spec.model, spec.dataset.features, spec.dataset.classes);
+      modelKindOf(spec.model).shape(spec.model, sampleShapeOf(spec.dataset));
   return shape + " (" + toString(spec.model.activation) + ", " + toString(spec.model.init) +
          " initialisation, " + toString(spec.model.loss) + " loss), " +
          count(modelParameterCount(spec)) + " parameters";

@@ -102,15 +102,6 @@ ModelConfig parseModel(ObjectReader& r, std::span<const std::string_view> fields
       m.hidden.push_back(toInteger((*hidden)[i], concat(path, "[", i, "]"), width.min, width.max));
   }
   readModelParameters(r, fields, *kind, m);
-  {
-    const auto parameters =
-        static_cast<double>(kind->parameterCount(m, data.features, data.classes));
-    if (parameters > kMaxModelParameters)
-      throw SpecError(r.pathOf("hidden"),
-                      concat("the model would have ", formatNumber(parameters),
-                             " parameters, above the limit of ", formatNumber(kMaxModelParameters),
-                             "; use fewer or narrower layers"));
-  }
   if (auto v = r.choice("activation", kActivationNames)) m.activation = *v;
   if (auto v = r.choice("init", kInitNames)) m.init = *v;
   const bool classification = datasetKindOf(data).task == TaskKind::kClassification;
@@ -119,7 +110,14 @@ ModelConfig parseModel(ObjectReader& r, std::span<const std::string_view> fields
   if (m.loss == LossKind::kCrossEntropy && !classification)
     throw SpecError(r.pathOf("loss"), concat("cross_entropy needs a classification dataset, and ",
                                              data.kind, " is a regression dataset; use mse"));
-  if (kind->check) kind->check(m, data.features, data.classes, r.path());
+  const SampleShape samples = sampleShapeOf(data);
+  if (kind->check) kind->check(m, samples, r.path());
+  const auto parameters = static_cast<double>(kind->parameterCount(m, samples));
+  if (parameters > kMaxModelParameters)
+    throw SpecError(r.pathOf("hidden"),
+                    concat("the model would have ", formatNumber(parameters),
+                           " parameters, above the limit of ", formatNumber(kMaxModelParameters),
+                           "; use fewer or narrower layers"));
   r.finish();
   return m;
 }

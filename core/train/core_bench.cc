@@ -38,31 +38,41 @@ std::vector<double> timeRepetitions(Fn&& fn, int warmup, int repetitions, double
 
 }  // namespace
 
+ExperimentSpec coreBenchSpec(const CoreBenchConfig& config) {
+  DTLAB_ENFORCE(config.batch > 0 && config.inputs > 0 && config.hidden > 0 && config.layers >= 0 &&
+                    config.classes >= 2,
+                "bad benchmark shape");
+  DTLAB_ENFORCE(config.model == "mlp" || config.model == "cnn", "bench core has no model '",
+                config.model, "'");
+  ExperimentSpec spec;
+  if (config.model == "cnn") {
+    spec.dataset = defaultDataset("shapes");
+    spec.model.kind = "cnn";
+    spec.model.parameters.set("channels", config.channels);
+    spec.model.parameters.set("blocks", config.blocks);
+  } else {
+    spec.dataset.kind = "gaussian_blobs";  // any width and class count
+    spec.dataset.features = config.inputs;
+    spec.dataset.classes = config.classes;
+  }
+  spec.dataset.trainSize = config.batch * 8;
+  spec.dataset.testSize = spec.dataset.classes;
+  spec.dataset.seed = 1;
+  spec.model.hidden.assign(static_cast<std::size_t>(config.layers), config.hidden);
+  spec.optimizer.kind = OptimizerKind::kSgd;
+  spec.optimizer.lr = 0.01f;
+  spec.optimizer.momentum = 0.9f;
+  return spec;
+}
+
 struct CoreStepBench::Impl {
   explicit Impl(const CoreBenchConfig& c)
       : config(c),
-        spec(makeSpec(c)),
+        spec(coreBenchSpec(c)),
         backend(makeBackend(c.device, c.threads, c.precision)),
         dataset(makeDataset(spec.dataset)),
         worker(spec, *backend, *dataset, allSamples(spec), BatchSlice::whole(c.batch), 0) {}
 
-  static ExperimentSpec makeSpec(const CoreBenchConfig& config) {
-    DTLAB_ENFORCE(config.batch > 0 && config.inputs > 0 && config.hidden > 0 &&
-                      config.layers >= 0 && config.classes >= 2,
-                  "bad benchmark shape");
-    ExperimentSpec spec;
-    spec.dataset.kind = "gaussian_blobs";  // any width and class count
-    spec.dataset.features = config.inputs;
-    spec.dataset.classes = config.classes;
-    spec.dataset.trainSize = config.batch * 8;
-    spec.dataset.testSize = config.classes;
-    spec.dataset.seed = 1;
-    spec.model.hidden.assign(static_cast<std::size_t>(config.layers), config.hidden);
-    spec.optimizer.kind = OptimizerKind::kSgd;
-    spec.optimizer.lr = 0.01f;
-    spec.optimizer.momentum = 0.9f;
-    return spec;
-  }
   static std::vector<int64_t> allSamples(const ExperimentSpec& spec) {
     std::vector<int64_t> all(static_cast<std::size_t>(spec.dataset.trainSize));
     std::iota(all.begin(), all.end(), int64_t{0});

@@ -10,17 +10,22 @@
 
 namespace dtlab::core {
 
-// `dtlab-cli bench core`: full single-process training steps of an MLP
-// in -> hidden x layers -> classes with cross-entropy and SGD with momentum.
+// `dtlab-cli bench core`: full single-process training steps with cross-entropy and SGD
+// with momentum, of an MLP in -> hidden x layers -> classes, or of the cnn kind on shapes'
+// 1 x 28 x 28 images (inputs 784 and classes 10, the dataset's): `channels` in the first of
+// `blocks` convolution blocks, then hidden x layers dense layers.
 struct CoreBenchConfig {
   std::string device = "cpu";              // "cpu" or "cuda[:N]"
   Precision precision = Precision::kFp32;  // kTf32, kBf16: CUDA only
   int threads = 1;
+  std::string model = "mlp";  // or "cnn"
   int64_t batch = 256;
   int64_t inputs = 256;
   int64_t hidden = 1024;
   int64_t layers = 2;
   int64_t classes = 10;
+  int64_t channels = 16;  // cnn
+  int64_t blocks = 2;     // cnn
   int warmupSteps = 10;
   int repetitions = 7;
   double secondsPerRepetition = 0.3;
@@ -57,6 +62,9 @@ class CoreStepBench {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The experiment whose training step the bench times (a batch of config.batch samples).
+ExperimentSpec coreBenchSpec(const CoreBenchConfig& config);
 
 // config.repetitions repetitions of about config.secondsPerRepetition each; medians.
 CoreBenchResult benchCoreStep(const CoreBenchConfig& config);

@@ -52,12 +52,11 @@ class EventRecorder final : public MetricSink {
 
 }  // namespace
 
-int autoThreads(const ExperimentSpec& spec, const Dataset& dataset) {
+int autoThreads(const ExperimentSpec& spec) {
   // Below about 0.2 GFLOP a step, waking a second thread costs more than it saves, and
   // a spinning OpenMP pool slows to a crawl when another process holds the other core
   // (measured: 25x slower on the default spec beside a compiler).
-  const int64_t macs =
-      modelKindOf(spec.model).forwardMacs(spec.model, dataset.features(), dataset.outputs());
+  const int64_t macs = modelKindOf(spec.model).forwardMacs(spec.model, sampleShapeOf(spec.dataset));
   const double stepFlops =
       6.0 * static_cast<double>(macs) * static_cast<double>(spec.training.batchSize);
   return stepFlops < 2e8 ? 1 : 0;
@@ -81,7 +80,7 @@ RunSummary trainLocal(const ExperimentSpec& spec, const LocalTrainOptions& optio
   job.threads = options.threads > 0 ? options.threads : spec.training.threads;
   if (job.threads == 0) {
     try {
-      job.threads = autoThreads(spec, *makeDataset(spec.dataset));
+      job.threads = autoThreads(spec);
     } catch (const std::exception&) {
       // runWorker reports the dataset's error as the run's failure.
     }

@@ -24,10 +24,9 @@ struct LocalTrainOptions {
 RunSummary trainLocal(const ExperimentSpec& spec, const LocalTrainOptions& options,
                       MetricSink* sink, const std::atomic<bool>* cancel = nullptr);
 
-class Dataset;
 // The thread count `threads: 0` means for this spec: 1 for models too small to gain
 // from a second thread, else 0 (every core).
-int autoThreads(const ExperimentSpec& spec, const Dataset& dataset);
+int autoThreads(const ExperimentSpec& spec);
 
 // Steps the spec runs when no time limit or target ends it first (0: unbounded).
 int64_t plannedSteps(const ExperimentSpec& spec, int64_t stepsPerEpoch);

@@ -14,10 +14,6 @@
 namespace dtlab::core {
 namespace {
 
-int64_t outputsOf(const ExperimentSpec& spec) {
-  return datasetKindOf(spec.dataset).task == TaskKind::kRegression ? 1 : spec.dataset.classes;
-}
-
 // Records when each hand-off comes, since the start of the step.
 class HandOffClock final : public GradientListener {
  public:
@@ -39,8 +35,7 @@ sim::ModelShape simulatedModel(const ExperimentSpec& spec, int64_t bucketBytes,
                                const std::vector<double>& handOffShares) {
   if (bucketBytes <= 0) bucketBytes = GradientBucketsOptions{}.bucketBytes;
   CpuBackend backend(1);
-  const std::unique_ptr<Model> model =
-      makeModel(backend, spec.model, spec.dataset.features, outputsOf(spec));
+  const std::unique_ptr<Model> model = makeModel(backend, spec.model, sampleShapeOf(spec.dataset));
   const int64_t params = model->parameterCount();
   const int64_t control = Model::kControlSlots;
   const std::vector<GradientRange>& handOffs = model->handOffs();
@@ -73,8 +68,7 @@ sim::ModelShape simulatedModel(const ExperimentSpec& spec, int64_t bucketBytes,
 std::vector<double> measureHandOffShares(const ExperimentSpec& spec, int64_t rows) {
   DTLAB_ENFORCE(rows > 0, "a step needs samples");
   CpuBackend backend(1);
-  const std::unique_ptr<Model> owned =
-      makeModel(backend, spec.model, spec.dataset.features, outputsOf(spec));
+  const std::unique_ptr<Model> owned = makeModel(backend, spec.model, sampleShapeOf(spec.dataset));
   Model& model = *owned;
   model.initialize(InitScheme::kHe, spec.seed);
   model.reserve(rows);

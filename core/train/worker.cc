@@ -48,13 +48,16 @@ Worker::Worker(const ExperimentSpec& spec, Backend& backend, const Dataset& data
     : spec_(spec),
       backend_(backend),
       task_(dataset.task()),
-      model_(makeModel(backend, spec.model, dataset.features(), dataset.outputs(), controlSlots)),
+      model_(makeModel(backend, spec.model, sampleShapeOf(spec.dataset), controlSlots)),
       optimizer_(backend.makeOptimizer(spec.optimizer)),
       schedule_(spec.optimizer, scheduleBatch > 0 ? scheduleBatch : slice.global, totalSteps),
       dataset_(dataset),
       shardSize_(static_cast<int64_t>(shard.size())),
       slice_(slice),
       localBatch_(slice.count) {
+  DTLAB_ENFORCE(model_->inputs() == dataset.features() && model_->outputs() == dataset.outputs(),
+                "the spec's dataset gives samples of ", model_->inputs(), " -> ", model_->outputs(),
+                " but the dataset built makes ", dataset.features(), " -> ", dataset.outputs());
   DTLAB_ENFORCE(localBatch_ > 0, "local batch must be positive, got ", localBatch_,
                 " (global batch ", slice.global, " split too finely?)");
   DTLAB_ENFORCE(slice.begin >= 0 && slice.begin + slice.count <= slice.global,

@@ -9,6 +9,8 @@
 
 #include "core/backend/cpu_backend.h"
 #include "core/common/program_path.h"
+#include "core/data/dataset_kinds.h"
+#include "core/nn/model_kinds.h"
 
 namespace dtlab::bench {
 
@@ -51,14 +53,26 @@ void settle() {
 }
 
 std::string shapeText(const core::CoreBenchConfig& c) {
+  if (c.model != "mlp") {
+    const core::ExperimentSpec spec = core::coreBenchSpec(c);
+    return core::modelKindOf(spec.model).shape(spec.model, core::sampleShapeOf(spec.dataset));
+  }
   return "MLP " + std::to_string(c.inputs) + "-" + std::to_string(c.hidden) + "x" +
          std::to_string(c.layers) + "-" + std::to_string(c.classes);
 }
 
 std::vector<std::string> shapeArgs(const core::CoreBenchConfig& c) {
-  return {"--batch",   std::to_string(c.batch),  "--in",     std::to_string(c.inputs),
-          "--hidden",  std::to_string(c.hidden), "--layers", std::to_string(c.layers),
-          "--classes", std::to_string(c.classes)};
+  std::vector<std::string> args = {
+      "--batch",   std::to_string(c.batch),  "--in",     std::to_string(c.inputs),
+      "--hidden",  std::to_string(c.hidden), "--layers", std::to_string(c.layers),
+      "--classes", std::to_string(c.classes)};
+  if (c.model != "mlp") {  // the MLP's references (torch_ddp.py too) know no other flags
+    for (const std::string& a :
+         {std::string("--model"), c.model, std::string("--channels"), std::to_string(c.channels),
+          std::string("--blocks"), std::to_string(c.blocks)})
+      args.push_back(a);
+  }
+  return args;
 }
 
 namespace {

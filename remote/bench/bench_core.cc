@@ -116,7 +116,7 @@ ThreadCountTimes timeThreadCount(const core::CoreBenchConfig& config, int thread
   ThreadCountTimes times;
   std::unique_ptr<ReferenceProcess> ref;
   if (torch) {
-    std::vector<std::string> command = {torch->python, torch->scripts + "/torch_mlp.py", "--serve",
+    std::vector<std::string> command = {torch->python, torch->scripts + "/torch_step.py", "--serve",
                                         "--threads", std::to_string(threads)};
     for (const std::string& a : shapeArgs(config)) command.push_back(a);
     ref = std::make_unique<ReferenceProcess>(command, torch->environment(threads));

@@ -4,7 +4,7 @@
 --world processes (gloo backend, --threads threads each; rank 0 is this process) train the
 same MLP as DTLab's bench on a fixed random batch of global size --batch split evenly.
 After --warmup untimed steps rank 0 prints one JSON line describing the setup, including
-the BLAS it runs on and that BLAS's sgemm GFLOP/s (torch.mm, see torch_mlp.py).
+the BLAS it runs on and that BLAS's sgemm GFLOP/s (torch.mm, see torch_step.py).
 
 Then, with --serve, each line `steps N` on stdin makes every rank run N steps between two
 barriers; rank 0 answers with one JSON line {"seconds": S}, the wall clock from leaving the
@@ -27,7 +27,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from blas_probe import loaded_blas
-from torch_mlp import build, torch_sgemm_gflops
+from torch_step import build, torch_sgemm_gflops
 
 
 def rank_main(rank, a, port, commands=iter(()), report=None):

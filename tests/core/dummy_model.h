@@ -112,23 +112,24 @@ inline ModelKindDescriptor dummyModelKind() {
                                 .min = 0.0,
                                 .max = 10.0,
                                 .minOpen = true}};
-  d.parameterCount = [](const ModelConfig&, int64_t inputs, int64_t outputs) {
-    return (inputs + 1) * outputs;
+  d.parameterCount = [](const ModelConfig&, const SampleShape& samples) {
+    return (samples.features + 1) * samples.outputs;
   };
-  d.forwardMacs = [](const ModelConfig&, int64_t inputs, int64_t outputs) {
-    return inputs * outputs;
+  d.forwardMacs = [](const ModelConfig&, const SampleShape& samples) {
+    return samples.features * samples.outputs;
   };
-  d.shape = [](const ModelConfig&, int64_t inputs, int64_t outputs) {
-    return "linear " + std::to_string(inputs) + "-" + std::to_string(outputs);
+  d.shape = [](const ModelConfig&, const SampleShape& samples) {
+    return "linear " + std::to_string(samples.features) + "-" + std::to_string(samples.outputs);
   };
-  d.check = [](const ModelConfig& config, int64_t, int64_t, const std::string& path) {
+  d.check = [](const ModelConfig& config, const SampleShape&, const std::string& path) {
     if (!config.hidden.empty())
       throw SpecError(path + ".hidden", "test_linear has no hidden layers; give []");
   };
-  d.make = [](Backend& backend, const ModelConfig& config, int64_t inputs, int64_t outputs,
+  d.make = [](Backend& backend, const ModelConfig& config, const SampleShape& samples,
               int64_t controlSlots) -> std::unique_ptr<Model> {
     const double gain = findModelKind(kDummyModel)->view(config).real("init_gain");
-    return std::make_unique<LinearModel>(backend, inputs, outputs, gain, controlSlots);
+    return std::make_unique<LinearModel>(backend, samples.features, samples.outputs, gain,
+                                         controlSlots);
   };
   return d;
 }

@@ -26,15 +26,6 @@ json withModel(json model) {
           {"model", std::move(model)}};
 }
 
-std::optional<SpecError> errorOf(const json& model) {
-  try {
-    parseExperimentSpec(withModel(model));
-  } catch (const SpecError& e) {
-    return e;
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 class TestModelRegistry : public QObject {
@@ -106,7 +97,7 @@ class TestModelRegistry : public QObject {
         {{{"kind", "cnn2"}}, "model.kind", "mlp"},
     };
     for (const Case& c : cases) {
-      const auto e = errorOf(c.model);
+      const auto e = test::specErrorOf(withModel(c.model));
       QVERIFY2(e.has_value(), c.model.dump().c_str());
       QCOMPARE(e->path(), c.path);
       QVERIFY2(std::string(e->what()).find(c.says) != std::string::npos, e->what());

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <optional>
@@ -50,6 +51,23 @@ void invalidRow(const char* name, const char* spec, const char* path, const char
 class TestSpec : public QObject {
   Q_OBJECT
  private slots:
+  void everyShippedExampleLoads() {
+    // The examples of resources/specs (the start page's, `dtlab-cli run`'s, the benches'),
+    // each as the parser reads it.
+    int seen = 0;
+    for (const auto& entry :
+         std::filesystem::recursive_directory_iterator(DTLAB_SOURCE_DIR "/resources/specs")) {
+      if (entry.path().extension() != ".json") continue;
+      try {
+        dtlab::core::loadExperimentSpec(entry.path().string());
+      } catch (const std::exception& e) {
+        QFAIL(qPrintable(QString::fromStdString(entry.path().string() + ": " + e.what())));
+      }
+      ++seen;
+    }
+    QVERIFY2(seen >= 10, qPrintable(QString::number(seen)));
+  }
+
   void defaultSpecLoads() {
     const ExperimentSpec spec = dtlab::core::loadExperimentSpec(kDefaultSpecPath);
     QCOMPARE(spec.dataset.kind, "gaussian_blobs");

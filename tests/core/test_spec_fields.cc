@@ -133,6 +133,8 @@ json contextOf(const std::string& path, const char* end = "") {
       {"variants[0].nodes",
        {{"cluster", {{"local_nodes", 256}}}, {"training", {{"batch_size", 256}}}}},
       {"variants[0].strategy", {{"cluster", {{"local_nodes", 2}}}}},
+      // images, which every model kind takes (the cnn needs them)
+      {"model.kind", {{"dataset", {{"kind", "shapes"}}}}},
   };
   for (const std::string& key : {path + end, path})
     if (const auto it = contexts.find(key); it != contexts.end()) return it->second;

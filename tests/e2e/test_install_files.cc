@@ -64,7 +64,7 @@ class TestInstallFiles : public QObject {
           "usr/share/icons/hicolor/256x256/apps/dtlab.png",
           "usr/lib/systemd/system/dtlab-node.service", "etc/dtlab/node.conf",
           "usr/share/dtlab/examples/default.json", "usr/share/dtlab/examples/hetero_2node.json",
-          "usr/share/dtlab/bench/torch_mlp.py", "usr/share/dtlab/bench/torch_ddp.py",
+          "usr/share/dtlab/bench/torch_step.py", "usr/share/dtlab/bench/torch_ddp.py",
           "usr/share/dtlab/bench/blas_probe.py"})
       QTest::newRow(path) << QString(path);
     if (DTLAB_HAVE_CUDA) QTest::newRow("cuda plugin") << QString("usr/lib/dtlab/libdtlab_cuda.so");

@@ -107,7 +107,7 @@ fi
 # The training step of a 1024-4096-4096-10 MLP at growing batches in fp32, tf32 and bf16, each
 # against its GEMMs in the same precision, and, where this machine's python3 has PyTorch with
 # CUDA, PyTorch's step of the same model on the same GPU in the same precision
-# (resources/bench/torch_mlp.py; bf16 through autocast). bench_core.jsonl gets DTLab's JSON
+# (resources/bench/torch_step.py; bf16 through autocast). bench_core.jsonl gets DTLab's JSON
 # lines, bench_torch.jsonl PyTorch's.
 if part bench; then
   torch_gpu=0
@@ -130,7 +130,7 @@ if part bench; then
       status=1
     fi
     [ "$torch_gpu" = 1 ] || continue
-    if timeout "$step_timeout" "${on_host[@]}" python3 "$root/resources/bench/torch_mlp.py" \
+    if timeout "$step_timeout" "${on_host[@]}" python3 "$root/resources/bench/torch_step.py" \
       --device cuda:0 --precision "$precision" --batch "$batch" "${shape[@]}" --reps 5 \
       >"$out/torch_$name.txt" 2>&1; then
       line="$(tail -n 1 "$out/torch_$name.txt")"

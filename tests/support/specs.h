@@ -3,6 +3,7 @@
 // user writes them (JSON), read by the spec's own parser: a setting the strategy does not have,
 // or a value out of its range, fails the test where it is built, as it would fail a user's spec.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -34,6 +35,16 @@ inline ExperimentSpec smallBlobsSpec(int64_t steps, int64_t evalInterval) {
   spec.training.maxSteps = steps;
   spec.training.evalInterval = evalInterval;
   return spec;
+}
+
+// The SpecError the parser gives for `spec`, or nothing when it accepts it.
+inline std::optional<SpecError> specErrorOf(const nlohmann::json& spec) {
+  try {
+    parseExperimentSpec(spec);
+  } catch (const SpecError& e) {
+    return e;
+  }
+  return std::nullopt;
 }
 
 // A variant as a spec's "variants" entry gives it ({"strategy": "local_sgd", "period": 8}),

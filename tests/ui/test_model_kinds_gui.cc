@@ -6,7 +6,9 @@
 
 #include <QtWidgets/QComboBox>
 #include <QtWidgets/QDoubleSpinBox>
+#include <QtWidgets/QLabel>
 #include <QtWidgets/QLineEdit>
+#include <QtWidgets/QSpinBox>
 
 #include "core/nn/model_kinds.h"
 #include "core/spec/experiment_spec.h"
@@ -65,12 +67,53 @@ class TestModelKindsGui : public QObject {
     // A stored spec of the kind opens with its values.
     page.edit(-1,
               {{"name", "stored"},
-               {"model", {{"kind", core::test::kDummyModel}, {"hidden", nlohmann::json::array()},
-                          {"init_gain", 2.0}}}},
+               {"model",
+                {{"kind", core::test::kDummyModel},
+                 {"hidden", nlohmann::json::array()},
+                 {"init_gain", 2.0}}}},
               {}, {});
     QCOMPARE(kind->currentText(), QString(core::test::kDummyModel));
     QCOMPARE(gain->value(), 2.0);
     QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
+  }
+
+  // The cnn, as a user meets it: refused on vectors next to the kind, its rows on images, and
+  // the summary stating its size, cost and what a replica holds as it is edited.
+  void theCnnIsEditedWithItsFootprintShown() {
+    ui::ExperimentPage page;
+    page.edit(-1, {{"name", "images"}, {"cluster", {{"local_nodes", 2}}}}, {}, {});
+    auto* kind = qobject_cast<QComboBox*>(page.field("model.kind"));
+    auto* channels = page.findChild<QSpinBox*>("channels");
+    auto* summary = page.findChild<QLabel*>("summary");
+    QVERIFY(kind != nullptr && channels != nullptr && summary != nullptr);
+    QVERIFY(channels->isHidden());
+    kind->setCurrentIndex(kind->findText("cnn"));
+    QVERIFY(!channels->isHidden());
+    QCOMPARE(channels->value(), 16);
+    // The default dataset is blobs: vectors.
+    QCOMPARE(page.errorField(), QString("model.kind"));
+    QVERIFY2(page.error().contains("needs images"), qPrintable(page.error()));
+
+    nlohmann::json spec = page.spec();
+    spec["dataset"] = {{"kind", "shapes"}};
+    page.edit(-1, spec, {}, {});
+    QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
+    const auto parameters = [&] {
+      return core::modelParameterCount(core::parseExperimentSpec(page.spec()));
+    };
+    const int64_t before = parameters();
+    QVERIFY2(summary->text().contains("CNN 1x28x28 c16-c32 k3 maxpool 128-128-10"),
+             qPrintable(summary->text()));
+    QVERIFY2(summary->text().contains(QLocale().toString(static_cast<qlonglong>(before)) +
+                                      " parameters"),
+             qPrintable(summary->text()));
+    QVERIFY2(summary->text().contains("MiB of activations at its batch of 64"),
+             qPrintable(summary->text()));
+    channels->setValue(8);
+    QVERIFY(parameters() < before);
+    QVERIFY2(summary->text().contains("c8-c16") &&
+                 summary->text().contains(QLocale().toString(static_cast<qlonglong>(parameters()))),
+             qPrintable(summary->text()));
   }
 };
 

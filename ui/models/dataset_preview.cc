@@ -40,10 +40,10 @@ DatasetPreview computeDatasetPreview(const nlohmann::json& dataset, int workers,
         p.target.push_back(y.data()[i]);
       }
     }
-    const core::DatasetKindDescriptor& kind = core::datasetKindOf(spec.dataset);
-    if (kind.preview == core::DatasetPreviewKind::kImages &&
-        kind.imageSide * kind.imageSide == data->features()) {
-      p.imageSide = kind.imageSide;
+    const core::SampleShape shape = core::sampleShapeOf(spec.dataset);
+    if (core::datasetKindOf(spec.dataset).preview == core::DatasetPreviewKind::kImages &&
+        shape.image() && shape.dims[0] == 1 && shape.dims[1] == shape.dims[2]) {
+      p.imageSide = shape.dims[2];
       const int64_t shown = std::min<int64_t>(n, 12);
       for (int64_t i = 0; i < shown; ++i) {
         p.images.emplace_back(x.row(i), x.row(i) + data->features());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <QtCore/QLocale>
 #include <QtWidgets/QComboBox>
 #include <QtWidgets/QDoubleSpinBox>
 #include <QtWidgets/QFormLayout>
@@ -172,6 +173,7 @@ void ExperimentPage::setUpFields() {
   setUpHelp();
   generalError_->setWordWrap(true);
   generalError_->setStyleSheet("color: #b02020;");
+  summary_->setObjectName("summary");
   summary_->setWordWrap(true);
   summary_->setStyleSheet("color: #444;");
   variantsView_->setModel(variants_);
@@ -579,6 +581,27 @@ void ExperimentPage::formChanged() {
   if (editState_.update(content())) emit modifiedChanged(editState_.modified());
 }
 
+// The model as the user edits it: its shape, size, cost per sample and what a replica holds.
+QString ExperimentPage::modelSummary(const core::ExperimentSpec& spec) {
+  const core::ReplicaFootprint f = core::replicaFootprint(spec);
+  const auto mib = [](int64_t bytes) {
+    return QString::number(static_cast<double>(bytes) / (1 << 20), 'f', bytes < (10 << 20) ? 2 : 0);
+  };
+  const QString shape = QString::fromStdString(
+      core::modelKindOf(spec.model).shape(spec.model, core::sampleShapeOf(spec.dataset)));
+  QString text = tr("%1: %2 parameters, %3 MFLOP per sample forward; a replica holds %4 MiB "
+                    "of parameters, gradients and optimizer state")
+                     .arg(shape)
+                     .arg(QLocale().toString(static_cast<qlonglong>(f.parameters)))
+                     .arg(2.0 * static_cast<double>(f.forwardMacsPerSample) / 1e6, 0, 'g', 3)
+                     .arg(mib(f.stateBytes()));
+  if (f.activationFloatsPerSample)
+    text += tr(" and %1 MiB of activations at its batch of %2")
+                .arg(mib(f.activationBytes()))
+                .arg(f.localBatch);
+  return text;
+}
+
 void ExperimentPage::validate() {
   error_.clear();
   errorField_.clear();
@@ -636,7 +659,8 @@ void ExperimentPage::validate() {
             .arg(count(static_cast<int64_t>(parsed.variants.size()), "variant", "variants") +
                  (parsed.repeats > 1 ? tr(" x %1 repetitions").arg(parsed.repeats) : QString()))
             .arg(steps > 0 ? tr("up to %1 steps each").arg(steps)
-                           : tr("no step limit (time or target ends it)")));
+                           : tr("no step limit (time or target ends it)")) +
+        "\n" + modelSummary(parsed));
   } else {
     summary_->clear();
   }

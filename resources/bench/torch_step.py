@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""PyTorch reference for `dtlab-cli bench core`: the same MLP training step.
+"""PyTorch reference for `dtlab-cli bench core`: the same training step, of the same MLP or
+(--model cnn) the same CNN on 1 x 28 x 28 images: per block a 3 x 3 convolution with padding 1,
+ReLU and 2 x 2 max pooling, --channels in the first of --blocks blocks and twice as many in each
+next, then --layers dense layers of --hidden with ReLU and a 10-way output layer.
 
 A step is zero_grad, forward, cross-entropy, backward and the SGD-momentum update on one
 fixed random batch. After --warmup untimed steps the script prints one JSON line describing
@@ -33,6 +36,14 @@ from blas_probe import loaded_blas
 def build(a):
     torch.manual_seed(0)
     layers, width = [], a.inputs
+    if getattr(a, "model", "mlp") == "cnn":
+        channels, side, into = a.channels, 28, 1
+        for _ in range(a.blocks):
+            layers += [torch.nn.Conv2d(into, channels, 3, padding=1), torch.nn.ReLU(),
+                       torch.nn.MaxPool2d(2)]
+            into, channels, side = channels, 2 * channels, side // 2
+        layers.append(torch.nn.Flatten())
+        width = into * side * side
     for _ in range(a.layers):
         layers += [torch.nn.Linear(width, a.hidden), torch.nn.ReLU()]
         width = a.hidden
@@ -67,6 +78,9 @@ def main():
     p.add_argument("--hidden", type=int, default=1024)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--classes", type=int, default=10)
+    p.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
+    p.add_argument("--channels", type=int, default=16)
+    p.add_argument("--blocks", type=int, default=2)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--reps", type=int, default=7)
     p.add_argument("--steps", type=int, default=0, help="steps per repetition (0: about 0.3 s)")
@@ -86,7 +100,8 @@ def main():
     model = build(a).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
-    x = torch.randn(a.batch, a.inputs, device=device)
+    shape = (a.batch, 1, 28, 28) if a.model == "cnn" else (a.batch, a.inputs)
+    x = torch.randn(*shape, device=device)
     y = torch.randint(0, a.classes, (a.batch,), device=device)
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if a.precision == "bf16" \
         else contextlib.nullcontext
