@@ -63,8 +63,14 @@ struct Pool2dShape {
   int64_t kernel = 2;
   int64_t stride = 2;
   int64_t padding = 0;
+  // Backward only: x is the output of this activation (ReLU or tanh, whose derivative its
+  // output gives), and dx is the gradient of the activation's input, the two backward passes
+  // in one over the full-size image. None: dx is the gradient of x.
+  std::optional<Activation> inputActivation{};
   int64_t outHeight() const { return (height + 2 * padding - kernel) / stride + 1; }
   int64_t outWidth() const { return (width + 2 * padding - kernel) / stride + 1; }
+  // Windows that neither overlap nor leave the image: each pixel in one window at most.
+  bool tiles() const { return kernel == stride && padding == 0; }
 };
 
 // The kernels a training step needs, on memory the backend owns.

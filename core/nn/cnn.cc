@@ -73,9 +73,7 @@ std::vector<std::unique_ptr<Layer>> cnnLayers(const ModelConfig& config, const S
       throw SpecError(path + ".channels", concat("block ", b, " would have ", channels,
                                                  " channels, above the limit of ", kMaxWidth));
     layers.push_back(std::make_unique<Conv2dLayer>(concat("conv", b), dims, channels, kernel, 1,
-                                                   kernel / 2, config.activation));
-    dims = layers.back()->outputDims();
-    layers.push_back(std::make_unique<Pool2dLayer>(concat("pool", b), dims, pool, 2, 2));
+                                                   kernel / 2, config.activation, pool));
     dims = layers.back()->outputDims();
     channels *= 2;
   }

@@ -102,13 +102,26 @@ void DenseLayer::backward(Backend& backend, const float* params, const float* x,
     backend.gemm(false, true, rows, in_, out_, 1.0f, dy, out_, params, out_, 0.0f, dx, in_);
 }
 
+namespace {
+
+// A convolution's output dims, halved by a 2 x 2 pooling when there is one.
+std::vector<int64_t> convOutput(const std::vector<int64_t>& in, int64_t channels, int64_t kernel,
+                                int64_t stride, int64_t padding, bool pooled) {
+  std::vector<int64_t> dims = {channels, (in.at(1) + 2 * padding - kernel) / stride + 1,
+                               (in.at(2) + 2 * padding - kernel) / stride + 1};
+  if (pooled) dims = {dims[0], dims[1] / 2, dims[2] / 2};
+  return dims;
+}
+
+}  // namespace
+
 Conv2dLayer::Conv2dLayer(std::string name, const std::vector<int64_t>& inputDims,
                          int64_t outChannels, int64_t kernel, int64_t stride, int64_t padding,
-                         std::optional<Activation> act)
+                         std::optional<Activation> act, std::optional<PoolKind> pool)
     : Layer(name, inputDims,
-            {outChannels, (inputDims.at(1) + 2 * padding - kernel) / stride + 1,
-             (inputDims.at(2) + 2 * padding - kernel) / stride + 1}),
-      act_(act) {
+            convOutput(inputDims, outChannels, kernel, stride, padding, pool.has_value())),
+      act_(act),
+      pool_(pool) {
   checkImage(this->name(), inputDims);
   shape_ = {.batch = 0,
             .inChannels = inputDims[0],
@@ -128,12 +141,30 @@ Conv2dShape Conv2dLayer::shape(int64_t rows) const {
   return s;
 }
 
+Pool2dShape Conv2dLayer::poolShape(int64_t rows) const {
+  Pool2dShape p{.kind = pool_.value_or(PoolKind::kMax),
+                .batch = rows,
+                .channels = shape_.outChannels,
+                .height = shape_.outHeight(),
+                .width = shape_.outWidth(),
+                .kernel = 2,
+                .stride = 2,
+                .padding = 0};
+  // ReLU's and tanh's derivatives follow from their outputs, which the pooling reads anyway.
+  if (act_ == Activation::kReLU || act_ == Activation::kTanh) p.inputActivation = act_;
+  return p;
+}
+
+int64_t Conv2dLayer::convSize() const {
+  return shape_.outChannels * shape_.outHeight() * shape_.outWidth();
+}
+
 int64_t Conv2dLayer::forwardMacs() const {
   return shape_.macsPerImage();
 }
 
 int64_t Conv2dLayer::keptFloats() const {
-  return act_ == Activation::kGELU ? 2 * outputSize() : outputSize();
+  return (act_ == Activation::kGELU ? convSize() : 0) + (pool_ ? convSize() : 0) + outputSize();
 }
 
 void Conv2dLayer::checkBackend(const Backend& backend) const {
@@ -148,29 +179,43 @@ void Conv2dLayer::initialize(float* params, InitScheme scheme, Rng& rng) const {
 
 void Conv2dLayer::reserve(Backend& backend, int64_t rows) {
   release(backend);
-  if (act_ == Activation::kGELU) z_ = backend.allocate(rows * outputSize());
-  if (act_) zeroBias_ = backend.allocate(outputSize());
+  if (act_ == Activation::kGELU) z_ = backend.allocate(rows * convSize());
+  if (act_) zeroBias_ = backend.allocate(convSize());
+  if (pool_) {
+    a_ = backend.allocate(rows * convSize());
+    dA_ = backend.allocate(rows * convSize());
+  }
 }
 
 void Conv2dLayer::release(Backend& backend) noexcept {
-  backend.release(z_);
-  backend.release(zeroBias_);
-  z_ = zeroBias_ = nullptr;
+  for (float* p : {z_, a_, dA_, zeroBias_}) backend.release(p);
+  z_ = a_ = dA_ = zeroBias_ = nullptr;
 }
 
 void Conv2dLayer::forward(Backend& backend, const float* params, const float* x, float* y,
                           int64_t rows) {
-  float* z = z_ != nullptr ? z_ : y;
+  float* a = pool_ ? a_ : y;  // the activation's output
+  float* z = z_ != nullptr ? z_ : a;
   backend.conv2dForward(shape(rows), x, params, params + shape_.weightCount(), z);
-  if (act_) backend.biasActivation(z, zeroBias_, rows, outputSize(), act_, y, nullptr);
+  if (act_) backend.biasActivation(z, zeroBias_, rows, convSize(), act_, a, nullptr);
+  if (pool_) backend.pool2dForward(poolShape(rows), a_, y);
 }
 
 void Conv2dLayer::backward(Backend& backend, const float* params, const float* x, const float* y,
                            float* dy, float* dx, float* grads, int64_t rows) {
-  if (act_) backend.activationBackward(dy, z_, y, rows, outputSize(), act_, dy, nullptr);
+  float* dz = dy;  // the gradient of the pre-activation, once known
+  bool activationDone = false;
+  if (pool_) {
+    const Pool2dShape p = poolShape(rows);
+    backend.pool2dBackward(p, a_, y, dy, dA_);
+    dz = dA_;
+    activationDone = p.inputActivation.has_value();
+  }
+  if (act_ && !activationDone)
+    backend.activationBackward(dz, z_, pool_ ? a_ : y, rows, convSize(), act_, dz, nullptr);
   const Conv2dShape s = shape(rows);
-  backend.conv2dBackwardWeights(s, x, dy, grads, grads + shape_.weightCount());
-  if (dx != nullptr) backend.conv2dBackwardData(s, dy, params, dx);
+  backend.conv2dBackwardWeights(s, x, dz, grads, grads + shape_.weightCount());
+  if (dx != nullptr) backend.conv2dBackwardData(s, dz, params, dx);
 }
 
 Pool2dLayer::Pool2dLayer(std::string name, const std::vector<int64_t>& inputDims, PoolKind kind,

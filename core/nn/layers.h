@@ -95,11 +95,14 @@ class DenseLayer final : public Layer {
 };
 
 // y = act(conv(x, W) + b) over {channels, height, width} images: W is out x in x k x k
-// ("weight"), b out ("bias"); stride and zero padding as given.
+// ("weight"), b out ("bias"); stride and zero padding as given. With `pool`, then a 2 x 2
+// pooling (stride 2) of that, as one layer: the full-size activation stays inside it, and
+// backward routes the gradient through the pooling and a ReLU or tanh in one pass.
 class Conv2dLayer final : public Layer {
  public:
   Conv2dLayer(std::string name, const std::vector<int64_t>& inputDims, int64_t outChannels,
-              int64_t kernel, int64_t stride, int64_t padding, std::optional<Activation> act);
+              int64_t kernel, int64_t stride, int64_t padding, std::optional<Activation> act,
+              std::optional<PoolKind> pool = std::nullopt);
   int64_t forwardMacs() const override;
   int64_t keptFloats() const override;
   void checkBackend(const Backend& backend) const override;
@@ -114,9 +117,14 @@ class Conv2dLayer final : public Layer {
 
  private:
   Conv2dShape shape(int64_t rows) const;
-  Conv2dShape shape_;  // batch 0
+  Pool2dShape poolShape(int64_t rows) const;
+  int64_t convSize() const;  // floats per sample of the convolution's output
+  Conv2dShape shape_;        // batch 0
   std::optional<Activation> act_;
+  std::optional<PoolKind> pool_;
   float* z_ = nullptr;         // the pre-activation, kept for GELU's backward
+  float* a_ = nullptr;         // with pooling: the activation, the pooling's input
+  float* dA_ = nullptr;        // with pooling: the gradient of a_ (then of the pre-activation)
   float* zeroBias_ = nullptr;  // the activation pass's bias: none
 };
 

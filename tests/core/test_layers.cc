@@ -162,6 +162,81 @@ class TestLayers : public QObject {
         3, h);
   }
 
+  void convolutionWithPooling_data() {
+    QTest::addColumn<int>("pool");
+    QTest::addColumn<int>("activation");
+    QTest::addColumn<int>("side");
+    QTest::newRow("average, tanh (folded into the pooling's backward)")
+        << int(PoolKind::kAverage) << int(Activation::kTanh) << 6;
+    QTest::newRow("average, gelu (its own pass), odd side")
+        << int(PoolKind::kAverage) << int(Activation::kGELU) << 7;
+    QTest::newRow("average, no activation") << int(PoolKind::kAverage) << -1 << 6;
+  }
+  void convolutionWithPooling() {
+    // The maximum's kinks are everywhere once a weight moves every pixel of a channel; it is
+    // checked alone (pooling, below) and against the unfused passes (foldedActivation).
+    QFETCH(int, pool);
+    QFETCH(int, activation);
+    QFETCH(int, side);
+    checkLayer(
+        std::make_unique<Conv2dLayer>("conv", std::vector<int64_t>{2, side, side}, 3, 3, 1, 1,
+                                      activationFrom(activation), static_cast<PoolKind>(pool)),
+        3, 1e-2f);
+  }
+
+  // Pooling's backward with the activation folded in equals the pooling's backward and then
+  // the activation's, for tiling windows (one pass) and overlapping ones.
+  void foldedActivation_data() {
+    QTest::addColumn<int>("kind");
+    QTest::addColumn<int>("activation");
+    QTest::addColumn<int>("window");
+    QTest::addColumn<int>("stride");
+    for (const auto& [kind, kindName] :
+         {std::pair{PoolKind::kMax, "max"}, std::pair{PoolKind::kAverage, "average"}})
+      for (const auto& [act, actName] :
+           {std::pair{Activation::kReLU, "relu"}, std::pair{Activation::kTanh, "tanh"}}) {
+        QTest::addRow("%s, %s, 2x2 tiles", kindName, actName) << int(kind) << int(act) << 2 << 2;
+        QTest::addRow("%s, %s, 3x3 stride 2", kindName, actName) << int(kind) << int(act) << 3 << 2;
+        QTest::addRow("%s, %s, 3x3 tiles", kindName, actName) << int(kind) << int(act) << 3 << 3;
+      }
+  }
+  void foldedActivation() {
+    QFETCH(int, kind);
+    QFETCH(int, activation);
+    QFETCH(int, window);
+    QFETCH(int, stride);
+    CpuBackend backend(2);
+    const auto act = static_cast<Activation>(activation);
+    Pool2dShape s{.kind = static_cast<PoolKind>(kind),
+                  .batch = 3,
+                  .channels = 4,
+                  .height = 9,
+                  .width = 9,
+                  .kernel = window,
+                  .stride = stride};
+    const int64_t in = s.batch * s.channels * s.height * s.width;
+    const int64_t out = s.batch * s.channels * s.outHeight() * s.outWidth();
+    Rng rng(3);
+    std::vector<float> z(static_cast<std::size_t>(in)), a(z.size()),
+        y(static_cast<std::size_t>(out)), dy(y.size()), unfused(z.size()), folded(z.size(), 7.0f);
+    for (float& v : z) v = rng.normal();
+    for (float& v : dy) v = rng.normal();
+    const std::vector<float> zeroBias(z.size() / static_cast<std::size_t>(s.batch), 0.0f);
+    backend.biasActivation(z.data(), zeroBias.data(), s.batch, in / s.batch, act, a.data(),
+                           nullptr);
+    backend.pool2dForward(s, a.data(), y.data());
+    backend.pool2dBackward(s, a.data(), y.data(), dy.data(), unfused.data());
+    backend.activationBackward(unfused.data(), nullptr, a.data(), s.batch, in / s.batch, act,
+                               unfused.data(), nullptr);
+    s.inputActivation = act;
+    backend.pool2dBackward(s, a.data(), y.data(), dy.data(), folded.data());
+    for (std::size_t i = 0; i < z.size(); ++i)
+      QVERIFY2(
+          std::abs(folded[i] - unfused[i]) <= 1e-6f * (1.0f + std::abs(unfused[i])),
+          qPrintable(
+              QString("pixel %1: folded %2, unfused %3").arg(i).arg(folded[i]).arg(unfused[i])));
+  }
+
   void pooling_data() {
     QTest::addColumn<int>("kind");
     QTest::addColumn<int>("side");
@@ -170,6 +245,9 @@ class TestLayers : public QObject {
     QTest::newRow("max 2x2") << int(PoolKind::kMax) << 6 << 2 << 2;
     QTest::newRow("max 3x3 stride 2 (overlapping, odd side)") << int(PoolKind::kMax) << 7 << 3 << 2;
     QTest::newRow("average 2x2") << int(PoolKind::kAverage) << 6 << 2 << 2;
+    QTest::newRow("max 3x3 tiles, a row and a column left over")
+        << int(PoolKind::kMax) << 7 << 3 << 3;
+    QTest::newRow("max 2x2, odd side") << int(PoolKind::kMax) << 7 << 2 << 2;
     QTest::newRow("average 3x3 stride 1") << int(PoolKind::kAverage) << 5 << 3 << 1;
   }
   void pooling() {
