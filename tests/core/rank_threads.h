@@ -6,6 +6,8 @@
 #include <gloo/rendezvous/hash_store.h>
 
 #include <atomic>
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -31,7 +33,6 @@ struct RankThreads {
   std::shared_ptr<const Checkpoint> resumeFrom;  // every rank continues from it
 };
 
-
 // Keeps the checkpoints rank 0 hands over, and the events.
 class Keeper final : public MetricSink {
  public:
@@ -49,6 +50,18 @@ class Keeper final : public MetricSink {
  private:
   std::mutex mutex_;
 };
+
+// ||a - b|| / ||b||: how far a run's parameters are from another's (infinity when their sizes
+// differ).
+inline double relativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
+  double diff = 0.0, norm = 0.0;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    norm += double(b[i]) * b[i];
+  }
+  return std::sqrt(diff / norm);
+}
 
 // Nodes at the given speeds, one per rank.
 inline std::vector<NodeConfig> nodesAt(const std::vector<double>& speeds) {

@@ -46,16 +46,6 @@ ExperimentSpec smallCnnSpec(int64_t steps) {
   return spec;
 }
 
-double relativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
-  double diff = 0.0, norm = 0.0;
-  for (std::size_t i = 0; i < b.size(); ++i) {
-    diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    norm += double(b[i]) * b[i];
-  }
-  return std::sqrt(diff / norm);
-}
-
 std::vector<WorkerResult> runRanks(const ExperimentSpec& spec, int world) {
   test::RankThreads how;
   how.nodes = std::vector<NodeConfig>(static_cast<std::size_t>(world));
@@ -239,12 +229,12 @@ class TestCnn : public QObject {
     const std::vector<float> single = runRanks(spec, 1)[0].params;
     const std::vector<WorkerResult> four = runRanks(spec, 4);
     QCOMPARE(four[0].paramChecksum, four[3].paramChecksum);
-    QVERIFY2(relativeDifference(four[0].params, single) < 1e-4,
-             qPrintable(QString::number(relativeDifference(four[0].params, single))));
+    QVERIFY2(test::relativeDifference(four[0].params, single) < 1e-4,
+             qPrintable(QString::number(test::relativeDifference(four[0].params, single))));
     // The bound discriminates: another global batch gives another trajectory.
     ExperimentSpec other = spec;
     other.training.batchSize = 32;
-    const double apart = relativeDifference(runRanks(other, 4)[0].params, single);
+    const double apart = test::relativeDifference(runRanks(other, 4)[0].params, single);
     QVERIFY2(apart > 1e-3, qPrintable(QString::number(apart)));
   }
 

@@ -37,17 +37,6 @@ std::vector<WorkerResult> runRanks(const ExperimentSpec& spec, int world,
   return test::runRankThreads(spec, how);
 }
 
-// ||a - b|| / ||b||.
-double relativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
-  double diff = 0.0, norm = 0.0;
-  for (std::size_t i = 0; i < b.size(); ++i) {
-    diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    norm += double(b[i]) * b[i];
-  }
-  return std::sqrt(diff / norm);
-}
-
 }  // namespace
 
 class TestSync : public QObject {
@@ -144,14 +133,14 @@ class TestSync : public QObject {
     const ExperimentSpec spec = smallSpec();
     const std::vector<float> single = runRanks(spec, 1)[0].params;
     const std::vector<float> four = runRanks(spec, 4)[0].params;
-    QVERIFY2(relativeDifference(four, single) < 1e-4,
-             qPrintable(QString::number(relativeDifference(four, single))));
+    QVERIFY2(test::relativeDifference(four, single) < 1e-4,
+             qPrintable(QString::number(test::relativeDifference(four, single))));
     // The bound discriminates: another global batch gives another trajectory.
     ExperimentSpec other = spec;
     other.training.batchSize = 32;
     const std::vector<float> otherBatch = runRanks(other, 4)[0].params;
-    QVERIFY2(relativeDifference(otherBatch, single) > 1e-3,
-             qPrintable(QString::number(relativeDifference(otherBatch, single))));
+    QVERIFY2(test::relativeDifference(otherBatch, single) > 1e-3,
+             qPrintable(QString::number(test::relativeDifference(otherBatch, single))));
   }
 
   void ranksStopTogetherOnTarget() {

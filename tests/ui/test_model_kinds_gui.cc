@@ -1,7 +1,8 @@
 // The experiment page's model is the model kinds' descriptors: a kind registered by this test
 // binary alone (tests/core/dummy_model.h) is offered beside mlp, its setting gets a row with
 // the descriptor's label, range and help, and the specs the page writes for it are the parser's,
-// with no change to the GUI. Offscreen.
+// with no change to the GUI. The cnn is edited with its footprint shown, and made, run and
+// compared from the window. Offscreen.
 #include <QtTest/QtTest>
 
 #include <QtWidgets/QComboBox>
@@ -10,11 +11,25 @@
 #include <QtWidgets/QLineEdit>
 #include <QtWidgets/QSpinBox>
 
+#include <QtCore/QTemporaryDir>
+#include <QtWidgets/QPushButton>
+
+#include <qcustomplot.h>
+
 #include "core/nn/model_kinds.h"
 #include "core/spec/experiment_spec.h"
 #include "core/spec/spec_json.h"
 #include "tests/core/dummy_model.h"
+#include "ui/charts/comparison_chart.h"
+#include "ui/controller/experiment_controller.h"
+#include "ui/main_window.h"
+#include "ui/models/explorer_model.h"
+#include "ui/models/project_snapshot.h"
+#include "ui/models/variants_model.h"
+#include "ui/pages/compare_page.h"
+#include "ui/pages/dataset_page.h"
 #include "ui/pages/experiment_page.h"
+#include "ui/pages/topology_page.h"
 
 using namespace dtlab;
 
@@ -114,6 +129,68 @@ class TestModelKindsGui : public QObject {
     QVERIFY2(summary->text().contains("c8-c16") &&
                  summary->text().contains(QLocale().toString(static_cast<qlonglong>(parameters()))),
              qPrintable(summary->text()));
+  }
+
+  // A cnn experiment made, run and compared from the window as a user does it: a shapes
+  // dataset and a two-node topology saved to the project, an experiment over them with the cnn
+  // chosen and a second variant, run on local daemons, its two runs on the compare page.
+  void aCnnExperimentIsRunAndComparedFromTheWindow() {
+    QTemporaryDir dir;
+    ui::MainWindow window;
+    window.setQuietErrors(true);
+    window.show();
+    QSignalSpy loaded(&window, &ui::MainWindow::projectLoaded);
+    QVERIFY(window.newProject(dir.filePath("cnn.dtlab")));
+    QVERIFY(loaded.count() > 0 || loaded.wait(20000));
+
+    QSignalSpy previewed(window.datasetPage(), &ui::DatasetPage::previewShown);
+    window.newDataset();
+    QVERIFY(previewed.wait(20000));
+    window.datasetPage()->findChild<QComboBox*>("kind")->setCurrentText("shapes");
+    QVERIFY(previewed.wait(20000));
+    window.datasetPage()->findChild<QSpinBox*>("train_size")->setValue(4096);
+    QVERIFY(previewed.wait(20000));
+    window.datasetPage()->saveButton()->click();
+    QTRY_COMPARE_WITH_TIMEOUT(window.explorerModel()->snapshot().datasets.size(), std::size_t{1},
+                              10000);
+    window.newTopology();
+    window.topologyPage()->saveButton()->click();
+    QTRY_COMPARE_WITH_TIMEOUT(window.explorerModel()->snapshot().topologies.size(), std::size_t{1},
+                              10000);
+
+    window.newExperiment();
+    ui::ExperimentPage* experiment = window.experimentPage();
+    qobject_cast<QComboBox*>(experiment->field("dataset"))->setCurrentText("dataset 1");
+    qobject_cast<QComboBox*>(experiment->field("cluster"))->setCurrentText("topology 1");
+    auto* kind = qobject_cast<QComboBox*>(experiment->field("model.kind"));
+    kind->setCurrentIndex(kind->findText("cnn"));
+    experiment->findChild<QSpinBox*>("channels")->setValue(4);
+    auto* hidden = qobject_cast<QLineEdit*>(experiment->field("model.hidden"));
+    hidden->setText("32");
+    qobject_cast<QSpinBox*>(experiment->field("training.batch_size"))->setValue(64);
+    qobject_cast<QSpinBox*>(experiment->field("training.max_steps"))->setValue(80);
+    qobject_cast<QSpinBox*>(experiment->field("training.eval_interval"))->setValue(40);
+    experiment->variants()->addVariant();
+    QVERIFY2(experiment->error().isEmpty(), qPrintable(experiment->error()));
+    const core::ExperimentSpec spec = core::parseExperimentSpec(experiment->spec());
+    QCOMPARE(spec.model.kind, std::string("cnn"));
+    QCOMPARE(spec.model.hidden, std::vector<int64_t>{32});
+    experiment->saveButton()->click();
+    QTRY_COMPARE_WITH_TIMEOUT(window.explorerModel()->snapshot().experiments.size(), std::size_t{1},
+                              10000);
+    QSignalSpy finished(window.controller(), &ui::ExperimentController::finished);
+    QSignalSpy runFinished(window.controller(), &ui::ExperimentController::runFinished);
+    experiment->runButton()->click();
+    QVERIFY(finished.wait(180000));
+    QCOMPARE(runFinished.size(), 2);
+    for (const QList<QVariant>& r : runFinished)
+      QCOMPARE(r.at(1).value<core::RunStatus>(), core::RunStatus::kCompleted);
+
+    window.showCompare();
+    QSignalSpy shown(window.comparePage(), &ui::ComparePage::chartShown);
+    window.comparePage()->setChosenRuns({1, 2});
+    QVERIFY(shown.wait(20000));
+    QVERIFY(window.comparePage()->chart()->graphCount() >= 2);  // a curve per run at least
   }
 };
 
