@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/backend/cpu_parallel.h"
@@ -64,13 +65,20 @@ struct DnnlConvolutions::Entry {
   std::unordered_map<int, dnnl::memory> forwardArgs, dataArgs, weightsArgs;
   std::vector<float> zeroBias;     // a missing bias
   std::vector<float> biasScratch;  // a bias gradient nobody asked for
+  uint64_t lastUse = 0;
 };
+
+// Shapes kept at most: each holds buffers of its batch's activations in oneDNN's layouts, and a
+// run whose local batch moves (the speed-proportional scheduler's rebalances) meets many; the
+// one used longest ago goes first.
+constexpr std::size_t kMaxShapes = 8;
 
 struct DnnlConvolutions::State {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::mutex mutex;
   std::map<Conv2dShape, Entry> entries;
+  uint64_t uses = 0;  // a clock of calls, for the entries' lastUse
 };
 
 DnnlConvolutions::DnnlConvolutions() : state_(std::make_unique<State>()) {}
@@ -82,9 +90,18 @@ DnnlConvolutions::Entry& DnnlConvolutions::entry(const Conv2dShape& s) {
                 "convolution of ", s.batch, " x ", s.inChannels, " x ", s.height, " x ", s.width,
                 " images, kernel ", s.kernel, ", stride ", s.stride, ", padding ", s.padding,
                 " has no output");
-  auto [it, inserted] = state_->entries.try_emplace(s);
-  Entry& e = it->second;
-  if (!inserted) return e;
+  auto& entries = state_->entries;
+  if (auto found = entries.find(s); found != entries.end()) {
+    found->second.lastUse = ++state_->uses;
+    return found->second;
+  }
+  if (entries.size() >= kMaxShapes)
+    entries.erase(std::min_element(
+        entries.begin(), entries.end(),
+        [](const auto& a, const auto& b) { return a.second.lastUse < b.second.lastUse; }));
+  // Made whole before it is kept: a shape oneDNN refuses leaves nothing behind.
+  Entry e;
+  e.lastUse = ++state_->uses;
   using dnnl::memory;
   using Tag = memory::format_tag;
   const auto f32 = memory::data_type::f32;
@@ -140,7 +157,7 @@ DnnlConvolutions::Entry& DnnlConvolutions::entry(const Conv2dShape& s) {
                    {DNNL_ARG_DIFF_BIAS, e.dBias.inner}};
   e.zeroBias.assign(static_cast<std::size_t>(s.outChannels), 0.0f);
   e.biasScratch.assign(static_cast<std::size_t>(s.outChannels), 0.0f);
-  return e;
+  return entries.emplace(s, std::move(e)).first->second;
 }
 
 void DnnlConvolutions::forward(const Conv2dShape& shape, const float* x, const float* w,

@@ -263,6 +263,34 @@ class TestLayers : public QObject {
                2, h);
   }
 
+  void convolutionsOfManyBatchSizes() {
+    // The backend keeps the primitives of a few shapes (a rebalanced run's local batch moves):
+    // more batch sizes than it keeps, then the first again (its primitives made anew), give
+    // the same output bit for bit.
+    CpuBackend backend(2);
+    Conv2dShape s{.batch = 3, .inChannels = 2, .height = 6, .width = 6, .outChannels = 4};
+    Rng rng(5);
+    std::vector<float> x(static_cast<std::size_t>(12 * 2 * 36)),
+        w(static_cast<std::size_t>(4 * 2 * 9));
+    for (float& v : x) v = rng.normal();
+    for (float& v : w) v = rng.normal();
+    std::vector<float> first(static_cast<std::size_t>(12 * 4 * 36)), again(first.size());
+    backend.conv2dForward(s, x.data(), w.data(), nullptr, first.data());
+    for (int64_t batch = 1; batch <= 12; ++batch) {
+      Conv2dShape other = s;
+      other.batch = batch;
+      backend.conv2dForward(other, x.data(), w.data(), nullptr, again.data());
+      // Each image's output is its own: the first three agree with the first call's (to
+      // rounding: another batch may be blocked differently).
+      for (std::size_t i = 0; i < static_cast<std::size_t>(std::min<int64_t>(batch, 3) * 4 * 36);
+           ++i)
+        QVERIFY(std::abs(again[i] - first[i]) <= 1e-5f * (1.0f + std::abs(first[i])));
+    }
+    backend.conv2dForward(s, x.data(), w.data(), nullptr, again.data());
+    for (std::size_t i = 0; i < static_cast<std::size_t>(3 * 4 * 36); ++i)
+      QCOMPARE(again[i], first[i]);
+  }
+
   void paddedPoolingAveragesOnlyTheImage() {
     // The backend's pooling with padding (the layers use none): a window over the border
     // averages the pixels inside, and its gradient goes to them alone.
