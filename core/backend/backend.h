@@ -69,8 +69,6 @@ struct Pool2dShape {
   std::optional<Activation> inputActivation{};
   int64_t outHeight() const { return (height + 2 * padding - kernel) / stride + 1; }
   int64_t outWidth() const { return (width + 2 * padding - kernel) / stride + 1; }
-  // Windows that neither overlap nor leave the image: each pixel in one window at most.
-  bool tiles() const { return kernel == stride && padding == 0; }
 };
 
 // The kernels a training step needs, on memory the backend owns.

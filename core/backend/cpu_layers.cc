@@ -319,7 +319,7 @@ void pool2x2BackwardFor(const Pool2dShape& s, const float* x, const float* y, co
 }
 
 bool is2x2(const Pool2dShape& s) {
-  return s.kernel == 2 && s.tiles();
+  return s.kernel == 2 && s.stride == 2 && s.padding == 0;
 }
 
 }  // namespace
@@ -360,11 +360,6 @@ void poolBackwardCpu(const Pool2dShape& s, const float* x, const float* y, const
                 "pooling's backward cannot fold GELU in (its derivative needs the input)");
   const int64_t in = s.height * s.width;
   const int64_t out = s.outHeight() * s.outWidth();
-  // The activation's derivative at a pixel from its output.
-  const auto slope = [act = s.inputActivation](float v) {
-    if (!act) return 1.0f;
-    return *act == Activation::kReLU ? (v > 0.0f ? 1.0f : 0.0f) : 1.0f - v * v;
-  };
   if (is2x2(s)) {
     if (s.kind == PoolKind::kMax)
       pool2x2BackwardFor<PoolKind::kMax>(s, x, y, dy, dx, threads);
@@ -372,47 +367,13 @@ void poolBackwardCpu(const Pool2dShape& s, const float* x, const float* y, const
       pool2x2BackwardFor<PoolKind::kAverage>(s, x, y, dy, dx, threads);
     return;
   }
-  if (s.tiles()) {
-    // Every pixel is written once: its window's gradient share, or 0 (a maximum's other
-    // pixels, the rows and columns no window covers).
-    const int64_t planes = s.batch * s.channels;
-    const int64_t coveredRows = s.outHeight() * s.kernel;
-    const int64_t coveredCols = s.outWidth() * s.kernel;
-    forRange(planes, planes * in, threads, [&](int64_t p0, int64_t p1) {
-      for (int64_t p = p0; p < p1; ++p) {
-        const float* plane = x + p * in;
-        float* dPlane = dx + p * in;
-        const float* yPlane = y + p * out;
-        const float* dyPlane = dy + p * out;
-        for (int64_t r = coveredRows; r < s.height; ++r)
-          std::fill_n(dPlane + r * s.width, s.width, 0.0f);
-        for (int64_t r = 0; r < coveredRows; ++r)
-          std::fill(dPlane + r * s.width + coveredCols, dPlane + (r + 1) * s.width, 0.0f);
-        for (int64_t i = 0; i < s.outHeight(); ++i)
-          for (int64_t j = 0; j < s.outWidth(); ++j) {
-            const float g = dyPlane[i * s.outWidth() + j];
-            const float best = yPlane[i * s.outWidth() + j];
-            bool found = false;
-            for (int64_t r = i * s.kernel; r < (i + 1) * s.kernel; ++r)
-              for (int64_t c = j * s.kernel; c < (j + 1) * s.kernel; ++c) {
-                const float v = plane[r * s.width + c];
-                float d;
-                if (s.kind == PoolKind::kMax) {
-                  const bool here = !found && v == best;
-                  found = found || here;
-                  d = here ? g * slope(v) : 0.0f;
-                } else {
-                  d = g / static_cast<float>(s.kernel * s.kernel) * slope(v);
-                }
-                dPlane[r * s.width + c] = d;
-              }
-          }
-      }
-    });
-    return;
-  }
-  // Overlapping windows add into the same pixels: a plane is zeroed, then summed into, by the
-  // one thread that has it (its first window is (0, 0)), and the activation's derivative
+  // The activation's derivative at a pixel from its output.
+  const auto slope = [act = s.inputActivation](float v) {
+    if (!act) return slopeAt<Slope::kNone>(v);
+    return *act == Activation::kReLU ? slopeAt<Slope::kReLU>(v) : slopeAt<Slope::kTanh>(v);
+  };
+  // Windows may overlap and add into the same pixels: a plane is zeroed, then summed into, by
+  // the one thread that has it (its first window is (0, 0)), and the activation's derivative
   // applied once its last window is done.
   forEachWindow(s, threads, [&](int64_t p, int64_t i, int64_t j, Span rows, Span cols) {
     const float* plane = x + p * in;

@@ -77,17 +77,13 @@ std::unique_ptr<Dataset> makeDataset(const DatasetConfig& config) {
   return datasetKindOf(config).make(config);
 }
 
-SampleShape flatSamples(int64_t features, int64_t outputs) {
-  return {features, {features}, outputs};
-}
-
 SampleShape sampleShapeOf(const DatasetConfig& config) {
   const DatasetKindDescriptor& kind = datasetKindOf(config);
   const int64_t features = kind.features.fixed ? kind.features.defaultValue : config.features;
   const int64_t outputs = kind.task == TaskKind::kRegression ? 1
                           : kind.classes.fixed()             ? kind.classes.defaultValue
                                                              : config.classes;
-  SampleShape shape = flatSamples(features, outputs);
+  SampleShape shape{features, {features}, outputs};
   if (kind.layout) {
     shape.dims = kind.layout(config);
     int64_t product = 1;

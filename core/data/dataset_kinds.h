@@ -92,8 +92,6 @@ struct SampleShape {
   // {channels, height, width}: an image.
   bool image() const { return dims.size() == 3; }
 };
-// Samples of `features` floats as a flat vector, for `outputs` outputs.
-SampleShape flatSamples(int64_t features, int64_t outputs);
 // The samples of the dataset `config` describes, by its kind's rules (a kind's fixed features
 // and classes, one output for a regression, its layout).
 SampleShape sampleShapeOf(const DatasetConfig& config);

@@ -30,6 +30,28 @@
 namespace dtlab::ui {
 namespace {
 
+// The model as the user edits it: its shape, size, cost per sample and what a replica holds.
+QString modelSummary(const core::ExperimentSpec& spec) {
+  const core::ReplicaFootprint f = core::replicaFootprint(spec);
+  const auto mib = [](int64_t bytes) {
+    return QString::number(static_cast<double>(bytes) / (1 << 20), 'f', bytes < (10 << 20) ? 2 : 0);
+  };
+  const QString shape = QString::fromStdString(
+      core::modelKindOf(spec.model).shape(spec.model, core::sampleShapeOf(spec.dataset)));
+  QString text = QObject::tr(
+                     "%1: %2 parameters, %3 MFLOP per sample forward; a replica holds %4 MiB "
+                     "of parameters, gradients and optimizer state")
+                     .arg(shape)
+                     .arg(QLocale().toString(static_cast<qlonglong>(f.parameters)))
+                     .arg(2.0 * static_cast<double>(f.forwardMacsPerSample) / 1e6, 0, 'g', 3)
+                     .arg(mib(f.stateBytes()));
+  if (f.activationFloatsPerSample)
+    text += QObject::tr(" and %1 MiB of activations at its batch of %2")
+                .arg(mib(f.activationBytes()))
+                .arg(f.localBatch);
+  return text;
+}
+
 // Cells that take one of a list of names (strategy, partition, policy) are edited with a combo box
 // of exactly those names, from the spec.
 class ChoiceDelegate final : public QStyledItemDelegate {
@@ -579,27 +601,6 @@ void ExperimentPage::formChanged() {
   spec_["variants"] = variants_->variants();
   validate();
   if (editState_.update(content())) emit modifiedChanged(editState_.modified());
-}
-
-// The model as the user edits it: its shape, size, cost per sample and what a replica holds.
-QString ExperimentPage::modelSummary(const core::ExperimentSpec& spec) {
-  const core::ReplicaFootprint f = core::replicaFootprint(spec);
-  const auto mib = [](int64_t bytes) {
-    return QString::number(static_cast<double>(bytes) / (1 << 20), 'f', bytes < (10 << 20) ? 2 : 0);
-  };
-  const QString shape = QString::fromStdString(
-      core::modelKindOf(spec.model).shape(spec.model, core::sampleShapeOf(spec.dataset)));
-  QString text = tr("%1: %2 parameters, %3 MFLOP per sample forward; a replica holds %4 MiB "
-                    "of parameters, gradients and optimizer state")
-                     .arg(shape)
-                     .arg(QLocale().toString(static_cast<qlonglong>(f.parameters)))
-                     .arg(2.0 * static_cast<double>(f.forwardMacsPerSample) / 1e6, 0, 'g', 3)
-                     .arg(mib(f.stateBytes()));
-  if (f.activationFloatsPerSample)
-    text += tr(" and %1 MiB of activations at its batch of %2")
-                .arg(mib(f.activationBytes()))
-                .arg(f.localBatch);
-  return text;
 }
 
 void ExperimentPage::validate() {

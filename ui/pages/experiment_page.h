@@ -9,7 +9,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/spec/experiment_spec.h"
 #include "core/spec/settings.h"
 #include "core/store/project_store.h"
 #include "ui/pages/edit_state.h"
@@ -78,7 +77,6 @@ class ExperimentPage final : public QWidget {
   void connectSignals(const VariantButtons& buttons);
   void addRow(QFormLayout* form, const QString& label, const QString& path, QWidget* widget);
   void formChanged();
-  static QString modelSummary(const core::ExperimentSpec& spec);
   void validate();
   void showModelKind(bool resetValues);
   // The chosen model kind's settings (none for a kind this build does not have).
