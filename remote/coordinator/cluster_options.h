@@ -29,7 +29,9 @@ struct CoordinatorOptions {
   std::vector<core::NodeConfig> emulation;
   std::chrono::milliseconds callDeadline{5000};
   // A node whose WatchJob stream is silent this long is lost. Nodes send a heartbeat
-  // every heartbeatInterval, so this only fires on a dead or wedged node.
+  // every heartbeatInterval, so this only fires on a dead or wedged node. The time this
+  // coordinator spends handling a node's message (checking a checkpoint, storing what came)
+  // is not the node's silence.
   std::chrono::milliseconds heartbeatInterval{500};
   std::chrono::milliseconds lostAfter{3000};
   // How long the nodes may take to connect to each other for a run (0: each node's own

@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <optional>
@@ -338,11 +339,28 @@ namespace {
 // One rank's stream as the watch follows it.
 struct RankWatch {
   std::unique_ptr<grpc::ClientContext> context;
-  Clock::time_point last = Clock::now();
+  // When the node was last heard: a message arrived, or the reader finished handling one.
+  // While the reader handles a message (joining and checking a checkpoint of hundreds of MB,
+  // waiting for the lock the other streams share while one of them stores), the node is not
+  // silent: the wait is this coordinator's, and its stream is not being read meanwhile.
+  // Atomic: the watchdog reads both without waiting for a reader to let go of the lock.
+  std::atomic<Clock::time_point> last{Clock::now()};
+  std::atomic<bool> handling{false};
   bool broken = false;
   RankEnd end;  // finished, abandoned, error and result as the merge reads them
 
   bool ended() const { return end.finished || broken || end.abandoned || end.dropped; }
+  void arrived() {
+    handling = true;
+    last = Clock::now();
+  }
+  void handled() {
+    last = Clock::now();
+    handling = false;
+  }
+  bool silentFor(std::chrono::milliseconds limit) const {
+    return !handling && Clock::now() - last.load() > limit;
+  }
 };
 
 // A checkpoint as a node sent it, its checksum checked and its header read; the bytes are
@@ -464,11 +482,11 @@ void readStream(pb::NodeService::Stub& stub, const std::string& jobId, int slot,
   pb::JobUpdate update;
   StreamBlobs blobs;
   while (reader->Read(&update)) {
+    w.arrived();
     // Joined and decoded (a checksum over the whole checkpoint) before the lock that the
     // other ranks' streams wait on.
     JoinedBlobs joined = blobs.join(update, w.end.name);
     std::lock_guard lock(out.mutex);
-    w.last = Clock::now();
     if (!gate.sawStep && update.steps_size() > 0 && out.firstStep)
       out.firstStep(update.steps(0).step());
     gate.sawStep = gate.sawStep || update.steps_size() > 0;
@@ -505,6 +523,7 @@ void readStream(pb::NodeService::Stub& stub, const std::string& jobId, int slot,
       w.end.finished = true;
       w.end.result = update.result();
     }
+    w.handled();
     changed.notify_all();
   }
   const grpc::Status status = reader->Finish();
@@ -592,12 +611,12 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
     for (std::size_t j = 0; j < world; ++j)
       if (placement.ranks[j].node == placement.ranks[i].node && !watches[j].end.dropped)
         gone.push_back(j);
-    Clock::time_point lastHeard = watches[i].last;
+    Clock::time_point lastHeard = watches[i].last.load();
     for (std::size_t j : gone) {
       RankWatch& w = watches[j];
       w.end.dropped = true;
       if (!w.broken) w.context->TryCancel();
-      lastHeard = std::min(lastHeard, w.last);
+      lastHeard = std::min(lastHeard, w.last.load());
     }
     const int64_t step = gate.lastStep();
     std::vector<int> members;
@@ -663,7 +682,7 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
           if (w.end.dropped) continue;
           const bool failed = w.end.finished && core::readRunStatus(w.end.result.status()) ==
                                                     core::RunStatus::kFailed;
-          const bool silent = !w.end.finished && Clock::now() - w.last > options.lostAfter;
+          const bool silent = !w.end.finished && w.silentFor(options.lostAfter);
           if (!failed && !w.broken && !silent) continue;
           if (failed && !w.broken && !silent && survivable) {
             // A job may fail because another node is lost (a pull from a dead shard fails at
@@ -693,7 +712,7 @@ WatchEnd NodeLinks::watchJobs(const Placement& placement, const std::string& job
           if (!failed) {
             lostNode = lost;
             lostRank = i;
-            lostLastHeard = w.last;
+            lostLastHeard = w.last.load();
             // "continue" that cannot go on in place (a shard's blocks lost with its node, or
             // the hybrid's group in use) restarts from the newest checkpoint, if there is one.
             const bool continues = out.onNodeLoss == core::NodeLossPolicy::kContinue;

@@ -1,7 +1,9 @@
 // The coordinator's second and third phases on their own (remote/coordinator/dispatch.h),
 // against real dtlab-node daemons on loopback: a job starts on every rank's node or on none
 // (a failed start aborts the ranks already started), and the watch follows every rank to its
-// end, declares a killed node lost and aborts the others, and forwards a user's cancel.
+// end, declares a killed node lost and aborts the others, and forwards a user's cancel; a
+// coordinator busy with what a node sent (storing it) does not count that time as the node's
+// silence.
 #include "core/spec/spec_json.h"
 #include "remote/coordinator/dispatch.h"  // before QtTest: proto accessors named slots()
 
@@ -58,12 +60,29 @@ remote::Placement placementOf(const remote::NodeLinks& links, const core::Experi
 }
 
 // Counts the step points each rank reports.
-class StepCounter final : public core::MetricSink {
+class StepCounter : public core::MetricSink {
  public:
   void onStep(const core::StepMetrics& m) override {
     if (m.worker >= 0 && m.worker < 2) ++steps[static_cast<std::size_t>(m.worker)];
   }
   std::atomic<int64_t> steps[2] = {0, 0};
+};
+
+// Takes `pause` over each of the first `times` step points of each rank, as a coordinator
+// storing a checkpoint of hundreds of MB on a loaded machine takes seconds.
+class SlowStepCounter final : public StepCounter {
+ public:
+  SlowStepCounter(std::chrono::milliseconds pause, int times) : pause_(pause), times_(times) {}
+  void onStep(const core::StepMetrics& m) override {
+    if (m.worker >= 0 && m.worker < 2 && paused_[static_cast<std::size_t>(m.worker)]++ < times_)
+      std::this_thread::sleep_for(pause_);
+    StepCounter::onStep(m);
+  }
+
+ private:
+  std::chrono::milliseconds pause_;
+  int times_;
+  std::atomic<int> paused_[2] = {0, 0};
 };
 
 // What a watch delivered, and the watch's own end.
@@ -196,6 +215,28 @@ class TestDispatch : public QObject {
     QVERIFY2(w.ranks[0].finished, w.ranks[0].error.c_str());
     QVERIFY(core::readRunStatus(w.ranks[0].result.status()) != core::RunStatus::kCompleted);
     QVERIFY(!w.ranks[1].finished);
+  }
+
+  // The coordinator is busy with each of each rank's first four steps for twice the silence
+  // that loses a node (the other rank's reader waits for the same lock meanwhile): neither node
+  // is lost, since both went on sending their heartbeats; the run ends completed.
+  void aBusyCoordinatorLosesNoNode() {
+    remote::LocalCluster cluster(kNodeBinary, {{}, {}});
+    remote::CoordinatorOptions options;
+    options.heartbeatInterval = 50ms;
+    options.lostAfter = 1000ms;
+    const remote::NodeLinks links(cluster.addresses(), options);
+    const core::ExperimentSpec spec = twoNodeSpec(30);
+    const remote::Placement placement = placementOf(links, spec);
+    links.startJobs(placement, "job-busy", core::toJson(spec).dump(), 0, "");
+    SlowStepCounter sink(2000ms, 4);
+    const Watched w = watch(links, placement, "job-busy", sink, nullptr, [] {});
+    QVERIFY2(w.end.lostNode.empty() && !w.end.failing, w.end.lostNode.c_str());
+    for (const remote::RankEnd& r : w.ranks) {
+      QVERIFY2(r.finished, r.error.c_str());
+      QCOMPARE(core::readRunStatus(r.result.status()), core::RunStatus::kCompleted);
+    }
+    QVERIFY(w.added.empty());
   }
 
   // The user's cancel reaches every rank, which stops and reports itself cancelled.
