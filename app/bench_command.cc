@@ -35,13 +35,16 @@ namespace {
 constexpr const char* kBenchUsage =
     R"(  bench core [--device cpu|cuda:N] [--precision fp32|tf32|bf16] [--threads N] [--batch B]
              [--in D] [--hidden H] [--layers L] [--classes C]
-             [--model mlp|cnn] [--channels K] [--blocks N] [--reps R] [--steps S]
-             [--reference torch|none] [--json]
+             [--model mlp|cnn|transformer] [--channels K] [--blocks N] [--tokens T]
+             [--heads A] [--reps R] [--steps S] [--reference torch|none] [--json]
       Samples/s of full single-process training steps (forward, backward, SGD
       momentum) of an MLP D-HxL-C or, with --model cnn, of the cnn kind on shapes'
       1x28x28 images (N blocks of a 3x3 convolution, ReLU and 2x2 max pooling, K
       channels in the first, default 16 and 2; then L dense layers of H; --in and
-      --classes are the images'), median of R repetitions of S steps (0: about 0.3 s), wall clock,
+      --classes are the images'), or, with --model transformer, of the transformer
+      kind on the language dataset (T tokens a sample, default 64, a vocabulary of C,
+      default 256; L blocks, default 2, of width H, default 128, A heads, default 4,
+      GELU, causal; --batch default 32), median of R repetitions of S steps (0: about 0.3 s), wall clock,
       and the step's share of the sgemm rate (256x1024x1024, oneDNN) timed in turn
       with the repetitions. Without --threads, every thread count from 1 to the cores. --reference torch
       (the default when PyTorch is installed) runs the same steps in PyTorch on
@@ -111,7 +114,7 @@ constexpr const char* kBenchUsage =
       average. --quick: fewer repetitions, sizes and rank counts (a few minutes).
   bench strategies [--specs DIR] [--only NAME,...] [--reps R] [--project P.dtlab] [--json]
       The example comparisons of resources/specs (hetero_2node, hetero_3node, hetero_4node,
-      drift, modes_straggler, noniid, compression, image_classification), each one execution of R repetitions (default 3), as
+      drift, modes_straggler, noniid, compression, image_classification, language_model), each one execution of R repetitions (default 3), as
       `dtlab-cli run SPEC --repeats R --quiet --project P` runs it; then each execution's
       statistics (medians with 95% intervals) and the claims (time to target
       speed_proportional vs equal and vs one node, its samples/s vs equal on three nodes,
@@ -137,7 +140,7 @@ constexpr const char* kStrategiesUsage =
     R"(usage: dtlab-cli bench strategies [--specs DIR] [--only NAME,...]
                                   [--reps R] [--project P.dtlab] [--json]
   Runs the example comparisons (hetero_2node, hetero_3node, hetero_4node, drift,
-  modes_straggler, noniid, compression, image_classification) from DIR (default: the source tree's resources/specs) with `dtlab-cli run SPEC
+  modes_straggler, noniid, compression, image_classification, language_model) from DIR (default: the source tree's resources/specs) with `dtlab-cli run SPEC
   --repeats R --quiet --project P` one after another (R default 3), then prints per
   comparison the statistics of its execution (markdown: medians with 95% bootstrap
   intervals over the repetitions, as `dtlab-cli compare` shows them) and the claims: a
@@ -202,10 +205,11 @@ int benchTrain(const std::vector<std::string>& argv) {
 }
 
 int benchCore(const std::vector<std::string>& argv) {
-  const Args args(argv,
-                  withShape({"--device", "--precision", "--threads", "--reps", "--steps",
-                             "--reference", "--model", "--channels", "--blocks"}),
-                  {"--json"});
+  const Args args(
+      argv,
+      withShape({"--device", "--precision", "--threads", "--reps", "--steps", "--reference",
+                 "--model", "--channels", "--blocks", "--tokens", "--heads"}),
+      {"--json"});
   noPositionals(args);
   bench::CoreBenchOptions options;
   core::CoreBenchConfig& config = options.config;
@@ -223,11 +227,26 @@ int benchCore(const std::vector<std::string>& argv) {
     if (!args.has("--layers")) config.layers = 1;
     if (args.value("--device", "cpu") != "cpu")
       throw UsageError("--model cnn: the CUDA backend has no convolutions yet; it runs on the CPU");
+  } else if (config.model == "transformer") {
+    if (args.has("--in")) throw UsageError("--in: the transformer's inputs are --tokens token ids");
+    config.tokens = args.integer("--tokens", 64, 1, 4096);
+    config.heads = args.integer("--heads", 4, 1, 128);
+    if (!args.has("--hidden")) config.hidden = 128;
+    if (!args.has("--classes")) config.classes = 256;
+    if (!args.has("--batch")) config.batch = 32;
+    if (config.layers < 1) throw UsageError("--layers: the transformer needs at least one block");
+    if (config.hidden % config.heads != 0)
+      throw UsageError("--heads must divide --hidden, the transformer's width");
+    if (args.value("--device", "cpu") != "cpu")
+      throw UsageError(
+          "--model transformer: the CUDA backend has no attention yet; it runs on the CPU");
   } else if (config.model != "mlp") {
-    throw UsageError("--model: expected mlp or cnn, got '" + config.model + "'");
-  } else if (args.has("--channels") || args.has("--blocks")) {
-    throw UsageError("--channels and --blocks apply to --model cnn");
+    throw UsageError("--model: expected mlp, cnn or transformer, got '" + config.model + "'");
   }
+  if (config.model != "cnn" && (args.has("--channels") || args.has("--blocks")))
+    throw UsageError("--channels and --blocks apply to --model cnn");
+  if (config.model != "transformer" && (args.has("--tokens") || args.has("--heads")))
+    throw UsageError("--tokens and --heads apply to --model transformer");
   config.repetitions = static_cast<int>(args.integer("--reps", 7, 1, 1000));
   options.fixedSteps = args.integer("--steps", 0, 0, 1000000);
   config.device = args.value("--device", "cpu");

@@ -165,6 +165,16 @@ std::string layoutText(const core::DatasetKindDescriptor& d) {
   return text;
 }
 
+// What a sequence kind's samples are: token ids, a label per token.
+std::string sequenceText(const core::DatasetKindDescriptor& d) {
+  if (!d.tokens) return {};
+  return std::string(
+             "; the features are token ids below the classes (the vocabulary), one target "
+             "per token") +
+         (d.causal ? ", the next token: only a model that sees no later token may train on it"
+                   : "");
+}
+
 std::string datasetKindsPage() {
   std::string out = "# Dataset kinds\n\n" + generatedNote() +
                     "A spec's `\"dataset\"` names one of these in `\"kind\"` (the first is the "
@@ -179,7 +189,7 @@ std::string datasetKindsPage() {
            "; classes: " + classesText(d->classes) + "; features: " +
            (d->features.fixed ? std::to_string(d->features.defaultValue) + " (fixed)"
                               : "any, default " + std::to_string(d->features.defaultValue)) +
-           layoutText(*d) + ".\n\n";
+           layoutText(*d) + sequenceText(*d) + ".\n\n";
     out += settingsTable(d->parameters);
   }
   return out;
@@ -190,7 +200,8 @@ std::string modelKindsPage() {
                     "A spec's `\"model\"` names one of these in `\"kind\"` (the first is the "
                     "default); its input is a dataset's sample (a vector of its features, or "
                     "an image for kinds that lay their samples out as channels x height x "
-                    "width, as shapes does) and its output width the dataset's classes. Every "
+                    "width, as shapes does) and its output the dataset's classes (for a sequence "
+                    "kind, a distribution over them per token). Every "
                     "kind reads `\"hidden\"`, `\"activation\"` "
                     "(relu, gelu, tanh), `\"init\"` (he, xavier) and `\"loss\"` "
                     "(cross_entropy, mse) as it needs them, and its own settings:\n";

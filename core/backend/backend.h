@@ -71,6 +71,17 @@ struct Pool2dShape {
   int64_t outWidth() const { return (width + 2 * padding - kernel) / stride + 1; }
 };
 
+// Self-attention over a batch of token sequences (Backend::attentionForward).
+struct AttentionShape {
+  int64_t batch = 0;   // sequences
+  int64_t tokens = 0;  // per sequence
+  int64_t width = 0;   // of a token's query, key and value each: heads x head width
+  int64_t heads = 1;
+  bool causal = true;  // a token attends to itself and the tokens before it only
+  int64_t headWidth() const { return width / heads; }
+  int64_t probabilityFloats() const { return batch * heads * tokens * tokens; }
+};
+
 // The kernels a training step needs, on memory the backend owns.
 //
 // The model, the training loop, the strategies and the collectives only ever call
@@ -162,6 +173,40 @@ class Backend {
   virtual void pool2dBackward(const Pool2dShape& shape, const float* x, const float* y,
                               const float* dy, float* dx);
 
+  // Token models' layers (a transformer): rows are tokens, a batch of B sequences of T tokens
+  // being B x T rows. Defaults as the image layers'.
+  virtual bool hasSequenceLayers() const { return false; }
+  //
+  // out[r] = table[ids[r]] + positions[r % period], rows of `width`: ids are token ids stored as
+  // floats (a dataset's features), each in [0, vocabulary) (Error otherwise).
+  virtual void embeddingForward(const float* ids, int64_t rows, int64_t vocabulary,
+                                const float* table, const float* positions, int64_t period,
+                                int64_t width, float* out);
+  // y += x (a residual connection).
+  virtual void addTo(const float* x, int64_t count, float* y);
+  // dTable (vocabulary x width: the rows of the ids seen, the others zero) and dPositions
+  // (period x width) given dOut; overwritten.
+  virtual void embeddingBackward(const float* ids, int64_t rows, int64_t vocabulary,
+                                 const float* dOut, int64_t period, int64_t width, float* dTable,
+                                 float* dPositions);
+  // Each row normalised to zero mean and unit variance (eps added to the variance), then
+  // y = xhat * gain + bias; mean and rstd (1 / sqrt(var + eps)) per row kept for backward.
+  virtual void layerNormForward(const float* x, int64_t rows, int64_t width, const float* gain,
+                                const float* bias, float eps, float* y, float* mean, float* rstd);
+  // dx, dGain and dBias (overwritten) given dy and the forward's x, mean and rstd.
+  virtual void layerNormBackward(const float* x, const float* dy, int64_t rows, int64_t width,
+                                 const float* gain, const float* mean, const float* rstd, float* dx,
+                                 float* dGain, float* dBias);
+  // Multi-head self-attention's core: qkv has a row per token of its query, key and value
+  // (3 x width columns, each of `heads` heads of width / heads), and out gets each head's
+  // softmax(q k^T / sqrt(width / heads)) v (rows x width; a causal head sees no later token);
+  // probabilities (batch x heads x tokens x tokens) are kept for backward.
+  virtual void attentionForward(const AttentionShape& shape, const float* qkv, float* probabilities,
+                                float* out);
+  // dQkv (overwritten) given dOut and the forward's qkv and probabilities.
+  virtual void attentionBackward(const AttentionShape& shape, const float* qkv,
+                                 const float* probabilities, const float* dOut, float* dQkv);
+
   // The backend's optimizer kernels for this configuration.
   virtual std::unique_ptr<Optimizer> makeOptimizer(const OptimizerConfig& config) = 0;
   // Applies optimizer to params[begin, end), splitting the range across the backend's threads.
@@ -172,6 +217,8 @@ class Backend {
 // Throws the Error a backend without conv2d* and pool2d* gives, naming `layer` ("2-D
 // convolution"), unless the backend has them.
 void requireImageLayers(const Backend& backend, const std::string& layer);
+// The same for the token models' layers (embedding, layer normalisation, attention).
+void requireSequenceLayers(const Backend& backend, const std::string& layer);
 
 // Backends in order of preference, each with its own availability test (as Horovod's
 // OperationManager keeps its operations). The CPU backend is always last and always enabled.

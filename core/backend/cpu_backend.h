@@ -76,6 +76,22 @@ class CpuBackend final : public Backend {
   void pool2dForward(const Pool2dShape& shape, const float* x, float* y) override;
   void pool2dBackward(const Pool2dShape& shape, const float* x, const float* y, const float* dy,
                       float* dx) override;
+  // Token models' layers: cpu_sequence.cc.
+  bool hasSequenceLayers() const override { return true; }
+  void embeddingForward(const float* ids, int64_t rows, int64_t vocabulary, const float* table,
+                        const float* positions, int64_t period, int64_t width, float* out) override;
+  void addTo(const float* x, int64_t count, float* y) override;
+  void embeddingBackward(const float* ids, int64_t rows, int64_t vocabulary, const float* dOut,
+                         int64_t period, int64_t width, float* dTable, float* dPositions) override;
+  void layerNormForward(const float* x, int64_t rows, int64_t width, const float* gain,
+                        const float* bias, float eps, float* y, float* mean, float* rstd) override;
+  void layerNormBackward(const float* x, const float* dy, int64_t rows, int64_t width,
+                         const float* gain, const float* mean, const float* rstd, float* dx,
+                         float* dGain, float* dBias) override;
+  void attentionForward(const AttentionShape& shape, const float* qkv, float* probabilities,
+                        float* out) override;
+  void attentionBackward(const AttentionShape& shape, const float* qkv, const float* probabilities,
+                         const float* dOut, float* dQkv) override;
   std::unique_ptr<Optimizer> makeOptimizer(const OptimizerConfig& config) override;
   void optimizerUpdate(Optimizer& optimizer, float* params, const float* grads, int64_t begin,
                        int64_t end, int64_t step, float lr) override;

@@ -11,5 +11,7 @@ DatasetKindDescriptor checkerboardKind();
 DatasetKindDescriptor teacherKind();
 DatasetKindDescriptor linearRegressionKind();
 DatasetKindDescriptor shapesKind();
+DatasetKindDescriptor languageKind();
+DatasetKindDescriptor copyKind();
 
 }  // namespace dtlab::core::datagen

@@ -8,16 +8,17 @@
 namespace dtlab::core {
 
 Dataset::Dataset(int64_t features, int64_t outputs, TaskKind task, int64_t trainSize,
-                 int64_t testSize, uint64_t seed)
+                 int64_t testSize, uint64_t seed, int64_t targets)
     : features_(features),
       outputs_(outputs),
+      targets_(targets),
       task_(task),
       trainSize_(trainSize),
       testSize_(testSize),
       seed_(seed) {
-  DTLAB_ENFORCE(features > 0 && outputs > 0 && trainSize >= 0 && testSize >= 0,
-                "dataset shape features=", features, " outputs=", outputs, " train=", trainSize,
-                " test=", testSize);
+  DTLAB_ENFORCE(features > 0 && outputs > 0 && targets > 0 && trainSize >= 0 && testSize >= 0,
+                "dataset shape features=", features, " outputs=", outputs, " targets=", targets,
+                " train=", trainSize, " test=", testSize);
 }
 
 void Dataset::checkRange(Split split, int64_t begin, int64_t count) const {
@@ -48,14 +49,15 @@ void Dataset::generateIndices(Split split, std::span<const int64_t> indices, flo
                               float* y) const {
   checkIndices(split, indices);
   for (std::size_t k = 0; k < indices.size(); ++k) {
-    generate(split, indices[k], 1, x + static_cast<int64_t>(k) * features_, y + k);
+    generate(split, indices[k], 1, x + static_cast<int64_t>(k) * features_,
+             y + static_cast<int64_t>(k) * targets_);
   }
 }
 
 void Dataset::gather(Split split, std::span<const int64_t> indices, Tensor& x, Tensor& y) const {
   const auto n = static_cast<int64_t>(indices.size());
   x.resize(n, features_);
-  y.resize(n, 1);
+  y.resize(n, targets_);
   generateIndices(split, indices, x.data(), y.data());
 }
 
@@ -72,11 +74,11 @@ void Dataset::labels(Split split, int64_t begin, int64_t count, int64_t* out) co
   constexpr int64_t kBlock = 256;
   const int64_t block = std::min(count, kBlock);
   std::vector<float> x(static_cast<std::size_t>(block * features_));
-  std::vector<float> y(static_cast<std::size_t>(block));
+  std::vector<float> y(static_cast<std::size_t>(block * targets_));
   for (int64_t done = 0; done < count; done += block) {
     const int64_t n = std::min(block, count - done);
     generate(split, begin + done, n, x.data(), y.data());
-    for (int64_t k = 0; k < n; ++k) out[done + k] = static_cast<int64_t>(y[k]);
+    for (int64_t k = 0; k < n; ++k) out[done + k] = static_cast<int64_t>(y[k * targets_]);
   }
 }
 

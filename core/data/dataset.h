@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include "core/data/sample_program.h"
@@ -41,6 +42,13 @@ class Dataset {
   int64_t features() const { return features_; }
   // Number of classes, or 1 for regression.
   int64_t outputs() const { return outputs_; }
+  // Labels per sample: 1, or one per position of a sequence (token kinds: the next token, the
+  // copied one), each of them one of outputs() classes. A model computes outputs() x targets()
+  // values per sample and is scored per label.
+  int64_t targets() const { return targets_; }
+  // The lowest mean loss per label that any model can reach on this data, in nats, where the
+  // kind knows it (a sequence teacher's conditional entropy); empty otherwise.
+  virtual std::optional<double> lossFloor() const { return std::nullopt; }
   TaskKind task() const { return task_; }
   int64_t size(Split split) const { return split == Split::kTrain ? trainSize_ : testSize_; }
   uint64_t seed() const { return seed_; }
@@ -49,23 +57,25 @@ class Dataset {
   virtual const datagen::SampleProgram* program() const { return nullptr; }
 
   // Writes samples [begin, begin+count) of `split`: x is count x features row-major, y
-  // has count entries (the class index as a float, or the regression target).
+  // count x targets (each a class index as a float, or the regression target).
   virtual void generate(Split split, int64_t begin, int64_t count, float* x, float* y) const = 0;
   // Writes the listed samples, row k holding sample indices[k]. The default calls
   // generate() once per index; generators with per-call setup override it.
   virtual void generateIndices(Split split, std::span<const int64_t> indices, float* x,
                                float* y) const;
-  // generateIndices() into tensors: x becomes n x features, y n x 1.
+  // generateIndices() into tensors: x becomes n x features, y n x targets.
   void gather(Split split, std::span<const int64_t> indices, Tensor& x, Tensor& y) const;
 
-  // Class of one sample without materialising the split (classification only).
+  // Class of one sample without materialising the split (classification only); a sequence's
+  // first target.
   virtual int64_t label(Split split, int64_t index) const;
-  // Classes of samples [begin, begin+count) into out; what partitioners use.
+  // Classes of samples [begin, begin+count) into out, as label() gives them; what partitioners
+  // use.
   virtual void labels(Split split, int64_t begin, int64_t count, int64_t* out) const;
 
  protected:
   Dataset(int64_t features, int64_t outputs, TaskKind task, int64_t trainSize, int64_t testSize,
-          uint64_t seed);
+          uint64_t seed, int64_t targets = 1);
 
   // Throws unless [begin, begin+count) lies inside the split.
   void checkRange(Split split, int64_t begin, int64_t count) const;
@@ -75,6 +85,7 @@ class Dataset {
  private:
   int64_t features_;
   int64_t outputs_;
+  int64_t targets_;
   TaskKind task_;
   int64_t trainSize_;
   int64_t testSize_;

@@ -16,6 +16,10 @@ void checkComplete(const DatasetKindDescriptor& d) {
     throw Error("dataset kind '" + d.name + "' is a regression with more than one output");
   if (d.features.defaultValue < 1)
     throw Error("dataset kind '" + d.name + "' has no features by default");
+  if (d.tokens && (d.task != TaskKind::kClassification || !d.targets))
+    throw Error("dataset kind '" + d.name + "' has tokens but is no classification with targets");
+  if (d.preview == DatasetPreviewKind::kTokens && !d.tokens)
+    throw Error("dataset kind '" + d.name + "' previews tokens but has none");
   if (d.preview == DatasetPreviewKind::kImages && !d.layout)
     throw Error("dataset kind '" + d.name + "' previews images but gives no layout");
   checkSchema(d.parameters, "dataset kind '" + d.name + "'");
@@ -83,7 +87,11 @@ SampleShape sampleShapeOf(const DatasetConfig& config) {
   const int64_t outputs = kind.task == TaskKind::kRegression ? 1
                           : kind.classes.fixed()             ? kind.classes.defaultValue
                                                              : config.classes;
-  SampleShape shape{features, {features}, outputs};
+  const int64_t targets = kind.targets ? kind.targets(config) : 1;
+  DTLAB_ENFORCE(targets >= 1, "dataset kind '", kind.name, "' gives ", targets, " targets");
+  SampleShape shape{
+      features,   {features}, outputs * targets, targets, kind.tokens ? outputs : int64_t{0},
+      kind.causal};
   if (kind.layout) {
     shape.dims = kind.layout(config);
     int64_t product = 1;

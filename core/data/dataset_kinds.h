@@ -21,6 +21,7 @@ namespace dtlab::core {
 enum class DatasetPreviewKind {
   kScatter,  // the first two features (the data itself for 2-D kinds), coloured by class
   kImages,   // also a row of samples as grayscale images (the layout's {1, height, width})
+  kTokens,   // a few samples as lines of token ids, inputs above their targets
 };
 
 // How many classes (outputs) a kind has. minimum == maximum: fixed by the kind, and a spec may
@@ -52,6 +53,14 @@ struct DatasetKindDescriptor {
   // images; their product is the features), which models that see structure (a convolution)
   // read. Optional: a flat vector of the features.
   std::function<std::vector<int64_t>(const DatasetConfig&)> layout;
+  // The features are token ids in [0, classes), as floats (sequence kinds): a model embeds them
+  // rather than reading them as numbers.
+  bool tokens = false;
+  // Labels per sample (Dataset::targets()): a sequence kind's one per position. Optional: 1.
+  std::function<int64_t(const DatasetConfig&)> targets;
+  // The targets are the next tokens: position t's target is the input at t + 1, so a model
+  // that sees a position's later tokens reads its answer (only a causal model may train on it).
+  bool causal = false;
   // Checks the schema cannot express (a limit on a product of fields); throws SpecError under
   // `path` ("dataset"). Optional.
   std::function<void(const DatasetConfig&, const std::string& path)> check;
@@ -88,9 +97,16 @@ DatasetConfig canonicalDataset(const DatasetConfig& config);
 struct SampleShape {
   int64_t features = 0;
   std::vector<int64_t> dims;  // outermost first; their product is `features`
-  int64_t outputs = 0;        // classes, or 1 for regression
+  // Values the model computes per sample: classes x targets (a class distribution per label),
+  // or 1 for regression.
+  int64_t outputs = 0;
+  int64_t targets = 1;     // labels per sample (Dataset::targets())
+  int64_t vocabulary = 0;  // token kinds: the features are ids in [0, vocabulary); else 0
+  bool causal = false;     // next-token targets (DatasetKindDescriptor::causal)
   // {channels, height, width}: an image.
   bool image() const { return dims.size() == 3; }
+  bool tokens() const { return vocabulary > 0; }
+  int64_t classes() const { return outputs / targets; }  // per label
 };
 // The samples of the dataset `config` describes, by its kind's rules (a kind's fixed features
 // and classes, one output for a regression, its layout).

@@ -67,7 +67,8 @@ struct EvalMetrics {
   int64_t step = 0;
   double wallMs = 0.0;
   double testLoss = 0.0;
-  double testAccuracy = 0.0;  // NaN for regression
+  double testAccuracy = 0.0;                                         // NaN for regression
+  double testPerplexity = std::numeric_limits<double>::quiet_NaN();  // token kinds only
 };
 
 // Whose series a metric is: one per worker, one per node, or one for the run.
@@ -85,7 +86,7 @@ struct MetricInfo {
 };
 
 // A value that is NaN was not measured (accuracy of a regression): it gets no point.
-inline constexpr std::array<MetricInfo, 21> kMetricTable = {{
+inline constexpr std::array<MetricInfo, 22> kMetricTable = {{
     {"loss", "", MetricScope::kWorker, "training loss of the worker's batch", &StepMetrics::loss},
     {"samples_per_s", "samples/s", MetricScope::kWorker, "samples the worker trained per second",
      &StepMetrics::samplesPerS},
@@ -132,8 +133,12 @@ inline constexpr std::array<MetricInfo, 21> kMetricTable = {{
      &NodeMetrics::gpuMemBytes},
     {"test_loss", "", MetricScope::kRun, "loss on the test split", nullptr, nullptr,
      &EvalMetrics::testLoss},
-    {"test_accuracy", "", MetricScope::kRun, "accuracy on the test split (classification)", nullptr,
-     nullptr, &EvalMetrics::testAccuracy},
+    {"test_accuracy", "", MetricScope::kRun,
+     "accuracy on the test split (classification; per token for sequence kinds)", nullptr, nullptr,
+     &EvalMetrics::testAccuracy},
+    {"test_perplexity", "", MetricScope::kRun,
+     "exp(test_loss): the model's perplexity per token (sequence kinds)", nullptr, nullptr,
+     &EvalMetrics::testPerplexity},
 }};
 
 // The table's rows of one scope, in table order: the order values travel in on the wire.
@@ -183,6 +188,7 @@ inline constexpr const char* kCheckpointStallMs = "checkpoint_stall_ms";
 inline constexpr const char* kCheckpointWriteMs = "checkpoint_write_ms";
 inline constexpr const char* kTestLoss = "test_loss";
 inline constexpr const char* kTestAccuracy = "test_accuracy";
+inline constexpr const char* kTestPerplexity = "test_perplexity";
 inline constexpr const char* kCpuUtil = "cpu_util";
 inline constexpr const char* kGpuUtil = "gpu_util";
 inline constexpr const char* kGpuMemBytes = "gpu_mem_bytes";
@@ -191,6 +197,11 @@ inline constexpr const char* kGpuMemBytes = "gpu_mem_bytes";
 // Whether only a worker training on a GPU has this metric (a CPU run records no points of it).
 constexpr bool gpuOnly(const MetricInfo& m) {
   return m.name == metric::kGpuUtil || m.name == metric::kGpuMemBytes;
+}
+
+// Whether only a run on a sequence dataset (a token kind) measures it.
+constexpr bool sequenceOnly(const MetricInfo& m) {
+  return m.name == metric::kTestPerplexity;
 }
 
 // Whether only the rank that keeps checkpoints (rank 0) records it, at the steps around them (a

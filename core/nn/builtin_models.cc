@@ -3,11 +3,12 @@
 #include "core/nn/cnn.h"
 #include "core/nn/mlp.h"
 #include "core/nn/model_kinds.h"
+#include "core/nn/transformer.h"
 
 namespace dtlab::core {
 
 std::vector<ModelKindDescriptor> builtinModelKinds() {
-  return {mlpKind(), cnnKind()};
+  return {mlpKind(), cnnKind(), transformerKind()};
 }
 
 }  // namespace dtlab::core

@@ -233,6 +233,16 @@ ModelKindDescriptor mlpKind() {
     }
     return text;
   };
+  d.check = [](const ModelConfig&, const SampleShape& samples, const std::string& path) {
+    // It sees the whole sample: on next-token targets it would read each answer from its
+    // input, except with one token in and the next out.
+    if (samples.causal && samples.features > 1)
+      throw SpecError(path + ".kind",
+                      "mlp sees all " + std::to_string(samples.features) +
+                          " tokens of a sample at once, so it would read each next token from "
+                          "its input; a next-token dataset needs a causal model: the "
+                          "transformer, or the mlp with features 1 (one token in, the next out)");
+  };
   d.make = [](Backend& backend, const ModelConfig& config, const SampleShape& samples,
               int64_t controlSlots) -> std::unique_ptr<Model> {
     return std::make_unique<Mlp>(backend, samples.features, mlpLayers(config, samples.outputs),

@@ -55,7 +55,10 @@ std::vector<std::string> modelKindNames() {
 
 std::unique_ptr<Model> makeModel(Backend& backend, const ModelConfig& config,
                                  const SampleShape& samples, int64_t controlSlots) {
-  std::unique_ptr<Model> model = modelKindOf(config).make(backend, config, samples, controlSlots);
+  const ModelKindDescriptor& kind = modelKindOf(config);
+  // A config built in code has not met the parser: the kind's refusals hold here too.
+  if (kind.check) kind.check(config, samples, "model");
+  std::unique_ptr<Model> model = kind.make(backend, config, samples, controlSlots);
   DTLAB_ENFORCE(model->inputs() == samples.features && model->outputs() == samples.outputs,
                 "model kind '", config.kind, "' built a model for ", model->inputs(), " -> ",
                 model->outputs(), " from samples of ", samples.features, " -> ", samples.outputs);

@@ -29,6 +29,11 @@ struct ModelKindDescriptor {
   // features, layout and outputs), without building it (the parameter server's layout, the
   // spec's size limit).
   std::function<int64_t(const ModelConfig& config, const SampleShape& samples)> parameterCount;
+  // Whether the kind reads ModelConfig::hidden (dense layers' widths); the GUI hides the field
+  // for one that does not.
+  bool readsHidden = true;
+  // The setting a model over the parameter limit is refused on: the one that most sets its size.
+  std::string sizeSetting = "hidden";
   // Multiply-adds of one forward pass per sample, likewise (how many threads a step is worth).
   std::function<int64_t(const ModelConfig& config, const SampleShape& samples)> forwardMacs;
   // Floats a replica keeps per sample from forward for backward (every layer's output, the

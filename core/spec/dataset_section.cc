@@ -77,13 +77,14 @@ void readParameters(ObjectReader& r, std::span<const std::string_view> fields,
 
 void checkBytes(ObjectReader& r, const DatasetConfig& d) {
   // In doubles: the product of two unchecked sizes can overflow int64.
+  const SampleShape shape = sampleShapeOf(d);
   const double bytes = (static_cast<double>(d.trainSize) + static_cast<double>(d.testSize)) *
-                       (static_cast<double>(d.features) + 1.0) * 4.0;
+                       static_cast<double>(shape.features + shape.targets) * 4.0;
   if (bytes <= static_cast<double>(kMaxDatasetBytes)) return;
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   std::ostringstream reason;
   reason << std::fixed << std::setprecision(1) << "the dataset would take " << bytes / kGiB
-         << " GiB ((train_size + test_size) x (features + 1) x 4 bytes), above the cap of "
+         << " GiB ((train_size + test_size) x (features + targets) x 4 bytes), above the cap of "
          << static_cast<double>(kMaxDatasetBytes) / kGiB << " GiB";
   throw SpecError(r.pathOf("train_size"), reason.str());
 }
@@ -124,9 +125,7 @@ json datasetJson(const DatasetConfig& d) {
   const DatasetKindDescriptor& kind = datasetKindOf(d);
   json out = {{"kind", kind.name},    {"train_size", d.trainSize}, {"test_size", d.testSize},
               {"classes", d.classes}, {"features", d.features},    {"seed", d.seed}};
-  const SettingsView view = kind.view(d);
-  for (const SettingSchema& s : kind.parameters)
-    if (view.applies(s.key)) out[s.key] = settingJson(s, view.value(s.key));
+  writeSettings(kind.parameters, kind.view(d), out);
   return out;
 }
 

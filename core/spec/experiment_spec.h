@@ -50,9 +50,6 @@ struct DatasetConfig {
   // that applies; one built in code may hold fewer, and the kind reads their defaults.
   SettingValues parameters{};
 
-  // Bytes the train + test features take when materialised; checked against a cap.
-  int64_t bytes() const { return (trainSize + testSize) * (features + 1) * 4; }
-
   // Equal as written: a config built in code that leaves a parameter at its default is not
   // equal to the one the parser completes from it; canonicalDataset (core/data/dataset_kinds.h)
   // makes them compare as the kind reads them.

@@ -56,6 +56,15 @@ json settingJson(const SettingSchema& setting, const SettingValue& value) {
   return std::get<std::string>(value);
 }
 
+void writeSettings(std::span<const SettingSchema> schema, const SettingsView& view, json& out) {
+  for (const SettingSchema& s : schema) {
+    if (!view.applies(s.key)) continue;
+    const SettingValue& value = view.value(s.key);
+    if (!s.zeroMeans.empty() && value == SettingValue(int64_t{0})) continue;
+    out[s.key] = settingJson(s, value);
+  }
+}
+
 void completeSettings(std::span<const SettingSchema> schema, SettingValues& values,
                       ObjectReader& r) {
   const SettingsView view(schema, values);

@@ -1,6 +1,7 @@
 #pragma once
 // Settings (core/spec/settings.h) read from and written to a spec's JSON: shared by the
 // variants' strategy settings and the dataset kinds' parameters.
+#include <span>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,10 @@ SettingValue readSetting(const nlohmann::json& value, const std::string& path,
 // The value as the writer puts it (a single-precision real as the shortest decimal that reads
 // back as the same float).
 nlohmann::json settingJson(const SettingSchema& setting, const SettingValue& value);
+// Each setting of `schema` that applies, as settingJson writes it, into the object `out`; a
+// setting whose 0 stands for a word (zeroMeans) is left out at 0, which is how it reads back.
+void writeSettings(std::span<const SettingSchema> schema, const SettingsView& view,
+                   nlohmann::json& out);
 // `value` as one of `choices`; throws SpecError at `path` naming them (and the closest).
 std::string toChoiceName(const nlohmann::json& value, const std::string& path,
                          const std::vector<std::string>& choices);

@@ -106,7 +106,7 @@ SpecSection datasetSection() {
       .summary =
           "The synthetic dataset: these fields are every kind's; the kind's own parameters sit "
           "beside them ([dataset kinds](dataset-kinds.md)). The data must fit in memory: "
-          "`(train_size + test_size) x (features + 1) x 4` bytes at most 4 GiB (refused on "
+          "`(train_size + test_size) x (features + targets) x 4` bytes at most 4 GiB (refused on "
           "`dataset.train_size`).",
       .more = SpecRegistry::kDatasetKinds,
       .fields =
@@ -158,7 +158,8 @@ SpecSection modelSection() {
       .title = "model",
       .summary =
           "The model: a registered kind, its input width the dataset's `features` and its "
-          "output width the dataset's `classes`. These fields are every kind's; the "
+          "output width the dataset's `classes` (for a sequence dataset, a distribution over "
+          "them per token). These fields are every kind's; the "
           "kind's own settings sit beside them ([model kinds](model-kinds.md)).",
       .more = SpecRegistry::kModelKinds,
       .fields =
@@ -175,7 +176,9 @@ SpecSection modelSection() {
                .integer = IntegerBounds{1, kMaxWidth},
                .size = IntegerBounds{0, kMaxHiddenLayers},
                .allowed = "hidden layer widths; `[]` is a linear model; at most 2^28 parameters "
-                          "in all (refused on `model.hidden`)"},
+                          "in all (refused on `model.hidden`)",
+               .usedBy = "mlp, cnn (its dense layers after the convolutions); the transformer "
+                         "has its own widths"},
               {.key = "activation",
                .type = kChoice,
                .defaultJson = text(toString(m.activation)),
@@ -189,7 +192,7 @@ SpecSection modelSection() {
                .defaultJson = text(toString(m.loss)),
                .defaultText = "`\"mse\"` for a regression dataset",
                .choices = namesOf(kLossNames),
-               .allowed = "`cross_entropy` needs a classification dataset"},
+               .allowed = "`cross_entropy` needs a classification dataset, `mse` a regression one"},
           },
   };
 }

@@ -110,11 +110,15 @@ ModelConfig parseModel(ObjectReader& r, std::span<const std::string_view> fields
   if (m.loss == LossKind::kCrossEntropy && !classification)
     throw SpecError(r.pathOf("loss"), concat("cross_entropy needs a classification dataset, and ",
                                              data.kind, " is a regression dataset; use mse"));
+  // Its targets are values, one per output; a classification's labels are classes.
+  if (m.loss == LossKind::kMse && classification)
+    throw SpecError(r.pathOf("loss"), concat("mse needs a regression dataset's target values, and ",
+                                             data.kind, " gives classes; use cross_entropy"));
   const SampleShape samples = sampleShapeOf(data);
   if (kind->check) kind->check(m, samples, r.path());
   const auto parameters = static_cast<double>(kind->parameterCount(m, samples));
   if (parameters > kMaxModelParameters)
-    throw SpecError(r.pathOf("hidden"),
+    throw SpecError(r.pathOf(kind->sizeSetting),
                     concat("the model would have ", formatNumber(parameters),
                            " parameters, above the limit of ", formatNumber(kMaxModelParameters),
                            "; use fewer or narrower layers"));
@@ -445,6 +449,22 @@ ExperimentSpec parseExperimentSpec(const json& document) {
     // one be missed. The tests fail on this message.
     throw SpecError("(json)", std::string("internal error reading the spec: ") + e.what());
   }
+}
+
+DatasetConfig parseDatasetSection(const json& dataset, uint64_t specSeed) {
+  try {
+    const json document = {{"dataset", dataset}};
+    ObjectReader r(document, "", specSectionKeys(""));
+    const std::vector<std::string_view> keys = datasetFields();
+    ObjectReader reader = r.child("dataset", keys);
+    return parseDataset(reader, keys, specSeed);
+  } catch (const json::exception& e) {
+    throw SpecError("(json)", std::string("internal error reading the dataset: ") + e.what());
+  }
+}
+
+json toJson(const DatasetConfig& dataset) {
+  return datasetJson(dataset);
 }
 
 ExperimentSpec parseExperimentSpecText(const std::string& text) {

@@ -15,6 +15,12 @@ namespace dtlab::core {
 ExperimentSpec parseExperimentSpec(const nlohmann::json& json);
 ExperimentSpec parseExperimentSpecText(const std::string& text);  // also reports JSON syntax errors
 ExperimentSpec loadExperimentSpec(const std::string& path);       // names the file in errors
+// A spec's "dataset" object alone, read as parseExperimentSpec reads it (errors name paths
+// under "dataset"; `specSeed` stands for the spec's seed), and written back complete: for an
+// editor of a dataset that no model has been chosen for (a model kind may refuse some
+// datasets, as mlp refuses next-token sequences).
+DatasetConfig parseDatasetSection(const nlohmann::json& dataset, uint64_t specSeed);
+nlohmann::json toJson(const DatasetConfig& dataset);
 // Complete JSON with every default filled in; sameExperiment(parseExperimentSpec(toJson(s)), s).
 nlohmann::json toJson(const ExperimentSpec& spec);
 // One cluster.nodes entry, as toJson(spec) writes it.

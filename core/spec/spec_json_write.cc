@@ -26,9 +26,7 @@ json modelJson(const ModelConfig& m) {
               {"activation", toString(m.activation)},
               {"init", toString(m.init)},
               {"loss", toString(m.loss)}};
-  const SettingsView view = kind.view(m);
-  for (const SettingSchema& s : kind.parameters)
-    if (view.applies(s.key)) out[s.key] = settingJson(s, view.value(s.key));
+  writeSettings(kind.parameters, kind.view(m), out);
   return out;
 }
 

@@ -152,13 +152,7 @@ json variantsJson(const std::vector<VariantConfig>& variants) {
     const StrategyDescriptor& strategy = strategyOf(v);
     json variant = {{"name", v.name.empty() ? strategy.name : v.name}, {"strategy", strategy.name}};
     if (v.nodes > 0) variant["nodes"] = v.nodes;
-    const SettingsView view = strategy.view(v);
-    for (const SettingSchema& s : strategy.settings) {
-      if (!view.applies(s.key)) continue;
-      const SettingValue& value = view.value(s.key);
-      if (!s.zeroMeans.empty() && value == SettingValue(int64_t{0})) continue;
-      variant[s.key] = settingJson(s, value);
-    }
+    writeSettings(strategy.settings, strategy.view(v), variant);
     out.push_back(std::move(variant));
   }
   return out;

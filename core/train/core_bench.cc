@@ -42,10 +42,19 @@ ExperimentSpec coreBenchSpec(const CoreBenchConfig& config) {
   DTLAB_ENFORCE(config.batch > 0 && config.inputs > 0 && config.hidden > 0 && config.layers >= 0 &&
                     config.classes >= 2,
                 "bad benchmark shape");
-  DTLAB_ENFORCE(config.model == "mlp" || config.model == "cnn", "bench core has no model '",
-                config.model, "'");
+  DTLAB_ENFORCE(config.model == "mlp" || config.model == "cnn" || config.model == "transformer",
+                "bench core has no model '", config.model, "'");
   ExperimentSpec spec;
-  if (config.model == "cnn") {
+  if (config.model == "transformer") {
+    spec.dataset = defaultDataset("language");
+    spec.dataset.features = config.tokens;
+    spec.dataset.classes = config.classes;
+    spec.model.kind = "transformer";
+    spec.model.activation = Activation::kGELU;
+    spec.model.parameters.set("layers", config.layers);
+    spec.model.parameters.set("width", config.hidden);
+    spec.model.parameters.set("heads", config.heads);
+  } else if (config.model == "cnn") {
     spec.dataset = defaultDataset("shapes");
     spec.model.kind = "cnn";
     spec.model.parameters.set("channels", config.channels);
@@ -58,7 +67,8 @@ ExperimentSpec coreBenchSpec(const CoreBenchConfig& config) {
   spec.dataset.trainSize = config.batch * 8;
   spec.dataset.testSize = spec.dataset.classes;
   spec.dataset.seed = 1;
-  spec.model.hidden.assign(static_cast<std::size_t>(config.layers), config.hidden);
+  if (config.model != "transformer")
+    spec.model.hidden.assign(static_cast<std::size_t>(config.layers), config.hidden);
   spec.optimizer.kind = OptimizerKind::kSgd;
   spec.optimizer.lr = 0.01f;
   spec.optimizer.momentum = 0.9f;

@@ -13,12 +13,14 @@ namespace dtlab::core {
 // `dtlab-cli bench core`: full single-process training steps with cross-entropy and SGD
 // with momentum, of an MLP in -> hidden x layers -> classes, or of the cnn kind on shapes'
 // 1 x 28 x 28 images (inputs 784 and classes 10, the dataset's): `channels` in the first of
-// `blocks` convolution blocks, then hidden x layers dense layers.
+// `blocks` convolution blocks, then hidden x layers dense layers; or of the transformer kind on
+// the language dataset: `tokens` tokens of a vocabulary of `classes`, `layers` blocks of width
+// `hidden` with `heads` heads (GELU, causal attention).
 struct CoreBenchConfig {
   std::string device = "cpu";              // "cpu" or "cuda[:N]"
   Precision precision = Precision::kFp32;  // kTf32, kBf16: CUDA only
   int threads = 1;
-  std::string model = "mlp";  // or "cnn"
+  std::string model = "mlp";  // or "cnn", "transformer"
   int64_t batch = 256;
   int64_t inputs = 256;
   int64_t hidden = 1024;
@@ -26,6 +28,8 @@ struct CoreBenchConfig {
   int64_t classes = 10;
   int64_t channels = 16;  // cnn
   int64_t blocks = 2;     // cnn
+  int64_t tokens = 64;    // transformer
+  int64_t heads = 4;      // transformer
   int warmupSteps = 10;
   int repetitions = 7;
   double secondsPerRepetition = 0.3;

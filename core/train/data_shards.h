@@ -26,7 +26,7 @@
 // - A shard smaller than its worker's batch (extreme skew, tiny datasets) is repeated until it
 //   fills one, so that worker trains on its few samples rather than failing the run.
 // - Memory: a worker that draws whole batches from its own samples materialises them once
-//   (Worker's single-replica case): shard rows x (features + 1) floats, about train_size /
+//   (Worker's single-replica case): shard rows x (features + targets) floats, about train_size /
 //   workers rows on average under "iid", up to most of the set for a Dirichlet shard that
 //   took most classes; the cluster's total stays one training set.
 

@@ -180,7 +180,7 @@ bool TrainingLoop::evaluate(Strategy& strategy, int64_t step) {
       const double wallMs = msBetween(start_, Clock::now());
       result_.finalTestLoss = e.loss;
       result_.finalTestAccuracy = std::isnan(e.accuracy) ? std::nullopt : std::optional(e.accuracy);
-      if (sink_ != nullptr) sink_->onEval({progress, wallMs, e.loss, e.accuracy});
+      if (sink_ != nullptr) sink_->onEval({progress, wallMs, e.loss, e.accuracy, e.perplexity});
       if (spec_.training.targetAccuracy && !std::isnan(e.accuracy) &&
           e.accuracy >= *spec_.training.targetAccuracy)
         v[Votes::kTargetReached] = 1.0f;

@@ -29,7 +29,7 @@ bool isContiguous(const std::vector<int64_t>& samples) {
 void materialize(const Dataset& dataset, Split split, Tensor& x, Tensor& y) {
   const int64_t n = dataset.size(split);
   x.resize(n, dataset.features());
-  y.resize(n, 1);
+  y.resize(n, dataset.targets());
   dataset.generate(split, 0, n, x.data(), y.data());
 }
 }  // namespace
@@ -48,6 +48,7 @@ Worker::Worker(const ExperimentSpec& spec, Backend& backend, const Dataset& data
     : spec_(spec),
       backend_(backend),
       task_(dataset.task()),
+      targets_(dataset.targets()),
       model_(makeModel(backend, spec.model, sampleShapeOf(spec.dataset), controlSlots)),
       optimizer_(backend.makeOptimizer(spec.optimizer)),
       schedule_(spec.optimizer, scheduleBatch > 0 ? scheduleBatch : slice.global, totalSteps),
@@ -55,9 +56,11 @@ Worker::Worker(const ExperimentSpec& spec, Backend& backend, const Dataset& data
       shardSize_(static_cast<int64_t>(shard.size())),
       slice_(slice),
       localBatch_(slice.count) {
-  DTLAB_ENFORCE(model_->inputs() == dataset.features() && model_->outputs() == dataset.outputs(),
+  DTLAB_ENFORCE(model_->inputs() == dataset.features() &&
+                    model_->outputs() == dataset.outputs() * dataset.targets(),
                 "the spec's dataset gives samples of ", model_->inputs(), " -> ", model_->outputs(),
-                " but the dataset built makes ", dataset.features(), " -> ", dataset.outputs());
+                " but the dataset built makes ", dataset.features(), " -> ",
+                dataset.outputs() * dataset.targets());
   DTLAB_ENFORCE(localBatch_ > 0, "local batch must be positive, got ", localBatch_,
                 " (global batch ", slice.global, " split too finely?)");
   DTLAB_ENFORCE(slice.begin >= 0 && slice.begin + slice.count <= slice.global,
@@ -91,24 +94,25 @@ Worker::Worker(const ExperimentSpec& spec, Backend& backend, const Dataset& data
     if (const datagen::SampleProgram* program = dataset.program())
       sampleSource_ = backend_.makeSampleSource(*program);
     residentX_ = backend_.allocate(heldRows_ * model_->inputs());
-    residentY_ = backend_.allocate(heldRows_);
+    residentY_ = backend_.allocate(heldRows_ * targets_);
     batchRows_.resize(static_cast<std::size_t>(localBatch_));
   }
   if (sampleSource_ == nullptr) {
     heldX_.resize(heldRows_, model_->inputs());
-    heldY_.resize(heldRows_, 1);
+    heldY_.resize(heldRows_, targets_);
   }
   if (holdsWholeShard_) {
     generateRows(
         heldRows_, [](int64_t r) { return r; }, residentX_, residentY_);
     if (backend_.hostMemory()) {
       stageX_.resize(localBatch_, model_->inputs());
-      stageY_.resize(localBatch_, 1);
+      stageY_.resize(localBatch_, targets_);
     }
   }
   reserveBatch(localBatch_);
+  evalChunk_ = std::max<int64_t>(1, kEvalLabels / targets_);
   evalX_ = backend_.allocate(evalChunk_ * model_->inputs());
-  evalY_ = backend_.allocate(evalChunk_);
+  evalY_ = backend_.allocate(evalChunk_ * targets_);
   model_->reserve(std::max(localBatch_, evalChunk_));
 }
 
@@ -130,7 +134,7 @@ int64_t Worker::trainingDataBytes() const {
   int64_t floats = heldX_.size() + heldY_.size();
   // Batch by batch on the host: the batch trained on, and the one made meanwhile if any is.
   if (perBatch_ && backend_.hostMemory())
-    floats += (spareX_ != nullptr ? 2 : 1) * batchCapacity_ * (model_->inputs() + 1);
+    floats += (spareX_ != nullptr ? 2 : 1) * batchCapacity_ * (model_->inputs() + targets_);
   return floats * static_cast<int64_t>(sizeof(float));
 }
 
@@ -163,15 +167,15 @@ void Worker::generateRows(int64_t rows, PositionOf positionOf, float* x, float* 
   const int64_t features = model_->inputs();
   inChunks(rows, positionOf, chunk_, [&](int64_t done, std::span<const int64_t> indices) {
     if (sampleSource_ != nullptr) {
-      sampleSource_->generate(Split::kTrain, indices, x + done * features, y + done);
+      sampleSource_->generate(Split::kTrain, indices, x + done * features, y + done * targets_);
     } else {
-      dataset_.generateIndices(Split::kTrain, indices, heldX_.row(done), heldY_.data() + done);
+      dataset_.generateIndices(Split::kTrain, indices, heldX_.row(done), heldY_.row(done));
     }
   });
   // Rows made on the host go to backend memory when x is there (a GPU without a source).
   if (sampleSource_ == nullptr && x != nullptr) {
     backend_.upload(x, heldX_.data(), rows * features);
-    backend_.upload(y, heldY_.data(), rows);
+    backend_.upload(y, heldY_.data(), rows * targets_);
   }
 }
 
@@ -192,7 +196,7 @@ void Worker::setSlice(BatchSlice slice) {
     releaseResidentRows();  // batches are generated one by one from here on
     if (sampleSource_ == nullptr) {
       heldX_.resize(slice.global, model_->inputs());  // room for any slice
-      heldY_.resize(slice.global, 1);
+      heldY_.resize(slice.global, targets_);
     }
     chunk_.resize(static_cast<std::size_t>(std::min(slice.global, kGenerateChunk)));
   }
@@ -208,7 +212,7 @@ void Worker::reserveBatch(int64_t rows) {
     *buffer = nullptr;
   }
   batchX_ = backend_.allocate(rows * model_->inputs());
-  batchY_ = backend_.allocate(rows);
+  batchY_ = backend_.allocate(rows * targets_);
   batchCapacity_ = rows;
   model_->reserve(rows);
 }
@@ -220,7 +224,7 @@ void Worker::generateHostBatch(int64_t cursor, const BatchSlice& slice, std::vec
       slice.count,
       [&](int64_t r) { return order_[static_cast<std::size_t>(cursor + slice.begin + r)]; }, chunk,
       [&](int64_t done, std::span<const int64_t> indices) {
-        dataset_.generateIndices(Split::kTrain, indices, x + done * features, y + done);
+        dataset_.generateIndices(Split::kTrain, indices, x + done * features, y + done * targets_);
       });
 }
 
@@ -231,7 +235,7 @@ void Worker::startPrefetch() {
     return;
   if (spareX_ == nullptr) {
     spareX_ = backend_.allocate(batchCapacity_ * model_->inputs());
-    spareY_ = backend_.allocate(batchCapacity_);
+    spareY_ = backend_.allocate(batchCapacity_ * targets_);
     prefetchChunk_.resize(chunk_.size());
   }
   ahead_ = {epoch_, cursor_, slice_};
@@ -333,15 +337,15 @@ void Worker::loadBatch() {
       batchRows_[static_cast<std::size_t>(i)] =
           holdsWholeShard_ ? order_[static_cast<std::size_t>(cursor_ + i)] : first + i;
     backend_.gatherRows(residentX_, features, batchRows_, batchX_);
-    backend_.gatherRows(residentY_, 1, batchRows_, batchY_);
+    backend_.gatherRows(residentY_, targets_, batchRows_, batchY_);
   } else if (holdsWholeShard_) {
     for (int64_t i = 0; i < localBatch_; ++i) {
       const int64_t pos = order_[static_cast<std::size_t>(cursor_ + i)];
       std::copy_n(heldX_.row(pos), features, stageX_.row(i));
-      stageY_.data()[i] = heldY_.data()[pos];
+      std::copy_n(heldY_.row(pos), targets_, stageY_.row(i));
     }
     backend_.upload(batchX_, stageX_.data(), localBatch_ * features);
-    backend_.upload(batchY_, stageY_.data(), localBatch_);
+    backend_.upload(batchY_, stageY_.data(), localBatch_ * targets_);
   } else if (perBatch_ && backend_.hostMemory()) {
     if (prefetch_.valid() && ahead_.epoch == epoch_ && ahead_.cursor == cursor_ &&
         ahead_.slice.begin == slice_.begin && ahead_.slice.count == slice_.count) {
@@ -365,7 +369,7 @@ void Worker::loadBatch() {
   } else {
     const int64_t row = cursor_ / slice_.global * localBatch_;
     backend_.upload(batchX_, heldX_.row(row), localBatch_ * features);
-    backend_.upload(batchY_, heldY_.data() + row, localBatch_);
+    backend_.upload(batchY_, heldY_.row(row), localBatch_ * targets_);
   }
   cursor_ += slice_.global;
   startPrefetch();
@@ -373,9 +377,13 @@ void Worker::loadBatch() {
 
 LossResult Worker::loss(const float* output, const float* labels, int64_t rows, float gradScale,
                         float* dOutput) {
+  // A sample's outputs are a class distribution per label, in the label's order: rows x
+  // (targets x classes) is (rows x targets) x classes, each label a row of its own, and the
+  // loss is their mean (gradScale per sample, shared by its labels).
   if (spec_.model.loss == LossKind::kCrossEntropy)
-    return backend_.softmaxCrossEntropy(output, labels, rows, model_->outputs(), gradScale,
-                                        dOutput);
+    return backend_.softmaxCrossEntropy(output, labels, rows * targets_,
+                                        model_->outputs() / targets_,
+                                        gradScale / static_cast<float>(targets_), dOutput);
   // MSE's mean runs over rows and outputs (PyTorch's MSELoss), so is its gradient: 2/n.
   return backend_.meanSquaredError(output, labels, rows, model_->outputs(),
                                    2.0f * gradScale / static_cast<float>(model_->outputs()),
@@ -394,7 +402,7 @@ double Worker::computeGradients(float gradScale, GradientListener* listener) {
   const LossResult result = loss(out, batchY_, localBatch_, gradScale, dOut);
   model_->backward(batchX_, dOut, localBatch_, listener);
   warm_ = true;
-  double mean = result.lossSum / static_cast<double>(localBatch_);
+  double mean = result.lossSum / static_cast<double>(localBatch_ * targets_);
   if (spec_.model.loss == LossKind::kMse) mean /= static_cast<double>(model_->outputs());
   return mean;
 }
@@ -448,13 +456,13 @@ void EvalSet::prepare() {
     if (auto source = program ? backend_.makeSampleSource(*program) : nullptr) {
       const int64_t features = dataset_.features();
       residentX_ = backend_.allocate(n * features);
-      residentY_ = backend_.allocate(n);
+      residentY_ = backend_.allocate(n * dataset_.targets());
       std::vector<int64_t> indices(static_cast<std::size_t>(std::min(n, kGenerateChunk)));
       for (int64_t done = 0; done < n; done += kGenerateChunk) {
         const int64_t count = std::min(kGenerateChunk, n - done);
         std::iota(indices.begin(), indices.begin() + count, done);
         source->generate(split_, {indices.data(), static_cast<std::size_t>(count)},
-                         residentX_ + done * features, residentY_ + done);
+                         residentX_ + done * features, residentY_ + done * dataset_.targets());
       }
       prepared_ = true;
       return;
@@ -476,10 +484,10 @@ Evaluation Worker::evaluate(EvalSet& set) {
     const float* y = evalY_;
     if (set.residentX() != nullptr) {
       x = set.residentX() + begin * features;
-      y = set.residentY() + begin;
+      y = set.residentY() + begin * targets_;
     } else {
       backend_.upload(evalX_, set.hostX().row(begin), rows * features);
-      backend_.upload(evalY_, set.hostY().data() + begin, rows);
+      backend_.upload(evalY_, set.hostY().row(begin), rows * targets_);
     }
     const float* out = model_->forward(x, rows);
     const LossResult r = loss(out, y, rows, 0.0f, nullptr);
@@ -487,11 +495,12 @@ Evaluation Worker::evaluate(EvalSet& set) {
     correct += r.correct;
   }
   Evaluation e;
-  e.loss = lossSum / static_cast<double>(n);
+  const auto labels = static_cast<double>(n * targets_);  // the loss and accuracy are per label
+  e.loss = lossSum / labels;
   if (spec_.model.loss == LossKind::kMse) e.loss /= static_cast<double>(model_->outputs());
-  e.accuracy = task_ == TaskKind::kClassification
-                   ? static_cast<double>(correct) / static_cast<double>(n)
-                   : std::numeric_limits<double>::quiet_NaN();
+  e.accuracy = task_ == TaskKind::kClassification ? static_cast<double>(correct) / labels
+                                                  : std::numeric_limits<double>::quiet_NaN();
+  if (sampleShapeOf(spec_.dataset).tokens()) e.perplexity = std::exp(e.loss);
   return e;
 }
 

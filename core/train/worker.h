@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <future>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -19,7 +20,8 @@ namespace dtlab::core {
 // Test loss and accuracy of a model on a materialised split.
 struct Evaluation {
   double loss = 0.0;
-  double accuracy = 0.0;  // NaN for regression
+  double accuracy = 0.0;                                         // NaN for regression
+  double perplexity = std::numeric_limits<double>::quiet_NaN();  // exp(loss), token kinds only
 };
 
 // A whole split to evaluate on, made on first use and shared by the replicas of a run on
@@ -186,6 +188,7 @@ class Worker {
   const ExperimentSpec& spec_;
   Backend& backend_;
   TaskKind task_;
+  int64_t targets_;  // labels per sample (Dataset::targets()): y rows are this wide
   std::unique_ptr<Model> model_;
   std::unique_ptr<Optimizer> optimizer_;
   LrSchedule schedule_;
@@ -270,7 +273,11 @@ class Worker {
   float* spareX_ = nullptr;
   float* spareY_ = nullptr;
   std::vector<int64_t> prefetchChunk_;
-  int64_t evalChunk_ = 1024;
+  // Samples an evaluation runs through the model at once: kEvalLabels labels' worth (a
+  // sequence's tokens each keep a model's activations, so 1024 samples of 64 tokens would
+  // hold a transformer's for 65536 rows).
+  static constexpr int64_t kEvalLabels = 1024;
+  int64_t evalChunk_ = kEvalLabels;
   float* evalX_ = nullptr;
   float* evalY_ = nullptr;
 

@@ -69,7 +69,8 @@ std::vector<std::string> shapeArgs(const core::CoreBenchConfig& c) {
   if (c.model != "mlp") {  // the MLP's references (torch_ddp.py too) know no other flags
     for (const std::string& a :
          {std::string("--model"), c.model, std::string("--channels"), std::to_string(c.channels),
-          std::string("--blocks"), std::to_string(c.blocks)})
+          std::string("--blocks"), std::to_string(c.blocks), std::string("--tokens"),
+          std::to_string(c.tokens), std::string("--heads"), std::to_string(c.heads)})
       args.push_back(a);
   }
   return args;

@@ -70,7 +70,7 @@ DataBenchResult runDataBench(const DataBenchOptions& options, std::FILE* out) {
     const auto dataset = core::makeDataset(config);
     DataKindResult r{kind, dataset->features()};
     std::vector<float> x(static_cast<std::size_t>(samples * r.features));
-    std::vector<float> y(static_cast<std::size_t>(samples));
+    std::vector<float> y(static_cast<std::size_t>(samples * dataset->targets()));
     std::vector<double> host;
     std::vector<double> onDevice;
     std::unique_ptr<core::SampleSource> source;

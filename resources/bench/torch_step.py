@@ -2,7 +2,11 @@
 """PyTorch reference for `dtlab-cli bench core`: the same training step, of the same MLP or
 (--model cnn) the same CNN on 1 x 28 x 28 images: per block a 3 x 3 convolution with padding 1,
 ReLU and 2 x 2 max pooling, --channels in the first of --blocks blocks and twice as many in each
-next, then --layers dense layers of --hidden with ReLU and a 10-way output layer.
+next, then --layers dense layers of --hidden with ReLU and a 10-way output layer; or (--model
+transformer) the same decoder-only transformer over --tokens token ids of a vocabulary of
+--classes: token and learnt position embeddings, --layers pre-norm blocks of width --hidden
+(--heads heads, a feed-forward layer 4 x wide with GELU, causal attention, no dropout), a final
+layer norm and a head per token, cross-entropy over every token.
 
 A step is zero_grad, forward, cross-entropy, backward and the SGD-momentum update on one
 fixed random batch. After --warmup untimed steps the script prints one JSON line describing
@@ -33,8 +37,28 @@ import torch
 from blas_probe import loaded_blas
 
 
+class Transformer(torch.nn.Module):
+    def __init__(self, a):
+        super().__init__()
+        self.tokens = torch.nn.Embedding(a.classes, a.hidden)
+        self.positions = torch.nn.Parameter(0.02 * torch.randn(a.tokens, a.hidden))
+        block = torch.nn.TransformerEncoderLayer(a.hidden, a.heads, 4 * a.hidden, dropout=0.0,
+                                                 activation="gelu", batch_first=True,
+                                                 norm_first=True)
+        self.blocks = torch.nn.TransformerEncoder(block, a.layers, enable_nested_tensor=False)
+        self.norm = torch.nn.LayerNorm(a.hidden)
+        self.head = torch.nn.Linear(a.hidden, a.classes)
+        self.register_buffer("mask", torch.nn.Transformer.generate_square_subsequent_mask(a.tokens))
+
+    def forward(self, x):
+        h = self.blocks(self.tokens(x) + self.positions, mask=self.mask)
+        return self.head(self.norm(h)).flatten(0, 1)  # a row per token
+
+
 def build(a):
     torch.manual_seed(0)
+    if getattr(a, "model", "mlp") == "transformer":
+        return Transformer(a)
     layers, width = [], a.inputs
     if getattr(a, "model", "mlp") == "cnn":
         channels, side, into = a.channels, 28, 1
@@ -78,7 +102,9 @@ def main():
     p.add_argument("--hidden", type=int, default=1024)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--classes", type=int, default=10)
-    p.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
+    p.add_argument("--model", choices=["mlp", "cnn", "transformer"], default="mlp")
+    p.add_argument("--tokens", type=int, default=64)
+    p.add_argument("--heads", type=int, default=4)
     p.add_argument("--channels", type=int, default=16)
     p.add_argument("--blocks", type=int, default=2)
     p.add_argument("--warmup", type=int, default=10)
@@ -100,9 +126,13 @@ def main():
     model = build(a).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
-    shape = (a.batch, 1, 28, 28) if a.model == "cnn" else (a.batch, a.inputs)
-    x = torch.randn(*shape, device=device)
-    y = torch.randint(0, a.classes, (a.batch,), device=device)
+    if a.model == "transformer":
+        x = torch.randint(0, a.classes, (a.batch, a.tokens), device=device)
+        y = torch.randint(0, a.classes, (a.batch * a.tokens,), device=device)
+    else:
+        shape = (a.batch, 1, 28, 28) if a.model == "cnn" else (a.batch, a.inputs)
+        x = torch.randn(*shape, device=device)
+        y = torch.randint(0, a.classes, (a.batch,), device=device)
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if a.precision == "bf16" \
         else contextlib.nullcontext
 

@@ -106,4 +106,23 @@ inline std::vector<WorkerResult> runRankThreads(const ExperimentSpec& spec,
   return results;
 }
 
+// `world` ranks of the spec at equal speeds, in one group.
+inline std::vector<WorkerResult> runOnRanks(const ExperimentSpec& spec, int world,
+                                            MetricSink* sink = nullptr) {
+  RankThreads how;
+  how.nodes = std::vector<NodeConfig>(static_cast<std::size_t>(world));
+  how.sink = sink;
+  return runRankThreads(spec, how);
+}
+
+// How far synchronous training on four ranks ends from one replica on the whole batch (their
+// relative difference), after checking that the four ranks' replicas agree bit for bit.
+inline double fourRanksApartFromOne(const ExperimentSpec& spec) {
+  const std::vector<float> single = runOnRanks(spec, 1)[0].params;
+  const std::vector<WorkerResult> four = runOnRanks(spec, 4);
+  if (four[0].paramChecksum != four[3].paramChecksum)
+    return std::numeric_limits<double>::infinity();
+  return relativeDifference(four[0].params, single);
+}
+
 }  // namespace dtlab::core::test

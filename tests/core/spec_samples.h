@@ -22,7 +22,6 @@ inline std::vector<ExperimentSpec> variedSpecs() {
   spirals.dataset.parameters.set("turns", 2.25);
   spirals.dataset.parameters.set("noise", 0.2);
   spirals.dataset.seed = 0;
-  spirals.model.loss = LossKind::kMse;
   spirals.model.activation = Activation::kGELU;
   spirals.optimizer.nesterov = true;
   spirals.optimizer.lr = std::nextafter(0.1f, 1.0f);

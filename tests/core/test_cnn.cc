@@ -46,12 +46,6 @@ ExperimentSpec smallCnnSpec(int64_t steps) {
   return spec;
 }
 
-std::vector<WorkerResult> runRanks(const ExperimentSpec& spec, int world) {
-  test::RankThreads how;
-  how.nodes = std::vector<NodeConfig>(static_cast<std::size_t>(world));
-  return test::runRankThreads(spec, how);
-}
-
 }  // namespace
 
 class TestCnn : public QObject {
@@ -226,15 +220,15 @@ class TestCnn : public QObject {
     ExperimentSpec spec = smallCnnSpec(steps);
     spec.model.activation = activation == "tanh" ? Activation::kTanh : Activation::kReLU;
     spec.model.parameters.set("pool", pool.toStdString());
-    const std::vector<float> single = runRanks(spec, 1)[0].params;
-    const std::vector<WorkerResult> four = runRanks(spec, 4);
+    const std::vector<float> single = test::runOnRanks(spec, 1)[0].params;
+    const std::vector<WorkerResult> four = test::runOnRanks(spec, 4);
     QCOMPARE(four[0].paramChecksum, four[3].paramChecksum);
     QVERIFY2(test::relativeDifference(four[0].params, single) < 1e-4,
              qPrintable(QString::number(test::relativeDifference(four[0].params, single))));
     // The bound discriminates: another global batch gives another trajectory.
     ExperimentSpec other = spec;
     other.training.batchSize = 32;
-    const double apart = test::relativeDifference(runRanks(other, 4)[0].params, single);
+    const double apart = test::relativeDifference(test::runOnRanks(other, 4)[0].params, single);
     QVERIFY2(apart > 1e-3, qPrintable(QString::number(apart)));
   }
 
@@ -281,7 +275,7 @@ class TestCnn : public QObject {
     spec.training.maxSteps = 1500;
     spec.training.evalInterval = 100;
     spec.training.targetAccuracy = 0.95;
-    const WorkerResult r = runRanks(spec, 1)[0];
+    const WorkerResult r = test::runOnRanks(spec, 1)[0];
     QVERIFY2(r.status == RunStatus::kCompleted, r.error.c_str());
     QVERIFY2(r.finalTestAccuracy.value_or(0.0) >= 0.95,
              qPrintable(QString("test accuracy %1 after %2 steps")

@@ -42,7 +42,7 @@ class TestDatasetRegistry : public QObject {
   void theRegistryListsItAfterTheBuiltIns() {
     const std::vector<std::string> names = datasetKindNames();
     QCOMPARE(names.back(), std::string(test::kDummyKind));
-    QCOMPARE(names.size(), std::size_t{7});
+    QCOMPARE(names.size(), std::size_t{9});
     QCOMPARE(findDatasetKind({})->name, names.front());  // the default is the first built-in
     bool refused = false;
     try {

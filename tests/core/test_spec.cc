@@ -150,9 +150,6 @@ class TestSpec : public QObject {
     QTest::newRow("shapes restated")
         << QByteArray(R"({"dataset": {"kind": "shapes", "classes": 10, "features": 784}})") << 10LL
         << 784LL << ce;
-    QTest::newRow("mse on classification")
-        << QByteArray(R"({"dataset": {"kind": "checkerboard"}, "model": {"loss": "mse"}})") << 2LL
-        << 2LL << mse;
   }
 
   void kindDependentDefaults() {
@@ -276,7 +273,7 @@ class TestSpec : public QObject {
     // Enums.
     invalidRow("dataset kind", R"({"dataset": {"kind": "blobs"}})", "dataset.kind",
                "must be one of gaussian_blobs, two_spirals, checkerboard, teacher, "
-               "linear_regression, shapes; got \"blobs\"");
+               "linear_regression, shapes, language, copy; got \"blobs\"");
     invalidRow("optimizer kind", R"({"optimizer": {"kind": "sdg"}})", "optimizer.kind",
                "got \"sdg\" (did you mean 'sgd'?)");
     invalidRow("optimizer kind number", R"({"optimizer": {"kind": 3}})", "optimizer.kind",
@@ -319,6 +316,10 @@ class TestSpec : public QObject {
     invalidRow("regression cross entropy",
                R"({"dataset": {"kind": "linear_regression"}, "model": {"loss": "cross_entropy"}})",
                "model.loss", "cross_entropy needs a classification dataset");
+    // mse compares an output with a target value each; a classification gives one class.
+    invalidRow("classification mse",
+               R"({"dataset": {"kind": "checkerboard"}, "model": {"loss": "mse"}})", "model.loss",
+               "mse needs a regression dataset's target values");
     invalidRow("negative separation", R"({"dataset": {"separation": -1}})", "dataset.separation",
                "must be >= 0, got -1");
     invalidRow("negative noise", R"({"dataset": {"noise": -0.5}})", "dataset.noise", ">= 0");
@@ -341,9 +342,10 @@ class TestSpec : public QObject {
                "dataset.label_noise", "only used by teacher");
     invalidRow("separation on teacher", R"({"dataset": {"kind": "teacher", "separation": 2}})",
                "dataset.separation", "only used by gaussian_blobs");
-    invalidRow("memory cap", R"({"dataset": {"train_size": 40000000}})", "dataset.train_size",
-               "4.9 GiB ((train_size + test_size) x (features + 1) x 4 bytes), above the cap of "
-               "4.0 GiB");
+    invalidRow(
+        "memory cap", R"({"dataset": {"train_size": 40000000}})", "dataset.train_size",
+        "4.9 GiB ((train_size + test_size) x (features + targets) x 4 bytes), above the cap of "
+        "4.0 GiB");
     invalidRow("memory cap overflow",
                R"({"dataset": {"train_size": 9223372036854775807, "features": 65536}})",
                "dataset.train_size", "above the cap");

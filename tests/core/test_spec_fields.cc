@@ -135,6 +135,12 @@ json contextOf(const std::string& path, const char* end = "") {
       {"variants[0].strategy", {{"cluster", {{"local_nodes", 2}}}}},
       // images, which every model kind takes (the cnn needs them)
       {"model.kind", {{"dataset", {{"kind", "shapes"}}}}},
+      // token sequences, which the transformer needs
+      {"model.kind=transformer", {{"dataset", {{"kind", "language"}}}}},
+      // one token in, the next out: the default mlp may not see a next token in its input
+      {"dataset.kind=language", {{"dataset", {{"features", 1}}}}},
+      // mse's targets are a regression's values
+      {"model.loss=mse", {{"dataset", {{"kind", "linear_regression"}}}}},
   };
   for (const std::string& key : {path + end, path})
     if (const auto it = contexts.find(key); it != contexts.end()) return it->second;
@@ -460,7 +466,7 @@ class TestSpecFields : public QObject {
         if (f.type != SpecFieldType::kChoice) continue;
         const std::string path = fieldPath(s, f);
         for (const std::string& name : choicesOf(f)) {
-          probes.accepts(path, name, contextOf(path));
+          probes.accepts(path, name, contextOf(path, ("=" + name).c_str()));
           ++choices;
         }
         probes.refuses(path, "no_such_choice", contextOf(path), path);

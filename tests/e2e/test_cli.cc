@@ -126,7 +126,7 @@ class TestCli : public QObject {
     const Outcome all = cli({"bench", "data", "--samples", "500", "--reps", "1", "--json"});
     QVERIFY2(all.exitCode == 0, qPrintable(all.err));
     const auto out = nlohmann::json::parse(all.out.trimmed().split('\n').last().toStdString());
-    QCOMPARE(out["kinds"].size(), std::size_t{6});
+    QCOMPARE(out["kinds"].size(), std::size_t{8});
     for (const nlohmann::json& row : out["kinds"]) {
       QVERIFY2(row["host_samples_per_s"].get<double>() > 0.0, row.dump().c_str());
       QVERIFY2(!row.contains("device_samples_per_s"), row.dump().c_str());

@@ -471,9 +471,10 @@ class TestRun : public QObject {
                                          : std::vector<std::pair<int, int>>{{0, 0}, {1, 1}};
       if (m.scope == core::MetricScope::kNode) owners = {{0, -1}, {1, -1}};
       if (m.scope == core::MetricScope::kRun) owners = {{-1, -1}};
-      // Only asynchronous strategies measure divergence, only GPU workers the GPU's figures;
-      // this synchronous CPU run has none of them (tests/gpu checks the GPU's).
-      if (name == core::metric::kDivergence || core::gpuOnly(m)) continue;
+      // Only asynchronous strategies measure divergence, only GPU workers the GPU's figures,
+      // only runs on token sequences the perplexity; this synchronous CPU run on vectors has
+      // none of them (tests/gpu checks the GPU's, core_test_sequences the perplexity).
+      if (name == core::metric::kDivergence || core::gpuOnly(m) || core::sequenceOnly(m)) continue;
       for (const auto& [node, worker] : owners) {
         const bool stored =
             std::any_of(shown["series"].begin(), shown["series"].end(),

@@ -183,9 +183,10 @@ class TestDashboard : public QObject {
       emit chooser->activated(i);  // as a user's pick does
       QCOMPARE(d.chosenMetric(), std::string(m.name));
       const int expected = seriesOf[std::string(m.name)];
-      if (m.name == core::metric::kDivergence || core::gpuOnly(m)) {
+      if (m.name == core::metric::kDivergence || core::gpuOnly(m) || core::sequenceOnly(m)) {
         // Only asynchronous strategies measure divergence, only GPU workers the GPU's use and
-        // memory; this synchronous CPU run says so.
+        // memory, only runs on token sequences the perplexity; this synchronous CPU run on
+        // vectors says so.
         QCOMPARE(expected, 0);
         QCOMPARE(d.graphs(Dash::kChosenChart).size(), 0);
         QVERIFY(d.note(Dash::kChosenChart).contains("not recorded"));
@@ -199,6 +200,7 @@ class TestDashboard : public QObject {
       if (!m.unit.empty() && m.unit != "bytes")
         QVERIFY2(label.contains(str(m.unit)), qPrintable(label));
     }
+    page->chooseMetric("test_accuracy");
     QVERIFY(d.rect(Dash::kChosenChart)->axis(QCPAxis::atLeft)->label() == QString("test_accuracy"));
 
     // A run trained in one process has no node samples: the chart says so.
@@ -230,8 +232,8 @@ class TestDashboard : public QObject {
       else
         kinds.insert(p.metric);
     // Every row of the table travelled, but divergence, which a synchronous run does not measure,
-    // and the GPU's figures (a CPU run).
-    QCOMPARE(kinds.size(), core::kMetricTable.size() - 3);
+    // the GPU's figures (a CPU run) and the perplexity (a run on vectors).
+    QCOMPARE(kinds.size(), core::kMetricTable.size() - 4);
     for (const core::MetricInfo& m : core::kMetricTable)
       if (core::gpuOnly(m)) QVERIFY(!kinds.count(static_cast<int>(&m - core::kMetricTable.data())));
     // and the run's events: each node it ran on (as its daemon describes itself), how it came to

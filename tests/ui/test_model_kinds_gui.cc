@@ -1,8 +1,9 @@
 // The experiment page's model is the model kinds' descriptors: a kind registered by this test
 // binary alone (tests/core/dummy_model.h) is offered beside mlp, its setting gets a row with
 // the descriptor's label, range and help, and the specs the page writes for it are the parser's,
-// with no change to the GUI. The cnn is edited with its footprint shown, and made, run and
-// compared from the window. Offscreen.
+// with no change to the GUI. The cnn is edited with its footprint shown; it and the transformer
+// are made, run and compared from the window; sequence datasets are previewed as tokens.
+// Offscreen.
 #include <QtTest/QtTest>
 
 #include <QtWidgets/QComboBox>
@@ -11,6 +12,7 @@
 #include <QtWidgets/QLineEdit>
 #include <QtWidgets/QSpinBox>
 
+#include <QtCore/QRegularExpression>
 #include <QtCore/QTemporaryDir>
 #include <QtWidgets/QPushButton>
 
@@ -134,19 +136,68 @@ class TestModelKindsGui : public QObject {
   // A cnn experiment made, run and compared from the window as a user does it: a shapes
   // dataset and a two-node topology saved to the project, an experiment over them with the cnn
   // chosen and a second variant, run on local daemons, its two runs on the compare page.
-  void aCnnExperimentIsRunAndComparedFromTheWindow() {
+  // The sequence kinds are previewed as lines of tokens, inputs over targets, with the floor
+  // the language states; the scatter of two features, meaningless for token ids, is hidden.
+  void sequenceDatasetsArePreviewedAsTokens() {
+    ui::DatasetPage page;
+    page.resize(1200, 800);
+    page.show();
+    QSignalSpy previewed(&page, &ui::DatasetPage::previewShown);
+    page.edit(-1, "tokens", {{"kind", "language"}});
+    QVERIFY(previewed.wait(20000));
+    QVERIFY2(page.error().isEmpty(), qPrintable(page.error()));
+    const ui::DatasetPreview& p = page.preview();
+    QCOMPARE(p.sequences.size(), std::size_t{8});
+    QCOMPARE(p.sequences[0].inputs.size(), std::size_t{32});
+    QVERIFY(p.lossFloor.has_value());
+    auto* tokens = page.findChild<QLabel*>("tokenPreview");
+    QVERIFY(tokens != nullptr && tokens->isVisible() && !page.scatter()->isVisible());
+    QVERIFY2(tokens->text().contains(QString::number(*p.lossFloor, 'f', 3) + " nats per token"),
+             qPrintable(tokens->text()));
+    // The first sample's first input and its target (the next token) as the lines show them.
+    const QStringList lines = tokens->text().split('\n');
+    const auto first = lines.indexOf(QRegularExpression("^#0 in .*"));
+    QVERIFY2(first > 0, qPrintable(tokens->text()));
+    const QStringList in = lines[first].mid(7).split(' ', Qt::SkipEmptyParts);
+    const QStringList out = lines[first + 1].mid(7).split(' ', Qt::SkipEmptyParts);
+    QCOMPARE(in[1], QString::number(static_cast<int>(p.sequences[0].inputs[1])));
+    QCOMPARE(out[0], in[1]);
+    // copy, reversed: the targets are the inputs last first; no floor above 0 to state.
+    page.findChild<QComboBox*>("kind")->setCurrentText("copy");
+    QVERIFY(previewed.wait(20000));
+    QCOMPARE(page.preview().sequences[0].targets.front(),
+             page.preview().sequences[0].inputs.back());
+    // Back to a kind of vectors: the scatter again.
+    page.findChild<QComboBox*>("kind")->setCurrentText("gaussian_blobs");
+    QVERIFY(previewed.wait(20000));
+    QVERIFY(!tokens->isVisible() && page.scatter()->isVisible());
+  }
+
+  // A cnn on images and a transformer on token sequences, each made, run and compared from the
+  // window like any other experiment.
+  void anExperimentOfTheKindIsRunAndComparedFromTheWindow_data() {
+    QTest::addColumn<QString>("dataset");
+    QTest::addColumn<QString>("model");
+    QTest::newRow("cnn on shapes") << "shapes"
+                                   << "cnn";
+    QTest::newRow("transformer on language") << "language"
+                                             << "transformer";
+  }
+  void anExperimentOfTheKindIsRunAndComparedFromTheWindow() {
+    QFETCH(QString, dataset);
+    QFETCH(QString, model);
     QTemporaryDir dir;
     ui::MainWindow window;
     window.setQuietErrors(true);
     window.show();
     QSignalSpy loaded(&window, &ui::MainWindow::projectLoaded);
-    QVERIFY(window.newProject(dir.filePath("cnn.dtlab")));
+    QVERIFY(window.newProject(dir.filePath("kind.dtlab")));
     QVERIFY(loaded.count() > 0 || loaded.wait(20000));
 
     QSignalSpy previewed(window.datasetPage(), &ui::DatasetPage::previewShown);
     window.newDataset();
     QVERIFY(previewed.wait(20000));
-    window.datasetPage()->findChild<QComboBox*>("kind")->setCurrentText("shapes");
+    window.datasetPage()->findChild<QComboBox*>("kind")->setCurrentText(dataset);
     QVERIFY(previewed.wait(20000));
     window.datasetPage()->findChild<QSpinBox*>("train_size")->setValue(4096);
     QVERIFY(previewed.wait(20000));
@@ -163,18 +214,26 @@ class TestModelKindsGui : public QObject {
     qobject_cast<QComboBox*>(experiment->field("dataset"))->setCurrentText("dataset 1");
     qobject_cast<QComboBox*>(experiment->field("cluster"))->setCurrentText("topology 1");
     auto* kind = qobject_cast<QComboBox*>(experiment->field("model.kind"));
-    kind->setCurrentIndex(kind->findText("cnn"));
-    experiment->findChild<QSpinBox*>("channels")->setValue(4);
-    auto* hidden = qobject_cast<QLineEdit*>(experiment->field("model.hidden"));
-    hidden->setText("32");
+    kind->setCurrentIndex(kind->findText(model));
+    if (model == "cnn") {
+      experiment->findChild<QSpinBox*>("channels")->setValue(4);
+      qobject_cast<QLineEdit*>(experiment->field("model.hidden"))->setText("32");
+    } else {
+      experiment->findChild<QSpinBox*>("width")->setValue(16);
+      experiment->findChild<QSpinBox*>("heads")->setValue(2);
+    }
     qobject_cast<QSpinBox*>(experiment->field("training.batch_size"))->setValue(64);
     qobject_cast<QSpinBox*>(experiment->field("training.max_steps"))->setValue(80);
     qobject_cast<QSpinBox*>(experiment->field("training.eval_interval"))->setValue(40);
     experiment->variants()->addVariant();
     QVERIFY2(experiment->error().isEmpty(), qPrintable(experiment->error()));
     const core::ExperimentSpec spec = core::parseExperimentSpec(experiment->spec());
-    QCOMPARE(spec.model.kind, std::string("cnn"));
-    QCOMPARE(spec.model.hidden, std::vector<int64_t>{32});
+    QCOMPARE(spec.model.kind, model.toStdString());
+    if (model == "cnn") QCOMPARE(spec.model.hidden, std::vector<int64_t>{32});
+    if (model == "transformer")
+      QCOMPARE(core::SettingsView(core::modelKindOf(spec.model).parameters, spec.model.parameters)
+                   .integer("width"),
+               int64_t{16});
     experiment->saveButton()->click();
     QTRY_COMPARE_WITH_TIMEOUT(window.explorerModel()->snapshot().experiments.size(), std::size_t{1},
                               10000);

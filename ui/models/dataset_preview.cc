@@ -13,6 +13,7 @@ namespace {
 
 // Counting shard classes reads every training label; beyond this the editor says so instead.
 constexpr int64_t kMaxCountedSamples = 500000;
+constexpr int64_t kShownSequences = 8;
 
 }  // namespace
 
@@ -20,29 +21,38 @@ DatasetPreview computeDatasetPreview(const nlohmann::json& dataset, int workers,
                                      const core::PartitionConfig& partition, int64_t samples) {
   DatasetPreview p;
   try {
-    const core::ExperimentSpec spec = core::parseExperimentSpec({{"dataset", dataset}});
-    p.config = core::toJson(spec)["dataset"];
-    const std::unique_ptr<core::Dataset> data = core::makeDataset(spec.dataset);
+    // The dataset alone: no model has been chosen for it here.
+    const core::DatasetConfig config =
+        core::parseDatasetSection(dataset, core::ExperimentSpec{}.seed);
+    p.config = core::toJson(config);
+    const std::unique_ptr<core::Dataset> data = core::makeDataset(config);
     p.classification = data->task() == core::TaskKind::kClassification;
     p.features = data->features();
     p.classes = p.classification ? data->outputs() : 0;
     const int64_t n = std::min(samples, data->size(core::Split::kTest));
     core::Tensor x, y;
     x.resize(n, data->features());
-    y.resize(n, 1);
+    y.resize(n, data->targets());
     data->generate(core::Split::kTest, 0, n, x.data(), y.data());
     for (int64_t i = 0; i < n; ++i) {
       p.x.push_back(x.row(i)[0]);
-      p.y.push_back(data->features() > 1 ? x.row(i)[1] : y.data()[i]);
+      p.y.push_back(data->features() > 1 ? x.row(i)[1] : y.row(i)[0]);
       if (p.classification) {
-        p.label.push_back(static_cast<int>(y.data()[i]));
+        p.label.push_back(static_cast<int>(y.row(i)[0]));
       } else {
-        p.target.push_back(y.data()[i]);
+        p.target.push_back(y.row(i)[0]);
       }
     }
-    const core::SampleShape shape = core::sampleShapeOf(spec.dataset);
-    if (core::datasetKindOf(spec.dataset).preview == core::DatasetPreviewKind::kImages &&
-        shape.image() && shape.dims[0] == 1 && shape.dims[1] == shape.dims[2]) {
+    p.lossFloor = data->lossFloor();
+    if (core::datasetKindOf(config).preview == core::DatasetPreviewKind::kTokens) {
+      const int64_t shown = std::min<int64_t>(n, kShownSequences);
+      for (int64_t i = 0; i < shown; ++i)
+        p.sequences.push_back(
+            {{x.row(i), x.row(i) + data->features()}, {y.row(i), y.row(i) + data->targets()}});
+    }
+    const core::SampleShape shape = core::sampleShapeOf(config);
+    if (core::datasetKindOf(config).preview == core::DatasetPreviewKind::kImages && shape.image() &&
+        shape.dims[0] == 1 && shape.dims[1] == shape.dims[2]) {
       p.imageSide = shape.dims[2];
       const int64_t shown = std::min<int64_t>(n, 12);
       for (int64_t i = 0; i < shown; ++i) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,13 @@ struct DatasetPreview {
   int64_t imageSide = 0;
   std::vector<std::vector<float>> images;
   std::vector<int> imageLabels;
+  // Kinds previewed as tokens (sequences): the first samples' token ids, inputs and targets.
+  struct Sequence {
+    std::vector<float> inputs, targets;
+  };
+  std::vector<Sequence> sequences;
+  // The lowest mean loss per label any model can reach, where the kind knows it (nats).
+  std::optional<double> lossFloor;
   // Per worker, the class counts of its training shard under the chosen partition
   // (classification only; empty when the training set is too large to count quickly).
   std::vector<std::vector<int64_t>> shardClassCounts;

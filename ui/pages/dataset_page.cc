@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include <QtCore/QTimer>
+#include <QtGui/QFontDatabase>
 #include <QtGui/QPainter>
 #include <QtWidgets/QComboBox>
 #include <QtWidgets/QDoubleSpinBox>
@@ -48,6 +49,37 @@ int clampedInt(double v) {
                                      double{std::numeric_limits<int>::max()}));
 }
 
+// A sequence kind's samples as text: per sample its input tokens over its targets, aligned
+// token under token, cut at kShownTokens; the floor the kind states above them.
+constexpr std::size_t kShownTokens = 20;
+
+QString tokenLine(const std::vector<float>& tokens, int width) {
+  QStringList cells;
+  for (std::size_t t = 0; t < std::min(tokens.size(), kShownTokens); ++t)
+    cells << QString::number(static_cast<int>(tokens[t])).rightJustified(width);
+  if (tokens.size() > kShownTokens) cells << QStringLiteral("... (%1)").arg(tokens.size());
+  return cells.join(' ');
+}
+
+QString tokenText(const DatasetPreview& p) {
+  const int width = static_cast<int>(QString::number(std::max<int64_t>(p.classes - 1, 0)).size());
+  QStringList lines;
+  lines << QObject::tr("Test samples as token ids (vocabulary of %1): inputs, then targets")
+               .arg(p.classes);
+  if (p.lossFloor)
+    lines << QObject::tr("No model can do better than %1 nats per token (perplexity %2)")
+                 .arg(*p.lossFloor, 0, 'f', 3)
+                 .arg(std::exp(*p.lossFloor), 0, 'f', 2);
+  for (std::size_t i = 0; i < p.sequences.size(); ++i) {
+    lines << QString();
+    const QString in = QStringLiteral("#%1 in  ").arg(i);
+    lines << in + tokenLine(p.sequences[i].inputs, width);
+    lines << QStringLiteral("out ").rightJustified(in.size()) +
+                 tokenLine(p.sequences[i].targets, width);
+  }
+  return lines.join('\n');
+}
+
 }  // namespace
 
 DatasetPage::DatasetPage(QWidget* parent)
@@ -65,6 +97,7 @@ DatasetPage::DatasetPage(QWidget* parent)
       alpha_(new QDoubleSpinBox(this)),
       error_(new QLabel(this)),
       images_(new QLabel(this)),
+      tokens_(new QLabel(this)),
       shardNote_(new QLabel(this)),
       save_(new QPushButton(tr("Save to project"), this)),
       scatter_(new QCustomPlot(this)),
@@ -180,6 +213,11 @@ QLayout* DatasetPage::buildPreview() {
   auto* right = new QVBoxLayout();
   right->addWidget(scatter_, 3);
   right->addWidget(images_);
+  tokens_->setObjectName("tokenPreview");
+  tokens_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+  tokens_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  tokens_->setVisible(false);
+  right->addWidget(tokens_, 3);
   right->addWidget(histogram_, 2);
   right->addWidget(shardNote_);
   return right;
@@ -405,6 +443,10 @@ void DatasetPage::showPreview(const DatasetPreview& p) {
     }
     images_->setPixmap(QPixmap::fromImage(canvas));
   }
+
+  scatter_->setVisible(p.sequences.empty());
+  tokens_->setVisible(!p.sequences.empty());
+  if (!p.sequences.empty()) tokens_->setText(tokenText(p));
 
   histogram_->clearPlottables();
   QCPBars* below = nullptr;

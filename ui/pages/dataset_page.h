@@ -31,8 +31,8 @@ class SettingRows;
 // registry describes them, core/data/dataset_kinds.h), checked as you type by the spec's
 // own parser (its message shown next to the form), and a live preview computed by the real
 // generators off the GUI thread: a scatter of the first two features (2-D datasets are the
-// data itself), sample images for `shapes`, and the class histogram of every worker's shard
-// for the chosen partition.
+// data itself), sample images for `shapes`, token lines for sequence kinds, and the class
+// histogram of every worker's shard for the chosen partition.
 class DatasetPage final : public QWidget {
   Q_OBJECT
  public:
@@ -100,6 +100,7 @@ class DatasetPage final : public QWidget {
   QDoubleSpinBox* alpha_;
   QLabel* error_;
   QLabel* images_;
+  QLabel* tokens_;  // sequence kinds: the first samples' tokens
   QLabel* shardNote_;
   QPushButton* save_;
   QCustomPlot* scatter_;

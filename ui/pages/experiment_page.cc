@@ -122,6 +122,7 @@ ExperimentPage::ExperimentPage(QWidget* parent)
       topology_(new QComboBox(this)),
       modelKind_(new QComboBox(this)),
       hidden_(new QLineEdit(this)),
+      hiddenLabel_(new QLabel(tr("hidden layers"), this)),
       activation_(new QComboBox(this)),
       optimizer_(new QComboBox(this)),
       lr_(real(this, -1000.0, 1000.0, 5)),
@@ -299,6 +300,9 @@ void ExperimentPage::showModelKind(bool resetValues) {
                                   : tr("A model kind this build does not have"),
                   entry);
   modelSettings_->show(modelSchema(), resetValues, entry);
+  const bool readsHidden = kind == nullptr || kind->readsHidden;
+  hiddenLabel_->setVisible(readsHidden);
+  hidden_->setVisible(readsHidden);
 }
 
 // The form's groups (experiment, model and optimizer, limits), the variants table with its
@@ -326,7 +330,7 @@ ExperimentPage::VariantButtons ExperimentPage::buildLayout() {
   auto* shapeLayout = new QHBoxLayout(shape);
   shapeLayout->setContentsMargins(0, 0, 0, 0);
   shapeLayout->addWidget(modelKind_);
-  shapeLayout->addWidget(new QLabel(tr("hidden layers"), this));
+  shapeLayout->addWidget(hiddenLabel_);
   shapeLayout->addWidget(hidden_, 1);
   addRow(model, tr("Model"), "model.kind", shape);
   shape->setObjectName("model.shape");

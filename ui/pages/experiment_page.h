@@ -98,6 +98,7 @@ class ExperimentPage final : public QWidget {
   QComboBox* topology_;
   QComboBox* modelKind_;  // a registered model kind; its own settings in modelSettings_
   QLineEdit* hidden_;
+  QLabel* hiddenLabel_;  // shown, with hidden_, for the kinds that read the hidden widths
   QComboBox* activation_;
   SettingRows* modelSettings_ = nullptr;
   QComboBox* optimizer_;

@@ -26,6 +26,10 @@ QWidget* makeEditor(QWidget* parent, const core::SettingSchema& s) {
     case core::SettingType::kInteger: {
       auto* box = new QSpinBox(parent);
       box->setRange(clampedInt(s.min), clampedInt(s.max));
+      if (!s.zeroMeans.empty()) {  // 0 stands for a word ("4 x width"), shown as that word
+        box->setMinimum(0);
+        box->setSpecialValueText(QString::fromStdString(s.zeroMeans));
+      }
       box->setValue(0);
       box->setGroupSeparatorShown(true);
       return box;
@@ -137,8 +141,12 @@ core::SettingValues SettingRows::values(Schema kind) const {
 
 void SettingRows::load(const nlohmann::json& object, Schema kind) {
   for (const Field& field : fields_) {
-    if (schemaOf(field, kind) == nullptr || !object.is_object() || !object.contains(field.key))
+    const core::SettingSchema* schema = schemaOf(field, kind);
+    if (schema == nullptr || !object.is_object()) continue;
+    if (!object.contains(field.key)) {  // as it reads: its default (a word's 0 is left out)
+      setEditorValue(field.editor, schema->defaultValue);
       continue;
+    }
     const nlohmann::json& v = object[field.key];
     if (v.is_number_integer()) setEditorValue(field.editor, v.get<int64_t>());
     if (v.is_number()) setEditorValue(field.editor, v.get<double>());
@@ -149,9 +157,13 @@ void SettingRows::load(const nlohmann::json& object, Schema kind) {
 void SettingRows::write(nlohmann::json& object, Schema kind) const {
   const core::SettingValues current = values(kind);
   const core::SettingsView view(kind, current);
-  for (const Field& field : fields_)
-    if (schemaOf(field, kind) != nullptr && view.applies(field.key))
-      object[field.key] = editorValue(field.editor);
+  for (const Field& field : fields_) {
+    const core::SettingSchema* schema = schemaOf(field, kind);
+    if (schema == nullptr || !view.applies(field.key)) continue;
+    const nlohmann::json value = editorValue(field.editor);
+    if (!schema->zeroMeans.empty() && value == 0) continue;  // as the spec writes it
+    object[field.key] = value;
+  }
 }
 
 QWidget* SettingRows::editor(const std::string& key) const {
