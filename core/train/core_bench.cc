@@ -174,7 +174,7 @@ StepGemmsResult benchStepGemms(const CoreBenchConfig& config, double seconds) {
   std::unique_ptr<Backend> backend = makeBackend(config.device, config.threads, config.precision);
   // Layer widths in -> hidden x layers -> classes; per layer (in, out) with rows = batch:
   // forward X W (rows x out x in), weight gradient X^T dY (in x out x rows) and, past the
-  // first layer, input gradient dY W^T (rows x in x out), as Mlp computes them.
+  // first layer, input gradient dY W^T (rows x in x out), as the mlp kind computes them.
   std::vector<int64_t> widths = {config.inputs};
   for (int64_t l = 0; l < config.layers; ++l) widths.push_back(config.hidden);
   widths.push_back(config.classes);

@@ -305,6 +305,8 @@ class TestTransformer : public QObject {
     spec.training.evalInterval = 250;
     spec.training.targetAccuracy = 0.99;
     const WorkerResult r = test::runOnRanks(spec, 1)[0];
+    qInfo("reversed: %.4f per token after %lld steps", r.finalTestAccuracy.value_or(0.0),
+          static_cast<long long>(r.steps));
     QVERIFY2(r.finalTestAccuracy.value_or(0.0) >= 0.99,
              qPrintable(QString("accuracy %1 per token after %2 steps")
                             .arg(r.finalTestAccuracy.value_or(0.0))
@@ -324,6 +326,8 @@ class TestTransformer : public QObject {
     const double floor = makeDataset(spec.dataset)->lossFloor().value();
     const WorkerResult r = test::runOnRanks(spec, 1)[0];
     const double loss = r.finalTestLoss.value_or(0.0);
+    qInfo("test loss %.4f per token, floor %.4f (%.1f%% above) after %lld steps", loss, floor,
+          100.0 * (loss / floor - 1.0), static_cast<long long>(r.steps));
     QVERIFY2(loss < 1.1 * floor && loss > 0.97 * floor,
              qPrintable(QString("test loss %1 per token, floor %2 after %3 steps")
                             .arg(loss)

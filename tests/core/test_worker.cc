@@ -260,7 +260,7 @@ class TestWorker : public QObject {
       if (withSource) {
         // The whole shard made once; a slice's rows once for each of the three epochs.
         QCOMPARE(backend.generated, world == 1 ? int64_t{1000} : 3 * worker.stepsPerEpoch() * 32);
-        QCOMPARE(backend.uploads, int64_t{1});  // the initial weights (Mlp::initialize), no data
+        QCOMPARE(backend.uploads, int64_t{1});  // the initial weights, no data
         QCOMPARE(worker.trainingDataBytes(), int64_t{0});
       } else {
         // The whole shard went over once, at construction; a slice's rows once per epoch (x, y).
