@@ -6,6 +6,8 @@
 // Offscreen.
 #include <QtTest/QtTest>
 
+#include <algorithm>
+
 #include <QtWidgets/QComboBox>
 #include <QtWidgets/QDoubleSpinBox>
 #include <QtWidgets/QLabel>
@@ -150,6 +152,13 @@ class TestModelKindsGui : public QObject {
     QCOMPARE(p.sequences.size(), std::size_t{8});
     QCOMPARE(p.sequences[0].inputs.size(), std::size_t{32});
     QVERIFY(p.lossFloor.has_value());
+    // The form calls the classes a vocabulary and the features the tokens of a sample.
+    const auto labelled = [&page](const char* text) {
+      const QList<QLabel*> labels = page.findChildren<QLabel*>();
+      return std::any_of(labels.begin(), labels.end(),
+                         [text](const QLabel* l) { return l->text() == text; });
+    };
+    QVERIFY(labelled("Vocabulary") && labelled("Tokens a sample") && !labelled("Classes"));
     auto* tokens = page.findChild<QLabel*>("tokenPreview");
     QVERIFY(tokens != nullptr && tokens->isVisible() && !page.scatter()->isVisible());
     QVERIFY2(tokens->text().contains(QString::number(*p.lossFloor, 'f', 3) + " nats per token"),
@@ -171,6 +180,7 @@ class TestModelKindsGui : public QObject {
     page.findChild<QComboBox*>("kind")->setCurrentText("gaussian_blobs");
     QVERIFY(previewed.wait(20000));
     QVERIFY(!tokens->isVisible() && page.scatter()->isVisible());
+    QVERIFY(labelled("Classes") && labelled("Features") && !labelled("Vocabulary"));
   }
 
   // A cnn on images and a transformer on token sequences, each made, run and compared from the

@@ -272,6 +272,11 @@ void DatasetPage::showKind(bool resetValues) {
                             .arg(k.features.defaultValue)
                             .arg(kindName),
                   entry);
+  // A sequence kind's classes are its vocabulary and its features the tokens of a sample.
+  if (auto* label = qobject_cast<QLabel*>(form_->labelForField(classes_)))
+    label->setText(k.tokens ? tr("Vocabulary") : tr("Classes"));
+  if (auto* label = qobject_cast<QLabel*>(form_->labelForField(features_)))
+    label->setText(k.tokens ? tr("Tokens a sample") : tr("Features"));
   parameters_->show(k.parameters, resetValues, entry);
 }
 
