@@ -34,9 +34,10 @@ constexpr float kInvSqrt2Pi = 0.39894228040143268f;
 inline float gelu(float x) {
   return 0.5f * x * (1.0f + fastmath::erf(x * kInvSqrt2));
 }
+// Phi(x) + x phi(x): erf(x / sqrt 2) and phi share their exponential, e^(-x^2 / 2).
 inline float geluGrad(float x) {
-  return 0.5f * (1.0f + fastmath::erf(x * kInvSqrt2)) +
-         x * kInvSqrt2Pi * fastmath::exp(-0.5f * x * x);
+  const float e = fastmath::exp(-0.5f * x * x);
+  return 0.5f * (1.0f + fastmath::erfGivenExp(x * kInvSqrt2, e)) + x * kInvSqrt2Pi * e;
 }
 
 template <typename Act>

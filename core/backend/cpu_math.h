@@ -30,8 +30,9 @@ inline float exp(float x) {
   return p * std::bit_cast<float>(bits);
 }
 
-// erf by Abramowitz & Stegun 7.1.26 (absolute error <= 1.5e-7), odd-extended.
-inline float erf(float x) {
+// erf by Abramowitz & Stegun 7.1.26 (absolute error <= 1.5e-7), odd-extended, given
+// e^(-x^2) (which a caller may have computed for its own use, as GELU's gradient has).
+inline float erfGivenExp(float x, float expMinusSquare) {
   const float a = x < 0.0f ? -x : x;
   const float t = 1.0f / (1.0f + 0.3275911f * a);
   float p = 1.061405429f;
@@ -39,8 +40,12 @@ inline float erf(float x) {
   p = p * t + 1.421413741f;
   p = p * t - 0.284496736f;
   p = p * t + 0.254829592f;
-  const float y = 1.0f - p * t * exp(-a * a);
+  const float y = 1.0f - p * t * expMinusSquare;
   return x < 0.0f ? -y : y;
+}
+
+inline float erf(float x) {
+  return erfGivenExp(x, exp(-x * x));
 }
 
 // tanh: 1 - 2/(e^{2|x|} + 1), odd-extended; a Taylor polynomial near 0, where that form
