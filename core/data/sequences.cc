@@ -18,6 +18,7 @@
 // reversed. The floor is 0; reversed, a model must see the whole sequence at every position
 // (an MLP does; a transformer without the causal mask).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 #include <vector>
@@ -126,19 +127,22 @@ class LanguageDataset final : public SequenceDataset {
     const int64_t vocabulary = outputs();
     const auto start = static_cast<uint64_t>(vocabulary);  // the start symbol, no token
     Rng rng(sampleKey(seed(), split, index));
-    std::vector<uint64_t> context(static_cast<std::size_t>(order_ - 1), start);
+    // The last order - 1 tokens, oldest first (the start symbol before the first).
+    std::array<uint64_t, kMaxOrder - 1> context;
+    const auto held = static_cast<std::size_t>(order_ - 1);
+    std::fill_n(context.begin(), held, start);
     for (int64_t t = 0; t <= length(); ++t) {
       uint64_t key = deriveSeed(seed(), kContextStream);
-      for (uint64_t c : context) key = mix64(key ^ c);
+      for (std::size_t c = 0; c < held; ++c) key = mix64(key ^ context[c]);
       const auto rank = static_cast<uint64_t>(
           std::upper_bound(law_.cumulative.begin(), law_.cumulative.end(), uniform53(rng)) -
           law_.cumulative.begin());
       const uint64_t token = (multiplier(key) * rank + mix64(key + 1)) % start;
       if (t < length()) x[t] = static_cast<float>(token);
       if (t > 0) y[t - 1] = static_cast<float>(token);
-      if (!context.empty()) {
-        std::rotate(context.begin(), context.begin() + 1, context.end());
-        context.back() = token;
+      if (held > 0) {
+        std::rotate(context.begin(), context.begin() + 1, context.begin() + held);
+        context[held - 1] = token;
       }
     }
   }

@@ -275,6 +275,8 @@ void Transformer::dense(const Dense& r, const float* in, int64_t rows, float* ou
 
 void Transformer::denseBackward(const Dense& r, const float* in, float* dOut, int64_t rows,
                                 float* dIn) {
+  // The bias gradient's pass writes dOut back as it was (no activation: dz = dOut), so the
+  // residual stream's gradient can be handed in itself, uncopied.
   backend_.activationBackward(dOut, nullptr, nullptr, rows, r.out, std::nullopt, dOut,
                               grads() + r.bias);
   backend_.gemm(true, false, r.in, r.out, rows, 1.0f, in, r.in, dOut, r.out, 0.0f,
@@ -325,9 +327,7 @@ void Transformer::backward(const float* x, float* dOutput, int64_t samples,
   for (std::size_t k = blocks_.size(); k-- > 0;) {
     Block& b = blocks_[k];
     // The feed-forward half: dX reaches its output and, by the residual, mid.
-    backend_.fill(dContext_, n * d, 0.0f);  // dContext_ as scratch for dX's copy below
-    backend_.addTo(dX_, n * d, dContext_);
-    denseBackward(b.ffnOut, b.u, dContext_, n, dWide_);
+    denseBackward(b.ffnOut, b.u, dX_, n, dWide_);
     backend_.activationBackward(dWide_, b.z, b.u, n, shape_.ffn, shape_.activation, dWide_,
                                 nullptr);
     denseBackward(b.ffnIn, b.h2, dWide_, n, dH_);
@@ -335,9 +335,7 @@ void Transformer::backward(const float* x, float* dOutput, int64_t samples,
                                grads() + b.ln2.gain, grads() + b.ln2.bias);
     backend_.addTo(dContext_, n * d, dX_);  // dX is now d(mid)
     // The attention half: d(mid) reaches its output and, by the residual, x.
-    backend_.fill(dH_, n * d, 0.0f);
-    backend_.addTo(dX_, n * d, dH_);
-    denseBackward(b.attnOut, b.context, dH_, n, dContext_);
+    denseBackward(b.attnOut, b.context, dX_, n, dContext_);
     backend_.attentionBackward(attention(samples), b.qkvOut, b.probabilities, dContext_, dWide_);
     denseBackward(b.qkv, b.h1, dWide_, n, dH_);
     backend_.layerNormBackward(b.x, dH_, n, d, params() + b.ln1.gain, b.mean1, b.rstd1, dContext_,

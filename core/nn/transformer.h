@@ -94,7 +94,7 @@ class Transformer final : public Model {
   void releaseActivations();
   void dense(const Dense& d, const float* in, int64_t rows, float* out,
              std::optional<Activation> act = std::nullopt, float* z = nullptr);
-  // dW, db of `d` from its input and dOut; dIn = dOut W^T when dIn is not null.
+  // dW, db of `d` from its input and dOut (left as it was); dIn = dOut W^T when not null.
   void denseBackward(const Dense& d, const float* in, float* dOut, int64_t rows, float* dIn);
   AttentionShape attention(int64_t samples) const;
 

@@ -20,6 +20,7 @@
 #include "remote/common/protocol.h"
 #include "remote/common/tls_credentials.h"
 #include "remote/coordinator/node_summary.h"
+#include "remote/coordinator/stream_blobs.h"
 #include "remote/proto/dtlab.grpc.pb.h"
 
 namespace dtlab::remote {
@@ -363,13 +364,6 @@ struct RankWatch {
   }
 };
 
-// A checkpoint as a node sent it, its checksum checked and its header read; the bytes are
-// stored and staged for a restart as they came (never decoded here, never copied).
-struct CheckedCheckpoint {
-  core::CheckpointLayout layout;
-  std::shared_ptr<const std::vector<unsigned char>> bytes;
-};
-
 // Rank 0's newest checkpoint goes to the sink only once every rank's stream has delivered its
 // points up to that rank's step in the checkpoint (or ended): a stored checkpoint never runs
 // ahead of any rank's stored points, so a resume finds each series whole up to it. Under
@@ -420,53 +414,6 @@ struct WatchState {
   std::string regroupLost;
   std::optional<Clock::time_point> regroupSince;
   uint32_t generation = 0;  // of the newest group the survivors were told to form
-};
-
-// What one update's blob parts completed: record chunks, the newest checkpoint, and events
-// for parts that could not be kept.
-struct JoinedBlobs {
-  std::vector<std::vector<unsigned char>> records;
-  std::vector<CheckedCheckpoint> checkpoints;
-  std::vector<core::RunEvent> notes;
-};
-
-// The blobs of one stream being joined from their parts.
-struct StreamBlobs {
-  BlobJoiner checkpointParts, recordParts;
-
-  JoinedBlobs join(const pb::JobUpdate& update, const std::string& rank) {
-    JoinedBlobs out;
-    for (const pb::BlobPart& part : update.blobs()) {
-      const bool isCheckpoint = part.kind() == pb::BLOB_CHECKPOINT;
-      BlobJoiner& joiner = isCheckpoint ? checkpointParts : recordParts;
-      if (const std::string wrong = joiner.add(part.total_bytes(), part.offset(), part.data());
-          !wrong.empty()) {
-        // Not a reason to end the run: the training goes on without this checkpoint or record
-        // chunk, and the run's events say so.
-        out.notes.push_back({0, 0.0,
-                             std::string(isCheckpoint ? core::kCheckpointNotKeptEvent : "note"),
-                             std::string(isCheckpoint ? "a checkpoint" : "a record of pushes") +
-                                 " from " + rank + " was not kept: " + wrong});
-        continue;
-      }
-      if (!joiner.whole()) continue;
-      std::vector<unsigned char> bytes = joiner.take();
-      if (!isCheckpoint) {
-        out.records.push_back(std::move(bytes));
-        continue;
-      }
-      try {
-        core::CheckpointLayout layout = core::verifyCheckpoint(bytes);
-        out.checkpoints.push_back(
-            {std::move(layout),
-             std::make_shared<const std::vector<unsigned char>>(std::move(bytes))});
-      } catch (const core::CheckpointError& e) {
-        out.notes.push_back({0, 0.0, std::string(core::kCheckpointNotKeptEvent),
-                             std::string("a checkpoint was not kept: ") + e.what()});
-      }
-    }
-    return out;
-  }
 };
 
 // Reads rank i's WatchJob stream to its end into `w`, delivering what it reports to `out`.
